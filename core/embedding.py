@@ -1,0 +1,102 @@
+"""Embeddings in recall (SPEC §4, §6): the protocol the core needs, and the vector space it keeps.
+
+The core knows no concrete model. ``models/`` implements :class:`Embedder`; the app passes one
+to :class:`core.memory.Memory`. Cosine is taken only against vectors of the active model, and a
+raw cosine is calibrated against the model's background ``b``: semantic = clamp((cos − b)/(1 − b)).
+"""
+
+from __future__ import annotations
+
+from typing import Protocol, runtime_checkable
+
+import numpy as np
+
+
+@runtime_checkable
+class Embedder(Protocol):
+    name: str  # identifies the vector space; vectors of another name are never compared
+    dim: int
+
+    def embed(self, texts: list[str]) -> np.ndarray:
+        """A float32 matrix, one L2-normalised row per text."""
+        ...
+
+
+def normalise_rows(m: np.ndarray) -> np.ndarray:
+    m = np.asarray(m, dtype=np.float32)
+    if m.ndim == 1:
+        m = m[None, :]
+    norms = np.linalg.norm(m, axis=1, keepdims=True)
+    norms[norms == 0] = 1.0
+    return m / norms
+
+
+def calibrated(cos: np.ndarray, background: float) -> np.ndarray:
+    """Map raw cosine to 0..1 with the model's background cosine as zero."""
+    return np.clip((cos - background) / (1.0 - background), 0.0, 1.0)
+
+
+def to_blob(vec: np.ndarray) -> bytes:
+    return np.asarray(vec, dtype=np.float32).tobytes()
+
+
+def from_blob(blob: bytes, dim: int) -> np.ndarray:
+    v = np.frombuffer(blob, dtype=np.float32)
+    if v.shape[0] != dim:
+        raise ValueError(f"stored vector has {v.shape[0]} values, expected {dim}")
+    return v
+
+
+class VectorSpace:
+    """The active model's vectors, in one growable matrix addressed by record id."""
+
+    def __init__(self, dim: int) -> None:
+        self.dim = dim
+        self._mat = np.zeros((0, dim), dtype=np.float32)
+        self._keys = np.zeros(0, dtype=np.int64)
+        self._alive = np.zeros(0, dtype=bool)
+        self._pos: dict[int, int] = {}
+        self._n = 0
+
+    def __len__(self) -> int:
+        return len(self._pos)
+
+    def __contains__(self, key: int) -> bool:
+        return key in self._pos
+
+    def set(self, key: int, vec: np.ndarray) -> None:
+        vec = normalise_rows(vec)[0]
+        pos = self._pos.get(key)
+        if pos is None:
+            if self._n == len(self._keys):
+                cap = max(64, 2 * self._n)
+                self._mat = np.resize(self._mat, (cap, self.dim))
+                keys = np.zeros(cap, dtype=np.int64)
+                keys[: self._n] = self._keys[: self._n]
+                alive = np.zeros(cap, dtype=bool)
+                alive[: self._n] = self._alive[: self._n]
+                self._keys, self._alive = keys, alive
+            pos = self._n
+            self._n += 1
+            self._pos[key] = pos
+            self._keys[pos] = key
+        self._mat[pos] = vec
+        self._alive[pos] = True
+
+    def remove(self, key: int) -> None:
+        pos = self._pos.pop(key, None)
+        if pos is not None:
+            self._alive[pos] = False
+
+    def get(self, key: int) -> np.ndarray | None:
+        pos = self._pos.get(key)
+        return None if pos is None else self._mat[pos]
+
+    def cosines(self, query: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """(keys, cosine) of every live vector against one normalised query vector."""
+        if not self._pos:
+            return np.zeros(0, dtype=np.int64), np.zeros(0, dtype=np.float32)
+        n = self._n
+        cos = self._mat[:n] @ normalise_rows(query)[0]
+        alive = self._alive[:n]
+        return self._keys[:n][alive], cos[alive]

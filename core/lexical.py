@@ -1,0 +1,173 @@
+"""Lexical relevance: BM25 (bm25s) over stems, kept in step with the store (SPEC §4).
+
+A bm25s index is an immutable sparse matrix, so a write cannot touch it cheaply. The index here
+is a **main** bm25s index plus a small **delta** (an inverted index of documents added or changed
+since the main was built) and a set of dead main documents. Queries score both parts with the
+same formula (bm25s's "lucene" BM25, k1 = 1.5, b = 0.75); the main is rebuilt lazily when the
+delta outgrows ``max(min_merge, merge_ratio × size)``, so a write costs O(its own tokens).
+
+Relevance is normalised per query by the query's **attainable ceiling**, ``Σ idf(t)`` over its
+stems (each term's saturating tf-part is < 1 in the lucene variant). A record that shares one
+common word with the query therefore scores low instead of getting full marks, and the value is
+comparable with a calibrated cosine in the hybrid.
+"""
+
+from __future__ import annotations
+
+import math
+from collections import Counter
+
+import bm25s
+import numpy as np
+
+K1 = 1.5
+B = 0.75
+
+
+class LexicalIndex:
+    def __init__(self, min_merge: int = 1000, merge_ratio: float = 0.05) -> None:
+        self.min_merge = min_merge
+        self.merge_ratio = merge_ratio
+        self.docs: dict[int, list[str]] = {}  # key -> stems (all live documents)
+        self.df: Counter[str] = Counter()
+        self.total_len = 0
+        # main (bm25s) part
+        self._main: bm25s.BM25 | None = None
+        self._main_keys = np.zeros(0, dtype=np.int64)
+        self._main_alive = np.zeros(0, dtype=bool)
+        self._main_pos: dict[int, int] = {}
+        # delta part: inverted index over documents not (correctly) in the main
+        self._delta_post: dict[str, dict[int, int]] = {}
+        self._delta_docs: set[int] = set()
+        self.rebuilds = 0
+
+    # ---- size and stats -------------------------------------------------------------------
+    def __len__(self) -> int:
+        return len(self.docs)
+
+    def __contains__(self, key: int) -> bool:
+        return key in self.docs
+
+    @property
+    def avgdl(self) -> float:
+        return self.total_len / len(self.docs) if self.docs else 1.0
+
+    def idf(self, term: str) -> float:
+        n = len(self.docs)
+        df = self.df.get(term, 0)
+        return math.log(1 + (n - df + 0.5) / (df + 0.5))
+
+    # ---- writes -----------------------------------------------------------------------------
+    def bulk_load(self, items: list[tuple[int, list[str]]]) -> None:
+        """Replace the whole index (start-up); builds the main at once."""
+        self.docs = {k: list(s) for k, s in items}
+        self.df = Counter()
+        self.total_len = 0
+        for s in self.docs.values():
+            self.df.update(set(s))
+            self.total_len += len(s)
+        self._rebuild_main()
+
+    def upsert(self, key: int, doc_stems: list[str]) -> None:
+        if key in self.docs:
+            self.remove(key)
+        self.docs[key] = list(doc_stems)
+        self.df.update(set(doc_stems))
+        self.total_len += len(doc_stems)
+        self._delta_docs.add(key)
+        for term, tf in Counter(doc_stems).items():
+            self._delta_post.setdefault(term, {})[key] = tf
+        self._maybe_merge()
+
+    def remove(self, key: int) -> None:
+        old = self.docs.pop(key, None)
+        if old is None:
+            return
+        for term in set(old):
+            self.df[term] -= 1
+            if self.df[term] <= 0:
+                del self.df[term]
+        self.total_len -= len(old)
+        if key in self._delta_docs:
+            self._delta_docs.discard(key)
+            for term in set(old):
+                post = self._delta_post.get(term)
+                if post is not None:
+                    post.pop(key, None)
+                    if not post:
+                        del self._delta_post[term]
+        pos = self._main_pos.get(key)
+        if pos is not None and self._main_alive[pos]:
+            self._main_alive[pos] = False
+
+    def _pending(self) -> int:
+        return len(self._delta_docs) + int((~self._main_alive).sum()) if len(self._main_alive) else len(self._delta_docs)
+
+    def _maybe_merge(self) -> None:
+        if self._pending() > max(self.min_merge, self.merge_ratio * len(self.docs)):
+            self._rebuild_main()
+
+    def _rebuild_main(self) -> None:
+        keys = list(self.docs)
+        self._delta_post = {}
+        self._delta_docs = set()
+        self._main_pos = {k: i for i, k in enumerate(keys)}
+        self._main_keys = np.asarray(keys, dtype=np.int64)
+        self._main_alive = np.ones(len(keys), dtype=bool)
+        self.rebuilds += 1
+        if not keys:
+            self._main = None
+            return
+        vocab: dict[str, int] = {}
+        ids = [[vocab.setdefault(t, len(vocab)) for t in self.docs[k]] for k in keys]
+        if not vocab:
+            self._main = None
+            return
+        retriever = bm25s.BM25(k1=K1, b=B, method="lucene")
+        retriever.index(bm25s.tokenization.Tokenized(ids=ids, vocab=vocab), show_progress=False)
+        self._main = retriever
+
+    # ---- queries ----------------------------------------------------------------------------
+    def ceiling(self, query_stems: list[str]) -> float:
+        """The attainable maximum BM25 score of this query: Σ idf over its (known) stems."""
+        return sum(self.idf(t) for t in query_stems if t in self.df)
+
+    def scores(self, query_stems: list[str]) -> tuple[np.ndarray, np.ndarray]:
+        """Raw BM25 of every document sharing a stem with the query: (keys, scores)."""
+        terms = [t for t in query_stems if t in self.df]
+        if not terms:
+            return np.zeros(0, dtype=np.int64), np.zeros(0, dtype=np.float32)
+        out_keys: list[np.ndarray] = []
+        out_scores: list[np.ndarray] = []
+        if self._main is not None:
+            ids = self._main.get_tokens_ids(terms)
+            if ids:
+                s = self._main.get_scores(ids)
+                hit = np.flatnonzero((s > 0) & self._main_alive)
+                out_keys.append(self._main_keys[hit])
+                out_scores.append(s[hit].astype(np.float32))
+        if self._delta_docs:
+            avgdl = self.avgdl
+            acc: dict[int, float] = {}
+            for t in terms:
+                post = self._delta_post.get(t)
+                if not post:
+                    continue
+                idf = self.idf(t)
+                for key, tf in post.items():
+                    norm = K1 * (1 - B + B * len(self.docs[key]) / avgdl)
+                    acc[key] = acc.get(key, 0.0) + idf * tf / (norm + tf)
+            if acc:
+                out_keys.append(np.fromiter(acc.keys(), dtype=np.int64, count=len(acc)))
+                out_scores.append(np.fromiter(acc.values(), dtype=np.float32, count=len(acc)))
+        if not out_keys:
+            return np.zeros(0, dtype=np.int64), np.zeros(0, dtype=np.float32)
+        return np.concatenate(out_keys), np.concatenate(out_scores)
+
+    def relevance(self, query_stems: list[str]) -> tuple[np.ndarray, np.ndarray]:
+        """BM25 normalised by the query's ceiling, in 0..1: (keys, relevance)."""
+        keys, raw = self.scores(query_stems)
+        ceiling = self.ceiling(query_stems)
+        if ceiling <= 0 or len(keys) == 0:
+            return keys, raw
+        return keys, np.clip(raw / ceiling, 0.0, 1.0)

@@ -1,0 +1,860 @@
+"""The memory engine's public API (SPEC §1–§6, §11).
+
+Every layer above the core (chat, sleep, TUI, HTTP) uses :class:`Memory` and nothing below it::
+
+    mem = Memory.open("~/.local/share/eva/memory.db")          # or clock=ManualClock() in tests
+    res = mem.save("Owner's sister Anna lives in Kazan", ctx=OWNER_TRUSTED, kind="fact",
+                   importance=4, private=True)
+    hits = mem.search("where does Anna live", ctx=OWNER_TRUSTED)   # reinforces what it returns
+    section = mem.prompt_section("Anna", ctx=OWNER_TRUSTED)        # reinforces nothing
+    mem.forget(res.id, why="moved", ctx=OWNER_TRUSTED)             # to the archive
+    mem.restore(res.id)                                            # same id, flags, history
+
+Each public method is one SQLite transaction (or none), holds the store's lock, and updates
+the in-memory indexes (lexical, columns, vectors) only after its transaction committed.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import threading
+from collections.abc import Callable, Iterable, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import numpy as np
+
+from core import prompt_section as ps
+from core import text
+from core.clock import Clock, SystemClock
+from core.config import MemoryConfig
+from core.embedding import Embedder, VectorSpace, calibrated, from_blob, to_blob
+from core.errors import MemoryOpError, NotFound, Refused
+from core.lexical import LexicalIndex
+from core.privacy import OWNER_TRUSTED, PUBLIC, AccessDenied, TurnContext
+from core.recall import Columns, Hit, select
+from core.recall import score as recall_score
+from core.records import GLOBAL_SCOPE, Actor, ArchivedRecord, Kind, Record, Source
+from core.storage import Storage, connect
+
+log = logging.getLogger("eva.memory")
+
+_COLUMNS = (
+    "m.id, m.content, m.kind, m.importance, m.private, m.pinned, m.scope, m.created_at, "
+    "m.updated_at, m.last_access_at, m.access_count, m.consolidated_at, m.source, "
+    "m.source_turn, m.stems, m.archived_at, m.archived_by, m.archived_why, v.model AS vector_model"
+)
+_FROM = "memories m LEFT JOIN vectors v ON v.memory_id = m.id"
+
+
+@dataclass(frozen=True)
+class Similar:
+    id: int
+    kind: Kind
+    age: str
+    content: str
+
+
+@dataclass(frozen=True)
+class SaveResult:
+    id: int
+    status: str  # "created" | "reinforced" | "updated" (dedup hit with a more detailed wording)
+    record: Record
+    similar: tuple[Similar, ...] = ()
+
+
+@dataclass(frozen=True)
+class SearchHit:
+    record: Record
+    score: float
+    relevance: float
+    lexical: float
+    semantic: float | None
+
+
+@dataclass(frozen=True)
+class RecallStatus:
+    """What recall runs on — for the status bar ("lexical only" when no vectors)."""
+
+    embedder: str | None
+    background: float | None
+    vectors: int
+    missing_vectors: int
+    error: str | None
+
+    @property
+    def lexical_only(self) -> bool:
+        return self.embedder is None or self.error is not None
+
+
+@dataclass
+class _Pending:
+    """In-memory index updates to apply once the transaction has committed."""
+
+    upserts: list[Record] = field(default_factory=list)
+    removals: list[int] = field(default_factory=list)
+    vectors: dict[int, np.ndarray] = field(default_factory=dict)
+    vector_drops: list[int] = field(default_factory=list)
+
+
+class Memory:
+    def __init__(
+        self,
+        storage: Storage,
+        config: MemoryConfig | None = None,
+        clock: Clock | None = None,
+        embedder: Embedder | None = None,
+    ) -> None:
+        self.storage = storage
+        self.config = config or MemoryConfig()
+        self.clock = clock or SystemClock()
+        self.embedder = embedder
+        self._lock: threading.RLock = storage._lock
+        self._lexical = LexicalIndex()
+        self._columns = Columns()
+        self._vectors: VectorSpace | None = None
+        self._embed_error: str | None = None
+        self._load()
+
+    @classmethod
+    def open(
+        cls,
+        path: str | Path,
+        config: MemoryConfig | None = None,
+        clock: Clock | None = None,
+        embedder: Embedder | None = None,
+        connection_factory: Callable = connect,
+    ) -> Memory:
+        return cls(Storage(path, connection_factory), config, clock, embedder)
+
+    def close(self) -> None:
+        self.storage.close()
+
+    def __enter__(self) -> Memory:
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self.close()
+
+    # ------------------------------------------------------------------ loading and indexes
+    def _load(self) -> None:
+        rows = self.storage.query(f"SELECT {_COLUMNS} FROM {_FROM} WHERE m.archived_at IS NULL")
+        items = []
+        for row in rows:
+            r = self._record(row)
+            self._columns.put(r, self.config)
+            items.append((r.id, row["stems"].split()))
+        self._lexical.bulk_load(items)
+        self._load_vectors()
+
+    def _load_vectors(self) -> None:
+        self._vectors = None
+        if self.embedder is None:
+            return
+        self._vectors = VectorSpace(self.embedder.dim)
+        rows = self.storage.query(
+            "SELECT v.memory_id, v.dim, v.vec FROM vectors v JOIN memories m ON m.id = v.memory_id "
+            "WHERE m.archived_at IS NULL AND v.model = ? AND v.dim = ?",
+            (self.embedder.name, self.embedder.dim),
+        )
+        for row in rows:
+            self._vectors.set(row["memory_id"], from_blob(row["vec"], row["dim"]))
+
+    def _apply(self, pending: _Pending) -> None:
+        for rid in pending.removals:
+            self._lexical.remove(rid)
+            self._columns.drop(rid)
+            if self._vectors is not None:
+                self._vectors.remove(rid)
+        for r in pending.upserts:
+            self._columns.put(r, self.config)
+            if r.id not in self._lexical or self._lexical.docs[r.id] != text.stems(r.content):
+                self._lexical.upsert(r.id, text.stems(r.content))
+        if self._vectors is not None:
+            for rid in pending.vector_drops:
+                self._vectors.remove(rid)
+            for rid, vec in pending.vectors.items():
+                self._vectors.set(rid, vec)
+
+    @staticmethod
+    def _record(row, accesses: Sequence[float] = ()) -> Record:
+        return Record(
+            id=row["id"],
+            content=row["content"],
+            kind=Kind(row["kind"]),
+            importance=row["importance"],
+            private=bool(row["private"]),
+            pinned=bool(row["pinned"]),
+            scope=row["scope"],
+            created_at=row["created_at"],
+            updated_at=row["updated_at"],
+            last_access_at=row["last_access_at"],
+            access_count=row["access_count"],
+            consolidated_at=row["consolidated_at"],
+            source=Source(row["source"]),
+            source_turn=row["source_turn"],
+            vector_model=row["vector_model"],
+            accesses=tuple(accesses),
+        )
+
+    def _row(self, conn, record_id: int):
+        return conn.execute(f"SELECT {_COLUMNS} FROM {_FROM} WHERE m.id = ?", (record_id,)).fetchone()
+
+    def _fetch(self, conn, record_id: int, with_history: bool = False) -> Record | None:
+        row = self._row(conn, record_id)
+        if row is None:
+            return None
+        hist = ()
+        if with_history:
+            hist = [a[0] for a in conn.execute(
+                "SELECT at FROM accesses WHERE memory_id = ? ORDER BY at", (record_id,))]
+        return self._record(row, hist)
+
+    def _fetch_many(self, ids: Iterable[int]) -> dict[int, Record]:
+        ids = [int(i) for i in ids]
+        if not ids:
+            return {}
+        out: dict[int, Record] = {}
+        for chunk in range(0, len(ids), 500):
+            part = ids[chunk: chunk + 500]
+            q = ",".join("?" * len(part))
+            for row in self.storage.conn.execute(
+                f"SELECT {_COLUMNS} FROM {_FROM} WHERE m.id IN ({q})", part
+            ):
+                out[row["id"]] = self._record(row)
+        return out
+
+    # ------------------------------------------------------------------ validation
+    def _content(self, content: object) -> str:
+        if not isinstance(content, str):
+            raise MemoryOpError("content must be text")
+        content = content.strip()
+        if not content:
+            raise MemoryOpError("content is empty")
+        if len(content) > self.config.max_chars:
+            raise MemoryOpError(
+                f"content is {len(content)} characters; the limit is {self.config.max_chars} — "
+                "keep one topic per record and split or shorten it"
+            )
+        return content
+
+    @staticmethod
+    def _kind(kind: object) -> Kind:
+        try:
+            return Kind(str(kind).strip().lower())
+        except ValueError:
+            raise MemoryOpError(f"kind must be one of core, fact, event (got {kind!r})") from None
+
+    @staticmethod
+    def _importance(value: object) -> int:
+        if isinstance(value, bool):
+            raise MemoryOpError("importance must be a whole number from 1 to 5")
+        if isinstance(value, str) and value.strip().isdigit():
+            value = int(value.strip())
+        if isinstance(value, float) and value.is_integer():
+            value = int(value)
+        if not isinstance(value, int) or not 1 <= value <= 5:
+            raise MemoryOpError(f"importance must be a whole number from 1 to 5 (got {value!r})")
+        return value
+
+    @staticmethod
+    def _flag(value: object, name: str) -> bool:
+        if isinstance(value, bool):
+            return value
+        if isinstance(value, str) and value.strip().lower() in ("true", "false"):
+            return value.strip().lower() == "true"
+        raise MemoryOpError(f"{name} must be true or false (got {value!r})")
+
+    @staticmethod
+    def _id(value: object) -> int:
+        if isinstance(value, bool):
+            raise MemoryOpError("id must be a memory number")
+        if isinstance(value, str) and value.strip().lstrip("#").isdigit():
+            value = int(value.strip().lstrip("#"))
+        if not isinstance(value, int) or value < 1:
+            raise MemoryOpError(f"id must be a memory number (got {value!r})")
+        return value
+
+    def _scope(self, scope: object) -> str:
+        if not isinstance(scope, str) or not scope.strip() or len(scope) > 100:
+            raise MemoryOpError("scope must be 'global' or a persona id")
+        return scope.strip()
+
+    def _check_mutate(self, ctx: TurnContext, actor: Actor, op: str) -> None:
+        if actor is Actor.MODEL and not ctx.can_mutate:
+            raise AccessDenied(f"{op} is available only in the owner's turns")
+
+    def _visible(self, r: Record | None, ctx: TurnContext) -> bool:
+        return (
+            r is not None
+            and (ctx.sees_private or not r.private)
+            and r.scope in ctx.scopes()
+        )
+
+    def _live_target(self, conn, record_id: int, ctx: TurnContext, actor: Actor) -> Record:
+        """The live record an op acts on. Records the turn may not see are reported as
+        non-existent, so an error never confirms that a private memory exists."""
+        r = self._fetch(conn, record_id, with_history=True)
+        row_archived = r is not None and self._is_archived(conn, record_id)
+        if r is None or row_archived:
+            raise NotFound(record_id)
+        if actor is not Actor.OWNER and not self._visible(r, ctx):
+            raise NotFound(record_id)
+        return r
+
+    @staticmethod
+    def _is_archived(conn, record_id: int) -> bool:
+        row = conn.execute("SELECT archived_at FROM memories WHERE id = ?", (record_id,)).fetchone()
+        return row is not None and row[0] is not None
+
+    # ------------------------------------------------------------------ change log
+    @staticmethod
+    def _snapshot(conn, record_id: int) -> str | None:
+        row = conn.execute("SELECT * FROM memories WHERE id = ?", (record_id,)).fetchone()
+        if row is None:
+            return None
+        hist = [a[0] for a in conn.execute(
+            "SELECT at FROM accesses WHERE memory_id = ? ORDER BY at", (record_id,))]
+        return json.dumps({"row": dict(row), "accesses": hist})
+
+    def _log(self, conn, now: float, actor: Actor, ctx: TurnContext, op: str, record_id: int,
+             before: str | None) -> None:
+        conn.execute(
+            "INSERT INTO changes (at, actor, turn_id, op, memory_id, before) VALUES (?,?,?,?,?,?)",
+            (now, actor.value, ctx.turn_id, op, record_id, before),
+        )
+
+    # ------------------------------------------------------------------ embedding
+    def _embed(self, contents: list[str]) -> np.ndarray | None:
+        if self.embedder is None or not contents:
+            return None
+        try:
+            m = np.asarray(self.embedder.embed(contents), dtype=np.float32)
+            if m.shape != (len(contents), self.embedder.dim):
+                raise ValueError(f"embedder returned shape {m.shape}")
+            self._embed_error = None
+            return m
+        except Exception as e:  # best effort (SPEC §6): recall goes on lexically
+            self._embed_error = f"{type(e).__name__}: {e}"
+            log.warning("embedding failed, recall runs lexically: %s", self._embed_error)
+            return None
+
+    def _write_vector(self, conn, record_id: int, vec: np.ndarray | None, pending: _Pending) -> None:
+        if vec is None or self.embedder is None:
+            # the content changed and no fresh vector could be made: a stale one would lie
+            conn.execute("DELETE FROM vectors WHERE memory_id = ?", (record_id,))
+            pending.vector_drops.append(record_id)
+            return
+        conn.execute(
+            "INSERT INTO vectors (memory_id, model, dim, vec) VALUES (?,?,?,?) "
+            "ON CONFLICT(memory_id) DO UPDATE SET model = excluded.model, dim = excluded.dim, "
+            "vec = excluded.vec",
+            (record_id, self.embedder.name, self.embedder.dim, to_blob(vec)),
+        )
+        pending.vectors[record_id] = vec
+
+    # ------------------------------------------------------------------ relevance
+    def _background(self) -> float:
+        if self.embedder is None:
+            return self.config.background_cosine
+        stored = self.storage.meta_get(f"background_cosine:{self.embedder.name}")
+        return float(stored) if stored is not None else self.config.background_cosine
+
+    def _query_vector(self, query: str) -> np.ndarray | None:
+        if self._vectors is None or len(self._vectors) == 0:
+            return None
+        m = self._embed([query])
+        return None if m is None else m[0]
+
+    def _relevance(self, query: str, qvec: np.ndarray | None = None, use_vectors: bool = True
+                   ) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray | None]:
+        """(ids, relevance, lexical, semantic|None) of every record related to the query."""
+        lk, lv = self._lexical.relevance(text.stems(query))
+        if not use_vectors:
+            return lk, lv.astype(np.float64), lv.astype(np.float64), None
+        if qvec is None:
+            qvec = self._query_vector(query)
+        if qvec is None or self._vectors is None:
+            return lk, lv.astype(np.float64), lv.astype(np.float64), None
+        vk, cos = self._vectors.cosines(qvec)
+        sem = calibrated(cos, self._background())
+        nz = sem > 0
+        vk, sem = vk[nz], sem[nz]
+        ids = np.union1d(lk, vk)
+        lex = np.zeros(len(ids))
+        lex[np.searchsorted(ids, lk)] = lv
+        semantic = np.zeros(len(ids))
+        semantic[np.searchsorted(ids, vk)] = sem
+        return ids, 0.5 * lex + 0.5 * semantic, lex, semantic
+
+    def _scored(self, query: str, ctx: TurnContext, include_core: bool, now: float,
+                use_vectors: bool = True):
+        ids, rel, lex, sem = self._relevance(query, use_vectors=use_vectors)
+        if len(ids) == 0:
+            return ids, rel, lex, sem, rel
+        ok = self._columns.visible_mask(ids, ctx.scopes(), ctx.sees_private, include_core)
+        ids, rel, lex = ids[ok], rel[ok], lex[ok]
+        sem = sem[ok] if sem is not None else None
+        c = self._columns
+        s = recall_score(rel, now - c.recalled_at[ids], c.half_life[ids], c.importance[ids],
+                         c.reinforcements[ids])
+        return ids, rel, lex, sem, s
+
+    def recall(self, query: str, ctx: TurnContext, top_k: int | None = None,
+               now: float | None = None, use_vectors: bool = True) -> list[Hit]:
+        """Scored selection for a query (§4), core excluded, privacy and public cut applied.
+        Pure: reinforces nothing."""
+        with self._lock:
+            now = self.clock.now() if now is None else now
+            k = top_k if top_k is not None else self.config.top_k
+            if ctx.public_cut:
+                k = min(k, self.config.public_top_k)
+            ids, rel, lex, sem, s = self._scored(query, ctx, include_core=False, now=now,
+                                                 use_vectors=use_vectors)
+            keep = select(ids, s, k, self.config.recall_floor)
+            return [
+                Hit(int(ids[i]), float(s[i]), float(rel[i]), float(lex[i]),
+                    None if sem is None else float(sem[i]))
+                for i in keep
+            ]
+
+    def _similar(self, content: str, ctx: TurnContext, exclude: int, now: float,
+                 qvec: np.ndarray | None) -> tuple[Similar, ...]:
+        ids, rel, _lex, _sem = self._relevance(content, qvec=qvec)
+        if len(ids) == 0:
+            return ()
+        ok = self._columns.visible_mask(ids, ctx.scopes(), ctx.sees_private, include_core=True)
+        ok &= ids != exclude
+        ids, rel = ids[ok], rel[ok]
+        keep = select(ids, rel, self.config.similar_on_save, self.config.recall_floor)
+        recs = self._fetch_many(ids[keep])
+        return tuple(
+            Similar(r.id, r.kind, ps.human_age(now - r.updated_at), r.content)
+            for r in (recs[int(ids[i])] for i in keep)
+        )
+
+    # ------------------------------------------------------------------ reinforcement
+    def _reinforce(self, conn, rid: int, now: float, actor: Actor, ctx: TurnContext,
+                   log_change: bool = True) -> None:
+        if log_change:
+            self._log(conn, now, actor, ctx, "reinforce", rid, self._snapshot(conn, rid))
+        conn.execute("INSERT INTO accesses (memory_id, at) VALUES (?, ?)", (rid, now))
+        conn.execute(
+            "UPDATE memories SET last_access_at = ?, access_count = access_count + 1 WHERE id = ?",
+            (now, rid),
+        )
+
+    # ------------------------------------------------------------------ tool operations
+    def save(
+        self,
+        content: object,
+        ctx: TurnContext = OWNER_TRUSTED,
+        kind: object = "fact",
+        importance: object = 3,
+        private: object = False,
+        *,
+        pinned: bool = False,
+        scope: str | None = None,
+        source: Source = Source.TOOL,
+        actor: Actor = Actor.MODEL,
+    ) -> SaveResult:
+        """memory_save with dedup (§3.2). A record whose stem set has Jaccard ≥ dedup_jaccard
+        with the new text (and compatible numbers) is reinforced instead of duplicated; the more
+        detailed wording wins. The answer lists the most similar records this audience may see."""
+        self._check_mutate(ctx, actor, "memory_save")
+        content = self._content(content)
+        kind = self._kind(kind)
+        importance = self._importance(importance)
+        private = self._flag(private, "private")
+        scope = self._scope(scope) if scope is not None else GLOBAL_SCOPE
+        if actor is Actor.MODEL and pinned:
+            raise Refused("only the owner pins memories")
+        new_stems = text.stems(content)
+        new_set = frozenset(new_stems)
+        vec_m = self._embed([content])
+        vec = None if vec_m is None else vec_m[0]
+
+        with self._lock:
+            now = self.clock.now()
+            dup = None if pinned else self._find_duplicate(new_stems, new_set, ctx, scope)
+            pending = _Pending()
+            with self.storage.transaction() as conn:
+                if dup is not None:
+                    target = self._fetch(conn, dup)
+                    before = self._snapshot(conn, dup)
+                    self._log(conn, now, actor, ctx, "dedup", dup, before)
+                    self._reinforce(conn, dup, now, actor, ctx, log_change=False)
+                    more_detailed = len(new_set) > len(set(self._lexical.docs[dup]))
+                    status = "reinforced"
+                    if more_detailed and not target.pinned:
+                        conn.execute(
+                            "UPDATE memories SET content = ?, stems = ?, updated_at = ?, "
+                            "source_turn = COALESCE(?, source_turn) WHERE id = ?",
+                            (content, " ".join(new_stems), now, ctx.turn_id, dup),
+                        )
+                        self._write_vector(conn, dup, vec, pending)
+                        status = "updated"
+                    if private and not target.private and not target.pinned:
+                        conn.execute("UPDATE memories SET private = 1 WHERE id = ?", (dup,))
+                    rid = dup
+                else:
+                    if pinned:
+                        self._check_pin_room(conn, scope)
+                    cur = conn.execute(
+                        "INSERT INTO memories (content, kind, importance, private, pinned, scope, "
+                        "created_at, updated_at, source, source_turn, stems) "
+                        "VALUES (?,?,?,?,?,?,?,?,?,?,?)",
+                        (content, kind.value, importance, int(private), int(pinned), scope, now,
+                         now, source.value, ctx.turn_id, " ".join(new_stems)),
+                    )
+                    rid = cur.lastrowid
+                    self._log(conn, now, actor, ctx, "create", rid, None)
+                    self._write_vector(conn, rid, vec, pending)
+                    status = "created"
+                record = self._fetch(conn, rid)
+            pending.upserts.append(record)
+            self._apply(pending)
+            similar = self._similar(content, ctx, rid, now, vec)
+            return SaveResult(rid, status, record, similar)
+
+    def _find_duplicate(self, new_stems: list[str], new_set: frozenset[str], ctx: TurnContext,
+                        scope: str) -> int | None:
+        ids, raw = self._lexical.scores(new_stems)
+        if len(ids) == 0:
+            return None
+        ok = self._columns.visible_mask(ids, ctx.scopes() + (scope,), ctx.sees_private, True)
+        ids, raw = ids[ok], raw[ok]
+        order = np.argsort(-raw)[:50]
+        new_nums = {s for s in new_set if any(ch.isdigit() for ch in s)}
+        best, best_j = None, 0.0
+        for i in order:
+            rid = int(ids[i])
+            old = frozenset(self._lexical.docs[rid])
+            j = text.jaccard(new_set, old)
+            if j < self.config.dedup_jaccard or j <= best_j:
+                continue
+            old_nums = {s for s in old if any(ch.isdigit() for ch in s)}
+            if not (new_nums <= old_nums or old_nums <= new_nums):
+                continue  # "3 pm" and "5 pm" are different memories
+            best, best_j = rid, j
+        return best
+
+    def update(
+        self,
+        record_id: object,
+        ctx: TurnContext = OWNER_TRUSTED,
+        *,
+        content: object = None,
+        kind: object = None,
+        importance: object = None,
+        private: object = None,
+        actor: Actor = Actor.MODEL,
+    ) -> Record:
+        """memory_update: edit in place. The model may not touch pinned records, and may set
+        the private flag but never remove it (only the owner does)."""
+        self._check_mutate(ctx, actor, "memory_update")
+        rid = self._id(record_id)
+        new_content = self._content(content) if content is not None else None
+        new_kind = self._kind(kind) if kind is not None else None
+        new_imp = self._importance(importance) if importance is not None else None
+        new_priv = self._flag(private, "private") if private is not None else None
+        if new_content is None and new_kind is None and new_imp is None and new_priv is None:
+            raise MemoryOpError("nothing to change: give content, kind, importance or private")
+        vec = None
+        if new_content is not None:
+            m = self._embed([new_content])
+            vec = None if m is None else m[0]
+        with self._lock:
+            now = self.clock.now()
+            pending = _Pending()
+            with self.storage.transaction() as conn:
+                r = self._live_target(conn, rid, ctx, actor)
+                if actor is not Actor.OWNER and r.pinned:
+                    raise Refused(f"memory #{rid} is pinned by the owner; only the owner changes it")
+                if actor is not Actor.OWNER and r.private and new_priv is False:
+                    raise Refused("the private flag is never removed by the model; the owner can")
+                self._log(conn, now, actor, ctx, "update", rid, self._snapshot(conn, rid))
+                sets, args = ["updated_at = ?"], [now]
+                if new_content is not None:
+                    sets += ["content = ?", "stems = ?"]
+                    args += [new_content, " ".join(text.stems(new_content))]
+                if new_kind is not None:
+                    sets.append("kind = ?")
+                    args.append(new_kind.value)
+                if new_imp is not None:
+                    sets.append("importance = ?")
+                    args.append(new_imp)
+                if new_priv is not None:
+                    sets.append("private = ?")
+                    args.append(int(new_priv))
+                conn.execute(f"UPDATE memories SET {', '.join(sets)} WHERE id = ?", (*args, rid))
+                if new_content is not None:
+                    self._write_vector(conn, rid, vec, pending)
+                record = self._fetch(conn, rid)
+            pending.upserts.append(record)
+            self._apply(pending)
+            return record
+
+    def forget(self, record_id: object, why: object, ctx: TurnContext = OWNER_TRUSTED, *,
+               actor: Actor = Actor.MODEL) -> ArchivedRecord:
+        """memory_forget: move to the archive with who/why/when; restorable for archive_ttl."""
+        self._check_mutate(ctx, actor, "memory_forget")
+        rid = self._id(record_id)
+        if not isinstance(why, str) or not why.strip():
+            raise MemoryOpError("say why the memory is forgotten")
+        why = why.strip()[:500]
+        with self._lock:
+            now = self.clock.now()
+            with self.storage.transaction() as conn:
+                r = self._live_target(conn, rid, ctx, actor)
+                if actor is not Actor.OWNER and r.pinned:
+                    raise Refused(f"memory #{rid} is pinned by the owner; only the owner changes it")
+                self._log(conn, now, actor, ctx, "forget", rid, self._snapshot(conn, rid))
+                conn.execute(
+                    "UPDATE memories SET archived_at = ?, archived_by = ?, archived_why = ? "
+                    "WHERE id = ?",
+                    (now, actor.value, why, rid),
+                )
+            self._apply(_Pending(removals=[rid]))
+            return ArchivedRecord(r, now, actor.value, why, now + self.config.archive_ttl_seconds)
+
+    def search(self, query: object, ctx: TurnContext = OWNER_TRUSTED, *, reinforce: bool = True,
+               top_k: int | None = None) -> list[SearchHit]:
+        """memory_search: scored recall (§4) that reinforces what it returns; never core."""
+        if not isinstance(query, str) or not query.strip():
+            raise MemoryOpError("query is empty")
+        query = query.strip()[:2000]
+        with self._lock:
+            now = self.clock.now()
+            hits = self.recall(query, ctx, top_k=top_k, now=now)
+            if reinforce and hits:
+                with self.storage.transaction() as conn:
+                    for h in hits:
+                        self._reinforce(conn, h.id, now, Actor.MODEL, ctx)
+            recs = self._fetch_many(h.id for h in hits)
+            if reinforce:
+                self._apply(_Pending(upserts=list(recs.values())))
+            return [SearchHit(recs[h.id], h.score, h.relevance, h.lexical, h.semantic) for h in hits]
+
+    def list(self, ctx: TurnContext = OWNER_TRUSTED, *, kind: object = None,
+             private: bool | None = None, pinned: bool | None = None, scope: str | None = None,
+             contains: str | None = None, order: str = "updated", limit: int = 100,
+             offset: int = 0) -> list[Record]:
+        """memory_list — only where private memory may be seen (a dump would carry it)."""
+        if not ctx.can_list:
+            raise AccessDenied("memory_list is available only to the owner on a trusted surface")
+        orders = {"updated": "m.updated_at DESC", "created": "m.created_at DESC",
+                  "importance": "m.importance DESC, m.updated_at DESC", "id": "m.id"}
+        if order not in orders:
+            raise MemoryOpError(f"order must be one of {', '.join(orders)}")
+        if not isinstance(limit, int) or not 1 <= limit <= 10_000 or offset < 0:
+            raise MemoryOpError("limit must be 1..10000 and offset >= 0")
+        where, args = ["m.archived_at IS NULL"], []
+        if kind is not None:
+            where.append("m.kind = ?")
+            args.append(self._kind(kind).value)
+        if private is not None:
+            where.append("m.private = ?")
+            args.append(int(private))
+        if pinned is not None:
+            where.append("m.pinned = ?")
+            args.append(int(pinned))
+        if scope is not None:
+            where.append("m.scope = ?")
+            args.append(scope)
+        if contains:
+            where.append("m.content LIKE ?")
+            args.append(f"%{contains}%")
+        rows = self.storage.query(
+            f"SELECT {_COLUMNS} FROM {_FROM} WHERE {' AND '.join(where)} "
+            f"ORDER BY {orders[order]} LIMIT ? OFFSET ?",
+            (*args, limit, offset),
+        )
+        return [self._record(r) for r in rows]
+
+    # ------------------------------------------------------------------ owner operations
+    def get(self, record_id: object, ctx: TurnContext = OWNER_TRUSTED) -> Record:
+        """One record with its access history (live or archived) if this turn may see it."""
+        rid = self._id(record_id)
+        with self._lock:
+            r = self._fetch(self.storage.conn, rid, with_history=True)
+        if r is None or not self._visible(r, ctx):
+            raise NotFound(rid)
+        return r
+
+    def _check_pin_room(self, conn, scope: str) -> None:
+        n = conn.execute(
+            "SELECT COUNT(*) FROM memories WHERE pinned = 1 AND archived_at IS NULL AND scope = ?",
+            (scope,),
+        ).fetchone()[0]
+        if n >= self.config.max_pinned:
+            raise Refused(
+                f"scope {scope!r} already has {n} pinned memories (the limit is "
+                f"{self.config.max_pinned}); unpin one first"
+            )
+
+    def pin(self, record_id: object, pinned: bool = True) -> Record:
+        """The owner's lock (§2). Only the owner pins or unpins."""
+        rid = self._id(record_id)
+        with self._lock:
+            now = self.clock.now()
+            with self.storage.transaction() as conn:
+                r = self._live_target(conn, rid, OWNER_TRUSTED, Actor.OWNER)
+                if r.pinned == bool(pinned):
+                    return r
+                if pinned:
+                    self._check_pin_room(conn, r.scope)
+                self._log(conn, now, Actor.OWNER, OWNER_TRUSTED, "pin" if pinned else "unpin",
+                          rid, self._snapshot(conn, rid))
+                conn.execute("UPDATE memories SET pinned = ? WHERE id = ?", (int(pinned), rid))
+                record = self._fetch(conn, rid)
+            self._apply(_Pending(upserts=[record]))
+            return record
+
+    def set_private(self, record_id: object, private: bool) -> Record:
+        """The owner marks or unmarks a record private (never a migration's guess)."""
+        return self.update(record_id, OWNER_TRUSTED, private=bool(private), actor=Actor.OWNER)
+
+    def restore(self, record_id: object, ctx: TurnContext = OWNER_TRUSTED) -> Record:
+        """Bring an archived record back with its id, kind, flags and history."""
+        if not ctx.can_list:
+            raise AccessDenied("restoring from the archive is the owner's, on a trusted surface")
+        rid = self._id(record_id)
+        with self._lock:
+            now = self.clock.now()
+            with self.storage.transaction() as conn:
+                row = conn.execute(
+                    "SELECT archived_at FROM memories WHERE id = ?", (rid,)).fetchone()
+                if row is None or row[0] is None:
+                    raise NotFound(f"{rid} in the archive")
+                self._log(conn, now, Actor.OWNER, ctx, "restore", rid, self._snapshot(conn, rid))
+                conn.execute(
+                    "UPDATE memories SET archived_at = NULL, archived_by = NULL, "
+                    "archived_why = NULL WHERE id = ?", (rid,))
+                record = self._fetch(conn, rid)
+                vrow = conn.execute(
+                    "SELECT model, dim, vec FROM vectors WHERE memory_id = ?", (rid,)).fetchone()
+            pending = _Pending(upserts=[record])
+            if (vrow is not None and self.embedder is not None
+                    and vrow["model"] == self.embedder.name and vrow["dim"] == self.embedder.dim):
+                pending.vectors[rid] = from_blob(vrow["vec"], vrow["dim"])
+            self._apply(pending)
+            return record
+
+    def archive(self, ctx: TurnContext = OWNER_TRUSTED, limit: int = 1000) -> list[ArchivedRecord]:
+        """Archived records, newest first, with who/why/when and the moment of purge."""
+        if not ctx.can_list:
+            raise AccessDenied("the archive is the owner's, on a trusted surface")
+        rows = self.storage.query(
+            f"SELECT {_COLUMNS} FROM {_FROM} WHERE m.archived_at IS NOT NULL "
+            "ORDER BY m.archived_at DESC LIMIT ?", (limit,))
+        ttl = self.config.archive_ttl_seconds
+        return [
+            ArchivedRecord(self._record(r), r["archived_at"], r["archived_by"],
+                           r["archived_why"] or "", r["archived_at"] + ttl)
+            for r in rows
+        ]
+
+    def purge_archive(self) -> int:
+        """Delete archive entries older than archive_ttl (sleep's hygiene). Returns the count."""
+        with self._lock:
+            cutoff = self.clock.now() - self.config.archive_ttl_seconds
+            with self.storage.transaction() as conn:
+                cur = conn.execute(
+                    "DELETE FROM memories WHERE archived_at IS NOT NULL AND archived_at < ?",
+                    (cutoff,))
+                return cur.rowcount
+
+    # ------------------------------------------------------------------ the prompt section
+    def _core_records(self, ctx: TurnContext) -> list[Record]:
+        scopes = ctx.scopes()
+        q = ",".join("?" * len(scopes))
+        rows = self.storage.query(
+            f"SELECT {_COLUMNS} FROM {_FROM} WHERE m.archived_at IS NULL "
+            f"AND (m.kind = 'core' OR m.pinned = 1) AND m.scope IN ({q})"
+            + ("" if ctx.sees_private else " AND m.private = 0"),
+            scopes,
+        )
+        return [self._record(r) for r in rows]
+
+    def prompt_section(self, query: str, ctx: TurnContext, *, reinforce: bool = False
+                       ) -> ps.PromptSection:
+        """The memory section a turn carries (§5). Passive weaving reinforces nothing."""
+        with self._lock:
+            now = self.clock.now()
+            core = self._core_records(ctx)
+            hits = self.recall(query, ctx, now=now) if query and query.strip() else []
+            recs = self._fetch_many(h.id for h in hits)
+            recalled = [recs[h.id] for h in hits]
+            section = ps.build(core, recalled, self.config, now, ctx.gets_withheld_footnote)
+            if reinforce and section.recalled_ids:
+                with self.storage.transaction() as conn:
+                    for rid in section.recalled_ids:
+                        self._reinforce(conn, rid, now, Actor.MODEL, ctx)
+                self._apply(_Pending(upserts=list(self._fetch_many(section.recalled_ids).values())))
+            return section
+
+    def preview(self, query: str, public: bool = False) -> ps.PromptSection:
+        """The exact section a turn would carry, as the trusted owner or as a public turn.
+        Reinforces nothing (SPEC §5)."""
+        return self.prompt_section(query, PUBLIC if public else OWNER_TRUSTED, reinforce=False)
+
+    # ------------------------------------------------------------------ embeddings and status
+    def backfill_vectors(self, batch: int = 64, progress: Callable[[int, int], None] | None = None
+                         ) -> int:
+        """Embed live records that have no vector of the active model (or a vector of another
+        model), in batches. Best effort: stops at the first failure. Returns how many were done."""
+        if self.embedder is None:
+            return 0
+        with self._lock:
+            todo = [r[0] for r in self.storage.query(
+                "SELECT m.id FROM memories m LEFT JOIN vectors v ON v.memory_id = m.id "
+                "WHERE m.archived_at IS NULL AND (v.model IS NULL OR v.model != ? OR v.dim != ?) "
+                "ORDER BY m.id", (self.embedder.name, self.embedder.dim))]
+        done = 0
+        for start in range(0, len(todo), batch):
+            ids = todo[start: start + batch]
+            with self._lock:
+                recs = self._fetch_many(ids)
+            ids = [i for i in ids if i in recs]
+            m = self._embed([recs[i].content for i in ids])
+            if m is None:
+                break
+            with self._lock:
+                pending = _Pending()
+                with self.storage.transaction() as conn:
+                    for i, vec in zip(ids, m, strict=True):
+                        if conn.execute("SELECT content FROM memories WHERE id = ?",
+                                        (i,)).fetchone()[0] != recs[i].content:
+                            continue  # changed meanwhile; the next backfill takes it
+                        self._write_vector(conn, i, vec, pending)
+                self._apply(pending)
+            done += len(ids)
+            if progress:
+                progress(done, len(todo))
+        return done
+
+    def set_background(self, value: float) -> None:
+        """Store the calibrated background cosine ``b`` of the active embedder."""
+        if self.embedder is None:
+            raise MemoryOpError("no embedder is active")
+        if not -1 <= value < 1:
+            raise MemoryOpError("background cosine must be in [-1, 1)")
+        self.storage.meta_set(f"background_cosine:{self.embedder.name}", repr(float(value)))
+
+    def status(self) -> RecallStatus:
+        with self._lock:
+            n_live = len(self._lexical)
+            n_vec = len(self._vectors) if self._vectors is not None else 0
+            return RecallStatus(
+                embedder=self.embedder.name if self.embedder else None,
+                background=self._background() if self.embedder else None,
+                vectors=n_vec,
+                missing_vectors=(n_live - n_vec) if self.embedder else n_live,
+                error=self._embed_error,
+            )
+
+    def count(self, archived: bool = False) -> int:
+        q = "IS NOT NULL" if archived else "IS NULL"
+        return self.storage.query(f"SELECT COUNT(*) FROM memories WHERE archived_at {q}")[0][0]

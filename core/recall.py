@@ -1,0 +1,126 @@
+"""Recall (SPEC §4): relevance × freshness × importance × frequency, then top-k and a floor.
+
+    score = relevance × (0.35 + 0.65 × 0.5^(age / half_life)) × (importance / 3) × bonus
+    bonus = min(1.5, 1 + 0.1 × ln(1 + reinforcements))
+
+``age`` runs from the last access (creation if never accessed); events use a quarter of the
+fact half-life. The scoring fields of every live record are kept in numpy columns indexed by
+record id, so a query scores its candidates in one vectorised pass.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+from core.config import MemoryConfig
+from core.records import Kind, Record
+
+
+def freshness(age_seconds: np.ndarray | float, half_life_seconds: np.ndarray | float):
+    return 0.35 + 0.65 * np.power(0.5, np.maximum(age_seconds, 0.0) / half_life_seconds)
+
+
+def frequency_bonus(reinforcements: np.ndarray | int):
+    return np.minimum(1.5, 1.0 + 0.1 * np.log1p(reinforcements))
+
+
+def score(relevance, age_seconds, half_life_seconds, importance, reinforcements):
+    """The §4 formula; works on scalars and numpy arrays alike."""
+    return (
+        relevance
+        * freshness(age_seconds, half_life_seconds)
+        * (np.asarray(importance, dtype=np.float64) / 3.0)
+        * frequency_bonus(reinforcements)
+    )
+
+
+def half_life_of(kind: Kind, config: MemoryConfig) -> float:
+    hl = config.half_life_seconds
+    return hl * config.event_half_life_factor if kind is Kind.EVENT else hl
+
+
+@dataclass(frozen=True)
+class Hit:
+    id: int
+    score: float
+    relevance: float
+    lexical: float
+    semantic: float | None
+
+
+class Columns:
+    """Scoring fields of live records, addressed by id (ids are dense: AUTOINCREMENT)."""
+
+    def __init__(self) -> None:
+        self._cap = 0
+        self.alive = np.zeros(0, dtype=bool)
+        self.core = np.zeros(0, dtype=bool)
+        self.private = np.zeros(0, dtype=bool)
+        self.pinned = np.zeros(0, dtype=bool)
+        self.importance = np.zeros(0, dtype=np.float64)
+        self.half_life = np.ones(0, dtype=np.float64)
+        self.recalled_at = np.zeros(0, dtype=np.float64)
+        self.reinforcements = np.zeros(0, dtype=np.float64)
+        self.scope = np.zeros(0, dtype=np.int32)
+        self._scope_codes: dict[str, int] = {}
+
+    def _grow(self, need: int) -> None:
+        if need <= self._cap:
+            return
+        cap = max(need, 2 * self._cap, 1024)
+        for name in ("alive", "core", "private", "pinned", "importance", "half_life",
+                     "recalled_at", "reinforcements", "scope"):
+            old = getattr(self, name)
+            new = np.zeros(cap, dtype=old.dtype)
+            new[: len(old)] = old
+            setattr(self, name, new)
+        self._cap = cap
+
+    def scope_code(self, scope: str) -> int:
+        return self._scope_codes.setdefault(scope, len(self._scope_codes))
+
+    def put(self, r: Record, config: MemoryConfig) -> None:
+        self._grow(r.id + 1)
+        i = r.id
+        self.alive[i] = True
+        self.core[i] = r.kind is Kind.CORE
+        self.private[i] = r.private
+        self.pinned[i] = r.pinned
+        self.importance[i] = r.importance
+        self.half_life[i] = half_life_of(r.kind, config)
+        self.recalled_at[i] = r.recalled_at
+        self.reinforcements[i] = r.access_count
+        self.scope[i] = self.scope_code(r.scope)
+
+    def drop(self, record_id: int) -> None:
+        if record_id < self._cap:
+            self.alive[record_id] = False
+
+    def visible_mask(self, ids: np.ndarray, scopes: tuple[str, ...], sees_private: bool,
+                     include_core: bool) -> np.ndarray:
+        ok = self.alive[ids].copy()
+        codes = [self._scope_codes[s] for s in scopes if s in self._scope_codes]
+        ok &= np.isin(self.scope[ids], codes)
+        if not sees_private:
+            ok &= ~self.private[ids]
+        if not include_core:
+            ok &= ~self.core[ids]
+        return ok
+
+
+def select(ids: np.ndarray, scores: np.ndarray, top_k: int, floor: float) -> np.ndarray:
+    """Positions of the kept candidates, best first: at most ``top_k``, and nothing weaker than
+    ``floor`` × the best score of this same selection."""
+    keep = np.flatnonzero(scores > 0)
+    if len(keep) == 0 or top_k <= 0:
+        return np.zeros(0, dtype=np.int64)
+    if len(keep) > top_k:
+        part = np.argpartition(-scores[keep], top_k - 1)[:top_k]
+        keep = keep[part]
+    # best first; ties broken by the newer id (deterministic)
+    order = np.lexsort((-ids[keep], -scores[keep]))
+    keep = keep[order]
+    best = scores[keep[0]]
+    return keep[scores[keep] >= floor * best]

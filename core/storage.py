@@ -1,0 +1,177 @@
+"""SQLite storage (SPEC §2, §11): WAL, versioned migrations, one transaction per change.
+
+The store is opened through sqlite-utils; every multi-step write runs inside
+:meth:`Storage.transaction` (``BEGIN IMMEDIATE`` … ``COMMIT``), so a crash at any statement
+leaves either the whole change or none of it. Only :mod:`core` touches these tables; every other
+layer goes through :class:`core.memory.Memory`.
+"""
+
+from __future__ import annotations
+
+import sqlite3
+import threading
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from pathlib import Path
+
+import sqlite_utils
+
+# Each migration moves the schema from version i to i+1; never edit a released one, append.
+MIGRATIONS: list[list[str]] = [
+    # v1: records, access history, archive (as state of a record), vectors, change log, meta
+    [
+        """CREATE TABLE memories (
+            id INTEGER PRIMARY KEY AUTOINCREMENT,
+            content TEXT NOT NULL,
+            kind TEXT NOT NULL CHECK (kind IN ('core', 'fact', 'event')),
+            importance INTEGER NOT NULL CHECK (importance BETWEEN 1 AND 5),
+            private INTEGER NOT NULL DEFAULT 0 CHECK (private IN (0, 1)),
+            pinned INTEGER NOT NULL DEFAULT 0 CHECK (pinned IN (0, 1)),
+            scope TEXT NOT NULL DEFAULT 'global',
+            created_at REAL NOT NULL,
+            updated_at REAL NOT NULL,
+            last_access_at REAL,
+            access_count INTEGER NOT NULL DEFAULT 0,
+            consolidated_at REAL,
+            source TEXT NOT NULL,
+            source_turn TEXT,
+            stems TEXT NOT NULL,
+            archived_at REAL,
+            archived_by TEXT,
+            archived_why TEXT
+        )""",
+        "CREATE INDEX memories_live ON memories (archived_at, scope)",
+        """CREATE TABLE accesses (
+            memory_id INTEGER NOT NULL REFERENCES memories(id) ON DELETE CASCADE,
+            at REAL NOT NULL
+        )""",
+        "CREATE INDEX accesses_memory ON accesses (memory_id, at)",
+        """CREATE TABLE vectors (
+            memory_id INTEGER PRIMARY KEY REFERENCES memories(id) ON DELETE CASCADE,
+            model TEXT NOT NULL,
+            dim INTEGER NOT NULL,
+            vec BLOB NOT NULL
+        )""",
+        """CREATE TABLE changes (
+            id INTEGER PRIMARY KEY AUTOINCREMENT,
+            at REAL NOT NULL,
+            actor TEXT NOT NULL,
+            turn_id TEXT,
+            op TEXT NOT NULL,
+            memory_id INTEGER NOT NULL,
+            before TEXT
+        )""",
+        "CREATE INDEX changes_turn ON changes (turn_id)",
+        "CREATE TABLE meta (key TEXT PRIMARY KEY, value TEXT NOT NULL)",
+    ],
+]
+
+SCHEMA_VERSION = len(MIGRATIONS)
+
+
+class StoreError(RuntimeError):
+    """The store cannot be used (newer schema, corrupt file, …)."""
+
+
+def migrate(conn: sqlite3.Connection, upto: int = SCHEMA_VERSION) -> int:
+    """Bring the schema to version ``upto``, one transaction per step. Returns the version."""
+    current = conn.execute("PRAGMA user_version").fetchone()[0]
+    if current > SCHEMA_VERSION:
+        raise StoreError(
+            f"this store has schema v{current}, newer than this Eva understands "
+            f"(v{SCHEMA_VERSION}); upgrade Eva"
+        )
+    for version in range(current, upto):
+        conn.execute("BEGIN IMMEDIATE")
+        try:
+            for statement in MIGRATIONS[version]:
+                conn.execute(statement)
+            conn.execute(f"PRAGMA user_version = {version + 1}")
+            conn.execute("COMMIT")
+        except BaseException:
+            conn.execute("ROLLBACK")
+            raise
+    return max(current, upto)
+
+
+def connect(path: str | Path) -> sqlite3.Connection:
+    conn = sqlite3.connect(
+        str(path), isolation_level=None, check_same_thread=False, timeout=30.0
+    )
+    conn.row_factory = sqlite3.Row
+    conn.execute("PRAGMA foreign_keys = ON")
+    return conn
+
+
+class Storage:
+    """A connection with migrations applied, WAL on, and a transaction helper.
+
+    ``connection_factory`` exists for crash tests (a connection that fails at statement N)."""
+
+    def __init__(
+        self,
+        path: str | Path,
+        connection_factory: Callable[[str | Path], sqlite3.Connection] = connect,
+    ) -> None:
+        self.path = Path(path)
+        if str(path) != ":memory:":
+            self.path.parent.mkdir(parents=True, exist_ok=True)
+        self.conn = connection_factory(path)
+        self.db = sqlite_utils.Database(self.conn)
+        if str(path) != ":memory:":
+            self.db.enable_wal()
+        self.conn.execute("PRAGMA synchronous = NORMAL")
+        migrate(self.conn)
+        self._lock = threading.RLock()
+        self._depth = 0
+
+    @contextmanager
+    def transaction(self) -> Iterator[sqlite3.Connection]:
+        """One atomic change. Nested use joins the outer transaction."""
+        with self._lock:
+            if self._depth:
+                self._depth += 1
+                try:
+                    yield self.conn
+                finally:
+                    self._depth -= 1
+                return
+            self.conn.execute("BEGIN IMMEDIATE")
+            self._depth = 1
+            try:
+                yield self.conn
+            except BaseException:
+                self._depth = 0
+                self.conn.execute("ROLLBACK")
+                raise
+            else:
+                self._depth = 0
+                try:
+                    self.conn.execute("COMMIT")
+                except BaseException:
+                    if self.conn.in_transaction:
+                        self.conn.execute("ROLLBACK")
+                    raise
+
+    def query(self, sql: str, params: tuple | dict = ()) -> list[sqlite3.Row]:
+        with self._lock:
+            return self.conn.execute(sql, params).fetchall()
+
+    def meta_get(self, key: str) -> str | None:
+        rows = self.query("SELECT value FROM meta WHERE key = ?", (key,))
+        return rows[0]["value"] if rows else None
+
+    def meta_set(self, key: str, value: str) -> None:
+        with self.transaction() as c:
+            c.execute(
+                "INSERT INTO meta (key, value) VALUES (?, ?) "
+                "ON CONFLICT(key) DO UPDATE SET value = excluded.value",
+                (key, value),
+            )
+
+    def schema_version(self) -> int:
+        return self.query("PRAGMA user_version")[0][0]
+
+    def close(self) -> None:
+        with self._lock:
+            self.conn.close()

@@ -1,0 +1,88 @@
+"""Text for memory: tokens and stems of mixed Russian/English text (SPEC §3.2, §4).
+
+Every token is stemmed by the stemmer of its own script (Cyrillic → Russian Snowball, Latin →
+English Snowball), so "Казань" and "Kazan's" both reduce sensibly inside one sentence. Numbers
+are significant tokens and are kept verbatim ("3 pm" ≠ "5 pm"). Stop words are dropped from
+the stems used for matching, unless a text has nothing else.
+"""
+
+from __future__ import annotations
+
+import re
+from functools import lru_cache
+
+import Stemmer
+
+_TOKEN = re.compile(r"[^\W_]+(?:['’][^\W_]+)*", re.UNICODE)
+_CYRILLIC = re.compile(r"[а-яё]")
+_LATIN = re.compile(r"[a-z]")
+_DIGIT = re.compile(r"\d")
+
+_EN_STOP = frozenset(
+    ["a", "an", "and", "are", "as", "at", "be", "been", "being", "but", "by", "did", "do", "does", "doing", "for", "from", "had", "has", "have", "having", "he", "her", "hers", "him", "his", "i", "if", "in", "into", "is", "it", "its", "itself", "me", "my", "myself", "of", "on", "or", "our", "ours", "she", "so", "than", "that", "the", "their", "theirs", "them", "they", "this", "those", "to", "too", "was", "we", "were", "what", "when", "where", "which", "while", "who", "whom", "why", "will", "with", "would", "you", "your", "yours", "s", "t", "about", "also", "am", "can", "could", "just", "not", "no", "yes", "very", "there", "then", "these", "how", "all", "any", "some", "up", "out", "over", "such", "only", "own", "same", "other", "more", "most", "should", "now"]
+)
+_RU_STOP = frozenset(
+    ["и", "в", "во", "не", "что", "он", "на", "я", "с", "со", "как", "а", "то", "все", "она", "так", "его", "но", "да", "ты", "к", "у", "же", "вы", "за", "бы", "по", "только", "ее", "её", "мне", "было", "вот", "от", "меня", "еще", "ещё", "нет", "о", "из", "ему", "теперь", "когда", "даже", "ну", "вдруг", "ли", "если", "уже", "или", "ни", "быть", "был", "него", "до", "вас", "нибудь", "опять", "уж", "вам", "ведь", "там", "потом", "себя", "ничего", "ей", "может", "они", "тут", "где", "есть", "надо", "ней", "для", "мы", "тебя", "их", "чем", "была", "сам", "чтоб", "без", "будто", "чего", "раз", "тоже", "себе", "под", "будет", "ж", "тогда", "кто", "этот", "того", "потому", "этого", "какой", "совсем", "ним", "здесь", "этом", "один", "почти", "мой", "тем", "чтобы", "нее", "были", "куда", "зачем", "всех", "никогда", "можно", "при", "наконец", "два", "об", "другой", "хоть", "после", "над", "больше", "тот", "через", "эти", "нас", "про", "всего", "них", "какая", "много", "разве", "три", "эту", "моя", "впрочем", "хорошо", "свою", "этой", "перед", "иногда", "лучше", "чуть", "том", "нельзя", "такой", "им", "более", "всегда", "конечно", "всю", "между", "это"]
+)
+
+_en = Stemmer.Stemmer("english")
+_ru = Stemmer.Stemmer("russian")
+
+
+def tokens(text: str) -> list[str]:
+    """Lower-cased word and number tokens, in order (ё folded to е)."""
+    return _TOKEN.findall(text.lower().replace("ё", "е"))
+
+
+@lru_cache(maxsize=200_000)
+def stem_token(tok: str) -> str:
+    """Stem one lower-cased token with the stemmer of its script; numbers stay as they are."""
+    if _DIGIT.search(tok) and not (_CYRILLIC.search(tok) or _LATIN.search(tok)):
+        return tok
+    tok = tok.replace("’", "'")
+    if _CYRILLIC.search(tok):
+        return _ru.stemWord(tok)
+    if _LATIN.search(tok):
+        if tok.endswith("'s"):
+            tok = tok[:-2]
+        return _en.stemWord(tok.replace("'", ""))
+    return tok
+
+
+def is_stopword(tok: str) -> bool:
+    return tok in _EN_STOP or tok in _RU_STOP
+
+
+def stems(text: str) -> list[str]:
+    """Stems of the meaningful tokens of ``text`` in order, with repeats (for BM25).
+
+    Stop words are dropped; if that leaves nothing, all tokens are kept, so a text made only of
+    common words still matches itself."""
+    toks = tokens(text)
+    kept = [t for t in toks if not is_stopword(t)] or toks
+    return [stem_token(t) for t in kept]
+
+
+def stem_set(text: str) -> frozenset[str]:
+    return frozenset(stems(text))
+
+
+def numbers(text: str) -> frozenset[str]:
+    """The numeric tokens of a text (significant: they make "3 pm" and "5 pm" different)."""
+    return frozenset(t for t in tokens(text) if _DIGIT.search(t))
+
+
+def jaccard(a: frozenset[str] | set[str], b: frozenset[str] | set[str]) -> float:
+    if not a and not b:
+        return 1.0
+    inter = len(a & b)
+    return inter / (len(a) + len(b) - inter)
+
+
+def numbers_compatible(a: str, b: str) -> bool:
+    """Two wordings can be the same memory only if one's numbers include the other's.
+
+    "meeting at 3 pm" and "meeting on Friday at 3 pm" are compatible; "at 3 pm" and "at 5 pm"
+    are not, however similar the rest."""
+    na, nb = numbers(a), numbers(b)
+    return na <= nb or nb <= na

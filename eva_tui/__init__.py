@@ -1,0 +1,1 @@
+"""Eva's Textual app: the trusted surface (SPEC §9)."""

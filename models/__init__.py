@@ -1,0 +1,1 @@
+"""Adapters to real models: llama.cpp chat/planning, embedders, packaged-model resolution."""

@@ -1,0 +1,1 @@
+"""One Textual screen per view."""
