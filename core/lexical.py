@@ -6,10 +6,12 @@ since the main was built) and a set of dead main documents. Queries score both p
 same formula (bm25s's "lucene" BM25, k1 = 1.5, b = 0.75); the main is rebuilt lazily when the
 delta outgrows ``max(min_merge, merge_ratio × size)``, so a write costs O(its own tokens).
 
-Relevance is normalised per query by the query's **attainable ceiling**, ``Σ idf(t)`` over its
-stems (each term's saturating tf-part is < 1 in the lucene variant). A record that shares one
-common word with the query therefore scores low instead of getting full marks, and the value is
-comparable with a calibrated cosine in the hybrid.
+Relevance is normalised per query by the score of a **full match**: a document of average length
+that contains every query stem once, ``Σ idf(t) / (1 + k1)``. Relevance 1.0 therefore means
+"all of the query's words are there", and a record that shares one common word with the query
+gets that word's small share of the query's idf mass instead of full marks (which is what
+dividing by the query's best score would give). The value is comparable with a calibrated
+cosine in the hybrid; it is clipped to 1 for documents that repeat query words.
 """
 
 from __future__ import annotations
@@ -36,6 +38,11 @@ class LexicalIndex:
         self._main_keys = np.zeros(0, dtype=np.int64)
         self._main_alive = np.zeros(0, dtype=bool)
         self._main_pos: dict[int, int] = {}
+        # the main's build-time statistics: its stored scores are rescored with the current ones,
+        # so a result never depends on when the main was last built
+        self._main_len = np.zeros(0, dtype=np.float64)
+        self._main_avgdl = 1.0
+        self._main_idf: dict[str, float] = {}
         # delta part: inverted index over documents not (correctly) in the main
         self._delta_post: dict[str, dict[int, int]] = {}
         self._delta_docs: set[int] = set()
@@ -114,6 +121,9 @@ class LexicalIndex:
         self._main_pos = {k: i for i, k in enumerate(keys)}
         self._main_keys = np.asarray(keys, dtype=np.int64)
         self._main_alive = np.ones(len(keys), dtype=bool)
+        self._main_len = np.asarray([len(self.docs[k]) for k in keys], dtype=np.float64)
+        self._main_avgdl = self.avgdl
+        self._main_idf = {}
         self.rebuilds += 1
         if not keys:
             self._main = None
@@ -125,12 +135,17 @@ class LexicalIndex:
             return
         retriever = bm25s.BM25(k1=K1, b=B, method="lucene")
         retriever.index(bm25s.tokenization.Tokenized(ids=ids, vocab=vocab), show_progress=False)
+        self._main_idf = {t: self.idf(t) for t in vocab}
         self._main = retriever
 
     # ---- queries ----------------------------------------------------------------------------
     def ceiling(self, query_stems: list[str]) -> float:
-        """The attainable maximum BM25 score of this query: Σ idf over its (known) stems."""
-        return sum(self.idf(t) for t in query_stems if t in self.df)
+        """The BM25 score of a full match: an average-length document holding each query stem
+        once. Unknown stems count with the idf of a term seen in no document, so a query that
+        is mostly unknown words cannot reach full relevance through its one known word."""
+        n = len(self.docs)
+        unseen = math.log(1 + (n + 0.5) / 0.5)
+        return sum(self.idf(t) if t in self.df else unseen for t in query_stems) / (1 + K1)
 
     def scores(self, query_stems: list[str]) -> tuple[np.ndarray, np.ndarray]:
         """Raw BM25 of every document sharing a stem with the query: (keys, scores)."""
@@ -140,12 +155,27 @@ class LexicalIndex:
         out_keys: list[np.ndarray] = []
         out_scores: list[np.ndarray] = []
         if self._main is not None:
-            ids = self._main.get_tokens_ids(terms)
-            if ids:
-                s = self._main.get_scores(ids)
-                hit = np.flatnonzero((s > 0) & self._main_alive)
+            # The main's stored scores carry the idf and avgdl of its build; documents added,
+            # changed or removed since then moved both. Recover each posting's tf from its stored
+            # score and rescore it with the current statistics (the same formula as the delta).
+            acc = np.zeros(len(self._main_keys), dtype=np.float64)
+            avgdl = self.avgdl
+            for t in terms:
+                tid = self._main.get_tokens_ids([t])
+                if not tid:
+                    continue
+                s = self._main.get_scores(tid).astype(np.float64)
+                pos = np.flatnonzero(s > 0)
+                dl = self._main_len[pos]
+                x = s[pos] / self._main_idf[t]  # tf / (tf + norm at build time)
+                norm_then = K1 * (1 - B + B * dl / self._main_avgdl)
+                tf = np.rint(x * norm_then / (1.0 - x))
+                norm_now = K1 * (1 - B + B * dl / avgdl)
+                acc[pos] += self.idf(t) * tf / (norm_now + tf)
+            hit = np.flatnonzero((acc > 0) & self._main_alive)
+            if len(hit):
                 out_keys.append(self._main_keys[hit])
-                out_scores.append(s[hit].astype(np.float32))
+                out_scores.append(acc[hit].astype(np.float32))
         if self._delta_docs:
             avgdl = self.avgdl
             acc: dict[int, float] = {}

@@ -858,3 +858,116 @@ class Memory:
     def count(self, archived: bool = False) -> int:
         q = "IS NOT NULL" if archived else "IS NULL"
         return self.storage.query(f"SELECT COUNT(*) FROM memories WHERE archived_at {q}")[0][0]
+
+    # ------------------------------------------------------------------ bulk import and rollback
+    def import_records(self, items: Iterable[dict], *, source: Source = Source.INIT,
+                       batch: int = 5000) -> list[int]:
+        """The owner's bulk import (initial memories, migrations from another tool, benchmarks):
+        no dedup, one transaction per batch, indexes updated once at the end. Each item has
+        ``content`` and optionally kind, importance, private, pinned, scope, created_at."""
+        ids: list[int] = []
+        items = list(items)
+        vectors = None
+        if self.embedder is not None and items:
+            vectors = self._embed([str(it.get("content", "")).strip() for it in items])
+        with self._lock:
+            pending = _Pending()
+            for start in range(0, len(items), batch):
+                chunk = items[start: start + batch]
+                with self.storage.transaction() as conn:
+                    for offset, it in enumerate(chunk):
+                        content = self._content(it.get("content"))
+                        kind = self._kind(it.get("kind", "fact"))
+                        imp = self._importance(it.get("importance", 3))
+                        priv = self._flag(it.get("private", False), "private")
+                        pin = self._flag(it.get("pinned", False), "pinned")
+                        scope = self._scope(it.get("scope", GLOBAL_SCOPE))
+                        at = float(it.get("created_at", self.clock.now()))
+                        if pin:
+                            self._check_pin_room(conn, scope)
+                        cur = conn.execute(
+                            "INSERT INTO memories (content, kind, importance, private, pinned, "
+                            "scope, created_at, updated_at, source, source_turn, stems) "
+                            "VALUES (?,?,?,?,?,?,?,?,?,?,?)",
+                            (content, kind.value, imp, int(priv), int(pin), scope, at, at,
+                             source.value, None, " ".join(text.stems(content))),
+                        )
+                        rid = cur.lastrowid
+                        ids.append(rid)
+                        if vectors is not None:
+                            self._write_vector(conn, rid, vectors[start + offset], pending)
+            recs = self._fetch_many(ids)
+            for rid in ids:
+                self._columns.put(recs[rid], self.config)
+            if len(ids) > self._lexical.min_merge:
+                self._lexical.bulk_load(
+                    [(k, v) for k, v in self._lexical.docs.items()]
+                    + [(rid, text.stems(recs[rid].content)) for rid in ids])
+            else:
+                for rid in ids:
+                    self._lexical.upsert(rid, text.stems(recs[rid].content))
+            if self._vectors is not None:
+                for rid, vec in pending.vectors.items():
+                    self._vectors.set(rid, vec)
+            return ids
+
+    def turn_changes(self, turn_id: str) -> list[dict]:
+        """The memory writes a turn made, oldest first (op, memory id, actor, when)."""
+        rows = self.storage.query(
+            "SELECT id, at, actor, op, memory_id FROM changes WHERE turn_id = ? ORDER BY id",
+            (turn_id,))
+        return [dict(r) for r in rows]
+
+    def rollback_turn(self, turn_id: str) -> list[int]:
+        """Undo every memory write of one turn (regenerate, SPEC §8.4), newest first, in one
+        transaction. Records pinned by the owner are left as they are. Returns touched ids."""
+        if not turn_id:
+            raise MemoryOpError("turn id is empty")
+        with self._lock:
+            touched: list[int] = []
+            with self.storage.transaction() as conn:
+                changes = conn.execute(
+                    "SELECT id, op, memory_id, before FROM changes WHERE turn_id = ? "
+                    "ORDER BY id DESC", (turn_id,)).fetchall()
+                for ch in changes:
+                    rid = ch["memory_id"]
+                    cur = conn.execute("SELECT pinned FROM memories WHERE id = ?", (rid,)).fetchone()
+                    if cur is not None and cur["pinned"]:
+                        continue  # the owner's lock: regenerate never touches a pinned record
+                    if ch["before"] is None:  # created by this turn
+                        conn.execute("DELETE FROM memories WHERE id = ?", (rid,))
+                    else:
+                        snap = json.loads(ch["before"])
+                        row = snap["row"]
+                        cols = [c for c in row if c != "id"]
+                        conn.execute(
+                            f"UPDATE memories SET {', '.join(c + ' = ?' for c in cols)} WHERE id = ?",
+                            (*[row[c] for c in cols], rid))
+                        conn.execute("DELETE FROM accesses WHERE memory_id = ?", (rid,))
+                        conn.executemany("INSERT INTO accesses (memory_id, at) VALUES (?, ?)",
+                                         [(rid, at) for at in snap["accesses"]])
+                    conn.execute("DELETE FROM changes WHERE id = ?", (ch["id"],))
+                    touched.append(rid)
+            self._reindex(set(touched))
+            return touched
+
+    def _reindex(self, ids: set[int]) -> None:
+        """Bring the in-memory indexes of these records in line with the store."""
+        recs = self._fetch_many(ids)
+        pending = _Pending()
+        for rid in ids:
+            r = recs.get(rid)
+            archived = r is None or self._is_archived(self.storage.conn, rid)
+            if archived:
+                pending.removals.append(rid)
+            else:
+                pending.upserts.append(r)
+        self._apply(pending)
+        if self._vectors is not None:
+            for r in pending.upserts:
+                row = self.storage.query(
+                    "SELECT model, dim, vec FROM vectors WHERE memory_id = ?", (r.id,))
+                if row and row[0]["model"] == self.embedder.name and row[0]["dim"] == self.embedder.dim:
+                    self._vectors.set(r.id, from_blob(row[0]["vec"], row[0]["dim"]))
+                else:
+                    self._vectors.remove(r.id)

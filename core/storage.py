@@ -64,6 +64,23 @@ MIGRATIONS: list[list[str]] = [
         "CREATE INDEX changes_turn ON changes (turn_id)",
         "CREATE TABLE meta (key TEXT PRIMARY KEY, value TEXT NOT NULL)",
     ],
+    # v2: the conversation's messages (SPEC §8.1 live window, §8.4 regenerate)
+    [
+        """CREATE TABLE messages (
+            id INTEGER PRIMARY KEY AUTOINCREMENT,
+            persona TEXT NOT NULL DEFAULT 'default',
+            turn_id TEXT NOT NULL,
+            role TEXT NOT NULL CHECK (role IN ('user', 'assistant')),
+            content TEXT NOT NULL,
+            status TEXT NOT NULL DEFAULT 'ok'
+                CHECK (status IN ('ok', 'stopped', 'error', 'discarded')),
+            tokens INTEGER,
+            created_at REAL NOT NULL,
+            meta TEXT
+        )""",
+        "CREATE INDEX messages_persona ON messages (persona, status, id)",
+        "CREATE INDEX messages_turn ON messages (turn_id)",
+    ],
 ]
 
 SCHEMA_VERSION = len(MIGRATIONS)

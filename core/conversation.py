@@ -1,0 +1,364 @@
+"""Chat turns (SPEC §1, §3, §5, §8.1, §8.2, §8.4, §8.7): one call per user message, a stream of
+typed events out. A surface (the TUI, later HTTP) drives it; the model is any
+:class:`core.llm.ChatModel`.
+
+Prompt layout, stable first so the model's KV cache is reused from turn to turn:
+
+1. system — Eva's memory rule (owner turns only), the persona, the core/pinned part of the memory
+   section, and the tools this turn is offered;
+2. the live window of earlier messages (detail level of §8.2, never more than 25 % of the model's
+   context; it slides in chunks, so most turns keep the same prefix);
+3. the recalled part of the memory section for this message (or the withheld footnote), then the
+   user's message.
+"""
+
+from __future__ import annotations
+
+import json
+import threading
+import time
+import uuid
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+from typing import Any, Protocol
+
+from core import tools as memory_tools
+from core.clock import Clock, SystemClock
+from core.llm import ChatModel, Done, Message, ModelError, TextDelta, ToolCall
+from core.memory import Memory
+from core.persona import DEFAULT_PERSONA, MEMORY_RULE, NO_MEMORY_TOOLS_NOTE
+from core.privacy import TurnContext
+from core.prompt_section import PromptSection
+
+# ---------------------------------------------------------------------------- detail levels
+
+
+@dataclass(frozen=True)
+class DetailLevel:
+    name: str
+    window_tokens: int
+    window_messages: int
+
+
+DETAIL_LEVELS = {
+    "key": DetailLevel("key", 6_000, 30),
+    "balanced": DetailLevel("balanced", 10_000, 50),
+    "detailed": DetailLevel("detailed", 16_000, 80),
+}
+MAX_CONTEXT_SHARE = 0.25  # the live window never takes more than this of the model's context
+
+
+@dataclass(frozen=True)
+class ConversationConfig:
+    detail_level: str = "balanced"
+    learning: bool = True  # per persona: off → no memory section and no memory tools (§8.7)
+    max_tool_rounds: int = 4
+    max_answer_tokens: int | None = None
+    temperature: float = 0.7
+    persona_id: str = "default"
+    slide_keep: float = 0.75  # when the window overflows it drops to this share (cache-friendly)
+
+    def __post_init__(self) -> None:
+        if self.detail_level not in DETAIL_LEVELS:
+            raise ValueError(
+                f"detail_level must be one of {', '.join(DETAIL_LEVELS)} (got {self.detail_level!r})"
+            )
+        if not 1 <= self.max_tool_rounds <= 16:
+            raise ValueError("max_tool_rounds must be 1..16")
+        if not 0.1 <= self.slide_keep <= 1.0:
+            raise ValueError("slide_keep must be in [0.1, 1]")
+
+
+def window_budget(level: DetailLevel, context_size: int) -> tuple[int, int]:
+    """(tokens, messages) the live window may hold with this model."""
+    return min(level.window_tokens, int(context_size * MAX_CONTEXT_SHARE)), level.window_messages
+
+
+# ---------------------------------------------------------------------------- events
+
+
+@dataclass(frozen=True)
+class Sleeping:
+    """Eva is asleep: the turn is queued until she wakes (the stream opens with this)."""
+
+
+@dataclass(frozen=True)
+class MemoryUsed:
+    section: PromptSection
+
+
+@dataclass(frozen=True)
+class Token:
+    text: str
+
+
+@dataclass(frozen=True)
+class ToolStarted:
+    name: str
+    arguments: Any
+
+
+@dataclass(frozen=True)
+class ToolFinished:
+    name: str
+    result: memory_tools.ToolResult
+
+
+@dataclass(frozen=True)
+class TurnDone:
+    turn_id: str
+    text: str
+    stopped: bool
+    prompt_tokens: int
+    evaluated_tokens: int
+    completion_tokens: int
+    first_token_seconds: float | None
+    seconds: float
+    model_calls: int
+
+
+@dataclass(frozen=True)
+class TurnError:
+    turn_id: str
+    message: str  # calm, safe to show the owner
+
+
+TurnEvent = Sleeping | MemoryUsed | Token | ToolStarted | ToolFinished | TurnDone | TurnError
+
+
+class SleepGate(Protocol):
+    """What a turn needs from sleep (SPEC §7): is she asleep, and wait until she wakes."""
+
+    def is_sleeping(self) -> bool: ...
+
+    def wait_awake(self, cancel: threading.Event | None) -> bool:
+        """Block until awake; False if cancelled first."""
+        ...
+
+
+@dataclass
+class StoredMessage:
+    id: int
+    turn_id: str
+    role: str
+    content: str
+    status: str
+    tokens: int
+    created_at: float
+    meta: dict = field(default_factory=dict)
+
+
+# ---------------------------------------------------------------------------- the engine
+
+
+class Conversation:
+    def __init__(
+        self,
+        memory: Memory,
+        model: ChatModel,
+        persona: str = DEFAULT_PERSONA,
+        config: ConversationConfig | None = None,
+        clock: Clock | None = None,
+        sleep: SleepGate | None = None,
+    ) -> None:
+        self.memory = memory
+        self.model = model
+        self.persona = persona
+        self.config = config or ConversationConfig()
+        self.clock = clock or memory.clock or SystemClock()
+        self.sleep = sleep
+        self._storage = memory.storage
+        self._window_start: int | None = None  # first message id of the live window
+        self._busy = threading.Lock()
+
+    # ------------------------------------------------------------------ messages
+    def _persist(self, turn_id: str, role: str, content: str, status: str = "ok",
+                 meta: dict | None = None) -> int:
+        tokens = self.model.count_tokens(content) if content else 0
+        with self._storage.transaction() as conn:
+            cur = conn.execute(
+                "INSERT INTO messages (persona, turn_id, role, content, status, tokens, "
+                "created_at, meta) VALUES (?,?,?,?,?,?,?,?)",
+                (self.config.persona_id, turn_id, role, content, status, tokens,
+                 self.clock.now(), json.dumps(meta or {})),
+            )
+            return cur.lastrowid
+
+    def history(self, limit: int = 200) -> list[StoredMessage]:
+        """Messages of this persona's conversation, oldest first (discarded ones excluded)."""
+        rows = self._storage.query(
+            "SELECT * FROM messages WHERE persona = ? AND status != 'discarded' "
+            "ORDER BY id DESC LIMIT ?", (self.config.persona_id, limit))
+        return [
+            StoredMessage(r["id"], r["turn_id"], r["role"], r["content"], r["status"],
+                          r["tokens"] or 0, r["created_at"], json.loads(r["meta"] or "{}"))
+            for r in reversed(rows)
+        ]
+
+    def live_window(self) -> list[StoredMessage]:
+        """The earlier messages the next prompt carries (§8.1, §8.2). The window slides in
+        chunks: when it overflows it drops to ``slide_keep`` of its budget, so the prompt prefix
+        stays the same for many turns and the KV cache keeps working."""
+        level = DETAIL_LEVELS[self.config.detail_level]
+        max_tokens, max_msgs = window_budget(level, self.model.context_size)
+        msgs = [m for m in self.history(limit=max_msgs * 2 + 2) if m.content]
+        if self._window_start is not None:
+            msgs = [m for m in msgs if m.id >= self._window_start]
+
+        def fits(ms: list[StoredMessage], tok: int, n: int) -> bool:
+            return len(ms) <= n and sum(m.tokens for m in ms) <= tok
+
+        if not fits(msgs, max_tokens, max_msgs):
+            keep_tok = int(max_tokens * self.config.slide_keep)
+            keep_n = max(2, int(max_msgs * self.config.slide_keep))
+            while msgs and not fits(msgs, keep_tok, keep_n):
+                msgs.pop(0)
+            while msgs and msgs[0].role != "user":  # start at a user message
+                msgs.pop(0)
+            self._window_start = msgs[0].id if msgs else None
+        return msgs
+
+    # ------------------------------------------------------------------ prompt
+    def system_prompt(self, ctx: TurnContext, section: PromptSection | None) -> str:
+        parts = []
+        learning = self.config.learning
+        if learning and ctx.can_mutate:
+            parts.append(MEMORY_RULE)
+        parts.append(self.persona)
+        if learning and not ctx.can_mutate:
+            parts.append(NO_MEMORY_TOOLS_NOTE)
+        if section is not None and section.core_text:
+            parts.append(section.core_text)
+        return "\n\n".join(parts)
+
+    def build_messages(self, user_text: str, ctx: TurnContext, section: PromptSection | None
+                       ) -> list[Message]:
+        messages: list[Message] = [{"role": "system", "content": self.system_prompt(ctx, section)}]
+        for m in self.live_window():
+            messages.append({"role": m.role, "content": m.content})
+        final = user_text
+        if section is not None and section.recalled_text:
+            final = f"{section.recalled_text}\n\n## Message\n{user_text}"
+        messages.append({"role": "user", "content": final})
+        return messages
+
+    def offered_tools(self, ctx: TurnContext) -> list[dict[str, Any]]:
+        return memory_tools.tools_for(ctx) if self.config.learning else []
+
+    # ------------------------------------------------------------------ turns
+    def turn(self, text: str, ctx: TurnContext, cancel: threading.Event | None = None
+             ) -> Iterator[TurnEvent]:
+        """Run one turn. Yields events; never raises for model or tool failures."""
+        turn_id = ctx.turn_id or uuid.uuid4().hex
+        ctx = ctx.with_turn(turn_id)
+        if not isinstance(text, str) or not text.strip():
+            yield TurnError(turn_id, "The message is empty.")
+            return
+        if self.sleep is not None and self.sleep.is_sleeping():
+            yield Sleeping()
+            if not self.sleep.wait_awake(cancel):
+                yield TurnError(turn_id, "Cancelled while Eva was sleeping; nothing was sent.")
+                return
+        with self._busy:
+            self._persist(turn_id, "user", text.strip())
+            yield from self._answer(text.strip(), ctx, turn_id, cancel)
+
+    def regenerate(self, ctx: TurnContext, cancel: threading.Event | None = None
+                   ) -> Iterator[TurnEvent]:
+        """Discard the last answer, roll back the memory writes of its turn (pinned records
+        excepted, SPEC §8.4), and answer the same message again."""
+        hist = self.history(limit=4)
+        last_user = next((m for m in reversed(hist) if m.role == "user"), None)
+        if last_user is None:
+            yield TurnError("", "There is nothing to regenerate yet.")
+            return
+        if self.sleep is not None and self.sleep.is_sleeping():
+            yield Sleeping()
+            if not self.sleep.wait_awake(cancel):
+                yield TurnError(last_user.turn_id, "Cancelled while Eva was sleeping.")
+                return
+        with self._busy:
+            with self._storage.transaction() as conn:
+                conn.execute(
+                    "UPDATE messages SET status = 'discarded' WHERE turn_id = ? AND role = 'assistant'",
+                    (last_user.turn_id,))
+            self.memory.rollback_turn(last_user.turn_id)
+            yield from self._answer(last_user.content, ctx.with_turn(last_user.turn_id),
+                                    last_user.turn_id, cancel)
+
+    def _answer(self, text: str, ctx: TurnContext, turn_id: str,
+                cancel: threading.Event | None) -> Iterator[TurnEvent]:
+        started = time.monotonic()
+        section = None
+        if self.config.learning:
+            section = self.memory.prompt_section(text, ctx)
+            yield MemoryUsed(section)
+        # The window excludes this turn's user message (it is appended last, with recall).
+        messages = self.build_messages(text, ctx, section)
+        messages = self._drop_current_user(messages, text)
+        tools = self.offered_tools(ctx)
+        offered = {t["name"] for t in tools}
+        answer: list[str] = []
+        ops: list[dict] = []
+        prompt_tokens = evaluated = completion = 0
+        first: float | None = None
+        stopped = False
+        calls = 0
+        try:
+            for _round in range(self.config.max_tool_rounds + 1):
+                calls += 1
+                pending: list[ToolCall] = []
+                round_text: list[str] = []
+                allow_tools = tools if _round < self.config.max_tool_rounds else None
+                for ev in self.model.stream_chat(messages, allow_tools, cancel,
+                                                 self.config.max_answer_tokens,
+                                                 self.config.temperature):
+                    if isinstance(ev, TextDelta):
+                        if first is None:
+                            first = time.monotonic() - started
+                        round_text.append(ev.text)
+                        yield Token(ev.text)
+                    elif isinstance(ev, ToolCall):
+                        pending.append(ev)
+                    elif isinstance(ev, Done):
+                        prompt_tokens += ev.prompt_tokens
+                        evaluated += ev.evaluated_tokens
+                        completion += ev.completion_tokens
+                        stopped = stopped or ev.stopped
+                answer.append("".join(round_text))
+                if stopped or not pending or allow_tools is None:
+                    break  # the last round may only answer; late tool calls are dropped
+                messages.append({"role": "assistant", "content": "".join(round_text),
+                                 "tool_calls": [{"name": c.name, "arguments": c.arguments}
+                                                for c in pending]})
+                for c in pending:
+                    yield ToolStarted(c.name, c.arguments)
+                    if c.name not in offered:
+                        result = memory_tools.ToolResult(
+                            c.name, False, f"Error: tool {c.name!r} is not available here",
+                            {"error": "not offered"})
+                    else:
+                        result = memory_tools.call(self.memory, c.name, c.arguments, ctx)
+                    ops.append({"tool": c.name, "ok": result.ok, **result.data})
+                    yield ToolFinished(c.name, result)
+                    messages.append({"role": "tool", "name": c.name, "content": result.text})
+        except ModelError as e:
+            final = "".join(answer).strip()
+            if final:
+                self._persist(turn_id, "assistant", final, "error", {"ops": ops})
+            yield TurnError(turn_id, f"The model failed: {e}")
+            return
+        final = "".join(answer).strip()
+        self._persist(turn_id, "assistant", final, "stopped" if stopped else "ok",
+                      {"ops": ops, "prompt_tokens": prompt_tokens, "evaluated": evaluated})
+        yield TurnDone(turn_id, final, stopped, prompt_tokens, evaluated, completion, first,
+                       time.monotonic() - started, calls)
+
+    @staticmethod
+    def _drop_current_user(messages: list[Message], text: str) -> list[Message]:
+        """The live window is read after this turn's user message was stored: drop that copy
+        so the message appears once, last, with the recalled memory."""
+        body = messages[1:-1]
+        if body and body[-1]["role"] == "user" and body[-1]["content"] == text:
+            body = body[:-1]
+        return [messages[0], *body, messages[-1]]

@@ -1,0 +1,43 @@
+"""The persona (the operator's file) and Eva's own memory rule (SPEC §3.1).
+
+The persona is the operator's text and may be read-only: Eva never writes it. The memory rule
+belongs to Eva's core: it is placed in the stable (cached) prefix of the system prompt, in owner
+turns only. It does not re-explain kinds and importance — the tool schemas do.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+DEFAULT_PERSONA = """You are Eva, a warm, attentive and direct companion who lives in your owner's \
+terminal. You speak the owner's language (Russian or English, whichever they use), keep answers \
+short unless asked for detail, and never pretend to know what you don't. You remember the owner \
+across conversations through your memory, and you treat what you know about them with care."""
+
+MEMORY_RULE = """## Your memory
+You decide yourself what to remember. One criterion: would the next Eva, in another chat, be \
+poorer without knowing this? If yes, call memory_save during the conversation — without asking \
+and without ceremony. Not memory: what the visible conversation already answers; what can be \
+re-read from a file or a tool; what matters only until the end of the current task (that is a \
+scratchpad). One topic — one record. When a save shows a similar memory that the new one \
+contradicts, fix it at once with memory_update or memory_forget. Use memory_search when the \
+memory section does not answer something the owner expects you to know."""
+
+NO_MEMORY_TOOLS_NOTE = (
+    "You cannot change your memory in this conversation; do not promise to remember anything."
+)
+
+
+def load_persona(path: str | Path | None) -> str:
+    """The operator's persona text; the shipped default when no file is configured.
+    A configured file that cannot be read is an error naming the path (never silently ignored)."""
+    if path is None:
+        return DEFAULT_PERSONA
+    p = Path(path).expanduser()
+    try:
+        text = p.read_text(encoding="utf-8").strip()
+    except OSError as e:
+        raise ValueError(f"persona file {p} cannot be read: {e.strerror or e}") from None
+    if not text:
+        raise ValueError(f"persona file {p} is empty")
+    return text
