@@ -68,3 +68,103 @@ class MemoryConfig:
         if unknown:
             raise ValueError(f"memory config: unknown key(s) {', '.join(unknown)}")
         return cls(**data)
+
+
+@dataclass(frozen=True)
+class SleepConfig:
+    """Sleep settings (SPEC §7), the ``[sleep]`` table. Times in seconds unless named in days.
+
+    The planner's model chain is ``memory_model`` (``sleep.memory.model``) → ``smartest``
+    (``llm.model.smartest``) → ``general`` (``llm.model.general``); see
+    :func:`core.sleep_plan.resolve_planner`."""
+
+    every: float = DAY  # one night per this many seconds
+    idle_for: float = 900.0  # the conversation must have been quiet this long
+    min_memories: int = 20  # a smaller corpus skips the memory stage
+    archive_ttl_days: float = 30.0  # hygiene purges archive entries older than this
+    cluster_jaccard: float = 0.5  # stem-set Jaccard that links two records
+    cluster_cosine: float = 0.6  # calibrated cosine that links two records
+    max_cluster: int = 8  # bigger components are cut at their weakest edges
+    max_ops: int = 40  # applied ops per night
+    max_forget: int = 10  # records forgotten (archived for good reason) per night
+    keep_recent: float = 2.0  # days: younger records are neither forgotten nor rewritten
+    dry_run: bool = False  # plan and journal, apply nothing (the mode for the first weeks)
+    call_timeout: float = 300.0  # wall-clock limit of one planner call
+    memory_model: str | None = None  # sleep.memory.model
+    smartest: str | None = None  # llm.model.smartest
+    general: str | None = None  # llm.model.general
+    max_calls: int = 60  # planner calls per night (the rest waits for the next night)
+    max_neighbours: int = 16  # semantic edges kept per record (strongest first)
+    calibrate_chars: int = 12_000  # size of the compact corpus of the kinds/importance phase
+    retry_after: float = 3600.0  # a failed night is retried after this long, not at once
+
+    def __post_init__(self) -> None:
+        problems = []
+        if self.every <= 0:
+            problems.append("every must be > 0 seconds")
+        if self.idle_for < 0:
+            problems.append("idle_for must be >= 0 seconds")
+        if self.min_memories < 0:
+            problems.append("min_memories must be >= 0")
+        if self.archive_ttl_days < 0:
+            problems.append("archive_ttl_days must be >= 0")
+        if not 0 < self.cluster_jaccard <= 1:
+            problems.append("cluster_jaccard must be in (0, 1]")
+        if not 0 < self.cluster_cosine <= 1:
+            problems.append("cluster_cosine must be in (0, 1]")
+        if self.max_cluster < 2:
+            problems.append("max_cluster must be >= 2")
+        if self.max_ops < 0 or self.max_forget < 0:
+            problems.append("max_ops and max_forget must be >= 0")
+        if self.keep_recent < 0:
+            problems.append("keep_recent must be >= 0 days")
+        if not isinstance(self.dry_run, bool):
+            problems.append("dry_run must be true or false")
+        if self.call_timeout <= 0:
+            problems.append("call_timeout must be > 0 seconds")
+        for name in ("memory_model", "smartest", "general"):
+            value = getattr(self, name)
+            if value is not None and (not isinstance(value, str) or not value.strip()):
+                problems.append(f"{name} must be a model name or unset")
+        if self.max_calls < 0:
+            problems.append("max_calls must be >= 0")
+        if self.max_neighbours < 1:
+            problems.append("max_neighbours must be >= 1")
+        if self.calibrate_chars < 500:
+            problems.append("calibrate_chars must be >= 500")
+        if self.retry_after <= 0:
+            problems.append("retry_after must be > 0 seconds")
+        if problems:
+            raise ValueError("sleep config: " + "; ".join(problems))
+
+    @property
+    def keep_recent_seconds(self) -> float:
+        return self.keep_recent * DAY
+
+    @property
+    def archive_ttl_seconds(self) -> float:
+        return self.archive_ttl_days * DAY
+
+    @property
+    def model_chain(self) -> tuple[str, ...]:
+        """The planner's model names, in order of preference (unset links skipped)."""
+        return tuple(n for n in (self.memory_model, self.smartest, self.general) if n)
+
+    @classmethod
+    def from_mapping(cls, data: dict) -> SleepConfig:
+        """Build from the ``[sleep]`` table; unknown keys are an error naming the key. The
+        SPEC's ``archive_ttl`` (days) and a nested ``memory = {model = …}`` are accepted."""
+        data = dict(data)
+        if "archive_ttl" in data:
+            data["archive_ttl_days"] = data.pop("archive_ttl")
+        nested = data.pop("memory", None)
+        if nested is not None:
+            if not isinstance(nested, dict) or set(nested) - {"model"}:
+                raise ValueError("sleep config: [sleep.memory] takes only 'model'")
+            if "model" in nested:
+                data["memory_model"] = nested["model"]
+        known = {f.name for f in fields(cls)}
+        unknown = sorted(set(data) - known)
+        if unknown:
+            raise ValueError(f"sleep config: unknown key(s) {', '.join(unknown)}")
+        return cls(**data)

@@ -160,6 +160,7 @@ class Conversation:
         config: ConversationConfig | None = None,
         clock: Clock | None = None,
         sleep: SleepGate | None = None,
+        channel: str = "tui",
     ) -> None:
         self.memory = memory
         self.model = model
@@ -167,41 +168,50 @@ class Conversation:
         self.config = config or ConversationConfig()
         self.clock = clock or memory.clock or SystemClock()
         self.sleep = sleep
+        self.channel = channel  # one conversation per place (the TUI, a group, a DM bridge…)
         self._storage = memory.storage
         self._window_start: int | None = None  # first message id of the live window
         self._busy = threading.Lock()
 
     # ------------------------------------------------------------------ messages
-    def _persist(self, turn_id: str, role: str, content: str, status: str = "ok",
-                 meta: dict | None = None) -> int:
-        tokens = self.model.count_tokens(content) if content else 0
+    def _persist(self, turn_id: str, role: str, content: str, ctx: TurnContext,
+                 status: str = "ok", meta: dict | None = None) -> int:
+        """Store one message. ``private_ok`` records whether the turn could see private memory:
+        such a message (its recalled lines, the owner's words) never enters the window of a turn
+        that cannot."""
+        meta = meta or {}
+        tokens = self.model.count_tokens(meta.get("prompt", content)) if content else 0
         with self._storage.transaction() as conn:
             cur = conn.execute(
-                "INSERT INTO messages (persona, turn_id, role, content, status, tokens, "
-                "created_at, meta) VALUES (?,?,?,?,?,?,?,?)",
-                (self.config.persona_id, turn_id, role, content, status, tokens,
-                 self.clock.now(), json.dumps(meta or {})),
+                "INSERT INTO messages (persona, channel, private_ok, turn_id, role, content, "
+                "status, tokens, created_at, meta) VALUES (?,?,?,?,?,?,?,?,?,?)",
+                (self.config.persona_id, self.channel, int(ctx.sees_private), turn_id, role,
+                 content, status, tokens, self.clock.now(), json.dumps(meta)),
             )
             return cur.lastrowid
 
-    def history(self, limit: int = 200) -> list[StoredMessage]:
-        """Messages of this persona's conversation, oldest first (discarded ones excluded)."""
+    def history(self, limit: int = 200, sees_private: bool = True) -> list[StoredMessage]:
+        """Messages of this conversation (persona and channel), oldest first, discarded ones
+        excluded; with ``sees_private=False`` only those written where private memory was
+        hidden."""
         rows = self._storage.query(
-            "SELECT * FROM messages WHERE persona = ? AND status != 'discarded' "
-            "ORDER BY id DESC LIMIT ?", (self.config.persona_id, limit))
+            "SELECT * FROM messages WHERE persona = ? AND channel = ? AND status != 'discarded' "
+            + ("" if sees_private else "AND private_ok = 0 ")
+            + "ORDER BY id DESC LIMIT ?", (self.config.persona_id, self.channel, limit))
         return [
             StoredMessage(r["id"], r["turn_id"], r["role"], r["content"], r["status"],
                           r["tokens"] or 0, r["created_at"], json.loads(r["meta"] or "{}"))
             for r in reversed(rows)
         ]
 
-    def live_window(self) -> list[StoredMessage]:
+    def live_window(self, ctx: TurnContext | None = None) -> list[StoredMessage]:
         """The earlier messages the next prompt carries (§8.1, §8.2). The window slides in
         chunks: when it overflows it drops to ``slide_keep`` of its budget, so the prompt prefix
         stays the same for many turns and the KV cache keeps working."""
         level = DETAIL_LEVELS[self.config.detail_level]
         max_tokens, max_msgs = window_budget(level, self.model.context_size)
-        msgs = [m for m in self.history(limit=max_msgs * 2 + 2) if m.content]
+        sees_private = ctx.sees_private if ctx is not None else True
+        msgs = [m for m in self.history(max_msgs * 2 + 2, sees_private) if m.content]
         if self._window_start is not None:
             msgs = [m for m in msgs if m.id >= self._window_start]
 
@@ -234,13 +244,14 @@ class Conversation:
     def build_messages(self, user_text: str, ctx: TurnContext, section: PromptSection | None
                        ) -> list[Message]:
         messages: list[Message] = [{"role": "system", "content": self.system_prompt(ctx, section)}]
-        for m in self.live_window():
-            messages.append({"role": m.role, "content": m.content})
-        final = user_text
-        if section is not None and section.recalled_text:
-            final = f"{section.recalled_text}\n\n## Message\n{user_text}"
-        messages.append({"role": "user", "content": final})
+        for m in self.live_window(ctx):
+            messages.append({"role": m.role, "content": m.meta.get("prompt", m.content)})
+        messages.append({"role": "user", "content": user_prompt(user_text, section)})
         return messages
+
+    def shown_recalled(self, ctx: TurnContext) -> set[int]:
+        """Records already recalled in the live window's messages (not repeated)."""
+        return {i for m in self.live_window(ctx) for i in m.meta.get("recalled", ())}
 
     def offered_tools(self, ctx: TurnContext) -> list[dict[str, Any]]:
         return memory_tools.tools_for(ctx) if self.config.learning else []
@@ -260,7 +271,6 @@ class Conversation:
                 yield TurnError(turn_id, "Cancelled while Eva was sleeping; nothing was sent.")
                 return
         with self._busy:
-            self._persist(turn_id, "user", text.strip())
             yield from self._answer(text.strip(), ctx, turn_id, cancel)
 
     def regenerate(self, ctx: TurnContext, cancel: threading.Event | None = None
@@ -284,18 +294,25 @@ class Conversation:
                     (last_user.turn_id,))
             self.memory.rollback_turn(last_user.turn_id)
             yield from self._answer(last_user.content, ctx.with_turn(last_user.turn_id),
-                                    last_user.turn_id, cancel)
+                                    last_user.turn_id, cancel, user_stored=True)
 
     def _answer(self, text: str, ctx: TurnContext, turn_id: str,
-                cancel: threading.Event | None) -> Iterator[TurnEvent]:
+                cancel: threading.Event | None, user_stored: bool = False
+                ) -> Iterator[TurnEvent]:
         started = time.monotonic()
         section = None
         if self.config.learning:
-            section = self.memory.prompt_section(text, ctx)
+            section = self.memory.prompt_section(text, ctx, exclude=self.shown_recalled(ctx))
             yield MemoryUsed(section)
-        # The window excludes this turn's user message (it is appended last, with recall).
         messages = self.build_messages(text, ctx, section)
-        messages = self._drop_current_user(messages, text)
+        if user_stored:  # regenerate: the message is already in the window; drop that copy
+            messages = self._drop_current_user(messages)
+        else:
+            # The user's message is stored as the model saw it (with its recalled lines), so
+            # the next turn's prompt repeats this one token for token: the KV cache holds.
+            self._persist(turn_id, "user", text, ctx, meta={
+                "prompt": messages[-1]["content"],
+                "recalled": list(section.recalled_ids) if section else []})
         tools = self.offered_tools(ctx)
         offered = {t["name"] for t in tools}
         answer: list[str] = []
@@ -345,20 +362,27 @@ class Conversation:
         except ModelError as e:
             final = "".join(answer).strip()
             if final:
-                self._persist(turn_id, "assistant", final, "error", {"ops": ops})
+                self._persist(turn_id, "assistant", final, ctx, "error", {"ops": ops})
             yield TurnError(turn_id, f"The model failed: {e}")
             return
         final = "".join(answer).strip()
-        self._persist(turn_id, "assistant", final, "stopped" if stopped else "ok",
+        self._persist(turn_id, "assistant", final, ctx, "stopped" if stopped else "ok",
                       {"ops": ops, "prompt_tokens": prompt_tokens, "evaluated": evaluated})
         yield TurnDone(turn_id, final, stopped, prompt_tokens, evaluated, completion, first,
                        time.monotonic() - started, calls)
 
     @staticmethod
-    def _drop_current_user(messages: list[Message], text: str) -> list[Message]:
-        """The live window is read after this turn's user message was stored: drop that copy
-        so the message appears once, last, with the recalled memory."""
+    def _drop_current_user(messages: list[Message]) -> list[Message]:
+        """On regenerate the stored user message is already the window's last message: keep it
+        in place as it was (same prompt form) and drop the freshly built copy."""
         body = messages[1:-1]
-        if body and body[-1]["role"] == "user" and body[-1]["content"] == text:
-            body = body[:-1]
-        return [messages[0], *body, messages[-1]]
+        if body and body[-1]["role"] == "user":
+            return [messages[0], *body]
+        return messages
+
+
+def user_prompt(user_text: str, section: PromptSection | None) -> str:
+    """The last user message as the model sees it: recalled memory first, then the message."""
+    if section is None or not section.recalled_text:
+        return user_text
+    return f"{section.recalled_text}\n\n## Message\n{user_text}"

@@ -158,8 +158,8 @@ class LexicalIndex:
             # The main's stored scores carry the idf and avgdl of its build; documents added,
             # changed or removed since then moved both. Recover each posting's tf from its stored
             # score and rescore it with the current statistics (the same formula as the delta).
-            acc = np.zeros(len(self._main_keys), dtype=np.float64)
-            avgdl = self.avgdl
+            main_acc = np.zeros(len(self._main_keys), dtype=np.float64)
+            avgdl_now = self.avgdl
             for t in terms:
                 tid = self._main.get_tokens_ids([t])
                 if not tid:
@@ -170,12 +170,12 @@ class LexicalIndex:
                 x = s[pos] / self._main_idf[t]  # tf / (tf + norm at build time)
                 norm_then = K1 * (1 - B + B * dl / self._main_avgdl)
                 tf = np.rint(x * norm_then / (1.0 - x))
-                norm_now = K1 * (1 - B + B * dl / avgdl)
-                acc[pos] += self.idf(t) * tf / (norm_now + tf)
-            hit = np.flatnonzero((acc > 0) & self._main_alive)
+                norm_now = K1 * (1 - B + B * dl / avgdl_now)
+                main_acc[pos] += self.idf(t) * tf / (norm_now + tf)
+            hit = np.flatnonzero((main_acc > 0) & self._main_alive)
             if len(hit):
                 out_keys.append(self._main_keys[hit])
-                out_scores.append(acc[hit].astype(np.float32))
+                out_scores.append(main_acc[hit].astype(np.float32))
         if self._delta_docs:
             avgdl = self.avgdl
             acc: dict[int, float] = {}

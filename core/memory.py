@@ -19,7 +19,8 @@ from __future__ import annotations
 import json
 import logging
 import threading
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -36,6 +37,7 @@ from core.privacy import OWNER_TRUSTED, PUBLIC, AccessDenied, TurnContext
 from core.recall import Columns, Hit, select
 from core.recall import score as recall_score
 from core.records import GLOBAL_SCOPE, Actor, ArchivedRecord, Kind, Record, Source
+from core.sleep_txn import SleepTxn
 from core.storage import Storage, connect
 
 log = logging.getLogger("eva.memory")
@@ -632,7 +634,11 @@ class Memory:
                 with self.storage.transaction() as conn:
                     for h in hits:
                         self._reinforce(conn, h.id, now, Actor.MODEL, ctx)
-            recs = self._fetch_many(h.id for h in hits)
+                    # read back inside the transaction: a failed read after COMMIT would leave
+                    # the in-memory index behind the file
+                    recs = self._fetch_many(h.id for h in hits)
+            else:
+                recs = self._fetch_many(h.id for h in hits)
             if reinforce:
                 self._apply(_Pending(upserts=list(recs.values())))
             return [SearchHit(recs[h.id], h.score, h.relevance, h.lexical, h.semantic) for h in hits]
@@ -640,8 +646,11 @@ class Memory:
     def list(self, ctx: TurnContext = OWNER_TRUSTED, *, kind: object = None,
              private: bool | None = None, pinned: bool | None = None, scope: str | None = None,
              contains: str | None = None, order: str = "updated", limit: int = 100,
-             offset: int = 0) -> list[Record]:
-        """memory_list — only where private memory may be seen (a dump would carry it)."""
+             offset: int = 0, scopes: Sequence[str] | None = None) -> list[Record]:
+        """memory_list — only where private memory may be seen (a dump would carry it).
+        ``scopes`` restricts the listing to these scopes (a turn's ``ctx.scopes()``: the model
+        lists only what its persona may see, SPEC §8.6); None lists every scope (the owner's
+        browser)."""
         if not ctx.can_list:
             raise AccessDenied("memory_list is available only to the owner on a trusted surface")
         orders = {"updated": "m.updated_at DESC", "created": "m.created_at DESC",
@@ -663,6 +672,10 @@ class Memory:
         if scope is not None:
             where.append("m.scope = ?")
             args.append(scope)
+        if scopes is not None:
+            scopes = list(scopes)
+            where.append(f"m.scope IN ({','.join('?' * len(scopes)) or 'NULL'})")
+            args.extend(scopes)
         if contains:
             where.append("m.content LIKE ?")
             args.append(f"%{contains}%")
@@ -725,9 +738,12 @@ class Memory:
             now = self.clock.now()
             with self.storage.transaction() as conn:
                 row = conn.execute(
-                    "SELECT archived_at FROM memories WHERE id = ?", (rid,)).fetchone()
+                    "SELECT archived_at, pinned, scope FROM memories WHERE id = ?",
+                    (rid,)).fetchone()
                 if row is None or row[0] is None:
                     raise NotFound(f"{rid} in the archive")
+                if row[1]:
+                    self._check_pin_room(conn, row[2])  # at most max_pinned per scope (§2)
                 self._log(conn, now, Actor.OWNER, ctx, "restore", rid, self._snapshot(conn, rid))
                 conn.execute(
                     "UPDATE memories SET archived_at = NULL, archived_by = NULL, "
@@ -778,13 +794,19 @@ class Memory:
         )
         return [self._record(r) for r in rows]
 
-    def prompt_section(self, query: str, ctx: TurnContext, *, reinforce: bool = False
-                       ) -> ps.PromptSection:
-        """The memory section a turn carries (§5). Passive weaving reinforces nothing."""
+    def prompt_section(self, query: str, ctx: TurnContext, *, reinforce: bool = False,
+                       exclude: Iterable[int] = ()) -> ps.PromptSection:
+        """The memory section a turn carries (§5). Passive weaving reinforces nothing.
+        ``exclude``: records the conversation already shows (recalled in earlier messages of
+        the live window) are not repeated."""
         with self._lock:
             now = self.clock.now()
             core = self._core_records(ctx)
-            hits = self.recall(query, ctx, now=now) if query and query.strip() else []
+            skip = set(exclude)
+            hits = []
+            if query and query.strip():
+                hits = self.recall(query, ctx, top_k=self.config.top_k + len(skip), now=now)
+                hits = [h for h in hits if h.id not in skip][: self.config.top_k]
             recs = self._fetch_many(h.id for h in hits)
             recalled = [recs[h.id] for h in hits]
             section = ps.build(core, recalled, self.config, now, ctx.gets_withheld_footnote)
@@ -792,7 +814,8 @@ class Memory:
                 with self.storage.transaction() as conn:
                     for rid in section.recalled_ids:
                         self._reinforce(conn, rid, now, Actor.MODEL, ctx)
-                self._apply(_Pending(upserts=list(self._fetch_many(section.recalled_ids).values())))
+                    fresh = self._fetch_many(section.recalled_ids)  # inside: see search()
+                self._apply(_Pending(upserts=list(fresh.values())))
             return section
 
     def preview(self, query: str, public: bool = False) -> ps.PromptSection:
@@ -971,3 +994,313 @@ class Memory:
                     self._vectors.set(r.id, from_blob(row[0]["vec"], row[0]["dim"]))
                 else:
                     self._vectors.remove(r.id)
+
+    # ------------------------------------------------------------------ sleep (SPEC §7)
+    # Sleep is the owner's own process: it reads the whole live corpus (private records take
+    # part; nothing leaves the machine), plans outside any lock, and applies each phase in one
+    # transaction — ``with mem.sleep_transaction(turn_id) as tx:`` and ``with tx.op():`` around
+    # every op below. The night's policy (max_ops, max_forget, keep_recent, core never deleted,
+    # ids of the cluster under review …) is sleep's own (core.sleep_apply); these methods keep
+    # the record-level rules themselves: pinned records are untouchable, the private flag is
+    # never removed (a merge with any private member is private), and an op whose target
+    # changed after the plan was made (``sleep_versions`` then, compared inside the
+    # transaction) is refused — so a write by the owner or a tool during sleep is never lost.
+    # Every change is logged with actor "sleep" and the night's turn id, so
+    # ``rollback_turn("sleep:<run id>")`` undoes a whole night.
+
+    _SLEEP_VERSION = ("content", "kind", "importance", "private", "pinned", "updated_at",
+                      "consolidated_at", "archived_at", "access_count")
+
+    def sleep_corpus(self) -> list[Record]:
+        """Every live record, of every scope, oldest id first (without access histories)."""
+        with self._lock:
+            rows = self.storage.query(
+                f"SELECT {_COLUMNS} FROM {_FROM} WHERE m.archived_at IS NULL ORDER BY m.id")
+        return [self._record(r) for r in rows]
+
+    def sleep_stems(self) -> dict[int, frozenset[str]]:
+        """The stem set of every live record (what the lexical index holds)."""
+        with self._lock:
+            return {rid: frozenset(s) for rid, s in self._lexical.docs.items()}
+
+    def sleep_vectors(self) -> tuple[np.ndarray, np.ndarray, float] | None:
+        """(ids, unit-length rows, background cosine b) of the active model's vectors of live
+        records — a copy, for clustering; None without an embedder or vectors."""
+        with self._lock:
+            vs = self._vectors
+            if vs is None or len(vs) == 0:
+                return None
+            n = vs._n
+            alive = vs._alive[:n]
+            return vs._keys[:n][alive].copy(), vs._mat[:n][alive].copy(), self._background()
+
+    def sleep_embed(self, contents: list[str]) -> np.ndarray | None:
+        """Vectors for texts sleep is about to write (best effort: None when embedding fails;
+        the record then has no vector until the next night's hygiene)."""
+        return self._embed(list(contents))
+
+    def _sleep_version_rows(self, conn, ids: Iterable[int]) -> dict[int, tuple]:
+        ids = sorted({int(i) for i in ids})
+        out: dict[int, tuple] = {}
+        cols = ", ".join(self._SLEEP_VERSION)
+        for start in range(0, len(ids), 500):
+            part = ids[start: start + 500]
+            q = ",".join("?" * len(part))
+            for row in conn.execute(f"SELECT id, {cols} FROM memories WHERE id IN ({q})", part):
+                out[row["id"]] = tuple(row[c] for c in self._SLEEP_VERSION)
+        return out
+
+    def sleep_versions(self, ids: Iterable[int]) -> dict[int, tuple]:
+        """What these records look like now — taken when a plan is made, compared when it is
+        applied. Unknown ids are absent."""
+        with self._lock:
+            return self._sleep_version_rows(self.storage.conn, ids)
+
+    @contextmanager
+    def sleep_transaction(self, turn_id: str) -> Iterator[SleepTxn]:
+        """One phase of sleep: one transaction (holding the store's lock), indexes of the
+        touched records refreshed after it ends (committed or rolled back)."""
+        with self._lock:
+            tx: SleepTxn | None = None
+            try:
+                with self.storage.transaction() as conn:
+                    tx = SleepTxn(conn, self.clock.now(), turn_id)
+                    yield tx
+            finally:
+                if tx is not None and tx.touched:
+                    self._reindex(set(tx.touched))
+
+    def _sleep_targets(self, tx: SleepTxn, ids: Sequence[int], versions: dict[int, tuple], *,
+                       touch: bool = True, strict: bool = False) -> dict[int, Record]:
+        """The live records an op names, exactly as they were when the plan was made.
+        ``strict`` also compares reinforcements (a record recalled meanwhile is no longer a
+        forgetting candidate); ``touch=False`` reads pinned records without refusing."""
+        now_rows = self._sleep_version_rows(tx.conn, ids)
+        out: dict[int, Record] = {}
+        skip = () if strict else ("access_count",)
+        keep = [i for i, c in enumerate(self._SLEEP_VERSION) if c not in skip]
+        for rid in ids:
+            cur = now_rows.get(rid)
+            if cur is None or cur[self._SLEEP_VERSION.index("archived_at")] is not None:
+                raise Refused(f"#{rid} no longer exists (forgotten or merged after the plan)")
+            planned = versions.get(rid)
+            if planned is None:
+                raise Refused(f"#{rid} was not part of the plan")
+            if [cur[i] for i in keep] != [planned[i] for i in keep]:
+                raise Refused(
+                    f"#{rid} changed after the plan was made (a write during sleep or an earlier "
+                    "op of this night); the plan for it is stale")
+            r = self._fetch(tx.conn, rid, with_history=True)
+            if touch and r.pinned:
+                raise Refused(f"#{rid} is pinned by the owner; sleep never touches it")
+            out[rid] = r
+        return out
+
+    def _sleep_log(self, tx: SleepTxn, op: str, rid: int, before: str | None) -> None:
+        self._log(tx.conn, tx.now, Actor.SLEEP, OWNER_TRUSTED.with_turn(tx.turn_id), op, rid,
+                  before)
+
+    def _sleep_vector(self, tx: SleepTxn, rid: int, vec: np.ndarray | None) -> None:
+        self._write_vector(tx.conn, rid, vec, _Pending())
+
+    def _sleep_archive(self, tx: SleepTxn, rid: int, why: str) -> None:
+        self._sleep_log(tx, "forget", rid, self._snapshot(tx.conn, rid))
+        tx.conn.execute(
+            "UPDATE memories SET archived_at = ?, archived_by = ?, archived_why = ? WHERE id = ?",
+            (tx.now, Actor.SLEEP.value, why.strip()[:500] or "sleep", rid))
+        tx.touched.add(rid)
+
+    @staticmethod
+    def _strongest_kind(kinds: Iterable[Kind]) -> Kind:
+        kinds = set(kinds)
+        for k in (Kind.CORE, Kind.FACT, Kind.EVENT):
+            if k in kinds:
+                return k
+        return Kind.FACT
+
+    def sleep_merge(self, tx: SleepTxn, ids: Sequence[int], content: object, why: str,
+                    versions: dict[int, tuple], vec: np.ndarray | None = None) -> Record:
+        """Merge duplicates into the most reinforced member (its id survives). The survivor
+        gets ``content``, the strongest kind, the highest importance, the earliest creation,
+        private if any member was, and the sum of all access histories (spaced repetition is
+        not reset); the others go to the archive ("merged into #id: why"), restorable."""
+        content = self._content(content)
+        ids = list(dict.fromkeys(int(i) for i in ids))
+        if len(ids) < 2:
+            raise MemoryOpError("a merge needs at least two records")
+        recs = self._sleep_targets(tx, ids, versions)
+        if len({r.scope for r in recs.values()}) > 1:
+            raise Refused("records of different scopes are never merged")
+        survivor = max(recs.values(), key=lambda r: (r.access_count, -r.created_at, -r.id))
+        sid = survivor.id
+        others = [rid for rid in ids if rid != sid]
+        self._sleep_log(tx, "merge", sid, self._snapshot(tx.conn, sid))
+        for rid in others:
+            tx.conn.execute("INSERT INTO accesses (memory_id, at) SELECT ?, at FROM accesses "
+                            "WHERE memory_id = ?", (sid, rid))
+        n, last = tx.conn.execute(
+            "SELECT COUNT(*), MAX(at) FROM accesses WHERE memory_id = ?", (sid,)).fetchone()
+        members = list(recs.values())
+        tx.conn.execute(
+            "UPDATE memories SET content = ?, stems = ?, kind = ?, importance = ?, private = ?, "
+            "created_at = ?, updated_at = ?, consolidated_at = ?, last_access_at = ?, "
+            "access_count = ? WHERE id = ?",
+            (content, " ".join(text.stems(content)),
+             self._strongest_kind(r.kind for r in members).value,
+             max(r.importance for r in members), int(any(r.private for r in members)),
+             min(r.created_at for r in members), max(r.updated_at for r in members), tx.now,
+             last, n, sid))
+        self._sleep_vector(tx, sid, vec)
+        for rid in others:
+            self._sleep_archive(tx, rid, f"merged into #{sid}: {why}")
+        tx.touched.update(ids)
+        return self._fetch(tx.conn, sid)
+
+    def sleep_rewrite(self, tx: SleepTxn, record_id: int, content: object, why: str,
+                      versions: dict[int, tuple], vec: np.ndarray | None = None) -> Record:
+        """Replace a record's wording (e.g. "lived in Kazan until 2024"); kind, flags, history
+        and the age of the knowledge (updated_at) stay."""
+        content = self._content(content)
+        rid = int(record_id)
+        self._sleep_targets(tx, [rid], versions)
+        self._sleep_log(tx, "update", rid, self._snapshot(tx.conn, rid))
+        tx.conn.execute(
+            "UPDATE memories SET content = ?, stems = ?, consolidated_at = ? WHERE id = ?",
+            (content, " ".join(text.stems(content)), tx.now, rid))
+        self._sleep_vector(tx, rid, vec)
+        tx.touched.add(rid)
+        return self._fetch(tx.conn, rid)
+
+    def _sleep_insert(self, tx: SleepTxn, content: str, kind: Kind, importance: int,
+                      private: bool, scope: str, created_at: float, updated_at: float,
+                      vec: np.ndarray | None, history: Sequence[float] = ()) -> int:
+        cur = tx.conn.execute(
+            "INSERT INTO memories (content, kind, importance, private, pinned, scope, created_at, "
+            "updated_at, consolidated_at, source, source_turn, stems) "
+            "VALUES (?,?,?,?,0,?,?,?,?,?,?,?)",
+            (content, kind.value, importance, int(private), scope, created_at, updated_at,
+             tx.now, Source.SLEEP.value, tx.turn_id, " ".join(text.stems(content))))
+        rid = cur.lastrowid
+        if history:
+            tx.conn.executemany("INSERT INTO accesses (memory_id, at) VALUES (?, ?)",
+                                [(rid, at) for at in history])
+            tx.conn.execute("UPDATE memories SET last_access_at = ?, access_count = ? WHERE id = ?",
+                            (max(history), len(history), rid))
+        self._sleep_log(tx, "create", rid, None)
+        self._sleep_vector(tx, rid, vec)
+        tx.touched.add(rid)
+        return rid
+
+    def sleep_split(self, tx: SleepTxn, record_id: int, parts: Sequence[object], why: str,
+                    versions: dict[int, tuple],
+                    vecs: Sequence[np.ndarray | None] | None = None) -> list[int]:
+        """Split a glued record: it keeps its id with the first part; each further part is a
+        new record with the same kind, importance, flags, scope, creation and history."""
+        parts = [self._content(p) for p in parts]
+        if len(parts) < 2:
+            raise MemoryOpError("a split needs at least two parts")
+        vecs = list(vecs) if vecs is not None else [None] * len(parts)
+        rid = int(record_id)
+        r = self._sleep_targets(tx, [rid], versions)[rid]
+        self._sleep_log(tx, "update", rid, self._snapshot(tx.conn, rid))
+        tx.conn.execute(
+            "UPDATE memories SET content = ?, stems = ?, consolidated_at = ? WHERE id = ?",
+            (parts[0], " ".join(text.stems(parts[0])), tx.now, rid))
+        self._sleep_vector(tx, rid, vecs[0])
+        tx.touched.add(rid)
+        out = [rid]
+        for part, vec in zip(parts[1:], vecs[1:], strict=True):
+            out.append(self._sleep_insert(tx, part, r.kind, r.importance, r.private, r.scope,
+                                          r.created_at, r.updated_at, vec, r.accesses))
+        return out
+
+    def sleep_derive(self, tx: SleepTxn, ids: Sequence[int], content: object, why: str,
+                     versions: dict[int, tuple], *, kind: object = "fact",
+                     importance: object = None, vec: np.ndarray | None = None) -> Record:
+        """A new record derived from a run of similar events ("goes swimming on Sundays").
+        The events stay as they are (they fade on their own); the new record is private if
+        any source is. Sources may be pinned: they are only read."""
+        content = self._content(content)
+        kind = self._kind(kind)
+        ids = list(dict.fromkeys(int(i) for i in ids))
+        if not ids:
+            raise MemoryOpError("a derived record needs its sources")
+        recs = self._sleep_targets(tx, ids, versions, touch=False)
+        scopes = {r.scope for r in recs.values()}
+        if len(scopes) > 1:
+            raise Refused("sources of different scopes are never combined")
+        imp = (self._importance(importance) if importance is not None
+               else max(r.importance for r in recs.values()))
+        rid = self._sleep_insert(tx, content, kind, imp, any(r.private for r in recs.values()),
+                                 scopes.pop(), tx.now, tx.now, vec)
+        return self._fetch(tx.conn, rid)
+
+    def sleep_set(self, tx: SleepTxn, record_id: int, versions: dict[int, tuple], *,
+                  kind: object = None, importance: object = None) -> Record:
+        """Re-kind or re-weigh a record (promote to core, demote dead core, recalibrate
+        importance). The record's age and its review state are not touched."""
+        rid = int(record_id)
+        new_kind = self._kind(kind) if kind is not None else None
+        new_imp = self._importance(importance) if importance is not None else None
+        if new_kind is None and new_imp is None:
+            raise MemoryOpError("nothing to change: give kind or importance")
+        r = self._sleep_targets(tx, [rid], versions)[rid]
+        self._sleep_log(tx, "update", rid, self._snapshot(tx.conn, rid))
+        tx.conn.execute("UPDATE memories SET kind = ?, importance = ? WHERE id = ?",
+                        ((new_kind or r.kind).value, new_imp or r.importance, rid))
+        tx.touched.add(rid)
+        return self._fetch(tx.conn, rid)
+
+    def sleep_forget(self, tx: SleepTxn, record_id: int, why: str,
+                     versions: dict[int, tuple]) -> None:
+        """Move a record to the archive (by sleep, with why); restorable for archive_ttl. A
+        record recalled after the plan was made is refused (it is no longer forgettable)."""
+        if not isinstance(why, str) or not why.strip():
+            raise MemoryOpError("say why the memory is forgotten")
+        rid = int(record_id)
+        self._sleep_targets(tx, [rid], versions, strict=True)
+        self._sleep_archive(tx, rid, why)
+
+    def sleep_mark_consolidated(self, tx: SleepTxn, ids: Iterable[int],
+                                versions: dict[int, tuple]) -> list[int]:
+        """Mark reviewed records settled (consolidated_at = now) — only those still live and
+        unchanged since the plan. Returns the ids marked."""
+        ids = sorted({int(i) for i in ids})
+        cur = self._sleep_version_rows(tx.conn, ids)
+        marked = [rid for rid in ids if rid in cur and rid in versions and cur[rid] == versions[rid]]
+        tx.conn.executemany("UPDATE memories SET consolidated_at = ? WHERE id = ?",
+                            [(tx.now, rid) for rid in marked])
+        return marked
+
+    def purge_archive_before(self, cutoff: float, *, dry_run: bool = False) -> int:
+        """Delete archive entries archived before ``cutoff`` (sleep's hygiene with the sleep
+        config's TTL). With ``dry_run`` only counts them."""
+        with self._lock:
+            if dry_run:
+                return self.storage.query(
+                    "SELECT COUNT(*) FROM memories WHERE archived_at IS NOT NULL "
+                    "AND archived_at < ?", (cutoff,))[0][0]
+            with self.storage.transaction() as conn:
+                return conn.execute(
+                    "DELETE FROM memories WHERE archived_at IS NOT NULL AND archived_at < ?",
+                    (cutoff,)).rowcount
+
+    @staticmethod
+    def sleep_version_of(r: Record) -> tuple:
+        """The version tuple of a live record as read (same shape as ``sleep_versions``), so a
+        plan is checked against exactly the records the model was shown."""
+        return (r.content, r.kind.value, r.importance, int(r.private), int(r.pinned),
+                r.updated_at, r.consolidated_at, None, r.access_count)
+
+    def sleep_check(self, tx: SleepTxn, ids: Sequence[int], versions: dict[int, tuple], *,
+                    touch: bool = False) -> dict[int, Record]:
+        """Refuse (``Refused``) unless these records are live and unchanged since the plan;
+        returns them. ``touch`` also refuses pinned ones."""
+        return self._sleep_targets(tx, [int(i) for i in ids], versions, touch=touch)
+
+    def sleep_records(self, ids: Iterable[int]) -> dict[int, Record]:
+        """The live records among these ids, as they are now (any scope)."""
+        with self._lock:
+            recs = self._fetch_many(ids)
+            return {i: r for i, r in recs.items()
+                    if not self._is_archived(self.storage.conn, i)}

@@ -22,9 +22,13 @@ CORE_HEADER = "# Memory\nid | kind | age | importance | content"
 RECALLED_HEADER = "## Recalled for this message\nid | kind | age | importance | content"
 
 
-def human_age(seconds: float) -> str:
-    """"now", "5m", "3h", "3d", "5mo", "2y"."""
+def human_age(seconds: float, coarse: bool = False) -> str:
+    """"now", "5m", "3h", "3d", "5mo", "2y". ``coarse``: whole days at least ("today"), so
+    a line changes at most once a day — the core part sits in the cached prompt prefix, and a
+    minute-by-minute age would break the model's KV cache on every turn."""
     s = max(0.0, seconds)
+    if coarse and s < 86_400:
+        return "today"
     if s < 60:
         return "now"
     if s < 3600:
@@ -39,9 +43,10 @@ def human_age(seconds: float) -> str:
     return f"{int(days // 365)}y"
 
 
-def line(r: Record, now: float) -> str:
+def line(r: Record, now: float, coarse: bool = False) -> str:
     content = " ".join(r.content.split())
-    return f"{r.id} | {r.kind.value} | {human_age(now - r.updated_at)} | {r.importance} | {content}"
+    age = human_age(now - r.updated_at, coarse)
+    return f"{r.id} | {r.kind.value} | {age} | {r.importance} | {content}"
 
 
 def core_priority(r: Record) -> tuple:
@@ -80,43 +85,50 @@ def build(
     footnote: bool,
 ) -> PromptSection:
     budget = config.prompt_budget
-    share = int(budget * config.core_share)
-
-    core_lines: list[str] = []
-    core_ids: list[int] = []
-    used = len(CORE_HEADER) + 1
-    dropped = 0
-    for r in sorted(core, key=core_priority):
-        ln = line(r, now)
-        if used + len(ln) + 1 <= share:
-            core_lines.append(ln)
-            core_ids.append(r.id)
-            used += len(ln) + 1
-        else:
-            dropped += 1
-    core_text = ""
-    if core_lines or dropped:
-        parts = [CORE_HEADER, *core_lines]
-        if dropped:
-            parts.append(dropped_notice(dropped))
-        core_text = "\n".join(parts)
-
-    remaining = budget - len(core_text)
     foot = WITHHELD_FOOTNOTE if footnote else ""
-    remaining -= len(foot) + 2 if foot else 0
+    if len(foot) > budget:
+        foot = ""  # a budget smaller than the footnote itself (never with sane settings)
+    reserve = len(foot) + 2 if foot else 0  # "\n\n" + the footnote, always at the end
+    # The core part — header, lines and, when some were cut, the notice — stays within its
+    # share (and leaves room for the footnote). It keeps the longest prefix of the priority
+    # order, so what is lost is always the least important (and, among equals, the youngest).
+    cap = min(int(budget * config.core_share), budget - reserve)
+    ordered = sorted(core, key=core_priority)
+    all_lines = [line(r, now, coarse=True) for r in ordered]
+    n = len(all_lines)
+    kept, used = 0, len(CORE_HEADER)
+    for ln in all_lines:
+        if used + 1 + len(ln) > cap:
+            break
+        kept += 1
+        used += 1 + len(ln)
+    while 0 < kept < n and used + 1 + len(dropped_notice(n - kept)) > cap:
+        kept -= 1  # make room for the notice
+        used -= 1 + len(all_lines[kept])
+    dropped = n - kept
+    parts = [CORE_HEADER, *all_lines[:kept]]
+    if dropped:
+        parts.append(dropped_notice(dropped))
+    core_text = "\n".join(parts) if (kept or dropped) else ""
+    if len(core_text) > cap:  # not even the header and the notice fit the share
+        core_text = ""
+    core_ids = [r.id for r in ordered[:kept]]
+
+    # what core left unused goes to the recalled records; "\n\n" joins the parts
+    remaining = budget - reserve - (len(core_text) + 2 if core_text else 0)
     rec_lines: list[str] = []
     rec_ids: list[int] = []
-    used = len(RECALLED_HEADER) + 1
+    used = len(RECALLED_HEADER)
     shown = set(core_ids)
     for r in recalled:
         if r.id in shown:
             continue
         ln = line(r, now)
-        if used + len(ln) + 1 > remaining:
+        if used + 1 + len(ln) > remaining:
             break
         rec_lines.append(ln)
         rec_ids.append(r.id)
-        used += len(ln) + 1
+        used += 1 + len(ln)
     parts = []
     if rec_lines:
         parts.append("\n".join([RECALLED_HEADER, *rec_lines]))

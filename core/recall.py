@@ -117,10 +117,12 @@ def select(ids: np.ndarray, scores: np.ndarray, top_k: int, floor: float) -> np.
     if len(keep) == 0 or top_k <= 0:
         return np.zeros(0, dtype=np.int64)
     if len(keep) > top_k:
-        part = np.argpartition(-scores[keep], top_k - 1)[:top_k]
-        keep = keep[part]
+        # everything scoring at least the k-th best (ties at the cut included), so the cut
+        # below follows the same tie-break as the order
+        kth = np.partition(scores[keep], len(keep) - top_k)[len(keep) - top_k]
+        keep = keep[scores[keep] >= kth]
     # best first; ties broken by the newer id (deterministic)
     order = np.lexsort((-ids[keep], -scores[keep]))
-    keep = keep[order]
+    keep = keep[order][:top_k]
     best = scores[keep[0]]
     return keep[scores[keep] >= floor * best]

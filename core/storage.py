@@ -69,6 +69,8 @@ MIGRATIONS: list[list[str]] = [
         """CREATE TABLE messages (
             id INTEGER PRIMARY KEY AUTOINCREMENT,
             persona TEXT NOT NULL DEFAULT 'default',
+            channel TEXT NOT NULL DEFAULT 'tui',
+            private_ok INTEGER NOT NULL DEFAULT 0 CHECK (private_ok IN (0, 1)),
             turn_id TEXT NOT NULL,
             role TEXT NOT NULL CHECK (role IN ('user', 'assistant')),
             content TEXT NOT NULL,
@@ -78,8 +80,59 @@ MIGRATIONS: list[list[str]] = [
             created_at REAL NOT NULL,
             meta TEXT
         )""",
-        "CREATE INDEX messages_persona ON messages (persona, status, id)",
+        "CREATE INDEX messages_channel ON messages (persona, channel, status, id)",
         "CREATE INDEX messages_turn ON messages (turn_id)",
+    ],
+    # v3: the journal of nights (SPEC §7): runs, their phases with plans, and every op applied
+    # or refused with its why; and per-record review marks of sleep's phases
+    [
+        """CREATE TABLE sleep_runs (
+            id INTEGER PRIMARY KEY AUTOINCREMENT,
+            started_at REAL NOT NULL,
+            finished_at REAL,
+            status TEXT NOT NULL
+                CHECK (status IN ('running', 'done', 'woken', 'failed', 'skipped')),
+            dry_run INTEGER NOT NULL DEFAULT 0 CHECK (dry_run IN (0, 1)),
+            reason TEXT NOT NULL,
+            model TEXT,
+            stages TEXT NOT NULL DEFAULT '{}',
+            notable INTEGER NOT NULL DEFAULT 0 CHECK (notable IN (0, 1)),
+            seen INTEGER NOT NULL DEFAULT 0 CHECK (seen IN (0, 1)),
+            summary TEXT NOT NULL DEFAULT ''
+        )""",
+        "CREATE INDEX sleep_runs_status ON sleep_runs (status, started_at)",
+        """CREATE TABLE sleep_phases (
+            id INTEGER PRIMARY KEY AUTOINCREMENT,
+            run_id INTEGER NOT NULL REFERENCES sleep_runs(id) ON DELETE CASCADE,
+            seq INTEGER NOT NULL,
+            stage TEXT NOT NULL,
+            name TEXT NOT NULL,
+            status TEXT NOT NULL
+                CHECK (status IN ('applied', 'planned', 'skipped', 'failed', 'discarded')),
+            seconds REAL NOT NULL DEFAULT 0,
+            calls INTEGER NOT NULL DEFAULT 0,
+            plans TEXT NOT NULL DEFAULT '[]',
+            note TEXT NOT NULL DEFAULT ''
+        )""",
+        "CREATE INDEX sleep_phases_run ON sleep_phases (run_id, seq)",
+        """CREATE TABLE sleep_ops (
+            id INTEGER PRIMARY KEY AUTOINCREMENT,
+            phase_id INTEGER NOT NULL REFERENCES sleep_phases(id) ON DELETE CASCADE,
+            seq INTEGER NOT NULL,
+            op TEXT NOT NULL,
+            ids TEXT NOT NULL DEFAULT '[]',
+            applied INTEGER NOT NULL DEFAULT 0 CHECK (applied IN (0, 1)),
+            why TEXT NOT NULL DEFAULT '',
+            refused_reason TEXT,
+            detail TEXT NOT NULL DEFAULT '{}'
+        )""",
+        "CREATE INDEX sleep_ops_phase ON sleep_ops (phase_id, seq)",
+        """CREATE TABLE sleep_marks (
+            memory_id INTEGER NOT NULL REFERENCES memories(id) ON DELETE CASCADE,
+            phase TEXT NOT NULL,
+            at REAL NOT NULL,
+            PRIMARY KEY (memory_id, phase)
+        )""",
     ],
 ]
 
@@ -138,7 +191,11 @@ class Storage:
         if str(path) != ":memory:":
             self.db.enable_wal()
         self.conn.execute("PRAGMA synchronous = NORMAL")
-        migrate(self.conn)
+        try:
+            migrate(self.conn)
+        except BaseException:
+            self.conn.close()  # a refused store (newer schema, failed step) keeps no connection
+            raise
         self._lock = threading.RLock()
         self._depth = 0
 

@@ -265,3 +265,39 @@ def test_live_window_respects_level_and_a_quarter_of_context(mem):
     assert sum(m.tokens for m in window) <= 512
     assert window[0].role == "user"
     assert window[-1].content.startswith("reply")
+
+
+def test_trusted_messages_never_enter_an_untrusted_turns_window(mem):
+    """§1, §11: what was said or recalled where private memory is visible never reaches a turn
+    that cannot see it, even in the same conversation."""
+    mem.save("zqsecret diagnosis: asthma", OWNER_TRUSTED, private=True)
+    llm = ScriptedLLM([["noted zqsecret diagnosis"], ["hello group"]])
+    conv = Conversation(mem, llm)
+    run(conv, "what about my zqsecret diagnosis?")  # trusted: recalled + answered
+    assert "asthma" in llm.calls[0]["messages"][-1]["content"]
+    run(conv, "hi", OWNER_IN_GROUP)
+    assert "zqsecret" not in all_prompt_text(ScriptedLLM()) + str(llm.calls[1]["messages"])
+
+
+def test_records_recalled_in_the_window_are_not_repeated(mem):
+    """§5 + KV reuse: a record already recalled in the live window is not recalled again."""
+    r = mem.save("Owner's garden has twelve rose bushes", OWNER_TRUSTED)
+    llm = ScriptedLLM([["a"], ["b"]])
+    conv = Conversation(mem, llm)
+    run(conv, "tell me about the rose bushes")
+    run(conv, "and the rose bushes again?")
+    first, second = llm.calls[0]["messages"][-1]["content"], llm.calls[1]["messages"][-1]["content"]
+    assert f"{r.id} | fact" in first
+    assert f"{r.id} | fact" not in second
+    # the first turn's user message is carried exactly as the model saw it
+    assert llm.calls[1]["messages"][-3]["content"] == first
+
+
+def test_regenerate_sends_the_same_prompt_as_the_original_turn(mem):
+    """§8.4: regenerate answers the same message with the same prompt (recall included)."""
+    mem.save("Owner's garden has twelve rose bushes", OWNER_TRUSTED)
+    llm = ScriptedLLM([["first"], ["second"]])
+    conv = Conversation(mem, llm)
+    run(conv, "rose bushes?")
+    list(conv.regenerate(OWNER_TRUSTED))
+    assert llm.calls[1]["messages"] == llm.calls[0]["messages"]

@@ -1,0 +1,307 @@
+"""Hybrid recall with embeddings (SPEC §4, §6), on the deterministic fake embedder of
+tests/fakes.py: relevance = 0.5 × BM25 + 0.5 × calibrated cosine, the stored background, vectors
+of one model only, best effort when the model fails, batched backfill with progress."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from core import OWNER_TRUSTED, Memory, MemoryConfig, text
+from core.embedding import calibrated
+from tests.fakes import FailingEmbedder, FlakyEmbedder, HashEmbedder, reference_bm25
+
+SYN = {text.stem_token(w): "cat" for w in ("kitten", "feline", "котенок")}  # stem → stem
+
+CONTENTS = [
+    "The owner's cat is called Murka",
+    "Murka the cat sleeps on the radiator",
+    "The owner drinks green tea every morning",
+    "The owner's brother Boris is a doctor",
+    "The owner keeps a vegetable garden at the dacha",
+]
+
+
+def _open(tmp_path, clock, embedder=None, name: str = "m.db", **cfg) -> Memory:
+    model = embedder.name if embedder is not None else None
+    return Memory.open(tmp_path / name, MemoryConfig(embedding_model=model, **cfg), clock,
+                       embedder)
+
+
+def _lexical(mem: Memory, query: str, rid: int) -> float:
+    docs = {r.id: text.stems(r.content) for r in mem.list(limit=10_000)}
+    raw = reference_bm25(docs, text.stems(query)).get(rid, 0.0)
+    return min(1.0, raw / mem._lexical.ceiling(text.stems(query)))
+
+
+def _semantic(emb: HashEmbedder, query: str, content: str, b: float) -> float:
+    cos = float(np.dot(emb.vector(query), emb.vector(content)))
+    return max(0.0, min(1.0, (cos - b) / (1 - b)))
+
+
+def test_relevance_is_half_bm25_half_calibrated_cosine(tmp_path, clock):
+    """SPEC §4: relevance = 0.5 × BM25 + 0.5 × semantic, semantic = clamp((cos − b)/(1 − b),
+    0, 1) with the default background b = 0.4; the rest of the score is as in §4."""
+    emb = HashEmbedder(synonyms=SYN)
+    mem = _open(tmp_path, clock, emb, recall_floor=0.0)
+    ids = {c: mem.save(c).id for c in CONTENTS}
+    q = "what is the cat called"
+    hits = {h.id: h for h in mem.recall(q, OWNER_TRUSTED)}
+    assert hits
+    for content, rid in ids.items():
+        sem = _semantic(emb, q, content, 0.4)
+        lex = _lexical(mem, q, rid)
+        if rid not in hits:
+            assert sem == 0 and lex == 0
+            continue
+        h = hits[rid]
+        assert h.semantic == pytest.approx(sem, abs=1e-6)
+        assert h.lexical == pytest.approx(lex, rel=1e-5, abs=1e-7)
+        assert h.relevance == pytest.approx(0.5 * lex + 0.5 * sem, rel=1e-5, abs=1e-7)
+        assert h.score == pytest.approx(h.relevance, rel=1e-9)  # fresh, importance 3, n = 0
+    top = hits[ids["The owner's cat is called Murka"]]
+    assert top.semantic > 0 and top.lexical > 0
+    mem.close()
+
+
+def test_semantic_match_alone_counts_half(tmp_path, clock):
+    """SPEC §4: a record that shares no word with the query but means the same is found by the
+    vector half alone."""
+    emb = HashEmbedder(synonyms=SYN)
+    mem = _open(tmp_path, clock, emb)
+    rid = mem.save("The owner adopted a kitten").id
+    mem.save("The owner drinks green tea every morning")
+    (h,) = [h for h in mem.recall("cat", OWNER_TRUSTED) if h.id == rid]
+    assert h.lexical == 0 and h.semantic > 0
+    assert h.relevance == pytest.approx(0.5 * h.semantic)
+    assert h.semantic == pytest.approx(_semantic(emb, "cat", "The owner adopted a kitten", 0.4))
+    # across languages too: a Russian question finds the English record by meaning
+    assert rid in [h.id for h in mem.recall("котёнок", OWNER_TRUSTED)]
+    mem.close()
+
+
+def test_cosine_below_the_background_counts_nothing():
+    """SPEC §4: raw cosine would give half the score to "both texts are in Russian"; below the
+    background b the semantic part is 0, at 1 it is 1."""
+    cos = np.array([-0.2, 0.0, 0.39, 0.4, 0.7, 1.0])
+    assert calibrated(cos, 0.4).tolist() == pytest.approx([0, 0, 0, 0, 0.5, 1.0])
+    assert calibrated(np.array([0.55]), 0.1)[0] == pytest.approx(0.5)
+
+
+def test_stored_background_is_used_and_persists(tmp_path, clock):
+    """SPEC §4: b must be re-measurable on the owner's corpus — the calibrated value is stored
+    per model, used by recall, and survives a restart."""
+    emb = HashEmbedder(synonyms=SYN)
+    mem = _open(tmp_path, clock, emb)
+    rid = mem.save("The owner adopted a kitten").id
+    assert mem.status().background == pytest.approx(0.4)
+    before = {h.id: h.semantic for h in mem.recall("cat", OWNER_TRUSTED)}[rid]
+    mem.set_background(0.1)
+    assert mem.status().background == pytest.approx(0.1)
+    after = {h.id: h.semantic for h in mem.recall("cat", OWNER_TRUSTED)}[rid]
+    cos = emb.cosine("cat", "The owner adopted a kitten")
+    assert before == pytest.approx((cos - 0.4) / 0.6, abs=1e-6)
+    assert after == pytest.approx((cos - 0.1) / 0.9, abs=1e-6)
+    mem.close()
+    mem = _open(tmp_path, clock, emb)
+    assert mem.status().background == pytest.approx(0.1)
+    again = {h.id: h.semantic for h in mem.recall("cat", OWNER_TRUSTED)}[rid]
+    assert again == pytest.approx(after)
+    mem.close()
+
+
+def test_background_of_another_model_is_not_used(tmp_path, clock):
+    """SPEC §4: b is "the background cosine of the active model" — another model's stays its own."""
+    a = HashEmbedder(name="model-a")
+    mem = _open(tmp_path, clock, a)
+    mem.set_background(0.2)
+    mem.close()
+    mem = _open(tmp_path, clock, HashEmbedder(name="model-b"))
+    assert mem.status().background == pytest.approx(0.4)
+    mem.close()
+
+
+def test_bad_background_is_refused(tmp_path, clock):
+    """SPEC §4: b is a cosine below 1 (the formula divides by 1 − b)."""
+    from core import MemoryOpError
+
+    mem = _open(tmp_path, clock, HashEmbedder())
+    for bad in (1.0, 1.5, -2.0):
+        with pytest.raises(MemoryOpError):
+            mem.set_background(bad)
+    mem.close()
+    lexical = _open(tmp_path, clock, None, name="lex.db")
+    with pytest.raises(MemoryOpError):
+        lexical.set_background(0.3)
+    lexical.close()
+
+
+def test_vectors_of_another_model_are_not_compared(tmp_path, clock):
+    """SPEC §6: spaces of different models are not comparable — reopening the store with an
+    embedder of another name ignores the old vectors (even of the same dimension) until
+    backfill_vectors re-embeds them."""
+    a = HashEmbedder(name="model-a", synonyms=SYN)
+    mem = _open(tmp_path, clock, a)
+    rid = mem.save("The owner adopted a kitten").id
+    mem.save("The owner drinks green tea every morning")
+    assert mem.status().vectors == 2
+    mem.close()
+
+    b = HashEmbedder(name="model-b", synonyms=SYN)
+    mem = _open(tmp_path, clock, b)
+    st = mem.status()
+    assert (st.embedder, st.vectors, st.missing_vectors) == ("model-b", 0, 2)
+    assert mem.recall("cat", OWNER_TRUSTED) == []  # model-a's vectors are not compared
+    calls = len(b.calls)
+    assert mem.backfill_vectors() == 2
+    assert len(b.calls) == calls + 1
+    st = mem.status()
+    assert (st.vectors, st.missing_vectors) == (2, 0)
+    (h,) = mem.recall("cat", OWNER_TRUSTED)
+    assert h.id == rid and h.semantic > 0
+    rows = mem.storage.query("SELECT DISTINCT model FROM vectors")
+    assert [r[0] for r in rows] == ["model-b"]
+    mem.close()
+
+
+def test_new_writes_use_the_active_model_alongside_old_vectors(tmp_path, clock):
+    """SPEC §6: while old vectors await backfill, cosine is taken only against vectors of the
+    active model (a new save of the active model is compared, the old ones are not)."""
+    mem = _open(tmp_path, clock, HashEmbedder(name="model-a", synonyms=SYN))
+    old = mem.save("The owner adopted a kitten").id
+    mem.close()
+    mem = _open(tmp_path, clock, HashEmbedder(name="model-b", synonyms=SYN))
+    new = mem.save("A feline sleeps on the radiator").id
+    hits = {h.id: h for h in mem.recall("cat", OWNER_TRUSTED)}
+    assert set(hits) == {new}
+    assert old not in hits
+    assert mem.status().missing_vectors == 1
+    mem.close()
+
+
+def test_a_failing_embedder_leaves_recall_lexical_and_says_why(tmp_path, clock):
+    """SPEC §6: best effort — if the model cannot run, saves and recall still work (lexically),
+    status says lexical only and why; nothing fails."""
+    broken = FailingEmbedder()
+    mem = _open(tmp_path, clock, broken)
+    rid = mem.save("The owner's cat is called Murka").id  # no exception
+    assert mem.get(rid).vector_model is None
+    st = mem.status()
+    assert st.lexical_only and st.embedder == "broken-model"
+    assert st.error and "model file not found" in st.error and "RuntimeError" in st.error
+    assert st.vectors == 0 and st.missing_vectors == 1
+    hits = mem.search("Murka")
+    assert [h.record.id for h in hits] == [rid] and hits[0].semantic is None
+    assert mem.prompt_section("Murka", OWNER_TRUSTED).recalled_ids == (rid,)
+    assert mem.backfill_vectors() == 0
+    mem.update(rid, OWNER_TRUSTED, content="The owner's cat is called Murka the Second")
+    assert mem.status().lexical_only
+    mem.close()
+
+
+def test_an_embedder_failing_at_query_time_falls_back_to_lexical(tmp_path, clock):
+    """SPEC §6: vectors exist (of this model) but the model dies — the query is scored
+    lexically, and the status reports the error."""
+    good = HashEmbedder(name="same-model")
+    mem = _open(tmp_path, clock, good)
+    rid = mem.save("The owner's cat is called Murka").id
+    mem.close()
+    broken = FailingEmbedder(name="same-model", dim=good.dim, message="CUDA out of memory")
+    mem = _open(tmp_path, clock, broken)
+    assert mem.status().vectors == 1 and not mem.status().lexical_only
+    (h,) = mem.recall("Murka", OWNER_TRUSTED)
+    assert h.id == rid and h.semantic is None and h.relevance == h.lexical
+    st = mem.status()
+    assert st.lexical_only and "CUDA out of memory" in st.error
+    mem.close()
+
+
+def test_status_without_embedder_is_lexical_only(mem):
+    """SPEC §6: no model configured — recall is lexical and the status bar says so."""
+    mem.save("The owner's cat is called Murka")
+    st = mem.status()
+    assert st.lexical_only and st.embedder is None and st.error is None
+    assert st.vectors == 0 and st.missing_vectors == 1
+
+
+def test_backfill_embeds_in_batches_and_reports_progress(tmp_path, clock):
+    """SPEC §6: vectors are computed in batches for records that have none, with progress."""
+    mem = _open(tmp_path, clock, None)
+    for i in range(10):
+        mem.save(f"Note {i}: the owner visited city number {i}")
+    mem.close()
+    emb = HashEmbedder()
+    mem = _open(tmp_path, clock, emb)
+    assert mem.status().missing_vectors == 10
+    progress: list[tuple[int, int]] = []
+    done = mem.backfill_vectors(batch=4, progress=lambda d, t: progress.append((d, t)))
+    assert done == 10
+    assert emb.calls == [4, 4, 2]
+    assert progress == [(4, 10), (8, 10), (10, 10)]
+    st = mem.status()
+    assert (st.vectors, st.missing_vectors, st.error) == (10, 0, None)
+    assert mem.backfill_vectors() == 0  # nothing left to do
+    assert {r.vector_model for r in mem.list()} == {emb.name}
+    mem.close()
+
+
+def test_backfill_stops_at_a_failure_and_keeps_what_it_did(tmp_path, clock):
+    """SPEC §6: best effort — a model dying mid-backfill keeps the batches done, reports the
+    error, and the next backfill takes the rest."""
+    mem = _open(tmp_path, clock, None)
+    for i in range(10):
+        mem.save(f"Note {i}: the owner visited city number {i}")
+    mem.close()
+    flaky = FlakyEmbedder(ok_calls=1)
+    mem = _open(tmp_path, clock, flaky)
+    assert mem.backfill_vectors(batch=4) == 4
+    st = mem.status()
+    assert (st.vectors, st.missing_vectors) == (4, 6)
+    assert st.lexical_only and "out of memory" in st.error
+    assert mem.recall("city", OWNER_TRUSTED)  # still answers
+    mem.close()
+    mem = _open(tmp_path, clock, HashEmbedder())
+    assert mem.backfill_vectors(batch=4) == 6
+    assert mem.status().missing_vectors == 0
+    mem.close()
+
+
+def test_update_re_embeds_and_a_failed_re_embed_drops_the_stale_vector(tmp_path, clock):
+    """SPEC §6: a vector always belongs to the current content — an edit re-embeds it; when the
+    model cannot, the stale vector is dropped rather than left lying."""
+    emb = HashEmbedder(name="same-model", synonyms=SYN)
+    mem = _open(tmp_path, clock, emb)
+    rid = mem.save("The owner drinks green tea").id
+    mem.update(rid, OWNER_TRUSTED, content="The owner adopted a kitten")
+    (h,) = mem.recall("cat", OWNER_TRUSTED)
+    assert h.id == rid and h.semantic > 0
+    mem.close()
+    mem = _open(tmp_path, clock, FailingEmbedder(name="same-model", dim=emb.dim))
+    mem.update(rid, OWNER_TRUSTED, content="The owner adopted a puppy")
+    assert mem.get(rid).vector_model is None
+    assert mem.status().vectors == 0
+    mem.close()
+
+
+def test_dedup_replacement_re_embeds(tmp_path, clock):
+    """SPEC §3.2, §6: a dedup hit with a more detailed wording replaces content and vector."""
+    emb = HashEmbedder(synonyms=SYN)
+    mem = _open(tmp_path, clock, emb)
+    rid = mem.save("meeting at 3 pm").id
+    res = mem.save("meeting on Friday at 3 pm")
+    assert res.id == rid and res.status == "updated"
+    stored = mem.storage.query("SELECT vec FROM vectors WHERE memory_id = ?", (rid,))[0][0]
+    assert np.allclose(np.frombuffer(stored, dtype=np.float32),
+                       emb.vector("meeting on Friday at 3 pm"))
+    mem.close()
+
+
+def test_forgotten_records_leave_the_vector_space(tmp_path, clock):
+    """SPEC §2, §6: an archived record is not recalled by its vector either."""
+    emb = HashEmbedder(synonyms=SYN)
+    mem = _open(tmp_path, clock, emb)
+    rid = mem.save("The owner adopted a kitten").id
+    mem.forget(rid, "given away", OWNER_TRUSTED)
+    assert mem.recall("cat", OWNER_TRUSTED) == []
+    assert mem.status().vectors == 0
+    mem.close()
