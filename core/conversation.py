@@ -105,6 +105,13 @@ class ToolFinished:
 
 
 @dataclass(frozen=True)
+class Notice:
+    """A calm remark for the owner that does not end the turn."""
+
+    text: str
+
+
+@dataclass(frozen=True)
 class TurnDone:
     turn_id: str
     text: str
@@ -123,7 +130,8 @@ class TurnError:
     message: str  # calm, safe to show the owner
 
 
-TurnEvent = Sleeping | MemoryUsed | Token | ToolStarted | ToolFinished | TurnDone | TurnError
+TurnEvent = (Sleeping | MemoryUsed | Token | ToolStarted | ToolFinished | Notice | TurnDone
+             | TurnError)
 
 
 class SleepGate(Protocol):
@@ -326,8 +334,10 @@ class Conversation:
                 calls += 1
                 pending: list[ToolCall] = []
                 round_text: list[str] = []
-                allow_tools = tools if _round < self.config.max_tool_rounds else None
-                for ev in self.model.stream_chat(messages, allow_tools, cancel,
+                last_round = _round == self.config.max_tool_rounds
+                # The same tools every round: the prompt prefix (tools sit in the system block)
+                # stays identical, so the KV cache holds across rounds and turns.
+                for ev in self.model.stream_chat(messages, tools or None, cancel,
                                                  self.config.max_answer_tokens,
                                                  self.config.temperature):
                     if isinstance(ev, TextDelta):
@@ -343,8 +353,12 @@ class Conversation:
                         completion += ev.completion_tokens
                         stopped = stopped or ev.stopped
                 answer.append("".join(round_text))
-                if stopped or not pending or allow_tools is None:
-                    break  # the last round may only answer; late tool calls are dropped
+                if stopped or not pending:
+                    break
+                if last_round:
+                    yield Notice(f"Eva asked for {len(pending)} more memory operation(s) after "
+                                 f"{self.config.max_tool_rounds} rounds; they were not run.")
+                    break
                 messages.append({"role": "assistant", "content": "".join(round_text),
                                  "tool_calls": [{"name": c.name, "arguments": c.arguments}
                                                 for c in pending]})

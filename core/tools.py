@@ -225,8 +225,9 @@ def call(memory: Memory, name: str, raw_args: Any, ctx: TurnContext) -> ToolResu
                               {"ids": [h.record.id for h in hits]})
         # memory_list
         limit = args.get("limit", 50)
-        recs = memory.list(ctx, kind=args.get("kind"), limit=limit if isinstance(limit, int) else 50,
-                           scopes=ctx.scopes())
+        if isinstance(limit, bool) or not isinstance(limit, int) or not 1 <= limit <= 200:
+            raise MemoryOpError("limit must be a whole number from 1 to 200")
+        recs = memory.list(ctx, kind=args.get("kind"), limit=limit, scopes=ctx.scopes())
         rows = "\n".join(_line(r, now) for r in recs) or "(no memories)"
         return ToolResult(name, True, "id | kind | age | importance | content\n" + rows,
                           {"ids": [r.id for r in recs]})
