@@ -517,7 +517,11 @@ class Memory:
                 record = self._fetch(conn, rid)
             pending.upserts.append(record)
             self._apply(pending)
-            similar = self._similar(content, ctx, rid, now, vec)
+            try:
+                similar = self._similar(content, ctx, rid, now, vec)
+            except Exception as e:  # the save is committed: never report it as failed
+                log.warning("similar records after save #%s unavailable: %s", rid, e)
+                similar = ()
             return SaveResult(rid, status, record, similar)
 
     def _find_duplicate(self, new_stems: list[str], new_set: frozenset[str], ctx: TurnContext,
