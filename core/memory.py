@@ -361,7 +361,10 @@ class Memory:
         if self.embedder is None:
             return self.config.background_cosine
         stored = self.storage.meta_get(f"background_cosine:{self.embedder.name}")
-        return float(stored) if stored is not None else self.config.background_cosine
+        if stored is not None:  # measured on the owner's corpus (`eva calibrate`)
+            return float(stored)
+        declared = getattr(self.embedder, "background", None)  # the model's own measured b
+        return float(declared) if declared is not None else self.config.background_cosine
 
     def _query_vector(self, query: str) -> np.ndarray | None:
         if self._vectors is None or len(self._vectors) == 0:

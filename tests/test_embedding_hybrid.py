@@ -305,3 +305,19 @@ def test_forgotten_records_leave_the_vector_space(tmp_path, clock):
     assert mem.recall("cat", OWNER_TRUSTED) == []
     assert mem.status().vectors == 0
     mem.close()
+
+
+def test_background_order_calibrated_then_model_declared_then_config(tmp_path, clock):
+    """§4: b must be the active model's: a value calibrated on the owner's corpus wins, then the
+    b the embedder declares for itself, then the config default."""
+    from core import Memory, MemoryConfig
+    from tests.fakes import HashEmbedder
+
+    emb = HashEmbedder()
+    mem = Memory.open(tmp_path / "b.db", MemoryConfig(background_cosine=0.4), clock, emb)
+    assert mem.status().background == 0.4
+    emb.background = 0.25
+    assert mem.status().background == 0.25
+    mem.set_background(0.31)
+    assert mem.status().background == 0.31
+    mem.close()

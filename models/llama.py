@@ -1,0 +1,469 @@
+"""A GGUF chat model on llama-cpp-python, implementing :class:`core.llm.ChatModel` (SPEC §7, §8).
+
+- The prompt is rendered with the GGUF's own chat template (jinja2, as llama-cpp-python does);
+  tool schemas are written into the system message by us, in Qwen2.5's own format (a ``<tools>``
+  block and the ``<tool_call>`` answer format), which keeps them in the stable, cached prefix and
+  works the same for templates that know no tools. ``chatml-function-calling`` is not used.
+- Generation runs token by token through ``Llama.generate``, which keeps the KV cache and
+  re-evaluates only the suffix after the longest common token prefix with the previous call.
+  We never reset it. ``Done.prompt_tokens`` vs ``Done.evaluated_tokens`` reports the reuse
+  (counted exactly, by wrapping ``Llama.eval``).
+- Tool calls are split out of the stream by :class:`models.toolcalls.ToolCallStream`; text that
+  may be a call is held back, so a call never reaches the owner as text.
+- ``force_tool_call`` / ``generate_json`` constrain decoding with a GBNF grammar made from the
+  JSON schema (``LlamaGrammar.from_json_schema``) and stop at a wall-clock deadline
+  (→ :class:`core.llm.ModelError`).
+- Cancelling (``cancel`` event) is checked between tokens and between prompt batches.
+
+One generation runs at a time per model (a lock); the TUI calls these from a worker thread.
+"""
+
+from __future__ import annotations
+
+import codecs
+import contextlib
+import json
+import os
+import threading
+import time
+from collections.abc import Callable, Iterator
+from dataclasses import replace
+from pathlib import Path
+from typing import Any
+
+from core.llm import ChatEvent, Done, Message, ModelError, TextDelta, ToolCall
+from models.toolcalls import RESPONSE_OPEN, ToolCallStream
+
+DEFAULT_SYSTEM = "You are a helpful assistant."
+CHATML_TEMPLATE = (
+    "{% for message in messages %}{{'<|im_start|>' + message['role'] + '\n' + message['content']"
+    " + '<|im_end|>' + '\n'}}{% endfor %}{% if add_generation_prompt %}"
+    "{{ '<|im_start|>assistant\n' }}{% endif %}"
+)
+# Special tokens that end a turn even when the vocabulary does not flag them end-of-generation.
+_STOP_TOKEN_TEXTS = ("<|im_end|>", "<|endoftext|>", "<|im_start|>", "<|eot_id|>", "<end_of_turn>")
+
+
+class _Abort(Exception):
+    """Raised inside prompt evaluation when the caller cancelled or the deadline passed."""
+
+
+def default_threads() -> int:
+    """``$EVA_LLM_THREADS``, else half the CPUs (llama-cpp-python's own default). Measured on a
+    busy 2-CPU machine: 2 threads ran 2-7x *slower* than 1 (every op waits at a barrier for the
+    descheduled thread), so the default leaves a CPU to the rest of the system."""
+    env = os.environ.get("EVA_LLM_THREADS", "").strip()
+    if env.isdigit() and int(env) > 0:
+        return int(env)
+    return max(1, (os.cpu_count() or 2) // 2)
+
+
+def tool_function(tool: dict[str, Any]) -> dict[str, Any]:
+    """The function description of a tool given flat (``{"name", "description", "parameters"}``)
+    or OpenAI-style (``{"type": "function", "function": {...}}``)."""
+    fn = tool.get("function") if isinstance(tool.get("function"), dict) else tool
+    if not isinstance(fn, dict) or not isinstance(fn.get("name"), str):
+        raise ValueError(f"not a tool schema: {tool!r}")
+    return fn
+
+
+def tools_system_block(tools: list[dict[str, Any]]) -> str:
+    """The Qwen2.5 tool block appended to the system message (the format these models were
+    trained on: one JSON signature per line in ``<tools>``, answers in ``<tool_call>``)."""
+    lines = []
+    for t in tools:
+        fn = tool_function(t)
+        lines.append(json.dumps({"type": "function", "function": fn}, ensure_ascii=False))
+    return (
+        "\n\n# Tools\n\nYou may call one or more functions to assist with the user query.\n\n"
+        "You are provided with function signatures within <tools></tools> XML tags:\n<tools>\n"
+        + "\n".join(lines)
+        + "\n</tools>\n\nFor each function call, return a json object with function name and "
+        "arguments within <tool_call></tool_call> XML tags:\n<tool_call>\n"
+        '{"name": <function-name>, "arguments": <args-json-object>}\n</tool_call>'
+    )
+
+
+def _call_dict(tc: Any) -> dict[str, Any]:
+    if isinstance(tc, ToolCall):
+        name, args = tc.name, tc.arguments
+    else:
+        fn = tc.get("function") if isinstance(tc.get("function"), dict) else tc
+        name, args = fn.get("name", ""), fn.get("arguments", {})
+    if isinstance(args, str):
+        with contextlib.suppress(ValueError):
+            args = json.loads(args)
+    return {"name": name, "arguments": args}
+
+
+def prepare_messages(messages: list[Message], tools: list[dict[str, Any]] | None = None
+                     ) -> list[dict[str, Any]]:
+    """Messages as the chat template expects them: string contents, tool calls as
+    ``{"name", "arguments"}`` dicts, and the tool block in the (first) system message."""
+    out: list[dict[str, Any]] = []
+    for m in messages:
+        role = m.get("role", "user")
+        content = m.get("content")
+        msg: dict[str, Any] = {"role": role,
+                               "content": "" if content is None else str(content)}
+        if role == "assistant" and m.get("tool_calls"):
+            msg["tool_calls"] = [_call_dict(tc) for tc in m["tool_calls"]]
+        out.append(msg)
+    if tools:
+        block = tools_system_block(tools)
+        if out and out[0]["role"] == "system":
+            out[0] = {**out[0], "content": out[0]["content"] + block}
+        else:
+            out.insert(0, {"role": "system", "content": DEFAULT_SYSTEM + block})
+    return out
+
+
+# JSON strings may not hold raw control characters; llama-cpp-python's converter allows them
+# (``[^"\\]``), which lets a model write a newline that breaks the JSON. llama.cpp's own rule:
+_STRICT_CHAR_RULE = (r'char ::= [^"\\\x7F\x00-\x1F] | [\\] (["\\/bfnrt] | '
+                     r'"u" [0-9a-fA-F] [0-9a-fA-F] [0-9a-fA-F] [0-9a-fA-F])')
+
+
+def schema_grammar(schema: dict[str, Any]) -> str:
+    """A GBNF grammar that admits exactly the JSON documents of ``schema``."""
+    from llama_cpp.llama_grammar import json_schema_to_gbnf
+
+    gbnf = json_schema_to_gbnf(json.dumps(schema))
+    lines = [(_STRICT_CHAR_RULE if line.startswith("char ::=") else line)
+             for line in gbnf.splitlines()]
+    return "\n".join(lines) + "\n"
+
+
+class LlamaChatModel:
+    """:class:`core.llm.ChatModel` on a local GGUF file."""
+
+    def __init__(
+        self,
+        model_path: str | Path,
+        *,
+        name: str | None = None,
+        n_ctx: int = 8192,
+        n_threads: int | None = None,
+        n_batch: int = 512,
+        seed: int = 0,
+        chat_template: str | None = None,
+        top_k: int = 20,
+        top_p: float = 0.8,
+        min_p: float = 0.05,
+        repeat_penalty: float = 1.05,
+        structured_temperature: float = 0.2,
+        verbose: bool = False,
+    ) -> None:
+        try:
+            from llama_cpp import Llama
+        except ImportError as e:  # pragma: no cover - depends on the install
+            raise ModelError(
+                "llama-cpp-python is not installed: run `make setup`") from e
+        path = Path(model_path)
+        if not path.is_file():
+            raise ModelError(f"model file not found: {path}")
+        threads = n_threads or default_threads()
+        t0 = time.perf_counter()
+        try:
+            self._llm = Llama(
+                model_path=str(path), n_ctx=n_ctx, n_batch=n_batch, n_threads=threads,
+                n_threads_batch=threads, seed=seed, n_gpu_layers=0, verbose=verbose,
+            )
+        except Exception as e:  # llama.cpp reports a bad file as ValueError/RuntimeError
+            raise ModelError(f"cannot load {path.name}: {e}") from e
+        self.load_seconds = time.perf_counter() - t0
+        self.path = path
+        self.name = name or path.stem
+        self.context_size = int(self._llm.n_ctx())
+        self.top_k, self.top_p, self.min_p = top_k, top_p, min_p
+        self.repeat_penalty = repeat_penalty
+        self.structured_temperature = structured_temperature
+        self.last_done: Done | None = None  # stats of the last call (also of the JSON calls)
+        self._lock = threading.Lock()
+        self._n_batch = n_batch
+        self._eval_count = 0
+        self._abort: Callable[[], bool] | None = None
+        self._wrap_eval()
+
+        model = self._llm._model
+        eos_id, bos_id = self._llm.token_eos(), self._llm.token_bos()
+        self._eos_text = model.token_get_text(eos_id) if eos_id != -1 else ""
+        self._bos_text = model.token_get_text(bos_id) if bos_id != -1 else ""
+        template = chat_template or self._llm.metadata.get("tokenizer.chat_template") or (
+            CHATML_TEMPLATE)
+        from llama_cpp.llama_chat_format import Jinja2ChatFormatter
+
+        self._formatter = Jinja2ChatFormatter(template, eos_token=self._eos_text,
+                                              bos_token=self._bos_text)
+        self._stop_ids = {eos_id} if eos_id != -1 else set()
+        for text in _STOP_TOKEN_TEXTS:
+            ids = self._llm.tokenize(text.encode(), add_bos=False, special=True)
+            if len(ids) == 1:
+                self._stop_ids.add(ids[0])
+
+    # ------------------------------------------------------------------ plumbing
+    def _wrap_eval(self) -> None:
+        """Count evaluated tokens exactly and make long prompt evaluation interruptible: the
+        instance attribute shadows ``Llama.eval``, which ``Llama.generate`` calls."""
+        orig = self._llm.eval
+
+        def eval_(tokens) -> None:
+            tokens = list(tokens)
+            for i in range(0, len(tokens), self._n_batch):
+                if self._abort is not None and self._abort():
+                    raise _Abort()
+                chunk = tokens[i: i + self._n_batch]
+                orig(chunk)
+                self._eval_count += len(chunk)
+
+        self._llm.eval = eval_  # type: ignore[method-assign]
+
+    def close(self) -> None:
+        with self._lock:
+            self._llm.close()
+
+    def render(self, messages: list[Message], tools: list[dict[str, Any]] | None = None) -> str:
+        """The exact prompt text for these messages (generation prompt included)."""
+        try:
+            return self._formatter(messages=prepare_messages(messages, tools)).prompt
+        except Exception as e:
+            raise ModelError(f"cannot render the chat template: {e}") from e
+
+    def tokenize(self, text: str) -> list[int]:
+        add_special = not (self._bos_text and text.startswith(self._bos_text))
+        return self._llm.tokenize(text.encode("utf-8"), add_bos=add_special, special=True)
+
+    def count_tokens(self, text: str) -> int:
+        return len(self._llm.tokenize(text.encode("utf-8"), add_bos=False, special=True))
+
+    def _is_stop(self, tok: int) -> bool:
+        if tok in self._stop_ids:
+            return True
+        import llama_cpp
+
+        return bool(llama_cpp.llama_vocab_is_eog(self._llm._model.vocab, tok))
+
+    def _generate(
+        self,
+        tokens: list[int],
+        *,
+        max_tokens: int | None,
+        temperature: float,
+        grammar: Any = None,
+        cancel: threading.Event | None = None,
+        deadline: float | None = None,
+        stop_texts: tuple[str, ...] = (),
+    ) -> Iterator[str | Done]:
+        """Run one generation; yields decoded text pieces, then one :class:`Done`.
+        Raises ModelError when the deadline passes. Must hold ``self._lock``."""
+        n_prompt = len(tokens)
+        room = self.context_size - n_prompt
+        if room <= 0:
+            raise ModelError(f"the prompt has {n_prompt} tokens; the context holds "
+                             f"{self.context_size}")
+        budget = room if max_tokens is None else max(0, min(max_tokens, room))
+        decoder = codecs.getincrementaldecoder("utf-8")(errors="replace")
+        text_so_far, emitted = "", 0
+        stopped = timed_out = truncated = False
+        n_done = 0
+        first: float | None = None
+        evaluated = 0
+        t0 = time.perf_counter()
+
+        def abort() -> bool:
+            nonlocal timed_out
+            if deadline is not None and time.monotonic() > deadline:
+                timed_out = True
+                return True
+            return cancel is not None and cancel.is_set()
+
+        self._eval_count = 0
+        self._abort = abort
+        gen = self._llm.generate(
+            tokens, top_k=self.top_k, top_p=self.top_p, min_p=self.min_p, temp=temperature,
+            repeat_penalty=self.repeat_penalty, grammar=grammar)
+        try:
+            if budget == 0:
+                truncated = True
+            else:
+                for tok in gen:
+                    if first is None:
+                        first = time.perf_counter() - t0
+                        evaluated = self._eval_count
+                    if self._is_stop(tok):
+                        break
+                    n_done += 1
+                    piece = decoder.decode(self._llm.detokenize([tok]))
+                    if piece:
+                        text_so_far += piece
+                        cut = -1
+                        for s in stop_texts:
+                            j = text_so_far.find(s, max(0, emitted - len(s)))
+                            if j >= 0 and (cut < 0 or j < cut):
+                                cut = j
+                        if cut >= 0:
+                            if cut > emitted:
+                                yield text_so_far[emitted:cut]
+                            emitted = len(text_so_far)
+                            break
+                        safe = len(text_so_far) - _stop_prefix_tail(text_so_far, stop_texts)
+                        if safe > emitted:
+                            yield text_so_far[emitted:safe]
+                            emitted = safe
+                    if abort():
+                        stopped = not timed_out
+                        break
+                    if n_done >= budget:
+                        truncated = True
+                        break
+        except _Abort:
+            stopped = not timed_out
+        finally:
+            self._abort = None
+            gen.close()
+        if timed_out:
+            raise ModelError(f"generation timed out after {n_done} tokens")
+        if first is None:
+            evaluated = self._eval_count
+        tail = decoder.decode(b"", final=True)
+        text_so_far += tail
+        if emitted < len(text_so_far) and not stopped:
+            rest = text_so_far[emitted:]
+            for s in stop_texts:
+                j = rest.find(s)
+                if j >= 0:
+                    rest = rest[:j]
+            if rest:
+                yield rest
+        yield Done(
+            prompt_tokens=n_prompt, evaluated_tokens=evaluated, completion_tokens=n_done,
+            stopped=stopped, seconds=time.perf_counter() - t0, first_token_seconds=first,
+            extra={"truncated": truncated, "cached_tokens": n_prompt - evaluated,
+                   "model": self.name},
+        )
+
+    # ------------------------------------------------------------------ ChatModel
+    def stream_chat(
+        self,
+        messages: list[Message],
+        tools: list[dict[str, Any]] | None = None,
+        cancel: threading.Event | None = None,
+        max_tokens: int | None = None,
+        temperature: float = 0.7,
+    ) -> Iterator[ChatEvent]:
+        prompt = self.render(messages, tools)
+        tokens = self.tokenize(prompt)
+        splitter = ToolCallStream([tool_function(t)["name"] for t in tools]) if tools else None
+        with self._lock:
+            done: Done | None = None
+            for item in self._generate(tokens, max_tokens=max_tokens, temperature=temperature,
+                                       cancel=cancel,
+                                       stop_texts=(RESPONSE_OPEN,) if tools else ()):
+                if isinstance(item, Done):
+                    done = item
+                    break
+                if splitter is None:
+                    yield TextDelta(item)
+                    continue
+                shown = splitter.feed(item)
+                if shown:
+                    yield TextDelta(shown)
+            assert done is not None
+            calls: list[ToolCall] = []
+            if splitter is not None:
+                rest = splitter.finish()
+                if done.stopped:
+                    # cancelled: nothing is executed, and a cut-off call is not shown either
+                    splitter.calls.clear()
+                    if _looks_like_call(rest):
+                        rest = ""
+                if rest:
+                    yield TextDelta(rest)
+                calls = [ToolCall(c.name, c.arguments, id=f"call_{i}")
+                         for i, c in enumerate(splitter.calls)]
+            if calls:
+                done = replace(done, extra={**done.extra, "tool_calls": len(calls)})
+            self.last_done = done
+        yield from calls
+        yield done
+
+    def force_tool_call(
+        self,
+        messages: list[Message],
+        tool: dict[str, Any],
+        timeout: float | None = None,
+    ) -> ToolCall:
+        fn = tool_function(tool)
+        schema = fn.get("parameters") or {"type": "object"}
+        prefix = f'<tool_call>\n{{"name": "{fn["name"]}", "arguments": '
+        args = self._constrained(self.render(messages, [tool]) + prefix, schema, timeout, None)
+        return ToolCall(name=fn["name"], arguments=args, id="call_0")
+
+    def generate_json(
+        self,
+        messages: list[Message],
+        schema: dict[str, Any],
+        timeout: float | None = None,
+        max_tokens: int | None = None,
+    ) -> dict[str, Any]:
+        return self._constrained(self.render(messages), schema, timeout, max_tokens)
+
+    def _constrained(self, prompt: str, schema: dict[str, Any], timeout: float | None,
+                     max_tokens: int | None) -> dict[str, Any]:
+        from llama_cpp import LlamaGrammar
+
+        try:
+            grammar = LlamaGrammar.from_string(schema_grammar(schema), verbose=False)
+        except Exception as e:
+            raise ModelError(f"cannot build a grammar from the schema: {e}") from e
+        tokens = self.tokenize(prompt)
+        deadline = None if timeout is None else time.monotonic() + timeout
+        parts: list[str] = []
+        with self._lock:
+            for item in self._generate(tokens, max_tokens=max_tokens,
+                                       temperature=self.structured_temperature,
+                                       grammar=grammar, deadline=deadline):
+                if isinstance(item, Done):
+                    self.last_done = item
+                else:
+                    parts.append(item)
+        text = "".join(parts).strip()
+        try:
+            value = json.loads(text, strict=False)  # a raw newline inside a string is harmless
+        except ValueError as e:
+            why = "output cut at max_tokens" if (self.last_done and self.last_done.extra.get(
+                "truncated")) else str(e)
+            raise ModelError(f"the model's JSON does not parse ({why})") from e
+        if not isinstance(value, dict):
+            raise ModelError("the model's JSON is not an object")
+        return value
+
+
+def _stop_prefix_tail(text: str, stops: tuple[str, ...]) -> int:
+    """Length of the longest tail of ``text`` that may be the start of a stop string."""
+    best = 0
+    for s in stops:
+        for n in range(min(len(s) - 1, len(text)), best, -1):
+            if text.endswith(s[:n]):
+                best = n
+                break
+    return best
+
+
+def _looks_like_call(text: str) -> bool:
+    t = text.lstrip()
+    return t.startswith(("<tool_call>", "{", "```json", "[{"))
+
+
+def load_chat_model(spec: str | None = None, **kwargs: Any) -> LlamaChatModel:
+    """Load a chat model from a packaged name (default ``qwen2.5-coder-1.5b``) or a GGUF path.
+    Raises :class:`core.llm.ModelError` (with the install command) when it is not available."""
+    from models.packaged import DEFAULT_CHAT_MODEL, REGISTRY, PackagedModelError, resolve_gguf
+
+    spec = spec or DEFAULT_CHAT_MODEL
+    try:
+        path = resolve_gguf(spec)
+    except PackagedModelError as e:
+        raise ModelError(str(e)) from e
+    kwargs.setdefault("name", spec if spec in REGISTRY else Path(spec).stem)
+    return LlamaChatModel(path, **kwargs)

