@@ -792,15 +792,13 @@ class Memory:
 
     # ------------------------------------------------------------------ the prompt section
     def _core_records(self, ctx: TurnContext) -> list[Record]:
-        scopes = ctx.scopes()
-        q = ",".join("?" * len(scopes))
-        rows = self.storage.query(
-            f"SELECT {_COLUMNS} FROM {_FROM} WHERE m.archived_at IS NULL "
-            f"AND (m.kind = 'core' OR m.pinned = 1) AND m.scope IN ({q})"
-            + ("" if ctx.sees_private else " AND m.private = 0"),
-            scopes,
-        )
-        return [self._record(r) for r in rows]
+        """Core and pinned records this turn may see. Found through the in-memory columns (a
+        SQL scan of every live row would cost ~25 ms at 100k records), then read by id."""
+        c = self._columns
+        ids = np.flatnonzero(c.alive & (c.core | c.pinned))
+        ids = ids[c.visible_mask(ids, ctx.scopes(), ctx.sees_private, include_core=True)]
+        recs = self._fetch_many(ids)
+        return [recs[int(i)] for i in ids if int(i) in recs]
 
     def prompt_section(self, query: str, ctx: TurnContext, *, reinforce: bool = False,
                        exclude: Iterable[int] = ()) -> ps.PromptSection:
