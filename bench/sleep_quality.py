@@ -1,0 +1,318 @@
+"""How well a night of sleep consolidates a labelled corpus (SPEC §7).
+
+    python -m bench.sleep_quality --data bench/data/sleep_corpus.json [--model NAME]
+                                  [--embedder SPEC] [--nights 1] [--dry-run]
+
+The corpus file::
+
+    {"now": "2026-06-01T12:00:00Z",
+     "memories": [{"key", "content", "kind", "importance", "created_at", "last_access_at",
+                   "recalls", "private", "pinned"}, ...],
+     "expect": {"duplicates": [[k, k]], "contradictions": [{"old": k, "new": k}],
+                "event_runs": [[k, k, k]], "trivia": [k], "keep": [k]}}
+
+A fresh store (temp file, :class:`ManualClock` at ``now``) gets the memories with their dates
+and access histories (``recalls`` reinforcements spread before ``last_access_at``); then
+``--nights`` nights run with the planner: ``--model NAME`` resolves a packaged model or a GGUF
+path through ``models.llama`` (imported lazily); without it a no-op planner (every call answers
+"no changes") gives the baseline of what the arithmetic alone does, and ``--model oracle``
+plans exactly what ``expect`` says (the ceiling, through the same safeguards). Prints JSON:
+
+* ``duplicates_merged`` — share of duplicate pairs now one live record (merged into the same
+  survivor);
+* ``contradictions_resolved`` — share of pairs whose old record is no longer live as it was
+  (forgotten or rewritten, e.g. dated) while the new record is still live — or, when the two
+  were merged, whose survivor carries what only the new record said;
+* ``events_derived`` — share of event runs from which a fact was derived (a derive op naming at
+  least two of the run's events);
+* ``trivia_forgotten`` — share of trivia records forgotten (archived, not merged);
+* ``wrongly_lost`` — count of ``keep`` records that are neither live nor merged into a live one;
+* ``model_calls``, ``seconds`` (wall clock of the nights), and the night's summary and refusals.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+import tempfile
+import time
+from datetime import datetime
+from pathlib import Path
+from typing import Any
+
+from bench.common import environment, rounded
+from core import text
+from core.clock import ManualClock
+from core.config import MemoryConfig, SleepConfig
+from core.llm import ToolCall
+from core.memory import Memory
+from core.privacy import OWNER_TRUSTED
+from core.sleep import Sleeper
+
+DAY = 86_400.0
+
+
+def parse_time(value: str | float | int | None) -> float | None:
+    if value is None:
+        return None
+    if isinstance(value, int | float):
+        return float(value)
+    return datetime.fromisoformat(value.replace("Z", "+00:00")).timestamp()
+
+
+class NoopPlanner:
+    """The baseline: every planning call answers "no changes"."""
+
+    name = "noop"
+    context_size = 32_768
+
+    def __init__(self) -> None:
+        self.calls = 0
+
+    def count_tokens(self, text: str) -> int:
+        return len(text.split())
+
+    def stream_chat(self, *a: Any, **k: Any):  # pragma: no cover - not used by sleep
+        raise NotImplementedError
+
+    def force_tool_call(self, messages, tool, timeout=None) -> ToolCall:
+        self.calls += 1
+        return ToolCall("sleep_finish", {"reasoning": "baseline: no changes", "ops": []})
+
+    def generate_json(self, messages, schema, timeout=None, max_tokens=None) -> dict:
+        self.calls += 1
+        return {"reasoning": "", "ops": []}
+
+
+class CountingPlanner:
+    """Counts the calls of a real model (sleep makes them through force_tool_call)."""
+
+    def __init__(self, inner: Any) -> None:
+        self.inner = inner
+        self.name = getattr(inner, "name", "model")
+        self.context_size = getattr(inner, "context_size", 0)
+        self.calls = 0
+
+    def count_tokens(self, text: str) -> int:
+        return self.inner.count_tokens(text)
+
+    def stream_chat(self, *a: Any, **k: Any):
+        return self.inner.stream_chat(*a, **k)
+
+    def force_tool_call(self, messages, tool, timeout=None) -> ToolCall:
+        self.calls += 1
+        return self.inner.force_tool_call(messages, tool, timeout=timeout)
+
+    def generate_json(self, *a: Any, **k: Any) -> dict:
+        return self.inner.generate_json(*a, **k)
+
+
+class OraclePlanner(NoopPlanner):
+    """Plans exactly what the corpus's ``expect`` says (merge the duplicates, resolve each
+    contradiction for the new record, derive a fact from each event run, forget the trivia):
+    the ceiling of the scores, and a check that the bench scores what it claims."""
+
+    name = "oracle"
+
+    def __init__(self, data: dict[str, Any]) -> None:
+        super().__init__()
+        self.data = data
+        self.keys: dict[str, int] = {}
+        self.contents: dict[str, str] = {m["key"]: m["content"] for m in data["memories"]}
+
+    def force_tool_call(self, messages, tool, timeout=None) -> ToolCall:
+        self.calls += 1
+        by_id = {v: k for k, v in self.keys.items()}
+        ops_schema = tool["parameters"]["properties"]["ops"]["items"]["anyOf"]
+        shown: set[int] = set()
+        for op in ops_schema:
+            for key in ("ids", "id"):
+                prop = op["properties"].get(key)
+                if prop is not None:
+                    shown.update(prop["items"]["enum"] if prop.get("type") == "array"
+                                 else prop["enum"])
+        names = {by_id[i] for i in shown if i in by_id}
+        exp, ops = self.data.get("expect", {}), []
+        d = tool["description"]
+        if "forgetting" in d:
+            ops = [{"op": "forget", "id": self.keys[k], "why": "trivia"}
+                   for k in exp.get("trivia", []) if k in names]
+        elif "review" in d:
+            for a, b in exp.get("duplicates", []):
+                if {a, b} <= names:
+                    ops.append({"op": "merge", "ids": [self.keys[a], self.keys[b]],
+                                "content": max(self.contents[a], self.contents[b], key=len),
+                                "why": "duplicates"})
+            for c in exp.get("contradictions", []):
+                if {c["old"], c["new"]} <= names:
+                    ops.append({"op": "resolve", "keep": self.keys[c["new"]],
+                                "drop": [self.keys[c["old"]]], "why": "the newer is true"})
+            for run in exp.get("event_runs", []):
+                if set(run) <= names:
+                    ops.append({"op": "derive", "from": [self.keys[k] for k in run],
+                                "content": "Habit: " + self.contents[run[0]], "kind": "fact",
+                                "importance": 3, "why": "a repeated event"})
+        return ToolCall("sleep_finish", {"reasoning": "oracle", "ops": ops})
+
+
+def load_planner(spec: str | None, data: dict[str, Any] | None = None) -> Any:
+    if not spec or spec == "none":
+        return NoopPlanner()
+    if spec == "oracle":
+        return OraclePlanner(data or {"memories": []})
+    from models.llama import load_chat_model  # lazy: the bench runs without models/
+
+    return CountingPlanner(load_chat_model(spec, seed=0, n_ctx=8192))
+
+
+def load_embedder(spec: str | None) -> Any:
+    if not spec:
+        return None
+    from models.embedders import load_embedder as load  # lazy
+
+    return load(spec)
+
+
+def build_store(path: Path, data: dict[str, Any], embedder: Any) -> tuple[Memory, ManualClock,
+                                                                           dict[str, int]]:
+    """The corpus in a fresh store, with dates and access histories as given."""
+    now = parse_time(data["now"])
+    clock = ManualClock(now)
+    mem = Memory.open(path, MemoryConfig(), clock, embedder=None)
+    items = []
+    for m in data["memories"]:
+        items.append({"content": m["content"], "kind": m.get("kind", "fact"),
+                      "importance": m.get("importance", 3), "private": m.get("private", False),
+                      "pinned": m.get("pinned", False),
+                      "created_at": parse_time(m.get("created_at")) or now})
+    ids = mem.import_records(items)
+    keys = {m["key"]: rid for m, rid in zip(data["memories"], ids, strict=True)}
+    with mem.storage.transaction() as conn:  # the bench sets histories the way time would have
+        for m in data["memories"]:
+            n = int(m.get("recalls", 0) or 0)
+            last = parse_time(m.get("last_access_at"))
+            if n <= 0 or last is None:
+                continue
+            created = parse_time(m.get("created_at")) or now
+            step = (last - created) / n
+            times = [last - step * k for k in range(n)][::-1]
+            rid = keys[m["key"]]
+            conn.executemany("INSERT INTO accesses (memory_id, at) VALUES (?, ?)",
+                             [(rid, t) for t in times])
+            conn.execute("UPDATE memories SET access_count = ?, last_access_at = ? WHERE id = ?",
+                         (n, last, rid))
+    mem.close()
+    return Memory.open(path, MemoryConfig(), clock, embedder=embedder), clock, keys
+
+
+def score(mem: Memory, sleeper: Sleeper, data: dict[str, Any], keys: dict[str, int],
+          originals: dict[int, str]) -> dict[str, Any]:
+    live = {r.id: r for r in mem.list(OWNER_TRUSTED, limit=10_000)}
+    merged_into: dict[int, int] = {}
+    derived: list[set[int]] = []
+    forgotten: set[int] = set()
+    for run in sleeper.runs(limit=1000):
+        for op in run.ops:
+            if not op.applied:
+                continue
+            if op.op == "merge":
+                for rid in op.ids:
+                    if rid != op.detail.get("survivor"):
+                        merged_into[rid] = op.detail["survivor"]
+            elif op.op == "derive":
+                derived.append(set(op.ids))
+            elif op.op == "forget":
+                forgotten.update(op.ids)
+            elif op.op == "resolve":
+                forgotten.update(op.detail.get("dropped", []))
+
+    def home(rid: int) -> int | None:
+        seen = set()
+        while rid not in live and rid in merged_into and rid not in seen:
+            seen.add(rid)
+            rid = merged_into[rid]
+        return rid if rid in live else None
+
+    exp = data.get("expect", {})
+    dups = exp.get("duplicates", [])
+    dup_ok = sum(1 for a, b in dups
+                 if home(keys[a]) is not None and home(keys[a]) == home(keys[b]))
+    contra = exp.get("contradictions", [])
+    con_ok = 0
+    for c in contra:
+        old, new = keys[c["old"]], keys[c["new"]]
+        where = home(new)
+        if where is None:
+            continue  # the new information was lost
+        if home(old) == where:
+            # merged together: the survivor must carry what only the new record said
+            fresh = text.stem_set(originals[new]) - text.stem_set(originals[old])
+            if fresh & text.stem_set(live[where].content):
+                con_ok += 1
+        elif old not in live or live[old].content != originals[old]:
+            con_ok += 1  # forgotten, or rewritten (e.g. dated) beside the new record
+    runs = exp.get("event_runs", [])
+    runs_ok = sum(1 for r in runs if any(len(d & {keys[k] for k in r}) >= 2 for d in derived))
+    trivia = exp.get("trivia", [])
+    triv_ok = sum(1 for k in trivia if keys[k] in forgotten and keys[k] not in live)
+    lost = [k for k in exp.get("keep", []) if home(keys[k]) is None]
+
+    def share(n: int, total: int) -> float | None:
+        return n / total if total else None
+
+    return {
+        "duplicates_merged": share(dup_ok, len(dups)),
+        "contradictions_resolved": share(con_ok, len(contra)),
+        "events_derived": share(runs_ok, len(runs)),
+        "trivia_forgotten": share(triv_ok, len(trivia)),
+        "wrongly_lost": len(lost),
+        "lost_keys": lost,
+    }
+
+
+def main(argv: list[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(prog="python -m bench.sleep_quality",
+                                 description=__doc__.split("\n\n")[0])
+    ap.add_argument("--data", required=True, help="the labelled corpus (JSON)")
+    ap.add_argument("--model", default=None,
+                    help="packaged model name or GGUF path; 'oracle' plans what the corpus "
+                         "expects (default: a no-op planner)")
+    ap.add_argument("--embedder", default=None, help="embedder spec for models.embedders")
+    ap.add_argument("--nights", type=int, default=1)
+    ap.add_argument("--dry-run", action="store_true")
+    ap.add_argument("--call-timeout", type=float, default=600.0)
+    args = ap.parse_args(argv)
+    data = json.loads(Path(args.data).read_text(encoding="utf-8"))
+    planner = load_planner(args.model, data)
+    embedder = load_embedder(args.embedder)
+    with tempfile.TemporaryDirectory() as tmp:
+        mem, clock, keys = build_store(Path(tmp) / "memory.db", data, embedder)
+        if isinstance(planner, OraclePlanner):
+            planner.keys = keys
+        originals = {r.id: r.content for r in mem.list(OWNER_TRUSTED, limit=10_000)}
+        cfg = SleepConfig(min_memories=0, dry_run=args.dry_run, call_timeout=args.call_timeout)
+        sleeper = Sleeper(mem, planner, cfg, clock)
+        t0 = time.perf_counter()
+        nights = []
+        for n in range(max(1, args.nights)):
+            if n:
+                clock.advance(DAY)
+            run = sleeper.run(reason="bench")
+            nights.append({"status": run.status, "summary": run.summary, "calls": run.calls,
+                           "refused": [{"op": o.op, "ids": o.ids, "reason": o.refused_reason}
+                                       for o in run.ops if o.refused_reason],
+                           "failed_calls": [p.get("error") for ph in run.phases
+                                            for p in ph.plans if p.get("error")]})
+        seconds = time.perf_counter() - t0
+        out = score(mem, sleeper, data, keys, originals)
+        mem.close()
+    out.update({"model": getattr(planner, "name", None), "model_calls": planner.calls,
+                "seconds": seconds, "memories": len(data["memories"]), "nights": nights,
+                "embedder": args.embedder, "environment": environment()})
+    print(json.dumps(rounded(out, 3), ensure_ascii=False, indent=2))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,204 @@
+"""The journal of nights (SPEC §7): each run with its stages and phases, the plans the model
+made, every op applied or refused with its ``why`` and the reason, the model, timings, calls.
+
+Rows live in the ``sleep_runs`` / ``sleep_phases`` / ``sleep_ops`` tables (schema v3). A phase
+that changes memory is journaled on the same connection, inside the same transaction, as its
+changes: after a crash the journal and the store tell the same story. ``sleep_marks`` remembers
+per record when a phase last reviewed it (e.g. a faded record the model chose to keep).
+"""
+
+from __future__ import annotations
+
+import json
+import sqlite3
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass, field, replace
+from typing import Any
+
+from core.storage import Storage
+
+RUN_STATUSES = ("done", "woken", "failed", "skipped")
+PHASE_STATUSES = ("applied", "planned", "skipped", "failed", "discarded")
+
+
+@dataclass(frozen=True)
+class SleepProgress:
+    stage: str
+    phase: str
+    done: int
+    total: int
+    message: str
+
+
+@dataclass(frozen=True)
+class OpLog:
+    op: str
+    ids: list[int]
+    applied: bool
+    why: str
+    refused_reason: str | None = None  # None: applied (or, in a dry run, would be applied)
+    detail: dict[str, Any] = field(default_factory=dict)
+
+
+@dataclass(frozen=True)
+class PhaseLog:
+    stage: str
+    name: str
+    status: str  # applied | planned | skipped | failed | discarded
+    seconds: float
+    calls: int
+    plans: list[dict[str, Any]] = field(default_factory=list)
+    ops: list[OpLog] = field(default_factory=list)
+    note: str = ""
+
+    @property
+    def applied_ops(self) -> list[OpLog]:
+        return [o for o in self.ops if o.applied]
+
+    @property
+    def refused_ops(self) -> list[OpLog]:
+        return [o for o in self.ops if o.refused_reason is not None]
+
+
+@dataclass(frozen=True)
+class SleepRun:
+    id: int
+    started_at: float
+    finished_at: float | None
+    status: str  # done | woken | failed | skipped ("running" only while in progress)
+    dry_run: bool
+    reason: str  # schedule | manual | tool | requested | …
+    model: str | None
+    stages: dict[str, str]  # stage name → done | skipped | woken | failed
+    phases: list[PhaseLog]
+    notable: bool
+    summary: str
+    seen: bool = False
+
+    @property
+    def calls(self) -> int:
+        return sum(p.calls for p in self.phases)
+
+    @property
+    def ops(self) -> list[OpLog]:
+        return [o for p in self.phases for o in p.ops]
+
+    def redacted(self) -> SleepRun:
+        """The run without memory contents (plans, op details and whys may quote private
+        memories): for anyone but the owner on a trusted surface (SPEC §11)."""
+        phases = [
+            replace(p, plans=[], ops=[replace(o, why="", detail={}) for o in p.ops])
+            for p in self.phases
+        ]
+        return replace(self, phases=phases)
+
+
+# ---------------------------------------------------------------------------- writing
+
+
+def start_run(conn: sqlite3.Connection, now: float, dry_run: bool, reason: str,
+              model: str | None) -> int:
+    cur = conn.execute(
+        "INSERT INTO sleep_runs (started_at, status, dry_run, reason, model) "
+        "VALUES (?, 'running', ?, ?, ?)", (now, int(dry_run), reason, model))
+    return int(cur.lastrowid)
+
+
+def write_phase(conn: sqlite3.Connection, run_id: int, seq: int, phase: PhaseLog) -> int:
+    cur = conn.execute(
+        "INSERT INTO sleep_phases (run_id, seq, stage, name, status, seconds, calls, plans, note) "
+        "VALUES (?,?,?,?,?,?,?,?,?)",
+        (run_id, seq, phase.stage, phase.name, phase.status, float(phase.seconds), phase.calls,
+         json.dumps(phase.plans, ensure_ascii=False, default=str), phase.note))
+    pid = int(cur.lastrowid)
+    conn.executemany(
+        "INSERT INTO sleep_ops (phase_id, seq, op, ids, applied, why, refused_reason, detail) "
+        "VALUES (?,?,?,?,?,?,?,?)",
+        [(pid, i, o.op, json.dumps(list(o.ids)), int(o.applied), o.why, o.refused_reason,
+          json.dumps(o.detail, ensure_ascii=False, default=str)) for i, o in enumerate(phase.ops)])
+    return pid
+
+
+def finish_run(conn: sqlite3.Connection, run_id: int, now: float, status: str,
+               stages: dict[str, str], notable: bool, summary: str, model: str | None) -> None:
+    conn.execute(
+        "UPDATE sleep_runs SET finished_at = ?, status = ?, stages = ?, notable = ?, "
+        "summary = ?, model = ? WHERE id = ?",
+        (now, status, json.dumps(stages), int(notable), summary, model, run_id))
+
+
+def fail_interrupted(conn: sqlite3.Connection, now: float) -> int:
+    """Runs left 'running' by a process that died mid-sleep become failed (notable)."""
+    return conn.execute(
+        "UPDATE sleep_runs SET status = 'failed', finished_at = COALESCE(finished_at, ?), "
+        "notable = 1, summary = 'interrupted: Eva stopped while sleeping; applied phases are "
+        "kept, the unfinished one was discarded' WHERE status = 'running'", (now,)).rowcount
+
+
+def mark_seen(conn: sqlite3.Connection, run_id: int) -> bool:
+    return conn.execute("UPDATE sleep_runs SET seen = 1 WHERE id = ?", (run_id,)).rowcount > 0
+
+
+def set_marks(conn: sqlite3.Connection, phase: str, ids: Iterable[int], at: float) -> None:
+    conn.executemany(
+        "INSERT INTO sleep_marks (memory_id, phase, at) VALUES (?, ?, ?) "
+        "ON CONFLICT(memory_id, phase) DO UPDATE SET at = excluded.at",
+        [(int(i), phase, at) for i in ids])
+
+
+# ---------------------------------------------------------------------------- reading
+
+
+def marks(storage: Storage, phase: str) -> dict[int, float]:
+    """When each record was last reviewed by ``phase`` (and kept)."""
+    return {r[0]: r[1] for r in storage.query(
+        "SELECT memory_id, at FROM sleep_marks WHERE phase = ?", (phase,))}
+
+
+def _runs(storage: Storage, rows: Sequence[sqlite3.Row]) -> list[SleepRun]:
+    if not rows:
+        return []
+    ids = [r["id"] for r in rows]
+    q = ",".join("?" * len(ids))
+    phases: dict[int, list[tuple[int, sqlite3.Row]]] = {}
+    pids: list[int] = []
+    for p in storage.query(f"SELECT * FROM sleep_phases WHERE run_id IN ({q}) ORDER BY run_id, seq",
+                           tuple(ids)):
+        phases.setdefault(p["run_id"], []).append((p["id"], p))
+        pids.append(p["id"])
+    ops: dict[int, list[OpLog]] = {}
+    for start in range(0, len(pids), 500):
+        part = pids[start: start + 500]
+        qq = ",".join("?" * len(part))
+        for o in storage.query(
+                f"SELECT * FROM sleep_ops WHERE phase_id IN ({qq}) ORDER BY phase_id, seq",
+                tuple(part)):
+            ops.setdefault(o["phase_id"], []).append(OpLog(
+                o["op"], json.loads(o["ids"]), bool(o["applied"]), o["why"], o["refused_reason"],
+                json.loads(o["detail"])))
+    out = []
+    for r in rows:
+        plist = [
+            PhaseLog(p["stage"], p["name"], p["status"], p["seconds"], p["calls"],
+                     json.loads(p["plans"]), ops.get(pid, []), p["note"])
+            for pid, p in phases.get(r["id"], [])
+        ]
+        out.append(SleepRun(
+            id=r["id"], started_at=r["started_at"], finished_at=r["finished_at"],
+            status=r["status"], dry_run=bool(r["dry_run"]), reason=r["reason"], model=r["model"],
+            stages=json.loads(r["stages"]), phases=plist, notable=bool(r["notable"]),
+            summary=r["summary"], seen=bool(r["seen"])))
+    return out
+
+
+def load_runs(storage: Storage, limit: int = 30, *, notable_unseen: bool = False,
+              run_id: int | None = None) -> list[SleepRun]:
+    where, args = [], []
+    if run_id is not None:
+        where.append("id = ?")
+        args.append(run_id)
+    if notable_unseen:
+        where.append("notable = 1 AND seen = 0 AND status != 'running'")
+    sql = "SELECT * FROM sleep_runs" + (" WHERE " + " AND ".join(where) if where else "")
+    rows = storage.query(sql + " ORDER BY id DESC LIMIT ?", (*args, limit))
+    return _runs(storage, rows)

@@ -1,0 +1,412 @@
+"""The ``memory`` stage of sleep (SPEC §7): five phases over the whole corpus.
+
+1. **hygiene** (no model) — embed records whose vector is missing or from another model;
+   purge archive entries older than ``archive_ttl``.
+2. **clustering** (no model) — :mod:`core.clustering`; a cluster is *settled* when every
+   member's ``consolidated_at`` is at or after its ``updated_at``; settled clusters are never
+   sent to the model (a second night on an unchanged corpus costs zero calls).
+3. **review** — one planner call per unsettled cluster (at most ``max_calls`` a night; the rest
+   waits): merge duplicates, resolve contradictions for the fresher record or rewrite with a
+   date, split glued records, derive facts from runs of similar events.
+4. **forgetting** — outside clusters. The core computes the candidates by arithmetic (past two
+   half-lives since the last access, never recalled, importance ≤ 2, not core, not pinned, not
+   younger than ``keep_recent``); the model may only shorten that list. A candidate the model
+   kept is not asked about again for another half-life unless it changes.
+5. **calibrate** — one call over the corpus in compact form: promote to core what is used
+   constantly, demote dead core, recalibrate importance that crept to 4–5, shrink a core that
+   outgrew its share of the prompt budget. Skipped when nothing changed since it last ran.
+
+Every model phase is applied in one transaction with its journal (core.sleep_apply has the
+safeguards); a wake-up anywhere before that transaction discards the phase.
+"""
+
+from __future__ import annotations
+
+import hashlib
+from collections import Counter
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from core import clustering
+from core import sleep_journal as journal
+from core.clustering import Clustering
+from core.memory import Memory
+from core.prompt_section import CORE_HEADER
+from core.prompt_section import line as prompt_line
+from core.recall import half_life_of
+from core.records import GLOBAL_SCOPE, Kind, Record
+from core.sleep_apply import (
+    TRANSIENT,
+    Applied,
+    Proposal,
+    Safeguards,
+    embed_new_texts,
+)
+from core.sleep_journal import OpLog, PhaseLog
+from core.sleep_plan import (
+    CallResult,
+    calibrate_messages,
+    calibrate_tool,
+    forget_messages,
+    forget_tool,
+    review_messages,
+    review_tool,
+)
+from core.sleep_stage import StageContext
+from core.sleep_txn import SleepTxn
+
+STAGE = "memory"
+MAX_FORGET_LIST = 40  # candidates shown in one forgetting call (oldest first)
+CALIBRATE_META = "sleep:calibrate:fingerprint"
+MARK_FORGET = "forgetting"
+
+
+def settled(r: Record) -> bool:
+    """Reviewed by sleep since its last change."""
+    return r.consolidated_at is not None and r.consolidated_at >= r.updated_at
+
+
+@dataclass(frozen=True)
+class ClusterState:
+    corpus: dict[int, Record]
+    result: Clustering
+    unsettled: list[tuple[int, ...]]
+
+
+def memory_stage(ctx: StageContext) -> str:
+    mem = ctx.memory
+    n = mem.count()
+    if n < ctx.config.min_memories:
+        ctx.journal(PhaseLog(STAGE, STAGE, "skipped", 0.0, 0, [], [],
+                             f"{n} memories, fewer than min_memories "
+                             f"({ctx.config.min_memories}): the memory stage is skipped"))
+        return "skipped"
+    hygiene(ctx)
+    state = cluster_phase(ctx)
+    review(ctx, state)
+    forgetting(ctx, state)
+    calibrate(ctx)
+    return "done"
+
+
+# ---------------------------------------------------------------------------- helpers
+
+
+def _plan_log(res: CallResult, **extra: Any) -> dict[str, Any]:
+    out: dict[str, Any] = dict(extra)
+    out["seconds"] = round(res.seconds, 3)
+    if res.plan is None:
+        out["error"] = res.error
+    else:
+        out.update(reasoning=res.plan.reasoning, ops=res.plan.ops, via=res.plan.via)
+    return out
+
+
+def _apply(ctx: StageContext, guard: Safeguards, proposals: Sequence[Proposal], name: str,
+           plans: list[dict[str, Any]], elapsed: Callable[[], float], calls: int, note: str,
+           failed: bool, after: Callable[[SleepTxn, Applied], None] | None = None) -> Applied:
+    """Judge and apply one phase's ops in one transaction with its journal (or, in a dry
+    run, judge and journal them as planned)."""
+    screened = guard.screen(proposals)
+    if ctx.dry_run:
+        result = guard.apply(None, screened)
+        ctx.journal(PhaseLog(STAGE, name, "failed" if failed else "planned", elapsed(), calls,
+                             plans, result.ops, note))
+        return result
+    vectors = embed_new_texts(ctx.memory, screened)
+    ctx.check()  # the last point where a wake-up discards this phase
+    with ctx.transaction() as tx:
+        result = guard.apply(tx, screened, vectors)
+        if after is not None and not failed:
+            after(tx, result)
+        ctx.journal(PhaseLog(STAGE, name, "failed" if failed else "applied", elapsed(), calls,
+                             plans, result.ops, note), tx.conn)
+    return result
+
+
+def _transient_ids(result: Applied) -> set[int]:
+    return {i for o in result.ops
+            if o.refused_reason and any(t in o.refused_reason for t in TRANSIENT) for i in o.ids}
+
+
+# ---------------------------------------------------------------------------- 1. hygiene
+
+
+def hygiene(ctx: StageContext) -> None:
+    mem = ctx.memory
+    with ctx.phase("hygiene") as elapsed:
+        def prog(done: int, total: int) -> None:
+            ctx.progress("hygiene", done, total, "embedding records without a vector")
+            ctx.check()
+
+        ctx.check()
+        embedded = mem.backfill_vectors(progress=prog)
+        ctx.check()
+        ttl = ctx.config.archive_ttl_days
+        purged = mem.purge_archive_before(mem.clock.now() - ctx.config.archive_ttl_seconds,
+                                          dry_run=ctx.dry_run)
+        ops = []
+        if embedded:
+            ops.append(OpLog("embed", [], True, "no vector of the active model", None,
+                             {"count": embedded}))
+        if purged:
+            ops.append(OpLog("purge_archive", [], not ctx.dry_run,
+                             f"in the archive longer than {ttl:g} days", None, {"count": purged}))
+        verb = "would purge" if ctx.dry_run else "purged"
+        note = f"embedded {embedded} record(s); {verb} {purged} archive entr" + (
+            "y" if purged == 1 else "ies")
+        error = mem.status().error
+        if error:
+            note += f"; embedding failed ({error}): those records wait for the next night"
+        status = "skipped" if not ops else ("planned" if ctx.dry_run and purged else "applied")
+        ctx.journal(PhaseLog(STAGE, "hygiene", status, elapsed(), 0, [], ops, note))
+
+
+# ---------------------------------------------------------------------------- 2. clustering
+
+
+def cluster_phase(ctx: StageContext) -> ClusterState:
+    mem, cfg = ctx.memory, ctx.config
+    with ctx.phase("clustering") as elapsed:
+        ctx.progress("clustering", 0, 1, "building the similarity graph")
+        corpus = {r.id: r for r in mem.sleep_corpus()}
+        stems = {i: s for i, s in mem.sleep_stems().items() if i in corpus}
+        result = clustering.cluster(
+            stems, jaccard=cfg.cluster_jaccard, cosine=cfg.cluster_cosine,
+            max_cluster=cfg.max_cluster, vectors=mem.sleep_vectors(),
+            groups={i: r.scope for i, r in corpus.items()}, max_neighbours=cfg.max_neighbours,
+            check=ctx.check)
+        unsettled = [c for c in result.clusters if not all(settled(corpus[i]) for i in c)]
+        hist = result.histogram()
+        note = (f"{len(result.clusters)} cluster(s) {hist or ''}, {len(unsettled)} unsettled; "
+                f"{result.lexical_edges} lexical and {result.semantic_edges} semantic edges, "
+                f"{result.cut_edges} cut; {result.seconds:.2f} s").replace("  ", " ")
+        ctx.progress("clustering", 1, 1, note)
+        plans = [{"histogram": {str(k): v for k, v in hist.items()},
+                  "unsettled": [list(c) for c in unsettled[:200]]}]
+        ctx.journal(PhaseLog(STAGE, "clustering", "planned" if ctx.dry_run else "applied",
+                             elapsed(), 0, plans, [], note))
+        return ClusterState(corpus, result, unsettled)
+
+
+# ---------------------------------------------------------------------------- 3. review
+
+
+def _priority(c: tuple[int, ...], corpus: dict[int, Record]) -> tuple:
+    fresh = sum(not settled(corpus[i]) for i in c)
+    return (-fresh, -max(corpus[i].updated_at for i in c), c)
+
+
+def review(ctx: StageContext, state: ClusterState) -> None:
+    mem = ctx.memory
+    with ctx.phase("review") as elapsed:
+        if not state.unsettled:
+            ctx.journal(PhaseLog(STAGE, "review", "skipped", elapsed(), 0, [], [],
+                                 "every cluster is settled: no model call"))
+            return
+        if ctx.planner is None:
+            ctx.journal(PhaseLog(STAGE, "review", "skipped", elapsed(), 0, [], [],
+                                 "no planner model is available"))
+            return
+        order = sorted(state.unsettled, key=lambda c: _priority(c, state.corpus))
+        todo = order[: ctx.calls_left]
+        waiting = len(order) - len(todo)
+        now = mem.clock.now()
+        c0 = ctx.calls
+        proposals: list[Proposal] = []
+        plans: list[dict[str, Any]] = []
+        versions: dict[int, tuple] = {}
+        answered: dict[int, tuple[int, ...]] = {}
+        for unit, ids in enumerate(todo):
+            ctx.progress("review", unit, len(todo), f"reviewing a cluster of {len(ids)}")
+            recs = [state.corpus[i] for i in ids]
+            vers = {r.id: Memory.sleep_version_of(r) for r in recs}
+            versions.update(vers)
+            res = ctx.call(review_messages(ctx.persona, recs, now),
+                           review_tool(ids, mem.config.max_chars))
+            plans.append(_plan_log(res, cluster=list(ids)))
+            if res.plan is None:
+                continue
+            answered[unit] = ids
+            proposals.extend(Proposal(raw, frozenset(ids), vers, unit) for raw in res.plan.ops)
+        ctx.progress("review", len(todo), len(todo), "applying")
+        failed_calls = len(todo) - len(answered)
+        note = f"{len(todo)} cluster(s) reviewed"
+        if failed_calls:
+            note += f", {failed_calls} call(s) failed (nothing applied for them)"
+        if waiting:
+            note += f"; {waiting} cluster(s) wait for the next night (max_calls)"
+
+        def mark(tx: SleepTxn, result: Applied) -> None:
+            ids = [i for unit, c in answered.items() if unit not in result.blocked_units
+                   for i in c]
+            mem.sleep_mark_consolidated(tx, ids, versions)
+
+        guard = Safeguards(mem, ctx.config, ctx.budget, "review", state.corpus, now)
+        _apply(ctx, guard, proposals, "review", plans, elapsed, ctx.calls - c0, note,
+               failed=not answered, after=mark)
+
+
+# ---------------------------------------------------------------------------- 4. forgetting
+
+
+def forgetting_candidates(mem: Memory, corpus: dict[int, Record], clustered: set[int],
+                          keep_recent: float, reviewed: dict[int, float], now: float
+                          ) -> list[Record]:
+    """The arithmetic of §7.4: faded past two half-lives, never recalled, importance ≤ 2,
+    not core, not pinned, not in a cluster, not younger than keep_recent — and not kept by
+    an earlier night within the last half-life (unless it changed since)."""
+    out = []
+    for r in corpus.values():
+        hl = half_life_of(r.kind, mem.config)
+        if (r.id in clustered or r.kind is Kind.CORE or r.pinned or r.importance > 2
+                or r.access_count > 0 or now - r.recalled_at <= 2 * hl
+                or now - r.created_at < keep_recent):
+            continue
+        seen = reviewed.get(r.id)
+        if seen is not None and seen >= r.updated_at and now - seen < hl:
+            continue
+        out.append(r)
+    out.sort(key=lambda r: (r.recalled_at, r.id))
+    return out
+
+
+def forgetting(ctx: StageContext, state: ClusterState) -> None:
+    mem = ctx.memory
+    with ctx.phase("forgetting") as elapsed:
+        now = mem.clock.now()
+        corpus = {r.id: r for r in mem.sleep_corpus()}
+        clustered = {i for c in state.result.clusters for i in c}
+        cands = forgetting_candidates(mem, corpus, clustered, ctx.config.keep_recent_seconds,
+                                      journal.marks(mem.storage, MARK_FORGET), now)
+        if not cands:
+            ctx.journal(PhaseLog(STAGE, "forgetting", "skipped", elapsed(), 0, [], [],
+                                 "no forgetting candidates"))
+            return
+        if ctx.planner is None or ctx.calls_left == 0:
+            why = "no planner model is available" if ctx.planner is None else "max_calls reached"
+            ctx.journal(PhaseLog(STAGE, "forgetting", "skipped", elapsed(), 0, [], [],
+                                 f"{len(cands)} candidate(s); {why}"))
+            return
+        batches = [cands[i: i + MAX_FORGET_LIST] for i in range(0, len(cands), MAX_FORGET_LIST)]
+        batches = batches[: ctx.calls_left]
+        c0 = ctx.calls
+        plans: list[dict[str, Any]] = []
+        proposals: list[Proposal] = []
+        answered: list[int] = []
+        for unit, shown in enumerate(batches):
+            ctx.progress("forgetting", unit, len(batches), f"{len(shown)} faded record(s)")
+            ids = [r.id for r in shown]
+            versions = {r.id: Memory.sleep_version_of(r) for r in shown}
+            res = ctx.call(forget_messages(ctx.persona, shown, now), forget_tool(ids))
+            plans.append(_plan_log(res, candidates=ids))
+            if res.plan is None:
+                continue
+            answered.extend(ids)
+            proposals.extend(Proposal(raw, frozenset(ids), versions, unit)
+                             for raw in res.plan.ops)
+        ctx.progress("forgetting", len(batches), len(batches), "applying")
+        shown_n = sum(len(b) for b in batches)
+        note = f"{len(cands)} candidate(s), {shown_n} shown in {len(batches)} call(s)"
+        failed_calls = len(batches) - len(plans) + sum("error" in p for p in plans)
+        if failed_calls:
+            note += f"; {failed_calls} call(s) failed (nothing forgotten from them)"
+        if shown_n < len(cands):
+            note += f"; {len(cands) - shown_n} wait for the next night (max_calls)"
+
+        def mark(tx: SleepTxn, result: Applied) -> None:
+            keep = set(answered) - result.forgotten - _transient_ids(result)
+            journal.set_marks(tx.conn, MARK_FORGET, sorted(keep), tx.now)
+
+        guard = Safeguards(mem, ctx.config, ctx.budget, "forgetting", corpus, now)
+        _apply(ctx, guard, proposals, "forgetting", plans, elapsed, ctx.calls - c0, note,
+               failed=not answered, after=mark)
+
+
+# ---------------------------------------------------------------------------- 5. calibrate
+
+
+def fingerprint(corpus: dict[int, Record]) -> str:
+    h = hashlib.sha256()
+    for rid in sorted(corpus):
+        r = corpus[rid]
+        h.update(repr((rid, r.kind.value, r.importance, r.private, r.pinned, r.scope,
+                       r.updated_at, r.access_count, r.content)).encode())
+    return h.hexdigest()
+
+
+def core_usage(corpus: dict[int, Record], now: float) -> int:
+    """Characters core + pinned take in the prompt of the most loaded scope view."""
+    per_scope: Counter[str] = Counter()
+    for r in corpus.values():
+        if r.kind is Kind.CORE or r.pinned:
+            per_scope[r.scope] += len(prompt_line(r, now)) + 1
+    glob = per_scope.pop(GLOBAL_SCOPE, 0)
+    base = len(CORE_HEADER) + 1 if (glob or per_scope) else 0
+    return base + glob + max(per_scope.values(), default=0)
+
+
+def compact_selection(corpus: dict[int, Record], budget_chars: int) -> list[Record]:
+    """What phase 5 shows: core first, then importance 4–5, then the most recalled, then the
+    most recently changed, until ``budget_chars``. Pinned records are the owner's: not shown."""
+    pool = [r for r in corpus.values() if not r.pinned]
+    pool.sort(key=lambda r: (r.kind is not Kind.CORE, r.importance < 4, -r.access_count,
+                             -r.updated_at, r.id))
+    out, used = [], 0
+    for r in pool:
+        size = 170 + min(len(r.content), 120)  # a JSON line of the compact form, roughly
+        if used + size > budget_chars:
+            break
+        out.append(r)
+        used += size
+    return sorted(out, key=lambda r: r.id)
+
+
+def calibrate(ctx: StageContext) -> None:
+    mem = ctx.memory
+    with ctx.phase("calibrate") as elapsed:
+        now = mem.clock.now()
+        corpus = {r.id: r for r in mem.sleep_corpus()}
+        fp = fingerprint(corpus)
+        if mem.storage.meta_get(CALIBRATE_META) == fp:
+            ctx.journal(PhaseLog(STAGE, "calibrate", "skipped", elapsed(), 0, [], [],
+                                 "nothing changed since the last review: no model call"))
+            return
+        if ctx.planner is None or ctx.calls_left == 0:
+            why = "no planner model is available" if ctx.planner is None else "max_calls reached"
+            ctx.journal(PhaseLog(STAGE, "calibrate", "skipped", elapsed(), 0, [], [], why))
+            return
+        shown = compact_selection(corpus, ctx.config.calibrate_chars)
+        if not shown:
+            ctx.journal(PhaseLog(STAGE, "calibrate", "skipped", elapsed(), 0, [], [],
+                                 "nothing to review (every record is pinned)"))
+            return
+        ids = [r.id for r in shown]
+        versions = {r.id: Memory.sleep_version_of(r) for r in shown}
+        core_chars = core_usage(corpus, now)
+        core_budget = int(mem.config.prompt_budget * mem.config.core_share)
+        hist = Counter(r.importance for r in corpus.values())
+        ctx.progress("calibrate", 0, 1, f"{len(shown)} of {len(corpus)} record(s)")
+        c0 = ctx.calls
+        res = ctx.call(
+            calibrate_messages(ctx.persona, shown, now, total=len(corpus),
+                               omitted=len(corpus) - len(shown), core_chars=core_chars,
+                               core_budget=core_budget, importance_hist=hist),
+            calibrate_tool(ids))
+        ctx.progress("calibrate", 1, 1, "applying")
+        plans = [_plan_log(res, shown=len(shown), core_chars=core_chars,
+                           core_budget=core_budget)]
+        proposals = ([Proposal(raw, frozenset(ids), versions) for raw in res.plan.ops]
+                     if res.plan is not None else [])
+        note = (f"{len(shown)} of {len(corpus)} record(s) shown; core uses {core_chars} of "
+                f"{core_budget} characters")
+        if res.plan is None:
+            note += f"; the call failed ({res.error}): nothing changed"
+        guard = Safeguards(mem, ctx.config, ctx.budget, "calibrate", corpus, now,
+                           core_chars=core_chars, core_budget=core_budget)
+        result = _apply(ctx, guard, proposals, "calibrate", plans, elapsed, ctx.calls - c0, note,
+                        failed=res.plan is None)
+        if res.plan is not None and not ctx.dry_run and not _transient_ids(result):
+            after = {r.id: r for r in mem.sleep_corpus()}
+            mem.storage.meta_set(CALIBRATE_META, fingerprint(after))

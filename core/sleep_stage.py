@@ -1,0 +1,117 @@
+"""What a named stage of sleep gets to work with (SPEC §7: "sleep runs named stages").
+
+A stage is a function ``stage(ctx: StageContext) -> str`` returning its status (``done`` or
+``skipped``); it raises :class:`core.sleep_plan.Woken` when Eva is woken (through
+``ctx.check()`` or ``ctx.call``). Its phases are journaled through ``ctx``:
+``ctx.journal(phase)`` on its own, or ``ctx.journal(phase, tx.conn)`` inside the phase's
+transaction (``with ctx.transaction() as tx``) so the journal and the changes commit together.
+A phase interrupted by a wake-up is journaled as ``discarded`` by ``ctx.phase(name)``.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import sqlite3
+import threading
+import time
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass, field
+from typing import Any
+
+from core.config import SleepConfig
+from core.llm import ChatModel, Message
+from core.memory import Memory
+from core.sleep_apply import NightBudget
+from core.sleep_journal import PhaseLog, SleepProgress, write_phase
+from core.sleep_plan import CallResult, Woken, call_planner
+from core.sleep_txn import SleepTxn
+
+
+@dataclass
+class StageContext:
+    memory: Memory
+    planner: ChatModel | None
+    config: SleepConfig
+    persona: str
+    dry_run: bool
+    run_id: int
+    stage: str
+    budget: NightBudget
+    wake: threading.Event
+    on_progress: Callable[[SleepProgress], None] | None = None
+    phases: list[PhaseLog] = field(default_factory=list)  # journaled (and committed)
+    calls: int = 0  # planner calls this night
+    seq: list[int] = field(default_factory=lambda: [0])  # shared across the night's stages
+    _uncommitted: list[PhaseLog] = field(default_factory=list)
+
+    @property
+    def turn_id(self) -> str:
+        return f"sleep:{self.run_id}"
+
+    @property
+    def calls_left(self) -> int:
+        return max(0, self.config.max_calls - self.calls)
+
+    def check(self) -> None:
+        """Stop here if Eva was woken (between steps and model calls)."""
+        if self.wake.is_set():
+            raise Woken()
+
+    def progress(self, phase: str, done: int, total: int, message: str = "") -> None:
+        if self.on_progress is not None:
+            with contextlib.suppress(Exception):  # a broken progress sink never stops sleep
+                self.on_progress(SleepProgress(self.stage, phase, done, total, message))
+
+    def call(self, messages: list[Message], tool: dict[str, Any]) -> CallResult:
+        """One planner call (wall-clock limited; raises Woken when woken meanwhile)."""
+        self.check()
+        if self.planner is None:
+            return CallResult(None, "no planner model is available", 0.0)
+        self.calls += 1
+        return call_planner(self.planner, messages, tool, self.config.call_timeout, self.wake)
+
+    def journal(self, phase: PhaseLog, conn: sqlite3.Connection | None = None) -> None:
+        """Write a phase to the journal: on ``conn`` (inside the phase's transaction, kept
+        only if it commits) or in a transaction of its own."""
+        self.seq[0] += 1
+        if conn is not None:
+            write_phase(conn, self.run_id, self.seq[0], phase)
+            self._uncommitted.append(phase)
+            return
+        with self.memory.storage.transaction() as c:
+            write_phase(c, self.run_id, self.seq[0], phase)
+        self.phases.append(phase)
+
+    @contextmanager
+    def transaction(self) -> Iterator[SleepTxn]:
+        """The phase's one transaction (memory changes + their journal)."""
+        try:
+            with self.memory.sleep_transaction(self.turn_id) as tx:
+                yield tx
+        except BaseException:
+            self._uncommitted.clear()
+            raise
+        self.phases.extend(self._uncommitted)
+        self._uncommitted.clear()
+
+    @contextmanager
+    def phase(self, name: str) -> Iterator[Callable[[], float]]:
+        """Run a phase; yields a timer. A wake-up inside journals it as discarded (nothing of
+        it applied) and stops the stage; an unexpected error journals it as failed."""
+        t0 = time.perf_counter()
+        c0 = self.calls
+
+        def elapsed() -> float:
+            return time.perf_counter() - t0
+
+        try:
+            yield elapsed
+        except Woken:
+            self.journal(PhaseLog(self.stage, name, "discarded", elapsed(), self.calls - c0, [], [],
+                                  "woken: this phase was discarded"))
+            raise
+        except Exception as e:
+            self.journal(PhaseLog(self.stage, name, "failed", elapsed(), self.calls - c0, [], [],
+                                  f"{type(e).__name__}: {e}"[:500]))
+            raise

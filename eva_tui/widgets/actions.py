@@ -1,0 +1,153 @@
+"""What the owner does to one record, shared by every screen that shows records: open, edit,
+toggle private, pin, forget (to the archive), restore, copy. Each store call runs in a thread
+worker; a refusal from the core (e.g. the pin limit) becomes a notice through the app's one
+worker-failure handler."""
+
+from __future__ import annotations
+
+from functools import partial
+
+from core.errors import NotFound
+from core.privacy import OWNER_TRUSTED
+from core.records import Actor, Record
+from eva_tui.widgets.base import EvaScreen
+from eva_tui.widgets.modals import ConfirmForget, EditRecord, RecordView
+
+
+class RecordActions(EvaScreen):
+    """Mixin for screens that act on records."""
+
+    # ------------------------------------------------------------------ plumbing
+    def _done(self, message: str | None) -> None:
+        """Called on the event loop after a write: refresh every screen, tell the owner."""
+        self.app.memory_changed()  # type: ignore[attr-defined]
+        if message:
+            self.notify(message, timeout=4)
+
+    def _write(self, name: str, fn, message: str | None) -> None:
+        def work() -> None:
+            fn()
+            self.app.call_from_thread(self._done, message)
+
+        self.run_worker(work, thread=True, exit_on_error=False, name=name, group="record")
+
+    # ------------------------------------------------------------------ open
+    def open_record(self, record_id: int, archived: bool = False) -> None:
+        """Fetch a record (live or archived) in a worker and show it."""
+        memory = self.services.memory
+        if memory is None:
+            return
+
+        def fetch() -> None:
+            try:
+                rec = memory.get(record_id, OWNER_TRUSTED)
+            except NotFound:
+                self.app.call_from_thread(
+                    self.notify,
+                    f"Memory #{record_id} no longer exists "
+                    "(a regenerated turn or a purge removed it).",
+                )
+                return
+            arch = None
+            if archived or self._is_archived(record_id):
+                arch = next(
+                    (a for a in memory.archive(OWNER_TRUSTED) if a.record.id == record_id), None
+                )
+            self.app.call_from_thread(self._show_record, rec, arch)
+
+        self.run_worker(
+            fetch,
+            thread=True,
+            exit_on_error=False,
+            name=f"opening memory #{record_id}",
+            group="record",
+        )
+
+    def _is_archived(self, record_id: int) -> bool:
+        memory = self.services.memory
+        return memory is not None and any(
+            a.record.id == record_id for a in memory.archive(OWNER_TRUSTED)
+        )
+
+    def _show_record(self, rec: Record, archived=None) -> None:
+        now = self.services.clock.now()
+        self.app.push_screen(RecordView(rec, now, archived), partial(self._picked, rec))
+
+    def _picked(self, rec: Record, action: str | None) -> None:
+        if action == "edit":
+            self.edit_record(rec)
+        elif action == "private":
+            self.toggle_private(rec)
+        elif action == "pin":
+            self.toggle_pin(rec)
+        elif action == "forget":
+            self.forget_record(rec)
+        elif action == "restore":
+            self.restore_record(rec.id)
+        elif action == "copy":
+            self.app.copy_text(rec.content, f"memory #{rec.id}")  # type: ignore[attr-defined]
+
+    # ------------------------------------------------------------------ changes
+    def edit_record(self, rec: Record) -> None:
+        memory = self.services.memory
+        if memory is None:
+            return
+
+        def edited(changes: dict | None) -> None:
+            if not changes:
+                return
+            self._write(
+                f"editing memory #{rec.id}",
+                lambda: memory.update(rec.id, OWNER_TRUSTED, actor=Actor.OWNER, **changes),
+                f"Memory #{rec.id} updated.",
+            )
+
+        self.app.push_screen(EditRecord(rec, memory.config.max_chars), edited)
+
+    def toggle_private(self, rec: Record) -> None:
+        memory = self.services.memory
+        if memory is None:
+            return
+        new = not rec.private
+        self._write(
+            f"marking memory #{rec.id} {'private' if new else 'not private'}",
+            lambda: memory.set_private(rec.id, new),
+            f"Memory #{rec.id} is {'private' if new else 'no longer private'}.",
+        )
+
+    def toggle_pin(self, rec: Record) -> None:
+        memory = self.services.memory
+        if memory is None:
+            return
+        new = not rec.pinned
+        self._write(
+            f"{'pinning' if new else 'unpinning'} memory #{rec.id}",
+            lambda: memory.pin(rec.id, new),
+            f"Memory #{rec.id} {'pinned' if new else 'unpinned'}.",
+        )
+
+    def forget_record(self, rec: Record) -> None:
+        memory = self.services.memory
+        if memory is None:
+            return
+
+        def confirmed(why: str | None) -> None:
+            if not why:
+                return
+            self._write(
+                f"forgetting memory #{rec.id}",
+                lambda: memory.forget(rec.id, why, OWNER_TRUSTED, actor=Actor.OWNER),
+                f"Memory #{rec.id} moved to the archive.",
+            )
+
+        self.app.push_screen(ConfirmForget(rec, memory.config.archive_ttl_days), confirmed)
+
+    def restore_record(self, record_id: int) -> None:
+        memory = self.services.memory
+        if memory is None:
+            return
+        self._write(
+            f"restoring memory #{record_id}",
+            lambda: memory.restore(record_id, OWNER_TRUSTED),
+            f"Memory #{record_id} restored.",
+        )

@@ -1,0 +1,34 @@
+"""The base of every Eva screen: its palette commands and the one worker-failure path."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import TYPE_CHECKING, NamedTuple
+
+from textual.screen import Screen
+from textual.worker import Worker, WorkerState
+
+if TYPE_CHECKING:
+    from eva_tui.services import Services
+
+
+class PaletteCommand(NamedTuple):
+    title: str
+    help: str
+    callback: Callable[[], object]
+
+
+class EvaScreen(Screen):
+    """A screen of Eva. Subclasses list their actions in :meth:`commands` (the command palette
+    shows them) and run blocking work in thread workers; a failed worker becomes a notice."""
+
+    @property
+    def services(self) -> Services:
+        return self.app.services  # type: ignore[attr-defined]
+
+    def commands(self) -> list[PaletteCommand]:
+        return []
+
+    def on_worker_state_changed(self, event: Worker.StateChanged) -> None:
+        if event.state is WorkerState.ERROR:
+            self.app.report_worker_failure(event.worker)  # type: ignore[attr-defined]

@@ -1,0 +1,33 @@
+"""Small text helpers shared by the screens (ages, clipping)."""
+
+from __future__ import annotations
+
+from core.prompt_section import human_age
+
+
+def age(seconds: float) -> str:
+    """ "now", "5m", "3h", "3d", "5mo", "2y" — the same words the prompt uses (SPEC §5)."""
+    return human_age(seconds)
+
+
+def ago(ts: float | None, now: float) -> str:
+    if ts is None:
+        return "—"
+    a = age(now - ts)
+    return a if a == "now" else f"{a} ago"
+
+
+def in_time(ts: float | None, now: float) -> str:
+    """ "in 5h", "now" (overdue), "—" (never)."""
+    if ts is None:
+        return "—"
+    if ts <= now:
+        return "now"
+    left = ts - now
+    # a countdown reads better in days ("in 30d", not "in 1mo")
+    return f"in {int(left // 86_400)}d" if left >= 86_400 else f"in {age(left)}"
+
+
+def clip(text: str, width: int) -> str:
+    one = " ".join(str(text).split())
+    return one if len(one) <= width else one[: max(0, width - 1)] + "…"

