@@ -122,7 +122,7 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--model", default="qwen2.5-coder-1.5b")
     p.add_argument("--turns", type=int, default=20)
     p.add_argument("--n-ctx", type=int, default=8192)
-    p.add_argument("--max-answer-tokens", type=int, default=96)
+    p.add_argument("--max-answer-tokens", type=int, default=256)
     a = p.parse_args(argv)
     json.dump(run(a.model, a.turns, a.n_ctx, a.max_answer_tokens), sys.stdout, indent=2,
               ensure_ascii=False)

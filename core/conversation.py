@@ -18,7 +18,7 @@ import json
 import threading
 import time
 import uuid
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
@@ -170,6 +170,7 @@ class Conversation:
         clock: Clock | None = None,
         sleep: SleepGate | None = None,
         channel: str = "tui",
+        extra_tools: dict[str, tuple[dict[str, Any], Callable[[TurnContext], Any]]] | None = None,
     ) -> None:
         self.memory = memory
         self.model = model
@@ -178,6 +179,9 @@ class Conversation:
         self.clock = clock or memory.clock or SystemClock()
         self.sleep = sleep
         self.channel = channel  # one conversation per place (the TUI, a group, a DM bridge…)
+        # tools of later layers, e.g. {"memory_consolidate": (schema, handler(ctx) -> ToolResult)};
+        # offered under the same rules as the memory tools (SPEC §1)
+        self.extra_tools = dict(extra_tools or {})
         self._storage = memory.storage
         self._window_start: int | None = None  # first message id of the live window
         self._busy = threading.Lock()
@@ -263,7 +267,10 @@ class Conversation:
         return {i for m in self.live_window(ctx) for i in m.meta.get("recalled", ())}
 
     def offered_tools(self, ctx: TurnContext) -> list[dict[str, Any]]:
-        return memory_tools.tools_for(ctx) if self.config.learning else []
+        if not self.config.learning:
+            return []
+        extra = {name: schema for name, (schema, _handler) in self.extra_tools.items()}
+        return memory_tools.tools_for(ctx, extra)
 
     # ------------------------------------------------------------------ turns
     def turn(self, text: str, ctx: TurnContext, cancel: threading.Event | None = None
@@ -377,6 +384,8 @@ class Conversation:
                         result = memory_tools.ToolResult(
                             c.name, False, f"Error: tool {c.name!r} is not available here",
                             {"error": "not offered"})
+                    elif c.name in self.extra_tools:
+                        result = self.extra_tools[c.name][1](ctx)
                     else:
                         result = memory_tools.call(self.memory, c.name, c.arguments, ctx)
                     ops.append({"tool": c.name, "ok": result.ok, **result.data})

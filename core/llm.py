@@ -70,6 +70,7 @@ class ChatModel(Protocol):
         messages: list[Message],
         tool: dict[str, Any],
         timeout: float | None = None,
+        cancel: threading.Event | None = None,
     ) -> ToolCall:
         """Make the model call exactly this tool; arguments are grammar-constrained to the
         tool's JSON schema (sleep's ``sleep_finish(plan)``)."""
@@ -81,6 +82,7 @@ class ChatModel(Protocol):
         schema: dict[str, Any],
         timeout: float | None = None,
         max_tokens: int | None = None,
+        cancel: threading.Event | None = None,
     ) -> dict[str, Any]:
         """Schema-constrained JSON (raises ModelError on timeout or unparsable output)."""
         ...

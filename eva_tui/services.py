@@ -234,7 +234,18 @@ class Services:
                 self._conversation_config(self.config.chat),
                 clock=self.clock,
                 sleep=self.sleeper,
+                extra_tools=self._sleep_tools(),
             )
+
+    def _sleep_tools(self) -> dict:
+        """``memory_consolidate`` for owner turns, when a real sleeper is running (SPEC §3.2)."""
+        if self.sleeper is None or not hasattr(self.sleeper, "request"):
+            return {}
+        from core.sleep import CONSOLIDATE_TOOL, consolidate_tool
+
+        sleeper = self.sleeper
+        return {"memory_consolidate": (CONSOLIDATE_TOOL,
+                                       lambda ctx: consolidate_tool(sleeper, ctx))}
 
     @staticmethod
     def _conversation_config(chat: ChatSettings) -> ConversationConfig:

@@ -392,11 +392,13 @@ class LlamaChatModel:
         messages: list[Message],
         tool: dict[str, Any],
         timeout: float | None = None,
+        cancel: threading.Event | None = None,
     ) -> ToolCall:
         fn = tool_function(tool)
         schema = fn.get("parameters") or {"type": "object"}
         prefix = f'<tool_call>\n{{"name": "{fn["name"]}", "arguments": '
-        args = self._constrained(self.render(messages, [tool]) + prefix, schema, timeout, None)
+        args = self._constrained(self.render(messages, [tool]) + prefix, schema, timeout, None,
+                                 cancel)
         return ToolCall(name=fn["name"], arguments=args, id="call_0")
 
     def generate_json(
@@ -405,11 +407,15 @@ class LlamaChatModel:
         schema: dict[str, Any],
         timeout: float | None = None,
         max_tokens: int | None = None,
+        cancel: threading.Event | None = None,
     ) -> dict[str, Any]:
-        return self._constrained(self.render(messages), schema, timeout, max_tokens)
+        return self._constrained(self.render(messages), schema, timeout, max_tokens, cancel)
 
     def _constrained(self, prompt: str, schema: dict[str, Any], timeout: float | None,
-                     max_tokens: int | None) -> dict[str, Any]:
+                     max_tokens: int | None, cancel: threading.Event | None = None
+                     ) -> dict[str, Any]:
+        """Grammar-constrained JSON. ``cancel`` (e.g. sleep's wake) stops it between tokens;
+        a cancelled call raises ModelError and frees the model at once."""
         from llama_cpp import LlamaGrammar
 
         try:
@@ -422,11 +428,13 @@ class LlamaChatModel:
         with self._lock:
             for item in self._generate(tokens, max_tokens=max_tokens,
                                        temperature=self.structured_temperature,
-                                       grammar=grammar, deadline=deadline):
+                                       grammar=grammar, deadline=deadline, cancel=cancel):
                 if isinstance(item, Done):
                     self.last_done = item
                 else:
                     parts.append(item)
+        if cancel is not None and cancel.is_set():
+            raise ModelError("the structured call was cancelled")
         text = "".join(parts).strip()
         try:
             value = json.loads(text, strict=False)  # a raw newline inside a string is harmless

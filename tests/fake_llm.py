@@ -65,13 +65,13 @@ class ScriptedLLM:
                     self.chunk_hook(n)
         yield Done(len(toks), len(toks) - common, n, stopped=False)
 
-    def force_tool_call(self, messages, tool, timeout=None) -> ToolCall:
+    def force_tool_call(self, messages, tool, timeout=None, cancel=None) -> ToolCall:
         reply = self.replies.pop(0)
         if isinstance(reply, Exception):
             raise reply
         return reply
 
-    def generate_json(self, messages, schema, timeout=None, max_tokens=None) -> dict:
+    def generate_json(self, messages, schema, timeout=None, max_tokens=None, cancel=None) -> dict:
         reply = self.replies.pop(0) if self.replies else ModelError("no more script")
         if isinstance(reply, Exception):
             raise reply

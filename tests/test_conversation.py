@@ -318,3 +318,25 @@ def test_silent_answer_after_a_tool_call_gets_one_nudge(mem):
     assert events[-1].text == "Nice, a dog!"
     assert llm.calls[2]["messages"][-1]["role"] == "system"
     assert len(llm.calls) == 3
+
+
+def test_memory_consolidate_is_offered_in_owner_turns_only_and_dispatched(mem):
+    """§3.2, §7: memory_consolidate starts sleep; like every mutating tool, owner turns only."""
+    from core import tools as memory_tools
+
+    asked = []
+    schema = {"name": "memory_consolidate", "description": "sleep now",
+              "parameters": {"type": "object", "properties": {}}}
+
+    def handler(ctx):
+        asked.append(ctx.turn_id)
+        return memory_tools.ToolResult("memory_consolidate", True, "Going to sleep.")
+
+    llm = ScriptedLLM([[ToolCall("memory_consolidate", {})], ["Good night."], ["hi"]])
+    conv = Conversation(mem, llm, extra_tools={"memory_consolidate": (schema, handler)})
+    run(conv, "consolidate your memory please")
+    assert "memory_consolidate" in {t["name"] for t in llm.calls[0]["tools"]}
+    assert len(asked) == 1
+    run(Conversation(mem, llm, channel="g", extra_tools={"memory_consolidate": (schema, handler)}),
+        "hello", PUBLIC)
+    assert "memory_consolidate" not in {t["name"] for t in llm.calls[-1]["tools"]}
