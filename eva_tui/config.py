@@ -26,7 +26,7 @@ import os
 import re
 import tomllib
 from collections.abc import Mapping
-from dataclasses import dataclass, field, fields
+from dataclasses import dataclass, field, fields, replace
 from pathlib import Path
 from typing import Any
 
@@ -218,6 +218,21 @@ def _build_chat(table: dict[str, Any]) -> ChatSettings:
     return ChatSettings(**clean)
 
 
+def _one_archive_ttl(memory: MemoryConfig, sleep: SleepConfig, data: dict[str, Any]
+                     ) -> tuple[MemoryConfig, SleepConfig]:
+    """The archive's TTL is one setting (SPEC: ``sleep.archive_ttl``) that both the archive's
+    "purge at" and sleep's hygiene read: a value given in either table is used by both."""
+    in_sleep = any(k in data.get("sleep", {}) for k in ("archive_ttl", "archive_ttl_days"))
+    in_memory = "archive_ttl_days" in data.get("memory", {})
+    if in_sleep and in_memory and memory.archive_ttl_days != sleep.archive_ttl_days:
+        raise ConfigError("[sleep] archive_ttl and [memory] archive_ttl_days disagree; set one")
+    if in_sleep:
+        return replace(memory, archive_ttl_days=sleep.archive_ttl_days), sleep
+    if in_memory:
+        return memory, replace(sleep, archive_ttl_days=memory.archive_ttl_days)
+    return memory, sleep
+
+
 def _build_sleep(table: dict[str, Any], llm: LLMSettings) -> SleepConfig:
     table = dict(table)
     for key in SLEEP_SECONDS:
@@ -269,11 +284,14 @@ def from_mapping(
             raise ConfigError(f"{_where(path)}{section}: must be a table")
     try:
         llm = _build_llm(data.get("llm", {}))
+        memory = _build_memory(data.get("memory", {}))
+        sleep = _build_sleep(data.get("sleep", {}), llm)
+        memory, sleep = _one_archive_ttl(memory, sleep, data)
         return EvaConfig(
-            memory=_build_memory(data.get("memory", {})),
+            memory=memory,
             llm=llm,
             chat=_build_chat(data.get("chat", {})),
-            sleep=_build_sleep(data.get("sleep", {}), llm),
+            sleep=sleep,
             keymap=_build_keymap(data.get("keymap", {})),
             data=data,
             path=path,

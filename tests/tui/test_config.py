@@ -180,3 +180,14 @@ def cli_loader():
     from eva_tui.loader import ModelLoader
 
     return ModelLoader
+
+
+def test_archive_ttl_is_one_setting_for_the_archive_and_sleep():
+    """SPEC §2/§7: forgotten records stay restorable `archive_ttl`; the archive's purge date and
+    sleep's hygiene read the same value, wherever the owner set it."""
+    c = cfg.from_mapping({"sleep": {"archive_ttl": 7}})
+    assert c.memory.archive_ttl_days == c.sleep.archive_ttl_days == 7
+    c = cfg.from_mapping({"memory": {"archive_ttl_days": 9}})
+    assert c.memory.archive_ttl_days == c.sleep.archive_ttl_days == 9
+    with pytest.raises(cfg.ConfigError, match="disagree"):
+        cfg.from_mapping({"memory": {"archive_ttl_days": 9}, "sleep": {"archive_ttl": 7}})
