@@ -46,6 +46,10 @@ DETAIL_LEVELS = {
     "detailed": DetailLevel("detailed", 16_000, 80),
 }
 MAX_CONTEXT_SHARE = 0.25
+# Small models tend to read a tool result as the owner's words and answer it (or echo it):
+# every result says whom it is for.
+TOOL_RESULT_TRAILER = ("(Memory tool result, for you only: the owner does not see it. Do not "
+                       "repeat it; continue your reply to the owner's message.)")
 REPLY_NUDGE = "The memory operations are done. Now reply to the owner's message, in their language."  # the live window never takes more than this of the model's context
 
 
@@ -390,7 +394,8 @@ class Conversation:
                         result = memory_tools.call(self.memory, c.name, c.arguments, ctx)
                     ops.append({"tool": c.name, "ok": result.ok, **result.data})
                     yield ToolFinished(c.name, result)
-                    messages.append({"role": "tool", "name": c.name, "content": result.text})
+                    messages.append({"role": "tool", "name": c.name,
+                                     "content": f"{result.text}\n{TOOL_RESULT_TRAILER}"})
         except ModelError as e:
             final = "".join(answer).strip()
             if final:
