@@ -1,4 +1,5 @@
-"""Shared helpers of the benchmarks: timing, percentiles, peak RSS, JSON output."""
+"""Shared helpers of the benchmarks: timing, percentiles, peak RSS, JSON output, a no-op sleep
+planner."""
 
 from __future__ import annotations
 
@@ -13,6 +14,8 @@ import time
 from collections.abc import Iterable, Sequence
 from pathlib import Path
 from typing import Any
+
+from core.llm import ToolCall
 
 
 def percentile(values: Sequence[float], q: float) -> float | None:
@@ -146,3 +149,29 @@ def parse_int_list(value: str) -> list[int]:
     if not out:
         raise ValueError("empty list")
     return out
+
+
+class NoopPlanner:
+    """Answers every planning call with an empty plan; counts the calls. ``reasoning`` is what
+    each plan says (a subclass may set its own)."""
+
+    name = "noop"
+    context_size = 32_768
+    reasoning = "nothing to change"
+
+    def __init__(self) -> None:
+        self.calls = 0
+
+    def count_tokens(self, text: str) -> int:
+        return len(text.split())
+
+    def stream_chat(self, *a: Any, **k: Any):  # pragma: no cover - not used by sleep
+        raise NotImplementedError
+
+    def force_tool_call(self, messages, tool, timeout=None) -> ToolCall:
+        self.calls += 1
+        return ToolCall("sleep_finish", {"reasoning": self.reasoning, "ops": []})
+
+    def generate_json(self, messages, schema, timeout=None, max_tokens=None) -> dict:
+        self.calls += 1
+        return {"reasoning": "", "ops": []}

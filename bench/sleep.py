@@ -30,12 +30,11 @@ from typing import Any
 
 import numpy as np
 
-from bench.common import environment, peak_rss_mb, rounded
+from bench.common import NoopPlanner, environment, peak_rss_mb, rounded
 from core import clustering
 from core import text as core_text
 from core.clock import ManualClock
 from core.config import MemoryConfig, SleepConfig
-from core.llm import ToolCall
 from core.memory import Memory
 from core.sleep import Sleeper
 
@@ -90,30 +89,6 @@ class HashedEmbedder:
             else:
                 out[i, 0] = 1.0
         return out
-
-
-class NoopPlanner:
-    """Answers every planning call with an empty plan; counts the calls."""
-
-    name = "noop"
-    context_size = 32_768
-
-    def __init__(self) -> None:
-        self.calls = 0
-
-    def count_tokens(self, text: str) -> int:
-        return len(text.split())
-
-    def stream_chat(self, *a: Any, **k: Any):  # pragma: no cover - not used by sleep
-        raise NotImplementedError
-
-    def force_tool_call(self, messages, tool, timeout=None) -> ToolCall:
-        self.calls += 1
-        return ToolCall("sleep_finish", {"reasoning": "nothing to change", "ops": []})
-
-    def generate_json(self, messages, schema, timeout=None, max_tokens=None) -> dict:
-        self.calls += 1
-        return {"reasoning": "", "ops": []}
 
 
 SYLLABLES_EN = ("ka", "lo", "mi", "ren", "tor", "va", "sel", "din", "bro", "quen", "fal", "mur",

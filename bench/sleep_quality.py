@@ -41,6 +41,7 @@ from datetime import datetime
 from pathlib import Path
 from typing import Any
 
+from bench.common import NoopPlanner as BaseNoopPlanner
 from bench.common import environment, rounded
 from core import text
 from core.clock import ManualClock
@@ -61,28 +62,10 @@ def parse_time(value: str | float | int | None) -> float | None:
     return datetime.fromisoformat(value.replace("Z", "+00:00")).timestamp()
 
 
-class NoopPlanner:
+class NoopPlanner(BaseNoopPlanner):
     """The baseline: every planning call answers "no changes"."""
 
-    name = "noop"
-    context_size = 32_768
-
-    def __init__(self) -> None:
-        self.calls = 0
-
-    def count_tokens(self, text: str) -> int:
-        return len(text.split())
-
-    def stream_chat(self, *a: Any, **k: Any):  # pragma: no cover - not used by sleep
-        raise NotImplementedError
-
-    def force_tool_call(self, messages, tool, timeout=None) -> ToolCall:
-        self.calls += 1
-        return ToolCall("sleep_finish", {"reasoning": "baseline: no changes", "ops": []})
-
-    def generate_json(self, messages, schema, timeout=None, max_tokens=None) -> dict:
-        self.calls += 1
-        return {"reasoning": "", "ops": []}
+    reasoning = "baseline: no changes"
 
 
 class CountingPlanner:

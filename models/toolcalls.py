@@ -79,24 +79,43 @@ def _loads_lenient(text: str) -> Any:
     raise ValueError("not JSON")
 
 
+class _JsonStrings:
+    """Follows a left-to-right scan of JSON text through its string literals (escapes
+    included), so the caller sees only the characters outside them."""
+
+    __slots__ = ("esc", "in_str")
+
+    def __init__(self) -> None:
+        self.in_str = self.esc = False
+
+    def outside(self, ch: str) -> bool:
+        """Take the next character; True when it stands outside every string (a quote that
+        opens or closes one does not)."""
+        if self.in_str:
+            if self.esc:
+                self.esc = False
+            elif ch == "\\":
+                self.esc = True
+            elif ch == '"':
+                self.in_str = False
+            return False
+        if ch == '"':
+            self.in_str = True
+            return False
+        return True
+
+
 def _close_brackets(s: str) -> str | None:
     stack: list[str] = []
-    in_str = esc = False
+    strings = _JsonStrings()
     for ch in s:
-        if in_str:
-            if esc:
-                esc = False
-            elif ch == "\\":
-                esc = True
-            elif ch == '"':
-                in_str = False
-        elif ch == '"':
-            in_str = True
-        elif ch in "{[":
+        if not strings.outside(ch):
+            continue
+        if ch in "{[":
             stack.append("}" if ch == "{" else "]")
         elif ch in "}]" and (not stack or stack.pop() != ch):
             return None
-    if in_str or not stack or len(stack) > 3:
+    if strings.in_str or not stack or len(stack) > 3:
         return None
     return s + "".join(reversed(stack))
 
@@ -105,19 +124,12 @@ def json_end(s: str, start: int = 0) -> int | None:
     """Index just past the JSON object/array that starts at ``s[start]`` (string-aware bracket
     balance), or None while it is still open."""
     depth = 0
-    in_str = esc = False
+    strings = _JsonStrings()
     for i in range(start, len(s)):
         ch = s[i]
-        if in_str:
-            if esc:
-                esc = False
-            elif ch == "\\":
-                esc = True
-            elif ch == '"':
-                in_str = False
-        elif ch == '"':
-            in_str = True
-        elif ch in "{[":
+        if not strings.outside(ch):
+            continue
+        if ch in "{[":
             depth += 1
         elif ch in "}]":
             depth -= 1

@@ -3,16 +3,17 @@ purge, and restore (same id, kind, flags and history)."""
 
 from __future__ import annotations
 
+from collections.abc import Callable
+
 from textual.app import ComposeResult
 from textual.binding import Binding
 from textual.message import Message
-from textual.widgets import DataTable, Footer, Static
+from textual.widgets import DataTable
 
 from core.privacy import OWNER_TRUSTED
 from core.records import ArchivedRecord
-from eva_tui.widgets import NavBar, PaletteCommand, StatusBar, ago, clip, in_time
-from eva_tui.widgets.actions import RecordActions
-from eva_tui.widgets.tables import keep_cursor, selected_id
+from eva_tui.widgets import NavBar, PaletteCommand, ago, clip, in_time
+from eva_tui.widgets.tables import RecordTableScreen
 
 COLUMNS = (
     ("id", "id"),
@@ -31,82 +32,47 @@ class ArchiveLoaded(Message):
         self.items = items
 
 
-class ArchiveScreen(RecordActions):
+class ArchiveScreen(RecordTableScreen):
     BINDINGS = [
         Binding("r", "restore", "Restore", id="archive.restore"),
         Binding("c", "copy", "Copy", id="archive.copy"),
         Binding("o", "open", "Open", id="archive.open"),
     ]
+    TABLE_ID = "archive"
+    INFO_ID = "archive-info"
+    COLUMNS = COLUMNS
+    LOAD_NAME = "loading the archive"
 
     def __init__(self) -> None:
         super().__init__()
         self.items: dict[int, ArchivedRecord] = {}
-        self._loaded_version = -1
 
     def compose(self) -> ComposeResult:
         yield NavBar("archive")
-        yield DataTable(id="archive", cursor_type="row", zebra_stripes=True)
-        yield Static("", markup=False, id="archive-info")
-        yield StatusBar()
-        yield Footer()
+        yield from self.compose_table()
 
-    @property
-    def table(self) -> DataTable:
-        return self.query_one("#archive", DataTable)
-
-    def on_mount(self) -> None:
-        for label, key in COLUMNS:
-            self.table.add_column(label, key=key)
-        self.watch(self.app, "memory_version", self._memory_changed, init=True)
-        self.table.focus()
-
-    def on_screen_resume(self) -> None:
-        if self._loaded_version != self.app.memory_version:  # type: ignore[attr-defined]
-            self.reload()
-
-    def _memory_changed(self, _version: int) -> None:
-        if self.is_current or self._loaded_version < 0:
-            self.reload()
-
-    def reload(self) -> None:
-        memory = self.services.memory
-        if memory is None:
-            self.query_one("#archive-info", Static).update("Opening the memory…")
-            return
-        self._loaded_version = self.app.memory_version  # type: ignore[attr-defined]
-
+    def loader(self, memory) -> Callable[[], None]:
         def work() -> None:
             self.post_message(ArchiveLoaded(memory.archive(OWNER_TRUSTED)))
 
-        self.run_worker(
-            work,
-            thread=True,
-            exit_on_error=False,
-            name="loading the archive",
-            group="load",
-            exclusive=True,
-        )
+        return work
 
     def on_archive_loaded(self, event: ArchiveLoaded) -> None:
-        table = self.table
-        keep = self._selected_id()
-        table.clear()
         now = self.services.clock.now()
         self.items = {a.record.id: a for a in event.items}
         width = max(16, self.size.width - 70)
-        for a in event.items:
-            r = a.record
-            table.add_row(
-                str(r.id),
-                r.kind.value,
+        self.fill_table(
+            (
+                str(a.record.id),
+                a.record.kind.value,
                 a.archived_by,
                 clip(a.why, 24),
                 ago(a.archived_at, now),
                 in_time(a.purge_at, now),
-                clip(r.content, width),
-                key=str(r.id),
+                clip(a.record.content, width),
             )
-        keep_cursor(table, keep)
+            for a in event.items
+        )
         n = len(event.items)
         ttl = self.services.memory.config.archive_ttl_days if self.services.memory else 30
         info = (
@@ -119,17 +85,10 @@ class ArchiveScreen(RecordActions):
                 f"The archive is empty. Forgotten memories wait here, restorable, for {ttl:g} days."
             )
         )
-        self.query_one("#archive-info", Static).update(info)
-
-    def _selected_id(self) -> int | None:
-        return selected_id(self.table)
+        self.set_info(info)
 
     def _selected(self) -> ArchivedRecord | None:
-        rid = self._selected_id()
-        item = self.items.get(rid) if rid is not None else None
-        if item is None:
-            self.notify("Select a forgotten memory first.")
-        return item
+        return self.selected_item(self.items, "Select a forgotten memory first.")
 
     def on_data_table_row_selected(self, event: DataTable.RowSelected) -> None:
         event.stop()

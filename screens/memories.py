@@ -4,19 +4,19 @@ substring match, so core records — which recall never returns — are found to
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass, replace
 
 from textual.app import ComposeResult
 from textual.binding import Binding
 from textual.containers import Horizontal
 from textual.message import Message
-from textual.widgets import DataTable, Footer, Input, Select, Static
+from textual.widgets import DataTable, Input, Select
 
 from core.privacy import OWNER_TRUSTED
 from core.records import Record
-from eva_tui.widgets import EvaInput, NavBar, PaletteCommand, StatusBar, age, clip
-from eva_tui.widgets.actions import RecordActions
-from eva_tui.widgets.tables import keep_cursor, selected_id
+from eva_tui.widgets import EvaInput, NavBar, PaletteCommand, age, clip
+from eva_tui.widgets.tables import RecordTableScreen
 
 ANY = "any"
 KIND_FILTER = [("any kind", ANY), ("core", "core"), ("fact", "fact"), ("event", "event")]
@@ -118,7 +118,7 @@ def _matches(r: Record, q: Query, server_side: bool) -> bool:
     )
 
 
-class MemoriesScreen(RecordActions):
+class MemoriesScreen(RecordTableScreen):
     BINDINGS = [
         Binding("slash", "focus_search", "Search", id="memories.search"),
         Binding("e", "edit", "Edit", id="memories.edit"),
@@ -128,13 +128,16 @@ class MemoriesScreen(RecordActions):
         Binding("c", "copy", "Copy", id="memories.copy"),
         Binding("o", "open", "Open", show=False, id="memories.open"),
     ]
+    TABLE_ID = "records"
+    INFO_ID = "records-info"
+    COLUMNS = COLUMNS
+    LOAD_NAME = "loading memories"
 
     def __init__(self) -> None:
         super().__init__()
         self.query_state = Query()
         self.records: dict[int, Record] = {}
         self.scopes: list[str] = ["global"]
-        self._loaded_version = -1
 
     def compose(self) -> ComposeResult:
         yield NavBar("memories")
@@ -156,37 +159,10 @@ class MemoriesScreen(RecordActions):
                 compact=True,
             )
             yield Select(SORTS, value="relevance", allow_blank=False, id="f-sort", compact=True)
-        table: DataTable = DataTable(id="records", cursor_type="row", zebra_stripes=True)
-        yield table
-        yield Static("", markup=False, id="records-info")
-        yield StatusBar()
-        yield Footer()
-
-    @property
-    def table(self) -> DataTable:
-        return self.query_one("#records", DataTable)
-
-    def on_mount(self) -> None:
-        for label, key in COLUMNS:
-            self.table.add_column(label, key=key)
-        self.watch(self.app, "memory_version", self._memory_changed, init=True)
-        self.table.focus()
-
-    def on_screen_resume(self) -> None:
-        if self._loaded_version != self.app.memory_version:  # type: ignore[attr-defined]
-            self.reload()
-
-    def _memory_changed(self, version: int) -> None:
-        if self.is_current or self._loaded_version < 0:
-            self.reload()
+        yield from self.compose_table()
 
     # ------------------------------------------------------------------ loading
-    def reload(self) -> None:
-        memory = self.services.memory
-        if memory is None:
-            self.query_one("#records-info", Static).update("Opening the memory…")
-            return
-        self._loaded_version = self.app.memory_version  # type: ignore[attr-defined]
+    def loader(self, memory) -> Callable[[], None]:
         q = self.query_state
 
         def work() -> None:
@@ -194,26 +170,16 @@ class MemoriesScreen(RecordActions):
             scopes = sorted({r.scope for r in records} | {"global"})
             self.post_message(RecordsLoaded(q, records, scopes))
 
-        self.run_worker(
-            work,
-            thread=True,
-            exit_on_error=False,
-            name="loading memories",
-            group="load",
-            exclusive=True,
-        )
+        return work
 
     def on_records_loaded(self, event: RecordsLoaded) -> None:
         if event.query != self.query_state:
             return  # a newer query is on its way
-        table = self.table
-        keep = self._selected_id()
-        table.clear()
         now = self.services.clock.now()
         self.records = {r.id: r for r in event.records}
         width = max(20, self.size.width - 52)
-        for r in event.records:
-            table.add_row(
+        self.fill_table(
+            (
                 str(r.id),
                 r.kind.value,
                 str(r.importance),
@@ -222,9 +188,9 @@ class MemoriesScreen(RecordActions):
                 "yes" if r.pinned else "",
                 r.scope,
                 clip(r.content, width),
-                key=str(r.id),
             )
-        keep_cursor(table, keep)
+            for r in event.records
+        )
         n = len(event.records)
         what = f"{n} record{'s' if n != 1 else ''}"
         if event.query.text.strip():
@@ -233,7 +199,7 @@ class MemoriesScreen(RecordActions):
             what += f" (first {LIMIT}; narrow the filters)"
         if not n and not event.query.text.strip() and event.query == Query(sort=event.query.sort):
             what = "No memories yet. Eva saves what matters as you talk."
-        self.query_one("#records-info", Static).update(what)
+        self.set_info(what)
         self._update_scopes(event.scopes)
 
     def _update_scopes(self, scopes: list[str]) -> None:
@@ -282,15 +248,8 @@ class MemoriesScreen(RecordActions):
             self.table.focus()
 
     # ------------------------------------------------------------------ record actions
-    def _selected_id(self) -> int | None:
-        return selected_id(self.table)
-
     def _selected(self) -> Record | None:
-        rid = self._selected_id()
-        rec = self.records.get(rid) if rid is not None else None
-        if rec is None:
-            self.notify("Select a memory first.")
-        return rec
+        return self.selected_item(self.records, "Select a memory first.")
 
     def on_data_table_row_selected(self, event: DataTable.RowSelected) -> None:
         event.stop()

@@ -43,18 +43,6 @@ from tests.test_sleep_kit import (
 )
 
 
-@pytest.fixture
-def clock() -> ManualClock:
-    return ManualClock(T0)
-
-
-@pytest.fixture
-def mem(tmp_path, clock):
-    m = open_memory(tmp_path, clock)
-    yield m
-    m.close()
-
-
 def phase(run, name: str) -> PhaseLog:
     return next(p for p in run.phases if p.name == name)
 

@@ -5,9 +5,6 @@ prompt-injected 'forget everything') cannot damage the store beyond the safeguar
 
 from __future__ import annotations
 
-import pytest
-
-from core import ManualClock
 from core.privacy import OWNER_TRUSTED
 from core.records import Actor, Kind
 from tests.test_sleep_kit import (
@@ -19,7 +16,6 @@ from tests.test_sleep_kit import (
     forget,
     load,
     merge,
-    open_memory,
     plan,
     resolve,
     rewrite,
@@ -29,18 +25,6 @@ from tests.test_sleep_kit import (
     split,
     tool_ids,
 )
-
-
-@pytest.fixture
-def clock() -> ManualClock:
-    return ManualClock(T0)
-
-
-@pytest.fixture
-def mem(tmp_path, clock):
-    m = open_memory(tmp_path, clock)
-    yield m
-    m.close()
 
 
 def ops_of(run, name: str):

@@ -9,7 +9,6 @@ import threading
 
 import pytest
 
-from core import ManualClock
 from core.conversation import Conversation, Sleeping
 from core.privacy import OWNER_TRUSTED
 from core.sleep import AlreadySleeping
@@ -18,7 +17,6 @@ from tests.fakes import HashEmbedder
 from tests.test_sleep_kit import (
     ANCIENT,
     DAY,
-    T0,
     PlannerLLM,
     forget,
     load,
@@ -29,19 +27,6 @@ from tests.test_sleep_kit import (
     sleeper,
     tool_ids,
 )
-
-
-@pytest.fixture
-def clock() -> ManualClock:
-    return ManualClock(T0)
-
-
-@pytest.fixture
-def mem(tmp_path, clock):
-    m = open_memory(tmp_path, clock)
-    yield m
-    m.close()
-
 
 CORPUS = {
     "cat_a": {"content": "The owner's cat is called Murka and she likes fish"},

@@ -1,8 +1,17 @@
-"""DataTable helpers shared by the record screens."""
+"""DataTable helpers shared by the record screens, and the base of the screens that list records."""
 
 from __future__ import annotations
 
-from textual.widgets import DataTable
+from collections.abc import Callable, Iterable, Mapping
+from typing import ClassVar, TypeVar
+
+from textual.app import ComposeResult
+from textual.widgets import DataTable, Footer, Static
+
+from eva_tui.widgets.actions import RecordActions
+from eva_tui.widgets.nav import StatusBar
+
+T = TypeVar("T")
 
 
 def selected_id(table: DataTable) -> int | None:
@@ -20,3 +29,88 @@ def keep_cursor(table: DataTable, record_id: int | None) -> None:
     """Put the cursor back on a record after the table was refilled."""
     if record_id is not None and str(record_id) in table.rows:
         table.move_cursor(row=table.get_row_index(str(record_id)))
+
+
+class RecordTableScreen(RecordActions):
+    """A screen whose DataTable lists records (one row a record, keyed by its id), with an info
+    line under it; it loads in a thread worker and reloads when the memory changes — at once
+    when it is the current screen, else when it is shown again.
+
+    Subclasses set ``TABLE_ID``, ``INFO_ID``, ``COLUMNS`` (label, key) and ``LOAD_NAME`` (the
+    worker's name), end their ``compose`` with :meth:`compose_table` and give :meth:`loader`."""
+
+    TABLE_ID: ClassVar[str]
+    INFO_ID: ClassVar[str]
+    COLUMNS: ClassVar[tuple[tuple[str, str], ...]]
+    LOAD_NAME: ClassVar[str]
+
+    def __init__(self) -> None:
+        super().__init__()
+        self._loaded_version = -1
+
+    def compose_table(self) -> ComposeResult:
+        yield DataTable(id=self.TABLE_ID, cursor_type="row", zebra_stripes=True)
+        yield Static("", markup=False, id=self.INFO_ID)
+        yield StatusBar()
+        yield Footer()
+
+    @property
+    def table(self) -> DataTable:
+        return self.query_one(f"#{self.TABLE_ID}", DataTable)
+
+    def set_info(self, text: str) -> None:
+        self.query_one(f"#{self.INFO_ID}", Static).update(text)
+
+    def on_mount(self) -> None:
+        for label, key in self.COLUMNS:
+            self.table.add_column(label, key=key)
+        self.watch(self.app, "memory_version", self._memory_changed, init=True)
+        self.table.focus()
+
+    def on_screen_resume(self) -> None:
+        if self._loaded_version != self.app.memory_version:  # type: ignore[attr-defined]
+            self.reload()
+
+    def _memory_changed(self, _version: int) -> None:
+        if self.is_current or self._loaded_version < 0:
+            self.reload()
+
+    def reload(self) -> None:
+        memory = self.services.memory
+        if memory is None:
+            self.set_info("Opening the memory…")
+            return
+        self._loaded_version = self.app.memory_version  # type: ignore[attr-defined]
+        self.run_worker(
+            self.loader(memory),
+            thread=True,
+            exit_on_error=False,
+            name=self.LOAD_NAME,
+            group="load",
+            exclusive=True,
+        )
+
+    def loader(self, memory) -> Callable[[], None]:
+        """The work of one load (run in a thread); it posts what it read as a message."""
+        raise NotImplementedError
+
+    def fill_table(self, rows: Iterable[tuple[str, ...]]) -> None:
+        """Refill the table; a row's first cell is the record id, its key. The cursor stays on
+        the record it was on."""
+        table = self.table
+        keep = self._selected_id()
+        table.clear()
+        for cells in rows:
+            table.add_row(*cells, key=cells[0])
+        keep_cursor(table, keep)
+
+    def _selected_id(self) -> int | None:
+        return selected_id(self.table)
+
+    def selected_item(self, items: Mapping[int, T], missing: str) -> T | None:
+        """The item of the selected row, or None after telling the owner ``missing``."""
+        rid = self._selected_id()
+        item = items.get(rid) if rid is not None else None
+        if item is None:
+            self.notify(missing)
+        return item
