@@ -247,11 +247,13 @@ class Conversation:
 
     # ------------------------------------------------------------------ prompt
     def system_prompt(self, ctx: TurnContext, section: PromptSection | None) -> str:
-        parts = []
+        """Persona first (who she is), then the memory rule (owner turns only), then core
+        memory — all stable, the cached prefix. With the rule first, the small default model
+        took itself for a memory tool and echoed the owner (tried in a real session)."""
+        parts = [self.persona]
         learning = self.config.learning
         if learning and ctx.can_mutate:
             parts.append(MEMORY_RULE)
-        parts.append(self.persona)
         if learning and not ctx.can_mutate:
             parts.append(NO_MEMORY_TOOLS_NOTE)
         if section is not None and section.core_text:
