@@ -171,8 +171,9 @@ class Memory:
                 self._vectors.remove(rid)
         for r in pending.upserts:
             self._columns.put(r, self.config)
-            if r.id not in self._lexical or self._lexical.docs[r.id] != text.stems(r.content):
-                self._lexical.upsert(r.id, text.stems(r.content))
+            stems = text.stems(r.content)
+            if self._lexical.docs.get(r.id) != stems:  # new or changed wording only
+                self._lexical.upsert(r.id, stems)
         if self._vectors is not None:
             for rid in pending.vector_drops:
                 self._vectors.remove(rid)
@@ -207,11 +208,13 @@ class Memory:
         row = self._row(conn, record_id)
         if row is None:
             return None
-        hist = ()
-        if with_history:
-            hist = [a[0] for a in conn.execute(
-                "SELECT at FROM accesses WHERE memory_id = ? ORDER BY at", (record_id,))]
-        return self._record(row, hist)
+        return self._record(row, self._history(conn, record_id) if with_history else ())
+
+    @staticmethod
+    def _history(conn, record_id: int) -> list[float]:
+        """The access history of one record, oldest first."""
+        return [a[0] for a in conn.execute(
+            "SELECT at FROM accesses WHERE memory_id = ? ORDER BY at", (record_id,))]
 
     def _fetch_many(self, ids: Iterable[int]) -> dict[int, Record]:
         ids = [int(i) for i in ids]
@@ -297,10 +300,10 @@ class Memory:
     def _live_target(self, conn, record_id: int, ctx: TurnContext, actor: Actor) -> Record:
         """The live record an op acts on. Records the turn may not see are reported as
         non-existent, so an error never confirms that a private memory exists."""
-        r = self._fetch(conn, record_id, with_history=True)
-        row_archived = r is not None and self._is_archived(conn, record_id)
-        if r is None or row_archived:
+        row = self._row(conn, record_id)
+        if row is None or row["archived_at"] is not None:
             raise NotFound(record_id)
+        r = self._record(row, self._history(conn, record_id))
         if actor is not Actor.OWNER and not self._visible(r, ctx):
             raise NotFound(record_id)
         return r
@@ -316,9 +319,7 @@ class Memory:
         row = conn.execute("SELECT * FROM memories WHERE id = ?", (record_id,)).fetchone()
         if row is None:
             return None
-        hist = [a[0] for a in conn.execute(
-            "SELECT at FROM accesses WHERE memory_id = ? ORDER BY at", (record_id,))]
-        return json.dumps({"row": dict(row), "accesses": hist})
+        return json.dumps({"row": dict(row), "accesses": Memory._history(conn, record_id)})
 
     def _log(self, conn, now: float, actor: Actor, ctx: TurnContext, op: str, record_id: int,
              before: str | None) -> None:
