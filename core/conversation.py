@@ -22,13 +22,16 @@ from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
+from core import language
 from core import tools as memory_tools
 from core.clock import Clock, SystemClock
 from core.llm import ChatModel, Done, Message, ModelError, TextDelta, ToolCall
 from core.memory import Memory
+from core.memory_writer import MEMORY_WRITES, STEP_RULE, STRUCTURED, MemoryWriter
 from core.persona import DEFAULT_PERSONA, MEMORY_RULE, NO_MEMORY_TOOLS_NOTE
 from core.privacy import TurnContext
 from core.prompt_section import PromptSection
+from core.reply_guard import EchoHold, MarkupFilter, ScriptFixer
 
 # ---------------------------------------------------------------------------- detail levels
 
@@ -50,7 +53,19 @@ MAX_CONTEXT_SHARE = 0.25
 # every result says whom it is for.
 TOOL_RESULT_TRAILER = ("(Memory tool result, for you only: the owner does not see it. Do not "
                        "repeat it; continue your reply to the owner's message.)")
-REPLY_NUDGE = "The memory operations are done. Now reply to the owner's message, in their language."  # the live window never takes more than this of the model's context
+REPLY_NUDGE = "The memory operations are done. Now reply to the owner's message, in their language."
+# An empty or echoing reply is tried once more with safer sampling and one of these notes. The
+# echo is shown back to the model as its own attempt: measured on the default 1.5B model, that
+# turned 5 of 5 echoed statements into replies of their own (a bare retry echoed again).
+RETRY_NUDGE = "Your reply was empty. Answer the owner's message now, briefly."
+LANGUAGE_NUDGE = "The owner wrote in {language}: reply in {language}."
+REPEAT_NUDGE = ("You said that already. Answer the owner's last message with something new, "
+                "briefly.")
+ECHO_NUDGE = ("You repeated the owner's words as if they were yours. You are Eva, not the "
+              "owner. Now reply to the owner in your own words: a short warm comment or "
+              "question about what they said.")
+NO_REPLY_NOTICE = ("Eva could not find an answer to this message. Try saying it another way, "
+                   "or press Ctrl+R to regenerate.")
 
 
 @dataclass(frozen=True)
@@ -62,8 +77,15 @@ class ConversationConfig:
     temperature: float = 0.7
     persona_id: str = "default"
     slide_keep: float = 0.75  # when the window overflows it drops to this share (cache-friendly)
+    # §3.1: "structured" — the reply has no tool schemas and one grammar-forced JSON step after
+    # it writes memory; "tools" — the model calls the memory tools in the loop (capable models)
+    memory_writes: str = STRUCTURED
+    retry_temperature: float = 0.3  # an empty or echoing reply is tried once more with this
 
     def __post_init__(self) -> None:
+        if self.memory_writes not in MEMORY_WRITES:
+            raise ValueError(f"memory_writes must be one of {', '.join(MEMORY_WRITES)} "
+                             f"(got {self.memory_writes!r})")
         if self.detail_level not in DETAIL_LEVELS:
             raise ValueError(
                 f"detail_level must be one of {', '.join(DETAIL_LEVELS)} (got {self.detail_level!r})"
@@ -110,6 +132,12 @@ class ToolFinished:
 
 
 @dataclass(frozen=True)
+class Remembering:
+    """The reply is complete; the structured memory-writing step runs now (§3.1). Its ops follow
+    as :class:`ToolFinished` events, then :class:`TurnDone`."""
+
+
+@dataclass(frozen=True)
 class Notice:
     """A calm remark for the owner that does not end the turn."""
 
@@ -135,8 +163,8 @@ class TurnError:
     message: str  # calm, safe to show the owner
 
 
-TurnEvent = (Sleeping | MemoryUsed | Token | ToolStarted | ToolFinished | Notice | TurnDone
-             | TurnError)
+TurnEvent = (Sleeping | MemoryUsed | Token | ToolStarted | ToolFinished | Remembering | Notice
+             | TurnDone | TurnError)
 
 
 class SleepGate(Protocol):
@@ -164,6 +192,20 @@ class StoredMessage:
 # ---------------------------------------------------------------------------- the engine
 
 
+@dataclass
+class _TurnStats:
+    started: float
+    prompt_tokens: int = 0
+    evaluated: int = 0
+    completion: int = 0
+    calls: int = 0
+    stopped: bool = False
+    first: float | None = None
+
+    def elapsed(self) -> float:
+        return time.monotonic() - self.started
+
+
 class Conversation:
     def __init__(
         self,
@@ -189,6 +231,8 @@ class Conversation:
         self._storage = memory.storage
         self._window_start: int | None = None  # first message id of the live window
         self._busy = threading.Lock()
+        self.writer = MemoryWriter(memory, model)
+        self._last_lang: str | None = None  # a message with no letters keeps the last language
 
     # ------------------------------------------------------------------ messages
     def _persist(self, turn_id: str, role: str, content: str, ctx: TurnContext,
@@ -253,27 +297,50 @@ class Conversation:
         parts = [self.persona]
         learning = self.config.learning
         if learning and ctx.can_mutate:
-            parts.append(MEMORY_RULE)
+            parts.append(STEP_RULE if self.structured else MEMORY_RULE)
         if learning and not ctx.can_mutate:
             parts.append(NO_MEMORY_TOOLS_NOTE)
         if section is not None and section.core_text:
             parts.append(section.core_text)
         return "\n\n".join(parts)
 
-    def build_messages(self, user_text: str, ctx: TurnContext, section: PromptSection | None
-                       ) -> list[Message]:
+    @property
+    def structured(self) -> bool:
+        """Memory is written by the structured step after the reply, not by tools (§3.1)."""
+        return self.config.memory_writes == STRUCTURED
+
+    def build_messages(self, user_text: str, ctx: TurnContext, section: PromptSection | None,
+                       lang: str | None = None) -> list[Message]:
+        messages = self.prefix_messages(ctx, section)
+        messages.append({"role": "user", "content": user_prompt(user_text, section, lang)})
+        return messages
+
+    def prefix_messages(self, ctx: TurnContext, section: PromptSection | None
+                        ) -> list[Message]:
+        """The system prompt and the live window: the part of the next prompt that is already
+        known before the owner writes."""
         messages: list[Message] = [{"role": "system", "content": self.system_prompt(ctx, section)}]
         for m in self.live_window(ctx):
             messages.append({"role": m.role, "content": m.meta.get("prompt", m.content)})
-        messages.append({"role": "user", "content": user_prompt(user_text, section)})
         return messages
+
+    def warm_up(self, ctx: TurnContext) -> None:
+        """Evaluate the known part of the next prompt now (at start-up, while the owner types),
+        so the first message pays only for itself. Best effort: never raises."""
+        section = None
+        try:
+            if self.config.learning:
+                section = self.memory.prompt_section("", ctx)
+            self.model.warm_up(self.prefix_messages(ctx, section), self.offered_tools(ctx) or None)
+        except Exception:  # noqa: BLE001 - a warm-up is an optimisation, never a failure
+            return
 
     def shown_recalled(self, ctx: TurnContext) -> set[int]:
         """Records already recalled in the live window's messages (not repeated)."""
         return {i for m in self.live_window(ctx) for i in m.meta.get("recalled", ())}
 
     def offered_tools(self, ctx: TurnContext) -> list[dict[str, Any]]:
-        if not self.config.learning:
+        if not self.config.learning or self.structured:
             return []
         extra = {name: schema for name, (schema, _handler) in self.extra_tools.items()}
         return memory_tools.tools_for(ctx, extra)
@@ -322,11 +389,13 @@ class Conversation:
                 cancel: threading.Event | None, user_stored: bool = False
                 ) -> Iterator[TurnEvent]:
         started = time.monotonic()
+        lang = language.detect(text, self._last_lang)
+        self._last_lang = lang or self._last_lang
         section = None
         if self.config.learning:
             section = self.memory.prompt_section(text, ctx, exclude=self.shown_recalled(ctx))
             yield MemoryUsed(section)
-        messages = self.build_messages(text, ctx, section)
+        messages = self.build_messages(text, ctx, section, lang)
         if user_stored:  # regenerate: the message is already in the window; drop that copy
             messages = self._drop_current_user(messages)
         else:
@@ -337,67 +406,87 @@ class Conversation:
                 "recalled": list(section.recalled_ids) if section else []})
         tools = self.offered_tools(ctx)
         offered = {t["name"] for t in tools}
-        answer: list[str] = []
+        st = _TurnStats(started)
         ops: list[dict] = []
-        prompt_tokens = evaluated = completion = 0
-        first: float | None = None
-        stopped = False
-        nudged = False
-        calls = 0
+        answer: list[str] = []
+        earlier = [m["content"] for m in messages[1:-1] if m.get("role") == "assistant"][-3:]
+        echo = EchoHold(text, lang, earlier)
+        nudged = retried = False
+        retry_temperature = self.config.retry_temperature
         try:
-            for _round in range(self.config.max_tool_rounds + 1):
-                calls += 1
+            rounds = 0
+            while True:
+                rounds += 1
+                last_round = rounds > self.config.max_tool_rounds
+                temperature = retry_temperature if retried else self.config.temperature
                 pending: list[ToolCall] = []
                 round_text: list[str] = []
-                last_round = _round == self.config.max_tool_rounds
                 # The same tools every round: the prompt prefix (tools sit in the system block)
                 # stays identical, so the KV cache holds across rounds and turns.
-                for ev in self.model.stream_chat(messages, tools or None, cancel,
-                                                 self.config.max_answer_tokens,
-                                                 self.config.temperature):
-                    if isinstance(ev, TextDelta):
-                        if first is None:
-                            first = time.monotonic() - started
-                        round_text.append(ev.text)
-                        yield Token(ev.text)
-                    elif isinstance(ev, ToolCall):
-                        pending.append(ev)
-                    elif isinstance(ev, Done):
-                        prompt_tokens += ev.prompt_tokens
-                        evaluated += ev.evaluated_tokens
-                        completion += ev.completion_tokens
-                        stopped = stopped or ev.stopped
+                yield from self._round(messages, tools, cancel, temperature, st, echo, pending,
+                                      round_text)
                 answer.append("".join(round_text))
-                if stopped:
+                if st.stopped:
+                    held = echo.finish() if not echo.released else ""
+                    if held and echo.repeats("".join(answer).strip()) != "owner":
+                        yield Token(held)  # Esc keeps the partial answer, as shown
+                    elif held:
+                        answer.clear()
                     break
-                if not pending:
-                    if ops and not nudged and not "".join(answer).strip() and not last_round:
-                        # small models sometimes fall silent after a tool call: ask once more
-                        nudged = True
-                        messages.append({"role": "system", "content": REPLY_NUDGE})
-                        continue
-                    break
-                if last_round:
+                if pending and last_round:
                     yield Notice(f"Eva asked for {len(pending)} more memory operation(s) after "
                                  f"{self.config.max_tool_rounds} rounds; they were not run.")
                     break
-                messages.append({"role": "assistant", "content": "".join(round_text),
-                                 "tool_calls": [{"name": c.name, "arguments": c.arguments}
-                                                for c in pending]})
-                for c in pending:
-                    yield ToolStarted(c.name, c.arguments)
-                    if c.name not in offered:
-                        result = memory_tools.ToolResult(
-                            c.name, False, f"Error: tool {c.name!r} is not available here",
-                            {"error": "not offered"})
-                    elif c.name in self.extra_tools:
-                        result = self.extra_tools[c.name][1](ctx)
+                if pending:
+                    messages.append({"role": "assistant", "content": "".join(round_text),
+                                     "tool_calls": [{"name": c.name, "arguments": c.arguments}
+                                                    for c in pending]})
+                    for c in pending:
+                        yield ToolStarted(c.name, c.arguments)
+                        result = self._run_tool(c, offered, ctx)
+                        ops.append({"tool": c.name, "ok": result.ok, **result.data})
+                        yield ToolFinished(c.name, result)
+                        messages.append({"role": "tool", "name": c.name,
+                                         "content": f"{result.text}\n{TOOL_RESULT_TRAILER}"})
+                    continue
+                sofar = "".join(answer).strip()
+                if ops and not nudged and not sofar and not last_round:
+                    # small models sometimes fall silent after a tool call: ask once more
+                    nudged = True
+                    messages.append({"role": "system", "content": REPLY_NUDGE})
+                    continue
+                held = echo.finish() if not echo.released else ""
+                wrong_language = echo.wrong_language
+                repeated = echo.repeats(sofar) if sofar else None
+                if not echo.released and not retried and (
+                        not sofar or wrong_language or repeated):
+                    # nothing was shown: an empty reply, one in the other language, or one that
+                    # only repeats the owner — ask once more (the language is not checked again)
+                    retried = True
+                    answer.clear()
+                    say = language.reply_instruction(lang)
+                    if wrong_language:
+                        nudge = LANGUAGE_NUDGE.format(language=language.NAMES.get(lang, ""))
+                    elif repeated == "self":
+                        nudge = REPEAT_NUDGE
+                        # safer sampling repeats herself again: vary instead
+                        retry_temperature = max(self.config.temperature, 0.9)
                     else:
-                        result = memory_tools.call(self.memory, c.name, c.arguments, ctx)
-                    ops.append({"tool": c.name, "ok": result.ok, **result.data})
-                    yield ToolFinished(c.name, result)
-                    messages.append({"role": "tool", "name": c.name,
-                                     "content": f"{result.text}\n{TOOL_RESULT_TRAILER}"})
+                        nudge = ECHO_NUDGE if sofar else RETRY_NUDGE
+                    if sofar and not wrong_language:  # show the model its echo, then ask again
+                        messages.append({"role": "assistant", "content": sofar, "retry": True})
+                    messages.append({"role": "system", "retry": True,
+                                     "content": f"{nudge} {say}"})
+                    # a small model may read the note back as its answer: that is an echo too
+                    echo = EchoHold(text, None, earlier, also=[f"{nudge} {say}"])
+                    continue
+                if held and echo.repeats(sofar) != "owner":  # a repeat of herself may stand
+                    st.first = st.first if st.first is not None else st.elapsed()
+                    yield Token(held)
+                elif held or not sofar:
+                    answer.clear()
+                    yield Notice(NO_REPLY_NOTICE)
+                break
         except ModelError as e:
             final = "".join(answer).strip()
             if final:
@@ -405,10 +494,83 @@ class Conversation:
             yield TurnError(turn_id, f"The model failed: {e}")
             return
         final = "".join(answer).strip()
-        self._persist(turn_id, "assistant", final, ctx, "stopped" if stopped else "ok",
-                      {"ops": ops, "prompt_tokens": prompt_tokens, "evaluated": evaluated})
-        yield TurnDone(turn_id, final, stopped, prompt_tokens, evaluated, completion, first,
-                       time.monotonic() - started, calls)
+        msg_id = self._persist(turn_id, "assistant", final, ctx,
+                               "stopped" if st.stopped else "ok",
+                               {"ops": ops, "prompt_tokens": st.prompt_tokens,
+                                "evaluated": st.evaluated})
+        if (self.structured and self.config.learning and ctx.can_mutate and not st.stopped):
+            yield Remembering()
+            outcome = self.writer.run(
+                [*self._for_writer(messages), {"role": "assistant", "content": final}], text,
+                ctx, section.core_ids if section else (), cancel)
+            st.calls += outcome.model_calls
+            for r in outcome.results:
+                ops.append({"tool": r.name, "ok": r.ok, **r.data})
+                yield ToolFinished(r.name, r)
+            if outcome.error and not (cancel is not None and cancel.is_set()):
+                yield Notice(f"Eva could not update her memory for this message "
+                             f"({outcome.error}).")
+            if ops:
+                self._set_meta(msg_id, {"ops": ops, "prompt_tokens": st.prompt_tokens,
+                                        "evaluated": st.evaluated})
+        yield TurnDone(turn_id, final, st.stopped, st.prompt_tokens, st.evaluated, st.completion,
+                       st.first, time.monotonic() - started, st.calls)
+
+    def _round(self, messages: list[Message], tools: list[dict[str, Any]],
+               cancel: threading.Event | None, temperature: float, st: _TurnStats,
+               echo: EchoHold, pending: list[ToolCall], round_text: list[str]
+               ) -> Iterator[TurnEvent]:
+        """One model call: text goes through the markup filter and the echo hold before the
+        owner sees it; tool calls are collected in ``pending``."""
+        st.calls += 1
+        markup = MarkupFilter()
+        script = ScriptFixer()
+
+        def show(piece: str) -> Iterator[TurnEvent]:
+            if not piece:
+                return
+            round_text.append(piece)
+            out = echo.feed(piece)
+            if out:
+                if st.first is None:
+                    st.first = st.elapsed()
+                yield Token(out)
+
+        for ev in self.model.stream_chat(messages, tools or None, cancel,
+                                         self.config.max_answer_tokens, temperature):
+            if isinstance(ev, TextDelta):
+                yield from show(script.feed(markup.feed(ev.text)))
+                if echo.wrong_language:
+                    break  # unseen, in the other language: stop it and ask again
+            elif isinstance(ev, ToolCall):
+                pending.append(ev)
+            elif isinstance(ev, Done):
+                st.prompt_tokens += ev.prompt_tokens
+                st.evaluated += ev.evaluated_tokens
+                st.completion += ev.completion_tokens
+                st.stopped = st.stopped or ev.stopped
+        yield from show(script.feed(markup.finish()) + script.finish())
+
+    def _run_tool(self, c: ToolCall, offered: set[str], ctx: TurnContext
+                  ) -> memory_tools.ToolResult:
+        if c.name not in offered:
+            return memory_tools.ToolResult(
+                c.name, False, f"Error: tool {c.name!r} is not available here",
+                {"error": "not offered"})
+        if c.name in self.extra_tools:
+            return self.extra_tools[c.name][1](ctx)
+        return memory_tools.call(self.memory, c.name, c.arguments, ctx)
+
+    @staticmethod
+    def _for_writer(messages: list[Message]) -> list[Message]:
+        """The reply's prompt as the writer continues it (retry notes dropped: the reply that
+        stands was written to the owner's message, and the next turn will not carry them)."""
+        return [m for m in messages if not m.get("retry") and m.get("content") != REPLY_NUDGE]
+
+    def _set_meta(self, message_id: int, meta: dict) -> None:
+        with self._storage.transaction() as conn:
+            conn.execute("UPDATE messages SET meta = ? WHERE id = ?",
+                         (json.dumps(meta), message_id))
 
     @staticmethod
     def _drop_current_user(messages: list[Message]) -> list[Message]:
@@ -420,8 +582,12 @@ class Conversation:
         return messages
 
 
-def user_prompt(user_text: str, section: PromptSection | None) -> str:
-    """The last user message as the model sees it: recalled memory first, then the message."""
+def user_prompt(user_text: str, section: PromptSection | None, lang: str | None = None) -> str:
+    """The last user message as the model sees it: recalled memory first, then the message,
+    then which language to answer in (close to the generation point, where a small model
+    still heeds it)."""
+    say = language.reply_instruction(lang)
+    body = f"{user_text}\n\n{say}" if say else user_text
     if section is None or not section.recalled_text:
-        return user_text
-    return f"{section.recalled_text}\n\n## Message\n{user_text}"
+        return body
+    return f"{section.recalled_text}\n\n## Message\n{body}"

@@ -705,6 +705,19 @@ class Memory:
             raise NotFound(rid)
         return r
 
+    def visible(self, ids: Iterable[int], ctx: TurnContext) -> list[Record]:
+        """Live records by id, in the given order, that this turn may see. Reinforces nothing
+        (the memory-writing step shows them to the model)."""
+        ids = [int(i) for i in ids][:500]
+        if not ids:
+            return []
+        with self._lock:
+            rows = self.storage.conn.execute(
+                f"SELECT {_COLUMNS} FROM {_FROM} WHERE m.archived_at IS NULL AND m.id IN "
+                f"({','.join('?' * len(ids))})", ids).fetchall()
+        recs = {r.id: r for r in map(self._record, rows)}
+        return [recs[i] for i in ids if i in recs and self._visible(recs[i], ctx)]
+
     def _check_pin_room(self, conn, scope: str) -> None:
         n = conn.execute(
             "SELECT COUNT(*) FROM memories WHERE pinned = 1 AND archived_at IS NULL AND scope = ?",

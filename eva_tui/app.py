@@ -188,6 +188,9 @@ class EvaApp(App):
     def _services_changed(self) -> None:
         had_memory = self.memory_version > 0
         self.services.finish()
+        if self.start_loading and self.services.chat_ready and not self.services.warmed:
+            self.run_worker(self.services.warm_up, thread=True, exit_on_error=False,
+                            name="warming up the model", group="bring-up")
         for problem in self.services.take_problems():
             self.notify(problem, severity="warning", timeout=12)
         self.services_version += 1

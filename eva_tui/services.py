@@ -25,6 +25,7 @@ from core.embedding import Embedder
 from core.llm import ChatModel
 from core.memory import Memory
 from core.persona import load_persona
+from core.privacy import OWNER_TRUSTED
 from eva_tui.config import ChatSettings, EvaConfig
 from eva_tui.loader import ModelLoader, ModelUnavailable
 
@@ -113,6 +114,7 @@ class Services:
                 "pending" if config.llm.general else "missing",
                 "" if config.llm.general else "no chat model configured",
             )
+        self.warmed = False  # the chat's prompt prefix is in the model's cache
         self.vectors_todo = 0
         self.vectors_done = 0
         self.problems: list[str] = []  # what the owner should be told once (notices)
@@ -237,6 +239,15 @@ class Services:
                 extra_tools=self._sleep_tools(),
             )
 
+    def warm_up(self) -> None:
+        """Evaluate the chat's known prompt prefix (persona, rule, core memories, the live
+        window) into the model's KV cache, so the owner's first message pays only for itself
+        (issue 9). Blocking: the app runs it once in a worker when the chat is ready."""
+        if self.conversation is None or self.warmed:
+            return
+        self.warmed = True
+        self.conversation.warm_up(OWNER_TRUSTED)
+
     def _sleep_tools(self) -> dict:
         """``memory_consolidate`` for owner turns, when a real sleeper is running (SPEC §3.2)."""
         if self.sleeper is None or not hasattr(self.sleeper, "request"):
@@ -249,14 +260,21 @@ class Services:
 
     @staticmethod
     def _conversation_config(chat: ChatSettings) -> ConversationConfig:
-        return ConversationConfig(detail_level=chat.detail_level, learning=chat.learning)
+        return ConversationConfig(
+            detail_level=chat.detail_level,
+            learning=chat.learning,
+            memory_writes=chat.memory_writes,
+        )
 
     def apply_chat_settings(self, chat: ChatSettings) -> None:
-        """Detail level and learning take effect from the next turn."""
+        """Detail level, learning and how memory is written take effect from the next turn."""
         self.config = replace(self.config, chat=chat)
         if self.conversation is not None:
             self.conversation.config = replace(
-                self.conversation.config, detail_level=chat.detail_level, learning=chat.learning
+                self.conversation.config,
+                detail_level=chat.detail_level,
+                learning=chat.learning,
+                memory_writes=chat.memory_writes,
             )
 
     # ------------------------------------------------------------------ views

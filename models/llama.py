@@ -23,7 +23,6 @@ from __future__ import annotations
 import codecs
 import contextlib
 import json
-import os
 import threading
 import time
 from collections.abc import Callable, Iterator
@@ -49,13 +48,11 @@ class _Abort(Exception):
 
 
 def default_threads() -> int:
-    """``$EVA_LLM_THREADS``, else half the CPUs (llama-cpp-python's own default). Measured on a
-    busy 2-CPU machine: 2 threads ran 2-7x *slower* than 1 (every op waits at a barrier for the
-    descheduled thread), so the default leaves a CPU to the rest of the system."""
-    env = os.environ.get("EVA_LLM_THREADS", "").strip()
-    if env.isdigit() and int(env) > 0:
-        return int(env)
-    return max(1, (os.cpu_count() or 2) // 2)
+    """``$EVA_LLM_THREADS``, else every core of an idle machine and one fewer of a busy one
+    (measured: ``models.profiles.auto_threads``)."""
+    from models.profiles import auto_threads
+
+    return auto_threads()
 
 
 def tool_function(tool: dict[str, Any]) -> dict[str, Any]:
@@ -179,6 +176,8 @@ class LlamaChatModel:
         self.repeat_penalty = repeat_penalty
         self.structured_temperature = structured_temperature
         self.last_done: Done | None = None  # stats of the last call (also of the JSON calls)
+        self.threads = threads
+        self.profile: Any = None  # models.profiles.ModelProfile, set by load_chat_model
         self._lock = threading.Lock()
         self._n_batch = n_batch
         self._eval_count = 0
@@ -195,6 +194,9 @@ class LlamaChatModel:
 
         self._formatter = Jinja2ChatFormatter(template, eos_token=self._eos_text,
                                               bos_token=self._bos_text)
+        self._prefix_formatter = Jinja2ChatFormatter(template, eos_token=self._eos_text,
+                                                     bos_token=self._bos_text,
+                                                     add_generation_prompt=False)
         self._stop_ids = {eos_id} if eos_id != -1 else set()
         for text in _STOP_TOKEN_TEXTS:
             ids = self._llm.tokenize(text.encode(), add_bos=False, special=True)
@@ -228,6 +230,34 @@ class LlamaChatModel:
             return self._formatter(messages=prepare_messages(messages, tools)).prompt
         except Exception as e:
             raise ModelError(f"cannot render the chat template: {e}") from e
+
+    def warm_up(self, messages: list[Message], tools: list[dict[str, Any]] | None = None
+                ) -> None:
+        """Evaluate the prompt prefix these messages render to (no generation prompt) into the
+        KV cache, reusing what is already there, as ``Llama.generate`` would."""
+        try:
+            prompt = self._prefix_formatter(messages=prepare_messages(messages, tools)).prompt
+        except Exception as e:
+            raise ModelError(f"cannot render the chat template: {e}") from e
+        tokens = self.tokenize(prompt)
+        if len(tokens) >= self.context_size:
+            return
+        with self._lock:
+            self._eval_prefix(tokens)
+
+    def _eval_prefix(self, tokens: list[int]) -> None:
+        """Make the KV cache hold exactly ``tokens``, evaluating only what it lacks (at least
+        the last token, so its logits are fresh). Must hold ``self._lock``."""
+        llm = self._llm
+        keep = 0
+        for a, b in zip(llm._input_ids[: llm.n_tokens], tokens, strict=False):
+            if a != b:
+                break
+            keep += 1
+        keep = max(0, min(keep, len(tokens) - 1))
+        llm.n_tokens = keep
+        self._eval_count = 0
+        llm.eval(tokens[keep:])
 
     def tokenize(self, text: str) -> list[int]:
         add_special = not (self._bos_text and text.startswith(self._bos_text))
@@ -464,14 +494,23 @@ def _looks_like_call(text: str) -> bool:
 
 
 def load_chat_model(spec: str | None = None, **kwargs: Any) -> LlamaChatModel:
-    """Load a chat model from a packaged name (default ``qwen2.5-coder-1.5b``) or a GGUF path.
+    """Load a chat model from a packaged name (default ``qwen2.5-coder-1.5b``) or a GGUF path,
+    with its profile's sampling and threads (``models.profiles``; explicit kwargs win).
     Raises :class:`core.llm.ModelError` (with the install command) when it is not available."""
     from models.packaged import DEFAULT_CHAT_MODEL, REGISTRY, PackagedModelError, resolve_gguf
+    from models.profiles import auto_threads, profile_for
 
     spec = spec or DEFAULT_CHAT_MODEL
     try:
         path = resolve_gguf(spec)
     except PackagedModelError as e:
         raise ModelError(str(e)) from e
+    profile = profile_for(spec if spec in REGISTRY else None)
     kwargs.setdefault("name", spec if spec in REGISTRY else Path(spec).stem)
-    return LlamaChatModel(path, **kwargs)
+    if not kwargs.get("n_threads"):
+        kwargs["n_threads"] = auto_threads()
+    for key in ("top_k", "top_p", "min_p", "repeat_penalty", "structured_temperature"):
+        kwargs.setdefault(key, getattr(profile, key))
+    model = LlamaChatModel(path, **kwargs)
+    model.profile = profile
+    return model

@@ -1,5 +1,6 @@
-"""Chat (SPEC §7, §8, §9): streamed answers, Esc to stop, regenerate, inline memory notes,
-"sleeping…" with a Wake button and a queue of messages that are sent on waking."""
+"""Chat (SPEC §3.1, §7, §8, §9): streamed answers, Esc to stop, regenerate, inline memory notes,
+"remembering…" while the memory-writing step runs after a reply, calm notices, "sleeping…" with a
+Wake button and a queue of messages that are sent when Eva is free (awake, answer done)."""
 
 from __future__ import annotations
 
@@ -12,10 +13,12 @@ from textual.binding import Binding
 from textual.containers import VerticalScroll
 from textual.message import Message
 from textual.timer import Timer
+from textual.widget import Widget
 from textual.widgets import Button, Footer, Input
 
 from core.conversation import (
     MemoryUsed,
+    Remembering,
     Sleeping,
     StoredMessage,
     Token,
@@ -24,6 +27,7 @@ from core.conversation import (
     TurnError,
     TurnEvent,
 )
+from core.conversation import Notice as NoticeEvent
 from core.privacy import OWNER_TRUSTED
 from eva_tui.widgets import (
     EvaInput,
@@ -89,6 +93,7 @@ class ChatScreen(RecordActions):
         self._chat_note: Notice | None = None
         self._pending: list[str] = []  # tokens not yet written to the Markdown stream
         self._flush_timer: Timer | None = None
+        self._tail: Widget | None = None  # the last widget of the running turn in the log
 
     def compose(self) -> ComposeResult:
         yield NavBar("chat")
@@ -211,6 +216,7 @@ class ChatScreen(RecordActions):
             asked = self.log_view.query(UserMessage)
             um = asked.last() if asked else None
         self.current_user = um
+        self._tail = um
         if um is not None:
             um.thinking()
         self.section = None
@@ -236,10 +242,20 @@ class ChatScreen(RecordActions):
         finally:
             self.post_message(TurnEnded())
 
+    async def _mount_in_turn(self, widget: Widget) -> None:
+        """Mount a widget of the running turn right after the turn's last widget, so the answer
+        and its notices stay above messages the owner queued meanwhile."""
+        tail = self._tail
+        if tail is not None and tail in self.log_view.children:
+            await self.log_view.mount(widget, after=tail)
+        else:
+            await self.log_view.mount(widget)
+        self._tail = widget
+
     async def _view(self) -> TurnView:
         if self.current is None:
             self.current = TurnView()
-            await self.log_view.mount(self.current)
+            await self._mount_in_turn(self.current)
         return self.current
 
     async def _flush(self) -> None:
@@ -284,11 +300,20 @@ class ChatScreen(RecordActions):
             view.add_note(ev.name, ev.result.ok, {**ev.result.data})
             if ev.result.ok and ev.name in WRITE_TOOLS:
                 self.app.memory_changed()  # type: ignore[attr-defined]
+        elif isinstance(ev, Remembering):
+            # the reply is complete; the memory step's ops follow as ToolFinished (SPEC §3.1)
+            view = await self._view()
+            if not view.text:
+                await view.write(NO_ANSWER)
+            await view.remembering()
+        elif isinstance(ev, NoticeEvent):
+            await self._view()  # the notice follows the answer it is about
+            await self._mount_in_turn(Notice(ev.text))
         elif isinstance(ev, TurnDone):
             view = await self._view()
             view.turn_id = ev.turn_id
-            if not ev.text and not view.text:
-                await view.write(NO_ANSWER if not ev.stopped else "*(stopped)*")
+            if not view.text:  # nothing was streamed (held back, or no answer at all)
+                await view.write(ev.text or (NO_ANSWER if not ev.stopped else "*(stopped)*"))
             await view.finish(self._subtitle(ev.stopped))
         elif isinstance(ev, TurnError):
             if self.current is not None:
@@ -300,7 +325,7 @@ class ChatScreen(RecordActions):
                     self.current_user.mark_sent()
             self.waiting_for_wake = False
             self._update_banner()
-            await self.log_view.mount(Notice(ev.message, error=True))
+            await self._mount_in_turn(Notice(ev.message, error=True))
 
     def _subtitle(self, stopped: bool) -> str:
         parts = []
@@ -324,6 +349,7 @@ class ChatScreen(RecordActions):
         self.cancel = None
         self.current = None
         self.current_user = None
+        self._tail = None
         self.waiting_for_wake = False
         self._update_banner()
         self.app.refresh_status()  # type: ignore[attr-defined]

@@ -1,7 +1,8 @@
 """Settings (SPEC §7, §8, §9): the config keys that matter, saved to the config file.
 
-Chat settings (detail level, learning) apply from the next turn; models, the embedder and the
-sleep schedule apply on the next start. The file keeps every other key it had."""
+Chat settings (detail level, learning, how memory is written) apply from the next turn; models,
+the embedder and the sleep schedule apply on the next start. The file keeps every other key it
+had."""
 
 from __future__ import annotations
 
@@ -15,6 +16,7 @@ from textual.containers import Horizontal, Vertical, VerticalScroll
 from textual.widgets import Button, Footer, Label, Select, Static, Switch
 
 from core.conversation import DETAIL_LEVELS
+from core.memory_writer import MEMORY_WRITES
 from eva_tui import config as cfg
 from eva_tui.widgets import EvaInput, EvaScreen, NavBar, PaletteCommand, StatusBar
 
@@ -26,6 +28,8 @@ class Field:
     kind: str  # text | duration | switch | select
     help: str
     empty: Any = None  # what an empty text field is written as (None: the key is removed)
+    options: tuple[str, ...] = ()  # a select's choices
+    live: bool = False  # applies from the next turn (else on the next start)
 
 
 FIELDS = (
@@ -53,8 +57,24 @@ FIELDS = (
         "Detail level",
         "select",
         "how much of the conversation stays live: key 30 msgs, balanced 50, detailed 80",
+        options=DETAIL_LEVELS,
+        live=True,
     ),
-    Field("chat.learning", "Learning", "switch", "off: Eva neither saves nor reads memories"),
+    Field(
+        "chat.learning",
+        "Learning",
+        "switch",
+        "off: Eva neither saves nor reads memories",
+        live=True,
+    ),
+    Field(
+        "chat.memory_writes",
+        "Memory writes",
+        "select",
+        "structured: a memory step after each reply (small models); tools: called while answering",
+        options=MEMORY_WRITES,
+        live=True,
+    ),
     Field("chat.persona_file", "Persona file", "text", "empty: Eva's own persona"),
     Field("sleep.every", "Sleep every", "duration", "one night per this long, e.g. 24h"),
     Field(
@@ -80,6 +100,7 @@ def current_values(config: cfg.EvaConfig) -> dict[str, Any]:
         "memory.embedding_model": config.memory.embedding_model or "",
         "chat.detail_level": config.chat.detail_level,
         "chat.learning": config.chat.learning,
+        "chat.memory_writes": config.chat.memory_writes,
         "chat.persona_file": config.chat.persona_file or "",
         "sleep.every": cfg.format_duration(config.sleep.every),
         "sleep.idle_for": cfg.format_duration(config.sleep.idle_for),
@@ -113,7 +134,7 @@ class SettingsScreen(EvaScreen):
                         yield Switch(value=bool(value), id=_wid(f.key))
                     elif f.kind == "select":
                         yield Select(
-                            [(k, k) for k in DETAIL_LEVELS],
+                            [(k, k) for k in f.options],
                             value=value,
                             allow_blank=False,
                             id=_wid(f.key),
@@ -178,9 +199,7 @@ class SettingsScreen(EvaScreen):
             restart = [
                 f.label.lower()
                 for f in FIELDS
-                if not f.key.startswith("chat.detail")
-                and not f.key.startswith("chat.learning")
-                and current_values(old)[f.key] != current_values(new)[f.key]
+                if not f.live and current_values(old)[f.key] != current_values(new)[f.key]
             ]
             msg = f"Saved to {path}."
             if restart:

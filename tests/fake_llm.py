@@ -17,8 +17,13 @@ class ScriptedLLM:
 
     name = "scripted"
 
-    def __init__(self, replies: list[Any] | None = None, context_size: int = 32_768) -> None:
+    def __init__(self, replies: list[Any] | None = None, context_size: int = 32_768,
+                 plans: list[Any] | None = None) -> None:
         self.replies = list(replies or [])
+        # answers of generate_json (the structured memory step); None: taken from ``replies``
+        self.plans = None if plans is None else list(plans)
+        self.json_calls: list[dict[str, Any]] = []
+        self.warmed: list[list[str]] = []
         self.context_size = context_size
         self.calls: list[dict[str, Any]] = []
         self._last_tokens: list[str] = []
@@ -37,17 +42,28 @@ class ScriptedLLM:
                 out.extend(json.dumps(m["tool_calls"], ensure_ascii=False).split())
         return out
 
-    def stream_chat(self, messages, tools=None, cancel: threading.Event | None = None,
-                    max_tokens=None, temperature=0.7) -> Iterator:
-        toks = self.render(messages, tools)
+    def _reuse(self, toks: list[str]) -> int:
+        """Tokens of ``toks`` already in the "cache" (the previous call's prompt)."""
         common = 0
         for a, b in zip(toks, self._last_tokens, strict=False):
             if a != b:
                 break
             common += 1
         self._last_tokens = toks
+        return common
+
+    def warm_up(self, messages, tools=None) -> None:
+        toks = self.render(messages, tools)
+        self._reuse(toks)
+        self.warmed.append(toks)
+
+    def stream_chat(self, messages, tools=None, cancel: threading.Event | None = None,
+                    max_tokens=None, temperature=0.7) -> Iterator:
+        toks = self.render(messages, tools)
+        common = self._reuse(toks)
         self.calls.append({"messages": [dict(m) for m in messages], "tools": tools,
-                           "prompt_tokens": len(toks), "evaluated": len(toks) - common})
+                           "prompt_tokens": len(toks), "evaluated": len(toks) - common,
+                           "temperature": temperature})
         reply = self.replies.pop(0) if self.replies else ["(no more script)"]
         if isinstance(reply, Exception):
             raise reply
@@ -72,7 +88,12 @@ class ScriptedLLM:
         return reply
 
     def generate_json(self, messages, schema, timeout=None, max_tokens=None, cancel=None) -> dict:
-        reply = self.replies.pop(0) if self.replies else ModelError("no more script")
+        toks = self.render(messages)
+        common = self._reuse(toks)
+        self.json_calls.append({"messages": [dict(m) for m in messages], "schema": schema,
+                                "prompt_tokens": len(toks), "evaluated": len(toks) - common})
+        source = self.replies if self.plans is None else self.plans
+        reply = source.pop(0) if source else ModelError("no more script")
         if isinstance(reply, Exception):
             raise reply
         return reply

@@ -13,6 +13,7 @@ from textual.widgets import Button, Markdown, Static
 from textual.widgets.markdown import MarkdownStream
 
 WRITE_TOOLS = ("memory_save", "memory_update", "memory_forget")
+REMEMBERING = "remembering…"  # the answer's subtitle while the memory step runs (SPEC §3.1)
 
 
 def note_for(tool: str, ok: bool, data: dict[str, Any]) -> tuple[str, int | None, bool] | None:
@@ -123,12 +124,26 @@ class TurnView(Vertical):
         self.text += chunk
         await self._stream.write(chunk)
 
-    async def finish(self, subtitle: str = "") -> None:
+    async def _end_stream(self) -> None:
         if self._stream is not None:
             await self._stream.stop()
             self._stream = None
-        if subtitle:
-            self.body.border_subtitle = subtitle
+
+    async def remembering(self) -> None:
+        """The reply is complete; the memory-writing step runs now (SPEC §3.1). The answer
+        stops streaming and says so quietly until :meth:`finish`."""
+        await self._end_stream()
+        self.add_class("-remembering")
+        self.body.border_subtitle = REMEMBERING
+
+    @property
+    def is_remembering(self) -> bool:
+        return self.has_class("-remembering")
+
+    async def finish(self, subtitle: str = "") -> None:
+        await self._end_stream()
+        self.remove_class("-remembering")
+        self.body.border_subtitle = subtitle
 
     def add_note(self, tool: str, ok: bool, data: dict[str, Any]) -> MemoryNote | None:
         note = note_for(tool, ok, data)

@@ -15,7 +15,7 @@ from eva_tui import config as cfg
 from eva_tui.app import EvaApp, create_app
 from eva_tui.services import Services
 from tests.fake_llm import ScriptedLLM
-from tests.tui.fakes import FakeLoader, FakeSleeper
+from tests.tui.fakes import FakeLoader, FakeSleeper, PlannedLLM
 
 NOW = 1_780_000_000.0
 DAY = 86_400.0
@@ -73,6 +73,7 @@ def build(
     tmp_path: Path,
     replies=None,
     *,
+    plans=None,
     seed=(),
     llm=None,
     model: bool = True,
@@ -86,7 +87,7 @@ def build(
     if seed:
         memory.import_records([dict(r) for r in seed])
     if model and llm is None:
-        llm = ScriptedLLM(list(replies or []))
+        llm = PlannedLLM(list(replies or []), plans)
     data: dict = {"memory": {"embedding_model": "none"}}
     if keymap:
         data["keymap"] = keymap

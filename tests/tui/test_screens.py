@@ -298,14 +298,15 @@ async def test_preview_shows_private_text_only_as_trusted(env_factory):
 # ---------------------------------------------------------------------------- settings
 @aio
 async def test_settings_are_saved_to_the_config_file_and_chat_ones_apply(env_factory):
-    """§8.2, §8.7, §9: settings are written to the config file; detail level and learning
-    apply to the conversation at once."""
+    """§8.2, §8.7, §9, §3.1: settings are written to the config file; detail level, learning
+    and memory_writes apply to the conversation at once."""
     env = env_factory(seed=SEED)
     async with env.app.run_test(size=SIZE) as pilot:
         await open_screen(pilot, "f6")
         screen = pilot.app.screen
         screen.query_one("#set-chat-detail-level", Select).value = "detailed"
         screen.query_one("#set-chat-learning").value = False
+        screen.query_one("#set-chat-memory-writes", Select).value = "tools"
         screen.query_one("#set-sleep-every").value = "12h"
         screen.query_one("#set-sleep-dry-run").value = True
         await pilot.press("ctrl+s")
@@ -313,10 +314,12 @@ async def test_settings_are_saved_to_the_config_file_and_chat_ones_apply(env_fac
         saved = cfg.load(env.config_path, environ={})
         assert saved.chat.detail_level == "detailed"
         assert saved.chat.learning is False
+        assert saved.chat.memory_writes == "tools"
         assert saved.sleep.every == 12 * 3600
         assert saved.sleep.dry_run is True
         conv = env.services.conversation
         assert (conv.config.detail_level, conv.config.learning) == ("detailed", False)
+        assert conv.config.memory_writes == "tools"
 
 
 @aio

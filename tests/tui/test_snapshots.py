@@ -9,24 +9,27 @@ from pathlib import Path
 from textual.widgets import DataTable
 
 from core import ManualClock
-from core.llm import ToolCall
+from core.llm import ModelError
 from tests.tui.conftest import NOW, SEED, SIZE, send, settle, until
 from tests.tui.fakes import FakeSleeper, night
 
 CHAT_SCRIPT = [
-    [
-        ToolCall(
-            "memory_save",
+    ["Noted — I'll keep that between us."],
+    ["Here is what I know:\n\n- your cat **Murka** likes salmon\n- you hiked along the Volga"],
+]
+CHAT_PLANS = [  # the structured memory step (SPEC §3.1): one save, then nothing to keep
+    {
+        "ops": [
             {
+                "op": "save",
                 "content": "The owner's sister Anna lives in Kazan",
                 "kind": "fact",
                 "importance": 4,
                 "private": True,
-            },
-        )
-    ],
-    ["Noted — I'll keep that between us."],
-    ["Here is what I know:\n\n- your cat **Murka** likes salmon\n- you hiked along the Volga"],
+            }
+        ]
+    },
+    {"ops": []},
 ]
 
 
@@ -65,12 +68,23 @@ def test_chat_first_run(snap_compare, env_factory):
 
 
 def test_chat_conversation(snap_compare, env_factory):
-    """§9: streamed Markdown answers with the turn's memory writes as inline notes."""
-    env = env_factory(CHAT_SCRIPT, seed=SEED)
+    """§9, §3.1: streamed Markdown answers with the memory step's writes as inline notes."""
+    env = env_factory(CHAT_SCRIPT, plans=CHAT_PLANS, seed=SEED)
 
     async def talk(pilot) -> None:
         await send(pilot, "My sister Anna lives in Kazan")
         await send(pilot, "What do you know about me?")
+
+    assert snap_compare(env.app, terminal_size=SIZE, run_before=quiet(talk))
+
+
+def test_chat_notice(snap_compare, env_factory):
+    """§3.1, §9, issue 9: a notice of the turn (the memory step failed) is a calm, dim note
+    below the answer, not an error."""
+    env = env_factory([["Lovely — what breed is he?"]], plans=[ModelError("timed out")], seed=SEED)
+
+    async def talk(pilot) -> None:
+        await send(pilot, "My dog is called Bublik")
 
     assert snap_compare(env.app, terminal_size=SIZE, run_before=quiet(talk))
 

@@ -1,0 +1,44 @@
+"""The language of a message (SPEC §3.1, issue 9): Eva answers in the language the owner wrote in.
+
+Detected per message by script: Cyrillic letters mean Russian, Latin letters English. A message
+with no letters (a number, an emoji) has no language of its own and keeps the previous one.
+"""
+
+from __future__ import annotations
+
+RUSSIAN = "ru"
+ENGLISH = "en"
+NAMES = {RUSSIAN: "Russian", ENGLISH: "English"}
+
+
+def _counts(text: str) -> tuple[int, int]:
+    """Words written in Cyrillic and in Latin letters."""
+    cyr = lat = 0
+    for word in text.split():
+        letters = [ch for ch in word if ch.isalpha()]
+        if any("\u0400" <= ch <= "\u04ff" for ch in letters):
+            cyr += 1
+        elif any(ch.isascii() for ch in letters):
+            lat += 1
+    return cyr, lat
+
+
+def detect(text: str, default: str | None = None) -> str | None:
+    """``"ru"``, ``"en"``, or ``default`` when the text has no Cyrillic or Latin words. Mixed
+    text is Russian when at least a third of its words are Cyrillic: a Russian message quoting
+    English names ("Я слушаю Pink Floyd") is Russian, an English one naming a Russian cat
+    ("My cat Мурка is ill") is English."""
+    cyr, lat = _counts(text)
+    if cyr == 0 and lat == 0:
+        return default
+    return RUSSIAN if cyr * 2 >= lat else ENGLISH
+
+
+def reply_instruction(lang: str | None) -> str:
+    """The line placed right before generation: small models drift into the language of the
+    memory lines or of the persona unless told close to where they start writing."""
+    if lang == RUSSIAN:
+        return "(Ответь по-русски.)"
+    if lang == ENGLISH:
+        return "(Reply in English.)"
+    return ""

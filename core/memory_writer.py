@@ -1,0 +1,400 @@
+"""The structured memory-writing step (SPEC §3.1): after each owner exchange, one grammar-forced
+JSON call decides this exchange's memory ops, and each op runs through the same memory tools the
+model would call in a loop (dedup, similar records, privacy, turn ids — so regenerate rolls them
+back).
+
+A small local model cannot drive free-form tool calls (measured: the default 1.5B model saved 1 of
+9 told facts and answered with ``<tools>`` markup), but it fills a JSON schema well. The schema is
+built per exchange so the grammar itself keeps the model inside the rules:
+
+- ``update`` and ``forget`` may name only the memories shown to it (the related records of this
+  message and the core records of the prompt);
+- ``forget`` exists only when the owner asked to forget something;
+- ``private`` is offered only where private memory may be seen.
+
+Every op is checked again when it is applied (a scripted or misbehaving model gets the same
+refusals, as error results with the reason).
+
+The call continues the chat's KV cache: its messages are the turn's prompt, the reply, then the
+instruction, so the model pays only for the instruction and its answer.
+"""
+
+from __future__ import annotations
+
+import re
+import threading
+from dataclasses import dataclass
+from typing import Any
+
+from core import text
+from core import tools as memory_tools
+from core.llm import ChatModel, Message, ModelError
+from core.memory import Memory
+from core.privacy import TurnContext
+from core.prompt_section import human_age
+
+STRUCTURED = "structured"
+TOOLS = "tools"
+MEMORY_WRITES = (STRUCTURED, TOOLS)
+MAX_OPS = 4
+MAX_CONTENT = 300
+RELATED_SHOWN = 5
+
+# The owner asks to forget / to remember / says it is a secret. Stems, matched at word starts.
+_CORRECTION = re.compile(
+    r"\b(now|moved|no longer|not anymore|anymore|actually|instead|changed|switched|turned out|"
+    r"теперь|сейчас|переехал|переехала|переехали|больше не|уже не|на самом деле|вместо|"
+    r"поменял|сменил|оказалось|перенес|перенёс|передумал)", re.IGNORECASE)
+_FORGET = re.compile(
+    r"\b(forget|delete|erase|remove|unlearn|don'?t remember|забуд|удали|сотри|стереть|"
+    r"не помни|не запоминай|выкинь из памяти)", re.IGNORECASE)
+_REMEMBER = re.compile(r"\b(remember that|remember:|please remember|remember,|запомни|"
+                       r"запиши|не забудь|note that|keep in mind)", re.IGNORECASE)
+_SECRET = re.compile(
+    r"\b(secret|private|between us|don'?t tell|секрет|тайн|между нами|никому не|приватн|"
+    r"личное)", re.IGNORECASE)
+
+
+def asks_to_forget(text: str) -> bool:
+    return bool(_FORGET.search(text))
+
+
+def corrects(text: str) -> bool:
+    """The message changes something already known ("Lena moved to Yerevan", "теперь я…")."""
+    return bool(_CORRECTION.search(text))
+
+
+def asks_to_remember(text: str) -> bool:
+    """"Запомни…", "remember that…" — a request, not a question ("what do you remember?")."""
+    return bool(_REMEMBER.search(text)) and not text.rstrip().endswith("?")
+
+
+def says_secret(text: str) -> bool:
+    return bool(_SECRET.search(text))
+
+
+# In the stable prefix of every owner turn (cached): the §3.1 rule, phrased for a model whose
+# memory is written by a separate step, so the reply never tries to call anything.
+STEP_RULE = """## Your memory
+You remember the owner across conversations. What you remember is shown to you as lines \
+"id | kind | age | importance | content", all about the owner: "I", "my", "я", "мой" in a line \
+mean the owner, never you. Use them naturally, as a friend would, and never say you cannot \
+remember things. After each of your replies a separate memory step asks you what to \
+keep from the owner's message. The criterion: would the next Eva, in another chat, be poorer \
+without knowing this? Keep the owner's facts, people, preferences, plans, promises and \
+corrections — one topic per memory. Not memory: greetings, small talk, questions, what the \
+conversation already answers, what matters only for the current task. In your replies you only \
+talk to the owner: never write tags, JSON or tool calls."""
+
+# Stage 1, whether the message can carry something to keep, is decided in the core. Measured on
+# the default 1.5B model over 37 labelled RU/EN messages: asked for a plan it answered
+# {"ops": []} to everything or copied its example into every plan; asked "is it only small
+# talk?", its yes/no probabilities for facts and for small talk overlapped (0.44-0.57 against
+# 0.44-0.53; at best 27 of 37 right). So the core reads the message: questions, greetings,
+# thanks and the weather or mood of the moment carry nothing to keep; a sentence that speaks
+# of the owner (first person, a name, a number) may. The model then decides what to keep.
+_SENTENCES = re.compile(r"(?<=[.!?…])\s+|\n+")
+_WORD = re.compile(r"[\w'’-]+", re.UNICODE)
+_OWNER = frozenset({
+    "я", "меня", "мне", "мной", "мой", "моя", "моё", "мое", "мои", "моего", "моей", "моим",
+    "моих", "мы", "нас", "нам", "нами", "наш", "наша", "наше", "наши",
+    "i", "i'm", "i’m", "i've", "i'd", "i'll", "me", "my", "mine", "myself", "we", "we're", "our",
+    "ours", "us"})
+_EVA = frozenset({"ева", "eva", "евочка"})
+_CHATTER = re.compile(
+    r"^(привет|здравствуй|добр|хай|пока|спасибо|благодар|ха|хе|ок|окей|ладно|угу|ага|ого|"
+    r"hi|hello|hey|thanks|thank|ha|lol|ok|okay|bye|good (morning|night|evening)|cool|nice|wow)",
+    re.IGNORECASE)
+_MOMENT = re.compile(
+    r"\b(погод|дожд|снег|снеж|метел|ветр|ветер|ветрен|холодн|жарк|жара|мороз|туман|гроз|"
+    r"слякот|солнечн|устал|скучн|weather|rain|snow|wind|cold|hot|sunny|storm|blizzard|freez|"
+    r"fog|tired|bored)", re.IGNORECASE)
+
+
+def fact_sentences(text: str) -> list[str]:
+    """The sentences of a message that can tell something lasting about the owner: not a
+    question, not a greeting, thanks or laughter, not about the weather or the mood of the
+    moment, and speaking of the owner (first person), naming someone (a capital letter inside
+    the sentence) or holding a number."""
+    out = []
+    for sentence in _SENTENCES.split(text.strip()):
+        s = sentence.strip()
+        if not s or s.endswith("?") or _MOMENT.search(s):
+            continue
+        words = _WORD.findall(s)
+        if not words:
+            continue
+        lowered = {w.lower() for w in words}
+        if lowered & _OWNER:
+            out.append(s)
+            continue
+        if _CHATTER.match(s) and len(words) <= 4:
+            continue
+        named = any(w[:1].isupper() and w.lower() not in _EVA for w in words[1:])
+        if named or any(ch.isdigit() for ch in s):
+            out.append(s)
+    return out
+
+
+def may_carry_a_fact(text: str) -> bool:
+    """Whether a message can tell something lasting about the owner (see fact_sentences)."""
+    return bool(fact_sentences(text))
+
+
+GROUNDED = 0.5  # share of a saved memory's stems that must come from the owner's message
+COVERED = 0.5  # share of the owner's sentence a saved memory must keep
+MIN_WORDS = 3
+
+
+def grounded(content: str, owner_text: str) -> bool:
+    """A memory the step writes must come from the owner's words: measured on the default
+    model, it otherwise copied its own reply or an earlier message into the memory ("Квартира
+    уже куплена" for "коплю на квартиру")."""
+    mine = set(text.stems(content))
+    if not mine:
+        return False
+    return len(mine & set(text.stems(owner_text))) >= GROUNDED * len(mine)
+
+
+def owner_words_instead(content: str, owner_text: str) -> str | None:
+    """None when ``content`` is a good memory of what the owner said: most of its words come
+    from the message and it keeps at least half of one of the owner's fact sentences, in a few
+    words at least. Otherwise the owner's sentence it should have kept (the one it overlaps
+    most). Measured on the default model: it cut "Моя жена Ольга — пианистка" to "Ольга —
+    пианистка", a name to "Дима", and copied its own reply."""
+    sentences = fact_sentences(owner_text) or [owner_text.strip()]
+    mine = set(text.stems(content))
+    overlap = [len(mine & set(text.stems(s))) for s in sentences]
+    i = max(range(len(sentences)), key=overlap.__getitem__)
+    theirs = set(text.stems(sentences[i]))
+    if (grounded(content, owner_text) and len(content.split()) >= MIN_WORDS
+            and overlap[i] >= COVERED * len(theirs)):
+        return None
+    return sentences[i]
+
+
+# Stage 2, the ops: only when there is something to keep (or the owner asked to remember or to
+# forget). At least one op is required, so the model cannot dodge with an empty list.
+INSTRUCTION = """Memory step (the owner does not see it). The owner's last message:
+«{message}»
+Write what to keep from this message only — the owner's words, not your reply and not earlier \
+messages — as JSON {{"ops": [...]}}, one op per new thing it tells:
+- "save": "content" is one short sentence about the owner in the language of the message, \
+keeping exact names, numbers and dates; "kind" is "fact" for lasting things, "event" for \
+something at a time; "importance" 1-5.{private}
+{update}{forget}{related}"""
+
+PRIVATE_LINE = """ "private" is true for health, body, money, location, documents, or when the \
+owner says it is a secret."""
+UPDATE_LINE = """- "update": the message changes or corrects a memory listed below (or a core \
+memory above): its "id" and the new full "content".
+"""
+FORGET_LINE = """- "forget": the owner asked you to forget a memory: its "id" and "why".
+"""
+
+
+@dataclass(frozen=True)
+class Related:
+    id: int
+    kind: str
+    age: str
+    content: str
+
+
+def ops_schema(ids: list[int], *, allow_private: bool, allow_forget: bool,
+               allow_update: bool = True, max_ops: int = MAX_OPS) -> dict[str, Any]:
+    """The JSON schema of this exchange's ops; the grammar made from it is the first guard.
+    When the owner asked to forget, forgetting is the only op; ``update`` is offered only for a
+    correction (the default model, offered it always, overwrote unrelated memories)."""
+    save: dict[str, Any] = {
+        "type": "object",
+        "properties": {
+            "op": {"const": "save"},
+            "content": {"type": "string", "minLength": 3},
+            "kind": {"enum": ["fact", "event"]},
+            "importance": {"enum": [1, 2, 3, 4, 5]},
+            "private": {"type": "boolean"} if allow_private else {"const": False},
+        },
+        "required": ["op", "content", "kind", "importance", "private"],
+    }
+    update = {
+        "type": "object",
+        "properties": {
+            "op": {"const": "update"},
+            "id": {"enum": list(ids)},
+            "content": {"type": "string", "minLength": 3},
+        },
+        "required": ["op", "id", "content"],
+    }
+    forget = {
+        "type": "object",
+        "properties": {
+            "op": {"const": "forget"},
+            "id": {"enum": list(ids)},
+            "why": {"type": "string", "minLength": 1},
+        },
+        "required": ["op", "id", "why"],
+    }
+    if allow_forget and ids:
+        variants: list[dict[str, Any]] = [forget]
+    else:
+        variants = [save] + ([update] if ids and allow_update else [])
+    item = variants[0] if len(variants) == 1 else {"anyOf": variants}
+    return {
+        "type": "object",
+        "properties": {"ops": {"type": "array", "items": item, "minItems": 1,
+                               "maxItems": max_ops}},
+        "required": ["ops"],
+    }
+
+
+@dataclass(frozen=True)
+class WriteOutcome:
+    """What the step did: one tool result per op (applied or refused), and whether the model
+    answered at all (``error`` says why not)."""
+
+    results: tuple[memory_tools.ToolResult, ...]
+    error: str | None = None
+    model_calls: int = 0
+
+
+class MemoryWriter:
+    """Runs the structured memory-writing step for one exchange."""
+
+    def __init__(self, memory: Memory, model: ChatModel, *, timeout: float | None = 120.0,
+                 max_tokens: int = 400) -> None:
+        self.memory = memory
+        self.model = model
+        self.timeout = timeout
+        self.max_tokens = max_tokens
+
+    # ------------------------------------------------------------------ what it is shown
+    def related(self, owner_text: str, ctx: TurnContext) -> list[Related]:
+        """The saved memories this message may change, as this audience may see them (pure:
+        reinforces nothing)."""
+        hits = self.memory.recall(owner_text, ctx, top_k=RELATED_SHOWN)
+        now = self.memory.clock.now()
+        return [Related(r.id, r.kind.value, human_age(now - r.updated_at), r.content)
+                for r in self.memory.visible([h.id for h in hits], ctx)]
+
+    def instruction(self, owner_text: str, ctx: TurnContext, related: list[Related],
+                    core_ids: tuple[int, ...] = ()) -> str:
+        lines = "".join(f"\n#{r.id} | {r.kind} | {r.age} | {r.content}" for r in related)
+        forget = asks_to_forget(owner_text) and bool(related or core_ids)
+        return INSTRUCTION.format(
+            message=" ".join(owner_text.split())[:1000],
+            private=PRIVATE_LINE if ctx.sees_private else "",
+            update=UPDATE_LINE if (related or core_ids) and corrects(owner_text) else "",
+            forget=FORGET_LINE if forget else "",
+            related=("Related memories:" + lines) if lines else "",
+        )
+
+    # ------------------------------------------------------------------ the step
+    def run(self, messages: list[Message], owner_text: str, ctx: TurnContext,
+            core_ids: tuple[int, ...] = (), cancel: threading.Event | None = None
+            ) -> WriteOutcome:
+        """``messages`` is the turn's prompt followed by the reply; ``core_ids`` the core
+        records that prompt shows. Never raises: a model that fails or times out writes nothing
+        and says why in ``error``."""
+        if not ctx.can_mutate:
+            return WriteOutcome((), "memory is written only in the owner's turns")
+        asked = asks_to_forget(owner_text) or asks_to_remember(owner_text)
+        if not asked and not may_carry_a_fact(owner_text):
+            return WriteOutcome((), None, 0)  # small talk: nothing to keep, no model call
+        calls = 0
+        prompt = list(messages)
+        related = self.related(owner_text, ctx)
+        ids = list(dict.fromkeys([r.id for r in related] + list(core_ids)))
+        forget_ok = asks_to_forget(owner_text)
+        if forget_ok and not ids:
+            return WriteOutcome((), "nothing I remember matches what you asked me to forget",
+                                calls)
+        update_ok = corrects(owner_text)
+        schema = ops_schema(ids, allow_private=ctx.sees_private, allow_forget=forget_ok,
+                            allow_update=update_ok)
+        prompt.append({"role": "system",
+                       "content": self.instruction(owner_text, ctx, related, core_ids)})
+        try:
+            calls += 1
+            plan = self.model.generate_json(prompt, schema, timeout=self.timeout,
+                                            max_tokens=self.max_tokens, cancel=cancel)
+        except ModelError as e:
+            return WriteOutcome((), str(e), calls)
+        ops = plan.get("ops") if isinstance(plan, dict) else None
+        if not isinstance(ops, list):
+            return WriteOutcome((), "the model's plan has no list of ops", calls)
+        results = self.apply(ops[:MAX_OPS], owner_text, ctx, set(ids))
+        return WriteOutcome(tuple(results), None, calls)
+
+    def apply(self, ops: list[Any], owner_text: str, ctx: TurnContext, shown: set[int]
+              ) -> list[memory_tools.ToolResult]:
+        """Run each op through the memory tools; refuse, one by one, what breaks a rule."""
+        out: list[memory_tools.ToolResult] = []
+        secret = says_secret(owner_text)
+        used: set[str] = set()  # owner's sentences already saved in place of a poor memory
+        for op in ops:
+            if not isinstance(op, dict):
+                out.append(_refused("memory_save", "an op must be a JSON object"))
+                continue
+            kind = op.get("op")
+            if kind == "save":
+                args = {k: op[k] for k in ("content", "kind", "importance", "private") if k in op}
+                if args.get("private") and not ctx.sees_private:
+                    out.append(_refused("memory_save", "a private memory is not written where "
+                                        "private memory cannot be seen"))
+                    continue
+                if secret and ctx.sees_private:
+                    args["private"] = True  # the owner said it is a secret
+                if args.get("kind") == "core":
+                    # core sits in the cached system prompt: a write there re-evaluates the
+                    # whole conversation (measured: 10-20 s first tokens); sleep promotes
+                    args["kind"] = "fact"
+                content = args.get("content")
+                if isinstance(content, str):
+                    instead = owner_words_instead(content, owner_text)
+                    if instead is not None:  # keep the owner's own words instead
+                        if instead in used:
+                            out.append(_refused("memory_save", "not from the owner's words, "
+                                                "and their words are already kept"))
+                            continue
+                        used.add(instead)
+                        args["content"] = instead[: self.memory.config.max_chars]
+                out.append(memory_tools.call(self.memory, "memory_save", args, ctx))
+            elif kind == "update":
+                rid = op.get("id")
+                if rid not in shown:
+                    out.append(_refused("memory_update", f"memory #{rid} was not among the "
+                                        "memories shown to the step"))
+                    continue
+                content = op.get("content")
+                if isinstance(content, str) and not grounded(content, owner_text):
+                    out.append(_refused("memory_update", "the new content is not from the "
+                                        "owner's words"))
+                    continue
+                args = {"id": rid, "content": content}
+                out.append(memory_tools.call(self.memory, "memory_update", args, ctx))
+            elif kind == "forget":
+                rid = op.get("id")
+                if not asks_to_forget(owner_text):
+                    out.append(_refused("memory_forget", "the owner did not ask to forget "
+                                        "anything"))
+                    continue
+                if rid not in shown:
+                    out.append(_refused("memory_forget", f"memory #{rid} was not among the "
+                                        "memories shown to the step"))
+                    continue
+                target = self.memory.visible([rid], ctx)
+                asked = set(text.stems(owner_text))
+                if not target or not asked & set(text.stems(target[0].content)):
+                    out.append(_refused("memory_forget", f"memory #{rid} is not what the owner "
+                                        "asked to forget"))
+                    continue
+                args = {"id": rid, "why": op.get("why") or "the owner asked to forget it"}
+                out.append(memory_tools.call(self.memory, "memory_forget", args, ctx))
+            else:
+                out.append(_refused("memory_save", f"unknown op {kind!r}"))
+        return out
+
+
+def _refused(name: str, why: str) -> memory_tools.ToolResult:
+    return memory_tools.ToolResult(name, False, f"Error: {why}", {"error": why, "refused": True})

@@ -1,0 +1,312 @@
+"""Never show markup to the owner (issue 9, SPEC §3.1): what a small model leaks into a reply —
+``<tools>``, ``<tool_call>…</tool_call>``, ``<|im_end|>``, a raw JSON call — is cut from the
+stream before the owner sees it, and a reply that only repeats the owner's message is held back
+so the turn can try again.
+
+Both filters work on a stream of text pieces: :meth:`feed` returns what may be shown now,
+:meth:`finish` the rest. They hold back only what may still turn out to be markup (or an echo).
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from difflib import SequenceMatcher
+
+# Blocks dropped whole, with what is inside them.
+BLOCK_TAGS = ("tool_call", "tools", "tool_response", "function_call", "think")
+_OPENERS = tuple(f"<{t}>" for t in BLOCK_TAGS)
+_CLOSERS = tuple(f"</{t}>" for t in BLOCK_TAGS)
+_SPECIAL = re.compile(r"<\|[a-z_]{1,20}\|>")
+_MAX_TAG = max(len(t) for t in _OPENERS + _CLOSERS)
+ECHO_SIMILARITY = 0.8  # a reply this similar to the owner's message is an echo
+
+
+def _json_call(text: str) -> bool:
+    """A JSON object that is a tool call or a memory plan, not words for the owner."""
+    t = text.strip().strip("`").removeprefix("json").strip()
+    try:
+        value = json.loads(t)
+    except ValueError:
+        return False
+    if isinstance(value, list) and value and all(isinstance(v, dict) for v in value):
+        value = value[0]
+    return isinstance(value, dict) and bool(
+        {"name", "arguments"} <= value.keys() or "ops" in value or "tool" in value
+        or "function" in value)
+
+
+class MarkupFilter:
+    """Cuts tool/chat-template markup out of a streamed reply."""
+
+    def __init__(self) -> None:
+        self._buf = ""
+        self._inside: str | None = None  # the closing tag we are dropping text up to
+        self._line_start = True  # the next character begins a line (a JSON call may start)
+        self.removed = 0  # characters cut (for tests and the bench)
+
+    def feed(self, piece: str) -> str:
+        self._buf += piece
+        return self._drain(final=False)
+
+    def finish(self) -> str:
+        return self._drain(final=True)
+
+    def _drain(self, final: bool) -> str:
+        out: list[str] = []
+        buf = self._buf
+        while buf:
+            if self._inside is not None:
+                j = buf.find(self._inside)
+                if j < 0:  # drop all but a tail that may be the start of the closing tag
+                    keep = 0 if final else min(len(buf), len(self._inside) - 1)
+                    self.removed += len(buf) - keep
+                    buf = buf[len(buf) - keep:]
+                    break
+                self.removed += j + len(self._inside)
+                buf = buf[j + len(self._inside):]
+                self._inside = None
+                continue
+            if self._line_start:
+                stripped = buf.lstrip(" \t")
+                if not stripped:
+                    if final:
+                        out.append(buf)
+                        buf = ""
+                    break
+                if stripped[0] in "{[" or stripped.startswith("```json"):
+                    end = _json_end(stripped)
+                    if end is None and not final:
+                        break  # still arriving
+                    candidate = stripped if end is None else stripped[:end]
+                    if _json_call(candidate):
+                        self.removed += len(buf) - len(stripped) + len(candidate)
+                        buf = stripped[len(candidate):]
+                        continue
+                self._line_start = False
+            lt = buf.find("<")
+            nl = buf.find("\n")
+            if lt < 0:
+                if nl >= 0:
+                    out.append(buf[: nl + 1])
+                    buf = buf[nl + 1:]
+                    self._line_start = True
+                    continue
+                out.append(buf)
+                buf = ""
+                break
+            if 0 <= nl < lt:
+                out.append(buf[: nl + 1])
+                buf = buf[nl + 1:]
+                self._line_start = True
+                continue
+            out.append(buf[:lt])
+            buf = buf[lt:]
+            tag = self._match_tag(buf)
+            if tag is None:  # could still become a tag: wait for more
+                if final:  # the reply ended inside it: a cut tag ("</tools") is markup too
+                    if len(buf) < 3:
+                        out.append(buf)
+                    else:
+                        self.removed += len(buf)
+                    buf = ""
+                break
+            if tag == "":  # not markup: an ordinary "<"
+                out.append("<")
+                buf = buf[1:]
+                continue
+            self.removed += len(tag)
+            buf = buf[len(tag):]
+            if tag in _OPENERS:
+                self._inside = "</" + tag[1:]
+        self._buf = buf
+        return "".join(out)
+
+    @staticmethod
+    def _match_tag(buf: str) -> str | None:
+        """The markup tag at the start of ``buf``; "" when it is no tag; None when undecided."""
+        m = _SPECIAL.match(buf)
+        if m:
+            return m.group(0)
+        for t in _OPENERS + _CLOSERS:
+            if buf.startswith(t):
+                return t
+        head = buf[: _MAX_TAG + 22]
+        if any(t.startswith(head) for t in _OPENERS + _CLOSERS):
+            return None
+        if head.startswith("<|") and "|>" not in head and len(head) < 24 and re.fullmatch(
+                r"<\|[a-z_]*\|?", head):
+            return None
+        return ""
+
+
+def _json_end(text: str) -> int | None:
+    """Where the JSON value (or ```json fence) at the start of ``text`` ends; None if open."""
+    if text.startswith("```"):
+        j = text.find("```", 3)
+        return None if j < 0 else j + 3
+    depth = 0
+    in_str = esc = False
+    for i, ch in enumerate(text):
+        if in_str:
+            if esc:
+                esc = False
+            elif ch == "\\":
+                esc = True
+            elif ch == '"':
+                in_str = False
+        elif ch == '"':
+            in_str = True
+        elif ch in "{[":
+            depth += 1
+        elif ch in "}]":
+            depth -= 1
+            if depth == 0:
+                return i + 1
+    return None
+
+
+def _norm(text: str) -> str:
+    return " ".join(re.sub(r"[^\w\s]", " ", text.lower()).split())
+
+
+def similarity(a: str, b: str) -> float:
+    """0..1, how alike two texts are once case, punctuation and spacing are ignored."""
+    a, b = _norm(a), _norm(b)
+    if not a or not b:
+        return 0.0
+    return SequenceMatcher(None, a, b, autojunk=False).ratio()
+
+
+def is_echo(reply: str, message: str) -> bool:
+    """The reply repeats the owner's message (≥ 0.8 similar) instead of answering it."""
+    return similarity(reply, message) >= ECHO_SIMILARITY
+
+
+class EchoHold:
+    """Holds the start of a reply back while it reads like the owner's own message; releases
+    it the moment it diverges. A reply that ends while still held is an echo, never shown.
+
+    With ``lang`` set, a start in the other language is held too (``wrong_language``): the turn
+    stops that reply and asks again, before the owner has seen a word of it."""
+
+    MIN_HELD = 30  # characters: an echo often opens with a greeting of its own ("Hello! I'm…")
+
+    def __init__(self, message: str, lang: str | None = None,
+                 earlier: list[str] | None = None, also: list[str] | None = None) -> None:
+        self.message = _norm(message)
+        # texts that must never be read back either (the note of a retry), treated as the
+        # owner's own words
+        self.also = [_norm(a) for a in also or () if _norm(a)]
+        self.lang = lang
+        # Eva's own recent replies: a small model repeats "Привет, Дима! Как дела?" turn after
+        # turn (measured), which reads to the owner as an echo too
+        self.earlier = [_norm(e) for e in earlier or () if _norm(e)]
+        self._held = ""
+        self.released = False
+        self.wrong_language = False
+
+    def feed(self, piece: str) -> str:
+        if self.released:
+            return piece
+        self._held += piece
+        too_early = self._wrong_language()  # sets wrong_language once there are 3 words
+        if self.wrong_language or too_early or self._could_echo():
+            return ""
+        self.released = True
+        out, self._held = self._held, ""
+        return out
+
+    def _wrong_language(self) -> bool:
+        if self.lang is None:
+            return False
+        from core.language import detect
+
+        words = self._held.split()
+        if len(words) < 3:
+            return True  # too early to tell: hold
+        found = detect(self._held)
+        self.wrong_language = found is not None and found != self.lang
+        return self.wrong_language
+
+    def _could_echo(self) -> bool:
+        """The start so far is mostly made of the owner's words, or of one of Eva's recent
+        replies (in any order of pieces)."""
+        sofar = _norm(self._held)
+        if len(sofar) < self.MIN_HELD:
+            return True
+        for ref in (self.message, *self.also, *self.earlier):
+            if len(sofar) > 1.5 * len(ref) + 4:
+                continue  # too long to be ≥ 0.8 similar to it
+            m = SequenceMatcher(None, sofar, ref, autojunk=False)
+            if sum(b.size for b in m.get_matching_blocks()) >= 0.6 * len(sofar):
+                return True
+        return False
+
+    def repeats(self, reply: str) -> str | None:
+        """"owner" when the reply echoes the owner's message, "self" when it repeats one of
+        Eva's recent replies, else None."""
+        if is_echo(reply, self.message) or any(
+                similarity(reply, a) >= ECHO_SIMILARITY for a in self.also):
+            return "owner"
+        if any(similarity(reply, e) >= ECHO_SIMILARITY for e in self.earlier):
+            return "self"
+        return None
+
+    def finish(self) -> str:
+        """What is still held (the caller decides whether it is an echo)."""
+        out, self._held = self._held, ""
+        return out
+
+
+_LAT2CYR = dict(zip("abcdefghijklmnopqrstuvwyz", "абцдефгхийклмнопкрстуввыз", strict=True))
+_CYR2LAT = {"а": "a", "б": "b", "в": "v", "г": "g", "д": "d", "е": "e", "ё": "yo", "ж": "zh",
+            "з": "z", "и": "i", "й": "y", "к": "k", "л": "l", "м": "m", "н": "n", "о": "o",
+            "п": "p", "р": "r", "с": "s", "т": "t", "у": "u", "ф": "f", "х": "kh", "ц": "ts",
+            "ч": "ch", "ш": "sh", "щ": "shch", "ъ": "", "ы": "y", "ь": "", "э": "e", "ю": "yu",
+            "я": "ya"}
+_MIXED_WORD = re.compile(r"\w+", re.UNICODE)
+
+
+def _is_cyr(ch: str) -> bool:
+    return "\u0400" <= ch <= "\u04ff"
+
+
+def _convert(ch: str, table: dict[str, str]) -> str:
+    low = ch.lower()
+    if low not in table:
+        return ch
+    out = table[low]
+    return out[:1].upper() + out[1:] if ch != low else out
+
+
+def fix_mixed_word(word: str) -> str:
+    """A word spelled half in Latin, half in Cyrillic ("Bubлик", "Araхис" — the default model
+    does this when it answers in one language about a memory in the other) is written in the
+    script most of its letters use (Cyrillic on a tie)."""
+    cyr = sum(_is_cyr(c) for c in word)
+    lat = sum(c.isascii() and c.isalpha() for c in word)
+    if not cyr or not lat:
+        return word
+    if cyr >= lat:
+        return "".join(_convert(c, _LAT2CYR) if c.isascii() else c for c in word)
+    return "".join(_convert(c, _CYR2LAT) if _is_cyr(c) else c for c in word)
+
+
+class ScriptFixer:
+    """Streams text through :func:`fix_mixed_word`, holding back only a word still arriving."""
+
+    def __init__(self) -> None:
+        self._tail = ""
+
+    def feed(self, piece: str) -> str:
+        text = self._tail + piece
+        cut = len(text)
+        while cut > 0 and (text[cut - 1].isalnum() or text[cut - 1] == "_"):
+            cut -= 1
+        self._tail = text[cut:]
+        return _MIXED_WORD.sub(lambda m: fix_mixed_word(m.group(0)), text[:cut])
+
+    def finish(self) -> str:
+        out, self._tail = self._tail, ""
+        return _MIXED_WORD.sub(lambda m: fix_mixed_word(m.group(0)), out)

@@ -1,0 +1,67 @@
+"""The companion on real models (issue 9, SPEC §3.1): a short exchange whose reply shows no
+markup and whose told fact is saved by the structured memory-writing step — on the 0.5B test
+model and on the default 1.5B model the owner gets."""
+
+from __future__ import annotations
+
+import re
+
+import pytest
+
+from core import OWNER_TRUSTED
+from core.conversation import Conversation, ConversationConfig, Notice, Token, TurnDone
+
+pytestmark = pytest.mark.real_model
+
+MARKUP = re.compile(r"<\|?/?(tool|tools|tool_call|im_start|im_end)|\"arguments\"|\{\"name\"")
+
+
+def load(name: str):
+    from models import packaged
+    from models.llama import load_chat_model
+
+    if not packaged.is_installed(name):
+        pytest.skip(f"packaged model {name} is not installed: run `make setup-dev`")
+    return load_chat_model(name, n_ctx=4096, seed=0)
+
+
+def exchange(mem, model, text: str):
+    conv = Conversation(mem, model, config=ConversationConfig(max_answer_tokens=80))
+    conv.warm_up(OWNER_TRUSTED)
+    events = list(conv.turn(text, OWNER_TRUSTED))
+    done = events[-1]
+    assert isinstance(done, TurnDone), events
+    shown = "".join(e.text for e in events if isinstance(e, Token))
+    notices = [e.text for e in events if isinstance(e, Notice)]
+    live = [r.content.lower() for r in mem.list(OWNER_TRUSTED, limit=100)]
+    return done, shown, notices, live
+
+
+@pytest.mark.parametrize("name", ["qwen2.5-coder-0.5b", "qwen2.5-coder-1.5b"])
+def test_a_told_fact_is_saved_and_the_reply_has_no_markup(mem, name):
+    """Issue 9: the reply carries no tool schemas and shows no markup; the structured step
+    after it saves the owner's fact (through the memory API, with the turn's id)."""
+    model = load(name)
+    try:
+        done, shown, notices, live = exchange(
+            mem, model, "Hi Eva! My corgi is called Bublik, he is three years old.")
+    finally:
+        model.close()
+    assert not MARKUP.search(shown), shown
+    assert not MARKUP.search(done.text), done.text
+    assert not any("could not update her memory" in n for n in notices), notices
+    assert any("bublik" in c for c in live), live
+    saved = mem.list(OWNER_TRUSTED, limit=100)
+    assert all(r.source_turn == done.turn_id for r in saved)
+
+
+def test_small_talk_on_the_default_model_saves_nothing(mem):
+    """§3.1: small talk is not memory, and costs no memory call."""
+    model = load("qwen2.5-coder-1.5b")
+    try:
+        done, shown, _notices, live = exchange(mem, model, "How are you today? So windy here.")
+    finally:
+        model.close()
+    assert live == []
+    assert done.model_calls <= 2  # the reply (and at most one retry), no memory step
+    assert not MARKUP.search(shown)

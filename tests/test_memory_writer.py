@@ -1,0 +1,439 @@
+"""The structured memory-writing step (SPEC §3.1, issue 9), orchestrated with a scripted model:
+the reply carries no tool schemas, one JSON call after it decides the exchange's ops, and every
+op goes through the memory API with its rules (dedup, privacy, pinned, turn ids)."""
+
+from __future__ import annotations
+
+import pytest
+
+from core import OWNER_IN_GROUP, OWNER_TRUSTED, PUBLIC
+from core.conversation import (
+    Conversation,
+    Notice,
+    Remembering,
+    Token,
+    ToolFinished,
+    TurnDone,
+)
+from core.memory_writer import (
+    STEP_RULE,
+    asks_to_forget,
+    asks_to_remember,
+    may_carry_a_fact,
+    ops_schema,
+    says_secret,
+)
+from core.persona import MEMORY_RULE
+from tests.fake_llm import ScriptedLLM
+
+
+def save_op(content, kind="fact", importance=3, private=False):
+    return {"op": "save", "content": content, "kind": kind, "importance": importance,
+            "private": private}
+
+
+def news(*ops):
+    """The model's answer when a message carries something to keep: the ops."""
+    return [{"ops": list(ops)}]
+
+
+SMALL_TALK: list = []  # small talk makes no model call at all
+
+
+def run(conv, text, ctx=OWNER_TRUSTED, cancel=None):
+    return list(conv.turn(text, ctx, cancel))
+
+
+def finished(events):
+    return [e for e in events if isinstance(e, ToolFinished)]
+
+
+def live(mem):
+    return [r.content for r in mem.list(OWNER_TRUSTED, limit=1000)]
+
+
+def test_reply_has_no_tool_schemas_and_the_step_saves_the_fact(mem):
+    """§3.1 structured: the reply prompt has no tools; the step after it saves the told fact,
+    with the turn id, and the events come in order: tokens, remembering, the op, done."""
+    llm = ScriptedLLM([["Nice to meet ", "you, Oleg!"]],
+                      plans=news(save_op("Oleg's corgi is called Bublik")))
+    conv = Conversation(mem, llm)
+    events = run(conv, "Hi! I'm Oleg, my corgi is called Bublik.")
+    assert llm.calls[0]["tools"] is None
+    system = llm.calls[0]["messages"][0]["content"]
+    assert STEP_RULE in system and MEMORY_RULE not in system
+    kinds = [type(e).__name__ for e in events if not isinstance(e, Token)]
+    assert kinds[-3:] == ["Remembering", "ToolFinished", "TurnDone"]
+    fin = finished(events)[0]
+    assert fin.name == "memory_save" and fin.result.ok
+    rec = mem.get(fin.result.data["id"])
+    assert rec.content == "Oleg's corgi is called Bublik"
+    assert rec.source_turn == events[-1].turn_id
+    assert events[-1].model_calls == 2  # the reply, the ops
+    # the notes are kept with the answer (the chat shows them again after a restart)
+    assert conv.history()[-1].meta["ops"][0]["id"] == rec.id
+
+
+def test_the_step_continues_the_reply_prompt_for_the_kv_cache(mem):
+    """Issue 9: the step's prompt extends the turn's prompt (prompt, reply, instruction), so the
+    model pays only for the instruction and its answer."""
+    llm = ScriptedLLM([["Hello there."]], plans=news(save_op("The owner's name is Oleg")))
+    conv = Conversation(mem, llm)
+    run(conv, "hello, I'm Oleg")
+    reply_msgs = llm.calls[0]["messages"]
+    step_msgs = llm.json_calls[0]["messages"]
+    assert step_msgs[: len(reply_msgs)] == reply_msgs
+    assert step_msgs[len(reply_msgs)] == {"role": "assistant", "content": "Hello there."}
+    assert step_msgs[-1]["role"] == "system" and "Memory step" in step_msgs[-1]["content"]
+    call = llm.json_calls[0]
+    assert call["evaluated"] < call["prompt_tokens"] // 2
+
+
+def test_small_talk_saves_nothing(mem):
+    """§3.1: an empty plan writes nothing and shows no notes."""
+    llm = ScriptedLLM([["Fine, thanks!"]], plans=[{"ops": [save_op("x is y")]}])
+    events = run(Conversation(mem, llm), "How are you?")
+    assert finished(events) == [] and live(mem) == []
+    assert llm.json_calls == []  # no model call for small talk
+    assert not [e for e in events if isinstance(e, Notice)]
+
+
+def test_a_correction_updates_the_related_memory_shown_to_the_step(mem):
+    """§3.1: update names an id among the related records shown; the record is edited in place."""
+    old = mem.save("Anna lives in Tbilisi", OWNER_TRUSTED).id
+    llm = ScriptedLLM([["Oh, Yerevan!"]], plans=news(
+        {"op": "update", "id": old, "content": "Anna lives in Yerevan"}))
+    conv = Conversation(mem, llm)
+    events = run(conv, "Anna moved again, she now lives in Yerevan")
+    step = llm.json_calls[0]
+    assert f"#{old} |" in step["messages"][-1]["content"]  # shown as related
+    ids = step["schema"]["properties"]["ops"]["items"]["anyOf"][1]["properties"]["id"]["enum"]
+    assert old in ids
+    assert finished(events)[0].result.ok
+    assert live(mem) == ["Anna lives in Yerevan"]
+
+
+def test_update_of_an_id_not_shown_is_refused(mem):
+    """The step may change only what it was shown (a model cannot guess at other records)."""
+    hidden = mem.save("Owner's bank PIN hint is kiwi", OWNER_TRUSTED).id
+    llm = ScriptedLLM([["Ok."]], plans=news({"op": "update", "id": hidden,
+                                                  "content": "changed"}))
+    events = run(Conversation(mem, llm), "I like tea")
+    fin = finished(events)[0]
+    assert not fin.result.ok and "not among" in fin.result.text
+    assert live(mem) == ["Owner's bank PIN hint is kiwi"]
+
+
+def test_update_of_a_pinned_record_is_refused(mem):
+    """§2: pinned records are never edited by the model, the structured step included."""
+    rid = mem.save("Anna lives in Tbilisi", OWNER_TRUSTED).id
+    mem.pin(rid)
+    llm = ScriptedLLM([["Ok."]], plans=news({"op": "update", "id": rid,
+                                                  "content": "Anna lives in Yerevan"}))
+    events = run(Conversation(mem, llm), "Anna lives in Yerevan now")
+    fin = finished(events)[0]
+    assert not fin.result.ok and "pinned" in fin.result.text
+    assert live(mem) == ["Anna lives in Tbilisi"]
+
+
+def test_forget_nobody_asked_for_is_refused_and_not_offered(mem):
+    """§3.1: forget only when the owner asked. The schema has no forget op, and a plan that has
+    one anyway is refused; the record stays."""
+    rid = mem.save("Owner's favourite tea is sencha", OWNER_TRUSTED).id
+    llm = ScriptedLLM([["Nice."]], plans=news({"op": "forget", "id": rid,
+                                                  "why": "stale"}))
+    events = run(Conversation(mem, llm), "I drank my sencha today")
+    item = llm.json_calls[-1]["schema"]["properties"]["ops"]["items"]
+    assert item["properties"]["op"] == {"const": "save"}  # no forget (nor update) offered
+    fin = finished(events)[0]
+    assert not fin.result.ok and "did not ask" in fin.result.text
+    assert live(mem) == ["Owner's favourite tea is sencha"]
+
+
+def test_forget_when_the_owner_asks_archives_the_record(mem):
+    """§3.1: "забудь…" lets the step forget a shown record; it goes to the archive."""
+    rid = mem.save("Владелец любит сенча", OWNER_TRUSTED).id
+    llm = ScriptedLLM([["Хорошо, забыла."]], plans=[{"ops": [{"op": "forget", "id": rid,
+                                                            "why": "попросил владелец"}]}])
+    events = run(Conversation(mem, llm), "Забудь, что я люблю сенча")
+    item = llm.json_calls[-1]["schema"]["properties"]["ops"]["items"]
+    assert item["properties"]["op"] == {"const": "forget"}  # the only op when asked to forget
+    assert item["properties"]["id"]["enum"] == [rid]
+    assert finished(events)[0].result.ok
+    assert live(mem) == [] and mem.archive()[0].record.id == rid
+
+
+def test_private_save_in_a_turn_that_cannot_see_private_is_refused(mem):
+    """§1: where private memory is hidden (the owner in a group) the step cannot write a private
+    record: the schema forces private=false, and a plan that says true is refused."""
+    llm = ScriptedLLM([["Noted."]], plans=news(save_op("Owner has diabetes",
+                                                            private=True)))
+    conv = Conversation(mem, llm, channel="group")
+    events = run(conv, "I have diabetes", OWNER_IN_GROUP)
+    save = llm.json_calls[-1]["schema"]["properties"]["ops"]["items"]
+    assert save["properties"]["private"] == {"const": False}
+    fin = finished(events)[0]
+    assert not fin.result.ok and "private" in fin.result.text
+    assert live(mem) == []
+
+
+def test_others_turns_run_no_memory_step(mem):
+    """§1: other people's turns never write memory: no step, no call."""
+    llm = ScriptedLLM([["Hi all."]], plans=news(save_op("x is y")))
+    events = run(Conversation(mem, llm, channel="pub"), "hello, I am Bob", PUBLIC)
+    assert not [e for e in events if isinstance(e, Remembering)]
+    assert llm.json_calls == [] and live(mem) == []
+
+
+def test_a_secret_is_saved_private(mem):
+    """§2: when the owner says it is a secret, what the step saves from it is private even if
+    the model forgot to say so."""
+    llm = ScriptedLLM([["I'll keep it."]],
+                      plans=news(save_op("Owner is saving for a flat")))
+    events = run(Conversation(mem, llm), "It's a secret: I'm saving for a flat")
+    rec = mem.get(finished(events)[0].result.data["id"])
+    assert rec.private
+
+
+def test_dedup_still_applies_to_structured_saves(mem):
+    """§3.2: a save through the step reinforces a near-identical record instead of adding one."""
+    mem.save("The owner's corgi is named Bublik", OWNER_TRUSTED)
+    llm = ScriptedLLM([["Yes!"]], plans=[{"ops": [save_op("The owner's corgi is named Bublik")]}])
+    events = run(Conversation(mem, llm), "Remember, my corgi is Bublik")
+    assert finished(events)[0].result.data["status"] == "reinforced"
+    assert len(live(mem)) == 1
+
+
+def test_regenerate_rolls_back_the_steps_writes(mem):
+    """§8.4: regenerating the turn rolls back what its memory step saved, then runs it again."""
+    llm = ScriptedLLM([["First."], ["Second."]],
+                      plans=[*news(save_op("Owner's dog is Rex")), *SMALL_TALK])
+    conv = Conversation(mem, llm)
+    run(conv, "my dog is Rex")
+    assert live(mem) == ["Owner's dog is Rex"]
+    events = list(conv.regenerate(OWNER_TRUSTED))
+    assert live(mem) == []
+    assert events[-1].text == "Second."
+
+
+def test_a_failed_step_is_a_calm_notice_and_keeps_the_reply(mem):
+    """Issue 9: a model that fails the step writes nothing and says so calmly; the reply stays."""
+    from core.llm import ModelError
+
+    llm = ScriptedLLM([["Sure."]], plans=[ModelError("generation timed out")])
+    conv = Conversation(mem, llm)
+    events = run(conv, "My sister is Lena")
+    notes = [e.text for e in events if isinstance(e, Notice)]
+    assert notes and "timed out" in notes[0]
+    assert events[-1].text == "Sure." and conv.history()[-1].content == "Sure."
+
+
+def test_a_stopped_reply_runs_no_step(mem):
+    """Esc stops the whole turn: nothing is remembered from it."""
+    import threading
+
+    cancel = threading.Event()
+    llm = ScriptedLLM([["a ", "b ", "c"]], plans=news(save_op("x y z")))
+    llm.chunk_hook = lambda n: cancel.set() if n == 1 else None
+    events = run(Conversation(mem, llm), "tell me", cancel=cancel)
+    assert events[-1].stopped and llm.json_calls == []
+
+
+def test_language_instruction_follows_each_message(mem):
+    """Issue 9: Eva answers in the language of the owner's message; the instruction sits right
+    before generation, per message."""
+    llm = ScriptedLLM([["Привет!"], ["Hi!"]], plans=SMALL_TALK * 2)
+    conv = Conversation(mem, llm)
+    run(conv, "Привет, как ты?")
+    run(conv, "What's up?")
+    assert llm.calls[0]["messages"][-1]["content"].endswith("(Ответь по-русски.)")
+    assert llm.calls[1]["messages"][-1]["content"].endswith("(Reply in English.)")
+
+
+def test_warm_up_puts_the_known_prefix_in_the_cache(mem):
+    """Issue 9 (first token): after a warm-up the first turn evaluates only its own message."""
+    mem.save("Owner is Oleg", OWNER_TRUSTED, kind="core", importance=5)
+    llm = ScriptedLLM([["Hi Oleg."]], plans=SMALL_TALK)
+    conv = Conversation(mem, llm)
+    conv.warm_up(OWNER_TRUSTED)
+    assert llm.warmed
+    run(conv, "hi")
+    call = llm.calls[0]
+    assert call["evaluated"] <= 12 < call["prompt_tokens"]
+
+
+@pytest.mark.parametrize("text, keep", [
+    ("Привет, Ева! Меня зовут Дима, будем знакомы.", True),
+    ("Лена, кстати, переехала в Санкт-Петербург.", True),
+    ("On weekends I play chess at a local club.", True),
+    ("Мы поженились в 2019 году.", True),
+    ("What do you remember about my sister?", False),
+    ("Как у тебя дела? У нас весь день дождь, серо и скучно.", False),
+    ("Hey, how's it going? So windy today, my umbrella broke.", False),
+    ("Спасибо, ты очень помогаешь.", False),
+    ("Хаха, смешно", False),
+    ("Good morning!", False),
+])
+def test_what_may_carry_a_fact(text, keep):
+    """§3.1: questions, greetings, thanks, weather and the mood of the moment carry nothing to
+    keep (no model call); a sentence about the owner, a name or a number may."""
+    assert may_carry_a_fact(text) is keep
+
+
+def test_schema_and_request_detectors():
+    """The grammar's shape: no update/forget without ids; requests detected in RU and EN."""
+    only_save = ops_schema([], allow_private=True, allow_forget=True)
+    assert only_save["properties"]["ops"]["items"]["properties"]["op"] == {"const": "save"}
+    assert asks_to_forget("Forget that I said it") and asks_to_forget("забудь про это")
+    assert not asks_to_forget("I forgot my keys")
+    assert says_secret("это секрет") and says_secret("between us, I'm broke")
+    assert asks_to_remember("Запомни: у Лены день рождения 14 марта")
+    assert not asks_to_remember("What do you remember about me?")
+    assert not says_secret("I like jazz")
+
+
+def test_markup_reply_is_retried_then_never_shown(mem):
+    """Issue 9: nothing like <tools> reaches the owner; an empty (markup-only) reply is tried
+    once more with safer sampling."""
+    llm = ScriptedLLM([["<tools>", "\n\n</tools>"], ["Your dog is Bublik."]],
+                      plans=SMALL_TALK)
+    events = run(Conversation(mem, llm), "What's my dog's name?")
+    shown = "".join(e.text for e in events if isinstance(e, Token))
+    assert shown == "Your dog is Bublik."
+    assert llm.calls[1]["temperature"] < llm.calls[0]["temperature"]
+    assert events[-1].text == "Your dog is Bublik."
+
+
+def test_echo_reply_is_retried_and_a_second_echo_becomes_a_notice(mem):
+    """Issue 9: a reply that repeats the owner is never shown; after one retry a calm notice."""
+    msg = "My dog is called Bublik, he is a corgi."
+    llm = ScriptedLLM([["My dog is called ", "Bublik, he is a corgi."],
+                       ["My dog is called Bublik, he's a corgi"]], plans=SMALL_TALK)
+    conv = Conversation(mem, llm)
+    events = run(conv, msg)
+    assert not [e for e in events if isinstance(e, Token)]
+    assert [e for e in events if isinstance(e, Notice)]
+    assert isinstance(events[-1], TurnDone) and events[-1].text == ""
+    assert conv.history()[-1].content == ""
+
+
+def test_update_is_offered_only_for_a_correction(mem):
+    """§3.1: a correction ("moved", "теперь") may update a related memory; other messages only
+    save (the default model, always offered update, overwrote unrelated memories)."""
+    rid = mem.save("Anna lives in Tbilisi", OWNER_TRUSTED).id
+    llm = ScriptedLLM([["Nice."], ["Oh!"]], plans=news(save_op("Anna likes Tbilisi")) * 2)
+    conv = Conversation(mem, llm)
+    run(conv, "Anna loves Tbilisi in spring")
+    run(conv, "Anna moved to Yerevan, she lives there now")
+    first, second = (c["schema"]["properties"]["ops"]["items"] for c in llm.json_calls)
+    assert first["properties"]["op"] == {"const": "save"}
+    ops = {v["properties"]["op"]["const"] for v in second["anyOf"]}
+    assert ops == {"save", "update"}
+    assert rid in second["anyOf"][1]["properties"]["id"]["enum"]
+
+
+def test_forget_with_nothing_matching_says_so_and_writes_nothing(mem):
+    """§3.1: asked to forget what was never saved, the step writes nothing and tells why."""
+    llm = ScriptedLLM([["Okay."]], plans=news(save_op("x y z")))
+    events = run(Conversation(mem, llm), "Forget about my pottery classes")
+    notes = [e.text for e in events if isinstance(e, Notice)]
+    assert notes and "nothing I remember matches" in notes[0]
+    assert llm.json_calls == [] and live(mem) == []
+
+
+def test_a_reply_in_the_other_language_is_stopped_unseen_and_asked_again(mem):
+    """Issue 9: Eva answers in the owner's language; a reply that starts in the other language
+    is cut before the owner sees it and asked once more."""
+    llm = ScriptedLLM([["Yes, you have ", "an allergy to peanuts, ", "I remember it well."],
+                       ["Да, у тебя аллергия на арахис, я помню."]])
+    events = run(Conversation(mem, llm), "Какая у меня аллергия?")
+    shown = "".join(e.text for e in events if isinstance(e, Token))
+    assert shown == "Да, у тебя аллергия на арахис, я помню."
+    assert "Russian" in llm.calls[1]["messages"][-1]["content"]
+
+
+def test_a_memory_not_from_the_owners_words_is_replaced_by_them(mem):
+    """§3.1 / issue 9: the step keeps what the owner said. A plan that copies Eva's own reply
+    (measured on the default model) saves the owner's fact sentences instead, once."""
+    llm = ScriptedLLM([["The flat is already bought."]], plans=news(
+        save_op("The flat is already bought"), save_op("Everything is fine")))
+    events = run(Conversation(mem, llm),
+                 "Hi Eva! Между нами: коплю на квартиру, отложил уже 400 тысяч.")
+    fins = finished(events)
+    assert fins[0].result.ok and not fins[1].result.ok
+    assert live(mem) == ["Между нами: коплю на квартиру, отложил уже 400 тысяч."]
+    assert mem.get(fins[0].result.data["id"]).private  # "между нами" is a secret
+
+
+def test_the_step_does_not_write_core(mem):
+    """Core sits in the cached system prompt; the step writes facts and events (sleep promotes)."""
+    llm = ScriptedLLM([["Hi Dima!"]], plans=news(save_op("Меня зовут Дима", kind="core")))
+    events = run(Conversation(mem, llm), "Меня зовут Дима")
+    assert mem.get(finished(events)[0].result.data["id"]).kind.value == "fact"
+    schema_kinds = llm.json_calls[0]["schema"]["properties"]["ops"]["items"]
+    assert "core" not in str(schema_kinds)
+
+
+def test_a_memory_that_drops_most_of_the_sentence_keeps_the_owners_sentence(mem):
+    """Issue 9: "Ольга — пианистка" for "Моя жена Ольга — пианистка" loses who Olga is; the
+    owner's sentence is kept instead (measured on the default model)."""
+    llm = ScriptedLLM([["Как здорово!"]], plans=news(save_op("Ольга — пианистка")))
+    run(Conversation(mem, llm), "Моя жена Ольга — пианистка, вчера у неё был концерт.")
+    assert live(mem) == ["Моя жена Ольга — пианистка, вчера у неё был концерт."]
+
+
+def test_forgetting_a_memory_unlike_the_request_is_refused(mem):
+    """§3.1: asked to forget the pottery classes, the step may not archive an unrelated memory
+    it was shown (a small model picks the first id it sees)."""
+    dog = mem.save("Владелец держит корги Бублика", OWNER_TRUSTED).id
+    # core: shown to the step in every turn, whatever the message says
+    pottery = mem.save("Я записался на курсы гончарного дела", OWNER_TRUSTED, kind="core").id
+    llm = ScriptedLLM([["Хорошо."]], plans=[{"ops": [{"op": "forget", "id": dog, "why": "x"}]}])
+    events = run(Conversation(mem, llm), "Забудь про гончарные курсы, и про корги тоже не надо")
+    # the dog *is* named in the request, so it may go; an unrelated one may not:
+    assert finished(events)[0].result.ok
+    llm = ScriptedLLM([["Хорошо."]], plans=[{"ops": [{"op": "forget", "id": pottery,
+                                                    "why": "x"}]}])
+    mem.restore(dog)
+    events = run(Conversation(mem, llm, channel="b"), "Забудь про корги")
+    fin = finished(events)[0]
+    assert not fin.result.ok and "not what the owner asked" in fin.result.text
+    assert mem.get(pottery).content.startswith("Я записался")
+
+
+def test_a_reply_repeating_an_earlier_one_is_asked_again_with_more_variety(mem):
+    """Issue 9 (measured: the default model answered "Привет, Дима! Как дела?" turn after turn):
+    a reply that repeats one of Eva's recent replies is held back and asked again, sampled more
+    freely; the fresh reply is what the owner sees."""
+    same = "Привет, Дима! Как у тебя сегодня дела?"
+    llm = ScriptedLLM([[same], [same], ["Отлично, что ты учишь детей физике!"]])
+    conv = Conversation(mem, llm)
+    run(conv, "Привет, Ева!")
+    events = run(conv, "Ты знаешь, физику в школе преподавать непросто.")
+    shown = "".join(e.text for e in events if isinstance(e, Token))
+    assert shown == "Отлично, что ты учишь детей физике!"
+    assert llm.calls[2]["temperature"] > llm.calls[1]["temperature"]
+
+
+def test_esc_while_the_start_is_held_keeps_it_shown(mem):
+    """Stop keeps the partial answer (§9): words still held back by the echo guard are shown,
+    so the screen and the stored answer agree."""
+    import threading
+
+    cancel = threading.Event()
+    llm = ScriptedLLM([["Bublik is ", "a lovely name ", "for a corgi"]])
+    llm.chunk_hook = lambda n: cancel.set() if n == 2 else None
+    events = run(Conversation(mem, llm), "My corgi is Bublik", cancel=cancel)
+    shown = "".join(e.text for e in events if isinstance(e, Token))
+    assert events[-1].stopped and shown.strip() == events[-1].text == "Bublik is a lovely name"
+
+
+def test_a_retry_that_reads_the_note_back_is_not_shown(mem):
+    """Issue 9 (seen with the 0.5B model): the retry's instruction read back as the answer is
+    an echo too — never shown; a calm notice instead."""
+    from core.conversation import RETRY_NUDGE
+
+    llm = ScriptedLLM([[""], [RETRY_NUDGE + " (Reply in English.)"]])
+    events = run(Conversation(mem, llm), "What's up?")
+    assert not [e for e in events if isinstance(e, Token)]
+    assert [e for e in events if isinstance(e, Notice)]

@@ -1,0 +1,81 @@
+"""Never show markup to the owner; hold an echo back (issue 9), and per-message language."""
+
+from __future__ import annotations
+
+import pytest
+
+from core.language import ENGLISH, RUSSIAN, detect
+from core.reply_guard import EchoHold, MarkupFilter, is_echo, similarity
+
+
+def stream(pieces, f=None):
+    f = f or MarkupFilter()
+    return "".join(f.feed(p) for p in pieces) + f.finish()
+
+
+@pytest.mark.parametrize("pieces, shown", [
+    (["<tools>", "\n\n", "</tools>"], "\n\n"),
+    (["</tools"], ""),
+    (["Hi!", "<|im_", "end|>"], "Hi!"),
+    (["Sure. <tool_call>\n{\"name\": \"memory_save\", ", "\"arguments\": {}}\n</tool_call> Done"],
+     "Sure.  Done"),
+    (['{"name": "memory_save", "arguments": {"content": "x"}}'], ""),
+    (['{"ops": []}\nПривет!'], "\nПривет!"),
+    (["a < b and c > d"], "a < b and c > d"),
+    (["<b>bold</b> stays"], "<b>bold</b> stays"),
+    (["Values: {1, 2} fine"], "Values: {1, 2} fine"),
+    (["<", "t", "ool", "s>", "x", "</to", "ols>", "ok"], "ok"),
+])
+def test_markup_is_cut_and_ordinary_text_kept(pieces, shown):
+    """Issue 9: <tools>, <tool_call>, <|im_…|> and raw JSON calls never reach the owner; an
+    ordinary "<" or a brace in prose is untouched — whatever the chunking."""
+    assert stream(pieces).strip() == shown.strip()
+    # token by token, the same
+    assert stream(list("".join(pieces))).strip() == shown.strip()
+
+
+def test_an_unclosed_tool_call_is_dropped_to_the_end():
+    assert stream(["Ok ", "<tool_call>", '{"name": "memory_sa']) == "Ok "
+
+
+def test_echo_is_held_until_it_diverges():
+    """A reply that starts like the owner's message is held; one that answers is released at
+    once; a whole echo stays held (the turn retries)."""
+    msg = "My dog is called Bublik, he is a corgi."
+    h = EchoHold(msg)
+    assert h.feed("My dog is ") == "" and h.feed("called Bublik") == ""
+    assert not h.released
+    assert is_echo(h.finish() + ", he is a corgi.", msg)
+    h = EchoHold(msg)
+    assert h.feed("What a ") == "" and h.feed("lovely name for a corgi!") != ""
+    assert h.released and h.feed(" More") == " More"
+
+
+def test_similarity_ignores_case_and_punctuation():
+    assert similarity("Hello, WORLD!", "hello world") == 1.0
+    assert similarity("", "x") == 0.0
+    assert not is_echo("Your dog is Bublik.", "What's my dog's name?")
+
+
+def test_language_by_script():
+    assert detect("Привет, как дела?") == RUSSIAN
+    assert detect("What's my dog's name?") == ENGLISH
+    assert detect("Я слушаю Pink Floyd") == RUSSIAN
+    assert detect("Я слушаю Pink Floyd и Led Zeppelin") == RUSSIAN
+    assert detect("My cat Мурка is ill") == ENGLISH
+    assert detect("12:30 👍", default=ENGLISH) == ENGLISH
+    assert detect("12:30") is None
+
+
+def test_a_word_in_two_scripts_is_written_in_one():
+    """Issue 9: "Bubлик" and "Araхис" (the default model, answering across languages) reach the
+    owner as "Бублик" and "Арахис"; ordinary words in either script are untouched."""
+    from core.reply_guard import ScriptFixer, fix_mixed_word
+
+    assert fix_mixed_word("Bubлик") == "Бублик"
+    assert fix_mixed_word("Araхис") == "Арахис"
+    assert fix_mixed_word("Pink") == "Pink" and fix_mixed_word("Мурка") == "Мурка"
+    assert fix_mixed_word("Bublиk") == "Bublik"
+    f = ScriptFixer()
+    out = "".join(f.feed(p) for p in ["Your dog's name is Bub", "лик", ". Pink Floyd!"])
+    assert out + f.finish() == "Your dog's name is Бублик. Pink Floyd!"
