@@ -59,8 +59,6 @@ REPLY_NUDGE = "The memory operations are done. Now reply to the owner's message,
 # turned 5 of 5 echoed statements into replies of their own (a bare retry echoed again).
 RETRY_NUDGE = "Your reply was empty. Answer the owner's message now, briefly."
 LANGUAGE_NUDGE = "The owner wrote in {language}: reply in {language}."
-REPEAT_NUDGE = ("You said that already. Answer the owner's last message with something new, "
-                "briefly.")
 ECHO_NUDGE = ("You repeated the owner's words as if they were yours. You are Eva, not the "
               "owner. Now reply to the owner in your own words: a short warm comment or "
               "question about what they said.")
@@ -409,16 +407,15 @@ class Conversation:
         st = _TurnStats(started)
         ops: list[dict] = []
         answer: list[str] = []
-        earlier = [m["content"] for m in messages[1:-1] if m.get("role") == "assistant"][-3:]
-        echo = EchoHold(text, lang, earlier)
+        echo = EchoHold(text, lang)
         nudged = retried = False
-        retry_temperature = self.config.retry_temperature
         try:
             rounds = 0
             while True:
                 rounds += 1
                 last_round = rounds > self.config.max_tool_rounds
-                temperature = retry_temperature if retried else self.config.temperature
+                temperature = (self.config.retry_temperature if retried
+                               else self.config.temperature)
                 pending: list[ToolCall] = []
                 round_text: list[str] = []
                 # The same tools every round: the prompt prefix (tools sit in the system block)
@@ -428,7 +425,7 @@ class Conversation:
                 answer.append("".join(round_text))
                 if st.stopped:
                     held = echo.finish() if not echo.released else ""
-                    if held and echo.repeats("".join(answer).strip()) != "owner":
+                    if held and not echo.echoes("".join(answer).strip()):
                         yield Token(held)  # Esc keeps the partial answer, as shown
                     elif held:
                         answer.clear()
@@ -457,9 +454,9 @@ class Conversation:
                     continue
                 held = echo.finish() if not echo.released else ""
                 wrong_language = echo.wrong_language
-                repeated = echo.repeats(sofar) if sofar else None
+                echoed = bool(sofar) and echo.echoes(sofar)
                 if not echo.released and not retried and (
-                        not sofar or wrong_language or repeated):
+                        not sofar or wrong_language or echoed):
                     # nothing was shown: an empty reply, one in the other language, or one that
                     # only repeats the owner — ask once more (the language is not checked again)
                     retried = True
@@ -467,10 +464,6 @@ class Conversation:
                     say = language.reply_instruction(lang)
                     if wrong_language:
                         nudge = LANGUAGE_NUDGE.format(language=language.NAMES.get(lang, ""))
-                    elif repeated == "self":
-                        nudge = REPEAT_NUDGE
-                        # safer sampling repeats herself again: vary instead
-                        retry_temperature = max(self.config.temperature, 0.9)
                     else:
                         nudge = ECHO_NUDGE if sofar else RETRY_NUDGE
                     if sofar and not wrong_language:  # show the model its echo, then ask again
@@ -478,9 +471,9 @@ class Conversation:
                     messages.append({"role": "system", "retry": True,
                                      "content": f"{nudge} {say}"})
                     # a small model may read the note back as its answer: that is an echo too
-                    echo = EchoHold(text, None, earlier, also=[f"{nudge} {say}"])
+                    echo = EchoHold(text, None, also=[f"{nudge} {say}"])
                     continue
-                if held and echo.repeats(sofar) != "owner":  # a repeat of herself may stand
+                if held and not echo.echoes(sofar):
                     st.first = st.first if st.first is not None else st.elapsed()
                     yield Token(held)
                 elif held or not sofar:

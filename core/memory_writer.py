@@ -212,7 +212,9 @@ def ops_schema(ids: list[int], *, allow_private: bool, allow_forget: bool,
             "op": {"const": "save"},
             "content": {"type": "string", "minLength": 3},
             "kind": {"enum": ["fact", "event"]},
-            "importance": {"enum": [1, 2, 3, 4, 5]},
+            # 3 first: a small model takes the first option it is shown (measured: every
+            # memory got importance 1 with [1..5], which sleep may forget)
+            "importance": {"enum": [3, 4, 2, 5, 1]},
             "private": {"type": "boolean"} if allow_private else {"const": False},
         },
         "required": ["op", "content", "kind", "importance", "private"],

@@ -20,6 +20,7 @@ _CLOSERS = tuple(f"</{t}>" for t in BLOCK_TAGS)
 _SPECIAL = re.compile(r"<\|[a-z_]{1,20}\|>")
 _MAX_TAG = max(len(t) for t in _OPENERS + _CLOSERS)
 ECHO_SIMILARITY = 0.8  # a reply this similar to the owner's message is an echo
+COPIED = 0.85  # … and so is one whose characters nearly all come from the message
 
 
 def _json_call(text: str) -> bool:
@@ -75,7 +76,7 @@ class MarkupFilter:
                         buf = ""
                     break
                 if stripped[0] in "{[" or stripped.startswith("```json"):
-                    end = _json_end(stripped)
+                    end = json_end(stripped)
                     if end is None and not final:
                         break  # still arriving
                     candidate = stripped if end is None else stripped[:end]
@@ -140,14 +141,16 @@ class MarkupFilter:
         return ""
 
 
-def _json_end(text: str) -> int | None:
-    """Where the JSON value (or ```json fence) at the start of ``text`` ends; None if open."""
-    if text.startswith("```"):
-        j = text.find("```", 3)
+def json_end(text: str, start: int = 0) -> int | None:
+    """Index just past the JSON object/array (or ```json fence) that starts at ``text[start]``
+    (string-aware bracket balance), or None while it is still open."""
+    if text.startswith("```", start):
+        j = text.find("```", start + 3)
         return None if j < 0 else j + 3
     depth = 0
     in_str = esc = False
-    for i, ch in enumerate(text):
+    for i in range(start, len(text)):
+        ch = text[i]
         if in_str:
             if esc:
                 esc = False
@@ -193,15 +196,12 @@ class EchoHold:
     MIN_HELD = 30  # characters: an echo often opens with a greeting of its own ("Hello! I'm…")
 
     def __init__(self, message: str, lang: str | None = None,
-                 earlier: list[str] | None = None, also: list[str] | None = None) -> None:
+                 also: list[str] | None = None) -> None:
         self.message = _norm(message)
         # texts that must never be read back either (the note of a retry), treated as the
         # owner's own words
         self.also = [_norm(a) for a in also or () if _norm(a)]
         self.lang = lang
-        # Eva's own recent replies: a small model repeats "Привет, Дима! Как дела?" turn after
-        # turn (measured), which reads to the owner as an echo too
-        self.earlier = [_norm(e) for e in earlier or () if _norm(e)]
         self._held = ""
         self.released = False
         self.wrong_language = False
@@ -230,12 +230,11 @@ class EchoHold:
         return self.wrong_language
 
     def _could_echo(self) -> bool:
-        """The start so far is mostly made of the owner's words, or of one of Eva's recent
-        replies (in any order of pieces)."""
+        """The start so far is mostly made of the owner's words (in any order of pieces)."""
         sofar = _norm(self._held)
         if len(sofar) < self.MIN_HELD:
             return True
-        for ref in (self.message, *self.also, *self.earlier):
+        for ref in (self.message, *self.also):
             if len(sofar) > 1.5 * len(ref) + 4:
                 continue  # too long to be ≥ 0.8 similar to it
             m = SequenceMatcher(None, sofar, ref, autojunk=False)
@@ -243,15 +242,17 @@ class EchoHold:
                 return True
         return False
 
-    def repeats(self, reply: str) -> str | None:
-        """"owner" when the reply echoes the owner's message, "self" when it repeats one of
-        Eva's recent replies, else None."""
+    def echoes(self, reply: str) -> bool:
+        """The reply echoes the owner's message: ≥ 0.8 similar, or a few words nearly all taken
+        from it ("Какой сегодня погода?" for "Какая сегодня погода, как думаешь?")."""
         if is_echo(reply, self.message) or any(
                 similarity(reply, a) >= ECHO_SIMILARITY for a in self.also):
-            return "owner"
-        if any(similarity(reply, e) >= ECHO_SIMILARITY for e in self.earlier):
-            return "self"
-        return None
+            return True
+        mine = _norm(reply)
+        if len(mine.split()) >= 3:
+            m = SequenceMatcher(None, mine, self.message, autojunk=False)
+            return sum(b.size for b in m.get_matching_blocks()) >= COPIED * len(mine)
+        return False
 
     def finish(self) -> str:
         """What is still held (the caller decides whether it is an echo)."""

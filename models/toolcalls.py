@@ -33,6 +33,7 @@ from collections.abc import Iterable
 from typing import Any
 
 from core.llm import ToolCall
+from core.reply_guard import json_end as _json_end
 
 OPEN_TAG = "<tool_call>"
 CLOSE_TAG = "</tool_call>"
@@ -122,20 +123,8 @@ def _close_brackets(s: str) -> str | None:
 
 def json_end(s: str, start: int = 0) -> int | None:
     """Index just past the JSON object/array that starts at ``s[start]`` (string-aware bracket
-    balance), or None while it is still open."""
-    depth = 0
-    strings = _JsonStrings()
-    for i in range(start, len(s)):
-        ch = s[i]
-        if not strings.outside(ch):
-            continue
-        if ch in "{[":
-            depth += 1
-        elif ch in "}]":
-            depth -= 1
-            if depth == 0:
-                return i + 1
-    return None
+    balance), or None while it is still open (the reply guard's scanner)."""
+    return _json_end(s, start)
 
 
 # ------------------------------------------------------------------------------- shape

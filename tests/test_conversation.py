@@ -294,7 +294,7 @@ def test_trusted_messages_never_enter_an_untrusted_turns_window(mem):
     """§1, §11: what was said or recalled where private memory is visible never reaches a turn
     that cannot see it, even in the same conversation."""
     mem.save("zqsecret diagnosis: asthma", OWNER_TRUSTED, private=True)
-    llm = ScriptedLLM([["noted zqsecret diagnosis"], ["hello group"]])
+    llm = ScriptedLLM([["Noted, I keep your zqsecret diagnosis in mind."], ["hello group"]])
     conv = Conversation(mem, llm)
     run(conv, "what about my zqsecret diagnosis?")  # trusted: recalled + answered
     assert "asthma" in llm.calls[0]["messages"][-1]["content"]

@@ -401,20 +401,6 @@ def test_forgetting_a_memory_unlike_the_request_is_refused(mem):
     assert mem.get(pottery).content.startswith("Я записался")
 
 
-def test_a_reply_repeating_an_earlier_one_is_asked_again_with_more_variety(mem):
-    """Issue 9 (measured: the default model answered "Привет, Дима! Как дела?" turn after turn):
-    a reply that repeats one of Eva's recent replies is held back and asked again, sampled more
-    freely; the fresh reply is what the owner sees."""
-    same = "Привет, Дима! Как у тебя сегодня дела?"
-    llm = ScriptedLLM([[same], [same], ["Отлично, что ты учишь детей физике!"]])
-    conv = Conversation(mem, llm)
-    run(conv, "Привет, Ева!")
-    events = run(conv, "Ты знаешь, физику в школе преподавать непросто.")
-    shown = "".join(e.text for e in events if isinstance(e, Token))
-    assert shown == "Отлично, что ты учишь детей физике!"
-    assert llm.calls[2]["temperature"] > llm.calls[1]["temperature"]
-
-
 def test_esc_while_the_start_is_held_keeps_it_shown(mem):
     """Stop keeps the partial answer (§9): words still held back by the echo guard are shown,
     so the screen and the stored answer agree."""

@@ -79,3 +79,12 @@ def test_a_word_in_two_scripts_is_written_in_one():
     f = ScriptFixer()
     out = "".join(f.feed(p) for p in ["Your dog's name is Bub", "лик", ". Pink Floyd!"])
     assert out + f.finish() == "Your dog's name is Бублик. Pink Floyd!"
+
+
+def test_a_short_reply_made_of_the_owners_words_is_an_echo():
+    """Issue 9 (seen in a real session): "Какой сегодня погода?" to "Какая сегодня погода, как
+    думаешь?" is under 0.8 similar but nearly all the owner's own words — an echo."""
+    h = EchoHold("Какая сегодня погода, как думаешь?")
+    assert h.echoes("Какой сегодня погода?")
+    assert not h.echoes("Не знаю, посмотри в окно!")
+    assert not EchoHold("What's my dog's name?").echoes("Your dog's name is Бублик.")
