@@ -423,3 +423,11 @@ def test_a_retry_that_reads_the_note_back_is_not_shown(mem):
     events = run(Conversation(mem, llm), "What's up?")
     assert not [e for e in events if isinstance(e, Token)]
     assert [e for e in events if isinstance(e, Notice)]
+
+
+def test_a_memory_that_drops_a_name_or_a_number_keeps_the_owners_sentence(mem):
+    """Issue 9 (0.5B model): "I am a corgi, three years old." for "My corgi is called Bublik, he
+    is three years old." loses the name; the owner's sentence is kept instead."""
+    llm = ScriptedLLM([["What a lovely dog!"]], plans=news(save_op("I am a corgi, three years old")))
+    run(Conversation(mem, llm), "Hi Eva! My corgi is called Bublik, he is three years old.")
+    assert live(mem) == ["My corgi is called Bublik, he is three years old."]
