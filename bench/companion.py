@@ -55,7 +55,7 @@ from core.conversation import (
 )
 from core.memory import Memory
 from core.privacy import OWNER_TRUSTED
-from core.reply_guard import ECHO_SIMILARITY, similarity
+from core.reply_guard import is_echo
 from models.packaged import DEFAULT_CHAT_MODEL  # light: no model library is imported
 
 DAY = 86_400.0
@@ -91,8 +91,7 @@ def has_markup(reply: str) -> bool:
     return any(m in reply for m in MARKUP)
 
 
-def is_echo_reply(reply: str, message: str) -> bool:
-    return similarity(reply, message) >= ECHO_SIMILARITY
+is_echo_reply = is_echo  # the reply guard's own rule (≥ 0.8 similar to the message)
 
 
 def language_mismatch(reply: str, message: str) -> bool:
@@ -183,10 +182,7 @@ def run(model: Any, scenario: dict, writes: str = "structured",
         t0 = time.perf_counter()
         model = load_chat_model(str(model), n_ctx=8192, n_threads=threads)
         load_s = time.perf_counter() - t0
-        if threads is None:
-            from models.llama import default_threads
-
-            threads = default_threads()  # what the model was loaded with
+        threads = model.threads  # what the model was loaded with
     memory_factory = memory_factory or default_memory_factory()
     clock = ManualClock(start)
     config = ConversationConfig(memory_writes=writes, max_answer_tokens=200)

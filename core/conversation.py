@@ -387,8 +387,7 @@ class Conversation:
                 cancel: threading.Event | None, user_stored: bool = False
                 ) -> Iterator[TurnEvent]:
         started = time.monotonic()
-        lang = language.detect(text, self._last_lang)
-        self._last_lang = lang or self._last_lang
+        lang = self._last_lang = language.detect(text, self._last_lang)
         section = None
         if self.config.learning:
             section = self.memory.prompt_section(text, ctx, exclude=self.shown_recalled(ctx))
@@ -424,7 +423,7 @@ class Conversation:
                                       round_text)
                 answer.append("".join(round_text))
                 if st.stopped:
-                    held = echo.finish() if not echo.released else ""
+                    held = echo.finish()
                     if held and not echo.echoes("".join(answer).strip()):
                         yield Token(held)  # Esc keeps the partial answer, as shown
                     elif held:
@@ -452,7 +451,7 @@ class Conversation:
                     nudged = True
                     messages.append({"role": "system", "content": REPLY_NUDGE})
                     continue
-                held = echo.finish() if not echo.released else ""
+                held = echo.finish()  # "" once released
                 wrong_language = echo.wrong_language
                 echoed = bool(sofar) and echo.echoes(sofar)
                 if not echo.released and not retried and (
@@ -487,10 +486,9 @@ class Conversation:
             yield TurnError(turn_id, f"The model failed: {e}")
             return
         final = "".join(answer).strip()
+        meta = {"ops": ops, "prompt_tokens": st.prompt_tokens, "evaluated": st.evaluated}
         msg_id = self._persist(turn_id, "assistant", final, ctx,
-                               "stopped" if st.stopped else "ok",
-                               {"ops": ops, "prompt_tokens": st.prompt_tokens,
-                                "evaluated": st.evaluated})
+                               "stopped" if st.stopped else "ok", meta)
         if (self.structured and self.config.learning and ctx.can_mutate and not st.stopped):
             yield Remembering()
             outcome = self.writer.run(
@@ -503,9 +501,8 @@ class Conversation:
             if outcome.error and not (cancel is not None and cancel.is_set()):
                 yield Notice(f"Eva could not update her memory for this message "
                              f"({outcome.error}).")
-            if ops:
-                self._set_meta(msg_id, {"ops": ops, "prompt_tokens": st.prompt_tokens,
-                                        "evaluated": st.evaluated})
+            if ops:  # the step's notes join the answer's (shown again after a restart)
+                self._set_meta(msg_id, meta)
         yield TurnDone(turn_id, final, st.stopped, st.prompt_tokens, st.evaluated, st.completion,
                        st.first, time.monotonic() - started, st.calls)
 
@@ -558,7 +555,7 @@ class Conversation:
     def _for_writer(messages: list[Message]) -> list[Message]:
         """The reply's prompt as the writer continues it (retry notes dropped: the reply that
         stands was written to the owner's message, and the next turn will not carry them)."""
-        return [m for m in messages if not m.get("retry") and m.get("content") != REPLY_NUDGE]
+        return [m for m in messages if not m.get("retry")]
 
     def _set_meta(self, message_id: int, meta: dict) -> None:
         with self._storage.transaction() as conn:

@@ -37,10 +37,10 @@ STRUCTURED = "structured"
 TOOLS = "tools"
 MEMORY_WRITES = (STRUCTURED, TOOLS)
 MAX_OPS = 4
-MAX_CONTENT = 300
 RELATED_SHOWN = 5
 
-# The owner asks to forget / to remember / says it is a secret. Stems, matched at word starts.
+# The owner corrects something, asks to forget or to remember, says it is a secret. Stems,
+# matched at word starts.
 _CORRECTION = re.compile(
     r"\b(now|moved|no longer|not anymore|anymore|actually|instead|changed|switched|turned out|"
     r"теперь|сейчас|переехал|переехала|переехали|больше не|уже не|на самом деле|вместо|"
@@ -146,31 +146,49 @@ COVERED = 0.5  # share of the owner's sentence a saved memory must keep
 MIN_WORDS = 3
 
 
-def grounded(content: str, owner_text: str) -> bool:
-    """A memory the step writes must come from the owner's words: measured on the default
-    model, it otherwise copied its own reply or an earlier message into the memory ("Квартира
-    уже куплена" for "коплю на квартиру")."""
-    mine = set(text.stems(content))
-    if not mine:
-        return False
-    return len(mine & set(text.stems(owner_text))) >= GROUNDED * len(mine)
+@dataclass(frozen=True)
+class Exchange:
+    """What the step reads from the owner's message, computed once per exchange."""
 
+    text: str
+    stems: frozenset[str]
+    sentences: tuple[str, ...]  # the fact sentences, or the whole message when there are none
+    carries_fact: bool  # some sentence may tell something lasting (see fact_sentences)
+    forget: bool  # the owner asks to forget something
+    remember: bool  # … or to remember it
+    correction: bool  # the message changes something already known
+    secret: bool  # the owner says it is a secret
 
-def owner_words_instead(content: str, owner_text: str) -> str | None:
-    """None when ``content`` is a good memory of what the owner said: most of its words come
-    from the message and it keeps at least half of one of the owner's fact sentences, in a few
-    words at least. Otherwise the owner's sentence it should have kept (the one it overlaps
-    most). Measured on the default model: it cut "Моя жена Ольга — пианистка" to "Ольга —
-    пианистка", a name to "Дима", and copied its own reply."""
-    sentences = fact_sentences(owner_text) or [owner_text.strip()]
-    mine = set(text.stems(content))
-    overlap = [len(mine & set(text.stems(s))) for s in sentences]
-    i = max(range(len(sentences)), key=overlap.__getitem__)
-    theirs = set(text.stems(sentences[i]))
-    if (grounded(content, owner_text) and len(content.split()) >= MIN_WORDS
-            and overlap[i] >= COVERED * len(theirs) and keeps_names(content, sentences[i])):
-        return None
-    return sentences[i]
+    @classmethod
+    def of(cls, owner_text: str) -> Exchange:
+        facts = fact_sentences(owner_text)
+        return cls(owner_text, frozenset(text.stems(owner_text)),
+                   tuple(facts) or (owner_text.strip(),), bool(facts),
+                   asks_to_forget(owner_text), asks_to_remember(owner_text),
+                   corrects(owner_text), says_secret(owner_text))
+
+    def grounded(self, content: str) -> bool:
+        """A memory the step writes must come from the owner's words: measured on the default
+        model, it otherwise copied its own reply or an earlier message into the memory
+        ("Квартира уже куплена" for "коплю на квартиру")."""
+        mine = set(text.stems(content))
+        return bool(mine) and len(mine & self.stems) >= GROUNDED * len(mine)
+
+    def owner_words_instead(self, content: str) -> str | None:
+        """None when ``content`` is a good memory of what the owner said: most of its words
+        come from the message, it keeps at least half of one of the owner's fact sentences, in a
+        few words at least, with that sentence's names and numbers. Otherwise the owner's
+        sentence it should have kept (the one it overlaps most). Measured on the default model:
+        it cut "Моя жена Ольга — пианистка" to "Ольга — пианистка", a name to "Дима", and copied
+        its own reply."""
+        mine = set(text.stems(content))
+        theirs = [set(text.stems(s)) for s in self.sentences]
+        i = max(range(len(theirs)), key=lambda k: len(mine & theirs[k]))
+        if (self.grounded(content) and len(content.split()) >= MIN_WORDS
+                and len(mine & theirs[i]) >= COVERED * len(theirs[i])
+                and keeps_names(content, self.sentences[i])):
+            return None
+        return self.sentences[i]
 
 
 def keeps_names(content: str, sentence: str) -> bool:
@@ -290,15 +308,14 @@ class MemoryWriter:
         return [Related(r.id, r.kind.value, human_age(now - r.updated_at), r.content)
                 for r in self.memory.visible([h.id for h in hits], ctx)]
 
-    def instruction(self, owner_text: str, ctx: TurnContext, related: list[Related],
-                    core_ids: tuple[int, ...] = ()) -> str:
+    def instruction(self, ex: Exchange, ctx: TurnContext, related: list[Related],
+                    allow_update: bool, allow_forget: bool) -> str:
         lines = "".join(f"\n#{r.id} | {r.kind} | {r.age} | {r.content}" for r in related)
-        forget = asks_to_forget(owner_text) and bool(related or core_ids)
         return INSTRUCTION.format(
-            message=" ".join(owner_text.split())[:1000],
+            message=" ".join(ex.text.split())[:1000],
             private=PRIVATE_LINE if ctx.sees_private else "",
-            update=UPDATE_LINE if (related or core_ids) and corrects(owner_text) else "",
-            forget=FORGET_LINE if forget else "",
+            update=UPDATE_LINE if allow_update else "",
+            forget=FORGET_LINE if allow_forget else "",
             related=("Related memories:" + lines) if lines else "",
         )
 
@@ -311,39 +328,34 @@ class MemoryWriter:
         and says why in ``error``."""
         if not ctx.can_mutate:
             return WriteOutcome((), "memory is written only in the owner's turns")
-        asked = asks_to_forget(owner_text) or asks_to_remember(owner_text)
-        if not asked and not may_carry_a_fact(owner_text):
+        ex = Exchange.of(owner_text)
+        if not (ex.forget or ex.remember or ex.carries_fact):
             return WriteOutcome((), None, 0)  # small talk: nothing to keep, no model call
-        calls = 0
-        prompt = list(messages)
         related = self.related(owner_text, ctx)
         ids = list(dict.fromkeys([r.id for r in related] + list(core_ids)))
-        forget_ok = asks_to_forget(owner_text)
-        if forget_ok and not ids:
-            return WriteOutcome((), "nothing I remember matches what you asked me to forget",
-                                calls)
-        update_ok = corrects(owner_text)
-        schema = ops_schema(ids, allow_private=ctx.sees_private, allow_forget=forget_ok,
-                            allow_update=update_ok)
-        prompt.append({"role": "system",
-                       "content": self.instruction(owner_text, ctx, related, core_ids)})
+        if ex.forget and not ids:
+            return WriteOutcome((), "nothing I remember matches what you asked me to forget")
+        # forgetting is the only op when asked; update only for a correction (see ops_schema)
+        allow_forget = ex.forget
+        allow_update = bool(ids) and ex.correction and not allow_forget
+        schema = ops_schema(ids, allow_private=ctx.sees_private, allow_forget=allow_forget,
+                            allow_update=allow_update)
+        prompt = [*messages, {"role": "system", "content": self.instruction(
+            ex, ctx, related, allow_update, allow_forget)}]
         try:
-            calls += 1
             plan = self.model.generate_json(prompt, schema, timeout=self.timeout,
                                             max_tokens=self.max_tokens, cancel=cancel)
         except ModelError as e:
-            return WriteOutcome((), str(e), calls)
+            return WriteOutcome((), str(e), 1)
         ops = plan.get("ops") if isinstance(plan, dict) else None
         if not isinstance(ops, list):
-            return WriteOutcome((), "the model's plan has no list of ops", calls)
-        results = self.apply(ops[:MAX_OPS], owner_text, ctx, set(ids))
-        return WriteOutcome(tuple(results), None, calls)
+            return WriteOutcome((), "the model's plan has no list of ops", 1)
+        return WriteOutcome(tuple(self.apply(ops[:MAX_OPS], ex, ctx, set(ids))), None, 1)
 
-    def apply(self, ops: list[Any], owner_text: str, ctx: TurnContext, shown: set[int]
+    def apply(self, ops: list[Any], ex: Exchange, ctx: TurnContext, shown: set[int]
               ) -> list[memory_tools.ToolResult]:
         """Run each op through the memory tools; refuse, one by one, what breaks a rule."""
         out: list[memory_tools.ToolResult] = []
-        secret = says_secret(owner_text)
         used: set[str] = set()  # owner's sentences already saved in place of a poor memory
         for op in ops:
             if not isinstance(op, dict):
@@ -356,7 +368,7 @@ class MemoryWriter:
                     out.append(_refused("memory_save", "a private memory is not written where "
                                         "private memory cannot be seen"))
                     continue
-                if secret and ctx.sees_private:
+                if ex.secret and ctx.sees_private:
                     args["private"] = True  # the owner said it is a secret
                 if args.get("kind") == "core":
                     # core sits in the cached system prompt: a write there re-evaluates the
@@ -364,7 +376,7 @@ class MemoryWriter:
                     args["kind"] = "fact"
                 content = args.get("content")
                 if isinstance(content, str):
-                    instead = owner_words_instead(content, owner_text)
+                    instead = ex.owner_words_instead(content)
                     if instead is not None:  # keep the owner's own words instead
                         if instead in used:
                             out.append(_refused("memory_save", "not from the owner's words, "
@@ -380,7 +392,7 @@ class MemoryWriter:
                                         "memories shown to the step"))
                     continue
                 content = op.get("content")
-                if isinstance(content, str) and not grounded(content, owner_text):
+                if isinstance(content, str) and not ex.grounded(content):
                     out.append(_refused("memory_update", "the new content is not from the "
                                         "owner's words"))
                     continue
@@ -388,7 +400,7 @@ class MemoryWriter:
                 out.append(memory_tools.call(self.memory, "memory_update", args, ctx))
             elif kind == "forget":
                 rid = op.get("id")
-                if not asks_to_forget(owner_text):
+                if not ex.forget:
                     out.append(_refused("memory_forget", "the owner did not ask to forget "
                                         "anything"))
                     continue
@@ -397,8 +409,7 @@ class MemoryWriter:
                                         "memories shown to the step"))
                     continue
                 target = self.memory.visible([rid], ctx)
-                asked = set(text.stems(owner_text))
-                if not target or not asked & set(text.stems(target[0].content)):
+                if not target or not ex.stems & set(text.stems(target[0].content)):
                     out.append(_refused("memory_forget", f"memory #{rid} is not what the owner "
                                         "asked to forget"))
                     continue

@@ -13,6 +13,8 @@ import json
 import re
 from difflib import SequenceMatcher
 
+from core.language import detect
+
 # Blocks dropped whole, with what is inside them.
 BLOCK_TAGS = ("tool_call", "tools", "tool_response", "function_call", "think")
 _OPENERS = tuple(f"<{t}>" for t in BLOCK_TAGS)
@@ -44,7 +46,6 @@ class MarkupFilter:
         self._buf = ""
         self._inside: str | None = None  # the closing tag we are dropping text up to
         self._line_start = True  # the next character begins a line (a JSON call may start)
-        self.removed = 0  # characters cut (for tests and the bench)
 
     def feed(self, piece: str) -> str:
         self._buf += piece
@@ -61,10 +62,8 @@ class MarkupFilter:
                 j = buf.find(self._inside)
                 if j < 0:  # drop all but a tail that may be the start of the closing tag
                     keep = 0 if final else min(len(buf), len(self._inside) - 1)
-                    self.removed += len(buf) - keep
                     buf = buf[len(buf) - keep:]
                     break
-                self.removed += j + len(self._inside)
                 buf = buf[j + len(self._inside):]
                 self._inside = None
                 continue
@@ -81,7 +80,6 @@ class MarkupFilter:
                         break  # still arriving
                     candidate = stripped if end is None else stripped[:end]
                     if _json_call(candidate):
-                        self.removed += len(buf) - len(stripped) + len(candidate)
                         buf = stripped[len(candidate):]
                         continue
                 self._line_start = False
@@ -108,15 +106,12 @@ class MarkupFilter:
                 if final:  # the reply ended inside it: a cut tag ("</tools") is markup too
                     if len(buf) < 3:
                         out.append(buf)
-                    else:
-                        self.removed += len(buf)
                     buf = ""
                 break
             if tag == "":  # not markup: an ordinary "<"
                 out.append("<")
                 buf = buf[1:]
                 continue
-            self.removed += len(tag)
             buf = buf[len(tag):]
             if tag in _OPENERS:
                 self._inside = "</" + tag[1:]
@@ -173,6 +168,12 @@ def _norm(text: str) -> str:
     return " ".join(re.sub(r"[^\w\s]", " ", text.lower()).split())
 
 
+def _copied(text: str, source: str) -> float:
+    """The share of ``text``'s characters found, in order, in ``source`` (both normalised)."""
+    m = SequenceMatcher(None, text, source, autojunk=False)
+    return sum(b.size for b in m.get_matching_blocks()) / len(text) if text else 0.0
+
+
 def similarity(a: str, b: str) -> float:
     """0..1, how alike two texts are once case, punctuation and spacing are ignored."""
     a, b = _norm(a), _norm(b)
@@ -210,24 +211,22 @@ class EchoHold:
         if self.released:
             return piece
         self._held += piece
-        too_early = self._wrong_language()  # sets wrong_language once there are 3 words
-        if self.wrong_language or too_early or self._could_echo():
+        if self._language_undecided() or self.wrong_language or self._could_echo():
             return ""
         self.released = True
         out, self._held = self._held, ""
         return out
 
-    def _wrong_language(self) -> bool:
+    def _language_undecided(self) -> bool:
+        """True while the start is too short to tell its language (under 3 words); once it is
+        not, ``wrong_language`` says whether it is the other one."""
         if self.lang is None:
             return False
-        from core.language import detect
-
-        words = self._held.split()
-        if len(words) < 3:
-            return True  # too early to tell: hold
+        if len(self._held.split()) < 3:
+            return True
         found = detect(self._held)
         self.wrong_language = found is not None and found != self.lang
-        return self.wrong_language
+        return False
 
     def _could_echo(self) -> bool:
         """The start so far is mostly made of the owner's words (in any order of pieces)."""
@@ -237,8 +236,7 @@ class EchoHold:
         for ref in (self.message, *self.also):
             if len(sofar) > 1.5 * len(ref) + 4:
                 continue  # too long to be ≥ 0.8 similar to it
-            m = SequenceMatcher(None, sofar, ref, autojunk=False)
-            if sum(b.size for b in m.get_matching_blocks()) >= 0.6 * len(sofar):
+            if _copied(sofar, ref) >= 0.6:
                 return True
         return False
 
@@ -249,10 +247,7 @@ class EchoHold:
                 similarity(reply, a) >= ECHO_SIMILARITY for a in self.also):
             return True
         mine = _norm(reply)
-        if len(mine.split()) >= 3:
-            m = SequenceMatcher(None, mine, self.message, autojunk=False)
-            return sum(b.size for b in m.get_matching_blocks()) >= COPIED * len(mine)
-        return False
+        return len(mine.split()) >= 3 and _copied(mine, self.message) >= COPIED
 
     def finish(self) -> str:
         """What is still held (the caller decides whether it is an echo)."""

@@ -177,7 +177,6 @@ class LlamaChatModel:
         self.structured_temperature = structured_temperature
         self.last_done: Done | None = None  # stats of the last call (also of the JSON calls)
         self.threads = threads
-        self.profile: Any = None  # models.profiles.ModelProfile, set by load_chat_model
         self._lock = threading.Lock()
         self._n_batch = n_batch
         self._eval_count = 0
@@ -498,7 +497,7 @@ def load_chat_model(spec: str | None = None, **kwargs: Any) -> LlamaChatModel:
     with its profile's sampling and threads (``models.profiles``; explicit kwargs win).
     Raises :class:`core.llm.ModelError` (with the install command) when it is not available."""
     from models.packaged import DEFAULT_CHAT_MODEL, REGISTRY, PackagedModelError, resolve_gguf
-    from models.profiles import auto_threads, profile_for
+    from models.profiles import profile_for
 
     spec = spec or DEFAULT_CHAT_MODEL
     try:
@@ -507,10 +506,7 @@ def load_chat_model(spec: str | None = None, **kwargs: Any) -> LlamaChatModel:
         raise ModelError(str(e)) from e
     profile = profile_for(spec if spec in REGISTRY else None)
     kwargs.setdefault("name", spec if spec in REGISTRY else Path(spec).stem)
-    if not kwargs.get("n_threads"):
-        kwargs["n_threads"] = auto_threads()
+    kwargs.setdefault("n_ctx", profile.context_size)
     for key in ("top_k", "top_p", "min_p", "repeat_penalty", "structured_temperature"):
         kwargs.setdefault(key, getattr(profile, key))
-    model = LlamaChatModel(path, **kwargs)
-    model.profile = profile
-    return model
+    return LlamaChatModel(path, **kwargs)  # threads: default_threads() unless given

@@ -33,7 +33,7 @@ from collections.abc import Iterable
 from typing import Any
 
 from core.llm import ToolCall
-from core.reply_guard import json_end as _json_end
+from core.reply_guard import json_end  # the one string-aware JSON scanner
 
 OPEN_TAG = "<tool_call>"
 CLOSE_TAG = "</tool_call>"
@@ -119,12 +119,6 @@ def _close_brackets(s: str) -> str | None:
     if strings.in_str or not stack or len(stack) > 3:
         return None
     return s + "".join(reversed(stack))
-
-
-def json_end(s: str, start: int = 0) -> int | None:
-    """Index just past the JSON object/array that starts at ``s[start]`` (string-aware bracket
-    balance), or None while it is still open (the reply guard's scanner)."""
-    return _json_end(s, start)
 
 
 # ------------------------------------------------------------------------------- shape
