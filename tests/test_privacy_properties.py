@@ -24,6 +24,7 @@ from hypothesis import strategies as st
 from core import ManualClock, Memory, MemoryConfig
 from core import tools as memory_tools
 from core.errors import NotFound
+from core.memory_writer import MemoryWriter
 from core.privacy import (
     OWNER_IN_GROUP,
     OWNER_TRUSTED,
@@ -191,6 +192,14 @@ def check_reads(mem: Memory, stored: list[Stored], ctx: TurnContext, q: str) -> 
             hits = mem.search(q, ctx)
             assert_no_private_ids(f"search [{where}]", [h.record.id for h in hits], stored)
             assert_no_leak(f"search [{where}]", " ".join(h.record.content for h in hits), stored)
+        seen = mem.visible([r.id for r in stored], ctx)
+        assert_no_private_ids(f"visible [{where}]", [r.id for r in seen], stored)
+        if q.strip():  # the memories the structured memory step is shown (§3.1)
+            related = MemoryWriter(mem, None).related(q, ctx)
+            assert_no_private_ids(f"memory step related [{where}]", [r.id for r in related],
+                                  stored)
+            assert_no_leak(f"memory step related [{where}]",
+                           " ".join(r.content for r in related), stored)
         listed = memory_tools.call(mem, "memory_list", {}, ctx)
         assert not listed.ok, f"memory_list answered in {ctx}"
         assert_no_leak(f"memory_list [{where}]", listed.text, stored)
@@ -322,7 +331,7 @@ SETTINGS = settings(max_examples=30, deadline=None,
 def test_private_memory_never_reaches_a_blind_context(store, data):
     """SPEC §1/§5/§11: over generated stores and adversarial queries, in EVERY turn context no
     private content reaches the prompt section (core and recalled parts), search, recall,
-    memory_search or memory_list; the footnote comes with every owner turn that cannot see
+    memory_search, memory_list, Memory.visible or the memories the memory step is shown; the footnote comes with every owner turn that cannot see
     private memory and never with the trusted one; other people's turns get at most
     public_top_k recalled records; the public preview carries nothing private."""
     mem, stored = build(*store)
