@@ -16,6 +16,7 @@ from functools import partial
 from pathlib import Path
 from typing import Any
 
+from textual import work
 from textual.app import App, SystemCommand
 from textual.binding import Binding
 from textual.message import Message
@@ -25,8 +26,9 @@ from textual.worker import Worker, WorkerState
 
 from core.clock import Clock
 from eva_tui.config import EvaConfig, format_duration
+from eva_tui.messages import TurnFinished, TurnStarted
 from eva_tui.palette import MemoryProvider
-from eva_tui.services import Services
+from eva_tui.services import Services, SleeperLike
 from eva_tui.widgets.base import EvaScreen
 from eva_tui.widgets.fmt import in_time
 from screens.archive import ArchiveScreen
@@ -48,6 +50,18 @@ NAV = (
 
 class ServicesChanged(Message):
     """A model, the embedder or the store changed state (from a bring-up worker)."""
+
+
+class MemoryFailed(Message):
+    """The store could not be opened (``error`` says why)."""
+
+    def __init__(self, error: str) -> None:
+        super().__init__()
+        self.error = error
+
+
+class Woken(Message):
+    """Eva was woken (from a worker)."""
 
 
 class SleepStarted(Message):
@@ -115,8 +129,8 @@ class EvaApp(App):
         self.cursor_blink = cursor_blink
         self.tick_seconds = tick_seconds
         self.start_loading = start_loading
-        self.generating = False  # set by the chat screen while a turn runs
-        self.cancels: set[threading.Event] = set()  # cancel events of running turns
+        # cancel events of the running chat turns (TurnStarted / TurnFinished keep it)
+        self.cancels: set[threading.Event] = set()
         self.memory_error: str | None = None
         self.last_activity = self.clock.now()
 
@@ -126,21 +140,9 @@ class EvaApp(App):
             self.set_keymap(self.services.config.keymap)
         s = self.services
         if self.start_loading and s.memory is None:
-            self.run_worker(
-                self._bring_up_memory,
-                thread=True,
-                exit_on_error=False,
-                name="opening the memory",
-                group="bring-up",
-            )
+            self._bring_up_memory()
         if self.start_loading and s.chat_model is None and s.config.llm.general:
-            self.run_worker(
-                self._bring_up_model,
-                thread=True,
-                exit_on_error=False,
-                name="loading the chat model",
-                group="bring-up",
-            )
+            self._bring_up_model()
         if s.memory is not None:
             self._services_changed()
         else:
@@ -152,12 +154,12 @@ class EvaApp(App):
         # they cause while a reply streams shrink from ~80 ms to a few (bench.tui).
         self.call_after_refresh(gc.freeze)
 
+    @work(thread=True, exit_on_error=False, name="opening the memory", group="bring-up")
     def _bring_up_memory(self) -> None:
         try:
             self.services.open_memory()
         except Exception as e:  # e.g. an unwritable data dir: say so, keep the app up
-            self.memory_error = f"{type(e).__name__}: {e}"
-            self.call_from_thread(self.refresh_status)
+            self.post_message(MemoryFailed(f"{type(e).__name__}: {e}"))
             raise  # the worker-failure notice tells the owner
         self.post_message(ServicesChanged())
         last = [0.0]
@@ -170,6 +172,7 @@ class EvaApp(App):
         if self.services.backfill(progress):
             self.post_message(ServicesChanged())
 
+    @work(thread=True, exit_on_error=False, name="loading the chat model", group="bring-up")
     def _bring_up_model(self) -> None:
         shown = [-1]
 
@@ -182,6 +185,14 @@ class EvaApp(App):
         self.services.load_model(progress)
         self.post_message(ServicesChanged())
 
+    @work(thread=True, exit_on_error=False, name="warming up the model", group="bring-up")
+    def _warm_up(self) -> None:
+        self.services.warm_up()
+
+    def on_memory_failed(self, event: MemoryFailed) -> None:
+        self.memory_error = event.error
+        self.refresh_status()
+
     def on_services_changed(self, _: ServicesChanged) -> None:
         self._services_changed()
 
@@ -189,8 +200,7 @@ class EvaApp(App):
         had_memory = self.memory_version > 0
         self.services.finish()
         if self.start_loading and self.services.chat_ready and not self.services.warmed:
-            self.run_worker(self.services.warm_up, thread=True, exit_on_error=False,
-                            name="warming up the model", group="bring-up")
+            self._warm_up()
         for problem in self.services.take_problems():
             self.notify(problem, severity="warning", timeout=12)
         self.services_version += 1
@@ -234,6 +244,19 @@ class EvaApp(App):
     def memory_changed(self) -> None:
         """Screens call this after a write; every screen watching ``memory_version`` reloads."""
         self.memory_version += 1
+
+    @property
+    def generating(self) -> bool:
+        """A chat turn is running (sleep waits for it)."""
+        return bool(self.cancels)
+
+    def on_turn_started(self, event: TurnStarted) -> None:
+        self.cancels.add(event.cancel)
+
+    def on_turn_finished(self, event: TurnFinished) -> None:
+        self.cancels.discard(event.cancel)
+        self.touch()
+        self.refresh_status()
 
     def touch(self) -> None:
         """The owner did something: the conversation is not idle (sleep waits for quiet)."""
@@ -302,15 +325,9 @@ class EvaApp(App):
         self.sleeping = True
         self.sleep_progress = None
         self.post_message(SleepStarted(dry_run, reason))
-        self.run_worker(
-            partial(self._sleep_worker, dry_run, reason),
-            thread=True,
-            exit_on_error=False,
-            name="sleep",
-            group="sleep",
-            exclusive=True,
-        )
+        self._sleep_worker(dry_run, reason)
 
+    @work(thread=True, exit_on_error=False, name="sleep", group="sleep", exclusive=True)
     def _sleep_worker(self, dry_run: bool | None, reason: str) -> None:
         sl = self.services.sleeper
         assert sl is not None
@@ -352,12 +369,15 @@ class EvaApp(App):
         if sl is None or not (self.sleeping or self.sleep_running or sl.is_sleeping()):
             self.notify("Eva is awake.")
             return
+        self._wake(sl)
 
-        def wake() -> None:
-            sl.wake()
-            self.call_from_thread(self.sync_sleeping)
+    @work(thread=True, exit_on_error=False, name="waking Eva", group="wake")
+    def _wake(self, sl: SleeperLike) -> None:
+        sl.wake()
+        self.post_message(Woken())
 
-        self.run_worker(wake, thread=True, exit_on_error=False, name="waking Eva", group="wake")
+    def on_woken(self, _: Woken) -> None:
+        self.sync_sleeping()
 
     def sync_sleeping(self) -> None:
         sl = self.services.sleeper

@@ -51,11 +51,8 @@ class ArchiveScreen(RecordTableScreen):
         yield NavBar("archive")
         yield from self.compose_table()
 
-    def loader(self, memory) -> Callable[[], None]:
-        def work() -> None:
-            self.post_message(ArchiveLoaded(memory.archive(OWNER_TRUSTED)))
-
-        return work
+    def loader(self, memory) -> Callable[[], ArchiveLoaded]:
+        return lambda: ArchiveLoaded(memory.archive(OWNER_TRUSTED))
 
     def on_archive_loaded(self, event: ArchiveLoaded) -> None:
         now = self.services.clock.now()
@@ -105,7 +102,7 @@ class ArchiveScreen(RecordTableScreen):
     def action_copy(self) -> None:
         if item := self._selected():
             self.app.copy_text(
-                item.record.content,  # type: ignore[attr-defined]
+                item.record.content,
                 f"memory #{item.record.id}",
             )
 

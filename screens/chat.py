@@ -6,8 +6,8 @@ from __future__ import annotations
 
 import threading
 from collections import deque
-from functools import partial
 
+from textual import work
 from textual.app import ComposeResult
 from textual.binding import Binding
 from textual.containers import VerticalScroll
@@ -29,6 +29,7 @@ from core.conversation import (
 )
 from core.conversation import Notice as NoticeEvent
 from core.privacy import OWNER_TRUSTED
+from eva_tui.messages import TurnFinished, TurnStarted
 from eva_tui.widgets import (
     EvaInput,
     MemoryNote,
@@ -128,13 +129,7 @@ class ChatScreen(RecordActions):
                 self._chat_note = None
             if not self._history_loaded:
                 self._history_loaded = True
-                self.run_worker(
-                    self._load_history,
-                    thread=True,
-                    exit_on_error=False,
-                    name="loading the conversation",
-                    group="history",
-                )
+                self._load_history()
             else:
                 self._pump()
             return
@@ -150,6 +145,7 @@ class ChatScreen(RecordActions):
                 self._chat_note = Notice(f"Chat is off: {s.model.detail}", error=True)
                 self.log_view.mount(self._chat_note)
 
+    @work(thread=True, exit_on_error=False, name="loading the conversation", group="history")
     def _load_history(self) -> None:
         conv = self.services.conversation
         if conv is not None:
@@ -191,8 +187,8 @@ class ChatScreen(RecordActions):
         if not text:
             return
         self.prompt.value = ""
-        self.app.touch()  # type: ignore[attr-defined]
-        waiting = self.busy or self.app.sleeping or not self.services.chat_ready  # type: ignore
+        self.app.touch()
+        waiting = self.busy or self.app.sleeping or not self.services.chat_ready
         um = UserMessage(text, queued=waiting)
         self.log_view.mount(um)
         self.queue.append((text, um))
@@ -208,9 +204,8 @@ class ChatScreen(RecordActions):
     def _start(self, text: str, um: UserMessage | None, regenerate: bool) -> None:
         self.busy = True
         self.regenerating = regenerate
-        self.app.generating = True  # type: ignore[attr-defined]
         self.cancel = threading.Event()
-        self.app.cancels.add(self.cancel)  # type: ignore[attr-defined]  (quitting cancels it)
+        self.app.post_message(TurnStarted(self.cancel))  # the app owns what is generating
         self.current = None
         if um is None:  # regenerate: the question is the last message of the owner
             asked = self.log_view.query(UserMessage)
@@ -220,14 +215,9 @@ class ChatScreen(RecordActions):
         if um is not None:
             um.thinking()
         self.section = None
-        self.run_worker(
-            partial(self._turn_worker, text, self.cancel, regenerate),
-            thread=True,
-            exit_on_error=False,
-            name="the reply",
-            group="turn",
-        )
+        self._turn_worker(text, self.cancel, regenerate)
 
+    @work(thread=True, exit_on_error=False, name="the reply", group="turn")
     def _turn_worker(self, text: str, cancel: threading.Event, regenerate: bool) -> None:
         conv = self.services.conversation
         assert conv is not None
@@ -299,7 +289,7 @@ class ChatScreen(RecordActions):
             view = await self._view()
             view.add_note(ev.name, ev.result.ok, {**ev.result.data})
             if ev.result.ok and ev.name in WRITE_TOOLS:
-                self.app.memory_changed()  # type: ignore[attr-defined]
+                self.app.memory_changed()
         elif isinstance(ev, Remembering):
             # the reply is complete; the memory step's ops follow as ToolFinished (SPEC §3.1)
             view = await self._view()
@@ -340,19 +330,16 @@ class ChatScreen(RecordActions):
         await self._flush()
         if self.regenerating:  # its rollback changed the memory
             self.regenerating = False
-            self.app.memory_changed()  # type: ignore[attr-defined]
+            self.app.memory_changed()
         self.busy = False
-        self.app.generating = False  # type: ignore[attr-defined]
-        self.app.touch()  # type: ignore[attr-defined]
         if self.cancel is not None:
-            self.app.cancels.discard(self.cancel)  # type: ignore[attr-defined]
+            self.app.post_message(TurnFinished(self.cancel))
         self.cancel = None
         self.current = None
         self.current_user = None
         self._tail = None
         self.waiting_for_wake = False
         self._update_banner()
-        self.app.refresh_status()  # type: ignore[attr-defined]
         self._pump()
 
     # ------------------------------------------------------------------ sleep
@@ -361,7 +348,7 @@ class ChatScreen(RecordActions):
 
     def _update_banner(self) -> None:
         banner = self.query_one(SleepBanner)
-        if self.app.sleeping or self.waiting_for_wake:  # type: ignore[attr-defined]
+        if self.app.sleeping or self.waiting_for_wake:
             banner.show(len(self.queue) + (1 if self.waiting_for_wake else 0))
         else:
             banner.hide()
@@ -369,7 +356,7 @@ class ChatScreen(RecordActions):
     def on_button_pressed(self, event: Button.Pressed) -> None:
         if event.button.id == "wake":
             event.stop()
-            self.app.action_wake()  # type: ignore[attr-defined]
+            self.app.action_wake()
 
     # ------------------------------------------------------------------ actions
     def action_stop(self) -> None:
@@ -401,7 +388,7 @@ class ChatScreen(RecordActions):
         if not views:
             self.notify("There is no answer to copy yet.")
             return
-        self.app.copy_text(views[-1].text, "the answer")  # type: ignore[attr-defined]
+        self.app.copy_text(views[-1].text, "the answer")
 
     def on_memory_note_open(self, event: MemoryNote.Open) -> None:
         event.stop()

@@ -3,9 +3,10 @@ its why; "sleep now", "dry run now", Wake, and progress while a night runs."""
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from rich.text import Text
+from textual import work
 from textual.app import ComposeResult
 from textual.binding import Binding
 from textual.containers import Horizontal, VerticalScroll
@@ -14,6 +15,9 @@ from textual.widgets import Button, DataTable, Footer, ProgressBar, Static
 
 from eva_tui.widgets import EvaScreen, NavBar, PaletteCommand, StatusBar, ago
 from eva_tui.widgets.tables import keep_cursor, selected_id
+
+if TYPE_CHECKING:
+    from eva_tui.services import SleeperLike
 
 COLUMNS = (
     ("#", "id"),
@@ -143,18 +147,12 @@ class JournalScreen(EvaScreen):
                 else "Sleep is not available in this build."
             )
             return
+        self._load_runs(sl)
 
-        def work() -> None:
-            self.post_message(RunsLoaded(sl.runs(limit=30)))
-
-        self.run_worker(
-            work,
-            thread=True,
-            exit_on_error=False,
-            name="loading the sleep journal",
-            group="load",
-            exclusive=True,
-        )
+    @work(thread=True, exit_on_error=False, name="loading the sleep journal", group="load",
+          exclusive=True)
+    def _load_runs(self, sl: SleeperLike) -> None:
+        self.post_message(RunsLoaded(sl.runs(limit=30)))
 
     def on_runs_loaded(self, event: RunsLoaded) -> None:
         table = self.table
@@ -202,13 +200,11 @@ class JournalScreen(EvaScreen):
             and run.id not in self._marked
         ):
             self._marked.add(run.id)
-            self.run_worker(
-                lambda: sl.mark_seen(run.id),
-                thread=True,
-                exit_on_error=False,
-                name="marking a night seen",
-                group="seen",
-            )
+            self._mark_seen(sl, run.id)
+
+    @work(thread=True, exit_on_error=False, name="marking a night seen", group="seen")
+    def _mark_seen(self, sl: SleeperLike, run_id: int) -> None:
+        sl.mark_seen(run_id)
 
     # ------------------------------------------------------------------ progress
     def _running_changed(self, running: bool) -> None:
@@ -234,11 +230,11 @@ class JournalScreen(EvaScreen):
     def on_button_pressed(self, event: Button.Pressed) -> None:
         event.stop()
         if event.button.id == "sleep-now":
-            self.app.action_sleep_now()  # type: ignore[attr-defined]
+            self.app.action_sleep_now()
         elif event.button.id == "dry-run":
-            self.app.action_sleep_now(True)  # type: ignore[attr-defined]
+            self.app.action_sleep_now(True)
         elif event.button.id == "journal-wake":
-            self.app.action_wake()  # type: ignore[attr-defined]
+            self.app.action_wake()
 
     def action_copy(self) -> None:
         run = self.runs.get(selected_id(self.table) or -1)
@@ -246,7 +242,7 @@ class JournalScreen(EvaScreen):
             self.notify("Select a night first.")
             return
         self.app.copy_text(
-            run_text(run, self.services.clock.now()).plain,  # type: ignore
+            run_text(run, self.services.clock.now()).plain,
             f"night #{run.id}",
         )
 

@@ -48,7 +48,7 @@ LIMIT = 2000
 class Query:
     text: str = ""
     kind: object = ANY
-    importance: object = ANY
+    importance: str | int = ANY
     private: object = ANY
     pinned: object = ANY
     scope: object = ANY
@@ -106,7 +106,7 @@ def load_records(memory, q: Query) -> list[Record]:
 
 
 def _matches(r: Record, q: Query, server_side: bool) -> bool:
-    if q.importance != ANY and r.importance < int(q.importance):  # type: ignore[arg-type]
+    if q.importance != ANY and r.importance < int(q.importance):
         return False
     if server_side:
         return True
@@ -162,15 +162,15 @@ class MemoriesScreen(RecordTableScreen):
         yield from self.compose_table()
 
     # ------------------------------------------------------------------ loading
-    def loader(self, memory) -> Callable[[], None]:
+    def loader(self, memory) -> Callable[[], RecordsLoaded]:
         q = self.query_state
 
-        def work() -> None:
+        def read() -> RecordsLoaded:
             records = load_records(memory, q)
             scopes = sorted({r.scope for r in records} | {"global"})
-            self.post_message(RecordsLoaded(q, records, scopes))
+            return RecordsLoaded(q, records, scopes)
 
-        return work
+        return read
 
     def on_records_loaded(self, event: RecordsLoaded) -> None:
         if event.query != self.query_state:
@@ -277,7 +277,7 @@ class MemoriesScreen(RecordTableScreen):
 
     def action_copy(self) -> None:
         if rec := self._selected():
-            self.app.copy_text(rec.content, f"memory #{rec.id}")  # type: ignore[attr-defined]
+            self.app.copy_text(rec.content, f"memory #{rec.id}")
 
     def commands(self) -> list[PaletteCommand]:
         return [

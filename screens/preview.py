@@ -3,6 +3,7 @@ trusted owner and as a public turn — side by side. ``Memory.preview`` reinforc
 
 from __future__ import annotations
 
+from textual import work
 from textual.app import ComposeResult
 from textual.binding import Binding
 from textual.containers import Horizontal, Vertical, VerticalScroll
@@ -10,6 +11,7 @@ from textual.message import Message
 from textual.timer import Timer
 from textual.widgets import Footer, Input, Label, Static
 
+from core.memory import Memory
 from core.prompt_section import PromptSection
 from eva_tui.widgets import EvaInput, EvaScreen, NavBar, PaletteCommand, StatusBar
 
@@ -95,19 +97,12 @@ class PreviewScreen(EvaScreen):
         if memory is None:
             self.query_one("#trusted-text", Static).update("Opening the memory…")
             return
-        q = self.query_text
+        self._preview(memory, self.query_text)
 
-        def work() -> None:
-            self.post_message(PreviewReady(q, memory.preview(q), memory.preview(q, public=True)))
-
-        self.run_worker(
-            work,
-            thread=True,
-            exit_on_error=False,
-            name="previewing the prompt",
-            group="preview",
-            exclusive=True,
-        )
+    @work(thread=True, exit_on_error=False, name="previewing the prompt", group="preview",
+          exclusive=True)
+    def _preview(self, memory: Memory, q: str) -> None:
+        self.post_message(PreviewReady(q, memory.preview(q), memory.preview(q, public=True)))
 
     def on_preview_ready(self, event: PreviewReady) -> None:
         if event.query != self.query_text:
@@ -125,7 +120,7 @@ class PreviewScreen(EvaScreen):
     def action_copy(self, which: str) -> None:
         sec = self.sections.get(which)
         if sec is not None:
-            self.app.copy_text(sec.text, f"the {which} section")  # type: ignore[attr-defined]
+            self.app.copy_text(sec.text, f"the {which} section")
 
     def commands(self) -> list[PaletteCommand]:
         return [

@@ -10,9 +10,11 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from textual import work
 from textual.app import ComposeResult
 from textual.binding import Binding
 from textual.containers import Horizontal, Vertical, VerticalScroll
+from textual.message import Message
 from textual.widgets import Button, Footer, Label, Select, Static, Switch
 
 from core.conversation import DETAIL_LEVELS
@@ -93,6 +95,19 @@ FIELDS = (
 )
 
 
+class SettingsSaved(Message):
+    def __init__(self, config: cfg.EvaConfig, path: Path) -> None:
+        super().__init__()
+        self.config = config
+        self.path = path
+
+
+class SettingsRefused(Message):
+    def __init__(self, error: str) -> None:
+        super().__init__()
+        self.error = error
+
+
 def current_values(config: cfg.EvaConfig) -> dict[str, Any]:
     return {
         "llm.model.general": config.llm.general or "",
@@ -107,6 +122,14 @@ def current_values(config: cfg.EvaConfig) -> dict[str, Any]:
         "sleep.dry_run": config.sleep.dry_run,
         "sleep.memory.model": config.sleep.memory_model or "",
     }
+
+
+_WIDGETS: dict[str, type[EvaInput | Switch | Select]] = {
+    "text": EvaInput,
+    "duration": EvaInput,
+    "switch": Switch,
+    "select": Select,
+}
 
 
 def _wid(key: str) -> str:
@@ -170,19 +193,16 @@ class SettingsScreen(EvaScreen):
     def _read(self) -> dict[str, Any]:
         out: dict[str, Any] = {}
         for f in FIELDS:
-            w = self.query_one(f"#{_wid(f.key)}")
-            if isinstance(w, (Switch, Select)):
-                out[f.key] = w.value
-            else:
-                out[f.key] = w.value.strip()  # type: ignore[attr-defined]
+            w = self.query_one(f"#{_wid(f.key)}", _WIDGETS[f.kind])
+            out[f.key] = w.value.strip() if isinstance(w, EvaInput) else w.value
         return out
 
     def action_save(self) -> None:
-        values = self._read()
-        path = self._path()
-        error = self.query_one("#settings-error", Label)
+        self._save(self._read(), self._path())
 
-        def work() -> None:
+    @work(thread=True, exit_on_error=False, name="saving the settings", group="settings")
+    def _save(self, values: dict[str, Any], path: Path) -> None:
+        try:
             data = cfg.file_data(path)
             for f in FIELDS:
                 v = values[f.key]
@@ -190,41 +210,36 @@ class SettingsScreen(EvaScreen):
                     v = f.empty
                 cfg.set_key(data, f.key, v)
             cfg.save(data, path)
-            return cfg.load(path)
+            new = cfg.load(path)
+        except cfg.ConfigError as e:
+            self.post_message(SettingsRefused(str(e)))
+            return
+        self.post_message(SettingsSaved(new, path))
 
-        def done(new: cfg.EvaConfig) -> None:
-            error.update("")
-            old = self.services.config
-            self.services.apply_chat_settings(new.chat)
-            restart = [
-                f.label.lower()
-                for f in FIELDS
-                if not f.live and current_values(old)[f.key] != current_values(new)[f.key]
-            ]
-            msg = f"Saved to {path}."
-            if restart:
-                msg += f" {', '.join(restart).capitalize()}: on the next start."
-            self.notify(msg, timeout=8)
-            self._show_path()
+    def on_settings_refused(self, event: SettingsRefused) -> None:
+        self.query_one("#settings-error", Label).update(event.error)
+        self.notify(event.error, severity="error")
 
-        def run() -> None:
-            try:
-                new = work()
-            except cfg.ConfigError as e:
-                self.app.call_from_thread(error.update, str(e))
-                self.app.call_from_thread(self.notify, str(e), severity="error")
-                return
-            self.app.call_from_thread(done, new)
-
-        self.run_worker(
-            run, thread=True, exit_on_error=False, name="saving the settings", group="settings"
-        )
+    def on_settings_saved(self, event: SettingsSaved) -> None:
+        self.query_one("#settings-error", Label).update("")
+        old, new = self.services.config, event.config
+        self.services.apply_chat_settings(new.chat)
+        restart = [
+            f.label.lower()
+            for f in FIELDS
+            if not f.live and current_values(old)[f.key] != current_values(new)[f.key]
+        ]
+        msg = f"Saved to {event.path}."
+        if restart:
+            msg += f" {', '.join(restart).capitalize()}: on the next start."
+        self.notify(msg, timeout=8)
+        self._show_path()
 
     def action_revert(self) -> None:
         values = current_values(self.services.config)
         for f in FIELDS:
-            w = self.query_one(f"#{_wid(f.key)}")
-            w.value = values[f.key]  # type: ignore[attr-defined]
+            w = self.query_one(f"#{_wid(f.key)}", _WIDGETS[f.kind])
+            w.value = values[f.key]
         self.query_one("#settings-error", Label).update("")
 
     def on_button_pressed(self, event: Button.Pressed) -> None:

@@ -5,63 +5,87 @@ worker-failure handler."""
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from functools import partial
+from typing import Any
+
+from textual import work
+from textual.message import Message
+from textual.worker import get_current_worker
 
 from core.errors import NotFound
+from core.memory import Memory
 from core.privacy import OWNER_TRUSTED
 from core.records import Actor, Record
 from eva_tui.widgets.base import EvaScreen
 from eva_tui.widgets.modals import ConfirmForget, EditRecord, RecordView
 
 
+class RecordWritten(Message):
+    """A record write succeeded; ``message`` tells the owner what changed."""
+
+    def __init__(self, message: str | None) -> None:
+        super().__init__()
+        self.message = message
+
+
+class RecordFetched(Message):
+    """A record was read for the record view (None: it no longer exists)."""
+
+    def __init__(self, record_id: int, record: Record | None, archived: Any = None) -> None:
+        super().__init__()
+        self.record_id = record_id
+        self.record = record
+        self.archived = archived
+
+
 class RecordActions(EvaScreen):
     """Mixin for screens that act on records."""
 
     # ------------------------------------------------------------------ plumbing
-    def _done(self, message: str | None) -> None:
-        """Called on the event loop after a write: refresh every screen, tell the owner."""
-        self.app.memory_changed()  # type: ignore[attr-defined]
-        if message:
-            self.notify(message, timeout=4)
+    @work(thread=True, exit_on_error=False, group="record")
+    def _write(self, name: str, fn: Callable[[], object], message: str | None) -> None:
+        """Run one store call; a refusal fails the worker, named ``name`` in the notice."""
+        get_current_worker().name = name
+        fn()
+        self.post_message(RecordWritten(message))
 
-    def _write(self, name: str, fn, message: str | None) -> None:
-        def work() -> None:
-            fn()
-            self.app.call_from_thread(self._done, message)
-
-        self.run_worker(work, thread=True, exit_on_error=False, name=name, group="record")
+    def on_record_written(self, event: RecordWritten) -> None:
+        """After a write: refresh every screen, tell the owner."""
+        self.app.memory_changed()
+        if event.message:
+            self.notify(event.message, timeout=4)
 
     # ------------------------------------------------------------------ open
     def open_record(self, record_id: int, archived: bool = False) -> None:
         """Fetch a record (live or archived) in a worker and show it."""
         memory = self.services.memory
-        if memory is None:
+        if memory is not None:
+            self._fetch_record(memory, record_id, archived)
+
+    @work(thread=True, exit_on_error=False, group="record")
+    def _fetch_record(self, memory: Memory, record_id: int, archived: bool) -> None:
+        get_current_worker().name = f"opening memory #{record_id}"
+        try:
+            rec = memory.get(record_id, OWNER_TRUSTED)
+        except NotFound:
+            self.post_message(RecordFetched(record_id, None))
             return
+        arch = None
+        if archived or self._is_archived(record_id):
+            arch = next(
+                (a for a in memory.archive(OWNER_TRUSTED) if a.record.id == record_id), None
+            )
+        self.post_message(RecordFetched(record_id, rec, arch))
 
-        def fetch() -> None:
-            try:
-                rec = memory.get(record_id, OWNER_TRUSTED)
-            except NotFound:
-                self.app.call_from_thread(
-                    self.notify,
-                    f"Memory #{record_id} no longer exists "
-                    "(a regenerated turn or a purge removed it).",
-                )
-                return
-            arch = None
-            if archived or self._is_archived(record_id):
-                arch = next(
-                    (a for a in memory.archive(OWNER_TRUSTED) if a.record.id == record_id), None
-                )
-            self.app.call_from_thread(self._show_record, rec, arch)
-
-        self.run_worker(
-            fetch,
-            thread=True,
-            exit_on_error=False,
-            name=f"opening memory #{record_id}",
-            group="record",
-        )
+    def on_record_fetched(self, event: RecordFetched) -> None:
+        if event.record is None:
+            self.notify(
+                f"Memory #{event.record_id} no longer exists "
+                "(a regenerated turn or a purge removed it)."
+            )
+        else:
+            self._show_record(event.record, event.archived)
 
     def _is_archived(self, record_id: int) -> bool:
         memory = self.services.memory
@@ -85,7 +109,7 @@ class RecordActions(EvaScreen):
         elif action == "restore":
             self.restore_record(rec.id)
         elif action == "copy":
-            self.app.copy_text(rec.content, f"memory #{rec.id}")  # type: ignore[attr-defined]
+            self.app.copy_text(rec.content, f"memory #{rec.id}")
 
     # ------------------------------------------------------------------ changes
     def edit_record(self, rec: Record) -> None:

@@ -1,15 +1,23 @@
-"""The base of every Eva screen: its palette commands and the one worker-failure path."""
+"""The base of every Eva screen: the typed app, its palette commands and the one worker-failure
+path."""
 
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import TYPE_CHECKING, NamedTuple
+from typing import TYPE_CHECKING, NamedTuple, cast
 
+from textual.message_pump import MessagePump
 from textual.screen import Screen
 from textual.worker import Worker, WorkerState
 
 if TYPE_CHECKING:
+    from eva_tui.app import EvaApp
     from eva_tui.services import Services
+
+
+def eva_app(node: MessagePump) -> EvaApp:
+    """The running :class:`~eva_tui.app.EvaApp`, typed (for widgets that are not screens)."""
+    return cast("EvaApp", node.app)
 
 
 class PaletteCommand(NamedTuple):
@@ -23,12 +31,16 @@ class EvaScreen(Screen):
     shows them) and run blocking work in thread workers; a failed worker becomes a notice."""
 
     @property
+    def app(self) -> EvaApp:
+        return cast("EvaApp", super().app)
+
+    @property
     def services(self) -> Services:
-        return self.app.services  # type: ignore[attr-defined]
+        return self.app.services
 
     def commands(self) -> list[PaletteCommand]:
         return []
 
     def on_worker_state_changed(self, event: Worker.StateChanged) -> None:
         if event.state is WorkerState.ERROR:
-            self.app.report_worker_failure(event.worker)  # type: ignore[attr-defined]
+            self.app.report_worker_failure(event.worker)

@@ -6,6 +6,8 @@ from textual.app import ComposeResult
 from textual.containers import Horizontal
 from textual.widgets import Static
 
+from eva_tui.widgets.base import eva_app
+
 
 class NavTab(Static):
     def __init__(self, mode: str, label: str, active: bool) -> None:
@@ -25,7 +27,7 @@ class NavBar(Horizontal):
 
     def compose(self) -> ComposeResult:
         yield Static("Eva", id="nav-title")
-        for mode, title, key in self.app.nav_items():  # type: ignore[attr-defined]
+        for mode, title, key in eva_app(self).nav_items():
             yield NavTab(mode, f"{title} [dim]{key}[/]" if key else title, mode == self.active)
 
 

@@ -5,8 +5,11 @@ from __future__ import annotations
 from collections.abc import Callable, Iterable, Mapping
 from typing import ClassVar, TypeVar
 
+from textual import work
 from textual.app import ComposeResult
+from textual.message import Message
 from textual.widgets import DataTable, Footer, Static
+from textual.worker import get_current_worker
 
 from eva_tui.widgets.actions import RecordActions
 from eva_tui.widgets.nav import StatusBar
@@ -68,7 +71,7 @@ class RecordTableScreen(RecordActions):
         self.table.focus()
 
     def on_screen_resume(self) -> None:
-        if self._loaded_version != self.app.memory_version:  # type: ignore[attr-defined]
+        if self._loaded_version != self.app.memory_version:
             self.reload()
 
     def _memory_changed(self, _version: int) -> None:
@@ -80,18 +83,16 @@ class RecordTableScreen(RecordActions):
         if memory is None:
             self.set_info("Opening the memory…")
             return
-        self._loaded_version = self.app.memory_version  # type: ignore[attr-defined]
-        self.run_worker(
-            self.loader(memory),
-            thread=True,
-            exit_on_error=False,
-            name=self.LOAD_NAME,
-            group="load",
-            exclusive=True,
-        )
+        self._loaded_version = self.app.memory_version
+        self._load(self.loader(memory))
 
-    def loader(self, memory) -> Callable[[], None]:
-        """The work of one load (run in a thread); it posts what it read as a message."""
+    @work(thread=True, exit_on_error=False, group="load", exclusive=True)
+    def _load(self, read: Callable[[], Message]) -> None:
+        get_current_worker().name = self.LOAD_NAME
+        self.post_message(read())
+
+    def loader(self, memory) -> Callable[[], Message]:
+        """The work of one load (run in a thread): it returns what it read as a message."""
         raise NotImplementedError
 
     def fill_table(self, rows: Iterable[tuple[str, ...]]) -> None:
