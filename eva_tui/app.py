@@ -133,6 +133,7 @@ class EvaApp(App):
         self.cancels: set[threading.Event] = set()
         self.memory_error: str | None = None
         self.last_activity = self.clock.now()
+        self._schedule_worker: Worker | None = None
 
     # ------------------------------------------------------------------ start-up
     def on_mount(self) -> None:
@@ -261,6 +262,7 @@ class EvaApp(App):
     def touch(self) -> None:
         """The owner did something: the conversation is not idle (sleep waits for quiet)."""
         self.last_activity = self.clock.now()
+        self._schedule_worker: Worker | None = None
 
     # ------------------------------------------------------------------ navigation
     def nav_items(self) -> list[tuple[str, str, str]]:
@@ -277,36 +279,25 @@ class EvaApp(App):
 
     # ------------------------------------------------------------------ sleep
     def _tick(self) -> None:
-        sl = self.services.sleeper
-        if sl is not None and not self.sleep_running:
-            self.run_worker(
-                self._tick_worker,
-                thread=True,
-                exit_on_error=False,
-                name="sleep schedule",
-                group="tick",
-                exclusive=True,
-            )
-        self.refresh_status()
-
-    def _tick_worker(self) -> None:
-        """The schedule (SPEC §7): a night is due and the conversation has been quiet for
-        ``sleep.idle_for`` with nothing generating — or the owner asked for sleep (the
-        ``memory_consolidate`` tool) and nothing generates. Then a run starts like "sleep now",
-        so its progress shows."""
+        """On the timer: show whether Eva sleeps, and let the sleeper's schedule decide."""
         sl = self.services.sleeper
         if sl is None:
+            self.refresh_status()
             return
-        asleep = sl.is_sleeping()
-        if asleep != self.sleeping:
-            self.call_from_thread(setattr, self, "sleeping", asleep)
-        if asleep or self.generating:
-            return
-        idle = max(0.0, self.clock.now() - self.last_activity)
-        if getattr(sl, "requested", False):
-            self.call_from_thread(self.start_sleep, None, "requested")
-        elif idle >= self.services.config.sleep.idle_for and sl.due():
-            self.call_from_thread(self.start_sleep, None, "schedule")
+        self.sync_sleeping()
+        scheduling = self._schedule_worker is not None and self._schedule_worker.is_running
+        if not (self.sleep_running or self.sleeping or scheduling):
+            idle = max(0.0, self.clock.now() - self.last_activity)
+            self._schedule_worker = self._schedule(sl, idle, self.generating)
+
+    @work(thread=True, exit_on_error=False, name="sleep schedule", group="tick")
+    def _schedule(self, sl: SleeperLike, idle: float, generating: bool) -> None:
+        """``Sleeper.tick`` is the one scheduler (SPEC §7): a night that is due after
+        ``sleep.idle_for`` of quiet, or that the owner asked for (``memory_consolidate``), runs
+        in this worker when nothing generates."""
+        if sl.tick(idle, generating):
+            runs = sl.runs(limit=1)
+            self.post_message(SleepFinished(runs[0] if runs else None))
 
     def action_sleep_now(self, dry_run: bool | None = None) -> None:
         self.start_sleep(True if dry_run else None, "manual")
@@ -317,7 +308,7 @@ class EvaApp(App):
         if sl is None:
             self.notify("Sleep is not available in this build.", severity="warning")
             return
-        if self.sleep_running:
+        if self.sleep_running or sl.is_sleeping():
             if reason == "manual":
                 self.notify("Eva is already sleeping.")
             return
@@ -466,7 +457,7 @@ class EvaApp(App):
         for cancel in list(self.cancels):
             cancel.set()
         sl = self.services.sleeper
-        if sl is not None and (self.sleep_running or self.sleeping):
+        if sl is not None and (self.sleep_running or self.sleeping or sl.is_sleeping()):
             with contextlib.suppress(Exception):  # closing anyway
                 sl.wake()
         super().exit(result, return_code, message)

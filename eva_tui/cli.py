@@ -254,16 +254,12 @@ def cmd_doctor(config: cfg.EvaConfig, data_dir: Path) -> int:
                 fail("vectors", str(e), essential=False)
         except ModelUnavailable as e:
             fail("embedder", f"{e} — recall runs lexically until it is fixed", essential=False)
-    sleep_mod = importlib.util.find_spec("core.sleep")
-    if sleep_mod is None:
-        fail("sleep", "this build has no core.sleep: Eva does not consolidate yet", essential=False)
-    else:
-        ok(
-            "sleep",
-            f"every {cfg.format_duration(config.sleep.every)} after "
-            f"{cfg.format_duration(config.sleep.idle_for)} quiet"
-            + (" (dry run)" if config.sleep.dry_run else ""),
-        )
+    ok(
+        "sleep",
+        f"every {cfg.format_duration(config.sleep.every)} after "
+        f"{cfg.format_duration(config.sleep.idle_for)} quiet"
+        + (" (dry run)" if config.sleep.dry_run else ""),
+    )
     _say("all good" if not bad else f"{bad} problem{'s' if bad > 1 else ''} to fix")
     return 0 if not bad else 1
 

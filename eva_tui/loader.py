@@ -8,9 +8,9 @@ Tests replace the :class:`ModelLoader` with a fake of the same shape.
 
 from __future__ import annotations
 
-import importlib
 from collections.abc import Callable
 from pathlib import Path
+from types import ModuleType
 from typing import Any
 
 from core.embedding import Embedder
@@ -23,21 +23,36 @@ class ModelUnavailable(RuntimeError):
     """A model cannot be provided; the message names it and the fix."""
 
 
-def _module(name: str) -> Any:
+def _missing(name: str, e: ImportError) -> ModelUnavailable:
+    return ModelUnavailable(
+        f"{name} cannot be imported ({e}); run `make setup` to install Eva's model support"
+    )
+
+
+# Imported inside functions (slow, optional dependencies), but by plain import statements so
+# import-linter sees every arrow from here into models/.
+def _packaged() -> ModuleType:
     try:
-        return importlib.import_module(name)
+        from models import packaged
     except ImportError as e:
-        raise ModelUnavailable(
-            f"{name} cannot be imported ({e}); run `make setup` to install Eva's model support"
-        ) from None
+        raise _missing("models.packaged", e) from None
+    return packaged
 
 
-def _first(mod: Any, *names: str) -> Callable[..., Any] | None:
-    for n in names:
-        fn = getattr(mod, n, None)
-        if callable(fn):
-            return fn
-    return None
+def _llama() -> ModuleType:
+    try:
+        from models import llama
+    except ImportError as e:
+        raise _missing("models.llama", e) from None
+    return llama
+
+
+def _embedders() -> ModuleType:
+    try:
+        from models import embedders
+    except ImportError as e:
+        raise _missing("models.embedders", e) from None
+    return embedders
 
 
 class ModelLoader:
@@ -49,7 +64,7 @@ class ModelLoader:
         if not spec:
             return "no chat model is configured: set [llm.model] general in the config"
         try:
-            packaged = _module("models.packaged")
+            packaged = _packaged()
         except ModelUnavailable as e:
             return str(e)
         m = packaged.REGISTRY.get(spec)
@@ -59,7 +74,7 @@ class ModelLoader:
             return f"chat model {spec!r} is not installed — run `{m.make_target}`"
         if Path(spec).expanduser().is_file():
             return None
-        known = ", ".join(n for n in packaged.REGISTRY if n != getattr(packaged, "MINILM", ""))
+        known = ", ".join(n for n in packaged.REGISTRY if n != packaged.MINILM)
         return (
             f"chat model {spec!r} is neither a packaged model ({known}) nor a .gguf file "
             "that exists — fix [llm.model] general in the config"
@@ -76,8 +91,8 @@ class ModelLoader:
         problem = self.check_chat(spec)
         if problem:
             raise ModelUnavailable(problem)
-        packaged = _module("models.packaged")
-        llama = _module("models.llama")
+        packaged = _packaged()
+        llama = _llama()
         try:
             path = packaged.resolve_gguf(spec, progress=progress)
         except packaged.PackagedModelError as e:
@@ -95,24 +110,18 @@ class ModelLoader:
         if not spec:
             return None
         try:
-            embedders = _module("models.embedders")
+            embedders = _embedders()
         except ModelUnavailable as e:
             return str(e)
-        check = _first(embedders, "check_embedder", "check")
-        if check is None:
-            return None
         try:
-            return check(spec) or None
+            return embedders.check_embedder(spec) or None
         except Exception as e:
             return str(e)
 
     def embedder(self, spec: str) -> Embedder:
-        embedders = _module("models.embedders")
-        load = _first(embedders, "load_embedder")
-        if load is None:
-            raise ModelUnavailable("models.embedders provides no load_embedder")
+        embedders = _embedders()
         try:
-            return load(spec)
+            return embedders.load_embedder(spec)
         except Exception as e:
             raise ModelUnavailable(f"embedder {spec!r} failed to load: {e}") from None
 

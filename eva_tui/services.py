@@ -12,7 +12,6 @@ Screens reach the core only through these attributes (``memory``, ``conversation
 
 from __future__ import annotations
 
-import importlib
 import threading
 from collections.abc import Callable
 from dataclasses import dataclass, replace
@@ -26,6 +25,7 @@ from core.llm import ChatModel
 from core.memory import Memory
 from core.persona import load_persona
 from core.privacy import OWNER_TRUSTED
+from core.sleep import CONSOLIDATE_TOOL, Sleeper, consolidate_tool, resolve_planner
 from eva_tui.config import ChatSettings, EvaConfig
 from eva_tui.loader import ModelLoader, ModelUnavailable
 
@@ -33,7 +33,9 @@ DB_NAME = "memory.db"
 
 
 class SleeperLike(Protocol):
-    """The shape of ``core.sleep.Sleeper`` the TUI uses (SPEC §7)."""
+    """The shape of ``core.sleep.Sleeper`` the TUI uses (SPEC §7); tests give a fake."""
+
+    planner: ChatModel | None
 
     def is_sleeping(self) -> bool: ...
     def wait_awake(self, cancel: threading.Event | None) -> bool: ...
@@ -218,9 +220,9 @@ class Services:
         if (
             self.sleeper is not None
             and self.chat_model is not None
-            and getattr(self.sleeper, "planner", self.chat_model) is None
+            and self.sleeper.planner is None
         ):
-            self.sleeper.planner = planner_for(self)  # type: ignore[attr-defined]
+            self.sleeper.planner = planner_for(self)
         if self.conversation is None and self.chat_model is not None:
             persona = self.persona
             if persona is None:
@@ -249,11 +251,10 @@ class Services:
         self.conversation.warm_up(OWNER_TRUSTED)
 
     def _sleep_tools(self) -> dict:
-        """``memory_consolidate`` for owner turns, when a real sleeper is running (SPEC §3.2)."""
-        if self.sleeper is None or not hasattr(self.sleeper, "request"):
+        """``memory_consolidate`` for owner turns, when the core's sleeper runs (SPEC §3.2): the
+        tool queues a night on its ``request``."""
+        if not isinstance(self.sleeper, Sleeper):
             return {}
-        from core.sleep import CONSOLIDATE_TOOL, consolidate_tool
-
         sleeper = self.sleeper
         return {"memory_consolidate": (CONSOLIDATE_TOOL,
                                        lambda ctx: consolidate_tool(sleeper, ctx))}
@@ -314,32 +315,22 @@ class Services:
 
 
 # ---------------------------------------------------------------------------------- sleep
-def sleep_module() -> Any | None:
-    """``core.sleep`` when this build has it."""
-    try:
-        return importlib.import_module("core.sleep")
-    except ImportError:
-        return None
-
-
 def planner_for(services: Services) -> ChatModel | None:
     """The sleep planner among the loaded models, by the chain of SPEC §7
     (sleep.memory.model → llm.model.smartest → llm.model.general)."""
-    mod = sleep_module()
     model = services.chat_model
-    if mod is None or model is None:
+    if model is None:
         return None
-    found = mod.resolve_planner({services.config.llm.general or "": model}, services.config.sleep)
+    found = resolve_planner({services.config.llm.general or "": model}, services.config.sleep)
     return found[1] if found else model
 
 
 def build_sleeper(services: Services) -> SleeperLike | None:
-    """A ``core.sleep.Sleeper`` over the services' memory, or None when the core has no sleep.
+    """A ``core.sleep.Sleeper`` over the services' memory (None until the memory is open).
     The planner is the chat model once it is loaded (``Services.finish`` hands it over)."""
-    mod = sleep_module()
-    if mod is None or services.memory is None:
+    if services.memory is None:
         return None
-    return mod.Sleeper(
+    return Sleeper(
         services.memory,
         planner_for(services),
         services.config.sleep,

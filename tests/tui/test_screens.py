@@ -411,3 +411,31 @@ async def test_the_palette_finds_and_opens_a_memory(env_factory):
         await pilot.press("enter")
         await until(pilot, lambda: isinstance(pilot.app.screen, RecordView))
         assert pilot.app.screen.record.id == CAT
+
+
+# ---------------------------------------------------------------------------- schedule
+@aio
+async def test_the_sleepers_tick_is_the_only_schedule(env_factory):
+    """§7, issue 10: the app's timer hands the decision to ``Sleeper.tick`` with the quiet time
+    and whether a turn generates, and starts no night itself; a night the tick ran is reported
+    and reloads the screens like a manual one."""
+    env = env_factory(seed=SEED)
+    ticks: list[tuple[float, bool]] = []
+
+    def tick(idle_seconds: float, generating: bool) -> bool:
+        ticks.append((idle_seconds, generating))
+        env.sleeper.run(reason="schedule")
+        return True
+
+    env.sleeper.tick = tick
+    env.sleeper.due_in = None  # due now: the app's old schedule would have started a run itself
+    async with env.app.run_test(size=SIZE) as pilot:
+        version = pilot.app.memory_version
+        env.clock.advance(3600)
+        pilot.app._tick()
+        await settle(pilot)
+        assert ticks == [(3600.0, False)]
+        assert env.sleeper.calls == [{"dry_run": None, "reason": "schedule"}]
+        assert pilot.app.memory_version > version
+        assert any("Sleep finished" in n.message for n in pilot.app._notifications)
+        assert not pilot.app.sleeping and not pilot.app.sleep_running
