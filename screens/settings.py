@@ -1,8 +1,9 @@
 """Settings (SPEC §7, §8, §9): the config keys that matter, saved to the config file.
 
 Chat settings (detail level, learning, how memory is written) apply from the next turn; models,
-the embedder and the sleep schedule apply on the next start. The file keeps every other key it
-had."""
+the embedder and the sleep schedule apply on the next start. A save writes only the keys changed
+in the form (tomlkit): the file keeps its comments, layout and every other key, and a value in
+force from an ``EVA_`` variable is never written unless the owner changes it here."""
 
 from __future__ import annotations
 
@@ -96,10 +97,11 @@ FIELDS = (
 
 
 class SettingsSaved(Message):
-    def __init__(self, config: cfg.EvaConfig, path: Path) -> None:
+    def __init__(self, config: cfg.EvaConfig, path: Path, values: dict[str, Any]) -> None:
         super().__init__()
         self.config = config
         self.path = path
+        self.values = values  # the form as saved: the next save writes what changes from it
 
 
 class SettingsRefused(Message):
@@ -130,6 +132,20 @@ _WIDGETS: dict[str, type[EvaInput | Switch | Select]] = {
     "switch": Switch,
     "select": Select,
 }
+
+
+def changed_keys(values: dict[str, Any], baseline: dict[str, Any]) -> dict[str, Any]:
+    """What a save writes (issue 16): only the fields the owner changed from ``baseline`` (the
+    form as shown, or as last saved), as dotted key → TOML value; an emptied text field is its
+    ``Field.empty`` (None: the key is removed). A value in force from an ``EVA_`` variable is
+    shown but, left alone, is never written."""
+    out: dict[str, Any] = {}
+    for f in FIELDS:
+        v = values[f.key]
+        if v == baseline[f.key]:
+            continue
+        out[f.key] = f.empty if isinstance(v, str) and not v else v
+    return out
 
 
 def _wid(key: str) -> str:
@@ -178,6 +194,7 @@ class SettingsScreen(EvaScreen):
         yield Footer()
 
     def on_mount(self) -> None:
+        self._baseline = current_values(self.services.config)
         self._show_path()
 
     def _path(self) -> Path:
@@ -198,29 +215,30 @@ class SettingsScreen(EvaScreen):
         return out
 
     def action_save(self) -> None:
-        self._save(self._read(), self._path())
+        values = self._read()
+        changes = changed_keys(values, self._baseline)
+        if not changes:
+            self.query_one("#settings-error", Label).update("")
+            self.notify("Nothing to save: the settings are the ones in force.")
+            return
+        self._save(changes, values, self._path())
 
     @work(thread=True, exit_on_error=False, name="saving the settings", group="settings")
-    def _save(self, values: dict[str, Any], path: Path) -> None:
+    def _save(self, changes: dict[str, Any], values: dict[str, Any], path: Path) -> None:
         try:
-            data = cfg.file_data(path)
-            for f in FIELDS:
-                v = values[f.key]
-                if isinstance(v, str) and not v:
-                    v = f.empty
-                cfg.set_key(data, f.key, v)
-            cfg.save(data, path)
+            cfg.save_changes(path, changes)
             new = cfg.load(path)
         except cfg.ConfigError as e:
             self.post_message(SettingsRefused(str(e)))
             return
-        self.post_message(SettingsSaved(new, path))
+        self.post_message(SettingsSaved(new, path, values))
 
     def on_settings_refused(self, event: SettingsRefused) -> None:
         self.query_one("#settings-error", Label).update(event.error)
         self.notify(event.error, severity="error")
 
     def on_settings_saved(self, event: SettingsSaved) -> None:
+        self._baseline = event.values
         self.query_one("#settings-error", Label).update("")
         old, new = self.services.config, event.config
         self.services.apply_chat_settings(new.chat)

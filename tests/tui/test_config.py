@@ -124,7 +124,7 @@ def test_the_cli_reports_a_bad_config_without_a_traceback(tmp_path, capsys):
 
 
 def test_writer_round_trips_what_it_writes(tmp_path):
-    """§9: settings are saved to the config file with Eva's own tiny TOML writer."""
+    """§9: settings are saved to the config file (tomlkit) and read back the same."""
     data = {
         "memory": {"top_k": 5, "background_cosine": 0.35, "embedding_model": "none"},
         "llm": {"model": {"general": '/models/my "odd" model.gguf'}},

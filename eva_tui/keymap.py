@@ -1,0 +1,65 @@
+"""The ``[keymap]`` table (issue 16): every binding id Eva has, and which key names are keys.
+
+A user keymap maps a binding id to keys (``"chat.stop" = "escape,ctrl+g"``). An id Eva does not
+have, or a key name no terminal sends ("banana"), would be dropped silently by Textual and leave
+the owner without a working key: the config refuses both, naming the key and the reason.
+``tests/tui/test_config_save.py`` checks that :data:`BINDING_IDS` is exactly the ids the app and
+its screens declare."""
+
+from __future__ import annotations
+
+import difflib
+
+from textual.keys import KEY_TO_UNICODE_NAME, Keys, key_to_character
+
+NAV_IDS = ("app.chat", "app.memories", "app.archive", "app.journal", "app.preview",
+           "app.settings")
+
+BINDING_IDS: frozenset[str] = frozenset({
+    *NAV_IDS, "app.wake", "app.dry_run", "app.sleep",
+    "chat.stop", "chat.regenerate", "chat.copy", "chat.open_note",
+    "memories.search", "memories.edit", "memories.private", "memories.pin", "memories.forget",
+    "memories.copy", "memories.open",
+    "record.edit", "record.private", "record.pin", "record.forget", "record.copy",
+    "record.close",
+    "edit.save", "edit.cancel", "forget.cancel",
+    "archive.restore", "archive.open", "archive.copy",
+    "journal.sleep", "journal.dry_run", "journal.wake", "journal.copy",
+    "preview.query", "preview.copy_trusted", "preview.copy_public",
+    "settings.save", "settings.revert",
+})
+
+MODIFIERS = frozenset({"ctrl", "shift", "alt", "meta", "super", "hyper"})
+_NAMED = frozenset(k.value for k in Keys) | frozenset(KEY_TO_UNICODE_NAME) | {
+    "slash", "backslash", "at", "minus", "plus", "underscore", "space", "comma", "colon",
+    "semicolon", "apostrophe", "asterisk", "ampersand", "tilde",
+}
+
+
+def key_problem(key: str) -> str | None:
+    """Why ``key`` (one key, e.g. ``"ctrl+g"``) is not a key Textual can bind; None if it is."""
+    *mods, name = key.split("+")
+    bad = [m for m in mods if m not in MODIFIERS]
+    if bad:
+        return f"{bad[0]!r} is not a modifier (ctrl, shift, alt, meta, super, hyper)"
+    if len(name) == 1 and name.isprintable() and not name.isspace():
+        return None
+    if name in _NAMED:
+        return None
+    char = key_to_character(name) if name else None
+    if char is not None and char.isascii():  # "question_mark", "full_stop", …
+        return None
+    return f"{name!r} is not a key name (e.g. f2, ctrl+r, escape, enter, slash, a)"
+
+
+def binding_problem(binding_id: str, keys: str) -> str | None:
+    """Why ``binding_id = keys`` cannot be bound; None when it can."""
+    if binding_id not in BINDING_IDS:
+        close = difflib.get_close_matches(binding_id, sorted(BINDING_IDS), n=1)
+        hint = f"did you mean {close[0]!r}?" if close else "see the Keyboard section of the README"
+        return f"unknown binding id ({hint})"
+    for key in keys.split(","):
+        problem = key_problem(key)
+        if problem:
+            return problem
+    return None
