@@ -9,8 +9,10 @@ from functools import partial
 
 from textual.command import Hit, Hits, Provider
 
+from core.memory import Memory
 from core.privacy import OWNER_TRUSTED
 from eva_tui.widgets.actions import RecordActions
+from eva_tui.widgets.base import eva_app
 from eva_tui.widgets.fmt import clip
 
 
@@ -25,8 +27,8 @@ class MemoryProvider(Provider):
                 return screen
         return None
 
-    def _memory(self):
-        return getattr(getattr(self.app, "services", None), "memory", None)
+    def _memory(self) -> Memory | None:
+        return eva_app(self).services.memory
 
     async def search(self, query: str) -> Hits:
         memory, target = self._memory(), self._target()

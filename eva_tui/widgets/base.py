@@ -4,9 +4,8 @@ path."""
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import TYPE_CHECKING, NamedTuple, cast
+from typing import TYPE_CHECKING, Any, NamedTuple, Protocol, cast
 
-from textual.message_pump import MessagePump
 from textual.screen import Screen
 from textual.worker import Worker, WorkerState
 
@@ -15,8 +14,15 @@ if TYPE_CHECKING:
     from eva_tui.services import Services
 
 
-def eva_app(node: MessagePump) -> EvaApp:
-    """The running :class:`~eva_tui.app.EvaApp`, typed (for widgets that are not screens)."""
+class InApp(Protocol):
+    """A widget, a screen or a command provider: anything that knows its app."""
+
+    @property
+    def app(self) -> Any: ...
+
+
+def eva_app(node: InApp) -> EvaApp:
+    """The running :class:`~eva_tui.app.EvaApp`, typed (for widgets and command providers)."""
     return cast("EvaApp", node.app)
 
 

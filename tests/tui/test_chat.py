@@ -394,3 +394,32 @@ def test_services_warm_the_model_once_with_the_chats_known_prefix(tmp_path):
     list(services.conversation.turn("hi", OWNER_TRUSTED))
     assert llm.calls[0]["evaluated"] < llm.calls[0]["prompt_tokens"] // 2
     mem.close()
+
+
+@aio
+async def test_the_app_owns_the_turn_state_and_quitting_cancels_a_turn(env_factory):
+    """Issue 10: the chat screen announces a turn by message; the app alone keeps what is
+    generating (the scheduler reads it) and the turn's cancel event, which quitting sets."""
+    llm = GatedLLM([["One", " two."], ["Three", " four."]])
+    env = env_factory(llm=llm)
+    async with env.app.run_test(size=SIZE) as pilot:
+        await settle(pilot)
+        app = pilot.app
+        assert not app.generating and not app.cancels
+        app.screen.query_one("#prompt").value = "first"
+        await pilot.press("enter")
+        await until(pilot, llm.started.is_set)
+        await until(pilot, lambda: app.generating)
+        (cancel,) = app.cancels
+        assert cancel is app.screen.cancel
+        llm.gate.set()
+        await until(pilot, lambda: len(answers(app)) == 1)
+        await settle(pilot)
+        assert not app.generating and not app.cancels
+        llm.gate.clear()
+        app.screen.query_one("#prompt").value = "second"
+        await pilot.press("enter")
+        await until(pilot, lambda: app.generating)
+        (cancel,) = app.cancels
+        app.exit()
+        assert cancel.is_set()
