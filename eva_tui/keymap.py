@@ -9,8 +9,7 @@ its screens declare."""
 from __future__ import annotations
 
 import difflib
-
-from textual.keys import KEY_TO_UNICODE_NAME, Keys, key_to_character
+from functools import cache
 
 NAV_IDS = ("app.chat", "app.memories", "app.archive", "app.journal", "app.preview",
            "app.settings")
@@ -30,10 +29,17 @@ BINDING_IDS: frozenset[str] = frozenset({
 })
 
 MODIFIERS = frozenset({"ctrl", "shift", "alt", "meta", "super", "hyper"})
-_NAMED = frozenset(k.value for k in Keys) | frozenset(KEY_TO_UNICODE_NAME) | {
-    "slash", "backslash", "at", "minus", "plus", "underscore", "space", "comma", "colon",
-    "semicolon", "apostrophe", "asterisk", "ampersand", "tilde",
-}
+
+
+@cache
+def _named() -> frozenset[str]:
+    """Textual's key names (imported on first use: `eva sleep` and `eva doctor` need no UI)."""
+    from textual.keys import KEY_TO_UNICODE_NAME, Keys
+
+    return frozenset(k.value for k in Keys) | frozenset(KEY_TO_UNICODE_NAME) | {
+        "slash", "backslash", "at", "minus", "plus", "underscore", "space", "comma", "colon",
+        "semicolon", "apostrophe", "asterisk", "ampersand", "tilde",
+    }
 
 
 def key_problem(key: str) -> str | None:
@@ -44,8 +50,10 @@ def key_problem(key: str) -> str | None:
         return f"{bad[0]!r} is not a modifier (ctrl, shift, alt, meta, super, hyper)"
     if len(name) == 1 and name.isprintable() and not name.isspace():
         return None
-    if name in _NAMED:
+    if name in _named():
         return None
+    from textual.keys import key_to_character
+
     char = key_to_character(name) if name else None
     if char is not None and char.isascii():  # "question_mark", "full_stop", …
         return None
