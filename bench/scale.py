@@ -351,9 +351,7 @@ def measure(size: int, db: Path, seed: int, ops: int = OPS, profile: bool = Fals
     rss_after_open = peak_rss_mb()
     live = mem.count()
 
-    rows = mem.storage.query("SELECT content FROM memories WHERE archived_at IS NULL "
-                             "AND kind != 'core'")
-    contents = [r[0] for r in rows]
+    contents = [r.content for r in mem.corpus() if r.kind != "core"]
     with Timer() as t_bm:
         stem_lists = [T.stems(c) for c in contents]
         retriever, vocab = _bare_bm25s(stem_lists)
@@ -363,7 +361,7 @@ def measure(size: int, db: Path, seed: int, ops: int = OPS, profile: bool = Fals
     sources = [contents[int(i)] for i in rng.integers(0, len(contents), ops)]
     queries = [corpus.query(rng, s) for s in sources]
     new_texts = corpus.records(ops, seed + 1000)  # unseen texts (a different stream)
-    del contents, rows
+    del contents
 
     def bm25s_top(q: str) -> np.ndarray:
         toks = [vocab[t] for t in T.stems(q) if t in vocab]
@@ -425,7 +423,7 @@ def measure(size: int, db: Path, seed: int, ops: int = OPS, profile: bool = Fals
         "mean_recalled": round(sum(returned) / len(returned), 2) if returned else None,
         "rss_mb": {"before_open": rss_before_open, "after_open": rss_after_open,
                    "peak": peak_rss_mb()},
-        "lexical_rebuilds_during_ops": getattr(mem._lexical, "rebuilds", None),
+        "lexical_rebuilds_during_ops": getattr(mem._index.lexical, "rebuilds", None),
         "load_average": {"start": load_start, "end": load_average()},
         "code": code_version(),
     }

@@ -31,12 +31,11 @@ from typing import Any
 import numpy as np
 
 from bench.common import NoopPlanner, environment, peak_rss_mb, rounded
-from core import clustering
 from core import text as core_text
 from core.clock import ManualClock
 from core.config import MemoryConfig, SleepConfig
 from core.memory import Memory
-from core.sleep import Sleeper
+from core.sleep import Sleeper, clustering
 
 DAY = 86_400.0
 T_NOW = 1_780_000_000.0
@@ -185,12 +184,12 @@ def bench_size(n: int, seed: int, dim: int | None) -> dict[str, Any]:
         load_s = time.perf_counter() - t0
         cfg = SleepConfig(min_memories=0, max_calls=10**9, max_ops=10**6)
 
-        corpus = {r.id: r for r in mem.sleep_corpus()}
-        stems = mem.sleep_stems()
+        corpus = {r.id: r for r in mem.corpus()}
+        stems = mem.stem_sets()
         t0 = time.perf_counter()
         result = clustering.cluster(
             stems, jaccard=cfg.cluster_jaccard, cosine=cfg.cluster_cosine,
-            max_cluster=cfg.max_cluster, vectors=mem.sleep_vectors(),
+            max_cluster=cfg.max_cluster, vectors=mem.vector_rows(),
             groups={i: r.scope for i, r in corpus.items()}, max_neighbours=cfg.max_neighbours)
         cluster_s = time.perf_counter() - t0
 

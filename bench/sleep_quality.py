@@ -171,7 +171,8 @@ def build_store(path: Path, data: dict[str, Any], embedder: Any) -> tuple[Memory
                       "created_at": parse_time(m.get("created_at")) or now})
     ids = mem.import_records(items)
     keys = {m["key"]: rid for m, rid in zip(data["memories"], ids, strict=True)}
-    with mem.storage.transaction() as conn:  # the bench sets histories the way time would have
+    with mem.transaction() as w:  # the bench sets histories the way time would have
+        conn = w.conn
         for m in data["memories"]:
             n = int(m.get("recalls", 0) or 0)
             last = parse_time(m.get("last_access_at"))

@@ -76,12 +76,15 @@ class SleepConfig:
 
     The planner's model chain is ``memory_model`` (``sleep.memory.model``) → ``smartest``
     (``llm.model.smartest``) → ``general`` (``llm.model.general``); see
-    :func:`core.sleep_plan.resolve_planner`."""
+    :func:`core.sleep.plan.resolve_planner`."""
 
     every: float = DAY  # one night per this many seconds
     idle_for: float = 900.0  # the conversation must have been quiet this long
     min_memories: int = 20  # a smaller corpus skips the memory stage
-    archive_ttl_days: float = 30.0  # hygiene purges archive entries older than this
+    # The archive's TTL is one setting, MemoryConfig.archive_ttl_days (the archive's purge date
+    # and sleep's hygiene both read it). This copy of the SPEC's `sleep.archive_ttl` is read by
+    # nothing in core; eva_tui/config.py keeps the two equal until it moves the key for good.
+    archive_ttl_days: float = 30.0
     cluster_jaccard: float = 0.5  # stem-set Jaccard that links two records
     cluster_cosine: float = 0.6  # calibrated cosine that links two records
     max_cluster: int = 8  # bigger components are cut at their weakest edges

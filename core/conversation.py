@@ -14,12 +14,11 @@ Prompt layout, stable first so the model's KV cache is reused from turn to turn:
 
 from __future__ import annotations
 
-import json
 import threading
 import time
 import uuid
 from collections.abc import Callable, Iterator
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any, Protocol
 
 from core import language
@@ -32,6 +31,13 @@ from core.persona import DEFAULT_PERSONA, MEMORY_RULE, NO_MEMORY_TOOLS_NOTE
 from core.privacy import TurnContext
 from core.prompt_section import PromptSection
 from core.reply_guard import EchoHold, MarkupFilter, ScriptFixer
+from core.transcript import StoredMessage, Transcript, Window, live_window
+
+__all__ = [  # StoredMessage is re-exported for the chat screen
+    "DETAIL_LEVELS", "Conversation", "ConversationConfig", "DetailLevel", "MemoryUsed", "Notice",
+    "Remembering", "SleepGate", "Sleeping", "StoredMessage", "Token", "ToolFinished",
+    "ToolStarted", "TurnDone", "TurnError", "TurnEvent", "user_prompt", "window_budget",
+]
 
 # ---------------------------------------------------------------------------- detail levels
 
@@ -175,18 +181,6 @@ class SleepGate(Protocol):
         ...
 
 
-@dataclass
-class StoredMessage:
-    id: int
-    turn_id: str
-    role: str
-    content: str
-    status: str
-    tokens: int
-    created_at: float
-    meta: dict = field(default_factory=dict)
-
-
 # ---------------------------------------------------------------------------- the engine
 
 
@@ -226,8 +220,9 @@ class Conversation:
         # tools of later layers, e.g. {"memory_consolidate": (schema, handler(ctx) -> ToolResult)};
         # offered under the same rules as the memory tools (SPEC §1)
         self.extra_tools = dict(extra_tools or {})
-        self._storage = memory.storage
-        self._window_start: int | None = None  # first message id of the live window
+        self._transcript = memory.attach(Transcript)
+        self._window_start: int | None = None  # first message id of the live window (a turn
+        # moves it when the window slides; reading the window never does)
         self._busy = threading.Lock()
         self.writer = MemoryWriter(memory, model)
         self._last_lang: str | None = None  # a message with no letters keeps the last language
@@ -240,52 +235,29 @@ class Conversation:
         that cannot."""
         meta = meta or {}
         tokens = self.model.count_tokens(meta.get("prompt", content)) if content else 0
-        with self._storage.transaction() as conn:
-            cur = conn.execute(
-                "INSERT INTO messages (persona, channel, private_ok, turn_id, role, content, "
-                "status, tokens, created_at, meta) VALUES (?,?,?,?,?,?,?,?,?,?)",
-                (self.config.persona_id, self.channel, int(ctx.sees_private), turn_id, role,
-                 content, status, tokens, self.clock.now(), json.dumps(meta)),
-            )
-            return cur.lastrowid
+        return self._transcript.add(self.config.persona_id, self.channel, turn_id, role,
+                                    content, private_ok=ctx.sees_private, status=status,
+                                    tokens=tokens, at=self.clock.now(), meta=meta)
 
     def history(self, limit: int = 200, sees_private: bool = True) -> list[StoredMessage]:
         """Messages of this conversation (persona and channel), oldest first, discarded ones
         excluded; with ``sees_private=False`` only those written where private memory was
         hidden."""
-        rows = self._storage.query(
-            "SELECT * FROM messages WHERE persona = ? AND channel = ? AND status != 'discarded' "
-            + ("" if sees_private else "AND private_ok = 0 ")
-            + "ORDER BY id DESC LIMIT ?", (self.config.persona_id, self.channel, limit))
-        return [
-            StoredMessage(r["id"], r["turn_id"], r["role"], r["content"], r["status"],
-                          r["tokens"] or 0, r["created_at"], json.loads(r["meta"] or "{}"))
-            for r in reversed(rows)
-        ]
+        return self._transcript.history(self.config.persona_id, self.channel, limit,
+                                        sees_private)
 
-    def live_window(self, ctx: TurnContext | None = None) -> list[StoredMessage]:
-        """The earlier messages the next prompt carries (§8.1, §8.2). The window slides in
-        chunks: when it overflows it drops to ``slide_keep`` of its budget, so the prompt prefix
-        stays the same for many turns and the KV cache keeps working."""
+    def window(self, ctx: TurnContext | None = None) -> Window:
+        """The live window the next prompt carries (§8.1, §8.2), without moving it: a turn
+        computes it once and keeps its start (see :func:`core.transcript.live_window`)."""
         level = DETAIL_LEVELS[self.config.detail_level]
         max_tokens, max_msgs = window_budget(level, self.model.context_size)
         sees_private = ctx.sees_private if ctx is not None else True
-        msgs = [m for m in self.history(max_msgs * 2 + 2, sees_private) if m.content]
-        if self._window_start is not None:
-            msgs = [m for m in msgs if m.id >= self._window_start]
+        return live_window(self.history(max_msgs * 2 + 2, sees_private), self._window_start,
+                           max_tokens, max_msgs, self.config.slide_keep)
 
-        def fits(ms: list[StoredMessage], tok: int, n: int) -> bool:
-            return len(ms) <= n and sum(m.tokens for m in ms) <= tok
-
-        if not fits(msgs, max_tokens, max_msgs):
-            keep_tok = int(max_tokens * self.config.slide_keep)
-            keep_n = max(2, int(max_msgs * self.config.slide_keep))
-            while msgs and not fits(msgs, keep_tok, keep_n):
-                msgs.pop(0)
-            while msgs and msgs[0].role != "user":  # start at a user message
-                msgs.pop(0)
-            self._window_start = msgs[0].id if msgs else None
-        return msgs
+    def live_window(self, ctx: TurnContext | None = None) -> list[StoredMessage]:
+        """The earlier messages the next prompt carries."""
+        return self.window(ctx).messages
 
     # ------------------------------------------------------------------ prompt
     def system_prompt(self, ctx: TurnContext, section: PromptSection | None) -> str:
@@ -308,17 +280,17 @@ class Conversation:
         return self.config.memory_writes == STRUCTURED
 
     def build_messages(self, user_text: str, ctx: TurnContext, section: PromptSection | None,
-                       lang: str | None = None) -> list[Message]:
-        messages = self.prefix_messages(ctx, section)
+                       lang: str | None = None, window: Window | None = None) -> list[Message]:
+        messages = self.prefix_messages(ctx, section, window)
         messages.append({"role": "user", "content": user_prompt(user_text, section, lang)})
         return messages
 
-    def prefix_messages(self, ctx: TurnContext, section: PromptSection | None
-                        ) -> list[Message]:
+    def prefix_messages(self, ctx: TurnContext, section: PromptSection | None,
+                        window: Window | None = None) -> list[Message]:
         """The system prompt and the live window: the part of the next prompt that is already
         known before the owner writes."""
         messages: list[Message] = [{"role": "system", "content": self.system_prompt(ctx, section)}]
-        for m in self.live_window(ctx):
+        for m in (window or self.window(ctx)).messages:
             messages.append({"role": m.role, "content": m.meta.get("prompt", m.content)})
         return messages
 
@@ -335,7 +307,7 @@ class Conversation:
 
     def shown_recalled(self, ctx: TurnContext) -> set[int]:
         """Records already recalled in the live window's messages (not repeated)."""
-        return {i for m in self.live_window(ctx) for i in m.meta.get("recalled", ())}
+        return self.window(ctx).recalled
 
     def offered_tools(self, ctx: TurnContext) -> list[dict[str, Any]]:
         if not self.config.learning or self.structured:
@@ -375,10 +347,7 @@ class Conversation:
                 yield TurnError(last_user.turn_id, "Cancelled while Eva was sleeping.")
                 return
         with self._busy:
-            with self._storage.transaction() as conn:
-                conn.execute(
-                    "UPDATE messages SET status = 'discarded' WHERE turn_id = ? AND role = 'assistant'",
-                    (last_user.turn_id,))
+            self._transcript.discard_answers(last_user.turn_id)
             self.memory.rollback_turn(last_user.turn_id)
             yield from self._answer(last_user.content, ctx.with_turn(last_user.turn_id),
                                     last_user.turn_id, cancel, user_stored=True)
@@ -388,11 +357,13 @@ class Conversation:
                 ) -> Iterator[TurnEvent]:
         started = time.monotonic()
         lang = self._last_lang = language.detect(text, self._last_lang)
+        window = self.window(ctx)  # once per turn; the turn keeps where it starts
+        self._window_start = window.start
         section = None
         if self.config.learning:
-            section = self.memory.prompt_section(text, ctx, exclude=self.shown_recalled(ctx))
+            section = self.memory.prompt_section(text, ctx, exclude=window.recalled)
             yield MemoryUsed(section)
-        messages = self.build_messages(text, ctx, section, lang)
+        messages = self.build_messages(text, ctx, section, lang, window)
         if user_stored:  # regenerate: the message is already in the window; drop that copy
             messages = self._drop_current_user(messages)
         else:
@@ -558,9 +529,7 @@ class Conversation:
         return [m for m in messages if not m.get("retry")]
 
     def _set_meta(self, message_id: int, meta: dict) -> None:
-        with self._storage.transaction() as conn:
-            conn.execute("UPDATE messages SET meta = ? WHERE id = ?",
-                         (json.dumps(meta), message_id))
+        self._transcript.set_meta(message_id, meta)
 
     @staticmethod
     def _drop_current_user(messages: list[Message]) -> list[Message]:

@@ -94,6 +94,12 @@ class VectorSpace:
         pos = self._pos.get(key)
         return None if pos is None else self._mat[pos]
 
+    def rows(self) -> tuple[np.ndarray, np.ndarray]:
+        """(keys, unit-length rows) of every live vector — a copy."""
+        n = self._n
+        alive = self._alive[:n]
+        return self._keys[:n][alive].copy(), self._mat[:n][alive].copy()
+
     def cosines(self, query: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         """(keys, cosine) of every live vector against one normalised query vector."""
         if not self._pos:

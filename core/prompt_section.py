@@ -43,10 +43,12 @@ def human_age(seconds: float, coarse: bool = False) -> str:
     return f"{int(days // 365)}y"
 
 
-def line(r: Record, now: float, coarse: bool = False) -> str:
+def line(r: Record, now: float, coarse: bool = False, mark: str = "") -> str:
+    """The one record line, ``id | kind | age | importance | content`` (the content on one
+    line): the prompt section's, and with ``mark="#"`` the memory tools' results."""
     content = " ".join(r.content.split())
     age = human_age(now - r.updated_at, coarse)
-    return f"{r.id} | {r.kind.value} | {age} | {r.importance} | {content}"
+    return f"{mark}{r.id} | {r.kind.value} | {age} | {r.importance} | {content}"
 
 
 def core_priority(r: Record) -> tuple:

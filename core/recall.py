@@ -43,11 +43,15 @@ def half_life_of(kind: Kind, config: MemoryConfig) -> float:
 
 @dataclass(frozen=True)
 class Hit:
+    """One recalled record: its score and the parts of its relevance; ``record`` is filled in
+    where the caller is handed the record too (memory_search)."""
+
     id: int
     score: float
     relevance: float
     lexical: float
     semantic: float | None
+    record: Record | None = None
 
 
 class Columns:

@@ -1,9 +1,16 @@
-"""Memory records (SPEC §2) as the core hands them out: plain, immutable values."""
+"""Memory records (SPEC §2): the plain, immutable values the core hands out, and the rows they
+are stored in (row ↔ :class:`Record`, fetch, access history, change log, the one insert, the one
+archive move, the one purge) as plain functions over a connection."""
 
 from __future__ import annotations
 
+import json
+import sqlite3
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from enum import StrEnum
+
+from core import text
 
 
 class Kind(StrEnum):
@@ -63,3 +70,239 @@ class ArchivedRecord:
     archived_by: str
     why: str
     purge_at: float
+
+
+# ---------------------------------------------------------------------------- rows (SPEC §2, §11)
+# The memory tables (memories, accesses, changes) as plain functions over a connection. The
+# caller holds the store's lock and, for writes, is inside one transaction.
+
+COLUMNS = (
+    "m.id, m.content, m.kind, m.importance, m.private, m.pinned, m.scope, m.created_at, "
+    "m.updated_at, m.last_access_at, m.access_count, m.consolidated_at, m.source, "
+    "m.source_turn, m.stems, m.archived_at, m.archived_by, m.archived_why, v.model AS vector_model"
+)
+FROM = "memories m LEFT JOIN vectors v ON v.memory_id = m.id"
+
+
+def from_row(row: sqlite3.Row, accesses: Sequence[float] = ()) -> Record:
+    return Record(
+        id=row["id"],
+        content=row["content"],
+        kind=Kind(row["kind"]),
+        importance=row["importance"],
+        private=bool(row["private"]),
+        pinned=bool(row["pinned"]),
+        scope=row["scope"],
+        created_at=row["created_at"],
+        updated_at=row["updated_at"],
+        last_access_at=row["last_access_at"],
+        access_count=row["access_count"],
+        consolidated_at=row["consolidated_at"],
+        source=Source(row["source"]),
+        source_turn=row["source_turn"],
+        vector_model=row["vector_model"],
+        accesses=tuple(accesses),
+    )
+
+
+def row(conn: sqlite3.Connection, record_id: int) -> sqlite3.Row | None:
+    return conn.execute(f"SELECT {COLUMNS} FROM {FROM} WHERE m.id = ?", (record_id,)).fetchone()
+
+
+def history(conn: sqlite3.Connection, record_id: int) -> list[float]:
+    """The access history of one record, oldest first."""
+    return [a[0] for a in conn.execute(
+        "SELECT at FROM accesses WHERE memory_id = ? ORDER BY at", (record_id,))]
+
+
+def fetch(conn: sqlite3.Connection, record_id: int, with_history: bool = False) -> Record | None:
+    r = row(conn, record_id)
+    if r is None:
+        return None
+    return from_row(r, history(conn, record_id) if with_history else ())
+
+
+def fetch_many(conn: sqlite3.Connection, ids: Iterable[int], *, live: bool = False
+               ) -> dict[int, Record]:
+    """Records by id (absent ids are left out); ``live`` leaves archived ones out too."""
+    ids = [int(i) for i in ids]
+    out: dict[int, Record] = {}
+    cond = "m.archived_at IS NULL AND " if live else ""
+    for start in range(0, len(ids), 500):
+        part = ids[start: start + 500]
+        q = ",".join("?" * len(part))
+        for r in conn.execute(f"SELECT {COLUMNS} FROM {FROM} WHERE {cond}m.id IN ({q})", part):
+            out[r["id"]] = from_row(r)
+    return out
+
+
+def live(conn: sqlite3.Connection) -> list[Record]:
+    """Every live record, of every scope, oldest id first (without access histories)."""
+    rows = conn.execute(f"SELECT {COLUMNS} FROM {FROM} WHERE m.archived_at IS NULL ORDER BY m.id")
+    return [from_row(r) for r in rows]
+
+
+ORDERS = {"updated": "m.updated_at DESC", "created": "m.created_at DESC",
+          "importance": "m.importance DESC, m.updated_at DESC", "id": "m.id"}
+
+
+def listing(conn: sqlite3.Connection, *, kind: Kind | None, private: bool | None,
+            pinned: bool | None, scope: str | None, scopes: Sequence[str] | None,
+            contains: str | None, order: str, limit: int, offset: int) -> list[Record]:
+    """Live records by these filters (None: any), in one of ``ORDERS``."""
+    where, args = ["m.archived_at IS NULL"], []
+    for column, value in (("kind", None if kind is None else kind.value),
+                          ("private", None if private is None else int(private)),
+                          ("pinned", None if pinned is None else int(pinned)),
+                          ("scope", scope)):
+        if value is not None:
+            where.append(f"m.{column} = ?")
+            args.append(value)
+    if scopes is not None:
+        scopes = list(scopes)
+        where.append(f"m.scope IN ({','.join('?' * len(scopes)) or 'NULL'})")
+        args.extend(scopes)
+    if contains:
+        where.append("m.content LIKE ?")
+        args.append(f"%{contains}%")
+    rows = conn.execute(f"SELECT {COLUMNS} FROM {FROM} WHERE {' AND '.join(where)} "
+                        f"ORDER BY {ORDERS[order]} LIMIT ? OFFSET ?", (*args, limit, offset))
+    return [from_row(r) for r in rows]
+
+
+def archived(conn: sqlite3.Connection, ttl_seconds: float, limit: int) -> list[ArchivedRecord]:
+    """Archived records, newest first, with who/why/when and the moment of purge."""
+    rows = conn.execute(f"SELECT {COLUMNS} FROM {FROM} WHERE m.archived_at IS NOT NULL "
+                        "ORDER BY m.archived_at DESC LIMIT ?", (limit,))
+    return [ArchivedRecord(from_row(r), r["archived_at"], r["archived_by"],
+                           r["archived_why"] or "", r["archived_at"] + ttl_seconds)
+            for r in rows]
+
+
+def is_archived(conn: sqlite3.Connection, record_id: int) -> bool:
+    r = conn.execute("SELECT archived_at FROM memories WHERE id = ?", (record_id,)).fetchone()
+    return r is not None and r[0] is not None
+
+
+def pinned_count(conn: sqlite3.Connection, scope: str) -> int:
+    return conn.execute(
+        "SELECT COUNT(*) FROM memories WHERE pinned = 1 AND archived_at IS NULL AND scope = ?",
+        (scope,)).fetchone()[0]
+
+
+def insert(conn: sqlite3.Connection, content: str, kind: Kind, importance: int, *,
+           private: bool, pinned: bool, scope: str, created_at: float, updated_at: float,
+           source: Source, source_turn: str | None, consolidated_at: float | None = None,
+           history: Sequence[float] = ()) -> int:
+    """The one INSERT INTO memories: a new live record (stems derived from its content) and,
+    for a record split off another, that record's access history."""
+    cur = conn.execute(
+        "INSERT INTO memories (content, kind, importance, private, pinned, scope, created_at, "
+        "updated_at, consolidated_at, source, source_turn, stems) VALUES (?,?,?,?,?,?,?,?,?,?,?,?)",
+        (content, kind.value, importance, int(private), int(pinned), scope, created_at,
+         updated_at, consolidated_at, source.value, source_turn, " ".join(text.stems(content))))
+    rid = int(cur.lastrowid)
+    if history:
+        conn.executemany("INSERT INTO accesses (memory_id, at) VALUES (?, ?)",
+                         [(rid, at) for at in history])
+        conn.execute("UPDATE memories SET last_access_at = ?, access_count = ? WHERE id = ?",
+                     (max(history), len(history), rid))
+    return rid
+
+
+def reinforce(conn: sqlite3.Connection, record_id: int, now: float) -> None:
+    """One access: history, last access and count (the change is logged by the caller)."""
+    conn.execute("INSERT INTO accesses (memory_id, at) VALUES (?, ?)", (record_id, now))
+    conn.execute(
+        "UPDATE memories SET last_access_at = ?, access_count = access_count + 1 WHERE id = ?",
+        (now, record_id))
+
+
+def snapshot(conn: sqlite3.Connection, record_id: int) -> str | None:
+    """The record's row and access history as JSON: what ``rollback`` puts back."""
+    r = conn.execute("SELECT * FROM memories WHERE id = ?", (record_id,)).fetchone()
+    if r is None:
+        return None
+    return json.dumps({"row": dict(r), "accesses": history(conn, record_id)})
+
+
+def log_change(conn: sqlite3.Connection, now: float, actor: Actor, turn_id: str | None, op: str,
+               record_id: int, before: str | None) -> None:
+    conn.execute(
+        "INSERT INTO changes (at, actor, turn_id, op, memory_id, before) VALUES (?,?,?,?,?,?)",
+        (now, actor.value, turn_id, op, record_id, before))
+
+
+def archive(conn: sqlite3.Connection, record_id: int, now: float, actor: Actor,
+            turn_id: str | None, why: str) -> None:
+    """The one move to the archive: logged ("forget", with the record as it was), then marked
+    archived by whom and why. Restorable until purged."""
+    log_change(conn, now, actor, turn_id, "forget", record_id, snapshot(conn, record_id))
+    conn.execute(
+        "UPDATE memories SET archived_at = ?, archived_by = ?, archived_why = ? WHERE id = ?",
+        (now, actor.value, why, record_id))
+
+
+def unarchive(conn: sqlite3.Connection, record_id: int) -> None:
+    conn.execute("UPDATE memories SET archived_at = NULL, archived_by = NULL, archived_why = NULL "
+                 "WHERE id = ?", (record_id,))
+
+
+def update(conn: sqlite3.Connection, record_id: int, now: float, *, content: str | None,
+           kind: Kind | None, importance: int | None, private: bool | None) -> None:
+    """An edit in place of the given fields (None: unchanged); the knowledge is now."""
+    sets, args = ["updated_at = ?"], [now]
+    if content is not None:
+        sets += ["content = ?", "stems = ?"]
+        args += [content, " ".join(text.stems(content))]
+    for column, value in (("kind", None if kind is None else kind.value),
+                          ("importance", importance),
+                          ("private", None if private is None else int(private))):
+        if value is not None:
+            sets.append(f"{column} = ?")
+            args.append(value)
+    conn.execute(f"UPDATE memories SET {', '.join(sets)} WHERE id = ?", (*args, record_id))
+
+
+def purge(conn: sqlite3.Connection, before: float, *, dry_run: bool = False) -> int:
+    """The one purge: delete archive entries archived before ``before`` (with ``dry_run`` only
+    count them)."""
+    cond = "FROM memories WHERE archived_at IS NOT NULL AND archived_at < ?"
+    if dry_run:
+        return conn.execute(f"SELECT COUNT(*) {cond}", (before,)).fetchone()[0]
+    return conn.execute(f"DELETE {cond}", (before,)).rowcount
+
+
+def turn_changes(conn: sqlite3.Connection, turn_id: str) -> list[dict]:
+    rows = conn.execute(
+        "SELECT id, at, actor, op, memory_id FROM changes WHERE turn_id = ? ORDER BY id",
+        (turn_id,)).fetchall()
+    return [dict(r) for r in rows]
+
+
+def rollback(conn: sqlite3.Connection, turn_id: str) -> list[int]:
+    """Undo every change one turn logged, newest first (inside the caller's transaction).
+    Records pinned by the owner are left as they are. Returns the touched ids."""
+    touched: list[int] = []
+    changes = conn.execute(
+        "SELECT id, op, memory_id, before FROM changes WHERE turn_id = ? ORDER BY id DESC",
+        (turn_id,)).fetchall()
+    for ch in changes:
+        rid = ch["memory_id"]
+        cur = conn.execute("SELECT pinned FROM memories WHERE id = ?", (rid,)).fetchone()
+        if cur is not None and cur["pinned"]:
+            continue  # the owner's lock: regenerate never touches a pinned record
+        if ch["before"] is None:  # created by this turn
+            conn.execute("DELETE FROM memories WHERE id = ?", (rid,))
+        else:
+            snap = json.loads(ch["before"])
+            r = snap["row"]
+            cols = [c for c in r if c != "id"]
+            conn.execute(f"UPDATE memories SET {', '.join(c + ' = ?' for c in cols)} WHERE id = ?",
+                         (*[r[c] for c in cols], rid))
+            conn.execute("DELETE FROM accesses WHERE memory_id = ?", (rid,))
+            conn.executemany("INSERT INTO accesses (memory_id, at) VALUES (?, ?)",
+                             [(rid, at) for at in snap["accesses"]])
+        conn.execute("DELETE FROM changes WHERE id = ?", (ch["id"],))
+        touched.append(rid)
+    return touched

@@ -196,13 +196,14 @@ class Storage:
         except BaseException:
             self.conn.close()  # a refused store (newer schema, failed step) keeps no connection
             raise
-        self._lock = threading.RLock()
+        # held by every transaction and query; a table owner holds it across a read-then-write
+        self.lock = threading.RLock()
         self._depth = 0
 
     @contextmanager
     def transaction(self) -> Iterator[sqlite3.Connection]:
         """One atomic change. Nested use joins the outer transaction."""
-        with self._lock:
+        with self.lock:
             if self._depth:
                 self._depth += 1
                 try:
@@ -228,7 +229,7 @@ class Storage:
                     raise
 
     def query(self, sql: str, params: tuple | dict = ()) -> list[sqlite3.Row]:
-        with self._lock:
+        with self.lock:
             return self.conn.execute(sql, params).fetchall()
 
     def meta_get(self, key: str) -> str | None:
@@ -247,5 +248,5 @@ class Storage:
         return self.query("PRAGMA user_version")[0][0]
 
     def close(self) -> None:
-        with self._lock:
+        with self.lock:
             self.conn.close()

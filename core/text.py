@@ -9,6 +9,7 @@ the stems used for matching, unless a text has nothing else.
 from __future__ import annotations
 
 import re
+from collections.abc import Iterable
 from functools import lru_cache
 
 import Stemmer
@@ -79,10 +80,17 @@ def jaccard(a: frozenset[str] | set[str], b: frozenset[str] | set[str]) -> float
     return inter / (len(a) + len(b) - inter)
 
 
-def numbers_compatible(a: str, b: str) -> bool:
+def numbers_compatible(a: str | Iterable[str], b: str | Iterable[str]) -> bool:
     """Two wordings can be the same memory only if one's numbers include the other's.
 
     "meeting at 3 pm" and "meeting on Friday at 3 pm" are compatible; "at 3 pm" and "at 5 pm"
-    are not, however similar the rest."""
-    na, nb = numbers(a), numbers(b)
+    are not, however similar the rest. Each side is a text, or its tokens or stems (dedup
+    compares the stem sets the lexical index holds)."""
+    na, nb = _numeric(a), _numeric(b)
     return na <= nb or nb <= na
+
+
+def _numeric(x: str | Iterable[str]) -> frozenset[str]:
+    if isinstance(x, str):
+        return numbers(x)
+    return frozenset(t for t in x if _DIGIT.search(t))

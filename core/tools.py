@@ -16,8 +16,7 @@ from typing import Any
 from core.errors import MemoryOpError
 from core.memory import Memory, SaveResult, Similar
 from core.privacy import AccessDenied, TurnContext
-from core.prompt_section import human_age
-from core.records import Record
+from core.prompt_section import line
 
 KIND_HELP = (
     "core: who the owner is and how to be with them — always in the prompt, keep it small; "
@@ -137,10 +136,6 @@ class ToolResult:
     changed_ids: tuple[int, ...] = ()
 
 
-def _line(r: Record, now: float) -> str:
-    return f"#{r.id} | {r.kind.value} | {human_age(now - r.updated_at)} | {r.importance} | {r.content}"
-
-
 def _similar_text(similar: tuple[Similar, ...]) -> str:
     if not similar:
         return "No similar memories."
@@ -220,7 +215,7 @@ def call(memory: Memory, name: str, raw_args: Any, ctx: TurnContext) -> ToolResu
             hits = memory.search(args["query"], ctx)
             if not hits:
                 return ToolResult(name, True, "Nothing relevant found.", {"ids": []})
-            rows = "\n".join(_line(h.record, now) for h in hits)
+            rows = "\n".join(line(h.record, now, mark="#") for h in hits)
             return ToolResult(name, True, "id | kind | age | importance | content\n" + rows,
                               {"ids": [h.record.id for h in hits]})
         # memory_list
@@ -228,7 +223,7 @@ def call(memory: Memory, name: str, raw_args: Any, ctx: TurnContext) -> ToolResu
         if isinstance(limit, bool) or not isinstance(limit, int) or not 1 <= limit <= 200:
             raise MemoryOpError("limit must be a whole number from 1 to 200")
         recs = memory.list(ctx, kind=args.get("kind"), limit=limit, scopes=ctx.scopes())
-        rows = "\n".join(_line(r, now) for r in recs) or "(no memories)"
+        rows = "\n".join(line(r, now, mark="#") for r in recs) or "(no memories)"
         return ToolResult(name, True, "id | kind | age | importance | content\n" + rows,
                           {"ids": [r.id for r in recs]})
     except (MemoryOpError, AccessDenied) as e:

@@ -119,7 +119,7 @@ def test_purge_removes_only_entries_older_than_archive_ttl(mem, clock):
     assert mem.get(live).id == live and mem.count() == 1
     with pytest.raises(NotFound):
         mem.restore(old)
-    assert mem.storage.query("SELECT COUNT(*) FROM accesses WHERE memory_id = ?",
+    assert mem._storage.query("SELECT COUNT(*) FROM accesses WHERE memory_id = ?",
                              (old,))[0][0] == 0
     clock.advance(20 * DAY)
     assert mem.purge_archive() == 1

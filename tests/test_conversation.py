@@ -46,7 +46,7 @@ def run(conv, text, ctx=OWNER_TRUSTED, cancel=None):
 
 
 def dump(mem: Memory):
-    c = mem.storage.conn
+    c = mem._storage.conn
     return (
         [tuple(r) for r in c.execute("SELECT * FROM memories ORDER BY id")],
         [tuple(r) for r in c.execute("SELECT * FROM accesses ORDER BY memory_id, at")],

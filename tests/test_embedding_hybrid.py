@@ -31,7 +31,7 @@ def _open(tmp_path, clock, embedder=None, name: str = "m.db", **cfg) -> Memory:
 def _lexical(mem: Memory, query: str, rid: int) -> float:
     docs = {r.id: text.stems(r.content) for r in mem.list(limit=10_000)}
     raw = reference_bm25(docs, text.stems(query)).get(rid, 0.0)
-    return min(1.0, raw / mem._lexical.ceiling(text.stems(query)))
+    return min(1.0, raw / mem._index.lexical.ceiling(text.stems(query)))
 
 
 def _semantic(emb: HashEmbedder, query: str, content: str, b: float) -> float:
@@ -159,7 +159,7 @@ def test_vectors_of_another_model_are_not_compared(tmp_path, clock):
     assert (st.vectors, st.missing_vectors) == (2, 0)
     (h,) = mem.recall("cat", OWNER_TRUSTED)
     assert h.id == rid and h.semantic > 0
-    rows = mem.storage.query("SELECT DISTINCT model FROM vectors")
+    rows = mem._storage.query("SELECT DISTINCT model FROM vectors")
     assert [r[0] for r in rows] == ["model-b"]
     mem.close()
 
@@ -290,7 +290,7 @@ def test_dedup_replacement_re_embeds(tmp_path, clock):
     rid = mem.save("meeting at 3 pm").id
     res = mem.save("meeting on Friday at 3 pm")
     assert res.id == rid and res.status == "updated"
-    stored = mem.storage.query("SELECT vec FROM vectors WHERE memory_id = ?", (rid,))[0][0]
+    stored = mem._storage.query("SELECT vec FROM vectors WHERE memory_id = ?", (rid,))[0][0]
     assert np.allclose(np.frombuffer(stored, dtype=np.float32),
                        emb.vector("meeting on Friday at 3 pm"))
     mem.close()

@@ -76,14 +76,14 @@ def test_delta_merges_lazily_not_per_write():
 
 def test_memory_writes_do_not_rebuild_the_main_index(mem):
     """SPEC §4: save/update/forget/restore cost O(their own tokens) — no rebuild per write."""
-    before = mem._lexical.rebuilds
+    before = mem._index.lexical.rebuilds
     ids = [mem.save(f"note {i}: {w} and {WORDS[(i * 7) % len(WORDS)]}", OWNER_TRUSTED).id
            for i, w in enumerate(WORDS)]
     mem.update(ids[0], OWNER_TRUSTED, content="a completely new wording about violins")
     mem.forget(ids[1], "outdated", OWNER_TRUSTED)
     mem.restore(ids[1])
     mem.search("violin", OWNER_TRUSTED)
-    assert mem._lexical.rebuilds == before
+    assert mem._index.lexical.rebuilds == before
 
 
 def test_results_identical_before_and_after_a_merge():
@@ -120,13 +120,13 @@ def test_relevance_does_not_depend_on_when_the_store_was_opened(tmp_path, clock)
         m.save("The owner's cat is called Murka", OWNER_TRUSTED)
         m.save("The owner drinks green tea every morning, green tea only", OWNER_TRUSTED)
     with Memory.open(path, MemoryConfig(), clock) as m:
-        assert m._lexical._main is not None
+        assert m._index.lexical._main is not None
         for i in range(20):
             m.save(f"Note {i} about gardening: tomatoes and cucumbers, bed {i}", OWNER_TRUSTED)
         docs = _docs_of(m)
         q = "what green tea does the owner drink"
         live = {h.id: h.relevance for h in m.recall(q, OWNER_TRUSTED)}
-        raw = _as_dict(*m._lexical.scores(text.stems(q)))
+        raw = _as_dict(*m._index.lexical.scores(text.stems(q)))
     with Memory.open(path, MemoryConfig(), clock) as m:  # everything in the main now
         reopened = {h.id: h.relevance for h in m.recall(q, OWNER_TRUSTED)}
     _assert_same(live, reopened)
@@ -202,7 +202,7 @@ def test_one_common_shared_word_scores_low_not_full_marks(mem):
     one common word with the query scores low (dividing by the best score would give 1.0)."""
     ids = _store(mem, FILLER)
     q = "what does the owner think about markets in Kazan"
-    rel = _as_dict(*mem._lexical.relevance(text.stems(q)))
+    rel = _as_dict(*mem._index.lexical.relevance(text.stems(q)))
     assert set(rel) == set(ids)  # every record shares just "owner"
     assert max(rel.values()) < 0.3
     hits = mem.recall(q, OWNER_TRUSTED)
@@ -218,7 +218,7 @@ def test_exact_match_scores_higher_than_partial(mem):
         "Markets open early in the morning",
     ])
     q = "Kazan markets chak-chak"
-    rel = _as_dict(*mem._lexical.relevance(text.stems(q)))
+    rel = _as_dict(*mem._index.lexical.relevance(text.stems(q)))
     assert rel[exact] > rel[partial] > 0
     assert rel[exact] > rel[weak] > 0
     assert rel[exact] >= 0.8  # all the query's words are there
@@ -231,14 +231,14 @@ def test_relevance_is_between_zero_and_one_even_with_repeats(mem):
     """SPEC §4: relevance is normalised to 0..1 (a record repeating a query word is clipped)."""
     _store(mem, FILLER)
     rid = mem.save("tea tea tea tea tea tea tea tea", OWNER_TRUSTED).id
-    rel = _as_dict(*mem._lexical.relevance(text.stems("tea")))
+    rel = _as_dict(*mem._index.lexical.relevance(text.stems("tea")))
     assert 0 < rel[rid] <= 1.0
 
 
 def test_query_of_unknown_words_matches_nothing(mem):
     """SPEC §4: no shared stem, no relevance (and no error)."""
     _store(mem, FILLER)
-    keys, rel = mem._lexical.relevance(text.stems("xylophone quasar"))
+    keys, rel = mem._index.lexical.relevance(text.stems("xylophone quasar"))
     assert len(keys) == 0 and len(rel) == 0
     assert mem.recall("xylophone quasar", OWNER_TRUSTED) == []
 
@@ -248,8 +248,8 @@ def test_mostly_unknown_query_cannot_reach_full_relevance_through_one_word(mem):
     word a full match."""
     rid = mem.save("The owner's sister lives in Kazan", OWNER_TRUSTED).id
     _store(mem, FILLER)
-    full = _as_dict(*mem._lexical.relevance(text.stems("sister Kazan")))[rid]
-    partial = _as_dict(*mem._lexical.relevance(
+    full = _as_dict(*mem._index.lexical.relevance(text.stems("sister Kazan")))[rid]
+    partial = _as_dict(*mem._index.lexical.relevance(
         text.stems("sister quasar xylophone nebula")))[rid]
     assert partial < full
     assert partial < 0.5

@@ -95,7 +95,7 @@ def v1_check(mem: Memory) -> None:
     assert mem.count() == 5 and mem.count(archived=True) == 1
     # the indexes were built from the upgraded store
     assert [h.record.id for h in mem.search("cat Murka", reinforce=False)] == [1]
-    assert mem.storage.meta_get("background_cosine:old-model") == "0.41"
+    assert mem._storage.meta_get("background_cosine:old-model") == "0.41"
     restored = mem.restore(5)
     assert restored.private is True and restored.content == "Owner lived in Kazan"
 
@@ -109,7 +109,7 @@ def v2_insert(conn: sqlite3.Connection) -> None:
 
 
 def v2_check(mem: Memory) -> None:
-    rows = mem.storage.query("SELECT turn_id, role, content FROM messages ORDER BY id")
+    rows = mem._storage.query("SELECT turn_id, role, content FROM messages ORDER BY id")
     assert [tuple(r) for r in rows] == [("turn-1", "user", "Привет, Ева"),
                                        ("turn-1", "assistant", "Hi!")]
 
@@ -127,9 +127,9 @@ def v3_insert(conn: sqlite3.Connection) -> None:
 
 
 def v3_check(mem: Memory) -> None:
-    assert mem.storage.query("SELECT status FROM sleep_runs WHERE id = 1")[0][0] == "done"
-    assert mem.storage.query("SELECT why FROM sleep_ops")[0][0] == "two wordings of one fact"
-    assert mem.storage.query("SELECT memory_id FROM sleep_marks")[0][0] == 1
+    assert mem._storage.query("SELECT status FROM sleep_runs WHERE id = 1")[0][0] == "done"
+    assert mem._storage.query("SELECT why FROM sleep_ops")[0][0] == "two wordings of one fact"
+    assert mem._storage.query("SELECT memory_id FROM sleep_marks")[0][0] == 1
 
 
 @dataclass(frozen=True)
@@ -220,7 +220,7 @@ def test_store_from_every_version_opens_with_its_data(version, tmp_path):
     before = table_rows(path)
     mem = Memory.open(path, MemoryConfig(), ManualClock(T0))
     try:
-        assert mem.storage.schema_version() == SCHEMA_VERSION
+        assert mem._storage.schema_version() == SCHEMA_VERSION
         after = table_rows(path)
         for table, (cols, rows) in before.items():
             assert table in after, f"upgrading from v{version} dropped table {table}"
@@ -263,7 +263,7 @@ def test_reopening_a_current_store_changes_nothing(tmp_path):
     Memory.open(path, MemoryConfig(), ManualClock(T0)).close()
     rows, sch = table_rows(path), schema(path)
     mem = Memory.open(path, MemoryConfig(), ManualClock(T0))
-    assert mem.storage.schema_version() == SCHEMA_VERSION
+    assert mem._storage.schema_version() == SCHEMA_VERSION
     mem.close()
     assert table_rows(path) == rows and schema(path) == sch
 
@@ -356,8 +356,8 @@ def test_upgraded_store_is_fully_usable(tmp_path):
     with Memory.open(path, MemoryConfig(), ManualClock(T0)) as mem:
         assert mem.get(res.id).content == "Owner started pottery classes"
         assert mem.get(1).content.endswith("she is 5")
-        log = mem.storage.query("SELECT op FROM changes WHERE memory_id = 1 ORDER BY id")
+        log = mem._storage.query("SELECT op FROM changes WHERE memory_id = 1 ORDER BY id")
         assert [r[0] for r in log] == ["create", "update"]
-        before = json.loads(mem.storage.query(
+        before = json.loads(mem._storage.query(
             "SELECT before FROM changes WHERE memory_id = 1 AND op = 'update'")[0][0])
         assert before["row"]["content"] == "The owner's cat is called Murka"

@@ -148,7 +148,7 @@ def assert_no_private_ids(what: str, ids, stored: list[Stored]) -> None:
 
 def record_state(mem: Memory, rid: int) -> tuple:
     """Everything stored about one record (row, access history, change-log rows)."""
-    conn = mem.storage.conn
+    conn = mem._storage.conn
     row = tuple(conn.execute("SELECT * FROM memories WHERE id = ?", (rid,)).fetchone())
     acc = [tuple(r) for r in conn.execute("SELECT * FROM accesses WHERE memory_id = ?", (rid,))]
     vec = [tuple(r) for r in conn.execute("SELECT * FROM vectors WHERE memory_id = ?", (rid,))]
@@ -229,7 +229,7 @@ def check_tools_offered(ctx: TurnContext) -> None:
 def check_refusals(mem: Memory, stored: list[Stored], ctx: TurnContext) -> None:
     """Touching a private id from a context that cannot see it answers exactly as for an id
     that does not exist, and changes nothing."""
-    live_ids = [r[0] for r in mem.storage.query("SELECT id FROM memories")]
+    live_ids = [r[0] for r in mem._storage.query("SELECT id FROM memories")]
     ghost = max(live_ids) + 100
     attempts = [
         ("memory_update", {"content": "Owner's passport number ends with 000"}),

@@ -25,7 +25,7 @@ def hand_relevance(mem: Memory, query: str, rid: int) -> float:
     docs = {r.id: text.stems(r.content) for r in mem.list(limit=10_000)}
     qs = text.stems(query)
     raw = reference_bm25(docs, qs)[rid]
-    return min(1.0, raw / mem._lexical.ceiling(qs))
+    return min(1.0, raw / mem._index.lexical.ceiling(qs))
 
 
 def hand_score(mem: Memory, query: str, rid: int, now: float) -> float:

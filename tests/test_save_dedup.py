@@ -22,12 +22,12 @@ FRUIT = ["apple", "banana", "cherry", "dates", "elderberry", "figs", "grapes", "
 
 def rows(mem: Memory) -> dict[str, int]:
     """Row counts of every table a memory write touches."""
-    return {t: mem.storage.query(f"SELECT COUNT(*) FROM {t}")[0][0]
+    return {t: mem._storage.query(f"SELECT COUNT(*) FROM {t}")[0][0]
             for t in ("memories", "accesses", "changes", "vectors", "meta")}
 
 
 def snapshot(mem: Memory) -> list[tuple]:
-    return [tuple(r) for r in mem.storage.query("SELECT * FROM memories ORDER BY id")]
+    return [tuple(r) for r in mem._storage.query("SELECT * FROM memories ORDER BY id")]
 
 
 def test_jaccard_at_threshold_reinforces_instead_of_creating(mem):

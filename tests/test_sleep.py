@@ -17,9 +17,9 @@ from core.llm import ModelError, ToolCall
 from core.privacy import OWNER_TRUSTED, PUBLIC
 from core.records import Actor, Kind
 from core.sleep import STAGES, Sleeper, consolidate_tool, register_stage, resolve_planner
-from core.sleep_journal import PhaseLog
-from core.sleep_memory import core_usage
-from core.sleep_plan import REASONING_MAX, read_plan, review_tool
+from core.sleep.journal import PhaseLog
+from core.sleep.memory_stage import core_usage
+from core.sleep.plan import REASONING_MAX, read_plan, review_tool
 from tests.fakes import HashEmbedder
 from tests.test_sleep_kit import (
     ANCIENT,
@@ -258,7 +258,7 @@ def test_promotion_past_the_core_share_is_refused(mem, clock):
                                          "with drip irrigation and careful pruning"},
                      "big2": {"content": "Another long fact about repairing bicycles, truing "
                                          "wheels and adjusting derailleurs on weekends"}})
-    corpus = {r.id: r for r in mem.sleep_corpus()}
+    corpus = {r.id: r for r in mem.corpus()}
     promoted = dataclasses.replace(corpus[ids["big1"]], kind=Kind.CORE)
     need = core_usage({**corpus, promoted.id: promoted}, clock.now())
     mem.config = MemoryConfig(prompt_budget=1000, core_share=(need + 5) / 1000)
@@ -364,7 +364,7 @@ def test_a_failed_call_skips_its_cluster_and_is_journaled(mem, clock):
 def test_a_call_past_call_timeout_is_abandoned(mem, clock, monkeypatch):
     """§7: "each call with a wall-clock limit" — a call that does not answer within
     call_timeout is journaled as timed out and applies nothing."""
-    import core.sleep_stage
+    import core.sleep.stage
 
     load(mem)
     release = threading.Event()
@@ -373,8 +373,8 @@ def test_a_call_past_call_timeout_is_abandoned(mem, clock, monkeypatch):
         release.wait(30)
         return plan(merge([1, 2], "late"))
 
-    monkeypatch.setattr(core.sleep_stage, "call_planner",
-                        functools.partial(core.sleep_stage.call_planner, grace=0.0))
+    monkeypatch.setattr(core.sleep.stage, "call_planner",
+                        functools.partial(core.sleep.stage.call_planner, grace=0.0))
     planner = PlannerLLM(review=[stuck, stuck])
     try:
         run = sleeper(mem, planner, clock, call_timeout=0.05).run()

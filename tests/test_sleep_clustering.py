@@ -13,7 +13,7 @@ import numpy as np
 import pytest
 
 from core import ManualClock, text
-from core.clustering import cluster, components, lexical_edges, semantic_edges, strongest
+from core.sleep.clustering import cluster, components, lexical_edges, semantic_edges, strongest
 from tests.test_sleep_kit import T0, PlannerLLM, load, open_memory, sleeper, tool_ids
 
 

@@ -185,7 +185,7 @@ def load(mem: Memory, corpus: dict[str, dict[str, Any]] | None = None,
 def test_planner_answers_each_phase_from_its_queue():
     """The kit: replies are routed by the phase named in the sleep_finish tool (SPEC §7's three
     model phases), and an exhausted queue answers with an empty plan."""
-    from core.sleep_plan import calibrate_tool, forget_tool, review_tool
+    from core.sleep.plan import calibrate_tool, forget_tool, review_tool
 
     p = PlannerLLM(review=[plan(merge([1, 2], "x"))], calibrate=[RuntimeError("boom")])
     assert p.force_tool_call([], review_tool([1, 2], 500)).arguments["ops"][0]["op"] == "merge"

@@ -14,7 +14,7 @@ from core import ManualClock
 from core.config import SleepConfig
 from core.privacy import OWNER_TRUSTED
 from core.sleep import Sleeper
-from core.sleep_plan import check_op
+from core.sleep.plan import check_op
 from tests.test_sleep_kit import ANCIENT, OLD, T0, load, open_memory
 
 pytestmark = pytest.mark.real_model

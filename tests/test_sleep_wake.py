@@ -255,7 +255,7 @@ def test_an_interrupted_night_is_failed_on_the_next_start(mem, clock):
     """§7/§11: a run left 'running' by a process that died is journaled as failed (notable)
     when sleep starts again, and is retried after retry_after."""
     load(mem, CORPUS)
-    with mem.storage.transaction() as c:
+    with mem._storage.transaction() as c:
         c.execute("INSERT INTO sleep_runs (started_at, status, reason) VALUES (?, 'running', "
                   "'schedule')", (clock.now(),))
     s = sleeper(mem, PlannerLLM(), clock, retry_after=900)

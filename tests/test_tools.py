@@ -26,12 +26,12 @@ LINE = re.compile(r"^#(\d+) \| (core|fact|event) \| (\S+) \| ([1-5]) \| (.+)$")
 
 
 def rows(mem: Memory) -> dict[str, int]:
-    return {t: mem.storage.query(f"SELECT COUNT(*) FROM {t}")[0][0]
+    return {t: mem._storage.query(f"SELECT COUNT(*) FROM {t}")[0][0]
             for t in ("memories", "accesses", "changes", "vectors")}
 
 
 def snapshot(mem: Memory) -> list[tuple]:
-    return [tuple(r) for r in mem.storage.query("SELECT * FROM memories ORDER BY id")]
+    return [tuple(r) for r in mem._storage.query("SELECT * FROM memories ORDER BY id")]
 
 
 def names(ctx: TurnContext, extra=None) -> set[str]:

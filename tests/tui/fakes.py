@@ -7,7 +7,7 @@ import threading
 from collections.abc import Callable
 
 from core.llm import Done, TextDelta
-from core.sleep_journal import OpLog, PhaseLog, SleepProgress, SleepRun
+from core.sleep.journal import OpLog, PhaseLog, SleepProgress, SleepRun
 from tests.fake_llm import ScriptedLLM
 
 

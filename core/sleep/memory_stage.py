@@ -2,7 +2,7 @@
 
 1. **hygiene** (no model) — embed records whose vector is missing or from another model;
    purge archive entries older than ``archive_ttl``.
-2. **clustering** (no model) — :mod:`core.clustering`; a cluster is *settled* when every
+2. **clustering** (no model) — :mod:`core.sleep.clustering`; a cluster is *settled* when every
    member's ``consolidated_at`` is at or after its ``updated_at``; settled clusters are never
    sent to the model (a second night on an unchanged corpus costs zero calls).
 3. **review** — one planner call per unsettled cluster (at most ``max_calls`` a night; the rest
@@ -16,8 +16,10 @@
    constantly, demote dead core, recalibrate importance that crept to 4–5, shrink a core that
    outgrew its share of the prompt budget. Skipped when nothing changed since it last ran.
 
-Every model phase is applied in one transaction with its journal (core.sleep_apply has the
-safeguards); a wake-up anywhere before that transaction discards the phase.
+The corpus is read once, when clustering starts, and kept up to date with the night's own
+changes (:meth:`core.sleep.stage.StageContext.read_corpus`). Every model phase is applied in one
+transaction with its journal (:mod:`core.sleep.apply` has the safeguards); a wake-up anywhere
+before that transaction discards the phase.
 """
 
 from __future__ import annotations
@@ -28,23 +30,23 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from core import clustering
-from core import sleep_journal as journal
-from core.clustering import Clustering
-from core.memory import Memory
+from core.config import MemoryConfig
 from core.prompt_section import CORE_HEADER
 from core.prompt_section import line as prompt_line
 from core.recall import half_life_of
 from core.records import GLOBAL_SCOPE, Kind, Record
-from core.sleep_apply import (
+from core.sleep import clustering, journal, ops
+from core.sleep.apply import (
     TRANSIENT,
     Applied,
     Proposal,
     Safeguards,
     embed_new_texts,
 )
-from core.sleep_journal import OpLog, PhaseLog
-from core.sleep_plan import (
+from core.sleep.clustering import Clustering
+from core.sleep.journal import OpLog, PhaseLog
+from core.sleep.ops import SleepTxn
+from core.sleep.plan import (
     CallResult,
     calibrate_messages,
     calibrate_tool,
@@ -53,8 +55,7 @@ from core.sleep_plan import (
     review_messages,
     review_tool,
 )
-from core.sleep_stage import StageContext
-from core.sleep_txn import SleepTxn
+from core.sleep.stage import StageContext
 
 STAGE = "memory"
 MAX_FORGET_LIST = 40  # candidates shown in one forgetting call (oldest first)
@@ -143,9 +144,8 @@ def hygiene(ctx: StageContext) -> None:
         ctx.check()
         embedded = mem.backfill_vectors(progress=prog)
         ctx.check()
-        ttl = ctx.config.archive_ttl_days
-        purged = mem.purge_archive_before(mem.clock.now() - ctx.config.archive_ttl_seconds,
-                                          dry_run=ctx.dry_run)
+        ttl = mem.config.archive_ttl_days
+        purged = mem.purge_archive(dry_run=ctx.dry_run)
         ops = []
         if embedded:
             ops.append(OpLog("embed", [], True, "no vector of the active model", None,
@@ -170,11 +170,11 @@ def cluster_phase(ctx: StageContext) -> ClusterState:
     mem, cfg = ctx.memory, ctx.config
     with ctx.phase("clustering") as elapsed:
         ctx.progress("clustering", 0, 1, "building the similarity graph")
-        corpus = {r.id: r for r in mem.sleep_corpus()}
-        stems = {i: s for i, s in mem.sleep_stems().items() if i in corpus}
+        corpus = ctx.read_corpus().records
+        stems = {i: s for i, s in mem.stem_sets().items() if i in corpus}
         result = clustering.cluster(
             stems, jaccard=cfg.cluster_jaccard, cosine=cfg.cluster_cosine,
-            max_cluster=cfg.max_cluster, vectors=mem.sleep_vectors(),
+            max_cluster=cfg.max_cluster, vectors=mem.vector_rows(),
             groups={i: r.scope for i, r in corpus.items()}, max_neighbours=cfg.max_neighbours,
             check=ctx.check)
         unsettled = [c for c in result.clusters if not all(settled(corpus[i]) for i in c)]
@@ -221,7 +221,7 @@ def review(ctx: StageContext, state: ClusterState) -> None:
         for unit, ids in enumerate(todo):
             ctx.progress("review", unit, len(todo), f"reviewing a cluster of {len(ids)}")
             recs = [state.corpus[i] for i in ids]
-            vers = {r.id: Memory.sleep_version_of(r) for r in recs}
+            vers = {r.id: ops.version_of(r) for r in recs}
             versions.update(vers)
             res = ctx.call(review_messages(ctx.persona, recs, now),
                            review_tool(ids, mem.config.max_chars))
@@ -241,7 +241,7 @@ def review(ctx: StageContext, state: ClusterState) -> None:
         def mark(tx: SleepTxn, result: Applied) -> None:
             ids = [i for unit, c in answered.items() if unit not in result.blocked_units
                    for i in c]
-            mem.sleep_mark_consolidated(tx, ids, versions)
+            ops.mark_consolidated(tx, ids, versions)
 
         guard = Safeguards(mem, ctx.config, ctx.budget, "review", state.corpus, now)
         _apply(ctx, guard, proposals, "review", plans, elapsed, ctx.calls - c0, note,
@@ -251,7 +251,7 @@ def review(ctx: StageContext, state: ClusterState) -> None:
 # ---------------------------------------------------------------------------- 4. forgetting
 
 
-def forgetting_candidates(mem: Memory, corpus: dict[int, Record], clustered: set[int],
+def forgetting_candidates(config: MemoryConfig, corpus: dict[int, Record], clustered: set[int],
                           keep_recent: float, reviewed: dict[int, float], now: float
                           ) -> list[Record]:
     """The arithmetic of §7.4: faded past two half-lives, never recalled, importance ≤ 2,
@@ -259,7 +259,7 @@ def forgetting_candidates(mem: Memory, corpus: dict[int, Record], clustered: set
     an earlier night within the last half-life (unless it changed since)."""
     out = []
     for r in corpus.values():
-        hl = half_life_of(r.kind, mem.config)
+        hl = half_life_of(r.kind, config)
         if (r.id in clustered or r.kind is Kind.CORE or r.pinned or r.importance > 2
                 or r.access_count > 0 or now - r.recalled_at <= 2 * hl
                 or now - r.created_at < keep_recent):
@@ -276,10 +276,11 @@ def forgetting(ctx: StageContext, state: ClusterState) -> None:
     mem = ctx.memory
     with ctx.phase("forgetting") as elapsed:
         now = mem.clock.now()
-        corpus = {r.id: r for r in mem.sleep_corpus()}
+        corpus = ctx.read_corpus().records
         clustered = {i for c in state.result.clusters for i in c}
-        cands = forgetting_candidates(mem, corpus, clustered, ctx.config.keep_recent_seconds,
-                                      journal.marks(mem.storage, MARK_FORGET), now)
+        cands = forgetting_candidates(mem.config, corpus, clustered,
+                                      ctx.config.keep_recent_seconds,
+                                      ctx.store.marks(MARK_FORGET), now)
         if not cands:
             ctx.journal(PhaseLog(STAGE, "forgetting", "skipped", elapsed(), 0, [], [],
                                  "no forgetting candidates"))
@@ -298,7 +299,7 @@ def forgetting(ctx: StageContext, state: ClusterState) -> None:
         for unit, shown in enumerate(batches):
             ctx.progress("forgetting", unit, len(batches), f"{len(shown)} faded record(s)")
             ids = [r.id for r in shown]
-            versions = {r.id: Memory.sleep_version_of(r) for r in shown}
+            versions = {r.id: ops.version_of(r) for r in shown}
             res = ctx.call(forget_messages(ctx.persona, shown, now), forget_tool(ids))
             plans.append(_plan_log(res, candidates=ids))
             if res.plan is None:
@@ -367,9 +368,9 @@ def calibrate(ctx: StageContext) -> None:
     mem = ctx.memory
     with ctx.phase("calibrate") as elapsed:
         now = mem.clock.now()
-        corpus = {r.id: r for r in mem.sleep_corpus()}
+        corpus = ctx.read_corpus().records
         fp = fingerprint(corpus)
-        if mem.storage.meta_get(CALIBRATE_META) == fp:
+        if ctx.store.meta_get(CALIBRATE_META) == fp:
             ctx.journal(PhaseLog(STAGE, "calibrate", "skipped", elapsed(), 0, [], [],
                                  "nothing changed since the last review: no model call"))
             return
@@ -383,7 +384,7 @@ def calibrate(ctx: StageContext) -> None:
                                  "nothing to review (every record is pinned)"))
             return
         ids = [r.id for r in shown]
-        versions = {r.id: Memory.sleep_version_of(r) for r in shown}
+        versions = {r.id: ops.version_of(r) for r in shown}
         core_chars = core_usage(corpus, now)
         core_budget = int(mem.config.prompt_budget * mem.config.core_share)
         hist = Counter(r.importance for r in corpus.values())
@@ -408,5 +409,4 @@ def calibrate(ctx: StageContext) -> None:
         result = _apply(ctx, guard, proposals, "calibrate", plans, elapsed, ctx.calls - c0, note,
                         failed=res.plan is None)
         if res.plan is not None and not ctx.dry_run and not _transient_ids(result):
-            after = {r.id: r for r in mem.sleep_corpus()}
-            mem.storage.meta_set(CALIBRATE_META, fingerprint(after))
+            ctx.store.meta_set(CALIBRATE_META, fingerprint(ctx.read_corpus().records))

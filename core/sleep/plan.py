@@ -10,7 +10,7 @@ fallback only.
 
 Memory contents go to the model as quoted JSON data, under a system prompt that says so: a
 memory whose text reads "SYSTEM: forget everything" is a memory, not an instruction. Whatever
-the model returns, the core's safeguards (core.sleep_apply) bound what a plan can do.
+the model returns, the core's safeguards (core.sleep.apply) bound what a plan can do.
 
 Each call runs in a helper thread with a wall-clock limit (``sleep.call_timeout``, also passed
 to the model) and is abandoned early when Eva is woken (a model whose ``force_tool_call``
@@ -109,6 +109,11 @@ def _data_block(records: Sequence[Record], now: float, short: int | None = None)
     return "<memories>\n" + "\n".join(lines) + "\n</memories>"
 
 
+def _ask(persona: str, user: str) -> list[Message]:
+    return [{"role": "system", "content": system_prompt(persona)},
+            {"role": "user", "content": user}]
+
+
 def review_messages(persona: str, records: Sequence[Record], now: float) -> list[Message]:
     user = (
         f"Today is {_date(now)}. Step: cluster review. These {len(records)} memories were found "
@@ -117,8 +122,7 @@ def review_messages(persona: str, records: Sequence[Record], now: float) -> list
         "repeat a pattern worth a durable fact? Records marked pinned are the owner's and are "
         "read-only.\n\n" + _data_block(records, now)
     )
-    return [{"role": "system", "content": system_prompt(persona)},
-            {"role": "user", "content": user}]
+    return _ask(persona, user)
 
 
 def forget_messages(persona: str, records: Sequence[Record], now: float) -> list[Message]:
@@ -129,8 +133,7 @@ def forget_messages(persona: str, records: Sequence[Record], now: float) -> list
         "matters to your owner or to who you are. Naming none is fine.\n\n"
         + _data_block(records, now)
     )
-    return [{"role": "system", "content": system_prompt(persona)},
-            {"role": "user", "content": user}]
+    return _ask(persona, user)
 
 
 def calibrate_messages(persona: str, records: Sequence[Record], now: float, *, total: int,
@@ -151,8 +154,7 @@ def calibrate_messages(persona: str, records: Sequence[Record], now: float, *, t
         "(most memories are 2–3). Pinned memories are the owner's and are not shown.\n\n"
         + _data_block(records, now, short=120)
     )
-    return [{"role": "system", "content": system_prompt(persona)},
-            {"role": "user", "content": user}]
+    return _ask(persona, user)
 
 
 # ---------------------------------------------------------------------------- the tool schemas

@@ -18,11 +18,11 @@ journaled, every op that:
 * promotes to core past core's share of the prompt budget;
 * would exceed ``max_ops`` (ops per night) or ``max_forget`` (records forgotten per night);
 * targets a record that changed after the plan was made (checked inside the transaction by
-  :class:`core.memory.Memory`, so a write made during sleep is never lost).
+  :mod:`core.sleep.ops`, so a write made during sleep is never lost).
 
 The private flag is never removed: no op can clear it, and a merge (or a record derived from
 sources) with any private member is private. Merges keep the most reinforced member's id and
-sum the access histories (core.memory.Memory.sleep_merge).
+sum the access histories (:func:`core.sleep.ops.merge`).
 """
 
 from __future__ import annotations
@@ -33,15 +33,16 @@ from typing import Any
 
 import numpy as np
 
-from core import text
+from core import records, text
 from core.config import SleepConfig
 from core.errors import MemoryOpError
 from core.memory import Memory
 from core.prompt_section import line as prompt_line
 from core.records import Kind, Record
-from core.sleep_journal import OpLog
-from core.sleep_plan import check_op
-from core.sleep_txn import SleepTxn
+from core.sleep import ops
+from core.sleep.journal import OpLog
+from core.sleep.ops import SleepTxn
+from core.sleep.plan import check_op
 
 PHASE_OPS: dict[str, tuple[str, ...]] = {
     "review": ("merge", "resolve", "rewrite", "split", "derive"),
@@ -276,39 +277,39 @@ class Safeguards:
 
     def _do(self, tx: SleepTxn, s: Screened, vectors: Mapping[str, np.ndarray | None]
             ) -> dict[str, Any]:
-        m, op, v = self.memory, s.op, s.proposal.versions
+        op, v = s.op, s.proposal.versions
         name, why = op["op"], op["why"]
         vec = vectors.get(op.get("content", ""))
         if name == "merge":
-            r = m.sleep_merge(tx, op["ids"], op["content"], why, dict(v), vec)
+            r = ops.merge(tx, op["ids"], op["content"], why, dict(v), vec)
             return {"survivor": r.id, "content": r.content, "private": r.private}
         if name == "resolve":
-            m.sleep_check(tx, [op["keep"]], dict(v))
+            ops.check(tx, [op["keep"]], dict(v), touch=False)
             for rid in op["drop"]:
-                m.sleep_forget(tx, rid, f"contradicted by #{op['keep']}: {why}", dict(v))
+                ops.forget(tx, rid, f"contradicted by #{op['keep']}: {why}", dict(v))
             return {"keep": op["keep"], "dropped": list(op["drop"])}
         if name == "rewrite":
             before = self.records[op["id"]].content
-            r = m.sleep_rewrite(tx, op["id"], op["content"], why, dict(v), vec)
+            r = ops.rewrite(tx, op["id"], op["content"], why, dict(v), vec)
             return {"before": before, "content": r.content}
         if name == "split":
-            ids = m.sleep_split(tx, op["id"], op["parts"], why, dict(v),
+            ids = ops.split(tx, op["id"], op["parts"], why, dict(v),
                                 [vectors.get(p) for p in op["parts"]])
             return {"before": self.records[op["id"]].content, "parts": op["parts"], "ids": ids}
         if name == "derive":
-            r = m.sleep_derive(tx, op["from"], op["content"], why, dict(v),
+            r = ops.derive(tx, op["from"], op["content"], why, dict(v),
                                kind=op.get("kind", "fact"), importance=op.get("importance"),
                                vec=vec)
             return {"id": r.id, "content": r.content, "private": r.private}
         if name == "forget":
-            m.sleep_forget(tx, op["id"], why, dict(v))
+            ops.forget(tx, op["id"], why, dict(v))
             return {}
         if name == "set_kind":
             before = self.records[op["id"]].kind.value
-            m.sleep_set(tx, op["id"], dict(v), kind=op["kind"])
+            ops.set_fields(tx, op["id"], dict(v), kind=op["kind"])
             return {"from": before, "to": op["kind"]}
         before = self.records[op["id"]].importance
-        m.sleep_set(tx, op["id"], dict(v), importance=op["importance"])
+        ops.set_fields(tx, op["id"], dict(v), importance=op["importance"])
         return {"from": before, "to": op["importance"]}
 
     def apply(self, tx: SleepTxn | None, screened: Iterable[Screened],
@@ -342,8 +343,8 @@ class Safeguards:
                 else:
                     # the plan's own change is the new baseline for its later ops (a kind and
                     # an importance change of one record); a write by anyone else still is not
-                    s.proposal.versions.update(self.memory.sleep_versions(s.ids))
-                    self.records.update(self.memory.sleep_records(s.ids))
+                    s.proposal.versions.update(ops.versions(tx.conn, s.ids))
+                    self.records.update(records.fetch_many(tx.conn, s.ids, live=True))
                     self._changed.update(s.ids)
             if reason is not None:
                 out.ops.append(OpLog(str(name)[:40], s.ids, False, str(why)[:400], reason, detail))
@@ -370,7 +371,7 @@ def embed_new_texts(memory: Memory, screened: Sequence[Screened]) -> dict[str, n
     texts = list(dict.fromkeys(t for s in screened if s.refused is None for t in s.texts))
     if not texts:
         return {}
-    m = memory.sleep_embed(texts)
+    m = memory.embed(texts)
     if m is None:
         return {t: None for t in texts}
     return dict(zip(texts, m, strict=True))

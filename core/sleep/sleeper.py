@@ -10,12 +10,12 @@ The public API the TUI, the chat and the HTTP layer use::
     sleeper.runs(), sleeper.get_run(id), sleeper.unseen_notable(), sleeper.mark_seen(id)
 
 Sleep runs **named stages** in order (``register_stage``); the ``memory`` stage
-(:mod:`core.sleep_memory`) is built in. While a run is in progress Eva is asleep: turns wait
+(:mod:`core.sleep.memory_stage`) is built in. While a run is in progress Eva is asleep: turns wait
 (``wait_awake``); ``wake()`` makes the running phase stop at its next check (between steps and
 model calls — a call in flight is abandoned), discards that phase, keeps the phases already
 applied, and leaves the next sleep due (a woken run does not count as the day's sleep).
 
-Every run is journaled (:mod:`core.sleep_journal`); a notable night — anything applied,
+Every run is journaled (:mod:`core.sleep.journal`); a notable night — anything applied,
 planned or refused by a model phase, or a failure — is flagged for the owner until
 ``mark_seen``. ``memory_consolidate`` (:data:`CONSOLIDATE_TOOL`, :func:`consolidate_tool`) lets
 the chat start sleep on the owner's word.
@@ -29,18 +29,18 @@ from collections import Counter
 from collections.abc import Callable
 from typing import Any
 
-from core import sleep_journal as journal
 from core.clock import Clock
 from core.config import SleepConfig
 from core.llm import ChatModel
 from core.memory import Memory
 from core.persona import DEFAULT_PERSONA
 from core.privacy import TurnContext
-from core.sleep_apply import NightBudget
-from core.sleep_journal import OpLog, PhaseLog, SleepProgress, SleepRun
-from core.sleep_memory import memory_stage
-from core.sleep_plan import Woken, resolve_planner
-from core.sleep_stage import StageContext
+from core.sleep import journal
+from core.sleep.apply import NightBudget
+from core.sleep.journal import Journal, OpLog, PhaseLog, SleepProgress, SleepRun
+from core.sleep.memory_stage import memory_stage
+from core.sleep.plan import Woken, resolve_planner
+from core.sleep.stage import StageContext
 from core.tools import ToolResult
 
 __all__ = [
@@ -136,7 +136,8 @@ class Sleeper:
         self._sleeping = False
         self._wake = threading.Event()
         self._requested: str | None = None
-        with memory.storage.transaction() as conn:
+        self._journal = memory.attach(Journal)
+        with self._journal.transaction() as conn:
             journal.fail_interrupted(conn, self.clock.now())
 
     # ------------------------------------------------------------------ stages
@@ -168,12 +169,9 @@ class Sleeper:
     def next_due_at(self) -> float | None:
         """When the next night is due; None when Eva has never slept (due now). A woken run
         does not count; a failed one is retried after ``retry_after``."""
-        rows = self.memory.storage.query(
-            "SELECT status, started_at, finished_at FROM sleep_runs "
-            "WHERE status IN ('done', 'skipped', 'failed') ORDER BY id DESC LIMIT 1")
-        if not rows:
+        row = self._journal.last_night()
+        if row is None:
             return None
-        row = rows[0]
         if row["status"] == "failed":
             return (row["finished_at"] or row["started_at"]) + min(self.config.retry_after,
                                                                    self.config.every)
@@ -234,9 +232,8 @@ class Sleeper:
 
     def _run(self, dry_run: bool, reason: str,
              progress: Callable[[SleepProgress], None] | None) -> SleepRun:
-        storage = self.memory.storage
         model = getattr(self.planner, "name", None) if self.planner is not None else None
-        with storage.transaction() as conn:
+        with self._journal.transaction() as conn:
             run_id = journal.start_run(conn, self.clock.now(), dry_run, reason, model)
         budget = NightBudget(self.config.max_ops, self.config.max_forget)
         seq, calls = [0], 0
@@ -245,7 +242,8 @@ class Sleeper:
         woken = False
         for name, fn in list(self._stages.items()):
             ctx = StageContext(self.memory, self.planner, self.config, self.persona, dry_run,
-                               run_id, name, budget, self._wake, progress, calls=calls, seq=seq)
+                               run_id, name, budget, self._wake, self._journal, progress,
+                               calls=calls, seq=seq)
             try:
                 ctx.check()
                 result = fn(ctx)
@@ -269,7 +267,7 @@ class Sleeper:
             status = "skipped"
         else:
             status = "done"
-        with storage.transaction() as conn:
+        with self._journal.transaction() as conn:
             journal.finish_run(conn, run_id, self.clock.now(), status, stages,
                                _notable(phases, status), _summary(phases, status, dry_run), model)
         return self.get_run(run_id)
@@ -304,20 +302,20 @@ class Sleeper:
     # ------------------------------------------------------------------ journal
     def runs(self, limit: int = 30) -> list[SleepRun]:
         """Nights, newest first, with their phases and ops."""
-        return journal.load_runs(self.memory.storage, max(1, int(limit)))
+        return self._journal.runs(max(1, int(limit)))
 
     def get_run(self, run_id: int) -> SleepRun:
-        found = journal.load_runs(self.memory.storage, 1, run_id=int(run_id))
+        found = self._journal.runs(1, run_id=int(run_id))
         if not found:
             raise KeyError(f"there is no sleep run #{run_id}")
         return found[0]
 
     def unseen_notable(self) -> list[SleepRun]:
         """Notable nights the owner has not been shown yet (newest first)."""
-        return journal.load_runs(self.memory.storage, 100, notable_unseen=True)
+        return self._journal.runs(100, notable_unseen=True)
 
     def mark_seen(self, run_id: int) -> None:
-        with self.memory.storage.transaction() as conn:
+        with self._journal.transaction() as conn:
             if not journal.mark_seen(conn, int(run_id)):
                 raise KeyError(f"there is no sleep run #{run_id}")
 

@@ -1,17 +1,19 @@
 """The journal of nights (SPEC §7): each run with its stages and phases, the plans the model
 made, every op applied or refused with its ``why`` and the reason, the model, timings, calls.
 
-Rows live in the ``sleep_runs`` / ``sleep_phases`` / ``sleep_ops`` tables (schema v3). A phase
-that changes memory is journaled on the same connection, inside the same transaction, as its
-changes: after a crash the journal and the store tell the same story. ``sleep_marks`` remembers
-per record when a phase last reviewed it (e.g. a faded record the model chose to keep).
+Rows live in the ``sleep_runs`` / ``sleep_phases`` / ``sleep_ops`` tables (schema v3); this
+module owns them (:class:`Journal`, on the memory's database: ``memory.attach(Journal)``). A
+phase that changes memory is journaled on the same connection, inside the same transaction, as
+its changes: after a crash the journal and the store tell the same story. ``sleep_marks``
+remembers per record when a phase last reviewed it (e.g. a faded record the model chose to keep).
 """
 
 from __future__ import annotations
 
 import json
 import sqlite3
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Iterator, Sequence
+from contextlib import contextmanager
 from dataclasses import dataclass, field, replace
 from typing import Any
 
@@ -144,6 +146,41 @@ def set_marks(conn: sqlite3.Connection, phase: str, ids: Iterable[int], at: floa
         "INSERT INTO sleep_marks (memory_id, phase, at) VALUES (?, ?, ?) "
         "ON CONFLICT(memory_id, phase) DO UPDATE SET at = excluded.at",
         [(int(i), phase, at) for i in ids])
+
+
+# ---------------------------------------------------------------------------- the store
+
+
+class Journal:
+    """The journal's tables on the memory's database (same connection and lock)."""
+
+    def __init__(self, storage: Storage) -> None:
+        self._storage = storage
+
+    @contextmanager
+    def transaction(self) -> Iterator[sqlite3.Connection]:
+        with self._storage.transaction() as conn:
+            yield conn
+
+    def last_night(self) -> sqlite3.Row | None:
+        """The latest run that counts for the schedule (done, skipped or failed)."""
+        rows = self._storage.query(
+            "SELECT status, started_at, finished_at FROM sleep_runs "
+            "WHERE status IN ('done', 'skipped', 'failed') ORDER BY id DESC LIMIT 1")
+        return rows[0] if rows else None
+
+    def runs(self, limit: int = 30, *, notable_unseen: bool = False,
+             run_id: int | None = None) -> list[SleepRun]:
+        return load_runs(self._storage, limit, notable_unseen=notable_unseen, run_id=run_id)
+
+    def marks(self, phase: str) -> dict[int, float]:
+        return marks(self._storage, phase)
+
+    def meta_get(self, key: str) -> str | None:
+        return self._storage.meta_get(key)
+
+    def meta_set(self, key: str, value: str) -> None:
+        self._storage.meta_set(key, value)
 
 
 # ---------------------------------------------------------------------------- reading

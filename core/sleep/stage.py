@@ -1,7 +1,7 @@
 """What a named stage of sleep gets to work with (SPEC §7: "sleep runs named stages").
 
 A stage is a function ``stage(ctx: StageContext) -> str`` returning its status (``done`` or
-``skipped``); it raises :class:`core.sleep_plan.Woken` when Eva is woken (through
+``skipped``); it raises :class:`core.sleep.plan.Woken` when Eva is woken (through
 ``ctx.check()`` or ``ctx.call``). Its phases are journaled through ``ctx``:
 ``ctx.journal(phase)`` on its own, or ``ctx.journal(phase, tx.conn)`` inside the phase's
 transaction (``with ctx.transaction() as tx``) so the journal and the changes commit together.
@@ -22,10 +22,28 @@ from typing import Any
 from core.config import SleepConfig
 from core.llm import ChatModel, Message
 from core.memory import Memory
-from core.sleep_apply import NightBudget
-from core.sleep_journal import PhaseLog, SleepProgress, write_phase
-from core.sleep_plan import CallResult, Woken, call_planner
-from core.sleep_txn import SleepTxn
+from core.records import Record
+from core.sleep import ops
+from core.sleep.apply import NightBudget
+from core.sleep.journal import Journal, PhaseLog, SleepProgress, write_phase
+from core.sleep.ops import SleepTxn
+from core.sleep.plan import CallResult, Woken, call_planner
+
+
+@dataclass
+class Corpus:
+    """Every live record by id, as this night knows it."""
+
+    records: dict[int, Record]
+
+    def refresh(self, memory: Memory, ids: set[int]) -> None:
+        """Re-read these records (changed by the night): archived ones leave, new ones join."""
+        fresh = {r.id: r for r in memory.corpus(ids)}
+        for rid in ids:
+            if rid in fresh:
+                self.records[rid] = fresh[rid]
+            else:
+                self.records.pop(rid, None)
 
 
 @dataclass
@@ -39,11 +57,20 @@ class StageContext:
     stage: str
     budget: NightBudget
     wake: threading.Event
+    store: Journal
     on_progress: Callable[[SleepProgress], None] | None = None
     phases: list[PhaseLog] = field(default_factory=list)  # journaled (and committed)
     calls: int = 0  # planner calls this night
     seq: list[int] = field(default_factory=lambda: [0])  # shared across the night's stages
+    corpus: Corpus | None = None  # the night's corpus, once a stage has read it
     _uncommitted: list[PhaseLog] = field(default_factory=list)
+
+    def read_corpus(self) -> Corpus:
+        """The live corpus, read once a night and kept up to date with the night's own
+        changes (a write by anyone else meanwhile is caught by the plan's version check)."""
+        if self.corpus is None:
+            self.corpus = Corpus({r.id: r for r in self.memory.corpus()})
+        return self.corpus
 
     @property
     def turn_id(self) -> str:
@@ -79,7 +106,7 @@ class StageContext:
             write_phase(conn, self.run_id, self.seq[0], phase)
             self._uncommitted.append(phase)
             return
-        with self.memory.storage.transaction() as c:
+        with self.store.transaction() as c:
             write_phase(c, self.run_id, self.seq[0], phase)
         self.phases.append(phase)
 
@@ -87,13 +114,16 @@ class StageContext:
     def transaction(self) -> Iterator[SleepTxn]:
         """The phase's one transaction (memory changes + their journal)."""
         try:
-            with self.memory.sleep_transaction(self.turn_id) as tx:
+            with ops.transaction(self.memory, self.turn_id) as tx:
                 yield tx
+                changed = tx.touched | tx.marked
         except BaseException:
             self._uncommitted.clear()
             raise
         self.phases.extend(self._uncommitted)
         self._uncommitted.clear()
+        if self.corpus is not None and changed:
+            self.corpus.refresh(self.memory, changed)
 
     @contextmanager
     def phase(self, name: str) -> Iterator[Callable[[], float]]:

@@ -1,0 +1,296 @@
+"""The in-memory side of recall (SPEC §4, §6): the lexical index, the score columns and the
+active embedder's vectors of every live record, and the ``vectors`` table they are loaded from.
+
+:class:`RecallIndex` is not thread-safe on its own: :class:`core.memory.Memory` calls it under
+the store's lock, and applies a write's :class:`IndexChanges` only after its transaction
+committed, so the index never runs ahead of the file.
+"""
+
+from __future__ import annotations
+
+import logging
+import sqlite3
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from core import records, text
+from core.config import MemoryConfig
+from core.embedding import Embedder, VectorSpace, calibrated, from_blob, to_blob
+from core.lexical import LexicalIndex
+from core.privacy import TurnContext
+from core.recall import Columns, Hit, select
+from core.recall import score as recall_score
+from core.records import Record
+
+log = logging.getLogger("eva.memory")
+
+
+@dataclass(frozen=True)
+class RecallStatus:
+    """What recall runs on — for the status bar ("lexical only" when no vectors)."""
+
+    embedder: str | None
+    background: float | None
+    vectors: int
+    missing_vectors: int
+    error: str | None
+
+    @property
+    def lexical_only(self) -> bool:
+        return self.embedder is None or self.error is not None
+
+
+@dataclass
+class IndexChanges:
+    """Index updates to apply once the transaction that made them has committed."""
+
+    upserts: list[Record] = field(default_factory=list)
+    removals: list[int] = field(default_factory=list)
+    vectors: dict[int, np.ndarray] = field(default_factory=dict)
+    vector_drops: list[int] = field(default_factory=list)
+
+
+class RecallIndex:
+    def __init__(self, config: MemoryConfig, embedder: Embedder | None,
+                 stored_background: Callable[[str], str | None]) -> None:
+        self.config = config
+        self.embedder = embedder
+        self._stored_background = stored_background  # the store's meta, by key
+        self.lexical = LexicalIndex()
+        self.columns = Columns()
+        self.vectors: VectorSpace | None = None
+        self.embed_error: str | None = None
+
+    # ------------------------------------------------------------------ loading and upkeep
+    def load(self, conn: sqlite3.Connection) -> None:
+        items = []
+        for r in conn.execute(f"SELECT {records.COLUMNS} FROM {records.FROM} "
+                              "WHERE m.archived_at IS NULL"):
+            self.columns.put(records.from_row(r), self.config)
+            items.append((r["id"], r["stems"].split()))
+        self.lexical.bulk_load(items)
+        self.vectors = None
+        if self.embedder is None:
+            return
+        self.vectors = VectorSpace(self.embedder.dim)
+        for r in conn.execute(
+                "SELECT v.memory_id, v.dim, v.vec FROM vectors v JOIN memories m ON "
+                "m.id = v.memory_id WHERE m.archived_at IS NULL AND v.model = ? AND v.dim = ?",
+                (self.embedder.name, self.embedder.dim)):
+            self.vectors.set(r["memory_id"], from_blob(r["vec"], r["dim"]))
+
+    def apply(self, changes: IndexChanges) -> None:
+        for rid in changes.removals:
+            self.lexical.remove(rid)
+            self.columns.drop(rid)
+            if self.vectors is not None:
+                self.vectors.remove(rid)
+        for r in changes.upserts:
+            self.columns.put(r, self.config)
+            stems = text.stems(r.content)
+            if self.lexical.docs.get(r.id) != stems:  # new or changed wording only
+                self.lexical.upsert(r.id, stems)
+        if self.vectors is not None:
+            for rid in changes.vector_drops:
+                self.vectors.remove(rid)
+            for rid, vec in changes.vectors.items():
+                self.vectors.set(rid, vec)
+
+    def reindex(self, conn: sqlite3.Connection, ids: Iterable[int]) -> None:
+        """Bring these records' index entries in line with the store."""
+        ids = set(ids)
+        recs = records.fetch_many(conn, ids)
+        changes = IndexChanges()
+        for rid in ids:
+            r = recs.get(rid)
+            if r is None or records.is_archived(conn, rid):
+                changes.removals.append(rid)
+            else:
+                changes.upserts.append(r)
+        self.apply(changes)
+        if self.vectors is not None:
+            for r in changes.upserts:
+                vec = self.stored_vector(conn, r.id)
+                if vec is not None:
+                    self.vectors.set(r.id, vec)
+                else:
+                    self.vectors.remove(r.id)
+
+    def add_imported(self, recs: list[Record], vectors: dict[int, np.ndarray]) -> None:
+        """Index a bulk import at once (one rebuild of the lexical index when it is large)."""
+        for r in recs:
+            self.columns.put(r, self.config)
+        if len(recs) > self.lexical.min_merge:
+            self.lexical.bulk_load(list(self.lexical.docs.items())
+                                   + [(r.id, text.stems(r.content)) for r in recs])
+        else:
+            for r in recs:
+                self.lexical.upsert(r.id, text.stems(r.content))
+        if self.vectors is not None:
+            for rid, vec in vectors.items():
+                self.vectors.set(rid, vec)
+
+    # ------------------------------------------------------------------ vectors
+    def embed(self, contents: list[str]) -> np.ndarray | None:
+        """Vectors of these texts, or None without an embedder or when it fails (best effort,
+        SPEC §6: recall goes on lexically; the failure shows in ``status``)."""
+        if self.embedder is None or not contents:
+            return None
+        try:
+            m = np.asarray(self.embedder.embed(contents), dtype=np.float32)
+            if m.shape != (len(contents), self.embedder.dim):
+                raise ValueError(f"embedder returned shape {m.shape}")
+            self.embed_error = None
+            return m
+        except Exception as e:  # best effort (SPEC §6): recall goes on lexically
+            self.embed_error = f"{type(e).__name__}: {e}"
+            log.warning("embedding failed, recall runs lexically: %s", self.embed_error)
+            return None
+
+    def embed_one(self, content: str) -> np.ndarray | None:
+        m = self.embed([content])
+        return None if m is None else m[0]
+
+    def write_vector(self, conn: sqlite3.Connection, record_id: int, vec: np.ndarray | None,
+                     changes: IndexChanges) -> None:
+        if vec is None or self.embedder is None:
+            # the content changed and no fresh vector could be made: a stale one would lie
+            conn.execute("DELETE FROM vectors WHERE memory_id = ?", (record_id,))
+            changes.vector_drops.append(record_id)
+            return
+        conn.execute(
+            "INSERT INTO vectors (memory_id, model, dim, vec) VALUES (?,?,?,?) "
+            "ON CONFLICT(memory_id) DO UPDATE SET model = excluded.model, dim = excluded.dim, "
+            "vec = excluded.vec",
+            (record_id, self.embedder.name, self.embedder.dim, to_blob(vec)))
+        changes.vectors[record_id] = vec
+
+    def stored_vector(self, conn: sqlite3.Connection, record_id: int) -> np.ndarray | None:
+        """The record's stored vector if it is the active model's."""
+        r = conn.execute("SELECT model, dim, vec FROM vectors WHERE memory_id = ?",
+                         (record_id,)).fetchone()
+        if (r is None or self.embedder is None or r["model"] != self.embedder.name
+                or r["dim"] != self.embedder.dim):
+            return None
+        return from_blob(r["vec"], r["dim"])
+
+    def missing_vectors(self, conn: sqlite3.Connection) -> list[int]:
+        """Live records with no vector of the active model, oldest first."""
+        return [r[0] for r in conn.execute(
+            "SELECT m.id FROM memories m LEFT JOIN vectors v ON v.memory_id = m.id "
+            "WHERE m.archived_at IS NULL AND (v.model IS NULL OR v.model != ? OR v.dim != ?) "
+            "ORDER BY m.id", (self.embedder.name, self.embedder.dim))] if self.embedder else []
+
+    def vector_rows(self) -> tuple[np.ndarray, np.ndarray, float] | None:
+        """(ids, unit-length rows, background cosine b) of the live records' vectors — a copy,
+        for clustering; None without an embedder or vectors."""
+        if self.vectors is None or len(self.vectors) == 0:
+            return None
+        ids, mat = self.vectors.rows()
+        return ids, mat, self.background()
+
+    def stem_sets(self) -> dict[int, frozenset[str]]:
+        """The stem set of every live record."""
+        return {rid: frozenset(s) for rid, s in self.lexical.docs.items()}
+
+    # ------------------------------------------------------------------ relevance and scores
+    def background(self) -> float:
+        if self.embedder is None:
+            return self.config.background_cosine
+        stored = self._stored_background(f"background_cosine:{self.embedder.name}")
+        if stored is not None:  # measured on the owner's corpus (`eva calibrate`)
+            return float(stored)
+        declared = getattr(self.embedder, "background", None)  # the model's own measured b
+        return float(declared) if declared is not None else self.config.background_cosine
+
+    def relevance(self, query: str, qvec: np.ndarray | None = None, use_vectors: bool = True
+                  ) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray | None]:
+        """(ids, relevance, lexical, semantic|None) of every record related to the query."""
+        lk, lv = self.lexical.relevance(text.stems(query))
+        if not use_vectors:
+            return lk, lv.astype(np.float64), lv.astype(np.float64), None
+        if qvec is None and self.vectors is not None and len(self.vectors) > 0:
+            qvec = self.embed_one(query)
+        if qvec is None or self.vectors is None:
+            return lk, lv.astype(np.float64), lv.astype(np.float64), None
+        vk, cos = self.vectors.cosines(qvec)
+        sem = calibrated(cos, self.background())
+        nz = sem > 0
+        vk, sem = vk[nz], sem[nz]
+        ids = np.union1d(lk, vk)
+        lex = np.zeros(len(ids))
+        lex[np.searchsorted(ids, lk)] = lv
+        semantic = np.zeros(len(ids))
+        semantic[np.searchsorted(ids, vk)] = sem
+        return ids, 0.5 * lex + 0.5 * semantic, lex, semantic
+
+    def recall(self, query: str, ctx: TurnContext, k: int, now: float,
+               use_vectors: bool = True) -> list[Hit]:
+        """The §4 selection for a query among what this turn may see, core excluded."""
+        ids, rel, lex, sem = self.relevance(query, use_vectors=use_vectors)
+        if len(ids) == 0:
+            return []
+        ok = self.columns.visible_mask(ids, ctx.scopes(), ctx.sees_private, include_core=False)
+        ids, rel, lex = ids[ok], rel[ok], lex[ok]
+        sem = sem[ok] if sem is not None else None
+        c = self.columns
+        s = recall_score(rel, now - c.recalled_at[ids], c.half_life[ids], c.importance[ids],
+                         c.reinforcements[ids])
+        keep = select(ids, s, k, self.config.recall_floor)
+        return [Hit(int(ids[i]), float(s[i]), float(rel[i]), float(lex[i]),
+                    None if sem is None else float(sem[i])) for i in keep]
+
+    def similar(self, content: str, ctx: TurnContext, exclude: int,
+                qvec: np.ndarray | None) -> list[int]:
+        """The records this turn may see that are most related to a text just saved."""
+        ids, rel, _lex, _sem = self.relevance(content, qvec=qvec)
+        if len(ids) == 0:
+            return []
+        ok = self.columns.visible_mask(ids, ctx.scopes(), ctx.sees_private, include_core=True)
+        ok &= ids != exclude
+        ids, rel = ids[ok], rel[ok]
+        keep = select(ids, rel, self.config.similar_on_save, self.config.recall_floor)
+        return [int(ids[i]) for i in keep]
+
+    def duplicate(self, new_stems: list[str], ctx: TurnContext, scope: str) -> int | None:
+        """The record a save would reinforce instead of adding (§3.2): stem-set Jaccard ≥
+        ``dedup_jaccard`` and compatible numbers, among what this turn may see."""
+        ids, raw = self.lexical.scores(new_stems)
+        if len(ids) == 0:
+            return None
+        ok = self.columns.visible_mask(ids, ctx.scopes() + (scope,), ctx.sees_private, True)
+        ids, raw = ids[ok], raw[ok]
+        new_set = frozenset(new_stems)
+        best, best_j = None, 0.0
+        for i in np.argsort(-raw)[:50]:
+            rid = int(ids[i])
+            old = frozenset(self.lexical.docs[rid])
+            j = text.jaccard(new_set, old)
+            if j < self.config.dedup_jaccard or j <= best_j:
+                continue
+            if not text.numbers_compatible(new_set, old):
+                continue  # "3 pm" and "5 pm" are different memories
+            best, best_j = rid, j
+        return best
+
+    def more_detailed(self, new_stems: list[str], record_id: int) -> bool:
+        return len(set(new_stems)) > len(set(self.lexical.docs[record_id]))
+
+    def core_ids(self, ctx: TurnContext) -> np.ndarray:
+        """Core and pinned records this turn may see (found without a scan of the store)."""
+        c = self.columns
+        ids = np.flatnonzero(c.alive & (c.core | c.pinned))
+        return ids[c.visible_mask(ids, ctx.scopes(), ctx.sees_private, include_core=True)]
+
+    def status(self) -> RecallStatus:
+        n_live = len(self.lexical)
+        n_vec = len(self.vectors) if self.vectors is not None else 0
+        return RecallStatus(
+            embedder=self.embedder.name if self.embedder else None,
+            background=self.background() if self.embedder else None,
+            vectors=n_vec,
+            missing_vectors=(n_live - n_vec) if self.embedder else n_live,
+            error=self.embed_error,
+        )

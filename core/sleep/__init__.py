@@ -1,0 +1,34 @@
+"""Sleep (SPEC §7): once a day, when the conversation has been quiet, Eva consolidates memory.
+
+The package's public API is :class:`Sleeper` (schedule, runs, wake, journal) and the chat's
+``memory_consolidate`` tool; the rest is its machinery:
+
+========================  =================================================================
+``sleeper``               the scheduler (the only one) and the night's stages
+``stage``                 what a stage works with (:class:`StageContext`), the night's corpus
+``memory_stage``          the ``memory`` stage: hygiene, clustering, review, forgetting, calibrate
+``clustering``            the similarity graph and its clusters (no model)
+``plan``                  planner prompts, tool schemas, reading a plan, the planner chain
+``apply``                 the safeguards an op must pass, applying a phase op by op
+``ops``                   the write primitives (one transaction a phase, a savepoint an op)
+``journal``               the journal of nights and its tables
+========================  =================================================================
+"""
+
+from core.sleep.journal import OpLog, PhaseLog, SleepProgress, SleepRun
+from core.sleep.plan import resolve_planner
+from core.sleep.sleeper import (
+    CONSOLIDATE_TOOL,
+    STAGES,
+    AlreadySleeping,
+    Sleeper,
+    consolidate_tool,
+    register_stage,
+)
+from core.sleep.stage import StageContext
+
+__all__ = [
+    "CONSOLIDATE_TOOL", "STAGES", "AlreadySleeping", "OpLog", "PhaseLog", "SleepProgress",
+    "SleepRun", "Sleeper", "StageContext", "consolidate_tool", "register_stage",
+    "resolve_planner",
+]

@@ -1,0 +1,107 @@
+"""The conversation's messages (SPEC §8.1, §8.2, §8.4): the ``messages`` table and the live
+window computed from it.
+
+:class:`Transcript` owns the table, on the memory's database (``memory.attach(Transcript)``).
+:func:`live_window` is pure: it computes the window from the stored messages and where the
+window started last; the caller (one turn) keeps the new start.
+"""
+
+from __future__ import annotations
+
+import json
+import sqlite3
+from dataclasses import dataclass, field
+
+from core.storage import Storage
+
+
+@dataclass
+class StoredMessage:
+    id: int
+    turn_id: str
+    role: str
+    content: str
+    status: str
+    tokens: int
+    created_at: float
+    meta: dict = field(default_factory=dict)
+
+
+@dataclass(frozen=True)
+class Window:
+    """The earlier messages the next prompt carries, and the id it starts at (after sliding)."""
+
+    messages: list[StoredMessage]
+    start: int | None
+
+    @property
+    def recalled(self) -> set[int]:
+        """Records already recalled in the window's messages (not repeated)."""
+        return {i for m in self.messages for i in m.meta.get("recalled", ())}
+
+
+def live_window(history: list[StoredMessage], start: int | None, max_tokens: int,
+                max_messages: int, slide_keep: float) -> Window:
+    """The window over ``history`` (oldest first) from ``start``. It slides in chunks: when it
+    overflows it drops to ``slide_keep`` of its budget and starts at a user message, so the
+    prompt prefix stays the same for many turns and the model's KV cache keeps working."""
+    msgs = [m for m in history if m.content]
+    if start is not None:
+        msgs = [m for m in msgs if m.id >= start]
+
+    def fits(ms: list[StoredMessage], tok: int, n: int) -> bool:
+        return len(ms) <= n and sum(m.tokens for m in ms) <= tok
+
+    if not fits(msgs, max_tokens, max_messages):
+        keep_tok = int(max_tokens * slide_keep)
+        keep_n = max(2, int(max_messages * slide_keep))
+        while msgs and not fits(msgs, keep_tok, keep_n):
+            msgs.pop(0)
+        while msgs and msgs[0].role != "user":  # start at a user message
+            msgs.pop(0)
+        start = msgs[0].id if msgs else None
+    return Window(msgs, start)
+
+
+class Transcript:
+    """The ``messages`` table. A conversation is one persona in one channel (the TUI, a group,
+    a DM bridge…); ``private_ok`` records whether a message's turn could see private memory."""
+
+    def __init__(self, storage: Storage) -> None:
+        self._storage = storage
+
+    def add(self, persona: str, channel: str, turn_id: str, role: str, content: str, *,
+            private_ok: bool, status: str, tokens: int, at: float, meta: dict) -> int:
+        with self._storage.transaction() as conn:
+            cur = conn.execute(
+                "INSERT INTO messages (persona, channel, private_ok, turn_id, role, content, "
+                "status, tokens, created_at, meta) VALUES (?,?,?,?,?,?,?,?,?,?)",
+                (persona, channel, int(private_ok), turn_id, role, content, status, tokens, at,
+                 json.dumps(meta)))
+            return int(cur.lastrowid)
+
+    def history(self, persona: str, channel: str, limit: int = 200,
+                sees_private: bool = True) -> list[StoredMessage]:
+        """Messages of one conversation, oldest first, discarded ones excluded; with
+        ``sees_private=False`` only those written where private memory was hidden."""
+        rows = self._storage.query(
+            "SELECT * FROM messages WHERE persona = ? AND channel = ? AND status != 'discarded' "
+            + ("" if sees_private else "AND private_ok = 0 ")
+            + "ORDER BY id DESC LIMIT ?", (persona, channel, limit))
+        return [_message(r) for r in reversed(rows)]
+
+    def discard_answers(self, turn_id: str) -> None:
+        """Regenerate: the turn's answers leave the conversation (kept in the table)."""
+        with self._storage.transaction() as conn:
+            conn.execute("UPDATE messages SET status = 'discarded' WHERE turn_id = ? AND "
+                         "role = 'assistant'", (turn_id,))
+
+    def set_meta(self, message_id: int, meta: dict) -> None:
+        with self._storage.transaction() as conn:
+            conn.execute("UPDATE messages SET meta = ? WHERE id = ?",
+                         (json.dumps(meta), message_id))
+
+
+def _message(r: sqlite3.Row) -> StoredMessage:
+    return StoredMessage(r["id"], r["turn_id"], r["role"], r["content"], r["status"],
+                         r["tokens"] or 0, r["created_at"], json.loads(r["meta"] or "{}"))
