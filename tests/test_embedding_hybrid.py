@@ -80,6 +80,45 @@ def test_semantic_match_alone_counts_half(tmp_path, clock):
     mem.close()
 
 
+def test_a_record_in_the_other_language_keeps_its_whole_semantic_score(tmp_path, clock):
+    """SPEC §4 (hybrid never worse than its cosine half across Russian/English): a Russian record
+    cannot share a word with an English question, so BM25's silence must not halve it — it keeps
+    its whole calibrated cosine, while a same-language record without shared words still counts
+    half. Without this, "Which city do I live in?" ranked "Живу в Новосибирске" under any
+    English record that merely shared "live"."""
+    city = text.stem_token("city")
+    syn = {**SYN, text.stem_token("город"): city, text.stem_token("новосибирске"): city}
+    emb = HashEmbedder(synonyms=syn)
+    mem = _open(tmp_path, clock, emb, recall_floor=0.0)
+    ru = mem.save("Новосибирске, город").id
+    en = mem.save("The owner adopted a kitten").id
+    hits = {h.id: h for h in mem.recall("which city", OWNER_TRUSTED)}
+    assert hits[ru].lexical == 0 and hits[ru].semantic > 0
+    assert hits[ru].relevance == pytest.approx(hits[ru].semantic)
+    same = {h.id: h for h in mem.recall("a feline", OWNER_TRUSTED)}[en]
+    # BM25's weight (0.5) times the squared share of the store in the query's language (1 of 2)
+    w = 0.5 * 0.5 ** 2
+    assert same.lexical == 0 and same.relevance == pytest.approx((1 - w) * same.semantic)
+    mem.close()
+
+
+def test_the_lexical_weight_is_the_embedders_unless_the_owner_sets_one(tmp_path, clock):
+    """SPEC §4: fusion weights are per embedder (declared beside its background b); the owner's
+    ``memory.lexical_weight`` overrides the declared one."""
+    emb = HashEmbedder(synonyms=SYN)
+    emb.lexical_weight = 0.8
+    mem = _open(tmp_path, clock, emb, recall_floor=0.0)
+    rid = mem.save("The owner's cat is called Murka").id
+    (h,) = [h for h in mem.recall("cat Murka kitten", OWNER_TRUSTED) if h.id == rid]
+    assert 0 < h.semantic < 1 and h.lexical > 0
+    assert h.relevance == pytest.approx(0.8 * h.lexical + 0.2 * h.semantic, rel=1e-9)
+    mem.close()
+    mem = _open(tmp_path, clock, emb, lexical_weight=0.3, recall_floor=0.0)
+    (h,) = [h for h in mem.recall("cat Murka kitten", OWNER_TRUSTED) if h.id == rid]
+    assert h.relevance == pytest.approx(0.3 * h.lexical + 0.7 * h.semantic, rel=1e-9)
+    mem.close()
+
+
 def test_cosine_below_the_background_counts_nothing():
     """SPEC §4: raw cosine would give half the score to "both texts are in Russian"; below the
     background b the semantic part is 0, at 1 it is 1."""
