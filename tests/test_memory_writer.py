@@ -365,6 +365,20 @@ def test_a_memory_not_from_the_owners_words_is_replaced_by_them(mem):
     assert mem.get(fins[0].result.data["id"]).private  # "между нами" is a secret
 
 
+def test_a_memory_mixing_the_reply_into_the_owners_words_keeps_the_owners_sentence(mem):
+    """§3.1 / issue 9: measured on the default model — "Конечно, спешу купить квартиру. Отложил
+    уже 400 тысяч." (its own reply, 4 of 7 stems the owner's) was saved for "коплю на квартиру";
+    a memory must be mostly the owner's words, so the owner's sentence is kept instead. Words any
+    memory about the owner may add ("The owner's … is named …") do not count against it."""
+    llm = ScriptedLLM([["Конечно!"]], plans=news(
+        save_op("Конечно, спешу купить квартиру. Отложил уже 400 тысяч.")))
+    run(Conversation(mem, llm), "Между нами: коплю на квартиру, отложил уже 400 тысяч.")
+    assert live(mem) == ["Между нами: коплю на квартиру, отложил уже 400 тысяч."]
+    llm = ScriptedLLM([["Cute!"]], plans=news(save_op("The owner's corgi is named Bublik")))
+    run(Conversation(mem, llm), "My corgi is Bublik")
+    assert "The owner's corgi is named Bublik" in live(mem)
+
+
 def test_the_step_does_not_write_core(mem):
     """Core sits in the cached system prompt; the step writes facts and events (sleep promotes)."""
     llm = ScriptedLLM([["Hi Dima!"]], plans=news(save_op("Меня зовут Дима", kind="core")))
