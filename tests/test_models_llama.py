@@ -158,6 +158,24 @@ def test_prefix_reuse_evaluates_only_the_new_turn(qwen):
     assert done2.extra["cached_tokens"] == done2.prompt_tokens - done2.evaluated_tokens
 
 
+def test_coming_back_to_a_chat_reuses_its_snapshot_and_answers_the_same(qwen):
+    """Issue 9 (first token after switching chats): llama.cpp holds one sequence, so a chat
+    resumed after another one used to re-evaluate its whole window. Its KV snapshot is restored
+    instead: only the last token is evaluated, and the reply is what a fresh evaluation gives."""
+    long = "Tell me about my cat Murka, who sleeps on the radiator all winter. " * 8
+    chat_a = [{"role": "system", "content": SYSTEM}, {"role": "user", "content": long}]
+    chat_b = [{"role": "system", "content": SYSTEM},
+              {"role": "user", "content": "Расскажи, как приготовить борщ. " * 8}]
+    text_a, _, done_a = run(qwen, chat_a, max_tokens=12, temperature=0.0)
+    run(qwen, chat_b, max_tokens=4, temperature=0.0)
+    restored = qwen.snapshots.restored
+    text_again, _, done_again = run(qwen, chat_a, max_tokens=12, temperature=0.0)
+    assert qwen.snapshots.restored == restored + 1
+    assert done_a.evaluated_tokens > 100
+    assert done_again.evaluated_tokens <= 1
+    assert text_again == text_a
+
+
 def test_forced_tool_call_is_schema_valid_and_saves(qwen, mem):
     """SPEC §7: a forced call's arguments are grammar-constrained to the tool's JSON schema."""
     msgs = [{"role": "system", "content": SYSTEM},
