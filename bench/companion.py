@@ -151,6 +151,9 @@ def _one_turn(conv: Conversation, text: str) -> dict[str, Any]:
         "first_token_s": None if first is None else round(first, 3),
         "seconds": round(seconds, 3),
         "model_calls": done.model_calls if done is not None else 0,
+        # the turn's prompt and how much of it was evaluated (the rest came from the KV cache)
+        "prompt_tokens": done.prompt_tokens if done is not None else None,
+        "evaluated_tokens": done.evaluated_tokens if done is not None else None,
         "ops": ops,
     }
     if notices:

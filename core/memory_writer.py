@@ -363,7 +363,11 @@ class MemoryWriter:
         """Run each op through the memory tools; refuse, one by one, what breaks a rule."""
         out: list[memory_tools.ToolResult] = []
         used: set[str] = set()  # owner's sentences already saved in place of a poor memory
-        for op in ops:
+        parts = _fragments(ops)
+        for i, op in enumerate(ops):
+            if i in parts:
+                out.append(_refused("memory_save", "a part of another memory of this step"))
+                continue
             if not isinstance(op, dict):
                 out.append(_refused("memory_save", "an op must be a JSON object"))
                 continue
@@ -424,6 +428,23 @@ class MemoryWriter:
             else:
                 out.append(_refused("memory_save", f"unknown op {kind!r}"))
         return out
+
+
+def _fragments(ops: list[Any]) -> set[int]:
+    """Positions of saves whose words are all in another save of the same step: measured on the
+    default model, "работаю в обычной школе" beside "Я учитель физики, работаю в обычной школе"
+    — the shorter record then outranked the whole one and "Кем я работаю?" lost "физик"."""
+    stems: dict[int, frozenset[str]] = {}
+    for i, op in enumerate(ops):
+        if isinstance(op, dict) and op.get("op") == "save" and isinstance(op.get("content"), str):
+            stems[i] = frozenset(text.stems(op["content"]))
+    out: set[int] = set()
+    for i, mine in stems.items():
+        for j, other in stems.items():
+            if i != j and mine and mine <= other and (mine < other or j < i):
+                out.add(i)
+                break
+    return out
 
 
 def _refused(name: str, why: str) -> memory_tools.ToolResult:

@@ -250,8 +250,13 @@ class EchoHold:
         return len(mine.split()) >= 3 and _copied(mine, self.message) >= COPIED
 
     def finish(self) -> str:
-        """What is still held (the caller decides whether it is an echo)."""
+        """What is still held (the caller decides whether it is an echo). A reply that ended
+        while held has its language checked too, however short: measured on the default model,
+        "What's my dog's name?" got "Бублик", the memory's own word."""
         out, self._held = self._held, ""
+        if not self.released and self.lang is not None and out.strip():
+            found = detect(out)
+            self.wrong_language = found is not None and found != self.lang
         return out
 
 
