@@ -119,11 +119,11 @@ def test_facts_trivia_forgotten_private(result_and_model):
     assert result["forgotten_still_saved"] == 1
     assert result["private_marked"] == 1 and result["private_total"] == 1
     contents = {m["content"]: m for m in result["memories"]}
-    assert contents["The owner's sister Lena is a nurse."]["private"] is True
-    assert contents["The owner signed up for pottery classes."]["kind"] == "fact"
+    assert contents["My sister Lena is a nurse."]["private"] is True
+    assert contents["I signed up for pottery classes."]["kind"] == "fact"
     # the clock follows the scenario's days, a few minutes more per message
-    assert 2 < contents["The owner signed up for pottery classes."]["day"] < 2.1
-    assert 0 < contents["The owner's sister Lena is a nurse."]["day"] < 0.1
+    assert 2 < contents["I signed up for pottery classes."]["day"] < 2.1
+    assert 0 < contents["My sister Lena is a nurse."]["day"] < 0.1
     saves = [op for t in result["turns"] for op in t["ops"]]
     assert [op["name"] for op in saves] == ["memory_save"] * 3
     assert all(op["ok"] for op in saves)

@@ -67,7 +67,7 @@ def test_reply_has_no_tool_schemas_and_the_step_saves_the_fact(mem):
     fin = finished(events)[0]
     assert fin.name == "memory_save" and fin.result.ok
     rec = mem.get(fin.result.data["id"])
-    assert rec.content == "Oleg's corgi is called Bublik"
+    assert rec.content == "I'm Oleg, my corgi is called Bublik."  # the owner's own words
     assert rec.source_turn == events[-1].turn_id
     assert events[-1].model_calls == 2  # the reply, the ops
     # the notes are kept with the answer (the chat shows them again after a restart)
@@ -197,9 +197,9 @@ def test_a_secret_is_saved_private(mem):
 
 def test_dedup_still_applies_to_structured_saves(mem):
     """§3.2: a save through the step reinforces a near-identical record instead of adding one."""
-    mem.save("The owner's corgi is named Bublik", OWNER_TRUSTED)
+    mem.save("My corgi is named Bublik", OWNER_TRUSTED)
     llm = ScriptedLLM([["Yes!"]], plans=[{"ops": [save_op("The owner's corgi is named Bublik")]}])
-    events = run(Conversation(mem, llm), "Remember, my corgi is Bublik")
+    events = run(Conversation(mem, llm), "My corgi is named Bublik!")
     assert finished(events)[0].result.data["status"] == "reinforced"
     assert len(live(mem)) == 1
 
@@ -210,7 +210,7 @@ def test_regenerate_rolls_back_the_steps_writes(mem):
                       plans=[*news(save_op("Owner's dog is Rex")), *SMALL_TALK])
     conv = Conversation(mem, llm)
     run(conv, "my dog is Rex")
-    assert live(mem) == ["Owner's dog is Rex"]
+    assert live(mem) == ["my dog is Rex"]
     events = list(conv.regenerate(OWNER_TRUSTED))
     assert live(mem) == []
     assert events[-1].text == "Second."
@@ -374,7 +374,7 @@ def test_a_save_that_is_part_of_another_save_of_the_step_is_refused(mem):
     llm = ScriptedLLM([["Здорово!"]], plans=news(save_op("работаю в обычной школе"),
                                                   save_op(whole)))
     fins = finished(run(Conversation(mem, llm), whole))
-    assert [f.result.ok for f in fins] == [False, True]
+    assert [f.result.ok for f in fins] == [True, False]  # the fragment stands for the whole
     assert live(mem) == [whole]
 
 
@@ -402,7 +402,7 @@ def test_a_memory_mixing_the_reply_into_the_owners_words_keeps_the_owners_senten
     assert live(mem) == ["Между нами: коплю на квартиру, отложил уже 400 тысяч."]
     llm = ScriptedLLM([["Cute!"]], plans=news(save_op("The owner's corgi is named Bublik")))
     run(Conversation(mem, llm), "My corgi is Bublik")
-    assert "The owner's corgi is named Bublik" in live(mem)
+    assert "My corgi is Bublik" in live(mem)
 
 
 def test_the_step_does_not_write_core(mem):

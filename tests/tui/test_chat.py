@@ -293,7 +293,7 @@ async def test_structured_turn_shows_the_saved_memory_as_a_note(env_factory):
         [view] = answers(pilot.app)
         assert view.text == "What a lovely name!"
         [record] = env.memory.list(OWNER_TRUSTED)
-        assert record.content == "The owner's dog is Bublik"
+        assert record.content == "my dog is called Bublik"  # the owner's own words
         assert notes_text(view) == [f"saved #{record.id} · fact · 3"]
         assert REMEMBERING not in str(view.body.border_subtitle)
         assert not view.is_remembering
