@@ -68,6 +68,8 @@ LANGUAGE_NUDGE = "The owner wrote in {language}: reply in {language}."
 ECHO_NUDGE = ("You repeated the owner's words as if they were yours. You are Eva, not the "
               "owner. Now reply to the owner in your own words: a short warm comment or "
               "question about what they said.")
+REFUSAL_NUDGE = ("The owner is simply talking with you about their life; there is nothing to "
+                 "refuse. Reply warmly and briefly to what they said.")
 NO_REPLY_NOTICE = ("Eva could not find an answer to this message. Try saying it another way, "
                    "or press Ctrl+R to regenerate.")
 
@@ -424,9 +426,10 @@ class Conversation:
                     continue
                 held = echo.finish()  # "" once released
                 wrong_language = echo.wrong_language
+                refused = echo.refused
                 echoed = bool(sofar) and echo.echoes(sofar)
                 if not echo.released and not retried and (
-                        not sofar or wrong_language or echoed):
+                        not sofar or wrong_language or echoed or refused):
                     # nothing was shown: an empty reply, one in the other language, or one that
                     # only repeats the owner — ask once more (the language is not checked again)
                     retried = True
@@ -434,9 +437,11 @@ class Conversation:
                     say = language.reply_instruction(lang)
                     if wrong_language:
                         nudge = LANGUAGE_NUDGE.format(language=language.NAMES.get(lang, ""))
+                    elif refused:
+                        nudge = REFUSAL_NUDGE
                     else:
                         nudge = ECHO_NUDGE if sofar else RETRY_NUDGE
-                    if sofar and not wrong_language:  # show the model its echo, then ask again
+                    if sofar and not wrong_language and not refused:  # its echo, then ask
                         messages.append({"role": "assistant", "content": sofar, "retry": True})
                     messages.append({"role": "system", "retry": True,
                                      "content": f"{nudge} {say}"})
@@ -501,8 +506,8 @@ class Conversation:
                                          self.config.max_answer_tokens, temperature):
             if isinstance(ev, TextDelta):
                 yield from show(script.feed(markup.feed(ev.text)))
-                if echo.wrong_language:
-                    break  # unseen, in the other language: stop it and ask again
+                if echo.wrong_language or echo.refused:
+                    break  # unseen, in the other language or a refusal: stop it, ask again
             elif isinstance(ev, ToolCall):
                 pending.append(ev)
             elif isinstance(ev, Done):

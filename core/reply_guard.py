@@ -187,6 +187,27 @@ def is_echo(reply: str, message: str) -> bool:
     return similarity(reply, message) >= ECHO_SIMILARITY
 
 
+# A refusal opens like this… (measured on the default model: "Извините, но я не могу продолжать
+# этот диалог." for "Я учитель физики, работаю в обычной школе.", and the same for a dog's name)
+_REFUSAL_START = re.compile(
+    r"^\W*(извини|прости|к сожалению|sorry|i'm sorry|i am sorry|i apologi[sz]e|unfortunately|"
+    r"i can't|i cannot|i'm unable|i am unable|я не могу|не могу)", re.IGNORECASE)
+# … and says it cannot go on in its first sentence
+_REFUSAL = re.compile(
+    r"(не могу|не в состоянии|не имею возможности|не буду)\s+(\w+\s+)?(продолж|участв|помоч|"
+    r"обсужд|ответ|выполн|говорить|поддерж)|"
+    r"(can't|cannot|can not|won't|unable to|not able to)\s+(\w+\s+)?(help|assist|continue|"
+    r"engage|discuss|provide|answer|comply|participate|talk)", re.IGNORECASE)
+_SENTENCE_END = re.compile(r"[.!?…](\s|$)")
+MAX_REFUSAL_HELD = 200  # characters: a first sentence longer than this is not a refusal
+
+
+def is_refusal(text: str) -> bool:
+    """The reply opens with a refusal to go on ("Sorry, I can't continue this conversation")."""
+    first = _SENTENCE_END.split(text.strip(), maxsplit=1)[0]
+    return bool(_REFUSAL_START.match(first)) and bool(_REFUSAL.search(first))
+
+
 class EchoHold:
     """Holds the start of a reply back while it reads like the owner's own message; releases
     it the moment it diverges. A reply that ends while still held is an echo, never shown.
@@ -206,12 +227,14 @@ class EchoHold:
         self._held = ""
         self.released = False
         self.wrong_language = False
+        self.refused = False  # the reply opened with a refusal (held, never shown)
 
     def feed(self, piece: str) -> str:
         if self.released:
             return piece
         self._held += piece
-        if self._language_undecided() or self.wrong_language or self._could_echo():
+        if (self._language_undecided() or self.wrong_language or self._could_refuse()
+                or self._could_echo()):
             return ""
         self.released = True
         out, self._held = self._held, ""
@@ -227,6 +250,19 @@ class EchoHold:
         found = detect(self._held)
         self.wrong_language = found is not None and found != self.lang
         return False
+
+    def _could_refuse(self) -> bool:
+        """The start reads like a refusal whose first sentence has not ended yet (held), or it
+        has ended and is one (``refused``: held for good)."""
+        if self.refused:
+            return True
+        held = self._held.strip()
+        if not _REFUSAL_START.match(held) or len(held) > MAX_REFUSAL_HELD:
+            return False
+        if not _SENTENCE_END.search(held):
+            return True
+        self.refused = is_refusal(held)
+        return self.refused
 
     def _could_echo(self) -> bool:
         """The start so far is mostly made of the owner's words (in any order of pieces)."""
@@ -254,6 +290,8 @@ class EchoHold:
         while held has its language checked too, however short: measured on the default model,
         "What's my dog's name?" got "Бублик", the memory's own word."""
         out, self._held = self._held, ""
+        if not self.released and is_refusal(out):
+            self.refused = True
         if not self.released and self.lang is not None and out.strip():
             found = detect(out)
             self.wrong_language = found is not None and found != self.lang

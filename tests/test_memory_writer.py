@@ -367,6 +367,26 @@ def test_a_short_reply_in_the_other_language_is_asked_again(mem):
     assert len(llm.calls) == 1
 
 
+def test_a_refusal_to_talk_is_held_back_and_asked_again(mem):
+    """Issue 9: measured on the default model, "Я учитель физики, работаю в обычной школе." got
+    "Извините, но я не могу продолжать этот диалог." A reply that opens with a refusal is held
+    until its first sentence ends, never shown, and asked once more; a reply that only starts
+    like one ("Sorry to hear that!", "I can't wait…") is shown as it streams."""
+    llm = ScriptedLLM([["Извините, но я ", "не могу продолжать ", "этот диалог. Всего доброго."],
+                       ["Физика — это здорово! Какие классы ты ведёшь?"]], plans=news(
+        save_op("Я учитель физики")))
+    events = run(Conversation(mem, llm), "Я учитель физики, работаю в обычной школе.")
+    shown = "".join(e.text for e in events if isinstance(e, Token))
+    assert shown == "Физика — это здорово! Какие классы ты ведёшь?"
+    assert "nothing to refuse" in llm.calls[1]["messages"][-1]["content"]
+    assert live(mem) == ["Я учитель физики, работаю в обычной школе."]
+    for reply in ("Sorry to hear that! Rain is gloomy.", "I can't wait to hear about Japan!"):
+        llm = ScriptedLLM([[reply[:12], reply[12:]]])
+        events = run(Conversation(mem, llm), "So rainy today, and I fly to Japan soon.")
+        assert "".join(e.text for e in events if isinstance(e, Token)) == reply
+        assert len(llm.calls) == 1
+
+
 def test_a_save_that_is_part_of_another_save_of_the_step_is_refused(mem):
     """Issue 9: measured on the default model, the step saved "работаю в обычной школе" beside
     the whole sentence; the fragment then outranked it and "Кем я работаю?" lost "физик"."""
