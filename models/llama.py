@@ -59,7 +59,7 @@ class KVSnapshots:
     first token where 1-3 s is usual. A snapshot of a ~2k-token window of the 1.5B model is about
     56 MB and takes some tens of milliseconds to take or restore."""
 
-    def __init__(self, capacity: int = 3, max_bytes: int = 384 << 20, min_gain: int = 64) -> None:
+    def __init__(self, capacity: int = 6, max_bytes: int = 384 << 20, min_gain: int = 64) -> None:
         self.capacity, self.max_bytes, self.min_gain = capacity, max_bytes, min_gain
         self._items: list[tuple[list[int], bytes]] = []  # most recently used last
         self.restored = 0  # how many times a snapshot was used (for tests and benches)
