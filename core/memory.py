@@ -465,10 +465,24 @@ class Memory:
                 hits = [h for h in hits if h.id not in skip][: self.config.top_k]
             recs = self._fetch_many(h.id for h in hits)
             recalled = [recs[h.id] for h in hits]
+            recalled += self._named_by(recalled[: self.config.name_links_from], ctx,
+                                       skip | {h.id for h in hits})
             section = ps.build(core, recalled, self.config, now, ctx.gets_withheld_footnote)
             if reinforce and section.recalled_ids:
                 self._reinforce(list(section.recalled_ids), now, ctx)
             return section
+
+    def _named_by(self, recalled: list[Record], ctx: TurnContext, exclude: set[int]
+                  ) -> list[Record]:
+        """Records naming whom the best recalled ones name (§5, "what else I know about Lena"):
+        "Where does my sister live now?" finds "My sister Lena lives in Kazan", and the newer
+        "Лена переехала в Санкт-Петербург" shares no word with the question, only the name."""
+        if ctx.public_cut:  # other people's turns see public_top_k records and no more
+            return []
+        groups = [g for r in recalled for g in text.name_stems(r.content)]
+        ids = self._index.named(groups, ctx, exclude, self.config.name_links)
+        found = self._fetch_many(ids)
+        return [found[i] for i in ids if i in found]
 
     def preview(self, query: str, public: bool = False) -> ps.PromptSection:
         """The exact section a turn would carry, as the trusted owner or as a public turn.

@@ -301,6 +301,25 @@ class RecallIndex:
     def more_detailed(self, new_stems: list[str], record_id: int) -> bool:
         return len(set(new_stems)) > len(set(self.lexical.docs[record_id]))
 
+    def named(self, groups: list[frozenset[str]], ctx: TurnContext, exclude: set[int],
+              k: int) -> list[int]:
+        """Up to ``k`` records this turn may see (core excluded) that name someone or something
+        of ``groups`` (:func:`text.name_stems`), the most recently used or written first."""
+        if k <= 0 or not groups:
+            return []
+        found: set[int] = set()
+        for group in groups:
+            ids, rel = self.lexical.relevance(sorted(group))
+            found.update(int(i) for i in ids[rel > 0])
+        found -= exclude
+        if not found:
+            return []
+        ids = np.array(sorted(found), dtype=np.int64)
+        ids = ids[self.columns.visible_mask(ids, ctx.scopes(), ctx.sees_private,
+                                            include_core=False)]
+        order = np.lexsort((-ids, -self.columns.recalled_at[ids]))  # ties: the newer id
+        return [int(i) for i in ids[order][:k]]
+
     def core_ids(self, ctx: TurnContext) -> np.ndarray:
         """Core and pinned records this turn may see (found without a scan of the store)."""
         c = self.columns

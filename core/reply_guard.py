@@ -14,6 +14,7 @@ import re
 from difflib import SequenceMatcher
 
 from core.language import detect
+from core.text import CYR2LAT, LAT2CYR
 
 # Blocks dropped whole, with what is inside them.
 BLOCK_TAGS = ("tool_call", "tools", "tool_response", "function_call", "think")
@@ -298,12 +299,8 @@ class EchoHold:
         return out
 
 
-_LAT2CYR = dict(zip("abcdefghijklmnopqrstuvwyz", "абцдефгхийклмнопкрстуввыз", strict=True))
-_CYR2LAT = {"а": "a", "б": "b", "в": "v", "г": "g", "д": "d", "е": "e", "ё": "yo", "ж": "zh",
-            "з": "z", "и": "i", "й": "y", "к": "k", "л": "l", "м": "m", "н": "n", "о": "o",
-            "п": "p", "р": "r", "с": "s", "т": "t", "у": "u", "ф": "f", "х": "kh", "ц": "ts",
-            "ч": "ch", "ш": "sh", "щ": "shch", "ъ": "", "ы": "y", "ь": "", "э": "e", "ю": "yu",
-            "я": "ya"}
+_LAT2CYR = LAT2CYR
+_CYR2LAT = CYR2LAT
 _MIXED_WORD = re.compile(r"\w+", re.UNICODE)
 
 

@@ -94,3 +94,41 @@ def _numeric(x: str | Iterable[str]) -> frozenset[str]:
     if isinstance(x, str):
         return numbers(x)
     return frozenset(t for t in x if _DIGIT.search(t))
+
+
+# Letter by letter between the scripts — enough to meet a name written in the other one
+# ("Lena" ↔ "Лена", "Kazan" ↔ "Казань"); also the reply guard's fix for mixed-script words.
+LAT2CYR = dict(zip("abcdefghijklmnopqrstuvwyz", "абцдефгхийклмнопкрстуввыз", strict=True))
+CYR2LAT = {"а": "a", "б": "b", "в": "v", "г": "g", "д": "d", "е": "e", "ё": "yo", "ж": "zh",
+           "з": "z", "и": "i", "й": "y", "к": "k", "л": "l", "м": "m", "н": "n", "о": "o",
+           "п": "p", "р": "r", "с": "s", "т": "t", "у": "u", "ф": "f", "х": "kh", "ц": "ts",
+           "ч": "ch", "ш": "sh", "щ": "shch", "ъ": "", "ы": "y", "ь": "", "э": "e", "ю": "yu",
+           "я": "ya"}
+_NAME = re.compile(r"(?<![.!?…]\s)(?<!^)\b([A-ZА-ЯЁ][a-zа-яё]{2,})\b")
+_NOT_NAMES = frozenset({"eva", "ева", "i'm", "the", "by", "hi", "hey"})
+
+
+def transliterate(word: str) -> str:
+    """``word`` (lower case) in the other script, letter by letter."""
+    if _CYRILLIC.search(word):
+        return "".join(CYR2LAT.get(ch, ch) for ch in word)
+    return "".join(LAT2CYR.get(ch, ch) for ch in word)
+
+
+def name_stems(content: str) -> list[frozenset[str]]:
+    """For each name in ``content`` (a capitalised word that does not open a sentence), its stem
+    in both scripts: {"lena", "лен"} for "Lena"."""
+    out: list[frozenset[str]] = []
+    for word in _NAME.findall(content.strip()):
+        low = word.lower().replace("ё", "е")
+        if low in _NOT_NAMES or is_stopword(low):
+            continue
+        other = transliterate(low)
+        if _CYRILLIC.search(low):  # "Казани": its stem "казан" is "kazan" in Latin letters
+            variants = {low, other, transliterate(stem_token(low))}
+        else:  # "Kazan": a Russian name wears endings ("Казани", "Лены") that its stem drops
+            variants = {low, other, other + "а", other + "ь"}
+        group = frozenset(stem_token(v) for v in variants)
+        if group not in out:
+            out.append(group)
+    return out

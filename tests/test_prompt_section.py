@@ -317,3 +317,27 @@ def test_core_part_is_stable_within_a_day_for_the_kv_cache(mem, clock):
     assert "| today |" in first
     clock.advance(2 * 86_400)
     assert "| 2d |" in mem.prompt_section("x", OWNER_TRUSTED).core_text
+
+
+def test_a_turn_also_sees_the_newest_records_naming_whom_its_recall_names(mem, clock):
+    """§5 (issue 9, measured on the default model): "Where does my sister live now?" recalled
+    "My sister Lena lives in Kazan" but not the newer "Лена переехала в Санкт-Петербург", which
+    shares no word with the question — only the name, in the other script. The section adds up
+    to ``memory.name_links`` records naming whom the best recalled ones name, newest first;
+    what the turn may not see stays out, and other people's turns get no such extra."""
+    old = mem.save("My sister Lena lives in Kazan, she works as a nurse.").id
+    clock.advance(2 * DAY)
+    mem.save("Лена любит пить чай с мятой.")
+    clock.advance(3 * DAY)
+    moved = mem.save("Лена, кстати, переехала в Санкт-Петербург.").id
+    secret = mem.save("Лена тайно копит на машину.", private=True).id
+    mem.save("The owner drinks green tea.")
+    q = "Where does my sister live now?"
+    assert [h.id for h in mem.recall(q, OWNER_TRUSTED)] == [old]  # the question alone
+    section = mem.prompt_section(q, OWNER_TRUSTED)
+    assert section.recalled_ids[0] == old
+    assert section.recalled_ids[1:] == (secret, moved)  # the two newest naming Lena
+    assert "Санкт-Петербург" in section.recalled_text
+    shared = mem.prompt_section(q, OWNER_IN_GROUP)  # the owner, with others reading
+    assert secret not in shared.recalled_ids and moved in shared.recalled_ids
+    assert mem.prompt_section(q, PUBLIC).recalled_ids == (old,)
