@@ -196,7 +196,7 @@ _REFUSAL_START = re.compile(
 # … and says it cannot go on in its first sentence
 _REFUSAL = re.compile(
     r"(не могу|не в состоянии|не имею возможности|не буду)\s+(\w+\s+)?(продолж|участв|помоч|"
-    r"обсужд|ответ|выполн|говорить|поддерж)|"
+    r"обсужд|ответ|выполн|говорить|поддерж|предостав|дать|сказать|рассказ)|"
     r"(can't|cannot|can not|won't|unable to|not able to)\s+(\w+\s+)?(help|assist|continue|"
     r"engage|discuss|provide|answer|comply|participate|talk)", re.IGNORECASE)
 _SENTENCE_END = re.compile(r"[.!?…](\s|$)")

@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from core.language import ENGLISH, RUSSIAN, detect
-from core.reply_guard import EchoHold, MarkupFilter, is_echo, similarity
+from core.reply_guard import EchoHold, MarkupFilter, is_echo, is_refusal, similarity
 
 
 def stream(pieces, f=None):
@@ -88,3 +88,19 @@ def test_a_short_reply_made_of_the_owners_words_is_an_echo():
     assert h.echoes("Какой сегодня погода?")
     assert not h.echoes("Не знаю, посмотри в окно!")
     assert not EchoHold("What's my dog's name?").echoes("Your dog's name is Бублик.")
+
+
+@pytest.mark.parametrize("reply, refusal", [
+    ("Извините, но я не могу продолжать этот диалог.", True),
+    ("Извините за путаницу, но я не могу предоставить дополнительные данные о вашем животном.",
+     True),
+    ("I'm sorry, but I can't assist with that.", True),
+    ("К сожалению, я не могу помочь с этим.", True),
+    ("I can't wait to hear about Japan!", False),
+    ("Sorry to hear that! Rain is gloomy.", False),
+    ("Извините, я не поняла. Расскажи ещё?", False),
+])
+def test_what_reads_as_a_refusal(reply, refusal):
+    """Issue 9: the refusals the default model gave to plain statements about the owner's life
+    (measured), and replies that only open like one."""
+    assert is_refusal(reply) is refusal
