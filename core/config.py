@@ -8,6 +8,14 @@ from dataclasses import dataclass, fields
 DAY = 86_400.0
 
 
+def _known(cls, data: dict, where: str):
+    """``cls(**data)``; unknown keys are an error naming them."""
+    unknown = sorted(set(data) - {f.name for f in fields(cls)})
+    if unknown:
+        raise ValueError(f"{where}: unknown key(s) {', '.join(unknown)}")
+    return cls(**data)
+
+
 @dataclass(frozen=True)
 class MemoryConfig:
     max_chars: int = 500  # one record's content
@@ -73,11 +81,7 @@ class MemoryConfig:
     @classmethod
     def from_mapping(cls, data: dict) -> MemoryConfig:
         """Build from a config table; unknown keys are an error naming the key."""
-        known = {f.name for f in fields(cls)}
-        unknown = sorted(set(data) - known)
-        if unknown:
-            raise ValueError(f"memory config: unknown key(s) {', '.join(unknown)}")
-        return cls(**data)
+        return _known(cls, data, "memory config")
 
 
 @dataclass(frozen=True)
@@ -155,10 +159,6 @@ class SleepConfig:
         return self.keep_recent * DAY
 
     @property
-    def archive_ttl_seconds(self) -> float:
-        return self.archive_ttl_days * DAY
-
-    @property
     def model_chain(self) -> tuple[str, ...]:
         """The planner's model names, in order of preference (unset links skipped)."""
         return tuple(n for n in (self.memory_model, self.smartest, self.general) if n)
@@ -176,8 +176,4 @@ class SleepConfig:
                 raise ValueError("sleep config: [sleep.memory] takes only 'model'")
             if "model" in nested:
                 data["memory_model"] = nested["model"]
-        known = {f.name for f in fields(cls)}
-        unknown = sorted(set(data) - known)
-        if unknown:
-            raise ValueError(f"sleep config: unknown key(s) {', '.join(unknown)}")
-        return cls(**data)
+        return _known(cls, data, "sleep config")

@@ -114,26 +114,29 @@ def _ask(persona: str, user: str) -> list[Message]:
             {"role": "user", "content": user}]
 
 
-def review_messages(persona: str, records: Sequence[Record], now: float) -> list[Message]:
-    user = (
-        f"Today is {_date(now)}. Step: cluster review. These {len(records)} memories were found "
-        "similar to each other. Review them together: are some duplicates, does a newer one "
-        "contradict an older one, is one record two topics glued together, do several events "
-        "repeat a pattern worth a durable fact? Records marked pinned are the owner's and are "
-        "read-only.\n\n" + _data_block(records, now)
-    )
+_REVIEW = ("Step: cluster review. These {n} memories were found similar to each other. Review "
+           "them together: are some duplicates, does a newer one contradict an older one, is one "
+           "record two topics glued together, do several events repeat a pattern worth a durable "
+           "fact? Records marked pinned are the owner's and are read-only.")
+_FORGET = ("Step: forgetting. These {n} memories have faded: old, never recalled, of low "
+           "importance. Forgotten memories go to an archive for a while and can be restored. "
+           "Choose which of them to forget; keep anything that still matters to your owner or to "
+           "who you are. Naming none is fine.")
+
+
+def _step(persona: str, step: str, records: Sequence[Record], now: float) -> list[Message]:
+    """A step over a block of records: today's date, the step's text, then the records."""
+    user = (f"Today is {_date(now)}. {step.format(n=len(records))}\n\n"
+            + _data_block(records, now))
     return _ask(persona, user)
+
+
+def review_messages(persona: str, records: Sequence[Record], now: float) -> list[Message]:
+    return _step(persona, _REVIEW, records, now)
 
 
 def forget_messages(persona: str, records: Sequence[Record], now: float) -> list[Message]:
-    user = (
-        f"Today is {_date(now)}. Step: forgetting. These {len(records)} memories have faded: "
-        "old, never recalled, of low importance. Forgotten memories go to an archive for a "
-        "while and can be restored. Choose which of them to forget; keep anything that still "
-        "matters to your owner or to who you are. Naming none is fine.\n\n"
-        + _data_block(records, now)
-    )
-    return _ask(persona, user)
+    return _step(persona, _FORGET, records, now)
 
 
 def calibrate_messages(persona: str, records: Sequence[Record], now: float, *, total: int,
