@@ -123,13 +123,13 @@ def test_locomo_cli_prints_json(locomo_file, capsys):
 
 
 def test_scale_bench_small_store(tmp_path):
-    res = scale.run([200], ops=15, cache_dir=str(tmp_path))
+    res = scale.run([200], ops=15, cache_dir=str(tmp_path), embedder="none")
     s = res["sizes"]["200"]
     b, m = s["build"], s["measure"]
     assert b["size"] == 200 and 200 <= b["live_records"] <= 200 + scale.CORE_RECORDS
     assert b["seconds"] > 0 and b["peak_rss_mb"] > 0
     assert m["live_records"] == b["live_records"] and m["index_build_seconds"] >= 0
-    for op in ("save", "search", "recall", "prompt_section", "bm25s_floor"):
+    for op in ("save", "search", "recall", "prompt_section", "bm25s_floor", "search_lexical"):
         assert m[op]["n"] == 15
         assert 0 <= m[op]["p50_ms"] <= m[op]["p95_ms"]
     assert m["rss_mb"]["peak"] > 0
