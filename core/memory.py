@@ -176,13 +176,11 @@ class Memory:
         """Reinforce what a turn was given (one transaction), then refresh their columns.
         Returns the records as they are now."""
         with self._storage.transaction() as conn:
-            for rid in hit_ids:
-                self._log(conn, now, Actor.MODEL, ctx, "reinforce", rid)
-                records.reinforce(conn, rid, now)
+            records.log_accesses(conn, now, Actor.MODEL, ctx.turn_id, list(hit_ids))
             # read back inside the transaction: a failed read after COMMIT would leave the
             # in-memory index behind the file
             fresh = records.fetch_many(conn, hit_ids)
-        self._index.apply(IndexChanges(upserts=list(fresh.values())))
+        self._index.accessed(fresh.values())  # only the access columns moved
         return fresh
 
     # ------------------------------------------------------------------ tool operations

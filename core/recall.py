@@ -137,6 +137,11 @@ class Columns:
         self.scope[i] = self.scope_code(r.scope)
         self.language[i] = language_code(r.content)
 
+    def put_access(self, r: Record) -> None:
+        """Only the access fields of a record already here (a reinforcement)."""
+        self.recalled_at[r.id] = r.recalled_at
+        self.reinforcements[r.id] = r.access_count
+
     def drop(self, record_id: int) -> None:
         if record_id < self._cap:
             self.alive[record_id] = False

@@ -103,6 +103,12 @@ class RecallIndex:
             for rid, vec in changes.vectors.items():
                 self.vectors.set(rid, vec)
 
+    def accessed(self, recs: Iterable[Record]) -> None:
+        """Records just reinforced: only their last access and count changed (no content, so
+        neither the lexical index nor the vectors are touched)."""
+        for r in recs:
+            self.columns.put_access(r)
+
     def reindex(self, conn: sqlite3.Connection, ids: Iterable[int]) -> None:
         """Bring these records' index entries in line with the store."""
         ids = set(ids)

@@ -218,6 +218,38 @@ def reinforce(conn: sqlite3.Connection, record_id: int, now: float) -> None:
         (now, record_id))
 
 
+def log_accesses(conn: sqlite3.Connection, now: float, actor: Actor, turn_id: str | None,
+                 record_ids: Sequence[int]) -> None:
+    """Reinforce these records (one access each, at ``now``) and log each as a "reinforce"
+    change that holds only the access it appended — not a snapshot of the record and its whole
+    history: ``rollback`` takes that one access back."""
+    if not record_ids:
+        return
+    before = json.dumps({"access": now})
+    conn.executemany(
+        "INSERT INTO changes (at, actor, turn_id, op, memory_id, before) "
+        "VALUES (?, ?, ?, 'reinforce', ?, ?)",
+        [(now, actor.value, turn_id, rid, before) for rid in record_ids])
+    conn.executemany("INSERT INTO accesses (memory_id, at) VALUES (?, ?)",
+                     [(rid, now) for rid in record_ids])
+    conn.executemany(
+        "UPDATE memories SET last_access_at = ?, access_count = access_count + 1 WHERE id = ?",
+        [(now, rid) for rid in record_ids])
+
+
+def _take_back_access(conn: sqlite3.Connection, record_id: int, at: float) -> None:
+    """Undo one logged access: its row goes, the count drops by one and the last access is the
+    latest one left (the history the owner sees stays the record's own)."""
+    cur = conn.execute(
+        "DELETE FROM accesses WHERE rowid = (SELECT rowid FROM accesses WHERE memory_id = ? "
+        "AND at = ? ORDER BY rowid DESC LIMIT 1)", (record_id, at))
+    if cur.rowcount:
+        conn.execute(
+            "UPDATE memories SET access_count = MAX(access_count - 1, 0), last_access_at = "
+            "(SELECT MAX(at) FROM accesses WHERE memory_id = ?) WHERE id = ?",
+            (record_id, record_id))
+
+
 def snapshot(conn: sqlite3.Connection, record_id: int) -> str | None:
     """The record's row and access history as JSON: what ``rollback`` puts back."""
     r = conn.execute("SELECT * FROM memories WHERE id = ?", (record_id,)).fetchone()
@@ -296,6 +328,11 @@ def rollback(conn: sqlite3.Connection, turn_id: str) -> list[int]:
             conn.execute("DELETE FROM memories WHERE id = ?", (rid,))
         else:
             snap = json.loads(ch["before"])
+            if "access" in snap:  # a reinforcement: only its own access is taken back
+                _take_back_access(conn, rid, snap["access"])
+                conn.execute("DELETE FROM changes WHERE id = ?", (ch["id"],))
+                touched.append(rid)
+                continue
             r = snap["row"]
             cols = [c for c in r if c != "id"]
             conn.execute(f"UPDATE memories SET {', '.join(c + ' = ?' for c in cols)} WHERE id = ?",

@@ -296,6 +296,36 @@ def test_search_reinforces_and_appends_to_the_access_history(mem, clock):
     assert mem.get(other).access_count == 0  # not returned, not reinforced
 
 
+def test_a_reinforcement_logs_its_one_access_and_rollback_takes_back_only_it(mem, clock):
+    """SPEC §2, §8.4: a reinforcement appends one access row and logs only that access (not a
+    snapshot of the record and its whole history); rolling its turn back removes exactly that
+    access — an access another turn made later stays, and the count and last access follow."""
+    rid = mem.save("The owner's cat is called Murka").id
+    for _ in range(3):  # some history of earlier turns
+        clock.advance(DAY)
+        mem.search("Murka", OWNER_TRUSTED.with_turn("earlier"))
+    clock.advance(DAY)
+    t_turn = clock.now()
+    mem.search("Murka", OWNER_TRUSTED.with_turn("t1"))
+    clock.advance(DAY)
+    t_later = clock.now()
+    mem.search("cat Murka", OWNER_TRUSTED.with_turn("t2"))
+    conn = mem._storage.conn
+    logged = conn.execute("SELECT op, before FROM changes WHERE turn_id = 't1'").fetchall()
+    assert [(r["op"], r["before"]) for r in logged] == [("reinforce", f'{{"access": {t_turn}}}')]
+    before = mem.get(rid).accesses
+    assert len(before) == 5 and before[-2:] == (t_turn, t_later)
+    mem.rollback_turn("t1")
+    r = mem.get(rid)
+    assert r.accesses == before[:3] + (t_later,)
+    assert r.access_count == 4 and r.last_access_at == t_later
+    mem.rollback_turn("t2")
+    r = mem.get(rid)
+    assert r.accesses == before[:3] and r.access_count == 3 and r.last_access_at == before[2]
+    assert [h.id for h in mem.recall("Murka", OWNER_TRUSTED)] == [rid]
+    assert mem._index.columns.reinforcements[rid] == 3  # the index follows the rollback
+
+
 def test_search_without_reinforce_flag_is_pure(mem):
     """SPEC §5 (preview-like reads): search(reinforce=False) changes nothing."""
     rid = mem.save("The owner's cat is called Murka").id
