@@ -6,11 +6,14 @@ with no letters (a number, an emoji) has no language of its own and keeps the pr
 
 from __future__ import annotations
 
+from functools import lru_cache
+
 RUSSIAN = "ru"
 ENGLISH = "en"
 NAMES = {RUSSIAN: "Russian", ENGLISH: "English"}
 
 
+@lru_cache(maxsize=256)  # a save's text is asked for by its columns and by its similar records
 def _counts(text: str) -> tuple[int, int]:
     """Words written in Cyrillic and in Latin letters."""
     cyr = lat = 0

@@ -59,9 +59,16 @@ def stems(text: str) -> list[str]:
 
     Stop words are dropped; if that leaves nothing, all tokens are kept, so a text made only of
     common words still matches itself."""
+    return list(_stems(text))
+
+
+@lru_cache(maxsize=256)
+def _stems(text: str) -> tuple[str, ...]:
+    # the last texts' stems: one save stems its text once, though dedup, the insert, the index
+    # and its similar records all ask for them
     toks = tokens(text)
     kept = [t for t in toks if not is_stopword(t)] or toks
-    return [stem_token(t) for t in kept]
+    return tuple(stem_token(t) for t in kept)
 
 
 def stem_set(text: str) -> frozenset[str]:

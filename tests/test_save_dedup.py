@@ -290,3 +290,26 @@ def test_errors_do_not_confirm_a_hidden_private_record(mem):
         mem.update(999, OWNER_UNTRUSTED, importance=5)
     assert str(hidden.value).replace(str(priv), "N") == str(unknown.value).replace("999", "N")
     assert "asthma" not in str(hidden.value)
+
+
+def test_a_save_stems_and_detects_the_language_of_its_text_once(mem, monkeypatch):
+    """Issue 11 (speed): a save scores its text once — dedup, the insert, the index and the
+    similar records after it share one tokenisation and one language detection of the text."""
+    from core import language, text
+
+    mem.save("Owner's sister Anna lives in Kazan")
+    mem.save("Owner's brother Oleg lives in Moscow")
+    content = "Owner's cousin Vera lives in Kazan too"
+    tokenised = []
+    real_tokens = text.tokens
+
+    def tokens(t):
+        tokenised.append(t)
+        return real_tokens(t)
+
+    monkeypatch.setattr(text, "tokens", tokens)
+    detections = language._counts.cache_info().misses
+    res = mem.save(content)
+    assert res.status == "created" and res.similar  # dedup ran, and similar records were found
+    assert tokenised.count(content) == 1
+    assert language._counts.cache_info().misses - detections == 1
