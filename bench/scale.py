@@ -15,8 +15,11 @@ plus names and numbers) is built through :meth:`Memory.save` — the public writ
 included — on a :class:`ManualClock` (records spread over two years). Then, in a **fresh
 process** (so peak RSS is per size and per phase):
 
-* ``index_build`` — :meth:`Memory.open` on the populated file (loads every row, builds the BM25
-  index and the scoring columns);
+* ``prepare`` (its own process) — the store opened and closed once, so it has a current
+  persisted index (``<store>.index``): ``open_seconds`` is a rebuild when it had none
+  (``index_loaded_from`` "store"), ``close_seconds`` includes writing the index;
+* ``index_build`` — :meth:`Memory.open` on the populated file (reads the persisted index and the
+  scoring columns; ``index_loaded_from`` says whether it had to rebuild instead);
 * ~200 interleaved operations, p50/p95 each: ``save`` (new texts, dedup on), ``search``
   (the memory_search tool: scored recall that reinforces, i.e. writes), ``recall`` (the same
   selection, pure), ``prompt_section`` (what a turn carries), and ``bm25s_floor`` — the same
@@ -346,6 +349,23 @@ def build(size: int, db: Path, seed: int, progress: Callable[[str], None] | None
     }
 
 
+def prepare(db: Path, embedder: str = "none") -> dict[str, Any]:
+    """Open and close the store once: it then has a persisted index of the current code."""
+    from core.memory import Memory
+
+    emb = load_embedder(embedder)
+    with Timer() as t_open:
+        mem = Memory.open(db, embedder=emb)
+    loaded_from = mem._index.loaded_from
+    with Timer() as t_close:
+        mem.close()
+    side = Path(f"{db}.index")
+    return {"index_loaded_from": loaded_from, "open_seconds": round(t_open.seconds, 3),
+            "close_seconds": round(t_close.seconds, 3),
+            "index_mb": round(side.stat().st_size / 1e6, 2) if side.exists() else None,
+            "peak_rss_mb": peak_rss_mb()}
+
+
 def _bare_bm25s(stem_lists: list[list[str]]):
     import bm25s
 
@@ -385,6 +405,7 @@ def measure(size: int, db: Path, seed: int, ops: int = OPS, profile: bool = Fals
     with Timer() as t_open:
         mem = Memory.open(db, clock=clock, embedder=emb)
     rss_after_open = peak_rss_mb()
+    loaded_from = mem._index.loaded_from
     live = mem.count()
 
     contents = [r.content for r in mem.corpus() if r.kind != "core"]
@@ -459,6 +480,7 @@ def measure(size: int, db: Path, seed: int, ops: int = OPS, profile: bool = Fals
         "size": size,
         "live_records": live,
         "index_build_seconds": round(t_open.seconds, 3),
+        "index_loaded_from": loaded_from,
         "bare_bm25s_index_seconds": round(t_bm.seconds, 3),
         "ops": ops,
         "save": latency_summary(t_save),
@@ -563,13 +585,14 @@ def _run_worker(args: list[str], log: Callable[[str], None]) -> dict[str, Any]:
 
 
 def _copy_store(src: Path, dst: Path) -> None:
-    """Copy a closed store (the file and, if left over, its WAL)."""
-    for suffix in ("", "-wal", "-shm"):
+    """Copy a closed store (the file and, if left over, its WAL and its persisted index)."""
+    for suffix in ("", "-wal", "-shm", ".index"):
         Path(str(dst) + suffix).unlink(missing_ok=True)
     shutil.copyfile(src, dst)
-    wal = Path(str(src) + "-wal")
-    if wal.exists():
-        shutil.copyfile(wal, Path(str(dst) + "-wal"))
+    for suffix in ("-wal", ".index"):
+        side = Path(str(src) + suffix)
+        if side.exists():
+            shutil.copyfile(side, Path(str(dst) + suffix))
 
 
 def _targets(size: int, m: dict[str, Any], b: dict[str, Any] | None) -> dict[str, Any]:
@@ -642,6 +665,8 @@ def run(sizes: Sequence[int], *, seed: int = 7, ops: int = OPS, cache_dir: str |
                 part.rename(db)
                 for suffix in ("-wal", "-shm"):
                     Path(str(part) + suffix).unlink(missing_ok=True)
+                if Path(str(part) + ".index").exists():
+                    Path(str(part) + ".index").rename(Path(str(db) + ".index"))
                 sidecar.write_text(json.dumps(built), encoding="utf-8")
             else:
                 log(f"using the cached store {db}")
@@ -656,17 +681,20 @@ def run(sizes: Sequence[int], *, seed: int = 7, ops: int = OPS, cache_dir: str |
             if do_profile:
                 margs.append("--profile")
             try:
+                prepared = _run_worker(["--worker", "prepare", "--db", str(work),
+                                        "--embedder", embedder], log)
                 measured = _run_worker(margs, log)
             finally:
-                for suffix in ("", "-wal", "-shm"):
+                for suffix in ("", "-wal", "-shm", ".index"):
                     Path(str(work) + suffix).unlink(missing_ok=True)
             results["sizes"][str(size)] = {
                 "build": built if built is not None else {"cached": True},
+                "prepare": prepared,
                 "measure": measured,
                 "targets": _targets(size, measured, built),
             }
             if cache_dir is None:
-                for suffix in ("", "-wal", "-shm", ".build.json"):
+                for suffix in ("", "-wal", "-shm", ".build.json", ".index"):
                     Path(str(db) + suffix).unlink(missing_ok=True)
     finally:
         if tmp is not None:
@@ -690,7 +718,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     ap.add_argument("--out", default=None, help="also write the JSON here")
     ap.add_argument("--quiet", action="store_true")
     # internal: one phase of one size in this process
-    ap.add_argument("--worker", choices=("build", "measure"), help=argparse.SUPPRESS)
+    ap.add_argument("--worker", choices=("build", "prepare", "measure"), help=argparse.SUPPRESS)
     ap.add_argument("--size", type=int, help=argparse.SUPPRESS)
     ap.add_argument("--db", help=argparse.SUPPRESS)
     args = ap.parse_args(argv)
@@ -702,6 +730,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     if args.worker == "build":
         print(json.dumps(build(args.size, Path(args.db), args.seed, progress=log,
                                embedder=args.embedder)))
+        return 0
+    if args.worker == "prepare":
+        print(json.dumps(prepare(Path(args.db), args.embedder)))
         return 0
     if args.worker == "measure":
         print(json.dumps(measure(args.size, Path(args.db), args.seed, args.ops,

@@ -71,7 +71,8 @@ class VectorSpace:
         pos = self._pos.get(key)
         if pos is None:
             if self._n == len(self._keys):
-                cap = max(64, 2 * self._n)
+                # grow by a quarter: at 100k × 512 a doubling would hold 600 MB while it copies
+                cap = self._n + max(64, self._n // 4)
                 self._mat = np.resize(self._mat, (cap, self.dim))
                 keys = np.zeros(cap, dtype=np.int64)
                 keys[: self._n] = self._keys[: self._n]
@@ -85,6 +86,28 @@ class VectorSpace:
         self._mat[pos] = vec
         self._alive[pos] = True
 
+    def state(self) -> dict[str, np.ndarray]:
+        """The filled rows (dead ones too: no copy of the matrix) — see :meth:`restore`."""
+        n = self._n
+        return {"vec_keys": self._keys[:n], "vec_alive": self._alive[:n], "vec_mat": self._mat[:n]}
+
+    @classmethod
+    def restore(cls, dim: int, st: dict[str, np.ndarray]) -> VectorSpace:
+        """A space from a :meth:`state` (its matrix is taken as it is, not copied)."""
+        keys, alive, mat = (st["vec_keys"].astype(np.int64), st["vec_alive"].astype(bool),
+                            st["vec_mat"])
+        if mat.dtype != np.float32 or mat.ndim != 2 or mat.shape != (len(keys), dim) \
+                or len(alive) != len(keys):
+            raise ValueError("persisted vectors are inconsistent")
+        space = cls(dim)
+        space._mat = np.ascontiguousarray(mat)
+        space._keys, space._alive, space._n = keys, alive, len(keys)
+        space._pos = {int(k): i for i, k in zip(np.flatnonzero(alive).tolist(),
+                                                keys[alive].tolist(), strict=True)}
+        if len(space._pos) != int(alive.sum()):
+            raise ValueError("persisted vectors repeat a record")
+        return space
+
     def remove(self, key: int) -> None:
         pos = self._pos.pop(key, None)
         if pos is not None:
@@ -93,6 +116,11 @@ class VectorSpace:
     def get(self, key: int) -> np.ndarray | None:
         pos = self._pos.get(key)
         return None if pos is None else self._mat[pos]
+
+    def keys(self) -> np.ndarray:
+        """The keys of every live vector."""
+        n = self._n
+        return self._keys[:n][self._alive[:n]]
 
     def rows(self) -> tuple[np.ndarray, np.ndarray]:
         """(keys, unit-length rows) of every live vector — a copy."""

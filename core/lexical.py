@@ -138,6 +138,79 @@ class LexicalIndex:
         self._main_idf = {t: self.idf(t) for t in vocab}
         self._main = retriever
 
+    # ---- a persisted index (core.recall_index: saved at close, restored at open) --------------
+    def state(self) -> dict[str, np.ndarray]:
+        """The built main, its statistics and the document frequencies as arrays — what
+        :meth:`restore` needs besides the documents (which the store holds)."""
+        main = self._main
+        terms = [""] * (len(main.vocab_dict) if main is not None else 0)
+        if main is not None:
+            for t, i in main.vocab_dict.items():
+                terms[i] = t
+        sc = main.scores if main is not None else None
+        return {
+            "lex_terms": _pack(terms),
+            "lex_idf": np.asarray([self._main_idf.get(t, np.nan) for t in terms], np.float64),
+            "lex_data": sc["data"] if sc else np.zeros(0, np.float32),
+            "lex_indices": sc["indices"] if sc else np.zeros(0, np.int32),
+            "lex_indptr": sc["indptr"] if sc else np.zeros(1, np.int64),
+            "lex_keys": self._main_keys,
+            "lex_alive": self._main_alive,
+            "lex_len": self._main_len,
+            "lex_stats": np.asarray([self._main_avgdl, 1.0 if main is not None else 0.0,
+                                     sc["num_docs"] if sc else 0], np.float64),
+            "df_terms": _pack(list(self.df)),
+            "df_counts": np.fromiter(self.df.values(), np.int64, len(self.df)),
+        }
+
+    def restore(self, docs: dict[int, list[str]], st: dict[str, np.ndarray]) -> None:
+        """Take back a :meth:`state` saved over exactly these documents: the main as it was,
+        every document it does not hold alive goes to the delta. Raises ValueError on anything
+        inconsistent (the caller then rebuilds)."""
+        terms = _unpack(st["lex_terms"])
+        idf = st["lex_idf"]
+        data, indices, indptr = st["lex_data"], st["lex_indices"], st["lex_indptr"]
+        keys = st["lex_keys"].astype(np.int64)
+        alive = st["lex_alive"].astype(bool)
+        lens = st["lex_len"].astype(np.float64)
+        avgdl, has_main, num_docs = (float(x) for x in st["lex_stats"])
+        df_terms = _unpack(st["df_terms"])
+        df_counts = st["df_counts"]
+        n_cols = len(indptr) - 1  # bm25s names one more term ("") than it has columns for
+        if not (len(idf) == len(terms) and 0 <= n_cols <= len(terms)
+                and len(data) == len(indices) == int(indptr[-1]) and len(keys) == len(alive)
+                == len(lens) and len(df_terms) == len(df_counts) and int(num_docs) == len(keys)
+                and (len(indices) == 0 or 0 <= int(indices.min()) <= int(indices.max())
+                     < len(keys))
+                and bool(np.all(np.diff(indptr) >= 0))):
+            raise ValueError("persisted lexical index is inconsistent")
+        live_main = keys[alive].tolist()
+        if any(k not in docs for k in live_main) or any(
+                len(docs[k]) != n for k, n in zip(live_main, lens[alive].tolist(), strict=True)):
+            raise ValueError("persisted lexical index does not match the documents")
+        self.docs = docs
+        self.df = Counter(dict(zip(df_terms, df_counts.tolist(), strict=True)))
+        self.total_len = sum(len(s) for s in docs.values())
+        self._main_keys, self._main_alive, self._main_len = keys, alive, lens
+        self._main_pos = {int(k): i for i, k in enumerate(keys.tolist())}
+        self._main_avgdl = avgdl
+        self._main_idf = {t: v for t, v in zip(terms, idf.tolist(), strict=True) if v == v}
+        self._main = None
+        if has_main:
+            main = bm25s.BM25(k1=K1, b=B, method="lucene")
+            main.scores = {"data": data, "indices": indices, "indptr": indptr,
+                           "num_docs": int(num_docs)}
+            main.vocab_dict = {t: i for i, t in enumerate(terms) if i < n_cols}
+            self._main = main
+        in_main = set(live_main)
+        self._delta_post = {}
+        self._delta_docs = set()
+        for key, stems in docs.items():
+            if key not in in_main:
+                self._delta_docs.add(key)
+                for term, tf in Counter(stems).items():
+                    self._delta_post.setdefault(term, {})[key] = tf
+
     # ---- queries ----------------------------------------------------------------------------
     def ceiling(self, query_stems: list[str]) -> float:
         """The BM25 score of a full match: an average-length document holding each query stem
@@ -214,3 +287,13 @@ class LexicalIndex:
         if ceiling <= 0 or len(keys) == 0:
             return keys, raw
         return keys, np.clip(raw / ceiling, 0.0, 1.0)
+
+
+def _pack(words: list[str]) -> np.ndarray:
+    """Words (stems: no whitespace) as one array of UTF-8 bytes, newline-separated."""
+    return np.frombuffer("\n".join(words).encode("utf-8"), dtype=np.uint8).copy() if words \
+        else np.zeros(0, np.uint8)
+
+
+def _unpack(packed: np.ndarray) -> list[str]:
+    return packed.tobytes().decode("utf-8").split("\n") if len(packed) else []

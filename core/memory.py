@@ -39,7 +39,7 @@ from core.embedding import Embedder
 from core.errors import MemoryOpError, NotFound, Refused
 from core.privacy import OWNER_TRUSTED, PUBLIC, AccessDenied, TurnContext
 from core.recall import Hit
-from core.recall_index import IndexChanges, RecallIndex, RecallStatus
+from core.recall_index import IndexChanges, RecallIndex, RecallStatus, snapshot_path
 from core.records import GLOBAL_SCOPE, Actor, ArchivedRecord, Kind, Record, Source
 from core.storage import Storage, connect
 
@@ -90,9 +90,12 @@ class Memory:
         self._lock: threading.RLock = storage.lock
         self.clock = clock or SystemClock()
         self.embedder = embedder
-        self._index = RecallIndex(config or MemoryConfig(), embedder, storage.meta_get)
-        with self._lock:
-            self._index.load(storage.conn)
+        self._index = RecallIndex(config or MemoryConfig(), embedder, storage.meta_get,
+                                  snapshot_path(storage.path))
+        with self._lock, storage.reading() as conn:
+            stamp = storage.index_stamp()
+            self._index.load(conn, stamp)
+            storage.index_generation = stamp[1]
 
     @property
     def config(self) -> MemoryConfig:
@@ -120,7 +123,16 @@ class Memory:
         return owner(self._storage)
 
     def close(self) -> None:
-        self._storage.close()
+        """Persist the index (when it is in step with the file and the file does not already
+        hold it: the next open reads it instead of rebuilding), then close the store."""
+        with self._lock:
+            try:
+                stamp = self._storage.index_stamp()
+                if self._storage.index_generation == stamp[1]:
+                    self._index.persist(stamp)
+            except Exception as e:  # best effort: the next open rebuilds
+                log.warning("recall index not persisted: %s", e)
+            self._storage.close()
 
     def __enter__(self) -> Memory:
         return self

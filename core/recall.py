@@ -137,6 +137,28 @@ class Columns:
         self.scope[i] = self.scope_code(r.scope)
         self.language[i] = language_code(r.content)
 
+    def put_rows(self, rows: list[tuple], language: np.ndarray, config: MemoryConfig) -> None:
+        """Many records at once, as :meth:`put` would: rows of (id, kind, importance, private,
+        pinned, scope, created_at, last_access_at, access_count), their language codes given."""
+        if not rows:
+            return
+        (ids, kinds, imp, priv, pin, scopes, created, last,
+         count) = (list(c) for c in zip(*rows, strict=True))
+        ids = np.asarray(ids, dtype=np.int64)
+        self._grow(int(ids.max()) + 1)
+        self.alive[ids] = True
+        self.core[ids] = np.asarray([k == Kind.CORE.value for k in kinds], dtype=bool)
+        self.private[ids] = np.asarray(priv, dtype=bool)
+        self.pinned[ids] = np.asarray(pin, dtype=bool)
+        self.importance[ids] = np.asarray(imp, dtype=np.float64)
+        hl = {k.value: half_life_of(k, config) for k in Kind}
+        self.half_life[ids] = np.asarray([hl[k] for k in kinds], dtype=np.float64)
+        self.recalled_at[ids] = np.asarray(
+            [c if a is None else a for a, c in zip(last, created, strict=True)], dtype=np.float64)
+        self.reinforcements[ids] = np.asarray(count, dtype=np.float64)
+        self.scope[ids] = np.asarray([self.scope_code(x) for x in scopes], dtype=np.int32)
+        self.language[ids] = language
+
     def put_access(self, r: Record) -> None:
         """Only the access fields of a record already here (a reinforcement)."""
         self.recalled_at[r.id] = r.recalled_at

@@ -8,14 +8,19 @@ committed, so the index never runs ahead of the file.
 
 from __future__ import annotations
 
+import hashlib
+import json
 import logging
+import os
 import sqlite3
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
+from functools import wraps
+from pathlib import Path
 
 import numpy as np
 
-from core import records, text
+from core import language, lexical, records, text
 from core.config import MemoryConfig
 from core.embedding import Embedder, VectorSpace, calibrated, from_blob, to_blob
 from core.lexical import LexicalIndex
@@ -30,6 +35,36 @@ log = logging.getLogger("eva.memory")
 # no scaling 0.32/0.59, power 1 0.40/0.59, power 2 0.41/0.61 (cosine alone 0.43/0.60); a
 # single-language store (LoCoMo) is unchanged by it.
 SHARE_POWER = 2.0
+
+# The persisted index (``<store>.index``, written at close, read at open instead of rebuilding):
+# valid only for the store and index generation it is stamped with (core.storage: a counter the
+# triggers of every write to stems, content, archive marks and vectors move in the writing
+# transaction) and for the code that derived it — this format, the BM25 constants and the
+# language detection its per-record language codes came from.
+SNAPSHOT_FORMAT = 1
+
+
+def _fingerprint() -> str:
+    src = Path(language.__file__).read_bytes()
+    return (f"{SNAPSHOT_FORMAT}:{lexical.K1}:{lexical.B}:"
+            f"{hashlib.sha256(src).hexdigest()[:16]}")
+
+
+def _guarded(method):
+    """An index update that fails leaves the index unknown: it is never persisted then."""
+    @wraps(method)
+    def run(self, *args, **kwargs):
+        try:
+            return method(self, *args, **kwargs)
+        except BaseException:
+            self.broken = True
+            raise
+    return run
+
+
+def snapshot_path(store: str | Path) -> Path | None:
+    """Where the persisted index of a store file lives (None for an in-memory store)."""
+    return None if str(store) == ":memory:" else Path(f"{store}.index")
 
 
 @dataclass(frozen=True)
@@ -59,7 +94,8 @@ class IndexChanges:
 
 class RecallIndex:
     def __init__(self, config: MemoryConfig, embedder: Embedder | None,
-                 stored_background: Callable[[str], str | None]) -> None:
+                 stored_background: Callable[[str], str | None],
+                 snapshot: Path | None = None) -> None:
         self.config = config
         self.embedder = embedder
         self._stored_background = stored_background  # the store's meta, by key
@@ -67,9 +103,32 @@ class RecallIndex:
         self.columns = Columns()
         self.vectors: VectorSpace | None = None
         self.embed_error: str | None = None
+        self.snapshot = snapshot
+        self._snapshot_header: dict | None = None  # what the file holds, as far as we know
+        self.loaded_from: str | None = None  # "snapshot" | "store"
+        self.broken = False  # an index update failed: never persist this index
 
     # ------------------------------------------------------------------ loading and upkeep
-    def load(self, conn: sqlite3.Connection) -> None:
+    def load(self, conn: sqlite3.Connection, stamp: tuple[str, int] | None = None) -> None:
+        """Fill the index from the store; from the persisted index when it is stamped with this
+        store and this ``stamp`` (store id, index generation — read in the same read
+        transaction as ``conn`` sees), else by rebuilding it from the rows."""
+        self.broken = False
+        if stamp is not None and self.snapshot is not None:
+            try:
+                if self._load_snapshot(conn, stamp):
+                    self.loaded_from = "snapshot"
+                    return
+            except Exception as e:  # corrupt, truncated, inconsistent: rebuild from the rows
+                log.warning("persisted recall index %s unusable, rebuilding: %s",
+                            self.snapshot, e)
+            self.lexical = LexicalIndex()
+            self.columns = Columns()
+            self._snapshot_header = None
+        self._rebuild(conn)
+        self.loaded_from = "store"
+
+    def _rebuild(self, conn: sqlite3.Connection) -> None:
         items = []
         for r in conn.execute(f"SELECT {records.COLUMNS} FROM {records.FROM} "
                               "WHERE m.archived_at IS NULL"):
@@ -79,13 +138,90 @@ class RecallIndex:
         self.vectors = None
         if self.embedder is None:
             return
-        self.vectors = VectorSpace(self.embedder.dim)
+        self.vectors = self._vectors_from_store(conn)
+
+    def _vectors_from_store(self, conn: sqlite3.Connection) -> VectorSpace:
+        assert self.embedder is not None
+        space = VectorSpace(self.embedder.dim)
         for r in conn.execute(
                 "SELECT v.memory_id, v.dim, v.vec FROM vectors v JOIN memories m ON "
                 "m.id = v.memory_id WHERE m.archived_at IS NULL AND v.model = ? AND v.dim = ?",
                 (self.embedder.name, self.embedder.dim)):
-            self.vectors.set(r["memory_id"], from_blob(r["vec"], r["dim"]))
+            space.set(r["memory_id"], from_blob(r["vec"], r["dim"]))
+        return space
 
+    def _load_snapshot(self, conn: sqlite3.Connection, stamp: tuple[str, int]) -> bool:
+        path = self.snapshot
+        assert path is not None
+        if not path.exists():
+            return False
+        with np.load(path, allow_pickle=False) as z:
+            header = json.loads(z["header"].tobytes().decode("utf-8"))
+            if (header.get("format") != _fingerprint() or header.get("store") != stamp[0]
+                    or header.get("generation") != stamp[1]):
+                return False  # stale, another store's, or another code's: rebuild
+            cur = conn.cursor()
+            cur.row_factory = None
+            rows = cur.execute(
+                "SELECT id, kind, importance, private, pinned, scope, created_at, "
+                "last_access_at, access_count, stems FROM memories WHERE archived_at IS NULL "
+                "ORDER BY id").fetchall()
+            ids = np.fromiter((r[0] for r in rows), np.int64, len(rows))
+            codes = z["lang_codes"]
+            if not np.array_equal(ids, z["lang_ids"]) or len(codes) != len(ids):
+                raise ValueError("the live records differ from the persisted index's")
+            self.lexical.restore({r[0]: r[9].split() for r in rows},
+                                 {k: z[k] for k in z.files if k.startswith(("lex_", "df_"))})
+            self.columns.put_rows([r[:9] for r in rows], codes.astype(np.int8), self.config)
+            self.vectors = None
+            if self.embedder is not None:
+                if header.get("embedder") == [self.embedder.name, self.embedder.dim]:
+                    space = VectorSpace.restore(self.embedder.dim, {
+                        k: z[k] for k in ("vec_keys", "vec_alive", "vec_mat")})
+                    if not np.isin(space.keys(), ids).all():
+                        raise ValueError("persisted vectors of records that are not live")
+                    self.vectors = space
+                else:  # saved by a session with another embedder (or none): vectors from rows
+                    self.vectors = self._vectors_from_store(conn)
+        self._snapshot_header = header
+        return True
+
+    def persist(self, stamp: tuple[str, int]) -> bool:
+        """Write the index to its file, stamped with ``stamp`` (the caller vouches that the
+        index matches the store at that generation), unless the file already holds it.
+        Written to a temporary file and renamed: a crash leaves the old file or the new one."""
+        if self.snapshot is None or self.broken:
+            return False
+        header = {"format": _fingerprint(), "store": stamp[0], "generation": stamp[1],
+                  "embedder": (None if self.vectors is None or self.embedder is None
+                               else [self.embedder.name, self.embedder.dim])}
+        known = self._snapshot_header
+        if known is not None and all(known.get(k) == header[k]
+                                     for k in ("format", "store", "generation")) \
+                and (header["embedder"] is None or known.get("embedder") == header["embedder"]):
+            return False  # the file already holds this index
+        ids = np.flatnonzero(self.columns.alive[: len(self.columns.alive)]).astype(np.int64)
+        if len(ids) != len(self.lexical) or any(int(i) not in self.lexical for i in ids[:1000]):
+            log.warning("recall index columns and lexical index disagree; not persisted")
+            return False
+        arrays = {"header": np.frombuffer(json.dumps(header).encode("utf-8"), np.uint8),
+                  "lang_ids": ids, "lang_codes": self.columns.language[ids],
+                  **self.lexical.state()}
+        if header["embedder"] is not None and self.vectors is not None:
+            arrays.update(self.vectors.state())
+        tmp = self.snapshot.with_name(f"{self.snapshot.name}.tmp{os.getpid()}")
+        try:
+            with open(tmp, "wb") as f:
+                np.savez(f, **arrays)
+                f.flush()
+                os.fsync(f.fileno())
+            os.replace(tmp, self.snapshot)
+        finally:
+            tmp.unlink(missing_ok=True)
+        self._snapshot_header = header
+        return True
+
+    @_guarded
     def apply(self, changes: IndexChanges) -> None:
         for rid in changes.removals:
             self.lexical.remove(rid)
@@ -103,12 +239,14 @@ class RecallIndex:
             for rid, vec in changes.vectors.items():
                 self.vectors.set(rid, vec)
 
+    @_guarded
     def accessed(self, recs: Iterable[Record]) -> None:
         """Records just reinforced: only their last access and count changed (no content, so
         neither the lexical index nor the vectors are touched)."""
         for r in recs:
             self.columns.put_access(r)
 
+    @_guarded
     def reindex(self, conn: sqlite3.Connection, ids: Iterable[int]) -> None:
         """Bring these records' index entries in line with the store."""
         ids = set(ids)
@@ -129,6 +267,7 @@ class RecallIndex:
                 else:
                     self.vectors.remove(r.id)
 
+    @_guarded
     def add_imported(self, recs: list[Record], vectors: dict[int, np.ndarray]) -> None:
         """Index a bulk import at once (one rebuild of the lexical index when it is large)."""
         for r in recs:

@@ -134,6 +134,23 @@ MIGRATIONS: list[list[str]] = [
             PRIMARY KEY (memory_id, phase)
         )""",
     ],
+    # v4: a change counter of what the recall index is built from (live records' stems and
+    # content, the archive mark, vectors), bumped by triggers inside the writing transaction
+    # itself, so a persisted index stamped with it is known to be current or stale
+    [
+        """CREATE TABLE index_state (
+            id INTEGER PRIMARY KEY CHECK (id = 1),
+            store TEXT NOT NULL,
+            generation INTEGER NOT NULL
+        )""",
+        "INSERT INTO index_state (id, store, generation) VALUES (1, lower(hex(randomblob(16))), 0)",
+        *[f"""CREATE TRIGGER index_state_{table}_{event.split()[0].lower()} AFTER {event} ON {table}
+            BEGIN UPDATE index_state SET generation = generation + 1 WHERE id = 1; END"""
+          for table, event in (("memories", "INSERT"), ("memories", "DELETE"),
+                               ("memories", "UPDATE OF content, stems, archived_at"),
+                               ("vectors", "INSERT"), ("vectors", "DELETE"),
+                               ("vectors", "UPDATE"))],
+    ],
 ]
 
 SCHEMA_VERSION = len(MIGRATIONS)
@@ -199,6 +216,10 @@ class Storage:
         # held by every transaction and query; a table owner holds it across a read-then-write
         self.lock = threading.RLock()
         self._depth = 0
+        # the index generation (v4's counter) the in-memory index was loaded at, moved along by
+        # this connection's own transactions; None once another connection wrote in between
+        # (then the in-memory index may not match the file, and must not be persisted)
+        self.index_generation: int | None = None
 
     @contextmanager
     def transaction(self) -> Iterator[sqlite3.Connection]:
@@ -214,19 +235,66 @@ class Storage:
             self.conn.execute("BEGIN IMMEDIATE")
             self._depth = 1
             try:
+                before = self._generation()
                 yield self.conn
             except BaseException:
                 self._depth = 0
                 self.conn.execute("ROLLBACK")
+                self._moved(None)
                 raise
             else:
                 self._depth = 0
                 try:
+                    after = self._generation()
                     self.conn.execute("COMMIT")
                 except BaseException:
                     if self.conn.in_transaction:
                         self.conn.execute("ROLLBACK")
+                    self._moved(None)
                     raise
+                self._moved(before, after)
+
+    def _generation(self) -> int:
+        return self.conn.execute("SELECT generation FROM index_state WHERE id = 1").fetchone()[0]
+
+    def _moved(self, before: int | None, after: int | None = None) -> None:
+        """Follow the index generation through one of this connection's transactions: it moves
+        with our own writes; a jump before ours (another connection) or a failed transaction
+        whose outcome is unsure forgets it."""
+        if self.index_generation is None:
+            return
+        if before is None:
+            try:  # a rollback: the generation is what it was, unless someone else moved it
+                self.index_generation = (self.index_generation
+                                         if self._generation() == self.index_generation
+                                         else None)
+            except sqlite3.Error:
+                self.index_generation = None
+            return
+        self.index_generation = after if before == self.index_generation else None
+
+    def index_stamp(self) -> tuple[str, int]:
+        """(this store's random id, its index generation now)."""
+        with self.lock:
+            r = self.conn.execute("SELECT store, generation FROM index_state WHERE id = 1"
+                                  ).fetchone()
+        return r[0], r[1]
+
+    @contextmanager
+    def reading(self) -> Iterator[sqlite3.Connection]:
+        """One consistent read (a deferred transaction: every query sees the same state of the
+        file, even if another connection writes meanwhile)."""
+        with self.lock:
+            if self._depth:
+                yield self.conn
+                return
+            self.conn.execute("BEGIN")
+            self._depth = 1
+            try:
+                yield self.conn
+            finally:
+                self._depth = 0
+                self.conn.execute("COMMIT")
 
     def query(self, sql: str, params: tuple | dict = ()) -> list[sqlite3.Row]:
         with self.lock:

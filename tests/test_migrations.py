@@ -132,6 +132,22 @@ def v3_check(mem: Memory) -> None:
     assert mem._storage.query("SELECT memory_id FROM sleep_marks")[0][0] == 1
 
 
+# ---------------------------------------------------------------------------- v4: index generation
+def v4_insert(conn: sqlite3.Connection) -> None:
+    # a write to what the recall index is built from moves the generation (a trigger)
+    conn.execute("UPDATE memories SET stems = stems WHERE id = 1")
+    conn.execute("UPDATE memories SET importance = importance WHERE id = 1")  # does not
+
+
+def v4_check(mem: Memory) -> None:
+    store, generation = mem._storage.index_stamp()
+    assert len(store) == 32 and generation >= 1
+    mem.search("Kazan")  # a reinforcement changes no indexed field
+    assert mem._storage.index_stamp() == (store, generation)
+    mem.save("Owner's v4 check note about the piano")
+    assert mem._storage.index_stamp()[1] > generation
+
+
 @dataclass(frozen=True)
 class Fixture:
     """Data that version k introduced (inserted right after migrating to k, with the columns
@@ -146,6 +162,7 @@ FIXTURES: dict[int, Fixture] = {
     1: Fixture(v1_insert, v1_check),
     2: Fixture(v2_insert, v2_check),
     3: Fixture(v3_insert, v3_check),
+    4: Fixture(v4_insert, v4_check),
 }
 
 
