@@ -10,6 +10,7 @@ import pytest
 
 from core import OWNER_TRUSTED, Actor, Memory, MemoryConfig, text
 from core.lexical import LexicalIndex
+from core.recall_index import snapshot_path
 from tests.fakes import reference_bm25
 
 WORDS = ["cat", "dog", "tea", "coffee", "kazan", "moscow", "sister", "brother", "garden", "tomato", "bicycle", "piano", "guitar", "doctor", "dentist", "friday", "monday", "birthday", "anna", "boris", "murka", "rex", "green", "black", "morning", "evening", "train", "flight", "hotel", "pizza", "soup", "violin"]
@@ -119,6 +120,7 @@ def test_relevance_does_not_depend_on_when_the_store_was_opened(tmp_path, clock)
     with Memory.open(path, MemoryConfig(), clock) as m:
         m.save("The owner's cat is called Murka", OWNER_TRUSTED)
         m.save("The owner drinks green tea every morning, green tea only", OWNER_TRUSTED)
+    snapshot_path(path).unlink()  # rebuilt from the rows at open, not read back as it was
     with Memory.open(path, MemoryConfig(), clock) as m:
         assert m._index.lexical._main is not None
         for i in range(20):
@@ -127,7 +129,9 @@ def test_relevance_does_not_depend_on_when_the_store_was_opened(tmp_path, clock)
         q = "what green tea does the owner drink"
         live = {h.id: h.relevance for h in m.recall(q, OWNER_TRUSTED)}
         raw = _as_dict(*m._index.lexical.scores(text.stems(q)))
+    snapshot_path(path).unlink()
     with Memory.open(path, MemoryConfig(), clock) as m:  # everything in the main now
+        assert m._index.loaded_from == "store" and not m._index.lexical._delta_docs
         reopened = {h.id: h.relevance for h in m.recall(q, OWNER_TRUSTED)}
     _assert_same(live, reopened)
     _assert_same(raw, reference_bm25(docs, text.stems(q)))
