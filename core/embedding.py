@@ -73,7 +73,9 @@ class VectorSpace:
             if self._n == len(self._keys):
                 # grow by a quarter: at 100k × 512 a doubling would hold 600 MB while it copies
                 cap = self._n + max(64, self._n // 4)
-                self._mat = np.resize(self._mat, (cap, self.dim))
+                mat = np.empty((cap, self.dim), dtype=np.float32)  # np.resize would tile it
+                mat[: self._n] = self._mat[: self._n]
+                self._mat = mat
                 keys = np.zeros(cap, dtype=np.int64)
                 keys[: self._n] = self._keys[: self._n]
                 alive = np.zeros(cap, dtype=bool)

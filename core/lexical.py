@@ -163,7 +163,36 @@ class LexicalIndex:
             "df_counts": np.fromiter(self.df.values(), np.int64, len(self.df)),
         }
 
-    def restore(self, docs: dict[int, list[str]], st: dict[str, np.ndarray]) -> None:
+    def docs_state(self, keys: np.ndarray) -> dict[str, np.ndarray]:
+        """The documents of ``keys`` (every live one) as indexes into the document-frequency
+        terms of :meth:`state` — what :meth:`restore_with_docs` reads back."""
+        index = {t: i for i, t in enumerate(self.df)}  # the order of state()'s df_terms
+        docs = [self.docs[k] for k in keys.tolist()]
+        lens = np.fromiter((len(d) for d in docs), np.int64, len(docs))
+        offsets = np.zeros(len(docs) + 1, np.int64)
+        np.cumsum(lens, out=offsets[1:])
+        terms = np.fromiter((index[t] for d in docs for t in d), np.int32, int(offsets[-1]))
+        return {"doc_terms": terms, "doc_offsets": offsets}
+
+    def restore_with_docs(self, keys: np.ndarray, st: dict[str, np.ndarray]) -> None:
+        """:meth:`restore` with the documents of :meth:`docs_state` (their words are shared
+        with the document frequencies: one string per distinct stem)."""
+        words = _unpack(st["df_terms"])
+        terms, offsets = st["doc_terms"], st["doc_offsets"]
+        if not (len(offsets) == len(keys) + 1 and (len(offsets) == 0 or int(offsets[0]) == 0)
+                and int(offsets[-1]) == len(terms) and bool(np.all(np.diff(offsets) >= 0))
+                and (len(terms) == 0 or 0 <= int(terms.min()) <= int(terms.max()) < len(words))):
+            raise ValueError("persisted documents are inconsistent")
+        vocab = np.empty(len(words), dtype=object)
+        vocab[:] = words
+        seq = vocab[terms].tolist()
+        docs = {k: seq[a:b] for k, a, b in zip(keys.tolist(), offsets[:-1].tolist(),
+                                               offsets[1:].tolist(), strict=True)}
+        self.restore(docs, st, df_words=words, doc_lens=(keys, np.diff(offsets)))
+
+    def restore(self, docs: dict[int, list[str]], st: dict[str, np.ndarray],
+                df_words: list[str] | None = None,
+                doc_lens: tuple[np.ndarray, np.ndarray] | None = None) -> None:
         """Take back a :meth:`state` saved over exactly these documents: the main as it was,
         every document it does not hold alive goes to the delta. Raises ValueError on anything
         inconsistent (the caller then rebuilds)."""
@@ -174,7 +203,7 @@ class LexicalIndex:
         alive = st["lex_alive"].astype(bool)
         lens = st["lex_len"].astype(np.float64)
         avgdl, has_main, num_docs = (float(x) for x in st["lex_stats"])
-        df_terms = _unpack(st["df_terms"])
+        df_terms = df_words if df_words is not None else _unpack(st["df_terms"])
         df_counts = st["df_counts"]
         n_cols = len(indptr) - 1  # bm25s names one more term ("") than it has columns for
         if not (len(idf) == len(terms) and 0 <= n_cols <= len(terms)
@@ -184,13 +213,23 @@ class LexicalIndex:
                      < len(keys))
                 and bool(np.all(np.diff(indptr) >= 0))):
             raise ValueError("persisted lexical index is inconsistent")
-        live_main = keys[alive].tolist()
-        if any(k not in docs for k in live_main) or any(
-                len(docs[k]) != n for k, n in zip(live_main, lens[alive].tolist(), strict=True)):
+        live_main = keys[alive]
+        if doc_lens is None:
+            doc_keys = np.fromiter(docs, np.int64, len(docs))
+            doc_len = np.fromiter((len(d) for d in docs.values()), np.int64, len(docs))
+        else:
+            doc_keys, doc_len = doc_lens
+        order = np.argsort(doc_keys, kind="stable")
+        at = np.searchsorted(doc_keys, live_main, sorter=order)
+        at = order[np.minimum(at, len(order) - 1)] if len(order) else at
+        if len(live_main) and (len(order) == 0 or not np.array_equal(doc_keys[at], live_main)
+                               or not np.array_equal(doc_len[at], lens[alive])):
             raise ValueError("persisted lexical index does not match the documents")
+        live_main = live_main.tolist()
         self.docs = docs
         self.df = Counter(dict(zip(df_terms, df_counts.tolist(), strict=True)))
-        self.total_len = sum(len(s) for s in docs.values())
+        self.total_len = int(doc_lens[1].sum()) if doc_lens is not None else \
+            sum(len(s) for s in docs.values())
         self._main_keys, self._main_alive, self._main_len = keys, alive, lens
         self._main_pos = {int(k): i for i, k in enumerate(keys.tolist())}
         self._main_avgdl = avgdl

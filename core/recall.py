@@ -142,21 +142,23 @@ class Columns:
         pinned, scope, created_at, last_access_at, access_count), their language codes given."""
         if not rows:
             return
-        (ids, kinds, imp, priv, pin, scopes, created, last,
-         count) = (list(c) for c in zip(*rows, strict=True))
+        ids, kinds, imp, priv, pin, scopes, created, last, count = zip(*rows, strict=True)
         ids = np.asarray(ids, dtype=np.int64)
         self._grow(int(ids.max()) + 1)
         self.alive[ids] = True
-        self.core[ids] = np.asarray([k == Kind.CORE.value for k in kinds], dtype=bool)
+        hl = {k.value: half_life_of(k, config) for k in Kind}
+        core = Kind.CORE.value
+        self.core[ids] = np.fromiter((k == core for k in kinds), bool, len(ids))
         self.private[ids] = np.asarray(priv, dtype=bool)
         self.pinned[ids] = np.asarray(pin, dtype=bool)
         self.importance[ids] = np.asarray(imp, dtype=np.float64)
-        hl = {k.value: half_life_of(k, config) for k in Kind}
-        self.half_life[ids] = np.asarray([hl[k] for k in kinds], dtype=np.float64)
-        self.recalled_at[ids] = np.asarray(
-            [c if a is None else a for a, c in zip(last, created, strict=True)], dtype=np.float64)
+        self.half_life[ids] = np.fromiter((hl[k] for k in kinds), np.float64, len(ids))
+        self.recalled_at[ids] = np.fromiter(
+            (c if a is None else a for a, c in zip(last, created, strict=True)), np.float64,
+            len(ids))
         self.reinforcements[ids] = np.asarray(count, dtype=np.float64)
-        self.scope[ids] = np.asarray([self.scope_code(x) for x in scopes], dtype=np.int32)
+        codes = {s: self.scope_code(s) for s in set(scopes)}
+        self.scope[ids] = np.fromiter((codes[s] for s in scopes), np.int32, len(ids))
         self.language[ids] = language
 
     def put_access(self, r: Record) -> None:

@@ -13,6 +13,7 @@ import json
 import logging
 import os
 import sqlite3
+import zlib
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from functools import wraps
@@ -60,6 +61,81 @@ def _guarded(method):
             self.broken = True
             raise
     return run
+
+
+_MAGIC = b"EVA-RECALL-INDEX\n"
+
+
+def _write_arrays(path: Path, header: dict, arrays: dict[str, np.ndarray]) -> None:
+    """One file: magic, header length, a JSON header (the caller's, plus each array's dtype,
+    shape, offset and CRC-32), then the arrays' raw bytes. Written to a temporary file, synced
+    and renamed over ``path``: a crash leaves the old file or the new one, never a mix."""
+    meta: dict[str, list] = {}
+    blobs = []
+    for name, a in arrays.items():
+        a = np.ascontiguousarray(a)
+        buf = memoryview(a).cast("B") if a.size else memoryview(b"")
+        meta[name] = [a.dtype.str, list(a.shape), 0, len(buf), zlib.crc32(buf)]
+        blobs.append((name, buf))
+    head = json.dumps({**header, "arrays": meta}).encode("utf-8")
+    # offsets follow the header; its length depends on them, so reserve room for the digits
+    pos = len(_MAGIC) + 8 + len(head) + 20 * len(meta) + 64
+    for name, buf in blobs:
+        pos = (pos + 63) // 64 * 64
+        meta[name][2] = pos
+        pos += len(buf)
+    head = json.dumps({**header, "arrays": meta}).encode("utf-8")
+    tmp = path.with_name(f"{path.name}.tmp{os.getpid()}")
+    try:
+        with open(tmp, "wb") as f:
+            f.write(_MAGIC + len(head).to_bytes(8, "little") + head)
+            for name, buf in blobs:
+                f.seek(meta[name][2])
+                f.write(buf)
+            f.flush()
+            os.fsync(f.fileno())
+        os.replace(tmp, path)
+    finally:
+        tmp.unlink(missing_ok=True)
+
+
+class _ArrayFile:
+    """A file of :func:`_write_arrays`, read array by array (each checked against its CRC)."""
+
+    def __init__(self, path: Path) -> None:
+        self._f = open(path, "rb")  # noqa: SIM115 - closed by close()
+        try:
+            if self._f.read(len(_MAGIC)) != _MAGIC:
+                raise ValueError("not a recall index file")
+            n = int.from_bytes(self._f.read(8), "little")
+            if not 0 < n < 1 << 24:
+                raise ValueError("bad header length")
+            self.header = json.loads(self._f.read(n).decode("utf-8"))
+            self._meta = self.header.pop("arrays")
+        except BaseException:
+            self._f.close()
+            raise
+
+    def __getitem__(self, name: str) -> np.ndarray:
+        dtype, shape, offset, nbytes, crc = self._meta[name]
+        dt = np.dtype(dtype)
+        count = int(np.prod(shape)) if shape else 1
+        if count * dt.itemsize != nbytes:
+            raise ValueError(f"{name}: size does not match its shape")
+        self._f.seek(offset)
+        a = np.fromfile(self._f, dtype=dt, count=count)
+        if len(a) != count or zlib.crc32(memoryview(a).cast("B") if count else b"") != crc:
+            raise ValueError(f"{name}: damaged (short or CRC mismatch)")
+        return a.reshape(shape)
+
+    def __contains__(self, name: str) -> bool:
+        return name in self._meta
+
+    def names(self) -> list[str]:
+        return list(self._meta)
+
+    def close(self) -> None:
+        self._f.close()
 
 
 def snapshot_path(store: str | Path) -> Path | None:
@@ -155,8 +231,9 @@ class RecallIndex:
         assert path is not None
         if not path.exists():
             return False
-        with np.load(path, allow_pickle=False) as z:
-            header = json.loads(z["header"].tobytes().decode("utf-8"))
+        z = _ArrayFile(path)
+        try:
+            header = z.header
             if (header.get("format") != _fingerprint() or header.get("store") != stamp[0]
                     or header.get("generation") != stamp[1]):
                 return False  # stale, another store's, or another code's: rebuild
@@ -164,15 +241,15 @@ class RecallIndex:
             cur.row_factory = None
             rows = cur.execute(
                 "SELECT id, kind, importance, private, pinned, scope, created_at, "
-                "last_access_at, access_count, stems FROM memories WHERE archived_at IS NULL "
+                "last_access_at, access_count FROM memories WHERE archived_at IS NULL "
                 "ORDER BY id").fetchall()
             ids = np.fromiter((r[0] for r in rows), np.int64, len(rows))
             codes = z["lang_codes"]
             if not np.array_equal(ids, z["lang_ids"]) or len(codes) != len(ids):
                 raise ValueError("the live records differ from the persisted index's")
-            self.lexical.restore({r[0]: r[9].split() for r in rows},
-                                 {k: z[k] for k in z.files if k.startswith(("lex_", "df_"))})
-            self.columns.put_rows([r[:9] for r in rows], codes.astype(np.int8), self.config)
+            self.lexical.restore_with_docs(
+                ids, {k: z[k] for k in z.names() if k.startswith(("lex_", "df_", "doc_"))})
+            self.columns.put_rows(rows, codes.astype(np.int8), self.config)
             self.vectors = None
             if self.embedder is not None:
                 if header.get("embedder") == [self.embedder.name, self.embedder.dim]:
@@ -183,6 +260,8 @@ class RecallIndex:
                     self.vectors = space
                 else:  # saved by a session with another embedder (or none): vectors from rows
                     self.vectors = self._vectors_from_store(conn)
+        finally:
+            z.close()
         self._snapshot_header = header
         return True
 
@@ -204,20 +283,11 @@ class RecallIndex:
         if len(ids) != len(self.lexical) or any(int(i) not in self.lexical for i in ids[:1000]):
             log.warning("recall index columns and lexical index disagree; not persisted")
             return False
-        arrays = {"header": np.frombuffer(json.dumps(header).encode("utf-8"), np.uint8),
-                  "lang_ids": ids, "lang_codes": self.columns.language[ids],
-                  **self.lexical.state()}
+        arrays = {"lang_ids": ids, "lang_codes": self.columns.language[ids],
+                  **self.lexical.state(), **self.lexical.docs_state(ids)}
         if header["embedder"] is not None and self.vectors is not None:
             arrays.update(self.vectors.state())
-        tmp = self.snapshot.with_name(f"{self.snapshot.name}.tmp{os.getpid()}")
-        try:
-            with open(tmp, "wb") as f:
-                np.savez(f, **arrays)
-                f.flush()
-                os.fsync(f.fileno())
-            os.replace(tmp, self.snapshot)
-        finally:
-            tmp.unlink(missing_ok=True)
+        _write_arrays(self.snapshot, header, arrays)
         self._snapshot_header = header
         return True
 

@@ -12,7 +12,7 @@ import pytest
 
 from core import OWNER_TRUSTED, PUBLIC, ManualClock, Memory, MemoryConfig
 from core.config import DAY
-from core.recall_index import snapshot_path
+from core.recall_index import _ArrayFile, snapshot_path
 from tests.fakes import HashEmbedder
 
 TEXTS = [
@@ -146,7 +146,8 @@ def test_a_stale_persisted_index_is_never_used(tmp_path):
     assert _open(path, clock, emb)._index.loaded_from == "snapshot"  # rewritten at that close
 
 
-@pytest.mark.parametrize("damage", ["truncated", "flipped", "garbage", "other-store"])
+@pytest.mark.parametrize("damage", ["truncated", "flipped-postings", "flipped-documents",
+                                    "flipped-vectors", "garbage", "other-store"])
 def test_a_corrupt_or_foreign_persisted_index_is_rebuilt(tmp_path, damage):
     """SPEC §11: a persisted index that is cut short, has a flipped byte, is not an index at
     all, or belongs to another store at the same generation never gives results: the index is
@@ -165,9 +166,13 @@ def test_a_corrupt_or_foreign_persisted_index_is_rebuilt(tmp_path, damage):
     data = side.read_bytes()
     if damage == "truncated":
         side.write_bytes(data[: len(data) // 2])
-    elif damage == "flipped":
-        pos = data.find(b"lex_data") + 200  # inside a stored array
-        side.write_bytes(data[:pos] + bytes([data[pos] ^ 0x5A]) + data[pos + 1:])
+    elif damage.startswith("flipped"):
+        name = {"postings": "lex_data", "documents": "doc_terms", "vectors": "vec_mat"}[
+            damage.split("-")[1]]
+        f = _ArrayFile(side)
+        pos = f._meta[name][2] + 3  # inside that stored array
+        f.close()
+        side.write_bytes(data[:pos] + bytes([data[pos] ^ 0x01]) + data[pos + 1:])
     elif damage == "garbage":
         side.write_bytes(b"not an index at all" * 100)
     else:
