@@ -71,8 +71,7 @@ class VectorSpace:
         pos = self._pos.get(key)
         if pos is None:
             if self._n == len(self._keys):
-                # grow by a quarter: at 100k × 512 a doubling would hold 600 MB while it copies
-                cap = self._n + max(64, self._n // 4)
+                cap = self._n + self.room(self._n)
                 mat = np.empty((cap, self.dim), dtype=np.float32)  # np.resize would tile it
                 mat[: self._n] = self._mat[: self._n]
                 self._mat = mat
@@ -93,17 +92,31 @@ class VectorSpace:
         n = self._n
         return {"vec_keys": self._keys[:n], "vec_alive": self._alive[:n], "vec_mat": self._mat[:n]}
 
+    @staticmethod
+    def room(n: int) -> int:
+        """Rows added when a space of ``n`` rows is full: a quarter (a doubling of 100k × 512
+        would hold 600 MB while it copies)."""
+        return max(64, n // 4)
+
     @classmethod
     def restore(cls, dim: int, st: dict[str, np.ndarray]) -> VectorSpace:
-        """A space from a :meth:`state` (its matrix is taken as it is, not copied)."""
+        """A space from a :meth:`state` (its matrix is taken as it is, not copied; rows past
+        the keys are room to grow)."""
         keys, alive, mat = (st["vec_keys"].astype(np.int64), st["vec_alive"].astype(bool),
                             st["vec_mat"])
-        if mat.dtype != np.float32 or mat.ndim != 2 or mat.shape != (len(keys), dim) \
-                or len(alive) != len(keys):
+        n = len(keys)
+        if mat.dtype != np.float32 or mat.ndim != 2 or mat.shape[1] != dim \
+                or mat.shape[0] < n or len(alive) != n or not mat.flags.c_contiguous:
             raise ValueError("persisted vectors are inconsistent")
         space = cls(dim)
-        space._mat = np.ascontiguousarray(mat)
-        space._keys, space._alive, space._n = keys, alive, len(keys)
+        cap = mat.shape[0]
+        space._mat = mat
+        space._keys = np.zeros(cap, dtype=np.int64)
+        space._keys[:n] = keys
+        space._alive = np.zeros(cap, dtype=bool)
+        space._alive[:n] = alive
+        space._n = n
+        keys, alive = space._keys[:n], space._alive[:n]
         space._pos = {int(k): i for i, k in zip(np.flatnonzero(alive).tolist(),
                                                 keys[alive].tolist(), strict=True)}
         if len(space._pos) != int(alive.sum()):

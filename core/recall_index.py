@@ -117,16 +117,28 @@ class _ArrayFile:
             raise
 
     def __getitem__(self, name: str) -> np.ndarray:
+        return self.get(name)
+
+    def get(self, name: str, spare_rows: int = 0) -> np.ndarray:
+        """The array; with ``spare_rows``, in a buffer that many rows longer (not yet touched,
+        so they take no memory until filled: room to grow without copying)."""
         dtype, shape, offset, nbytes, crc = self._meta[name]
         dt = np.dtype(dtype)
         count = int(np.prod(shape)) if shape else 1
-        if count * dt.itemsize != nbytes:
+        if count * dt.itemsize != nbytes or (spare_rows and len(shape) != 2):
             raise ValueError(f"{name}: size does not match its shape")
         self._f.seek(offset)
-        a = np.fromfile(self._f, dtype=dt, count=count)
-        if len(a) != count or zlib.crc32(memoryview(a).cast("B") if count else b"") != crc:
+        if spare_rows:
+            out = np.empty((shape[0] + spare_rows, shape[1]), dtype=dt)
+            a = out[: shape[0]]
+            got = self._f.readinto(memoryview(a).cast("B")) if count else 0
+            ok = got == nbytes
+        else:
+            out = a = np.fromfile(self._f, dtype=dt, count=count)
+            ok = len(a) == count
+        if not ok or zlib.crc32(memoryview(a).cast("B") if count else b"") != crc:
             raise ValueError(f"{name}: damaged (short or CRC mismatch)")
-        return a.reshape(shape)
+        return out if spare_rows else a.reshape(shape)
 
     def __contains__(self, name: str) -> bool:
         return name in self._meta
@@ -253,8 +265,10 @@ class RecallIndex:
             self.vectors = None
             if self.embedder is not None:
                 if header.get("embedder") == [self.embedder.name, self.embedder.dim]:
+                    keys = z["vec_keys"]
                     space = VectorSpace.restore(self.embedder.dim, {
-                        k: z[k] for k in ("vec_keys", "vec_alive", "vec_mat")})
+                        "vec_keys": keys, "vec_alive": z["vec_alive"],
+                        "vec_mat": z.get("vec_mat", spare_rows=VectorSpace.room(len(keys)))})
                     if not np.isin(space.keys(), ids).all():
                         raise ValueError("persisted vectors of records that are not live")
                     self.vectors = space
