@@ -141,9 +141,9 @@ def may_carry_a_fact(text: str) -> bool:
     return bool(fact_sentences(text))
 
 
-GROUNDED = 0.7  # share of a saved memory's stems that must come from the owner's message (at 0.5
-# the default model saved its own reply "Конечно, спешу купить квартиру. Отложил уже 400 тысяч."
-# for "коплю на квартиру, отложил уже 400 тысяч": 4 of its 7 stems were the owner's)
+GROUNDED = 0.7  # share of an update's stems that must come from the owner's message (saves keep
+# the owner's own words; at 0.5 the default model's "Конечно, спешу купить квартиру. Отложил уже
+# 400 тысяч." for "коплю на квартиру, отложил уже 400 тысяч" passed: 4 of its 7 stems)
 # words any memory about the owner may add without inventing anything ("The owner's corgi is
 # named Bublik" for "my corgi is Bublik")
 _NEUTRAL = frozenset(text.stems("owner owner's user name named called владелец владельца "
@@ -348,14 +348,17 @@ class MemoryWriter:
               ) -> list[memory_tools.ToolResult]:
         """Run each op through the memory tools; refuse, one by one, what breaks a rule."""
         out: list[memory_tools.ToolResult] = []
-        used: set[str] = set()  # the owner's words already kept by this step
+        # the owner's words each save stands for; a save refused for privacy below stands for
+        # nothing, so it cannot make another save of the same words look already kept
         contents = {i: ex.owner_words(op["content"]) for i, op in enumerate(ops)
                     if isinstance(op, dict) and op.get("op") == "save"
-                    and isinstance(op.get("content"), str)}
-        parts = _fragments({i: c for i, c in contents.items() if c is not None})
+                    and isinstance(op.get("content"), str)
+                    and not (op.get("private") and not ctx.sees_private)}
+        kept_elsewhere = _fragments({i: c for i, c in contents.items() if c is not None})
         for i, op in enumerate(ops):
-            if i in parts:
-                out.append(_refused("memory_save", "a part of another memory of this step"))
+            if i in kept_elsewhere:
+                out.append(_refused("memory_save", "the owner's words are already kept by "
+                                    "another memory of this step"))
                 continue
             if not isinstance(op, dict):
                 out.append(_refused("memory_save", "an op must be a JSON object"))
@@ -377,10 +380,6 @@ class MemoryWriter:
                 if mine is None:
                     out.append(_refused("memory_save", "not from the owner's words"))
                     continue
-                if mine in used:
-                    out.append(_refused("memory_save", "the owner's words are already kept"))
-                    continue
-                used.add(mine)
                 args["content"] = mine[: self.memory.config.max_chars]
                 out.append(memory_tools.call(self.memory, "memory_save", args, ctx))
             elif kind == "update":
@@ -419,8 +418,8 @@ class MemoryWriter:
 
 
 def _fragments(contents: dict[int, str]) -> set[int]:
-    """Positions of saves whose words are all in another save of the same step: measured on the
-    default model, "работаю в обычной школе" beside "Я учитель физики, работаю в обычной школе"
+    """Positions of saves whose words are all in another save of the same step (the same
+    owner's words twice, or a part of them): measured on the default model, "работаю в обычной школе" beside "Я учитель физики, работаю в обычной школе"
     — the shorter record then outranked the whole one and "Кем я работаю?" lost "физик"."""
     stems = {i: frozenset(text.stems(c)) for i, c in contents.items()}
     out: set[int] = set()

@@ -177,6 +177,19 @@ def test_private_save_in_a_turn_that_cannot_see_private_is_refused(mem):
     assert live(mem) == []
 
 
+def test_a_save_refused_for_privacy_does_not_hide_the_same_words_saved_publicly(mem):
+    """§1, §3.1: a plan with the same owner's words twice, first as private (refused where
+    private memory is hidden), then as public, keeps the public one: the refused save kept
+    nothing, so the second is not "already kept"."""
+    llm = ScriptedLLM([["Nice!"]], plans=news(save_op("I play chess", private=True),
+                                              save_op("I play chess on Sundays")))
+    conv = Conversation(mem, llm, channel="group")
+    fins = finished(run(conv, "I play chess on Sundays", OWNER_IN_GROUP))
+    assert [f.result.ok for f in fins] == [False, True]
+    assert "private" in fins[0].result.text
+    assert live(mem) == ["I play chess on Sundays"]
+
+
 def test_others_turns_run_no_memory_step(mem):
     """§1: other people's turns never write memory: no step, no call."""
     llm = ScriptedLLM([["Hi all."]], plans=news(save_op("x is y")))
