@@ -13,8 +13,8 @@ more used still win among comparable relevances.
 
 Hybrid relevance is :func:`fuse`: BM25 and calibrated cosine weighted per embedder, BM25's weight
 scaled by the share of the store written in the query's language, and a record in the other
-language keeps at least its whole cosine. The scoring fields of every live record are kept in numpy columns indexed by
-record id, so a query scores its candidates in one vectorised pass.
+language keeps at least its whole cosine. The scoring fields of every live record are kept in
+numpy columns indexed by record id, so a query scores its candidates in one vectorised pass.
 """
 
 from __future__ import annotations

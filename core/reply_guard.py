@@ -299,8 +299,6 @@ class EchoHold:
         return out
 
 
-_LAT2CYR = LAT2CYR
-_CYR2LAT = CYR2LAT
 _MIXED_WORD = re.compile(r"\w+", re.UNICODE)
 
 
@@ -325,8 +323,8 @@ def fix_mixed_word(word: str) -> str:
     if not cyr or not lat:
         return word
     if cyr >= lat:
-        return "".join(_convert(c, _LAT2CYR) if c.isascii() else c for c in word)
-    return "".join(_convert(c, _CYR2LAT) if _is_cyr(c) else c for c in word)
+        return "".join(_convert(c, LAT2CYR) if c.isascii() else c for c in word)
+    return "".join(_convert(c, CYR2LAT) if _is_cyr(c) else c for c in word)
 
 
 class ScriptFixer:

@@ -327,11 +327,7 @@ class LlamaChatModel:
         the last token, so its logits are fresh). Must hold ``self._lock``."""
         llm = self._llm
         self._restore(tokens)
-        keep = 0
-        for a, b in zip(llm._input_ids[: llm.n_tokens], tokens, strict=False):
-            if a != b:
-                break
-            keep += 1
+        keep = _common_prefix(llm._input_ids[: llm.n_tokens], tokens)
         keep = max(0, min(keep, len(tokens) - 1))
         llm.n_tokens = keep
         self._eval_count = 0
