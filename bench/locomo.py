@@ -615,8 +615,11 @@ def parse_overrides(pairs: Sequence[str]) -> dict[str, Any]:
             out[key] = value.strip().lower() in ("1", "true", "yes")
         elif typ in (int, float):
             out[key] = typ(float(value)) if typ is int else float(value)
-        else:
-            out[key] = value
+        else:  # a default of None (an optional number, e.g. lexical_weight): a number if it is one
+            try:
+                out[key] = float(value)
+            except ValueError:
+                out[key] = value
     return out
 
 
