@@ -337,7 +337,8 @@ class Conversation:
     def regenerate(self, ctx: TurnContext, cancel: threading.Event | None = None
                    ) -> Iterator[TurnEvent]:
         """Discard the last answer, roll back the memory writes of its turn (pinned records
-        excepted, SPEC §8.4), and answer the same message again."""
+        and records changed since excepted, SPEC §8.4; what it created goes to the archive),
+        and answer the same message again."""
         hist = self.history(limit=4)
         last_user = next((m for m in reversed(hist) if m.role == "user"), None)
         if last_user is None:
@@ -350,7 +351,11 @@ class Conversation:
                 return
         with self._busy:
             self._transcript.discard_answers(last_user.turn_id)
-            self.memory.rollback_turn(last_user.turn_id)
+            undone = self.memory.rollback_turn(last_user.turn_id)
+            if undone.kept:
+                ids = ", ".join(f"#{i}" for i in undone.kept)
+                yield Notice(f"Kept memory {ids} as it is: it changed after that answer "
+                             "(an edit, a later turn or sleep), so regenerate left it alone.")
             yield from self._answer(last_user.content, ctx.with_turn(last_user.turn_id),
                                     last_user.turn_id, cancel, user_stored=True)
 

@@ -585,17 +585,35 @@ class Memory:
         with self._lock:
             return records.turn_changes(self._storage.conn, turn_id)
 
-    def rollback_turn(self, turn_id: str) -> list[int]:
-        """Undo every memory write of one turn (regenerate, SPEC §8.4; a whole night of sleep,
-        ``sleep:<run id>``), newest first, in one transaction. Records pinned by the owner are
-        left as they are. Returns touched ids."""
+    def rollback_turn(self, turn_id: str) -> records.Rollback:
+        """Undo the memory writes of one turn (regenerate, SPEC §8.4; a whole night of sleep,
+        ``sleep:<run id>``), newest first, in one transaction — only on records unchanged
+        since the turn (``kept`` lists the others, left as they are now). Nothing is deleted:
+        what the turn created goes to the archive, reason "regenerated". Records pinned by the
+        owner are left as they are. A record whose wording went back gets the vector of that
+        wording (best effort: without it, the next backfill embeds it)."""
         if not turn_id:
             raise MemoryOpError("turn id is empty")
         with self._lock:
             with self._storage.transaction() as conn:
-                touched = records.rollback(conn, turn_id)
-            self._index.reindex(self._storage.conn, touched)
-            return touched
+                done = records.rollback(conn, turn_id, self.clock.now())
+                for rid in done.reworded:  # the stored vector is of the undone wording
+                    self._index.write_vector(conn, rid, None, IndexChanges())
+            self._index.reindex(self._storage.conn, done.touched)
+        if done.reworded and self.embedder is not None:
+            ids = list(done.reworded)
+            m = self._index.embed([done.reworded[i] for i in ids])
+            if m is not None:
+                with self._lock:
+                    changes = IndexChanges()
+                    with self._storage.transaction() as conn:
+                        for rid, vec in zip(ids, m, strict=True):
+                            row = conn.execute("SELECT content FROM memories WHERE id = ?",
+                                               (rid,)).fetchone()
+                            if row is not None and row[0] == done.reworded[rid]:
+                                self._index.write_vector(conn, rid, vec, changes)
+                    self._index.reindex(self._storage.conn, list(changes.vectors))
+        return done
 
     # ------------------------------------------------------------------ for sleep (SPEC §7)
     # Sleep is the owner's own process: it reads the whole live corpus (private records take

@@ -166,8 +166,14 @@ def test_regenerate_restores_the_exact_prior_store_and_answers_again(mem, clock)
     assert events[-1].text == "Second answer."
     after_mem, after_acc = dump(mem)
     before_mem, before_acc = before
-    # the search in the rolled-back turn reinforced the pinned record: pinned is excepted
-    assert [r for r in after_mem if r[0] != pinned.id] == [r for r in before_mem if r[0] != pinned.id]
+    # the search in the rolled-back turn reinforced the pinned record: pinned is excepted;
+    # the record the turn created is archived with the reason "regenerated" (issue 15: never
+    # deleted), every other row is back exactly as it was
+    created = [r for r in after_mem if r[0] not in {keep.id, pinned.id}]
+    assert len(created) == 1 and created[0][1] == "Owner moved to Moscow"
+    assert mem.archive()[0].why == "regenerated" and mem.archive()[0].record.id == created[0][0]
+    assert [r for r in after_mem if r[0] not in {pinned.id, created[0][0]}] == [
+        r for r in before_mem if r[0] != pinned.id]
     assert [a for a in after_acc if a[0] != pinned.id] == [a for a in before_acc if a[0] != pinned.id]
     assert [m.content for m in conv.history()] == ["I moved to Moscow", "Second answer."]
 
