@@ -556,27 +556,42 @@ class Memory:
     def import_records(self, items: Iterable[dict], *, source: Source = Source.INIT,
                        batch: int = 5000) -> list[int]:
         """The owner's bulk import (initial memories, migrations from another tool, benchmarks):
-        no dedup, one transaction per batch, indexes updated once at the end. Each item has
-        ``content`` and optionally kind, importance, private, pinned, scope, created_at."""
-        ids: list[int] = []
-        items = list(items)
+        no dedup, all or nothing — every item is checked first (a bad one is named by its
+        position), then all are written in one transaction, and the indexes are updated once,
+        after it committed. Each item has ``content`` and optionally kind, importance, private,
+        pinned, scope, created_at. ``batch`` is how many are embedded at a time."""
+        checked: list[dict] = []
+        for n, it in enumerate(items, 1):
+            if not isinstance(it, dict):
+                raise MemoryOpError(f"import item {n}: expected an object with 'content'")
+            try:
+                checked.append(valid.item(it, self.config.max_chars, self.clock.now))
+            except MemoryOpError as e:
+                raise MemoryOpError(f"import item {n}: {e}") from None
         vectors = None
-        if self.embedder is not None and items:
-            vectors = self._index.embed([str(it.get("content", "")).strip() for it in items])
+        if self.embedder is not None and checked:
+            parts = [self._index.embed([c["content"] for c in checked[i: i + batch]])
+                     for i in range(0, len(checked), max(1, batch))]
+            vectors = None if any(p is None for p in parts) else np.concatenate(parts)
         with self._lock:
             changes = IndexChanges()
-            for start in range(0, len(items), batch):
-                with self._storage.transaction() as conn:
-                    for offset, it in enumerate(items[start: start + batch]):
-                        item = valid.item(it, self.config.max_chars, self.clock.now)
-                        if item["pinned"]:
-                            self._check_pin_room(conn, item["scope"])
-                        rid = records.insert(conn, **item, updated_at=item["created_at"],
-                                             source=source, source_turn=None)
-                        ids.append(rid)
-                        if vectors is not None:
-                            self._index.write_vector(conn, rid, vectors[start + offset], changes)
-            recs = self._fetch_many(ids)
+            ids: list[int] = []
+            with self._storage.transaction() as conn:
+                pins: dict[str, int] = {}
+                for n, item in enumerate(checked):
+                    if item["pinned"]:
+                        scope = item["scope"]
+                        pins[scope] = pins.get(scope, records.pinned_count(conn, scope)) + 1
+                        if pins[scope] > self.config.max_pinned:
+                            raise Refused(
+                                f"import item {n + 1}: scope {scope!r} would have more than "
+                                f"{self.config.max_pinned} pinned memories; nothing was imported")
+                    rid = records.insert(conn, **item, updated_at=item["created_at"],
+                                         source=source, source_turn=None)
+                    ids.append(rid)
+                    if vectors is not None:
+                        self._index.write_vector(conn, rid, vectors[n], changes)
+                recs = records.fetch_many(conn, ids)  # read inside: the index follows the file
             self._index.add_imported([recs[rid] for rid in ids], changes.vectors)
             return ids
 
