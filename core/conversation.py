@@ -150,6 +150,13 @@ class Notice:
     text: str
 
 
+def capped_notice(cap: int) -> str:
+    """Said once in a turn whose model tried to change more memories than one turn may."""
+    return (f"Eva tried to change or forget more than {cap} memories in one message; only the "
+            f"first {cap} were changed (the rest are untouched). To change more, use the "
+            "memories screen, or raise [memory] model_changes_per_turn.")
+
+
 @dataclass(frozen=True)
 class TurnDone:
     turn_id: str
@@ -385,7 +392,7 @@ class Conversation:
         ops: list[dict] = []
         answer: list[str] = []
         echo = EchoHold(text, lang)
-        nudged = retried = False
+        nudged = retried = capped = False
         try:
             rounds = 0
             while True:
@@ -420,6 +427,9 @@ class Conversation:
                         result = self._run_tool(c, offered, ctx)
                         ops.append({"tool": c.name, "ok": result.ok, **result.data})
                         yield ToolFinished(c.name, result)
+                        if "capped" in result.data and not capped:
+                            capped = True
+                            yield Notice(capped_notice(result.data["capped"]))
                         messages.append({"role": "tool", "name": c.name,
                                          "content": f"{result.text}\n{TOOL_RESULT_TRAILER}"})
                     continue
@@ -479,6 +489,9 @@ class Conversation:
             for r in outcome.results:
                 ops.append({"tool": r.name, "ok": r.ok, **r.data})
                 yield ToolFinished(r.name, r)
+                if "capped" in r.data and not capped:
+                    capped = True
+                    yield Notice(capped_notice(r.data["capped"]))
             if outcome.error and not (cancel is not None and cancel.is_set()):
                 yield Notice(f"Eva could not update her memory for this message "
                              f"({outcome.error}).")

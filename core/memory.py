@@ -595,6 +595,14 @@ class Memory:
             self._index.add_imported([recs[rid] for rid in ids], changes.vectors)
             return ids
 
+    def model_changes(self, turn_id: str | None) -> int:
+        """How many updates and forgets the model made in this turn (the per-turn cap)."""
+        if not turn_id:
+            return 0
+        return self._storage.query(
+            "SELECT COUNT(*) FROM changes WHERE turn_id = ? AND actor = ? "
+            "AND op IN ('update', 'forget')", (turn_id, Actor.MODEL.value))[0][0]
+
     def turn_changes(self, turn_id: str) -> list[dict]:
         """The memory writes a turn made, oldest first (op, memory id, actor, when)."""
         with self._lock:
