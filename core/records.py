@@ -63,6 +63,16 @@ class Record:
         return self.last_access_at if self.last_access_at is not None else self.created_at
 
 
+def source_of(value: object) -> Source:
+    """A stored ``source`` read leniently (issue 15): a value this Eva does not know (a newer
+    Eva's, or a hand edit) reads as ``init`` (kept from elsewhere) — one odd row never makes
+    the whole store unopenable. Writes are checked (:func:`insert`)."""
+    try:
+        return Source(value)
+    except ValueError:
+        return Source.INIT
+
+
 @dataclass(frozen=True)
 class ArchivedRecord:
     record: Record
@@ -98,7 +108,7 @@ def from_row(row: sqlite3.Row, accesses: Sequence[float] = ()) -> Record:
         last_access_at=row["last_access_at"],
         access_count=row["access_count"],
         consolidated_at=row["consolidated_at"],
-        source=Source(row["source"]),
+        source=source_of(row["source"]),
         source_turn=row["source_turn"],
         vector_model=row["vector_model"],
         accesses=tuple(accesses),
@@ -195,7 +205,10 @@ def insert(conn: sqlite3.Connection, content: str, kind: Kind, importance: int, 
            source: Source, source_turn: str | None, consolidated_at: float | None = None,
            history: Sequence[float] = ()) -> int:
     """The one INSERT INTO memories: a new live record (stems derived from its content) and,
-    for a record split off another, that record's access history."""
+    for a record split off another, that record's access history. The source is checked here
+    (there is no CHECK constraint on the column, and no migration adds one)."""
+    source = Source(source)  # ValueError for a value that is not a Source
+    kind = Kind(kind)
     cur = conn.execute(
         "INSERT INTO memories (content, kind, importance, private, pinned, scope, created_at, "
         "updated_at, consolidated_at, source, source_turn, stems) VALUES (?,?,?,?,?,?,?,?,?,?,?,?)",
