@@ -548,6 +548,16 @@ class Memory:
         with self._lock:
             return self._index.status()
 
+    def live_count(self) -> int:
+        """How many live records the in-memory index holds: no SQL and no lock, so a status
+        bar on an event loop never waits for a night of sleep (issue 15)."""
+        return len(self._index.lexical)
+
+    @property
+    def recall_error(self) -> str | None:
+        """The embedder's last failure (recall runs lexically meanwhile); no SQL, no lock."""
+        return self._index.embed_error
+
     def count(self, archived: bool = False) -> int:
         q = "IS NOT NULL" if archived else "IS NULL"
         return self._storage.query(f"SELECT COUNT(*) FROM memories WHERE archived_at {q}")[0][0]
