@@ -20,7 +20,7 @@ from dataclasses import replace
 from pathlib import Path
 
 from core import __version__
-from core.storage import StoreError
+from core.errors import StoreError
 from eva_tui import config as cfg
 
 
