@@ -305,7 +305,12 @@ def test_trusted_messages_never_enter_an_untrusted_turns_window(mem):
     run(conv, "what about my zqsecret diagnosis?")  # trusted: recalled + answered
     assert "asthma" in llm.calls[0]["messages"][-1]["content"]
     run(conv, "hi", OWNER_IN_GROUP)
-    assert "zqsecret" not in all_prompt_text(ScriptedLLM()) + str(llm.calls[1]["messages"])
+    assert len(llm.calls) == 2  # the group turn is the second call (issue 15: the old check
+    # read the prompts of a fresh, empty model — a half that could not fail)
+    group_prompt = "\n".join(str(m.get("content", "")) for m in llm.calls[1]["messages"])
+    assert "hi" in group_prompt
+    assert "zqsecret" not in group_prompt and "asthma" not in group_prompt
+    assert "zqsecret" not in str(llm.calls[1]["tools"])
 
 
 def test_records_recalled_in_the_window_are_not_repeated(mem):
