@@ -357,8 +357,9 @@ class Conversation:
                 yield TurnError(last_user.turn_id, "Cancelled while Eva was sleeping.")
                 return
         with self._busy:
-            self._transcript.discard_answers(last_user.turn_id)
-            undone = self.memory.rollback_turn(last_user.turn_id)
+            turn = last_user.turn_id  # its answers leave with its memory writes, in one commit
+            undone = self.memory.rollback_turn(
+                turn, also=lambda: self._transcript.discard_answers(turn))
             if undone.kept:
                 ids = ", ".join(f"#{i}" for i in undone.kept)
                 yield Notice(f"Kept memory {ids} as it is: it changed after that answer "

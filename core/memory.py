@@ -618,17 +618,21 @@ class Memory:
         with self._lock:
             return records.turn_changes(self._storage.conn, turn_id)
 
-    def rollback_turn(self, turn_id: str) -> records.Rollback:
+    def rollback_turn(self, turn_id: str, also: Callable[[], None] | None = None
+                      ) -> records.Rollback:
         """Undo the memory writes of one turn (regenerate, SPEC §8.4; a whole night of sleep,
         ``sleep:<run id>``), newest first, in one transaction — only on records unchanged
         since the turn (``kept`` lists the others, left as they are now). Nothing is deleted:
         what the turn created goes to the archive, reason "regenerated". Records pinned by the
         owner are left as they are. A record whose wording went back gets the vector of that
-        wording (best effort: without it, the next backfill embeds it)."""
+        wording (best effort: without it, the next backfill embeds it). ``also`` runs inside the
+        same transaction (regenerate discards the turn's answers with it: both or neither)."""
         if not turn_id:
             raise MemoryOpError("turn id is empty")
         with self._lock:
             with self._storage.transaction() as conn:
+                if also is not None:
+                    also()
                 done = records.rollback(conn, turn_id, self.clock.now())
                 for rid in done.reworded:  # the stored vector is of the undone wording
                     self._index.write_vector(conn, rid, None, IndexChanges())
