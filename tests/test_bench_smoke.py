@@ -190,3 +190,16 @@ def test_locomo_embedder_reports_hybrid_beside_lexical(locomo_file, monkeypatch)
                      calibrate=True)
     emb = res["modes"]["turns"]["embedder"]
     assert emb["background_calibrated"] is True and len(emb["calibration_errors"]) == 2
+
+
+def test_faults_bench_reports_the_campaign_keys(capsys):
+    """Issue 15: ``python -m bench.faults`` prints JSON with kills, faults, inputs and lost (0);
+    here a small run (the matrix, disk and full soak have their own tests)."""
+    from bench import faults
+
+    rc = faults.main(["--turns", "60", "--fuzz-examples", "5", "--skip", "kills,disk"])
+    out = json.loads(capsys.readouterr().out)
+    assert rc == 0
+    assert out["lost"] == 0 and out["faults"] == sum(r["faults"] for r in out["io_errors"].values())
+    assert out["faults"] > 0 and out["inputs"] >= 5 * 5 and out["kills"] == 0
+    assert out["soak"]["turns"] == 60 and out["soak"]["end"]["messages"] == 120
