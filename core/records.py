@@ -337,6 +337,7 @@ class Rollback:
 
 
 REGENERATED = "regenerated"
+NIGHT_UNDONE = "night undone"  # a whole night of sleep rolled back (turn id "sleep:<run id>")
 # the columns a rollback puts back from a snapshot: the record's knowledge and flags, never its
 # access history (later turns' accesses stay theirs; a dedup's own access is taken back alone)
 _RESTORED = ("content", "kind", "importance", "private", "scope", "updated_at", "consolidated_at",
@@ -356,7 +357,7 @@ def rollback(conn: sqlite3.Connection, turn_id: str, now: float) -> Rollback:
     """Undo the changes one turn logged, newest first (inside the caller's transaction), but
     only on records unchanged since: a record the owner, sleep or a later turn changed after
     the turn is kept as it is now (and reported). Nothing is deleted: a record the turn created
-    goes to the archive with the reason "regenerated". Records pinned by the owner are left as
+    goes to the archive with the reason "regenerated" ("night undone" for a night of sleep). Records pinned by the owner are left as
     they are. The undone changes leave the log; the kept ones stay in it, marked ``:kept``."""
     out = Rollback()
     changes = conn.execute(
@@ -384,9 +385,10 @@ def rollback(conn: sqlite3.Connection, turn_id: str, now: float) -> Rollback:
             continue
         if ch["before"] is None:  # created by this turn: archived, never deleted
             if not is_archived(conn, rid):
+                why = NIGHT_UNDONE if turn_id.startswith("sleep:") else REGENERATED
                 conn.execute("UPDATE memories SET archived_at = ?, archived_by = ?, "
                              "archived_why = ? WHERE id = ?",
-                             (now, Actor.OWNER.value, REGENERATED, rid))
+                             (now, Actor.OWNER.value, why, rid))
         else:
             snap = json.loads(ch["before"])
             if "access" in snap:  # a reinforcement: only its own access is taken back

@@ -116,3 +116,14 @@ def test_a_later_turns_access_survives_rolling_back_a_dedup(mem, clock):
     list(conv.regenerate(OWNER_TRUSTED))
     r = mem.get(rid)
     assert r.access_count == 1 and r.accesses == (clock.now(),)
+
+
+def test_undoing_a_night_archives_what_it_created_as_night_undone(mem):
+    a = mem.save("Owner swam on Sunday morning", OWNER_TRUSTED, kind="event").id
+    b = mem.save("Owner swam on Sunday again", OWNER_TRUSTED, kind="event").id
+    planned = ops.versions(mem._storage.conn, [a, b])
+    with ops.transaction(mem, "sleep:9") as tx, tx.op():
+        derived = ops.derive(tx, [a, b], "Owner swims on Sundays", "a habit", planned).id
+    done = mem.rollback_turn("sleep:9")
+    assert derived in done.touched and mem.count() == 2
+    assert [(x.record.id, x.why) for x in mem.archive()] == [(derived, "night undone")]
