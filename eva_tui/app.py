@@ -397,21 +397,27 @@ class EvaApp(App):
         self.refresh_status()
 
     def _notable_nights(self) -> None:
+        if self.services.sleeper is not None:
+            self._read_notable()
+
+    @work(thread=True, exit_on_error=False, name="reading the sleep journal", group="notable")
+    def _read_notable(self) -> None:
+        """The journal's unseen notable nights, read off the event loop (SQL)."""
         sl = self.services.sleeper
-        if sl is None:
-            return
         try:
-            notable = sl.unseen_notable()
+            notable = sl.unseen_notable() if sl is not None else []
         except Exception:  # the journal is a nicety; never stop start-up for it
             return
         if notable:
-            n = len(notable)
-            self.notify(
-                f"{n} notable night{'s' if n > 1 else ''} in the sleep journal "
-                f"({self.nav_items()[3][2]}).",
-                title="While you were away",
-                timeout=10,
-            )
+            self.call_from_thread(self._announce_notable, len(notable))
+
+    def _announce_notable(self, n: int) -> None:
+        self.notify(
+            f"{n} notable night{'s' if n > 1 else ''} in the sleep journal "
+            f"({self.nav_items()[3][2]}).",
+            title="While you were away",
+            timeout=10,
+        )
 
     # ------------------------------------------------------------------ shared helpers
     def notify(
