@@ -36,6 +36,9 @@ class MemoryConfig:
     similar_on_save: int = 3  # how many similar records a save answer lists
     embedding_model: str | None = None  # None: lexical recall only
     background_cosine: float = 0.4  # default b when no calibration is stored for the model
+    # how many updates and forgets the model may make in one turn (issue 15: an injected text
+    # cannot make a turn archive or rewrite the whole memory); the owner's own edits are free
+    model_changes_per_turn: int = 3
 
     def __post_init__(self) -> None:
         problems = []
@@ -67,6 +70,8 @@ class MemoryConfig:
             problems.append("archive_ttl_days must be >= 0")
         if not -1 <= self.background_cosine < 1:
             problems.append("background_cosine must be in [-1, 1)")
+        if self.model_changes_per_turn < 0:
+            problems.append("model_changes_per_turn must be >= 0")
         if problems:
             raise ValueError("memory config: " + "; ".join(problems))
 

@@ -150,6 +150,13 @@ class Notice:
     text: str
 
 
+def capped_notice(cap: int) -> str:
+    """Said once in a turn whose model tried to change more memories than one turn may."""
+    return (f"Eva tried to change or forget more than {cap} memories in one message; only the "
+            f"first {cap} were changed (the rest are untouched). To change more, use the "
+            "memories screen, or raise [memory] model_changes_per_turn.")
+
+
 @dataclass(frozen=True)
 class TurnDone:
     turn_id: str
@@ -337,7 +344,8 @@ class Conversation:
     def regenerate(self, ctx: TurnContext, cancel: threading.Event | None = None
                    ) -> Iterator[TurnEvent]:
         """Discard the last answer, roll back the memory writes of its turn (pinned records
-        excepted, SPEC §8.4), and answer the same message again."""
+        and records changed since excepted, SPEC §8.4; what it created goes to the archive),
+        and answer the same message again."""
         hist = self.history(limit=4)
         last_user = next((m for m in reversed(hist) if m.role == "user"), None)
         if last_user is None:
@@ -349,8 +357,13 @@ class Conversation:
                 yield TurnError(last_user.turn_id, "Cancelled while Eva was sleeping.")
                 return
         with self._busy:
-            self._transcript.discard_answers(last_user.turn_id)
-            self.memory.rollback_turn(last_user.turn_id)
+            turn = last_user.turn_id  # its answers leave with its memory writes, in one commit
+            undone = self.memory.rollback_turn(
+                turn, also=lambda: self._transcript.discard_answers(turn))
+            if undone.kept:
+                ids = ", ".join(f"#{i}" for i in undone.kept)
+                yield Notice(f"Kept memory {ids} as it is: it changed after that answer "
+                             "(an edit, a later turn or sleep), so regenerate left it alone.")
             yield from self._answer(last_user.content, ctx.with_turn(last_user.turn_id),
                                     last_user.turn_id, cancel, user_stored=True)
 
@@ -380,7 +393,7 @@ class Conversation:
         ops: list[dict] = []
         answer: list[str] = []
         echo = EchoHold(text, lang)
-        nudged = retried = False
+        nudged = retried = capped = False
         try:
             rounds = 0
             while True:
@@ -415,6 +428,9 @@ class Conversation:
                         result = self._run_tool(c, offered, ctx)
                         ops.append({"tool": c.name, "ok": result.ok, **result.data})
                         yield ToolFinished(c.name, result)
+                        if "capped" in result.data and not capped:
+                            capped = True
+                            yield Notice(capped_notice(result.data["capped"]))
                         messages.append({"role": "tool", "name": c.name,
                                          "content": f"{result.text}\n{TOOL_RESULT_TRAILER}"})
                     continue
@@ -474,6 +490,9 @@ class Conversation:
             for r in outcome.results:
                 ops.append({"tool": r.name, "ok": r.ok, **r.data})
                 yield ToolFinished(r.name, r)
+                if "capped" in r.data and not capped:
+                    capped = True
+                    yield Notice(capped_notice(r.data["capped"]))
             if outcome.error and not (cancel is not None and cancel.is_set()):
                 yield Notice(f"Eva could not update her memory for this message "
                              f"({outcome.error}).")

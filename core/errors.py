@@ -18,3 +18,7 @@ class NotFound(MemoryOpError):
 class Refused(MemoryOpError):
     def __init__(self, message: str) -> None:
         super().__init__(message, code="refused")
+
+
+class StoreError(RuntimeError):
+    """The store cannot be used (newer schema, corrupt file, …)."""

@@ -548,6 +548,16 @@ class Memory:
         with self._lock:
             return self._index.status()
 
+    def live_count(self) -> int:
+        """How many live records the in-memory index holds: no SQL and no lock, so a status
+        bar on an event loop never waits for a night of sleep (issue 15)."""
+        return len(self._index.lexical)
+
+    @property
+    def recall_error(self) -> str | None:
+        """The embedder's last failure (recall runs lexically meanwhile); no SQL, no lock."""
+        return self._index.embed_error
+
     def count(self, archived: bool = False) -> int:
         q = "IS NOT NULL" if archived else "IS NULL"
         return self._storage.query(f"SELECT COUNT(*) FROM memories WHERE archived_at {q}")[0][0]
@@ -556,46 +566,91 @@ class Memory:
     def import_records(self, items: Iterable[dict], *, source: Source = Source.INIT,
                        batch: int = 5000) -> list[int]:
         """The owner's bulk import (initial memories, migrations from another tool, benchmarks):
-        no dedup, one transaction per batch, indexes updated once at the end. Each item has
-        ``content`` and optionally kind, importance, private, pinned, scope, created_at."""
-        ids: list[int] = []
-        items = list(items)
+        no dedup, all or nothing — every item is checked first (a bad one is named by its
+        position), then all are written in one transaction, and the indexes are updated once,
+        after it committed. Each item has ``content`` and optionally kind, importance, private,
+        pinned, scope, created_at. ``batch`` is how many are embedded at a time."""
+        checked: list[dict] = []
+        for n, it in enumerate(items, 1):
+            if not isinstance(it, dict):
+                raise MemoryOpError(f"import item {n}: expected an object with 'content'")
+            try:
+                checked.append(valid.item(it, self.config.max_chars, self.clock.now))
+            except MemoryOpError as e:
+                raise MemoryOpError(f"import item {n}: {e}") from None
         vectors = None
-        if self.embedder is not None and items:
-            vectors = self._index.embed([str(it.get("content", "")).strip() for it in items])
+        if self.embedder is not None and checked:
+            parts = [self._index.embed([c["content"] for c in checked[i: i + batch]])
+                     for i in range(0, len(checked), max(1, batch))]
+            vectors = None if any(p is None for p in parts) else np.concatenate(parts)
         with self._lock:
             changes = IndexChanges()
-            for start in range(0, len(items), batch):
-                with self._storage.transaction() as conn:
-                    for offset, it in enumerate(items[start: start + batch]):
-                        item = valid.item(it, self.config.max_chars, self.clock.now)
-                        if item["pinned"]:
-                            self._check_pin_room(conn, item["scope"])
-                        rid = records.insert(conn, **item, updated_at=item["created_at"],
-                                             source=source, source_turn=None)
-                        ids.append(rid)
-                        if vectors is not None:
-                            self._index.write_vector(conn, rid, vectors[start + offset], changes)
-            recs = self._fetch_many(ids)
+            ids: list[int] = []
+            with self._storage.transaction() as conn:
+                pins: dict[str, int] = {}
+                for n, item in enumerate(checked):
+                    if item["pinned"]:
+                        scope = item["scope"]
+                        pins[scope] = pins.get(scope, records.pinned_count(conn, scope)) + 1
+                        if pins[scope] > self.config.max_pinned:
+                            raise Refused(
+                                f"import item {n + 1}: scope {scope!r} would have more than "
+                                f"{self.config.max_pinned} pinned memories; nothing was imported")
+                    rid = records.insert(conn, **item, updated_at=item["created_at"],
+                                         source=source, source_turn=None)
+                    ids.append(rid)
+                    if vectors is not None:
+                        self._index.write_vector(conn, rid, vectors[n], changes)
+                recs = records.fetch_many(conn, ids)  # read inside: the index follows the file
             self._index.add_imported([recs[rid] for rid in ids], changes.vectors)
             return ids
+
+    def model_changes(self, turn_id: str | None) -> int:
+        """How many updates and forgets the model made in this turn (the per-turn cap)."""
+        if not turn_id:
+            return 0
+        return self._storage.query(
+            "SELECT COUNT(*) FROM changes WHERE turn_id = ? AND actor = ? "
+            "AND op IN ('update', 'forget')", (turn_id, Actor.MODEL.value))[0][0]
 
     def turn_changes(self, turn_id: str) -> list[dict]:
         """The memory writes a turn made, oldest first (op, memory id, actor, when)."""
         with self._lock:
             return records.turn_changes(self._storage.conn, turn_id)
 
-    def rollback_turn(self, turn_id: str) -> list[int]:
-        """Undo every memory write of one turn (regenerate, SPEC §8.4; a whole night of sleep,
-        ``sleep:<run id>``), newest first, in one transaction. Records pinned by the owner are
-        left as they are. Returns touched ids."""
+    def rollback_turn(self, turn_id: str, also: Callable[[], None] | None = None
+                      ) -> records.Rollback:
+        """Undo the memory writes of one turn (regenerate, SPEC §8.4; a whole night of sleep,
+        ``sleep:<run id>``), newest first, in one transaction — only on records unchanged
+        since the turn (``kept`` lists the others, left as they are now). Nothing is deleted:
+        what the turn created goes to the archive, reason "regenerated". Records pinned by the
+        owner are left as they are. A record whose wording went back gets the vector of that
+        wording (best effort: without it, the next backfill embeds it). ``also`` runs inside the
+        same transaction (regenerate discards the turn's answers with it: both or neither)."""
         if not turn_id:
             raise MemoryOpError("turn id is empty")
         with self._lock:
             with self._storage.transaction() as conn:
-                touched = records.rollback(conn, turn_id)
-            self._index.reindex(self._storage.conn, touched)
-            return touched
+                if also is not None:
+                    also()
+                done = records.rollback(conn, turn_id, self.clock.now())
+                for rid in done.reworded:  # the stored vector is of the undone wording
+                    self._index.write_vector(conn, rid, None, IndexChanges())
+            self._index.reindex(self._storage.conn, done.touched)
+        if done.reworded and self.embedder is not None:
+            ids = list(done.reworded)
+            m = self._index.embed([done.reworded[i] for i in ids])
+            if m is not None:
+                with self._lock:
+                    changes = IndexChanges()
+                    with self._storage.transaction() as conn:
+                        for rid, vec in zip(ids, m, strict=True):
+                            row = conn.execute("SELECT content FROM memories WHERE id = ?",
+                                               (rid,)).fetchone()
+                            if row is not None and row[0] == done.reworded[rid]:
+                                self._index.write_vector(conn, rid, vec, changes)
+                    self._index.reindex(self._storage.conn, list(changes.vectors))
+        return done
 
     # ------------------------------------------------------------------ for sleep (SPEC §7)
     # Sleep is the owner's own process: it reads the whole live corpus (private records take

@@ -31,7 +31,7 @@ from core import tools as memory_tools
 from core.llm import ChatModel, Message, ModelError
 from core.memory import Memory
 from core.privacy import TurnContext
-from core.prompt_section import human_age
+from core.prompt_section import human_age, quoted
 
 STRUCTURED = "structured"
 TOOLS = "tools"
@@ -302,7 +302,8 @@ class MemoryWriter:
 
     def instruction(self, ex: Exchange, ctx: TurnContext, related: list[Related],
                     allow_update: bool, allow_forget: bool) -> str:
-        lines = "".join(f"\n#{r.id} | {r.kind} | {r.age} | {r.content}" for r in related)
+        lines = "".join(f"\n#{r.id} | {r.kind} | {r.age} | {quoted(r.content)}"  # data (issue 15)
+                        for r in related)
         return INSTRUCTION.format(
             message=" ".join(ex.text.split())[:1000],
             private=PRIVATE_LINE if ctx.sees_private else "",

@@ -11,6 +11,7 @@ from __future__ import annotations
 import hashlib
 import json
 import logging
+import math
 import os
 import sqlite3
 import zlib
@@ -435,7 +436,16 @@ class RecallIndex:
             return self.config.background_cosine
         stored = self._stored_background(f"background_cosine:{self.embedder.name}")
         if stored is not None:  # measured on the owner's corpus (`eva calibrate`)
-            return float(stored)
+            try:
+                b = float(stored)
+            except (TypeError, ValueError):
+                b = math.nan
+            if math.isfinite(b) and -1 <= b < 1:
+                return b
+            # a damaged stored value never makes recall fail: the declared or default b is
+            # used instead, and `eva calibrate` stores a good one again (issue 15)
+            log.warning("stored background cosine %r is not a number in [-1, 1); ignored",
+                        stored)
         declared = getattr(self.embedder, "background", None)  # the model's own measured b
         return float(declared) if declared is not None else self.config.background_cosine
 

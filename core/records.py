@@ -63,6 +63,16 @@ class Record:
         return self.last_access_at if self.last_access_at is not None else self.created_at
 
 
+def source_of(value: object) -> Source:
+    """A stored ``source`` read leniently (issue 15): a value this Eva does not know (a newer
+    Eva's, or a hand edit) reads as ``init`` (kept from elsewhere) — one odd row never makes
+    the whole store unopenable. Writes are checked (:func:`insert`)."""
+    try:
+        return Source(value)
+    except ValueError:
+        return Source.INIT
+
+
 @dataclass(frozen=True)
 class ArchivedRecord:
     record: Record
@@ -98,7 +108,7 @@ def from_row(row: sqlite3.Row, accesses: Sequence[float] = ()) -> Record:
         last_access_at=row["last_access_at"],
         access_count=row["access_count"],
         consolidated_at=row["consolidated_at"],
-        source=Source(row["source"]),
+        source=source_of(row["source"]),
         source_turn=row["source_turn"],
         vector_model=row["vector_model"],
         accesses=tuple(accesses),
@@ -195,7 +205,10 @@ def insert(conn: sqlite3.Connection, content: str, kind: Kind, importance: int, 
            source: Source, source_turn: str | None, consolidated_at: float | None = None,
            history: Sequence[float] = ()) -> int:
     """The one INSERT INTO memories: a new live record (stems derived from its content) and,
-    for a record split off another, that record's access history."""
+    for a record split off another, that record's access history. The source is checked here
+    (there is no CHECK constraint on the column, and no migration adds one)."""
+    source = Source(source)  # ValueError for a value that is not a Source
+    kind = Kind(kind)
     cur = conn.execute(
         "INSERT INTO memories (content, kind, importance, private, pinned, scope, created_at, "
         "updated_at, consolidated_at, source, source_turn, stems) VALUES (?,?,?,?,?,?,?,?,?,?,?,?)",
@@ -312,34 +325,86 @@ def turn_changes(conn: sqlite3.Connection, turn_id: str) -> list[dict]:
     return [dict(r) for r in rows]
 
 
-def rollback(conn: sqlite3.Connection, turn_id: str) -> list[int]:
-    """Undo every change one turn logged, newest first (inside the caller's transaction).
-    Records pinned by the owner are left as they are. Returns the touched ids."""
-    touched: list[int] = []
+@dataclass
+class Rollback:
+    """What undoing a turn did: the records it touched, the ones it left because they changed
+    after the turn (an owner's edit, a later turn, a night of sleep), and those whose content
+    went back to an earlier wording (their vectors are re-embedded by the caller)."""
+
+    touched: list[int] = field(default_factory=list)
+    kept: list[int] = field(default_factory=list)
+    reworded: dict[int, str] = field(default_factory=dict)
+
+
+REGENERATED = "regenerated"
+NIGHT_UNDONE = "night undone"  # a whole night of sleep rolled back (turn id "sleep:<run id>")
+# the columns a rollback puts back from a snapshot: the record's knowledge and flags, never its
+# access history (later turns' accesses stay theirs; a dedup's own access is taken back alone)
+_RESTORED = ("content", "kind", "importance", "private", "scope", "updated_at", "consolidated_at",
+             "source", "source_turn", "stems", "archived_at", "archived_by", "archived_why")
+
+
+def _changed_since(conn: sqlite3.Connection, record_id: int, turn_id: str, after: int) -> bool:
+    """Whether anything but this turn changed the record after change ``after`` (an access by
+    a later turn is not a change of the record; its access stays)."""
+    return conn.execute(
+        "SELECT 1 FROM changes WHERE memory_id = ? AND id > ? AND op != 'reinforce' "
+        "AND (turn_id IS NULL OR turn_id != ?) LIMIT 1",
+        (record_id, after, turn_id)).fetchone() is not None
+
+
+def rollback(conn: sqlite3.Connection, turn_id: str, now: float) -> Rollback:
+    """Undo the changes one turn logged, newest first (inside the caller's transaction), but
+    only on records unchanged since: a record the owner, sleep or a later turn changed after
+    the turn is kept as it is now (and reported). Nothing is deleted: a record the turn created
+    goes to the archive with the reason "regenerated" ("night undone" for a night of sleep). Records pinned by the owner are left as
+    they are. The undone changes leave the log; the kept ones stay in it, marked ``:kept``."""
+    out = Rollback()
     changes = conn.execute(
-        "SELECT id, op, memory_id, before FROM changes WHERE turn_id = ? ORDER BY id DESC",
+        "SELECT id, at, op, memory_id, before FROM changes WHERE turn_id = ? ORDER BY id DESC",
         (turn_id,)).fetchall()
+    last: dict[int, int] = {}
+    for ch in changes:
+        last.setdefault(ch["memory_id"], ch["id"])
+    skip: set[int] = set()
+    for rid, after in last.items():
+        cur = conn.execute("SELECT pinned FROM memories WHERE id = ?", (rid,)).fetchone()
+        if cur is None:
+            skip.add(rid)  # purged since: nothing left to undo
+        elif cur["pinned"]:
+            skip.add(rid)  # the owner's lock: regenerate never touches a pinned record
+        elif _changed_since(conn, rid, turn_id, after):
+            skip.add(rid)
+            out.kept.append(rid)
     for ch in changes:
         rid = ch["memory_id"]
-        cur = conn.execute("SELECT pinned FROM memories WHERE id = ?", (rid,)).fetchone()
-        if cur is not None and cur["pinned"]:
-            continue  # the owner's lock: regenerate never touches a pinned record
-        if ch["before"] is None:  # created by this turn
-            conn.execute("DELETE FROM memories WHERE id = ?", (rid,))
+        if rid in skip:
+            if rid in out.kept:
+                conn.execute("UPDATE changes SET turn_id = ? WHERE id = ?",
+                             (f"{turn_id}:kept", ch["id"]))
+            continue
+        if ch["before"] is None:  # created by this turn: archived, never deleted
+            if not is_archived(conn, rid):
+                why = NIGHT_UNDONE if turn_id.startswith("sleep:") else REGENERATED
+                conn.execute("UPDATE memories SET archived_at = ?, archived_by = ?, "
+                             "archived_why = ? WHERE id = ?",
+                             (now, Actor.OWNER.value, why, rid))
         else:
             snap = json.loads(ch["before"])
             if "access" in snap:  # a reinforcement: only its own access is taken back
                 _take_back_access(conn, rid, snap["access"])
-                conn.execute("DELETE FROM changes WHERE id = ?", (ch["id"],))
-                touched.append(rid)
-                continue
-            r = snap["row"]
-            cols = [c for c in r if c != "id"]
-            conn.execute(f"UPDATE memories SET {', '.join(c + ' = ?' for c in cols)} WHERE id = ?",
-                         (*[r[c] for c in cols], rid))
-            conn.execute("DELETE FROM accesses WHERE memory_id = ?", (rid,))
-            conn.executemany("INSERT INTO accesses (memory_id, at) VALUES (?, ?)",
-                             [(rid, at) for at in snap["accesses"]])
+            else:
+                r = snap["row"]
+                cols = [c for c in _RESTORED if c in r]
+                old = conn.execute("SELECT content FROM memories WHERE id = ?",
+                                   (rid,)).fetchone()[0]
+                conn.execute(f"UPDATE memories SET {', '.join(c + ' = ?' for c in cols)} "
+                             "WHERE id = ?", (*[r[c] for c in cols], rid))
+                if r.get("content") is not None and r["content"] != old:
+                    out.reworded[rid] = r["content"]
+                if ch["op"] == "dedup":  # the dedup's reinforcement, at the change's moment
+                    _take_back_access(conn, rid, ch["at"])
         conn.execute("DELETE FROM changes WHERE id = ?", (ch["id"],))
-        touched.append(rid)
-    return touched
+        if rid not in out.touched:
+            out.touched.append(rid)
+    return out

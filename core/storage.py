@@ -16,6 +16,10 @@ from pathlib import Path
 
 import sqlite_utils
 
+from core.errors import StoreError
+
+__all__ = ["MIGRATIONS", "SCHEMA_VERSION", "Storage", "StoreError", "connect", "migrate"]
+
 # Each migration moves the schema from version i to i+1; never edit a released one, append.
 MIGRATIONS: list[list[str]] = [
     # v1: records, access history, archive (as state of a record), vectors, change log, meta
@@ -156,8 +160,6 @@ MIGRATIONS: list[list[str]] = [
 SCHEMA_VERSION = len(MIGRATIONS)
 
 
-class StoreError(RuntimeError):
-    """The store cannot be used (newer schema, corrupt file, …)."""
 
 
 def migrate(conn: sqlite3.Connection, upto: int = SCHEMA_VERSION) -> int:

@@ -9,6 +9,7 @@ the stems used for matching, unless a text has nothing else.
 from __future__ import annotations
 
 import re
+import unicodedata
 from collections.abc import Iterable
 from functools import lru_cache
 
@@ -30,9 +31,15 @@ _en = Stemmer.Stemmer("english")
 _ru = Stemmer.Stemmer("russian")
 
 
+def nfc(text: str) -> str:
+    """Composed Unicode (issue 15): "й" typed as и + U+0306, or "é" as e + U+0301, is one letter,
+    so the same word matches however a keyboard or a paste encoded it."""
+    return text if text.isascii() else unicodedata.normalize("NFC", text)
+
+
 def tokens(text: str) -> list[str]:
-    """Lower-cased word and number tokens, in order (ё folded to е)."""
-    return _TOKEN.findall(text.lower().replace("ё", "е"))
+    """Lower-cased word and number tokens, in order (NFC-composed, ё folded to е)."""
+    return _TOKEN.findall(nfc(text).lower().replace("ё", "е"))
 
 
 @lru_cache(maxsize=200_000)
@@ -126,7 +133,7 @@ def name_stems(content: str) -> list[frozenset[str]]:
     """For each name in ``content`` (a capitalised word that does not open a sentence), its stem
     in both scripts: {"lena", "лен"} for "Lena"."""
     out: list[frozenset[str]] = []
-    for word in _NAME.findall(content.strip()):
+    for word in _NAME.findall(nfc(content).strip()):
         low = word.lower().replace("ё", "е")
         if low in _NOT_NAMES or is_stopword(low):
             continue

@@ -16,7 +16,7 @@ from typing import Any
 from core.errors import MemoryOpError
 from core.memory import Memory, SaveResult, Similar
 from core.privacy import AccessDenied, TurnContext
-from core.prompt_section import line
+from core.prompt_section import COLUMNS, line, quoted
 
 KIND_HELP = (
     "core: who the owner is and how to be with them — always in the prompt, keep it small; "
@@ -109,6 +109,8 @@ SCHEMAS: dict[str, dict[str, Any]] = {
 }
 
 MUTATING = frozenset({"memory_save", "memory_update", "memory_forget", "memory_consolidate"})
+# the model's changes of what is already kept, at most ``model_changes_per_turn`` per turn
+CAPPED = frozenset({"memory_update", "memory_forget"})
 
 
 def tools_for(ctx: TurnContext, extra: dict[str, dict[str, Any]] | None = None
@@ -139,7 +141,7 @@ class ToolResult:
 def _similar_text(similar: tuple[Similar, ...]) -> str:
     if not similar:
         return "No similar memories."
-    rows = "\n".join(f"#{s.id} | {s.kind.value} | {s.age} | {s.content}" for s in similar)
+    rows = "\n".join(f"#{s.id} | {s.kind.value} | {s.age} | {quoted(s.content)}" for s in similar)
     return "Similar memories (check for contradictions; fix with memory_update/memory_forget):\n" + rows
 
 
@@ -192,6 +194,15 @@ def call(memory: Memory, name: str, raw_args: Any, ctx: TurnContext) -> ToolResu
         props = SCHEMAS[name]["parameters"].get("properties", {})
         _only(args, set(props), set(SCHEMAS[name]["parameters"].get("required", [])))
         now = memory.clock.now()
+        if name in CAPPED:
+            cap = memory.config.model_changes_per_turn
+            if memory.model_changes(ctx.turn_id) >= cap:
+                return ToolResult(
+                    name, False,
+                    f"Error: this turn already changed or forgot {cap} memories, the most one "
+                    "turn may; nothing more was changed. Tell the owner what else should "
+                    "change: they can do it on the memories screen.",
+                    {"error": "per-turn limit", "capped": cap})
         if name == "memory_save":
             res = memory.save(args["content"], ctx, kind=args["kind"],
                               importance=args["importance"], private=args.get("private", False))
@@ -216,7 +227,7 @@ def call(memory: Memory, name: str, raw_args: Any, ctx: TurnContext) -> ToolResu
             if not hits:
                 return ToolResult(name, True, "Nothing relevant found.", {"ids": []})
             rows = "\n".join(line(h.record, now, mark="#") for h in hits)
-            return ToolResult(name, True, "id | kind | age | importance | content\n" + rows,
+            return ToolResult(name, True, COLUMNS + "\n" + rows,
                               {"ids": [h.record.id for h in hits]})
         # memory_list
         limit = args.get("limit", 50)
@@ -224,7 +235,7 @@ def call(memory: Memory, name: str, raw_args: Any, ctx: TurnContext) -> ToolResu
             raise MemoryOpError("limit must be a whole number from 1 to 200")
         recs = memory.list(ctx, kind=args.get("kind"), limit=limit, scopes=ctx.scopes())
         rows = "\n".join(line(r, now, mark="#") for r in recs) or "(no memories)"
-        return ToolResult(name, True, "id | kind | age | importance | content\n" + rows,
+        return ToolResult(name, True, COLUMNS + "\n" + rows,
                           {"ids": [r.id for r in recs]})
     except (MemoryOpError, AccessDenied) as e:
         return ToolResult(name, False, f"Error: {e}", {"error": str(e)})

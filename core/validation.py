@@ -4,6 +4,7 @@ the owner's screens, imports and sleep. Each check returns the clean value or ra
 
 from __future__ import annotations
 
+import math
 from collections.abc import Callable, Mapping
 from typing import Any
 
@@ -84,4 +85,16 @@ def item(it: Mapping, max_chars: int, now: Callable[[], float]) -> dict[str, Any
             "private": flag(it.get("private", False), "private"),
             "pinned": flag(it.get("pinned", False), "pinned"),
             "scope": scope(it.get("scope", GLOBAL_SCOPE)),
-            "created_at": float(it.get("created_at", now()))}
+            "created_at": moment(it.get("created_at", None), now)}
+
+
+def moment(value: object, now: Callable[[], float]) -> float:
+    """A record's time: seconds since the epoch (finite, not negative); None means now."""
+    if value is None:
+        return float(now())
+    if isinstance(value, bool) or not isinstance(value, int | float):
+        raise MemoryOpError(f"created_at must be seconds since the epoch (got {value!r})")
+    value = float(value)
+    if not math.isfinite(value) or value < 0:
+        raise MemoryOpError(f"created_at must be seconds since the epoch (got {value!r})")
+    return value

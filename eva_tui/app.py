@@ -26,7 +26,7 @@ from textual.worker import Worker, WorkerState
 
 from core.clock import Clock
 from eva_tui.config import EvaConfig, format_duration
-from eva_tui.messages import TurnFinished, TurnStarted
+from eva_tui.messages import ScheduleRead, TurnFinished, TurnStarted
 from eva_tui.palette import MemoryProvider
 from eva_tui.services import Services, SleeperLike
 from eva_tui.widgets.base import EvaScreen
@@ -215,7 +215,7 @@ class EvaApp(App):
         s = self.services
         parts = [f"model: {s.model_label()}", f"recall: {s.embedder_label()}"]
         if s.memory is not None:
-            n = s.memory.count()
+            n = s.memory.live_count()  # in memory: the event loop runs no SQL (issue 15)
             parts.append(f"{n} memor{'y' if n == 1 else 'ies'}")
         else:
             parts.append("memory: unavailable" if self.memory_error else "memory: opening…")
@@ -231,12 +231,25 @@ class EvaApp(App):
             if p is not None and getattr(p, "total", 0):
                 return f"sleeping… {p.stage}/{p.phase} {p.done}/{p.total}"
             return "sleeping…"
-        due = sl.next_due_at()  # None: never slept, due now
+        if not self.services.schedule_read:  # read in a worker, never on the event loop
+            self._read_schedule()
+            return "sleep: …"
+        due = self.services.next_due  # None: never slept, due now
         now = self.clock.now()
         if due is None or due <= now:
             quiet = format_duration(self.services.config.sleep.idle_for)
             return f"sleep due (after {quiet} quiet)"
         return f"sleep {in_time(due, now)}"
+
+    @work(thread=True, exit_on_error=False, name="reading the sleep schedule", group="schedule",
+          exclusive=True)
+    def _read_schedule(self) -> None:
+        self.services.refresh_schedule()
+        if self.services.schedule_read:
+            self.post_message(ScheduleRead())
+
+    def on_schedule_read(self, _: ScheduleRead) -> None:
+        self.refresh_status()
 
     def watch_memory_version(self) -> None:
         if self.services.memory is not None:
@@ -297,7 +310,13 @@ class EvaApp(App):
         in this worker when nothing generates."""
         if sl.tick(idle, generating):
             runs = sl.runs(limit=1)
+            self.services.refresh_schedule()
             self.post_message(SleepFinished(runs[0] if runs else None))
+            return
+        before = self.services.next_due
+        self.services.refresh_schedule()  # e.g. `eva sleep` ran a night in another process
+        if self.services.next_due != before:
+            self.post_message(ScheduleRead())
 
     def action_sleep_now(self, dry_run: bool | None = None) -> None:
         self.start_sleep(True if dry_run else None, "manual")
@@ -329,8 +348,10 @@ class EvaApp(App):
                 progress=lambda p: self.post_message(SleepProgressed(p)),
             )
         except Exception as e:
+            self.services.refresh_schedule()
             self.post_message(SleepFinished(None, f"{type(e).__name__}: {e}"))
             return
+        self.services.refresh_schedule()
         self.post_message(SleepFinished(run))
 
     def on_sleep_started(self, _: SleepStarted) -> None:
@@ -376,21 +397,27 @@ class EvaApp(App):
         self.refresh_status()
 
     def _notable_nights(self) -> None:
+        if self.services.sleeper is not None:
+            self._read_notable()
+
+    @work(thread=True, exit_on_error=False, name="reading the sleep journal", group="notable")
+    def _read_notable(self) -> None:
+        """The journal's unseen notable nights, read off the event loop (SQL)."""
         sl = self.services.sleeper
-        if sl is None:
-            return
         try:
-            notable = sl.unseen_notable()
+            notable = sl.unseen_notable() if sl is not None else []
         except Exception:  # the journal is a nicety; never stop start-up for it
             return
         if notable:
-            n = len(notable)
-            self.notify(
-                f"{n} notable night{'s' if n > 1 else ''} in the sleep journal "
-                f"({self.nav_items()[3][2]}).",
-                title="While you were away",
-                timeout=10,
-            )
+            self.call_from_thread(self._announce_notable, len(notable))
+
+    def _announce_notable(self, n: int) -> None:
+        self.notify(
+            f"{n} notable night{'s' if n > 1 else ''} in the sleep journal "
+            f"({self.nav_items()[3][2]}).",
+            title="While you were away",
+            timeout=10,
+        )
 
     # ------------------------------------------------------------------ shared helpers
     def notify(

@@ -11,13 +11,16 @@ A bad config is reported with the key and the reason (exit 2), never a traceback
 from __future__ import annotations
 
 import argparse
+import errno
 import importlib.util
 import os
+import sqlite3
 import sys
 from dataclasses import replace
 from pathlib import Path
 
 from core import __version__
+from core.errors import StoreError
 from eva_tui import config as cfg
 
 
@@ -78,15 +81,42 @@ def main(argv: list[str] | None = None) -> int:
         return 2
     data_dir = Path(args.data).expanduser() if args.data else cfg.default_data_dir()
     try:
-        if args.cmd == "sleep":
-            return cmd_sleep(config, data_dir, args.dry_run)
-        if args.cmd == "calibrate":
-            return cmd_calibrate(config, data_dir)
+        if args.cmd in ("sleep", "calibrate"):
+            try:
+                if args.cmd == "sleep":
+                    return cmd_sleep(config, data_dir, args.dry_run)
+                return cmd_calibrate(config, data_dir)
+            except (OSError, sqlite3.Error, StoreError) as e:
+                _err(store_problem(e, data_dir))
+                return 1
         if args.cmd == "doctor":
             return cmd_doctor(config, data_dir)
         return cmd_tui(config, data_dir)
     except KeyboardInterrupt:
         return 130
+
+
+def store_problem(e: BaseException, data_dir: Path) -> str:
+    """One clear sentence for a store that cannot be opened or written (issue 15): what failed,
+    where, and what to do — never a traceback."""
+    db = data_dir / "memory.db"
+    msg = str(e) or type(e).__name__
+    low = msg.lower()
+    if isinstance(e, StoreError):
+        return f"the memory store {db} cannot be used: {msg}"
+    if isinstance(e, PermissionError) or "readonly" in low or "read-only" in low:
+        return (f"the data directory {data_dir} is not writable ({msg}); fix its permissions "
+                "or pass another --data DIR")
+    if "disk is full" in low or getattr(e, "errno", None) == errno.ENOSPC:
+        return (f"the disk holding {data_dir} is full ({msg}); nothing was changed — free some "
+                "space and run it again")
+    if "not a database" in low or "malformed" in low or "corrupt" in low:
+        return (f"the memory store {db} is damaged ({msg}); it was left untouched — restore it "
+                "from a backup, or run `eva doctor` to see more")
+    if isinstance(e, sqlite3.Error) and "unable to open" in low:
+        return (f"the memory store {db} cannot be opened ({msg}); check that {data_dir} exists "
+                "and is writable, or pass another --data DIR")
+    return f"the memory store {db} cannot be used: {msg}"
 
 
 def cmd_tui(config: cfg.EvaConfig, data_dir: Path) -> int:

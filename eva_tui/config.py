@@ -342,15 +342,58 @@ def parse_env_value(raw: str) -> Any:
         return raw
 
 
+def known_keys() -> list[str]:
+    """Every dotted key the config understands (keymap excepted): what a misspelt ``EVA_``
+    variable or file key is compared with."""
+    out = [f"memory.{f.name}" for f in fields(MemoryConfig)]
+    out += ["llm.context_size", "llm.threads", "llm.model.general", "llm.model.smartest"]
+    out += [f"chat.{f.name}" for f in fields(ChatSettings)]
+    out += [f"sleep.{f.name}" for f in fields(SleepConfig)
+            if f.name not in ("smartest", "general", "memory_model")]
+    out += ["sleep.archive_ttl", "sleep.memory.model"]
+    return out
+
+
+def env_name(dotted: str) -> str:
+    """The ``EVA_`` variable of a dotted key: llm.model.general → EVA_LLM__MODEL__GENERAL."""
+    return ENV_PREFIX + "__".join(dotted.split(".")).upper()
+
+
+def suggest(dotted: str) -> str | None:
+    """The known key a misspelt or misplaced one most likely means (same last part first)."""
+    import difflib
+
+    keys = known_keys()
+    last = dotted.split(".")[-1]
+    same_last = [k for k in keys if k.split(".")[-1] == last]
+    if same_last:
+        return difflib.get_close_matches(dotted, same_last, 1, 0.0)[0]
+    close = difflib.get_close_matches(dotted, keys, 1, 0.6)
+    return close[0] if close else None
+
+
+def _env_problem(name: str, dotted: str, why: str) -> ConfigError:
+    hint = suggest(dotted)
+    tail = f"; did you mean {env_name(hint)}?" if hint and env_name(hint) != name else ""
+    return ConfigError(f"environment variable {name}: {why}{tail}")
+
+
 def env_overrides(environ: Mapping[str, str]) -> list[tuple[list[str], Any, str]]:
-    """(key path, value, variable) for every ``EVA_<TABLE>__<KEY>`` variable."""
+    """(key path, value, variable) for every ``EVA_<TABLE>__<KEY>`` variable. A variable whose
+    table part is not a config table is an error naming it (with the likely meant one), never
+    silently ignored."""
     out = []
     for name, raw in sorted(environ.items()):
         if not name.startswith(ENV_PREFIX) or "__" not in name:
             continue  # EVA_MODELS_DIR and friends belong to other parts
         parts = [p.lower() for p in name[len(ENV_PREFIX) :].split("__")]
-        if parts[0] not in SECTIONS or len(parts) < 2 or not all(parts):
-            continue
+        if len(parts) < 2 or not all(parts):
+            raise _env_problem(name, ".".join(p for p in parts if p),
+                               "expected EVA_<TABLE>__<KEY>, e.g. EVA_MEMORY__TOP_K")
+        if parts[0] not in SECTIONS:
+            raise _env_problem(name, ".".join(parts),
+                               f"{parts[0]!r} is not a config table "
+                               f"(known: {', '.join(SECTIONS)})")
         if parts[0] == "keymap":
             # binding ids contain dots, which environment names cannot: EVA_KEYMAP__CHAT__STOP
             parts = [parts[0], ".".join(parts[1:])]
@@ -358,11 +401,27 @@ def env_overrides(environ: Mapping[str, str]) -> list[tuple[list[str], Any, str]
     return out
 
 
+def _check_threads_env(environ: Mapping[str, str]) -> None:
+    """``EVA_LLM_THREADS`` (read by the model layer): a positive whole number, or an error."""
+    raw = environ.get("EVA_LLM_THREADS")
+    if raw is None or not raw.strip():
+        return
+    if not raw.strip().isdigit() or int(raw.strip()) < 1:
+        raise ConfigError(f"environment variable EVA_LLM_THREADS: must be a whole number >= 1 "
+                          f"(got {raw!r}); or set [llm] threads in the config file")
+
+
 def load(path: str | Path | None = None, environ: Mapping[str, str] | None = None) -> EvaConfig:
-    """Read the config file (a missing file is fine: defaults), then apply ``EVA_`` overrides."""
+    """Read the config file, then apply ``EVA_`` overrides. With no ``path``, a missing default
+    file means defaults; a ``path`` given (``--config``) must exist. An override that makes the
+    config invalid is an error naming the variable, not the file."""
     environ = os.environ if environ is None else environ
     p = Path(path).expanduser() if path is not None else default_config_path()
     data: dict[str, Any] = {}
+    if path is not None and not p.exists():
+        raise ConfigError(f"{p}: no such config file (given with --config); create it, or leave "
+                          "--config out to use the defaults")
+    _check_threads_env(environ)
     if p.exists():
         try:
             data = tomllib.loads(p.read_text(encoding="utf-8"))
@@ -371,23 +430,24 @@ def load(path: str | Path | None = None, environ: Mapping[str, str] | None = Non
         except (OSError, UnicodeDecodeError) as e:
             raise ConfigError(f"{p}: cannot be read ({e})") from None
     applied = []
-    for parts, value, name in env_overrides(environ):
+    overrides = env_overrides(environ)
+    if overrides:
+        from_mapping(data, p)  # the file's own errors name the file
+    for parts, value, name in overrides:
         node = data
         for part in parts[:-1]:
             nxt = node.setdefault(part, {})
             if not isinstance(nxt, dict):
-                raise ConfigError(f"{name}: {'.'.join(parts[:-1])} is not a table")
+                raise _env_problem(name, ".".join(parts),
+                                   f"{'.'.join(parts[:-1])} is not a table")
             node = nxt
         node[parts[-1]] = value
         applied.append(name)
-    try:
-        return from_mapping(data, p, tuple(applied))
-    except ConfigError as e:
-        if applied:
-            raise ConfigError(
-                f"{e} (environment overrides in force: {', '.join(applied)})"
-            ) from None
-        raise
+        try:  # each override checked as it is applied: an error names its variable
+            from_mapping(data, None)
+        except ConfigError as e:
+            raise _env_problem(name, ".".join(parts), str(e)) from None
+    return from_mapping(data, p, tuple(applied))
 
 
 def set_key(data: MutableMapping[str, Any], dotted: str, value: Any) -> None:
@@ -395,9 +455,19 @@ def set_key(data: MutableMapping[str, Any], dotted: str, value: Any) -> None:
     document. A table made on the way has no header of its own until it holds a key."""
     parts = dotted.split(".")
     node = data
-    for part in parts[:-1]:
+    for i, part in enumerate(parts[:-1]):
         if part not in node:
             node[part] = tomlkit.table(is_super_table=True)
+        elif not isinstance(node[part], MutableMapping):
+            if parts[: i + 1] == ["llm", "model"] and isinstance(node[part], str):
+                # the shorthand [llm] model = "x" means model.general: it becomes the table
+                shorthand = str(node[part])
+                table = tomlkit.table()
+                table["general"] = shorthand
+                node[part] = table
+            else:
+                raise ConfigError(f"{'.'.join(parts[: i + 1])} is a value, not a table: "
+                                  f"{dotted} cannot be set")
         node = node[part]
     if value is None:
         node.pop(parts[-1], None)

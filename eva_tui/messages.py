@@ -22,3 +22,7 @@ class TurnFinished(Message):
     def __init__(self, cancel: threading.Event) -> None:
         super().__init__()
         self.cancel = cancel
+
+
+class ScheduleRead(Message):
+    """A worker read when the next night is due (``Services.next_due``): the status bar shows it."""

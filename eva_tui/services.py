@@ -120,8 +120,14 @@ class Services:
         self.vectors_todo = 0
         self.vectors_done = 0
         self.problems: list[str] = []  # what the owner should be told once (notices)
+        # when the next night is due, as last read by refresh_schedule (SQL, so in a worker:
+        # the status bar on the event loop reads only this); None with schedule_read: due now
+        self.next_due: float | None = None
+        self.schedule_read = False
         if memory is not None and chat_model is not None:
             self.finish()
+        if self.sleeper is not None:
+            self.refresh_schedule()
 
     # ------------------------------------------------------------------ bring-up (workers)
     @property
@@ -241,6 +247,18 @@ class Services:
                 extra_tools=self._sleep_tools(),
             )
 
+    def refresh_schedule(self) -> None:
+        """Read when the next night is due into ``next_due`` (SQL on the journal: call it from
+        a worker, never on the event loop). Best effort: a failed read keeps the old value."""
+        sl = self.sleeper
+        if sl is None:
+            return
+        try:
+            self.next_due = sl.next_due_at()
+        except Exception:  # noqa: BLE001 - the status bar's nicety; the journal says more
+            return
+        self.schedule_read = True
+
     def warm_up(self) -> None:
         """Evaluate the chat's known prompt prefix (persona, rule, core memories, the live
         window) into the model's KV cache, so the owner's first message pays only for itself
@@ -289,7 +307,7 @@ class Services:
 
     def embedder_label(self) -> str:
         if self.embedder.state == "ready":
-            if self.memory is not None and self.memory.status().error:
+            if self.memory is not None and self.memory.recall_error:
                 return "lexical only (embedder failed)"
             if self.vectors_todo:
                 return f"{self.embedder.name} · embedding {self.vectors_done}/{self.vectors_todo}"

@@ -60,7 +60,9 @@ def auto_threads(cpus: int | None = None, load: float | None = None) -> int:
     """All cores when the machine is idle, one fewer when something else is running.
     ``$EVA_LLM_THREADS`` wins."""
     env = os.environ.get("EVA_LLM_THREADS", "").strip()
-    if env.isdigit() and int(env) > 0:
+    if env:
+        if not env.isdigit() or int(env) < 1:  # never silently ignored (issue 15)
+            raise ValueError(f"EVA_LLM_THREADS must be a whole number >= 1 (got {env!r})")
         return int(env)
     cpus = cpus or os.cpu_count() or 2
     if load is None:

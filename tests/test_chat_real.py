@@ -42,9 +42,13 @@ def test_short_conversation_streams_and_reuses_the_prompt_prefix(mem, qwen):
     assert any(d.text for d in dones)
     # A turn whose model saved a core memory changes the system prompt (a legitimate cache
     # break); every other turn must run only its new tokens.
-    for i, done in enumerate(dones[1:], start=1):
-        if not core_changed[i - 1] and done.model_calls == 1:
-            assert done.evaluated_tokens < done.prompt_tokens / 2, done
+    checked = [done for i, done in enumerate(dones[1:], start=1)
+               if not core_changed[i - 1] and done.model_calls == 1]
+    # issue 15: the reuse check must run on at least one turn (it was skipped vacuously when
+    # every turn changed core or made a second call)
+    assert checked, [(d.model_calls, c) for d, c in zip(dones, core_changed, strict=True)]
+    for done in checked:
+        assert done.evaluated_tokens < done.prompt_tokens / 2, done
     assert [m.role for m in conv.history()] == ["user", "assistant"] * 3
 
 

@@ -166,8 +166,14 @@ def test_regenerate_restores_the_exact_prior_store_and_answers_again(mem, clock)
     assert events[-1].text == "Second answer."
     after_mem, after_acc = dump(mem)
     before_mem, before_acc = before
-    # the search in the rolled-back turn reinforced the pinned record: pinned is excepted
-    assert [r for r in after_mem if r[0] != pinned.id] == [r for r in before_mem if r[0] != pinned.id]
+    # the search in the rolled-back turn reinforced the pinned record: pinned is excepted;
+    # the record the turn created is archived with the reason "regenerated" (issue 15: never
+    # deleted), every other row is back exactly as it was
+    created = [r for r in after_mem if r[0] not in {keep.id, pinned.id}]
+    assert len(created) == 1 and created[0][1] == "Owner moved to Moscow"
+    assert mem.archive()[0].why == "regenerated" and mem.archive()[0].record.id == created[0][0]
+    assert [r for r in after_mem if r[0] not in {pinned.id, created[0][0]}] == [
+        r for r in before_mem if r[0] != pinned.id]
     assert [a for a in after_acc if a[0] != pinned.id] == [a for a in before_acc if a[0] != pinned.id]
     assert [m.content for m in conv.history()] == ["I moved to Moscow", "Second answer."]
 
@@ -299,7 +305,12 @@ def test_trusted_messages_never_enter_an_untrusted_turns_window(mem):
     run(conv, "what about my zqsecret diagnosis?")  # trusted: recalled + answered
     assert "asthma" in llm.calls[0]["messages"][-1]["content"]
     run(conv, "hi", OWNER_IN_GROUP)
-    assert "zqsecret" not in all_prompt_text(ScriptedLLM()) + str(llm.calls[1]["messages"])
+    assert len(llm.calls) == 2  # the group turn is the second call (issue 15: the old check
+    # read the prompts of a fresh, empty model — a half that could not fail)
+    group_prompt = "\n".join(str(m.get("content", "")) for m in llm.calls[1]["messages"])
+    assert "hi" in group_prompt
+    assert "zqsecret" not in group_prompt and "asthma" not in group_prompt
+    assert "zqsecret" not in str(llm.calls[1]["tools"])
 
 
 def test_records_recalled_in_the_window_are_not_repeated(mem):

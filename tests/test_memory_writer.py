@@ -226,6 +226,7 @@ def test_regenerate_rolls_back_the_steps_writes(mem):
     assert live(mem) == ["my dog is Rex"]
     events = list(conv.regenerate(OWNER_TRUSTED))
     assert live(mem) == []
+    assert [a.why for a in mem.archive()] == ["regenerated"]  # archived, never deleted
     assert events[-1].text == "Second."
 
 

@@ -103,3 +103,28 @@ def test_stems_keep_repeats_for_bm25():
     """SPEC §4: BM25 needs term frequencies, so stems() keeps repeats; stem_set() does not."""
     assert text.stems("tea, green tea, more tea") == ["tea", "green", "tea", "tea"]
     assert text.stem_set("tea, green tea, more tea") == frozenset({"tea", "green"})
+
+
+# ---------------------------------------------------------------------------------------------
+# issue 15: NFC normalisation before tokenising
+
+DECOMPOSED_YI = "Серге\u0438\u0306"  # "Сергей" with й as и + combining breve
+DECOMPOSED_YO = "е\u0308лка"  # "ёлка" with ё as е + combining diaeresis
+
+
+def test_decomposed_letters_tokenise_as_their_composed_words():
+    from core import text
+
+    assert text.tokens(DECOMPOSED_YI) == text.tokens("Сергей") == ["сергей"]
+    assert text.tokens(DECOMPOSED_YO) == text.tokens("ёлка") == ["елка"]
+    assert text.stems("Cafe\u0301 Mu\u0308ller") == text.stems("Café Müller")
+    assert text.name_stems(f"Мой друг {DECOMPOSED_YI}") == text.name_stems("Мой друг Сергей")
+
+
+def test_a_decomposed_query_finds_the_composed_record(mem):
+    from core import OWNER_TRUSTED
+
+    rid = mem.save("Мой друг Сергей живёт в Казани", OWNER_TRUSTED).id
+    assert [h.id for h in mem.recall(DECOMPOSED_YI, OWNER_TRUSTED)] == [rid]
+    again = mem.save(f"Мой друг {DECOMPOSED_YI} живёт в Казани", OWNER_TRUSTED)
+    assert again.id == rid and again.status != "created"  # dedup sees the same words

@@ -1,0 +1,109 @@
+"""Issue 15 (clear errors: config) and issue 16 item 6: a --config that names a missing file, a
+typo in an ``EVA_`` variable's table part, a key in the wrong table (``EVA_LLM__GENERAL``), a bad
+``EVA_LLM_THREADS``, and saving settings over the ``[llm] model = "x"`` shorthand each give a
+clear error naming the source (or the right result) — never defaults silently, never a
+traceback. Keymap values are checked too (that fix landed earlier; verified here)."""
+
+from __future__ import annotations
+
+import pytest
+
+from eva_tui import cli
+from eva_tui import config as cfg
+
+
+def test_config_naming_a_missing_file_is_an_error(tmp_path):
+    missing = tmp_path / "nope.toml"
+    with pytest.raises(cfg.ConfigError, match="no such config file"):
+        cfg.load(missing, environ={})
+    assert cfg.load(None, environ={"XDG_CONFIG_HOME": str(tmp_path)}).llm.general  # defaults
+
+
+def test_the_cli_says_so_with_exit_2(tmp_path, monkeypatch, capsys):
+    monkeypatch.setenv("XDG_CONFIG_HOME", str(tmp_path / "cfg"))
+    rc = cli.main(["--config", str(tmp_path / "nope.toml"), "--data", str(tmp_path), "doctor"])
+    err = capsys.readouterr().err
+    assert rc == 2 and "nope.toml" in err and "no such config file" in err
+
+
+@pytest.mark.parametrize(("var", "meant"), [
+    ("EVA_MEMROY__TOP_K", "EVA_MEMORY__TOP_K"),
+    ("EVA_LLMS__MODEL__GENERAL", "EVA_LLM__MODEL__GENERAL"),
+    ("EVA_SLEPP__EVERY", "EVA_SLEEP__EVERY"),
+])
+def test_a_typo_in_the_table_part_is_an_error_with_the_meant_variable(tmp_path, var, meant):
+    with pytest.raises(cfg.ConfigError) as e:
+        cfg.load(None, environ={"XDG_CONFIG_HOME": str(tmp_path), var: "5"})
+    msg = str(e.value)
+    assert msg.startswith(f"environment variable {var}:") and f"did you mean {meant}?" in msg
+
+
+def test_eva_llm_general_names_the_variable_and_suggests_the_model_key(tmp_path):
+    """Issue 16 item 6: the error names the variable as the source (not a config file that does
+    not exist) and suggests EVA_LLM__MODEL__GENERAL."""
+    with pytest.raises(cfg.ConfigError) as e:
+        cfg.load(None, environ={"XDG_CONFIG_HOME": str(tmp_path), "EVA_LLM__GENERAL": ""})
+    msg = str(e.value)
+    assert msg.startswith("environment variable EVA_LLM__GENERAL:")
+    assert "did you mean EVA_LLM__MODEL__GENERAL?" in msg
+    assert "config.toml" not in msg
+
+
+def test_a_bad_value_in_a_variable_names_the_variable_and_a_good_one_still_works(tmp_path):
+    with pytest.raises(cfg.ConfigError, match="environment variable EVA_MEMORY__TOP_K: .*top_k"):
+        cfg.load(None, environ={"XDG_CONFIG_HOME": str(tmp_path), "EVA_MEMORY__TOP_K": "many"})
+    c = cfg.load(None, environ={"XDG_CONFIG_HOME": str(tmp_path), "EVA_MEMORY__TOP_K": "5",
+                                "EVA_MODELS_DIR": "/x"})  # other EVA_ variables are not config
+    assert c.memory.top_k == 5 and c.overrides == ("EVA_MEMORY__TOP_K",)
+
+
+def test_a_file_error_still_names_the_file(tmp_path):
+    p = tmp_path / "c.toml"
+    p.write_text("[memory]\ntop_kk = 3\n")
+    with pytest.raises(cfg.ConfigError, match=f"^{p}: \\[memory\\] top_kk: unknown key"):
+        cfg.load(p, environ={"EVA_MEMORY__TOP_K": "5"})
+
+
+@pytest.mark.parametrize("bad", ["abc", "0", "-2", "1.5"])
+def test_a_bad_eva_llm_threads_is_an_error(tmp_path, bad):
+    with pytest.raises(cfg.ConfigError, match="EVA_LLM_THREADS: must be a whole number"):
+        cfg.load(None, environ={"XDG_CONFIG_HOME": str(tmp_path), "EVA_LLM_THREADS": bad})
+    from models.profiles import auto_threads
+
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setenv("EVA_LLM_THREADS", bad)
+        with pytest.raises(ValueError, match="EVA_LLM_THREADS"):
+            auto_threads(cpus=4, load=0.0)
+        mp.setenv("EVA_LLM_THREADS", "3")
+        assert auto_threads(cpus=4, load=0.0) == 3
+
+
+def test_saving_a_model_over_the_llm_model_shorthand(tmp_path):
+    """`[llm] model = "x"` means model.general; saving a model key turns it into the table and
+    keeps the owner's other keys and comments (was a raw TypeError)."""
+    p = tmp_path / "config.toml"
+    p.write_text('# my settings\n[llm]\nmodel = "qwen2.5-coder-0.5b"\ncontext_size = 4096\n')
+    cfg.save_changes(p, {"llm.model.smartest": "qwen2.5-coder-1.5b"})
+    c = cfg.load(p, environ={})
+    assert (c.llm.general, c.llm.smartest, c.llm.context_size) == (
+        "qwen2.5-coder-0.5b", "qwen2.5-coder-1.5b", 4096)
+    cfg.save_changes(p, {"llm.model.general": "other.gguf"})
+    assert cfg.load(p, environ={}).llm.general == "other.gguf"
+    assert p.read_text().startswith("# my settings")
+
+
+def test_a_value_where_a_table_is_needed_is_a_clear_error(tmp_path):
+    p = tmp_path / "config.toml"
+    p.write_text('chat = 3\n')
+    with pytest.raises(cfg.ConfigError):
+        cfg.save_changes(p, {"chat.learning": False})
+
+
+@pytest.mark.parametrize(("key", "value"), [("app.memories", "banana"), ("no.such", "f2")])
+def test_keymap_values_and_ids_are_checked(tmp_path, key, value):
+    """Issue 15 / 16 item 2 (landed before this branch): a bad key or an unknown binding id is
+    an error naming the key."""
+    p = tmp_path / "c.toml"
+    p.write_text(f'[keymap]\n"{key}" = "{value}"\n')
+    with pytest.raises(cfg.ConfigError, match=f"\\[keymap\\] {key}"):
+        cfg.load(p, environ={})
