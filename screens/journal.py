@@ -13,6 +13,7 @@ from textual.containers import Horizontal, VerticalScroll
 from textual.message import Message
 from textual.widgets import Button, DataTable, Footer, ProgressBar, Static
 
+from eva_tui import strings as S
 from eva_tui.widgets import EvaScreen, NavBar, PaletteCommand, StatusBar, ago
 from eva_tui.widgets.tables import keep_cursor, selected_id
 
@@ -39,10 +40,15 @@ def _ids(ids: Any) -> str:
     return " ".join(f"#{i}" for i in (ids or []))
 
 
+def run_mode(run: Any) -> str:
+    """The one word for a night's mode, in the table and in the detail (issue 16)."""
+    return S.MODE_DRY if run.dry_run else S.MODE_REAL
+
+
 def run_text(run: Any, now: float) -> Text:
     """A night, phase by phase, every op with its why (and the refusal's reason)."""
     t = Text()
-    mode = "dry run" if run.dry_run else "applied"
+    mode = run_mode(run)
     t.append(f"Night #{run.id}", style="bold")
     t.append(f" · {run.status} · {mode} · {run.reason}")
     if run.model:
@@ -104,6 +110,7 @@ class JournalScreen(EvaScreen):
         super().__init__()
         self.runs: dict[int, Any] = {}
         self._marked: set[int] = set()
+        self._newest: int | None = None  # the newest night shown (a newer one is followed)
 
     def compose(self) -> ComposeResult:
         yield NavBar("journal")
@@ -142,9 +149,8 @@ class JournalScreen(EvaScreen):
         sl = self.services.sleeper
         if sl is None:
             self.query_one("#run-text", Static).update(
-                "Sleep is not available yet."
-                if self.services.memory is None
-                else "Sleep is not available in this build."
+                self.app.memory_problem()
+                or (S.MEMORY_OPENING if self.services.memory is None else S.SLEEP_NOT_IN_BUILD)
             )
             return
         self._load_runs(sl)
@@ -157,6 +163,10 @@ class JournalScreen(EvaScreen):
     def on_runs_loaded(self, event: RunsLoaded) -> None:
         table = self.table
         keep = selected_id(table)
+        newest = max((r.id for r in event.runs), default=None)
+        if newest is not None and self._newest is not None and newest > self._newest:
+            keep = newest  # a night just ran (sleep now, dry run, the schedule): show it
+        self._newest = newest
         table.clear()
         now = self.services.clock.now()
         self.runs = {r.id: r for r in event.runs}
@@ -169,17 +179,14 @@ class JournalScreen(EvaScreen):
                 str(r.id),
                 ago(r.started_at, now),
                 status,
-                "dry run" if r.dry_run else "real",
+                run_mode(r),
                 str(applied),
                 str(refused),
                 key=str(r.id),
             )
         keep_cursor(table, keep)
         if not event.runs:
-            self.query_one("#run-text", Static).update(
-                "No nights yet. Eva sleeps once a day when the conversation is quiet; "
-                "press s to sleep now or d for a dry run (plans only, nothing applied)."
-            )
+            self.query_one("#run-text", Static).update(S.NO_NIGHTS)
         else:
             self._show(selected_id(table))
 
@@ -212,7 +219,7 @@ class JournalScreen(EvaScreen):
         row.display = running
         self.query_one("#sleep-now", Button).disabled = running
         self.query_one("#dry-run", Button).disabled = running
-        self.query_one("#sleep-state", Static).update("Eva is sleeping…" if running else "")
+        self.query_one("#sleep-state", Static).update(S.EVA_SLEEPING if running else "")
         if not running:
             self.reload()
 
@@ -239,7 +246,7 @@ class JournalScreen(EvaScreen):
     def action_copy(self) -> None:
         run = self.runs.get(selected_id(self.table) or -1)
         if run is None:
-            self.notify("Select a night first.")
+            self.notify(S.SELECT_NIGHT)
             return
         self.app.copy_text(
             run_text(run, self.services.clock.now()).plain,
@@ -247,11 +254,8 @@ class JournalScreen(EvaScreen):
         )
 
     def commands(self) -> list[PaletteCommand]:
+        c = S.CMD_JOURNAL
         return [
-            PaletteCommand(
-                "Journal: copy the selected night",
-                "Its phases and ops as text (c)",
-                self.action_copy,
-            ),
-            PaletteCommand("Journal: reload", "Read the journal again", self.reload),
+            PaletteCommand(*c["copy"], self.action_copy),
+            PaletteCommand(*c["reload"], self.reload),
         ]

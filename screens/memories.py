@@ -1,6 +1,6 @@
 """The memory browser (SPEC §2, §9): live records with search, filters and sort; edit, toggle
-private, pin, forget. Search uses ``Memory.recall`` (pure: it reinforces nothing) plus a plain
-substring match, so core records — which recall never returns — are found too."""
+private, pin, forget. Search is :func:`eva_tui.search.search_records` (by meaning, then by words
+in any letter case), the same as the command palette's."""
 
 from __future__ import annotations
 
@@ -15,6 +15,8 @@ from textual.widgets import DataTable, Input, Select
 
 from core.privacy import OWNER_TRUSTED
 from core.records import Record
+from eva_tui import strings as S
+from eva_tui.search import search_records
 from eva_tui.widgets import EvaInput, NavBar, PaletteCommand, age, clip
 from eva_tui.widgets.tables import RecordTableScreen
 
@@ -65,21 +67,8 @@ class RecordsLoaded(Message):
 
 def load_records(memory, q: Query) -> list[Record]:
     """The records a query shows, in order. Pure reads (recall reinforces nothing)."""
-    if q.text.strip():
-        hits = memory.recall(q.text, OWNER_TRUSTED, top_k=200)
-        ids = [h.id for h in hits]
-        seen = set(ids)
-        ids += [
-            r.id
-            for r in memory.list(OWNER_TRUSTED, contains=q.text.strip(), limit=500)
-            if r.id not in seen
-        ]
-        records = []
-        for rid in ids:
-            try:
-                records.append(memory.get(rid, OWNER_TRUSTED))
-            except Exception:  # removed meanwhile
-                continue
+    if q.text.strip():  # the one search, shared with the command palette (issue 16)
+        records = search_records(memory, q.text, limit=500)
         records = [r for r in records if _matches(r, q, server_side=False)]
     else:
         records = memory.list(
@@ -141,9 +130,7 @@ class MemoriesScreen(RecordTableScreen):
 
     def compose(self) -> ComposeResult:
         yield NavBar("memories")
-        yield EvaInput(
-            placeholder="/ search: recall and text match (reinforces nothing)", id="search"
-        )
+        yield EvaInput(placeholder=S.SEARCH_PLACEHOLDER, id="search")
         with Horizontal(id="filters"):
             yield Select(KIND_FILTER, value=ANY, allow_blank=False, id="f-kind", compact=True)
             yield Select(
@@ -192,13 +179,13 @@ class MemoriesScreen(RecordTableScreen):
             for r in event.records
         )
         n = len(event.records)
-        what = f"{n} record{'s' if n != 1 else ''}"
+        what = S.records_count(n)
         if event.query.text.strip():
-            what += f" for “{event.query.text.strip()}” (recall, then text match)"
+            what = S.records_for(what, event.query.text.strip())
         if n >= LIMIT:
-            what += f" (first {LIMIT}; narrow the filters)"
+            what = S.records_first(what, LIMIT)
         if not n and not event.query.text.strip() and event.query == Query(sort=event.query.sort):
-            what = "No memories yet. Eva saves what matters as you talk."
+            what = S.NO_MEMORIES
         self.set_info(what)
         self._update_scopes(event.scopes)
 
@@ -249,7 +236,7 @@ class MemoriesScreen(RecordTableScreen):
 
     # ------------------------------------------------------------------ record actions
     def _selected(self) -> Record | None:
-        return self.selected_item(self.records, "Select a memory first.")
+        return self.selected_item(self.records, S.SELECT_MEMORY)
 
     def on_data_table_row_selected(self, event: DataTable.RowSelected) -> None:
         event.stop()
@@ -280,23 +267,14 @@ class MemoriesScreen(RecordTableScreen):
             self.app.copy_text(rec.content, f"memory #{rec.id}")
 
     def commands(self) -> list[PaletteCommand]:
+        c = S.CMD_MEMORIES
         return [
-            PaletteCommand("Memory: search", "Focus the search box (/)", self.action_focus_search),
-            PaletteCommand(
-                "Memory: edit selected", "Content, kind, importance (e)", self.action_edit
-            ),
-            PaletteCommand(
-                "Memory: toggle private",
-                "Mark or unmark the selected record private (v)",
-                self.action_private,
-            ),
-            PaletteCommand("Memory: pin / unpin", "The owner's lock (p)", self.action_pin),
-            PaletteCommand(
-                "Memory: forget selected", "Move it to the archive (d)", self.action_forget
-            ),
-            PaletteCommand("Memory: copy selected", "Copy its content (c)", self.action_copy),
-            PaletteCommand(
-                "Memory: open selected", "Every field of the record (o)", self.action_open
-            ),
-            PaletteCommand("Memory: reload", "Read the list again", self.reload),
+            PaletteCommand(*c["search"], self.action_focus_search),
+            PaletteCommand(*c["edit"], self.action_edit),
+            PaletteCommand(*c["private"], self.action_private),
+            PaletteCommand(*c["pin"], self.action_pin),
+            PaletteCommand(*c["forget"], self.action_forget),
+            PaletteCommand(*c["copy"], self.action_copy),
+            PaletteCommand(*c["open"], self.action_open),
+            PaletteCommand(*c["reload"], self.reload),
         ]

@@ -21,6 +21,8 @@ from textual.widgets import Button, Footer, Label, Select, Static, Switch
 from core.conversation import DETAIL_LEVELS
 from core.memory_writer import MEMORY_WRITES
 from eva_tui import config as cfg
+from eva_tui import strings as S
+from eva_tui.loader import packaged_chat_models
 from eva_tui.widgets import EvaInput, EvaScreen, NavBar, PaletteCommand, StatusBar
 
 
@@ -40,7 +42,7 @@ FIELDS = (
         "llm.model.general",
         "Chat model",
         "text",
-        "a packaged model (qwen2.5-coder-1.5b, qwen2.5-coder-0.5b) or a .gguf path",
+        S.chat_model_help(packaged_chat_models()),
     ),
     Field(
         "llm.model.smartest",
@@ -155,7 +157,7 @@ def _wid(key: str) -> str:
 class SettingsScreen(EvaScreen):
     BINDINGS = [
         Binding("ctrl+s", "save", "Save", id="settings.save"),
-        Binding("ctrl+z", "revert", "Revert", id="settings.revert"),
+        Binding("ctrl+z", "revert", "Revert to saved", id="settings.revert"),
     ]
 
     def compose(self) -> ComposeResult:
@@ -182,8 +184,8 @@ class SettingsScreen(EvaScreen):
                         yield EvaInput(value=str(value), id=_wid(f.key))
             yield Label("", id="settings-error", classes="error", markup=False)
             with Horizontal(classes="buttons"):
-                yield Button("Save", id="save", variant="primary")
-                yield Button("Revert", id="revert")
+                yield Button(S.BTN_SAVE, id="save", variant="primary")
+                yield Button(S.BTN_REVERT, id="revert")
             yield Static(
                 "Keys: each binding has an id; set your own under [keymap] in the "
                 'file, e.g. "chat.stop" = "escape,ctrl+g".',
@@ -219,7 +221,7 @@ class SettingsScreen(EvaScreen):
         changes = changed_keys(values, self._baseline)
         if not changes:
             self.query_one("#settings-error", Label).update("")
-            self.notify("Nothing to save: the settings are the ones in force.")
+            self.notify(S.NOTHING_TO_SAVE)
             return
         self._save(changes, values, self._path())
 
@@ -247,18 +249,18 @@ class SettingsScreen(EvaScreen):
             for f in FIELDS
             if not f.live and current_values(old)[f.key] != current_values(new)[f.key]
         ]
-        msg = f"Saved to {event.path}."
-        if restart:
-            msg += f" {', '.join(restart).capitalize()}: on the next start."
-        self.notify(msg, timeout=8)
+        self.notify(S.saved_to(event.path, restart), timeout=8)
         self._show_path()
 
     def action_revert(self) -> None:
-        values = current_values(self.services.config)
+        """Back to the last saved values (the form as saved, or as opened): after a save,
+        Ctrl+Z no longer brings back what the save replaced (issue 16), and says so."""
+        values = self._baseline
         for f in FIELDS:
             w = self.query_one(f"#{_wid(f.key)}", _WIDGETS[f.kind])
             w.value = values[f.key]
         self.query_one("#settings-error", Label).update("")
+        self.notify(S.REVERTED, timeout=4)
 
     def on_button_pressed(self, event: Button.Pressed) -> None:
         event.stop()
@@ -268,11 +270,8 @@ class SettingsScreen(EvaScreen):
             self.action_revert()
 
     def commands(self) -> list[PaletteCommand]:
+        c = S.CMD_SETTINGS
         return [
-            PaletteCommand(
-                "Settings: save", "Write them to the config file (ctrl+s)", self.action_save
-            ),
-            PaletteCommand(
-                "Settings: revert", "Back to the values in force (ctrl+z)", self.action_revert
-            ),
+            PaletteCommand(*c["save"], self.action_save),
+            PaletteCommand(*c["revert"], self.action_revert),
         ]

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import math
+
 from core.prompt_section import human_age
 
 
@@ -24,8 +26,9 @@ def in_time(ts: float | None, now: float) -> str:
     if ts <= now:
         return "now"
     left = ts - now
-    # a countdown reads better in days ("in 30d", not "in 1mo")
-    return f"in {int(left // 86_400)}d" if left >= 86_400 else f"in {age(left)}"
+    # a countdown reads better in days ("in 30d", not "in 1mo"), rounded up: a record forgotten
+    # a second ago is purged "in 30d", as the archive says (issue 16), not "in 29d"
+    return f"in {math.ceil(left / 86_400)}d" if left > 86_400 else f"in {age(left)}"
 
 
 def clip(text: str, width: int) -> str:

@@ -6,6 +6,7 @@ from textual.app import ComposeResult
 from textual.containers import Horizontal
 from textual.widgets import Static
 
+from eva_tui import strings as S
 from eva_tui.widgets.base import eva_app
 
 
@@ -28,7 +29,8 @@ class NavBar(Horizontal):
     def compose(self) -> ComposeResult:
         yield Static("Eva", id="nav-title")
         for mode, title, key in eva_app(self).nav_items():
-            yield NavTab(mode, f"{title} [dim]{key}[/]" if key else title, mode == self.active)
+            short = S.NAV_TITLES.get(mode, (title, title))[0]  # the bar fits 80 columns
+            yield NavTab(mode, f"{short} [dim]{key}[/]" if key else short, mode == self.active)
 
 
 class StatusBar(Static):
