@@ -35,8 +35,8 @@ def everywhere_keys(app: Any) -> list[tuple[str, str]]:
     for binding in app.BINDINGS:
         if isinstance(binding, Binding) and binding.id in ("app.wake", "app.dry_run",
                                                             "app.sleep", "app.help"):
-            keys = app.services.config.keymap.get(binding.id, binding.key)
-            key = app.get_key_display(Binding(keys.split(",")[0], binding.action))
+            key = app.services.config.keymap.get(binding.id, binding.key).split(",")[0]
+            key = key.upper() if key[1:].isdigit() else app.get_key_display(Binding(key, "x"))
             out.append((key, binding.description))
     out.append(("Ctrl+P", S.HELP_PALETTE))
     out.append(("Ctrl+Q", S.HELP_QUIT))

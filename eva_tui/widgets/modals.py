@@ -22,6 +22,8 @@ from eva_tui.widgets.fmt import ago, in_time
 from eva_tui.widgets.inputs import EvaInput, EvaTextArea
 
 KIND_OPTIONS = [(k.value, k.value) for k in Kind]
+# a dialog cuts off the app's keys: `?` (the same binding id, so a keymap moves it too) is here
+HELP = Binding("question_mark", "app.help", S.HELP_KEY_DESC, show=False, id="app.help")
 IMPORTANCE_OPTIONS = [
     (f"{i} — {w}", i)
     for i, w in ((1, "trivia"), (2, "minor"), (3, "normal"), (4, "important"), (5, "essential"))
@@ -64,6 +66,7 @@ class Confirm(ModalScreen[bool]):
     BINDINGS = [
         Binding("y", "answer(True)", S.YES_KEY, id="confirm.yes"),
         Binding("escape,n", "answer(False)", S.NO_KEY, id="confirm.no"),
+        HELP,
     ]
 
     def __init__(self, title: str, text: str, yes: str, no: str, danger: bool = False) -> None:
@@ -109,6 +112,7 @@ class RecordView(ModalScreen[str | None]):
         Binding("p", "pick('pin')", S.BTN_PIN, id="record.pin"),
         Binding("d,delete", "pick('forget')", S.BTN_FORGET, id="record.forget"),
         Binding("c", "pick('copy')", S.BTN_COPY, id="record.copy"),
+        HELP,
     ]
 
     def __init__(
@@ -190,6 +194,7 @@ class EditRecord(ModalScreen[dict | None]):
     BINDINGS = [
         Binding("escape", "cancel", S.BTN_CANCEL, id="edit.cancel"),
         Binding("ctrl+s", "save", S.BTN_SAVE, id="edit.save"),
+        HELP,
     ]
 
     def __init__(self, record: Record, max_chars: int) -> None:
@@ -288,7 +293,7 @@ class ConfirmForget(ModalScreen[str | None]):
     """Forgetting moves the record to the archive; the owner says why. Returns the why."""
 
     HELP_NAME = "forgetting a memory"
-    BINDINGS = [Binding("escape", "cancel", S.BTN_CANCEL, id="forget.cancel")]
+    BINDINGS = [Binding("escape", "cancel", S.BTN_CANCEL, id="forget.cancel"), HELP]
 
     def __init__(self, record: Record, ttl_days: float) -> None:
         super().__init__(classes="modal")
