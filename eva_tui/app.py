@@ -240,7 +240,7 @@ class EvaApp(App):
         else:
             parts.append("memory: unavailable" if self.memory_error else "memory: opening…")
         parts.append(self.sleep_label())
-        self.status_text = "  │  ".join(parts)
+        self.status_text = " │ ".join(parts)
 
     def sleep_label(self) -> str:
         sl = self.services.sleeper

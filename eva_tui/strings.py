@@ -342,7 +342,7 @@ CMD_JOURNAL = {
 PREVIEW_PLACEHOLDER = (
     "/ to type a message: see what Eva would remember for it (empty: core and pinned only)"
 )
-PREVIEW_TRUSTED = "As the owner (trusted, private visible)"
+PREVIEW_TRUSTED = "As the owner (private visible)"
 PREVIEW_PUBLIC = "As a public turn (others read it)"
 PREVIEW_EMPTY = "(an empty section: nothing to carry)"
 PREVIEW_HIDDEN_MARK = "✗ "

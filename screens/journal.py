@@ -99,6 +99,8 @@ def run_text(run: Any, now: float) -> Text:
 
 
 class JournalScreen(EvaScreen):
+    # below 100 columns the nights stack above the detail (issue 16: usable at 80×24)
+    HORIZONTAL_BREAKPOINTS = [(0, "-narrow"), (100, "-wide")]
     BINDINGS = [
         Binding("s", "app.sleep_now", "Sleep now", id="journal.sleep"),
         Binding("d", "app.sleep_now(True)", "Dry run now", id="journal.dry_run"),
