@@ -7,7 +7,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from textual.command import CommandPalette
-from textual.widgets import Button, DataTable, Footer, Input, OptionList, Select, Static
+from textual.widgets import Button, DataTable, Footer, Input, OptionList, Static
 
 from core import OWNER_TRUSTED, ManualClock
 from core.records import Actor
@@ -303,14 +303,15 @@ async def test_settings_ctrl_z_after_a_save_goes_back_to_the_saved_state(env_fac
     notices = spy_notices(env.app)
     async with env.app.run_test(size=SIZE) as pilot:
         await go(pilot, "f6")
-        select = pilot.app.screen.query_one("#set-chat-detail-level", Select)
-        before = select.value
-        select.value = "detailed"
+        # a setting that applies on the next start (the running config keeps the old value)
+        every = pilot.app.screen.query_one("#set-sleep-every", Input)
+        assert every.value == "1d"
+        every.value = "12h"
         await go(pilot, "ctrl+s")
         assert "Saved" in notices[-1]
-        select.value = "key" if before != "key" else "balanced"
+        every.value = "6h"
         await go(pilot, "ctrl+z")
-        assert select.value == "detailed" and notices[-1] == S.REVERTED
+        assert every.value == "12h" and notices[-1] == S.REVERTED
 
 
 # ---------------------------------------------------------------------------- 13. discoverability
