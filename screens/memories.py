@@ -21,27 +21,17 @@ from eva_tui.widgets import EvaInput, NavBar, PaletteCommand, age, clip
 from eva_tui.widgets.tables import RecordTableScreen
 
 ANY = "any"
-KIND_FILTER = [("any kind", ANY), ("core", "core"), ("fact", "fact"), ("event", "event")]
-IMPORTANCE_FILTER = [("importance ≥ 1", ANY)] + [(f"importance ≥ {i}", i) for i in range(2, 6)]
-PRIVATE_FILTER = [("private or not", ANY), ("private only", True), ("not private", False)]
-PINNED_FILTER = [("pinned or not", ANY), ("pinned only", True), ("not pinned", False)]
-SORTS = [
-    ("by relevance", "relevance"),
-    ("by updated", "updated"),
-    ("by created", "created"),
-    ("by importance", "importance"),
-    ("by id", "id"),
-    ("by last recall", "age"),
+KIND_FILTER = [(S.FILTER_ANY_KIND, ANY), ("core", "core"), ("fact", "fact"), ("event", "event")]
+IMPORTANCE_FILTER = [(S.importance_at_least(1), ANY)] + [
+    (S.importance_at_least(i), i) for i in range(2, 6)
 ]
-COLUMNS = (
-    ("id", "id"),
-    ("kind", "kind"),
-    ("imp", "importance"),
-    ("age", "age"),
-    ("private", "private"),
-    ("pinned", "pinned"),
-    ("scope", "scope"),
-    ("content", "content"),
+PRIVATE_FILTER = list(zip(S.FILTER_PRIVATE, (ANY, True, False), strict=True))
+PINNED_FILTER = list(zip(S.FILTER_PINNED, (ANY, True, False), strict=True))
+SORTS = [(S.SORTS[key], key) for key in ("relevance", "updated", "created", "importance", "id",
+                                          "age")]
+COLUMNS = tuple(
+    (S.COLUMNS[key], key)
+    for key in ("id", "kind", "importance", "age", "private", "pinned", "scope", "content")
 )
 LIMIT = 2000
 
@@ -139,7 +129,7 @@ class MemoriesScreen(RecordTableScreen):
             yield Select(PRIVATE_FILTER, value=ANY, allow_blank=False, id="f-private", compact=True)
             yield Select(PINNED_FILTER, value=ANY, allow_blank=False, id="f-pinned", compact=True)
             yield Select(
-                [("any scope", ANY), ("global", "global")],
+                [(S.FILTER_ANY_SCOPE, ANY), ("global", "global")],
                 value=ANY,
                 allow_blank=False,
                 id="f-scope",
@@ -196,7 +186,7 @@ class MemoriesScreen(RecordTableScreen):
         sel = self.query_one("#f-scope", Select)
         value = sel.value
         with self.prevent(Select.Changed):
-            sel.set_options([("any scope", ANY)] + [(s, s) for s in self.scopes])
+            sel.set_options([(S.FILTER_ANY_SCOPE, ANY)] + [(s, s) for s in self.scopes])
             sel.value = value if value in self.scopes else ANY
 
     # ------------------------------------------------------------------ filters and search

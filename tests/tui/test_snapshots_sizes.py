@@ -12,7 +12,14 @@ from core import OWNER_TRUSTED, ManualClock
 from core.records import Actor
 from tests.tui.conftest import NOW, SEED, send
 from tests.tui.fakes import FakeSleeper, night
-from tests.tui.test_snapshots import CHAT_PLANS, CHAT_SCRIPT, goto, quiet
+from tests.tui.test_snapshots import (
+    CHAT_PLANS,
+    CHAT_SCRIPT,
+    OWNER_CONFIG,
+    OWNER_DATA,
+    goto,
+    quiet,
+)
 
 SIZES = [pytest.param((80, 24), id="80x24"), pytest.param((120, 40), id="120x40")]
 
@@ -55,6 +62,7 @@ def test_chat_first_run_welcome(snap_compare, env_factory, size):
     """Issue 16 (first run): an empty store gets what Eva is, how private works, where the data
     lives; the hook's button shows under it."""
     env = env_factory()
+    env.services.data_dir = OWNER_DATA  # the welcome names it: a fixed path in the picture
     env.app.welcome_actions.append(("Tell Eva about yourself", lambda: None))
     assert snap_compare(env.app, terminal_size=size, run_before=quiet())
 
@@ -63,7 +71,7 @@ def test_chat_first_run_welcome(snap_compare, env_factory, size):
 def test_chat_without_a_model(snap_compare, env_factory, size):
     """Issue 16 item 7: why chat is off and how to fix it; the box takes text; no Stop or
     Regenerate in the footer."""
-    env = env_factory(model=False, seed=SEED)
+    env = env_factory(model=False, seed=SEED, config_path=OWNER_CONFIG)
     assert snap_compare(env.app, terminal_size=size, run_before=quiet())
 
 
