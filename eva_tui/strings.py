@@ -383,6 +383,26 @@ JOURNAL_COLUMNS = {
     "applied": "applied",
     "refused": "refused",
 }
+def night_title(run_id: int) -> str:
+    return f"Night #{run_id}"
+
+
+def night_timing(started: str, took: float | None, calls: int) -> str:
+    took_s = " · running" if took is None else f" · took {took:.0f}s"
+    return f"started {started}{took_s} · {calls} model call{'s' if calls != 1 else ''}"
+
+
+def phase_timing(status: str, seconds: float, calls: int) -> str:
+    return f" — {status} · {seconds:.1f}s · {calls} call{'s' if calls != 1 else ''}"
+
+
+def refused(reason: str) -> str:
+    return f"refused: {reason}"
+
+
+NOTABLE_NIGHT = "notable night"
+NO_PHASES = "No phases ran."
+NO_CHANGES = "no changes"
 MODE_REAL = "real"
 MODE_DRY = "dry run"
 NO_NIGHTS = (

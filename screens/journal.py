@@ -45,34 +45,23 @@ def run_text(run: Any, now: float) -> Text:
     """A night, phase by phase, every op with its why (and the refusal's reason)."""
     t = Text()
     mode = run_mode(run)
-    t.append(f"Night #{run.id}", style="bold")
+    t.append(S.night_title(run.id), style="bold")
     t.append(f" · {run.status} · {mode} · {run.reason}")
     if run.model:
         t.append(f" · {run.model}")
     t.append("\n")
-    took = (
-        f" · took {run.finished_at - run.started_at:.0f}s"
-        if run.finished_at is not None
-        else " · running"
-    )
+    took = None if run.finished_at is None else run.finished_at - run.started_at
     calls = sum(p.calls for p in run.phases)
-    t.append(
-        f"started {ago(run.started_at, now)}{took} · {calls} model call"
-        f"{'s' if calls != 1 else ''}\n",
-        style="dim",
-    )
+    t.append(S.night_timing(ago(run.started_at, now), took, calls) + "\n", style="dim")
     if run.summary:
         t.append(f"{run.summary}\n")
     if run.notable:
-        t.append("notable night\n", style="bold yellow")
+        t.append(S.NOTABLE_NIGHT + "\n", style="bold yellow")
     if not run.phases:
-        t.append("\nNo phases ran.\n", style="dim")
+        t.append(f"\n{S.NO_PHASES}\n", style="dim")
     for p in run.phases:
         t.append(f"\n{p.stage} / {p.name}", style="bold")
-        t.append(
-            f" — {p.status} · {p.seconds:.1f}s · {p.calls} call{'s' if p.calls != 1 else ''}\n",
-            style="dim",
-        )
+        t.append(S.phase_timing(p.status, p.seconds, p.calls) + "\n", style="dim")
         if p.note:
             t.append(f"  {p.note}\n", style="italic")
         for o in p.ops:
@@ -87,10 +76,10 @@ def run_text(run: Any, now: float) -> Text:
             if o.why:
                 t.append(f" — {o.why}")
             if o.refused_reason:
-                t.append(f"  (refused: {o.refused_reason})", style="red")
+                t.append(f"  ({S.refused(o.refused_reason)})", style="red")
             t.append("\n")
         if not p.ops and p.status not in ("skipped",):
-            t.append("  no changes\n", style="dim")
+            t.append(f"  {S.NO_CHANGES}\n", style="dim")
     return t
 
 
