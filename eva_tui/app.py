@@ -11,7 +11,7 @@ from __future__ import annotations
 import contextlib
 import gc
 import threading
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from functools import partial
 from pathlib import Path
 from typing import Any
@@ -25,12 +25,14 @@ from textual.screen import Screen
 from textual.worker import Worker, WorkerState
 
 from core.clock import Clock
+from eva_tui import strings as S
 from eva_tui.config import EvaConfig, format_duration
 from eva_tui.messages import ScheduleRead, TurnFinished, TurnStarted
 from eva_tui.palette import MemoryProvider
 from eva_tui.services import Services, SleeperLike
 from eva_tui.widgets.base import EvaScreen
 from eva_tui.widgets.fmt import in_time
+from eva_tui.widgets.help import HelpScreen
 from screens.archive import ArchiveScreen
 from screens.chat import ChatScreen
 from screens.journal import JournalScreen
@@ -38,13 +40,16 @@ from screens.memories import MemoriesScreen
 from screens.preview import PreviewScreen
 from screens.settings import SettingsScreen
 
-NAV = (
-    ("chat", "Chat", "f1"),
-    ("memories", "Memories", "f2"),
-    ("archive", "Archive", "f3"),
-    ("journal", "Sleep journal", "f4"),
-    ("preview", "Prompt preview", "f5"),
-    ("settings", "Settings", "f6"),
+NAV = tuple(
+    (mode, S.NAV_TITLES[mode][1], key)
+    for mode, key in (
+        ("chat", "f1"),
+        ("memories", "f2"),
+        ("archive", "f3"),
+        ("journal", "f4"),
+        ("preview", "f5"),
+        ("settings", "f6"),
+    )
 )
 
 
@@ -105,6 +110,7 @@ class EvaApp(App):
         Binding("f7", "wake", "Wake", show=False, id="app.wake"),
         Binding("f8", "sleep_now(True)", "Dry run now", show=False, id="app.dry_run"),
         Binding("f9", "sleep_now", "Sleep now", show=False, id="app.sleep"),
+        Binding("question_mark", "help", S.HELP_KEY_DESC, show=False, id="app.help"),
     ]
 
     status_text: reactive[str] = reactive("")
@@ -134,6 +140,9 @@ class EvaApp(App):
         self.memory_error: str | None = None
         self.last_activity = self.clock.now()
         self._schedule_worker: Worker | None = None
+        # The first run's welcome offers one button per entry (label, callback): the hook for
+        # "initialize from a description" (issue 16). Empty: the welcome is text only.
+        self.welcome_actions: list[tuple[str, Callable[[], object]]] = []
 
     # ------------------------------------------------------------------ start-up
     def on_mount(self) -> None:
@@ -159,9 +168,9 @@ class EvaApp(App):
     def _bring_up_memory(self) -> None:
         try:
             self.services.open_memory()
-        except Exception as e:  # e.g. an unwritable data dir: say so, keep the app up
+        except Exception as e:  # e.g. an unwritable data dir: say so once, keep the app up
             self.post_message(MemoryFailed(f"{type(e).__name__}: {e}"))
-            raise  # the worker-failure notice tells the owner
+            return
         self.post_message(ServicesChanged())
         last = [0.0]
 
@@ -192,7 +201,18 @@ class EvaApp(App):
 
     def on_memory_failed(self, event: MemoryFailed) -> None:
         self.memory_error = event.error
+        problem = self.memory_problem()
+        assert problem is not None
+        self.notify(problem, severity="error", timeout=20)
+        self.services_version += 1  # the screens show the same words instead of "opening…"
         self.refresh_status()
+
+    def memory_problem(self) -> str | None:
+        """Why the memory is not there (issue 16): one message, shown by every screen that
+        needs the store, and by `s`; None while it opens or once it is open."""
+        if self.services.memory is not None or not self.memory_error:
+            return None
+        return S.memory_unavailable(self.memory_error, self.services.data_dir)
 
     def on_services_changed(self, _: ServicesChanged) -> None:
         self._services_changed()
@@ -220,7 +240,7 @@ class EvaApp(App):
         else:
             parts.append("memory: unavailable" if self.memory_error else "memory: opening…")
         parts.append(self.sleep_label())
-        self.status_text = "  │  ".join(parts)
+        self.status_text = " │ ".join(parts)
 
     def sleep_label(self) -> str:
         sl = self.services.sleeper
@@ -325,11 +345,17 @@ class EvaApp(App):
         """Sleep now (SPEC §7): one run at a time, in a worker; progress comes as messages."""
         sl = self.services.sleeper
         if sl is None:
-            self.notify("Sleep is not available in this build.", severity="warning")
+            problem = self.memory_problem()
+            if problem:
+                self.notify(problem, severity="error", timeout=12)
+            elif self.services.memory is None:
+                self.notify(S.MEMORY_OPENING)
+            else:
+                self.notify(S.SLEEP_NOT_IN_BUILD, severity="warning")
             return
         if self.sleep_running or sl.is_sleeping():
             if reason == "manual":
-                self.notify("Eva is already sleeping.")
+                self.notify(S.SLEEPING_ALREADY)
             return
         self.sleep_running = True
         self.sleeping = True
@@ -367,19 +393,18 @@ class EvaApp(App):
         sl = self.services.sleeper
         self.sleeping = bool(sl and sl.is_sleeping())
         if event.error:
-            self.notify(f"Sleep failed: {event.error}", severity="error", timeout=12)
+            self.notify(S.sleep_failed(event.error), severity="error", timeout=12)
         elif event.run is not None:
             run = event.run
-            what = "Dry run" if getattr(run, "dry_run", False) else "Sleep"
             summary = getattr(run, "summary", "") or getattr(run, "status", "")
-            self.notify(f"{what} finished: {summary}", timeout=8)
+            self.notify(S.sleep_finished(bool(getattr(run, "dry_run", False)), summary), timeout=8)
         self.memory_changed()
         self._notable_nights()
 
     def action_wake(self) -> None:
         sl = self.services.sleeper
         if sl is None or not (self.sleeping or self.sleep_running or sl.is_sleeping()):
-            self.notify("Eva is awake.")
+            self.notify(S.AWAKE)
             return
         self._wake(sl)
 
@@ -412,12 +437,8 @@ class EvaApp(App):
             self.call_from_thread(self._announce_notable, len(notable))
 
     def _announce_notable(self, n: int) -> None:
-        self.notify(
-            f"{n} notable night{'s' if n > 1 else ''} in the sleep journal "
-            f"({self.nav_items()[3][2]}).",
-            title="While you were away",
-            timeout=10,
-        )
+        self.notify(S.notable_nights(n, self.nav_items()[3][2]), title=S.NOTABLE_TITLE,
+                    timeout=10)
 
     # ------------------------------------------------------------------ shared helpers
     def notify(
@@ -435,7 +456,7 @@ class EvaApp(App):
     def copy_text(self, text: str, what: str = "text") -> None:
         """Copy through OSC 52 (works over SSH and in most terminals)."""
         self.copy_to_clipboard(text)
-        self.notify(f"Copied {what} to the clipboard.", timeout=3)
+        self.notify(S.copied(what), timeout=3)
 
     def on_worker_state_changed(self, event: Worker.StateChanged) -> None:
         if event.state is WorkerState.ERROR:
@@ -446,29 +467,24 @@ class EvaApp(App):
         err = worker.error
         name = worker.name or "background work"
         msg = str(err) or type(err).__name__ if isinstance(err, Exception) else "unknown error"
-        self.notify(f"{name} failed: {msg}", severity="error", timeout=12)
+        self.notify(S.worker_failed(name, msg), severity="error", timeout=12)
         if worker.group == "sleep":
             self.sleep_running = False
             self.sleep_progress = None
 
     # ------------------------------------------------------------------ command palette
     def get_system_commands(self, screen: Screen) -> Iterable[SystemCommand]:
-        yield from super().get_system_commands(screen)
+        for cmd in super().get_system_commands(screen):
+            if cmd.title != "Keys":  # Textual's keys panel does not close with Esc: ours does
+                yield cmd
+        yield SystemCommand(S.KEYS, S.KEYS_HELP, self.action_help)
         for mode, title, key in self.nav_items():
             yield SystemCommand(
-                f"Go to {title}",
-                f"Switch to the {title.lower()} screen ({key})",
-                partial(self.action_go, mode),
+                S.go_to(title), S.go_to_help(title, key), partial(self.action_go, mode)
             )
-        yield SystemCommand(
-            "Sleep now", "Consolidate the memory now (SPEC §7)", self.action_sleep_now
-        )
-        yield SystemCommand(
-            "Dry run now",
-            "Plan a night and journal it without applying",
-            partial(self.action_sleep_now, True),
-        )
-        yield SystemCommand("Wake Eva", "Stop sleeping; queued messages are sent", self.action_wake)
+        yield SystemCommand(S.SLEEP_NOW, S.SLEEP_NOW_HELP, self.action_sleep_now)
+        yield SystemCommand(S.DRY_RUN_NOW, S.DRY_RUN_HELP, partial(self.action_sleep_now, True))
+        yield SystemCommand(S.WAKE, S.WAKE_HELP, self.action_wake)
         target = screen
         if not isinstance(target, EvaScreen):  # a modal: offer the screen under it
             stack = self.screen_stack
@@ -476,6 +492,14 @@ class EvaApp(App):
         if isinstance(target, EvaScreen):
             for cmd in target.commands():
                 yield SystemCommand(cmd.title, cmd.help, cmd.callback)
+
+    # ------------------------------------------------------------------ help
+    def action_help(self) -> None:
+        """`?`: the keys of the current screen (or dialog) and the keys that work everywhere."""
+        if isinstance(self.screen, HelpScreen):
+            self.screen.dismiss()
+            return
+        self.push_screen(HelpScreen.for_screen(self, self.screen))
 
     def exit(self, result: Any = None, return_code: int = 0, message: Any = None) -> None:
         """Quitting stops what runs in the background first: the answer being generated (or

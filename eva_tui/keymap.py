@@ -15,13 +15,13 @@ NAV_IDS = ("app.chat", "app.memories", "app.archive", "app.journal", "app.previe
            "app.settings")
 
 BINDING_IDS: frozenset[str] = frozenset({
-    *NAV_IDS, "app.wake", "app.dry_run", "app.sleep",
+    *NAV_IDS, "app.wake", "app.dry_run", "app.sleep", "app.help", "help.close",
     "chat.stop", "chat.regenerate", "chat.copy", "chat.open_note",
     "memories.search", "memories.edit", "memories.private", "memories.pin", "memories.forget",
     "memories.copy", "memories.open",
     "record.edit", "record.private", "record.pin", "record.forget", "record.copy",
     "record.close",
-    "edit.save", "edit.cancel", "forget.cancel",
+    "edit.save", "edit.cancel", "forget.cancel", "confirm.yes", "confirm.no",
     "archive.restore", "archive.open", "archive.copy",
     "journal.sleep", "journal.dry_run", "journal.wake", "journal.copy",
     "preview.query", "preview.copy_trusted", "preview.copy_public",

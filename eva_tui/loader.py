@@ -55,6 +55,16 @@ def _embedders() -> ModuleType:
     return embedders
 
 
+def packaged_chat_models() -> list[str]:
+    """The packaged chat models' names — the list a bad model path's error names too (the
+    settings help shows the same, issue 16); empty when ``models`` cannot be imported."""
+    try:
+        packaged = _packaged()
+    except ModelUnavailable:
+        return []
+    return [n for n, m in packaged.REGISTRY.items() if not isinstance(m, packaged.FastembedDir)]
+
+
 class ModelLoader:
     """Resolves model specs (packaged names or local paths) and loads them."""
 

@@ -1,6 +1,8 @@
 """Command palette providers. Every action is a ``SystemCommand`` (``EvaApp.get_system_commands``
 plus each screen's ``commands()``); this provider adds the records themselves: type a few words
-in the palette and open a memory. Reads through ``Memory.list`` (reinforces nothing)."""
+in the palette and open a memory. The search is the memories screen's
+(:func:`eva_tui.search.search_records`: by meaning, then by words in any letter case; it
+reinforces nothing)."""
 
 from __future__ import annotations
 
@@ -10,7 +12,8 @@ from functools import partial
 from textual.command import Hit, Hits, Provider
 
 from core.memory import Memory
-from core.privacy import OWNER_TRUSTED
+from eva_tui import strings as S
+from eva_tui.search import search_records
 from eva_tui.widgets.actions import RecordActions
 from eva_tui.widgets.base import eva_app
 from eva_tui.widgets.fmt import clip
@@ -35,12 +38,10 @@ class MemoryProvider(Provider):
         words = query.strip()
         if memory is None or target is None or len(words) < 2:
             return
-        records = await asyncio.to_thread(
-            memory.list, OWNER_TRUSTED, contains=words, limit=self.LIMIT
-        )
+        records = await asyncio.to_thread(search_records, memory, words, self.LIMIT)
         matcher = self.matcher(words)
         for r in records:
-            title = f"Memory #{r.id}: {clip(r.content, 70)}"
+            title = S.palette_memory(r.id, clip(r.content, 70))
             score = matcher.match(title) or 0.5
             yield Hit(
                 score,

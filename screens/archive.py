@@ -12,17 +12,13 @@ from textual.widgets import DataTable
 
 from core.privacy import OWNER_TRUSTED
 from core.records import ArchivedRecord
+from eva_tui import strings as S
 from eva_tui.widgets import NavBar, PaletteCommand, ago, clip, in_time
 from eva_tui.widgets.tables import RecordTableScreen
 
-COLUMNS = (
-    ("id", "id"),
-    ("kind", "kind"),
-    ("by", "by"),
-    ("why", "why"),
-    ("forgotten", "when"),
-    ("purge", "purge"),
-    ("content", "content"),
+COLUMNS = tuple(
+    (S.COLUMNS[key], key)
+    for key in ("id", "kind", "private", "by", "why", "when", "purge", "content")
 )
 
 
@@ -57,11 +53,12 @@ class ArchiveScreen(RecordTableScreen):
     def on_archive_loaded(self, event: ArchiveLoaded) -> None:
         now = self.services.clock.now()
         self.items = {a.record.id: a for a in event.items}
-        width = max(16, self.size.width - 70)
+        width = max(16, self.size.width - 79)
         self.fill_table(
             (
                 str(a.record.id),
                 a.record.kind.value,
+                S.YES if a.record.private else "",  # privacy you can see (issue 16)
                 a.archived_by,
                 clip(a.why, 24),
                 ago(a.archived_at, now),
@@ -72,20 +69,10 @@ class ArchiveScreen(RecordTableScreen):
         )
         n = len(event.items)
         ttl = self.services.memory.config.archive_ttl_days if self.services.memory else 30
-        info = (
-            (
-                f"{n} forgotten record{'s' if n != 1 else ''}; each stays restorable "
-                f"{ttl:g} days, then sleep purges it."
-            )
-            if n
-            else (
-                f"The archive is empty. Forgotten memories wait here, restorable, for {ttl:g} days."
-            )
-        )
-        self.set_info(info)
+        self.set_info(S.archive_info(n, ttl))
 
     def _selected(self) -> ArchivedRecord | None:
-        return self.selected_item(self.items, "Select a forgotten memory first.")
+        return self.selected_item(self.items, S.SELECT_FORGOTTEN)
 
     def on_data_table_row_selected(self, event: DataTable.RowSelected) -> None:
         event.stop()
@@ -107,15 +94,10 @@ class ArchiveScreen(RecordTableScreen):
             )
 
     def commands(self) -> list[PaletteCommand]:
+        c = S.CMD_ARCHIVE
         return [
-            PaletteCommand(
-                "Archive: restore selected",
-                "Bring it back with its id and history (r)",
-                self.action_restore,
-            ),
-            PaletteCommand(
-                "Archive: open selected", "Who forgot it, why and when (o)", self.action_open
-            ),
-            PaletteCommand("Archive: copy selected", "Copy its content (c)", self.action_copy),
-            PaletteCommand("Archive: reload", "Read the archive again", self.reload),
+            PaletteCommand(*c["restore"], self.action_restore),
+            PaletteCommand(*c["open"], self.action_open),
+            PaletteCommand(*c["copy"], self.action_copy),
+            PaletteCommand(*c["reload"], self.reload),
         ]

@@ -7,14 +7,14 @@ from __future__ import annotations
 import threading
 from collections import deque
 
-from textual import work
+from textual import events, work
 from textual.app import ComposeResult
 from textual.binding import Binding
-from textual.containers import VerticalScroll
+from textual.containers import Horizontal, VerticalScroll
 from textual.message import Message
 from textual.timer import Timer
 from textual.widget import Widget
-from textual.widgets import Button, Footer, Input
+from textual.widgets import Button, Footer, Input, Label, Markdown
 
 from core.conversation import (
     MemoryUsed,
@@ -29,6 +29,8 @@ from core.conversation import (
 )
 from core.conversation import Notice as NoticeEvent
 from core.privacy import OWNER_TRUSTED
+from eva_tui import strings as S
+from eva_tui.config import default_config_path
 from eva_tui.messages import TurnFinished, TurnStarted
 from eva_tui.widgets import (
     EvaInput,
@@ -44,13 +46,7 @@ from eva_tui.widgets import (
 from eva_tui.widgets.actions import RecordActions
 from eva_tui.widgets.chat import WRITE_TOOLS
 
-GREETING = """\
-**Hello, I'm Eva.** I live here in your terminal, and I remember what matters: I decide what is \
-worth keeping, recall it when it is relevant, keep your private things private, and once a day \
-I sleep to tidy my memory.
-
-Everything stays on this machine. Press **F2** to see what I remember, **Ctrl+P** for every \
-command."""
+GREETING = S.GREETING
 
 
 NO_ANSWER = "*(no answer)*"
@@ -67,9 +63,24 @@ class TurnEnded(Message):
 
 
 class HistoryLoaded(Message):
-    def __init__(self, messages: list[StoredMessage]) -> None:
+    def __init__(self, messages: list[StoredMessage], empty_store: bool = False) -> None:
         super().__init__()
         self.messages = messages
+        self.empty_store = empty_store
+
+
+class WelcomeActions(Horizontal):
+    """The first run's buttons (issue 16): one per ``EvaApp.welcome_actions`` entry — the hook
+    where "initialize from a description" plugs in. Nothing is shown without an entry."""
+
+    def __init__(self, actions: list) -> None:
+        super().__init__(id="welcome-actions")
+        self.actions = actions
+
+    def compose(self) -> ComposeResult:
+        yield Label(S.WELCOME_ACTIONS_LABEL, classes="dim")
+        for i, (label, _callback) in enumerate(self.actions):
+            yield Button(label, id=f"welcome-{i}", variant="primary")
 
 
 class ChatScreen(RecordActions):
@@ -95,12 +106,13 @@ class ChatScreen(RecordActions):
         self._pending: list[str] = []  # tokens not yet written to the Markdown stream
         self._flush_timer: Timer | None = None
         self._tail: Widget | None = None  # the last widget of the running turn in the log
+        self._greeted = False  # the greeting (or the first run's welcome) is in the log
 
     def compose(self) -> ComposeResult:
         yield NavBar("chat")
         yield VerticalScroll(id="log")
         yield SleepBanner()
-        yield EvaInput(placeholder="Message Eva…  (Enter sends, Esc stops)", id="prompt")
+        yield EvaInput(placeholder=S.PROMPT_PLACEHOLDER, id="prompt")
         yield StatusBar()
         yield Footer()
 
@@ -119,11 +131,35 @@ class ChatScreen(RecordActions):
         self.prompt.focus()
 
     # ------------------------------------------------------------------ services
+    @property
+    def chat_off(self) -> bool:
+        """No chat model and none on its way (missing, failed or not configured)."""
+        s = self.services
+        return not s.chat_ready and s.model.state not in ("pending", "loading")
+
+    def _greeting(self, empty_store: bool) -> list[Widget]:
+        """The greeting, or on an empty store the first run's welcome (issue 16)."""
+        if self._greeted:
+            return []
+        self._greeted = True
+        if not empty_store:
+            return [TurnView(GREETING)]
+        out: list[Widget] = [TurnView(S.welcome(self.services.data_dir))]
+        actions = list(getattr(self.app, "welcome_actions", []))
+        if actions:
+            out.append(WelcomeActions(actions))
+        return out
+
+    def _store_empty(self) -> bool:
+        memory = self.services.memory
+        return memory is not None and memory.count() == 0
+
     def _services_changed(self, _version: int = 0) -> None:
         s = self.services
+        self.refresh_bindings()  # Stop and Regenerate show only when they can run
         if s.chat_ready:
             self.prompt.disabled = False
-            self.prompt.placeholder = "Message Eva…  (Enter sends, Esc stops)"
+            self.prompt.placeholder = S.PROMPT_PLACEHOLDER
             if self._chat_note is not None:
                 self._chat_note.remove()
                 self._chat_note = None
@@ -135,21 +171,28 @@ class ChatScreen(RecordActions):
             return
         state = s.model.state
         if state in ("pending", "loading"):
-            self.prompt.placeholder = (
-                f"Loading {s.model.name}…  type now, your message is sent when the model is ready"
-            )
+            self.prompt.placeholder = S.prompt_loading(str(s.model.name))
         else:
-            self.prompt.disabled = True
-            self.prompt.placeholder = "Chat is off until a chat model is available"
-            if self._chat_note is None:
-                self._chat_note = Notice(f"Chat is off: {s.model.detail}", error=True)
-                self.log_view.mount(self._chat_note)
+            # chat is off: say why and how to fix it; typing still works and nothing typed is
+            # lost (issue 16)
+            self.prompt.placeholder = S.PROMPT_OFF_PLACEHOLDER
+            if self._chat_note is None and (s.memory is not None or self.app.memory_error):
+                self._chat_note = Markdown(
+                    S.chat_off(s.model.detail or "no chat model", self._config_path()),
+                    classes="chat-off",
+                )
+                self.log_view.mount_all([*self._greeting(self._store_empty()), self._chat_note])
+
+    def _config_path(self):
+        return self.services.config.path or default_config_path()
 
     @work(thread=True, exit_on_error=False, name="loading the conversation", group="history")
     def _load_history(self) -> None:
         conv = self.services.conversation
         if conv is not None:
-            self.post_message(HistoryLoaded(conv.history(limit=100)))
+            messages = conv.history(limit=100)
+            empty = not messages and self._store_empty()
+            self.post_message(HistoryLoaded(messages, empty))
 
     async def on_history_loaded(self, event: HistoryLoaded) -> None:
         pairs = [
@@ -161,7 +204,7 @@ class ChatScreen(RecordActions):
             )
             for m in event.messages
         ]
-        widgets = [w for _, w in pairs] or [TurnView(GREETING)]
+        widgets = [w for _, w in pairs] or self._greeting(event.empty_store)
         # the greeting and old answers go first; messages typed while loading stay below
         first = self.log_view.children[0] if self.log_view.children else None
         await self.log_view.mount_all(widgets, before=first)
@@ -171,7 +214,7 @@ class ChatScreen(RecordActions):
                     data = {k: v for k, v in op.items() if k not in ("tool", "ok")}
                     w.add_note(op.get("tool", ""), bool(op.get("ok")), data)
                 if m.status == "stopped":
-                    w.body.border_subtitle = "stopped"
+                    w.body.border_subtitle = S.STOPPED
         self.log_view.scroll_end(animate=False)
         self._pump()
 
@@ -185,6 +228,10 @@ class ChatScreen(RecordActions):
     def send(self, text: str) -> None:
         text = text.strip()
         if not text:
+            return
+        if self.chat_off:  # keep what was typed, say why it cannot go
+            self.notify(S.chat_off_kept(self.services.model.detail or "no chat model"),
+                        severity="warning", timeout=8)
             return
         self.prompt.value = ""
         self.app.touch()
@@ -310,7 +357,7 @@ class ChatScreen(RecordActions):
                 await self.current.finish("error")
             if self.current_user is not None:
                 if self.waiting_for_wake:
-                    self.current_user.border_subtitle = "not sent"
+                    self.current_user.border_subtitle = S.NOT_SENT
                 else:
                     self.current_user.mark_sent()
             self.waiting_for_wake = False
@@ -320,7 +367,7 @@ class ChatScreen(RecordActions):
     def _subtitle(self, stopped: bool) -> str:
         parts = []
         if stopped:
-            parts.append("stopped")
+            parts.append(S.STOPPED)
         sec = self.section
         if sec is not None and sec.recalled_ids:
             parts.append("recalled " + " ".join(f"#{i}" for i in sec.recalled_ids))
@@ -357,22 +404,42 @@ class ChatScreen(RecordActions):
         if event.button.id == "wake":
             event.stop()
             self.app.action_wake()
+        elif (event.button.id or "").startswith("welcome-"):
+            event.stop()
+            actions = list(getattr(self.app, "welcome_actions", []))
+            i = int((event.button.id or "").removeprefix("welcome-"))
+            if i < len(actions):
+                actions[i][1]()
 
     # ------------------------------------------------------------------ actions
+    def check_action(self, action: str, parameters: tuple[object, ...]) -> bool | None:
+        """Stop and Regenerate cannot run while chat is off: the footer does not offer them."""
+        return not (action in ("stop", "regenerate") and self.chat_off)
+
+    def on_key(self, event: events.Key) -> None:
+        """A hidden action's key still answers (chat is off): say why instead of nothing."""
+        if not self.chat_off:
+            return
+        keys = self.services.config.keymap.get("chat.regenerate", "ctrl+r").split(",")
+        if event.key in keys:
+            event.stop()
+            self.notify(
+                S.chat_off_kept(self.services.model.detail or "no chat model"), severity="warning"
+            )
     def action_stop(self) -> None:
         if self.cancel is not None:
             self.cancel.set()
 
     async def action_regenerate(self) -> None:
         if self.busy:
-            self.notify("Eva is still answering; Esc stops her first.")
+            self.notify(S.STILL_ANSWERING)
             return
         if not self.services.chat_ready:
             return
         views = list(self.log_view.query(TurnView))
         last = views[-1] if views else None
         if last is None or last.turn_id is None:
-            self.notify("There is nothing to regenerate yet.")
+            self.notify(S.NOTHING_TO_REGENERATE)
             return
         # the answer and what follows it (notices) go; its memory writes are rolled back
         after = False
@@ -386,23 +453,19 @@ class ChatScreen(RecordActions):
     def action_copy_last(self) -> None:
         views = [v for v in self.log_view.query(TurnView) if v.turn_id]
         if not views:
-            self.notify("There is no answer to copy yet.")
+            self.notify(S.NO_ANSWER_TO_COPY)
             return
-        self.app.copy_text(views[-1].text, "the answer")
+        self.app.copy_text(views[-1].text, S.THE_ANSWER)
 
     def on_memory_note_open(self, event: MemoryNote.Open) -> None:
         event.stop()
         self.open_record(event.record_id, event.archived)
 
     def commands(self) -> list[PaletteCommand]:
-        return [
-            PaletteCommand("Stop the answer", "Esc: stop Eva mid-answer", self.action_stop),
-            PaletteCommand(
-                "Regenerate",
-                "Answer the last message again (rolls back its memory writes)",
-                self.action_regenerate,
-            ),
-            PaletteCommand(
-                "Copy the last answer", "To the clipboard (OSC 52)", self.action_copy_last
-            ),
-        ]
+        cmds = [PaletteCommand(*S.CMD_COPY_ANSWER, self.action_copy_last)]
+        if not self.chat_off:
+            cmds[:0] = [
+                PaletteCommand(*S.CMD_STOP, self.action_stop),
+                PaletteCommand(*S.CMD_REGENERATE, self.action_regenerate),
+            ]
+        return cmds

@@ -13,19 +13,16 @@ from textual.containers import Horizontal, VerticalScroll
 from textual.message import Message
 from textual.widgets import Button, DataTable, Footer, ProgressBar, Static
 
+from eva_tui import strings as S
 from eva_tui.widgets import EvaScreen, NavBar, PaletteCommand, StatusBar, ago
 from eva_tui.widgets.tables import keep_cursor, selected_id
 
 if TYPE_CHECKING:
     from eva_tui.services import SleeperLike
 
-COLUMNS = (
-    ("#", "id"),
-    ("started", "started"),
-    ("status", "status"),
-    ("mode", "mode"),
-    ("applied", "applied"),
-    ("refused", "refused"),
+COLUMNS = tuple(
+    (S.JOURNAL_COLUMNS[key], key)
+    for key in ("id", "started", "status", "mode", "applied", "refused")
 )
 
 
@@ -39,38 +36,32 @@ def _ids(ids: Any) -> str:
     return " ".join(f"#{i}" for i in (ids or []))
 
 
+def run_mode(run: Any) -> str:
+    """The one word for a night's mode, in the table and in the detail (issue 16)."""
+    return S.MODE_DRY if run.dry_run else S.MODE_REAL
+
+
 def run_text(run: Any, now: float) -> Text:
     """A night, phase by phase, every op with its why (and the refusal's reason)."""
     t = Text()
-    mode = "dry run" if run.dry_run else "applied"
-    t.append(f"Night #{run.id}", style="bold")
+    mode = run_mode(run)
+    t.append(S.night_title(run.id), style="bold")
     t.append(f" · {run.status} · {mode} · {run.reason}")
     if run.model:
         t.append(f" · {run.model}")
     t.append("\n")
-    took = (
-        f" · took {run.finished_at - run.started_at:.0f}s"
-        if run.finished_at is not None
-        else " · running"
-    )
+    took = None if run.finished_at is None else run.finished_at - run.started_at
     calls = sum(p.calls for p in run.phases)
-    t.append(
-        f"started {ago(run.started_at, now)}{took} · {calls} model call"
-        f"{'s' if calls != 1 else ''}\n",
-        style="dim",
-    )
+    t.append(S.night_timing(ago(run.started_at, now), took, calls) + "\n", style="dim")
     if run.summary:
         t.append(f"{run.summary}\n")
     if run.notable:
-        t.append("notable night\n", style="bold yellow")
+        t.append(S.NOTABLE_NIGHT + "\n", style="bold yellow")
     if not run.phases:
-        t.append("\nNo phases ran.\n", style="dim")
+        t.append(f"\n{S.NO_PHASES}\n", style="dim")
     for p in run.phases:
         t.append(f"\n{p.stage} / {p.name}", style="bold")
-        t.append(
-            f" — {p.status} · {p.seconds:.1f}s · {p.calls} call{'s' if p.calls != 1 else ''}\n",
-            style="dim",
-        )
+        t.append(S.phase_timing(p.status, p.seconds, p.calls) + "\n", style="dim")
         if p.note:
             t.append(f"  {p.note}\n", style="italic")
         for o in p.ops:
@@ -85,14 +76,16 @@ def run_text(run: Any, now: float) -> Text:
             if o.why:
                 t.append(f" — {o.why}")
             if o.refused_reason:
-                t.append(f"  (refused: {o.refused_reason})", style="red")
+                t.append(f"  ({S.refused(o.refused_reason)})", style="red")
             t.append("\n")
         if not p.ops and p.status not in ("skipped",):
-            t.append("  no changes\n", style="dim")
+            t.append(f"  {S.NO_CHANGES}\n", style="dim")
     return t
 
 
 class JournalScreen(EvaScreen):
+    # below 100 columns the nights stack above the detail (issue 16: usable at 80×24)
+    HORIZONTAL_BREAKPOINTS = [(0, "-narrow"), (100, "-wide")]
     BINDINGS = [
         Binding("s", "app.sleep_now", "Sleep now", id="journal.sleep"),
         Binding("d", "app.sleep_now(True)", "Dry run now", id="journal.dry_run"),
@@ -104,6 +97,7 @@ class JournalScreen(EvaScreen):
         super().__init__()
         self.runs: dict[int, Any] = {}
         self._marked: set[int] = set()
+        self._newest: int | None = None  # the newest night shown (a newer one is followed)
 
     def compose(self) -> ComposeResult:
         yield NavBar("journal")
@@ -142,9 +136,8 @@ class JournalScreen(EvaScreen):
         sl = self.services.sleeper
         if sl is None:
             self.query_one("#run-text", Static).update(
-                "Sleep is not available yet."
-                if self.services.memory is None
-                else "Sleep is not available in this build."
+                self.app.memory_problem()
+                or (S.MEMORY_OPENING if self.services.memory is None else S.SLEEP_NOT_IN_BUILD)
             )
             return
         self._load_runs(sl)
@@ -157,6 +150,10 @@ class JournalScreen(EvaScreen):
     def on_runs_loaded(self, event: RunsLoaded) -> None:
         table = self.table
         keep = selected_id(table)
+        newest = max((r.id for r in event.runs), default=None)
+        if newest is not None and self._newest is not None and newest > self._newest:
+            keep = newest  # a night just ran (sleep now, dry run, the schedule): show it
+        self._newest = newest
         table.clear()
         now = self.services.clock.now()
         self.runs = {r.id: r for r in event.runs}
@@ -169,17 +166,14 @@ class JournalScreen(EvaScreen):
                 str(r.id),
                 ago(r.started_at, now),
                 status,
-                "dry run" if r.dry_run else "real",
+                run_mode(r),
                 str(applied),
                 str(refused),
                 key=str(r.id),
             )
         keep_cursor(table, keep)
         if not event.runs:
-            self.query_one("#run-text", Static).update(
-                "No nights yet. Eva sleeps once a day when the conversation is quiet; "
-                "press s to sleep now or d for a dry run (plans only, nothing applied)."
-            )
+            self.query_one("#run-text", Static).update(S.NO_NIGHTS)
         else:
             self._show(selected_id(table))
 
@@ -212,7 +206,7 @@ class JournalScreen(EvaScreen):
         row.display = running
         self.query_one("#sleep-now", Button).disabled = running
         self.query_one("#dry-run", Button).disabled = running
-        self.query_one("#sleep-state", Static).update("Eva is sleeping…" if running else "")
+        self.query_one("#sleep-state", Static).update(S.EVA_SLEEPING if running else "")
         if not running:
             self.reload()
 
@@ -239,7 +233,7 @@ class JournalScreen(EvaScreen):
     def action_copy(self) -> None:
         run = self.runs.get(selected_id(self.table) or -1)
         if run is None:
-            self.notify("Select a night first.")
+            self.notify(S.SELECT_NIGHT)
             return
         self.app.copy_text(
             run_text(run, self.services.clock.now()).plain,
@@ -247,11 +241,8 @@ class JournalScreen(EvaScreen):
         )
 
     def commands(self) -> list[PaletteCommand]:
+        c = S.CMD_JOURNAL
         return [
-            PaletteCommand(
-                "Journal: copy the selected night",
-                "Its phases and ops as text (c)",
-                self.action_copy,
-            ),
-            PaletteCommand("Journal: reload", "Read the journal again", self.reload),
+            PaletteCommand(*c["copy"], self.action_copy),
+            PaletteCommand(*c["reload"], self.reload),
         ]

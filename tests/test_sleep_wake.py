@@ -298,3 +298,21 @@ def test_wake_stops_a_model_call_that_can_be_cancelled(mem, clock):
     assert out["run"].status == "woken"
     assert finished.wait(30)  # the abandoned call ends on its own thread, told to stop
     assert seen["stopped"] is True
+
+
+def test_a_dry_run_is_not_the_days_night_unless_eva_runs_in_dry_run_mode(mem, clock):
+    """Issue 16 (sleep journal): "A dry run counts as the day's night: it moved 'sleep due' to
+    'sleep in 23h'. It should not, unless the owner runs in dry-run mode." """
+    load(mem, CORPUS)
+    s = sleeper(mem, PlannerLLM(), clock, every=DAY, idle_for=600)
+    s.run(dry_run=True, reason="manual")
+    assert s.next_due_at() is None and s.due()  # still never slept for real
+    real = s.run(reason="manual")
+    clock.advance(3600)
+    s.run(dry_run=True, reason="manual")
+    assert s.next_due_at() == real.started_at + DAY and not s.due()  # the real night counts
+
+    dry = sleeper(mem, PlannerLLM(), clock, every=DAY, idle_for=600, dry_run=True)
+    clock.advance(3600)
+    night = dry.run(reason="schedule")  # in dry-run mode a dry run is the day's night
+    assert night.dry_run and dry.next_due_at() == night.started_at + DAY

@@ -162,11 +162,13 @@ class Journal:
         with self._storage.transaction() as conn:
             yield conn
 
-    def last_night(self) -> sqlite3.Row | None:
-        """The latest run that counts for the schedule (done, skipped or failed)."""
+    def last_night(self, dry_runs: bool = True) -> sqlite3.Row | None:
+        """The latest run that counts for the schedule (done, skipped or failed); with
+        ``dry_runs`` False, a dry run does not count."""
         rows = self._storage.query(
             "SELECT status, started_at, finished_at FROM sleep_runs "
-            "WHERE status IN ('done', 'skipped', 'failed') ORDER BY id DESC LIMIT 1")
+            "WHERE status IN ('done', 'skipped', 'failed')"
+            + ("" if dry_runs else " AND dry_run = 0") + " ORDER BY id DESC LIMIT 1")
         return rows[0] if rows else None
 
     def runs(self, limit: int = 30, *, notable_unseen: bool = False,

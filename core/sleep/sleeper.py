@@ -168,8 +168,10 @@ class Sleeper:
     # ------------------------------------------------------------------ schedule
     def next_due_at(self) -> float | None:
         """When the next night is due; None when Eva has never slept (due now). A woken run
-        does not count; a failed one is retried after ``retry_after``."""
-        row = self._journal.last_night()
+        does not count; a failed one is retried after ``retry_after``. A dry run the owner asked
+        for does not count either, unless Eva runs in dry-run mode (``sleep.dry_run``): then
+        dry runs are her nights (issue 16)."""
+        row = self._journal.last_night(dry_runs=self.config.dry_run)
         if row is None:
             return None
         if row["status"] == "failed":

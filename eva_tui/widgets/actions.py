@@ -6,7 +6,6 @@ worker-failure handler."""
 from __future__ import annotations
 
 from collections.abc import Callable
-from functools import partial
 from typing import Any
 
 from textual import work
@@ -17,16 +16,24 @@ from core.errors import NotFound
 from core.memory import Memory
 from core.privacy import OWNER_TRUSTED
 from core.records import Actor, Record
+from eva_tui import strings as S
 from eva_tui.widgets.base import EvaScreen
-from eva_tui.widgets.modals import ConfirmForget, EditRecord, RecordView
+from eva_tui.widgets.modals import Confirm, ConfirmForget, EditRecord, RecordView
+
+Shown = Callable[[Record], None]  # told the record's new state after a write
 
 
 class RecordWritten(Message):
-    """A record write succeeded; ``message`` tells the owner what changed."""
+    """A record write succeeded; ``message`` tells the owner what changed; ``then`` (if any)
+    gets the record as it is now."""
 
-    def __init__(self, message: str | None) -> None:
+    def __init__(
+        self, message: str | None, record: Record | None = None, then: Shown | None = None
+    ) -> None:
         super().__init__()
         self.message = message
+        self.record = record
+        self.then = then
 
 
 class RecordFetched(Message):
@@ -44,17 +51,31 @@ class RecordActions(EvaScreen):
 
     # ------------------------------------------------------------------ plumbing
     @work(thread=True, exit_on_error=False, group="record")
-    def _write(self, name: str, fn: Callable[[], object], message: str | None) -> None:
-        """Run one store call; a refusal fails the worker, named ``name`` in the notice."""
+    def _write(
+        self,
+        name: str,
+        fn: Callable[[], object],
+        message: str | None,
+        record_id: int | None = None,
+        then: Shown | None = None,
+    ) -> None:
+        """Run one store call; a refusal fails the worker, named ``name`` in the notice. With
+        ``then``, the record is read again and handed to it."""
         get_current_worker().name = name
         fn()
-        self.post_message(RecordWritten(message))
+        record = None
+        memory = self.services.memory
+        if then is not None and record_id is not None and memory is not None:
+            record = memory.get(record_id, OWNER_TRUSTED)
+        self.post_message(RecordWritten(message, record, then))
 
     def on_record_written(self, event: RecordWritten) -> None:
         """After a write: refresh every screen, tell the owner."""
         self.app.memory_changed()
         if event.message:
             self.notify(event.message, timeout=4)
+        if event.then is not None and event.record is not None:
+            event.then(event.record)
 
     # ------------------------------------------------------------------ open
     def open_record(self, record_id: int, archived: bool = False) -> None:
@@ -80,10 +101,7 @@ class RecordActions(EvaScreen):
 
     def on_record_fetched(self, event: RecordFetched) -> None:
         if event.record is None:
-            self.notify(
-                f"Memory #{event.record_id} no longer exists "
-                "(a regenerated turn or a purge removed it)."
-            )
+            self.notify(S.memory_gone(event.record_id))
         else:
             self._show_record(event.record, event.archived)
 
@@ -95,7 +113,15 @@ class RecordActions(EvaScreen):
 
     def _show_record(self, rec: Record, archived=None) -> None:
         now = self.services.clock.now()
-        self.app.push_screen(RecordView(rec, now, archived), partial(self._picked, rec))
+        view = RecordView(rec, now, archived, act=self._act_in_view)
+        # the view's record is the one to act on: a toggle in the view changed it
+        self.app.push_screen(view, lambda action: self._picked(view.record, action))
+
+    def _act_in_view(self, what: str, rec: Record, shown: Shown) -> None:
+        if what == "private":
+            self.toggle_private(rec, shown)
+        elif what == "pin":
+            self.toggle_pin(rec, shown)
 
     def _picked(self, rec: Record, action: str | None) -> None:
         if action == "edit":
@@ -123,23 +149,45 @@ class RecordActions(EvaScreen):
             self._write(
                 f"editing memory #{rec.id}",
                 lambda: memory.update(rec.id, OWNER_TRUSTED, actor=Actor.OWNER, **changes),
-                f"Memory #{rec.id} updated.",
+                S.memory_updated(rec.id),
             )
 
         self.app.push_screen(EditRecord(rec, memory.config.max_chars), edited)
 
-    def toggle_private(self, rec: Record) -> None:
+    def toggle_private(self, rec: Record, then: Shown | None = None) -> None:
+        """Mark private, or make public — which asks first (issue 16): a public memory can
+        reach other people's turns."""
         memory = self.services.memory
         if memory is None:
             return
         new = not rec.private
-        self._write(
-            f"marking memory #{rec.id} {'private' if new else 'not private'}",
-            lambda: memory.set_private(rec.id, new),
-            f"Memory #{rec.id} is {'private' if new else 'no longer private'}.",
+
+        def write(yes: bool | None = True) -> None:
+            if not yes:
+                return
+            self._write(
+                f"marking memory #{rec.id} {'private' if new else 'not private'}",
+                lambda: memory.set_private(rec.id, new),
+                S.memory_private(rec.id, new),
+                rec.id,
+                then,
+            )
+
+        if new:
+            write()
+            return
+        self.app.push_screen(
+            Confirm(
+                S.make_public_title(rec.id),
+                f"{S.MAKE_PUBLIC_TEXT}\n\n{rec.content}",
+                S.BTN_MAKE_PUBLIC,
+                S.BTN_KEEP_PRIVATE,
+                danger=True,
+            ),
+            write,
         )
 
-    def toggle_pin(self, rec: Record) -> None:
+    def toggle_pin(self, rec: Record, then: Shown | None = None) -> None:
         memory = self.services.memory
         if memory is None:
             return
@@ -147,7 +195,9 @@ class RecordActions(EvaScreen):
         self._write(
             f"{'pinning' if new else 'unpinning'} memory #{rec.id}",
             lambda: memory.pin(rec.id, new),
-            f"Memory #{rec.id} {'pinned' if new else 'unpinned'}.",
+            S.memory_pinned(rec.id, new),
+            rec.id,
+            then,
         )
 
     def forget_record(self, rec: Record) -> None:
@@ -161,7 +211,7 @@ class RecordActions(EvaScreen):
             self._write(
                 f"forgetting memory #{rec.id}",
                 lambda: memory.forget(rec.id, why, OWNER_TRUSTED, actor=Actor.OWNER),
-                f"Memory #{rec.id} moved to the archive.",
+                S.memory_forgotten(rec.id),
             )
 
         self.app.push_screen(ConfirmForget(rec, memory.config.archive_ttl_days), confirmed)
@@ -173,5 +223,5 @@ class RecordActions(EvaScreen):
         self._write(
             f"restoring memory #{record_id}",
             lambda: memory.restore(record_id, OWNER_TRUSTED),
-            f"Memory #{record_id} restored.",
+            S.memory_restored(record_id),
         )

@@ -12,8 +12,10 @@ from textual.message import Message
 from textual.widgets import Button, Markdown, Static
 from textual.widgets.markdown import MarkdownStream
 
+from eva_tui import strings as S
+
 WRITE_TOOLS = ("memory_save", "memory_update", "memory_forget")
-REMEMBERING = "remembering…"  # the answer's subtitle while the memory step runs (SPEC §3.1)
+REMEMBERING = S.REMEMBERING  # the answer's subtitle while the memory step runs (SPEC §3.1)
 
 
 def note_for(tool: str, ok: bool, data: dict[str, Any]) -> tuple[str, int | None, bool] | None:
@@ -49,7 +51,7 @@ class UserMessage(Static):
         )
         self.text = text
         if queued:
-            self.border_subtitle = "queued"
+            self.border_subtitle = S.QUEUED
 
     def mark_sent(self) -> None:
         self.remove_class("-queued")
@@ -58,11 +60,11 @@ class UserMessage(Static):
     def thinking(self) -> None:
         """Sent; no word of the answer yet (a long prompt takes a while on a CPU)."""
         self.remove_class("-queued")
-        self.border_subtitle = "Eva is thinking…"
+        self.border_subtitle = S.THINKING
 
     def waiting(self) -> None:
         self.add_class("-queued")
-        self.border_subtitle = "queued until Eva wakes"
+        self.border_subtitle = S.QUEUED_UNTIL_AWAKE
 
 
 class AssistantMessage(Markdown):
@@ -170,14 +172,11 @@ class SleepBanner(Horizontal):
         super().__init__(id="sleep-banner")
 
     def compose(self) -> ComposeResult:
-        yield Static("Eva is sleeping…", id="sleep-text", markup=False)
-        yield Button("Wake", id="wake", variant="warning")
+        yield Static(S.sleeping_banner(0), id="sleep-text", markup=False)
+        yield Button(S.BTN_WAKE, id="wake", variant="warning")
 
     def show(self, queued: int) -> None:
-        msg = "Eva is sleeping…"
-        if queued:
-            msg += f" {queued} message{'s' if queued != 1 else ''} will be sent when she wakes."
-        self.query_one("#sleep-text", Static).update(msg)
+        self.query_one("#sleep-text", Static).update(S.sleeping_banner(queued))
         self.add_class("-visible")
 
     def hide(self) -> None:

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import math
+
 from core.prompt_section import human_age
 
 
@@ -24,8 +26,13 @@ def in_time(ts: float | None, now: float) -> str:
     if ts <= now:
         return "now"
     left = ts - now
-    # a countdown reads better in days ("in 30d", not "in 1mo")
-    return f"in {int(left // 86_400)}d" if left >= 86_400 else f"in {age(left)}"
+    # a countdown reads better in days ("in 30d", not "in 1mo"), and rounded up: a record
+    # forgotten a second ago is purged "in 30d", as the archive says (issue 16), not "in 29d";
+    # a night that just ran with `every = 24h` is next "in 24h", not "in 23h"
+    if left > 86_400:
+        return f"in {math.ceil(left / 86_400)}d"
+    minutes = math.ceil(left / 60)
+    return f"in {minutes}m" if minutes < 60 else f"in {math.ceil(left / 3600)}h"
 
 
 def clip(text: str, width: int) -> str:

@@ -11,6 +11,7 @@ from textual.message import Message
 from textual.widgets import DataTable, Footer, Static
 from textual.worker import get_current_worker
 
+from eva_tui import strings as S
 from eva_tui.widgets.actions import RecordActions
 from eva_tui.widgets.nav import StatusBar
 
@@ -68,7 +69,12 @@ class RecordTableScreen(RecordActions):
         for label, key in self.COLUMNS:
             self.table.add_column(label, key=key)
         self.watch(self.app, "memory_version", self._memory_changed, init=True)
+        self.watch(self.app, "services_version", self._services_changed, init=False)
         self.table.focus()
+
+    def _services_changed(self, _version: int) -> None:
+        if self.services.memory is None:  # still opening, or failed: say which
+            self.reload()
 
     def on_screen_resume(self) -> None:
         if self._loaded_version != self.app.memory_version:
@@ -81,7 +87,7 @@ class RecordTableScreen(RecordActions):
     def reload(self) -> None:
         memory = self.services.memory
         if memory is None:
-            self.set_info("Opening the memory…")
+            self.set_info(self.app.memory_problem() or S.MEMORY_OPENING)
             return
         self._loaded_version = self.app.memory_version
         self._load(self.loader(memory))

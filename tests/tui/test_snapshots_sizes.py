@@ -1,0 +1,199 @@
+"""Issue 16: every screen and dialog at 80×24 (the smallest terminal Eva supports) and at
+120×40, through the app factory (scripted model, temporary store, fixed clock, no blink).
+Update with ``pytest tests/tui/test_snapshots_sizes.py --snapshot-update`` after checking the
+report."""
+
+from __future__ import annotations
+
+import pytest
+from textual.widgets import DataTable
+
+from core import OWNER_TRUSTED, ManualClock
+from core.records import Actor
+from tests.tui.conftest import NOW, SEED, send
+from tests.tui.fakes import FakeSleeper, night
+from tests.tui.test_snapshots import (
+    CHAT_PLANS,
+    CHAT_SCRIPT,
+    OWNER_CONFIG,
+    OWNER_DATA,
+    goto,
+    quiet,
+)
+
+SIZES = [pytest.param((80, 24), id="80x24"), pytest.param((120, 40), id="120x40")]
+
+
+def row(table_id: str, record_id: int, key: str):
+    async def steps(pilot) -> None:
+        table = pilot.app.screen.query_one(table_id, DataTable)
+        table.move_cursor(row=table.get_row_index(str(record_id)))
+        await pilot.press(key)
+
+    return steps
+
+
+def then(*steps):
+    async def run(pilot) -> None:
+        for step in steps:
+            await step(pilot)
+            await pilot.pause()
+            await pilot.app.workers.wait_for_complete()
+            await pilot.pause()
+
+    return run
+
+
+# ---------------------------------------------------------------------------- chat
+@pytest.mark.parametrize("size", SIZES)
+def test_chat_conversation(snap_compare, env_factory, size):
+    """Issue 16 item 5: answers, notes, the prompt, the status bar and the footer fit."""
+    env = env_factory(CHAT_SCRIPT, plans=CHAT_PLANS, seed=SEED)
+
+    async def talk(pilot) -> None:
+        await send(pilot, "My sister Anna lives in Kazan")
+        await send(pilot, "What do you know about me?")
+
+    assert snap_compare(env.app, terminal_size=size, run_before=quiet(talk))
+
+
+@pytest.mark.parametrize("size", SIZES)
+def test_chat_first_run_welcome(snap_compare, env_factory, size):
+    """Issue 16 (first run): an empty store gets what Eva is, how private works, where the data
+    lives; the hook's button shows under it."""
+    env = env_factory()
+    env.services.data_dir = OWNER_DATA  # the welcome names it: a fixed path in the picture
+    env.app.welcome_actions.append(("Tell Eva about yourself", lambda: None))
+    assert snap_compare(env.app, terminal_size=size, run_before=quiet())
+
+
+@pytest.mark.parametrize("size", SIZES)
+def test_chat_without_a_model(snap_compare, env_factory, size):
+    """Issue 16 item 7: why chat is off and how to fix it; the box takes text; no Stop or
+    Regenerate in the footer."""
+    env = env_factory(model=False, seed=SEED, config_path=OWNER_CONFIG)
+    assert snap_compare(env.app, terminal_size=size, run_before=quiet())
+
+
+@pytest.mark.parametrize("size", SIZES)
+def test_chat_asleep(snap_compare, env_factory, size):
+    """Issue 16 item 5: the sleeping banner and its Wake button keep their label."""
+    env = env_factory(
+        [["Good morning!"]], seed=SEED, sleeper=FakeSleeper(ManualClock(NOW), sleeping=True)
+    )
+    assert snap_compare(env.app, terminal_size=size, run_before=quiet())
+
+
+# ---------------------------------------------------------------------------- memories and dialogs
+@pytest.mark.parametrize("size", SIZES)
+def test_memories(snap_compare, env_factory, size):
+    env = env_factory(seed=SEED)
+    assert snap_compare(env.app, terminal_size=size, run_before=quiet(goto("f2")))
+
+
+@pytest.mark.parametrize("size", SIZES)
+def test_record_view(snap_compare, env_factory, size):
+    """Issue 16 items 5, 9: every field and every labelled button of a record fit."""
+    env = env_factory(seed=SEED)
+    assert snap_compare(
+        env.app, terminal_size=size, run_before=quiet(goto("f2", row("#records", 2, "o")))
+    )
+
+
+@pytest.mark.parametrize("size", SIZES)
+def test_record_view_after_pin(snap_compare, env_factory, size):
+    """Issue 16 item 9: after `p` the view stays open and shows "pinned yes" and Unpin."""
+    env = env_factory(seed=SEED)
+
+    async def pin(pilot) -> None:
+        await pilot.press("p")
+
+    assert snap_compare(
+        env.app,
+        terminal_size=size,
+        run_before=quiet(goto("f2", then(row("#records", 3, "o"), pin))),
+    )
+
+
+@pytest.mark.parametrize("size", SIZES)
+def test_confirm_make_public(snap_compare, env_factory, size):
+    """Issue 16 item 9: making a private memory public asks, showing the memory."""
+    env = env_factory(seed=SEED)
+    assert snap_compare(
+        env.app, terminal_size=size, run_before=quiet(goto("f2", row("#records", 2, "v")))
+    )
+
+
+@pytest.mark.parametrize("size", SIZES)
+def test_edit_dialog(snap_compare, env_factory, size):
+    """Issue 16 items 5, 8: the text, kind and importance, the counter, Save/Cancel with their
+    labels, and the dialog's own keys in the footer."""
+    env = env_factory(seed=SEED)
+    assert snap_compare(
+        env.app, terminal_size=size, run_before=quiet(goto("f2", row("#records", 3, "e")))
+    )
+
+
+@pytest.mark.parametrize("size", SIZES)
+def test_forget_dialog(snap_compare, env_factory, size):
+    env = env_factory(seed=SEED)
+    assert snap_compare(
+        env.app, terminal_size=size, run_before=quiet(goto("f2", row("#records", 3, "d")))
+    )
+
+
+@pytest.mark.parametrize("size", SIZES)
+def test_help_screen(snap_compare, env_factory, size):
+    """Issue 16 item 13: `?` on the memories screen."""
+    env = env_factory(seed=SEED)
+
+    async def help_(pilot) -> None:
+        await pilot.press("question_mark")
+
+    assert snap_compare(env.app, terminal_size=size, run_before=quiet(goto("f2", help_)))
+
+
+# ---------------------------------------------------------------------------- the other screens
+@pytest.mark.parametrize("size", SIZES)
+def test_archive(snap_compare, env_factory, size):
+    """Issue 16 item 14: the private column and the purge countdown."""
+    env = env_factory(seed=SEED)
+    env.memory.forget(2, "she moved", OWNER_TRUSTED, actor=Actor.OWNER)
+    env.clock.advance(3 * 86_400)
+    env.memory.forget(3, "Murka prefers tuna now", OWNER_TRUSTED)
+    assert snap_compare(env.app, terminal_size=size, run_before=quiet(goto("f3")))
+
+
+@pytest.mark.parametrize("size", SIZES)
+def test_journal(snap_compare, env_factory, size):
+    """Issue 16 item 11: one word for the mode in the table and the detail."""
+    sleeper = FakeSleeper(
+        ManualClock(NOW),
+        runs=[
+            night(2, NOW - 3600, dry_run=True, seen=True),
+            night(1, NOW - 86_400 - 3600, seen=True),
+        ],
+    )
+    env = env_factory(seed=SEED, sleeper=sleeper)
+    assert snap_compare(env.app, terminal_size=size, run_before=quiet(goto("f4")))
+
+
+@pytest.mark.parametrize("size", SIZES)
+def test_preview(snap_compare, env_factory, size):
+    """Issue 16 items 10, 14: the panes focused, the private line marked in the trusted one."""
+    env = env_factory(seed=SEED)
+
+    async def ask(pilot) -> None:
+        await pilot.press("slash")
+        pilot.app.screen.query_one("#query").value = "where does sister Anna live"
+        await pilot.press("enter")
+
+    assert snap_compare(env.app, terminal_size=size, run_before=quiet(goto("f5", ask)))
+
+
+@pytest.mark.parametrize("size", SIZES)
+def test_settings(snap_compare, env_factory, size):
+    from pathlib import Path
+
+    env = env_factory(seed=SEED, config_path=Path("/home/owner/.config/eva/config.toml"))
+    assert snap_compare(env.app, terminal_size=size, run_before=quiet(goto("f6")))
