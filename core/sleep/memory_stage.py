@@ -30,12 +30,14 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
+import numpy as np
+
 from core.config import MemoryConfig
 from core.prompt_section import CORE_HEADER
 from core.prompt_section import line as prompt_line
 from core.recall import half_life_of
 from core.records import GLOBAL_SCOPE, Kind, Record
-from core.sleep import clustering, journal, ops
+from core.sleep import candidates, clustering, decisions, journal, ops
 from core.sleep.apply import (
     TRANSIENT,
     Applied,
@@ -73,6 +75,7 @@ class ClusterState:
     corpus: dict[int, Record]
     result: Clustering
     unsettled: list[tuple[int, ...]]
+    vectors: tuple[Any, Any, float] | None = None  # (ids, unit rows, background b)
 
 
 def memory_stage(ctx: StageContext) -> str:
@@ -172,9 +175,10 @@ def cluster_phase(ctx: StageContext) -> ClusterState:
         ctx.progress("clustering", 0, 1, "building the similarity graph")
         corpus = ctx.read_corpus().records
         stems = {i: s for i, s in mem.stem_sets().items() if i in corpus}
+        vectors = mem.vector_rows()
         result = clustering.cluster(
             stems, jaccard=cfg.cluster_jaccard, cosine=cfg.cluster_cosine,
-            max_cluster=cfg.max_cluster, vectors=mem.vector_rows(),
+            max_cluster=cfg.max_cluster, vectors=vectors,
             groups={i: r.scope for i, r in corpus.items()}, max_neighbours=cfg.max_neighbours,
             check=ctx.check)
         unsettled = [c for c in result.clusters if not all(settled(corpus[i]) for i in c)]
@@ -187,7 +191,7 @@ def cluster_phase(ctx: StageContext) -> ClusterState:
                   "unsettled": [list(c) for c in unsettled[:200]]}]
         ctx.journal(PhaseLog(STAGE, "clustering", "planned" if ctx.dry_run else "applied",
                              elapsed(), 0, plans, [], note))
-        return ClusterState(corpus, result, unsettled)
+        return ClusterState(corpus, result, unsettled, vectors)
 
 
 # ---------------------------------------------------------------------------- 3. review
@@ -199,6 +203,9 @@ def _priority(c: tuple[int, ...], corpus: dict[int, Record]) -> tuple:
 
 
 def review(ctx: StageContext, state: ClusterState) -> None:
+    if ctx.config.review == "decide":
+        review_decide(ctx, state)
+        return
     mem = ctx.memory
     with ctx.phase("review") as elapsed:
         if not state.unsettled:
@@ -248,6 +255,104 @@ def review(ctx: StageContext, state: ClusterState) -> None:
                failed=not answered, after=mark)
 
 
+def similar_fn(ctx: StageContext, state: ClusterState) -> decisions.Similar | None:
+    """Whether a new text means what a record says, by their vectors (calibrated cosine at
+    least 0.8 × ``cluster_cosine``): how a merged text in one language is seen to keep a member
+    written in another. None without vectors (then only shared words count)."""
+    if state.vectors is None:
+        return None
+    ids, mat, background = state.vectors
+    row = {int(i): k for k, i in enumerate(ids)}
+    cache: dict[str, Any] = {}
+    limit = 0.8 * ctx.config.cluster_cosine
+
+    def similar(content: str, r: Record) -> bool:
+        k = row.get(r.id)
+        if k is None:
+            return False
+        if content not in cache:
+            m = ctx.memory.embed([content])
+            v = None if m is None else np.asarray(m[0], dtype=np.float32)
+            if v is not None:
+                n = float(np.linalg.norm(v))
+                v = v / n if n > 0 else None
+            cache[content] = v
+        v = cache[content]
+        if v is None:
+            return False
+        cos = float(mat[k] @ v)
+        return (cos - background) / (1.0 - background) >= limit
+
+    return similar
+
+
+def review_decide(ctx: StageContext, state: ClusterState) -> None:
+    """Phase 3 as small decisions (issue 17): each unsettled cluster's candidates
+    (:mod:`core.sleep.candidates`) are asked about one by one (:mod:`core.sleep.decisions`);
+    the answers become ops applied through the safeguards. A cluster whose questions were all
+    answered is marked settled."""
+    mem = ctx.memory
+    with ctx.phase("review") as elapsed:
+        if not state.unsettled:
+            ctx.journal(PhaseLog(STAGE, "review", "skipped", elapsed(), 0, [], [],
+                                 "every cluster is settled: no model call"))
+            return
+        if ctx.planner is None:
+            ctx.journal(PhaseLog(STAGE, "review", "skipped", elapsed(), 0, [], [],
+                                 "no planner model is available"))
+            return
+        now = mem.clock.now()
+        order = sorted(state.unsettled, key=lambda c: _priority(c, state.corpus))
+        similar = similar_fn(ctx, state)
+        tally = decisions.Tally()
+        c0 = ctx.calls
+        proposals: list[Proposal] = []
+        plans: list[dict[str, Any]] = []
+        versions: dict[int, tuple] = {}
+        answered: dict[int, tuple[int, ...]] = {}
+        waiting = 0
+        for unit, ids in enumerate(order):
+            cands = candidates.propose(ids, state.corpus, state.result.weights)
+            need = sum(1 for _ in cands) + 1
+            if ctx.calls_left < need:
+                waiting += 1
+                continue
+            ctx.progress("review", unit, len(order),
+                         f"{len(cands)} question(s) about a cluster of {len(ids)}")
+            vers = {i: ops.version_of(state.corpus[i]) for i in ids}
+            versions.update(vers)
+            got = decisions.decide_cluster(cands, state.corpus, now, ctx.decide, tally,
+                                           mem.config.max_chars, similar)
+            plans.append({"cluster": list(ids),
+                          "candidates": [{"kind": c.kind, "ids": list(c.ids), "why": c.why}
+                                         for c in cands],
+                          "decisions": got.log, "ops": got.ops})
+            if got.failed:
+                continue
+            answered[unit] = ids
+            proposals.extend(Proposal(raw, frozenset(ids), vers, unit) for raw in got.ops)
+        ctx.progress("review", len(order), len(order), "applying")
+        asked = sum(tally.asked.values())
+        note = (f"{len(order) - waiting} cluster(s) reviewed with {asked} decision(s): "
+                + ", ".join(f"{k} {v['asked']} {v['answers']}"
+                            for k, v in tally.as_dict().items()))
+        unanswered = len(order) - waiting - len(answered)
+        if unanswered:
+            note += f"; {unanswered} cluster(s) with a failed question (nothing applied for them)"
+        if waiting:
+            note += f"; {waiting} cluster(s) wait for the next night (max_calls)"
+
+        def mark(tx: SleepTxn, result: Applied) -> None:
+            done = [i for unit, c in answered.items() if unit not in result.blocked_units
+                    for i in c]
+            ops.mark_consolidated(tx, done, versions)
+
+        guard = Safeguards(mem, ctx.config, ctx.budget, "review", state.corpus, now,
+                           similar=similar)
+        _apply(ctx, guard, proposals, "review", plans, elapsed, ctx.calls - c0, note,
+               failed=not answered and unanswered > 0, after=mark)
+
+
 # ---------------------------------------------------------------------------- 4. forgetting
 
 
@@ -274,6 +379,7 @@ def forgetting_candidates(config: MemoryConfig, corpus: dict[int, Record], clust
 
 def forgetting(ctx: StageContext, state: ClusterState) -> None:
     mem = ctx.memory
+    decide = ctx.config.review == "decide"
     with ctx.phase("forgetting") as elapsed:
         now = mem.clock.now()
         corpus = ctx.read_corpus().records
@@ -293,6 +399,7 @@ def forgetting(ctx: StageContext, state: ClusterState) -> None:
         batches = [cands[i: i + MAX_FORGET_LIST] for i in range(0, len(cands), MAX_FORGET_LIST)]
         batches = batches[: ctx.calls_left]
         c0 = ctx.calls
+        tally = decisions.Tally()
         plans: list[dict[str, Any]] = []
         proposals: list[Proposal] = []
         answered: list[int] = []
@@ -300,6 +407,16 @@ def forgetting(ctx: StageContext, state: ClusterState) -> None:
             ctx.progress("forgetting", unit, len(batches), f"{len(shown)} faded record(s)")
             ids = [r.id for r in shown]
             versions = {r.id: ops.version_of(r) for r in shown}
+            if decide:
+                forget_ids, entry = decisions.decide_forgetting(shown, now, ctx.decide, tally)
+                plans.append(entry)
+                if forget_ids is None:
+                    continue
+                answered.extend(ids)
+                proposals.extend(Proposal({"op": "forget", "id": i, "why": "faded trivia: "
+                                           "old, never recalled, unimportant"},
+                                          frozenset(ids), versions, unit) for i in forget_ids)
+                continue
             res = ctx.call(forget_messages(ctx.persona, shown, now), forget_tool(ids))
             plans.append(_plan_log(res, candidates=ids))
             if res.plan is None:
