@@ -406,6 +406,7 @@ def main(argv: list[str] | None = None) -> int:
             run = sleeper.run(reason="bench")
             night_runs.append(run)
             nights.append({"status": run.status, "summary": run.summary, "calls": run.calls,
+                           "phase_calls": {ph.name: ph.calls for ph in run.phases if ph.calls},
                            "refused": [{"op": o.op, "ids": o.ids, "reason": o.refused_reason}
                                        for o in run.ops if o.refused_reason],
                            "failed_calls": [p.get("error") for ph in run.phases

@@ -39,7 +39,7 @@ from core.errors import MemoryOpError
 from core.memory import Memory
 from core.prompt_section import line as prompt_line
 from core.records import Kind, Record
-from core.sleep import ops
+from core.sleep import candidates, ops
 from core.sleep.journal import OpLog
 from core.sleep.ops import SleepTxn
 from core.sleep.plan import check_op
@@ -170,12 +170,13 @@ class Safeguards:
                     return (f"#{r.id} is younger than keep_recent ({keep_days} d): not merged "
                             "or rewritten yet")
             merged = text.stem_set(op["content"])
-            numbers = text.numbers(op["content"])
+            numbers = candidates.numbers(op["content"])
             for r in recs:
                 if not (merged & text.stem_set(r.content)) and not (
+                        candidates.shares_name(op["content"], r.content)) and not (
                         self.similar is not None and self.similar(op["content"], r)):
                     return f"the merged text drops everything of #{r.id}"
-                lost = sorted(text.numbers(r.content) - numbers)
+                lost = sorted(candidates.numbers(r.content) - numbers)
                 if lost:
                     return (f"the merged text loses the numbers {', '.join(lost)} of #{r.id} "
                             "(different numbers are different memories: 3 pm is not 5 pm)")

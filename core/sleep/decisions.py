@@ -28,6 +28,7 @@ from typing import Any
 from core import text
 from core.llm import Message
 from core.records import Kind, Record
+from core.sleep import candidates as arith
 from core.sleep.candidates import DUPLICATE, EVENTS, SUPERSEDE, Candidate
 
 Ask = Callable[[list[Message], dict[str, Any]], tuple[dict[str, Any] | None, str | None, float]]
@@ -199,9 +200,11 @@ class ClusterDecisions:
 def covers(content: str, r: Record, similar: Similar | None) -> bool:
     """Whether a text keeps what ``r`` says: its numbers, and its words (or, across languages,
     its meaning: ``similar``)."""
-    if not text.numbers(r.content) <= text.numbers(content):
+    if not arith.numbers(r.content) <= arith.numbers(content):
         return False
     if text.stem_set(content) & text.stem_set(r.content):
+        return True
+    if arith.shares_name(content, r.content):
         return True
     return similar is not None and similar(content, r)
 
@@ -284,6 +287,13 @@ def decide_cluster(candidates: Sequence[Candidate], corpus: Mapping[int, Record]
             continue
         old, new = corpus[a], corpus[b]
         verdict = one(SUPERSEDE, *replace_question(old, new, now), "replaces", c.ids)
+        if verdict == "no" and c.weight >= arith.DUP_COSINE and not (
+                a in kept_new or b in kept_new):
+            # not a change: perhaps the same fact said twice ("15th of August" / "August 15")
+            if one(DUPLICATE, *same_question(old, new, now), "same", c.ids) == "yes":
+                groups.union(a, b)
+                grouped.update((a, b))
+            continue
         if verdict != "yes":
             continue
         replaced.add(old.id)

@@ -27,7 +27,7 @@ from __future__ import annotations
 import hashlib
 from collections import Counter
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
@@ -44,6 +44,7 @@ from core.sleep.apply import (
     Proposal,
     Safeguards,
     embed_new_texts,
+    op_ids,
 )
 from core.sleep.clustering import Clustering
 from core.sleep.journal import OpLog, PhaseLog
@@ -76,6 +77,8 @@ class ClusterState:
     result: Clustering
     unsettled: list[tuple[int, ...]]
     vectors: tuple[Any, Any, float] | None = None  # (ids, unit rows, background b)
+    stems: dict[int, frozenset[str]] = field(default_factory=dict)
+    linked: set[int] = field(default_factory=set)  # records the review asked about
 
 
 def memory_stage(ctx: StageContext) -> str:
@@ -191,7 +194,7 @@ def cluster_phase(ctx: StageContext) -> ClusterState:
                   "unsettled": [list(c) for c in unsettled[:200]]}]
         ctx.journal(PhaseLog(STAGE, "clustering", "planned" if ctx.dry_run else "applied",
                              elapsed(), 0, plans, [], note))
-        return ClusterState(corpus, result, unsettled, vectors)
+        return ClusterState(corpus, result, unsettled, vectors, stems)
 
 
 # ---------------------------------------------------------------------------- 3. review
@@ -293,16 +296,26 @@ def review_decide(ctx: StageContext, state: ClusterState) -> None:
     answered is marked settled."""
     mem = ctx.memory
     with ctx.phase("review") as elapsed:
-        if not state.unsettled:
-            ctx.journal(PhaseLog(STAGE, "review", "skipped", elapsed(), 0, [], [],
-                                 "every cluster is settled: no model call"))
-            return
         if ctx.planner is None:
             ctx.journal(PhaseLog(STAGE, "review", "skipped", elapsed(), 0, [], [],
                                  "no planner model is available"))
             return
         now = mem.clock.now()
-        order = sorted(state.unsettled, key=lambda c: _priority(c, state.corpus))
+        corpus = state.corpus
+        # the strict clusters' edges, and the loose links searched from the changed records
+        links = candidates.probe_links([i for i, r in corpus.items() if not settled(r)], corpus,
+                                       state.stems, state.vectors, check=ctx.check)
+        weights = dict(links.weights)
+        weights.update(state.result.weights)
+        change_only = links.change_only - set(state.result.weights)
+        units, _ = clustering.components([(a, b, w) for (a, b), w in weights.items()],
+                                         ctx.config.max_cluster)
+        units = [u for u in units if not all(settled(corpus[i]) for i in u)]
+        order = sorted(units, key=lambda c: _priority(c, corpus))
+        if not order:
+            ctx.journal(PhaseLog(STAGE, "review", "skipped", elapsed(), 0, [], [],
+                                 "every cluster is settled: no model call"))
+            return
         similar = similar_fn(ctx, state)
         tally = decisions.Tally()
         c0 = ctx.calls
@@ -312,8 +325,8 @@ def review_decide(ctx: StageContext, state: ClusterState) -> None:
         answered: dict[int, tuple[int, ...]] = {}
         waiting = 0
         for unit, ids in enumerate(order):
-            cands = candidates.propose(ids, state.corpus, state.result.weights)
-            need = sum(1 for _ in cands) + 1
+            cands = candidates.propose(ids, corpus, weights, change_only)
+            need = len(cands) + 1
             if ctx.calls_left < need:
                 waiting += 1
                 continue
@@ -327,6 +340,7 @@ def review_decide(ctx: StageContext, state: ClusterState) -> None:
                           "candidates": [{"kind": c.kind, "ids": list(c.ids), "why": c.why}
                                          for c in cands],
                           "decisions": got.log, "ops": got.ops})
+            state.linked.update(i for raw in got.ops for i in op_ids(raw))
             if got.failed:
                 continue
             answered[unit] = ids
@@ -346,6 +360,10 @@ def review_decide(ctx: StageContext, state: ClusterState) -> None:
             done = [i for unit, c in answered.items() if unit not in result.blocked_units
                     for i in c]
             ops.mark_consolidated(tx, done, versions)
+            # records an op of this night named (e.g. the events a fact was derived from) are
+            # not forgetting candidates until a half-life has passed, like a kept candidate
+            named = {i for o in result.ops if o.applied for i in o.ids}
+            journal.set_marks(tx.conn, MARK_FORGET, sorted(named & set(corpus)), tx.now)
 
         guard = Safeguards(mem, ctx.config, ctx.budget, "review", state.corpus, now,
                            similar=similar)
@@ -383,7 +401,7 @@ def forgetting(ctx: StageContext, state: ClusterState) -> None:
     with ctx.phase("forgetting") as elapsed:
         now = mem.clock.now()
         corpus = ctx.read_corpus().records
-        clustered = {i for c in state.result.clusters for i in c}
+        clustered = {i for c in state.result.clusters for i in c} | state.linked
         cands = forgetting_candidates(mem.config, corpus, clustered,
                                       ctx.config.keep_recent_seconds,
                                       ctx.store.marks(MARK_FORGET), now)
