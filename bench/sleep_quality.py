@@ -382,6 +382,9 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--max-ops", type=int, default=None, help="night cap (default: config)")
     ap.add_argument("--max-forget", type=int, default=None, help="night cap (default: config)")
     ap.add_argument("--max-calls", type=int, default=None, help="night cap (default: config)")
+    ap.add_argument("--decisions-log", default=None,
+                    help="write every decision (kind, the records' keys, answer, seconds) "
+                         "to this JSON file")
     args = ap.parse_args(argv)
     data = json.loads(Path(args.data).read_text(encoding="utf-8"))
     planner = load_planner(args.model, data)
@@ -419,6 +422,13 @@ def main(argv: list[str] | None = None) -> int:
             out["parts"] = {p: score(mem, sleeper, part_of(data, p), keys, originals)
                             for p in parts}
         out["decisions"] = decisions_of(night_runs)
+        if args.decisions_log:
+            name = {v: k for k, v in keys.items()}
+            log = [{**d, "keys": [name.get(i, i) for i in d.get("ids", [])]}
+                   for run in night_runs for ph in run.phases for p in ph.plans
+                   for d in (p.get("decisions") or ([p] if p.get("kind") == "trivia" else []))]
+            Path(args.decisions_log).write_text(json.dumps(log, ensure_ascii=False, indent=1),
+                                                encoding="utf-8")
         mem.close()
     out.update({"model": getattr(planner, "name", None), "model_calls": planner.calls,
                 "seconds": seconds, "memories": len(data["memories"]), "nights": nights,

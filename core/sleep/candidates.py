@@ -72,12 +72,18 @@ def says_change(content: str) -> bool:
     return bool(CHANGE.search(content))
 
 
+def _day(word: str) -> int | None:
+    return _DAYS.get(word) or (_DAYS.get(word[:-1]) if word.endswith("s") else None)
+
+
 def _days(content: str) -> frozenset[int]:
-    return frozenset(_DAYS[w] for w in _WORDS.findall(content.lower()) if w in _DAYS)
+    return frozenset(d for w in _WORDS.findall(content.lower()) if (d := _day(w)) is not None)
 
 
 def _names(content: str) -> list[frozenset[str]]:
-    return text.name_stems(content)
+    """Names in both scripts (days of the week are not names)."""
+    days = {text.stem_token(w) for w in _WORDS.findall(content.lower()) if _day(w)}
+    return [g for g in text.name_stems(content) if not g & days]
 
 
 def value_change(older: Record, newer: Record) -> str | None:
