@@ -110,7 +110,9 @@ class SleepConfig:
     memory_model: str | None = None  # sleep.memory.model
     smartest: str | None = None  # llm.model.smartest
     general: str | None = None  # llm.model.general
-    max_calls: int = 60  # planner calls per night (the rest waits for the next night)
+    # model calls per night (the rest waits for the next night); with review = "decide" a call is
+    # one short decision (measured ~74 for a first night over 130 labelled memories)
+    max_calls: int = 150
     max_neighbours: int = 16  # semantic edges kept per record (strongest first)
     calibrate_chars: int = 12_000  # size of the compact corpus of the kinds/importance phase
     retry_after: float = 3600.0  # a failed night is retried after this long, not at once

@@ -89,7 +89,11 @@ def _names(content: str) -> list[frozenset[str]]:
 def value_change(older: Record, newer: Record) -> str | None:
     """What the newer record changes of the older: different numbers, a name or a day the
     other does not have — or None when nothing tells them apart."""
-    a, b = older.content, newer.content
+    return text_change(older.content, newer.content)
+
+
+def text_change(a: str, b: str) -> str | None:
+    """:func:`value_change` of two texts, the older first."""
     na_, nb_ = numbers(a), numbers(b)
     if not (na_ <= nb_ or nb_ <= na_):
         return "a number changed"
