@@ -71,8 +71,12 @@ def quote(r: Record) -> str:
     return "«" + " ".join(r.content.split()).replace("«", '"').replace("»", '"') + "»"
 
 
-def _ask(user: str) -> list[Message]:
-    return [{"role": "system", "content": SYSTEM}, {"role": "user", "content": user}]
+def _ask(instruction: str, user: str) -> list[Message]:
+    """The question's fixed instruction goes into the system block (the same for every question
+    of a kind, so consecutive questions reuse the model's cached prefix), the records into the
+    user message."""
+    return [{"role": "system", "content": f"{SYSTEM}\n\n{instruction}"},
+            {"role": "user", "content": user}]
 
 
 def _enum_schema(key: str, options: Sequence[str]) -> dict[str, Any]:
@@ -88,78 +92,75 @@ def _text_schema(key: str, max_chars: int) -> dict[str, Any]:
 
 # ---------------------------------------------------------------------------- the questions
 
+SAME = (
+    "Question: do two memories A and B say the same thing, so that keeping only one of them "
+    "loses nothing? They may be in different languages or worded differently. Answer \"no\" "
+    "when they are about different people, things or times, or when one tells something the "
+    "other does not (\"Oleg is my brother\" and \"Oleg is my dentist\" are different facts).\n"
+    'Answer as JSON: {"same": "yes"} or {"same": "no"}.'
+)
+MERGE = (
+    "Task: the memories you are given say the same thing. Write them as one memory: one or "
+    "two short sentences that keep every detail any of them gives (names, numbers, dates, "
+    "places), in the language of the newest one.\n"
+    'Answer as JSON: {"text": "..."}.'
+)
+REPLACES = (
+    "Question: two memories about the owner, OLD and NEW (saved later). Does NEW replace OLD — "
+    "is OLD no longer true now because of NEW (a move, a new job or role, another day, place "
+    "or number, something finished or stopped)?\n"
+    '"yes": OLD is outdated. "both true": both still hold, they are about different things. '
+    '"no": NEW does not change OLD.\n'
+    'Answer as JSON: {"replaces": "yes"}, {"replaces": "both true"} or {"replaces": "no"}.'
+)
+EVENTS_Q = (
+    "Question: what lasting fact about the owner follows from these events of the owner's "
+    "life: a habit, a routine, a regular place or partner? Write it as one short sentence in "
+    "the language of the events, keeping names and places, without the dates of single "
+    "events. Write \"none\" if nothing lasting follows.\n"
+    'Answer as JSON: {"fact": "..."}.'
+)
+KEEP = (
+    "Question: the memories listed have faded: old, never recalled, of low importance. They "
+    "will be forgotten (moved to an archive, restorable for a while). Name the numbers of "
+    "those that still matter to the owner and must be kept: health, family, money, promises, "
+    "plans. An empty list is a good answer for small talk and passing trivia.\n"
+    'Answer as JSON: {"keep": [numbers]}.'
+)
+
 
 def same_question(a: Record, b: Record, now: float) -> tuple[list[Message], dict[str, Any]]:
-    user = (
-        "Two memories about the owner:\n"
-        f"A ({when(a, now)}): {quote(a)}\n"
-        f"B ({when(b, now)}): {quote(b)}\n\n"
-        "Do A and B say the same thing, so that keeping one of them loses nothing? They may be "
-        "in different languages or worded differently. Answer \"no\" when they are about "
-        "different people, things or times, or when one tells something the other does not "
-        "(\"Oleg is my brother\" and \"Oleg is my dentist\" are different facts).\n"
-        'Answer as JSON: {"same": "yes"} or {"same": "no"}.'
-    )
-    return _ask(user), _enum_schema("same", ["yes", "no"])
+    user = f"A ({when(a, now)}): {quote(a)}\nB ({when(b, now)}): {quote(b)}"
+    return _ask(SAME, user), _enum_schema("same", ["yes", "no"])
 
 
 def merge_question(group: Sequence[Record], now: float, max_chars: int
                    ) -> tuple[list[Message], dict[str, Any]]:
     newest = max(group, key=lambda r: (r.created_at, r.id))
     lines = "\n".join(f"- ({when(r, now)}) {quote(r)}" for r in group)
-    user = (
-        f"These memories say the same thing:\n{lines}\n\n"
-        "Write them as one memory: one or two short sentences that keep every detail any of "
-        "them gives (names, numbers, dates, places), in the language of this one: "
-        f"{quote(newest)}.\n"
-        'Answer as JSON: {"text": "..."}.'
-    )
-    return _ask(user), _text_schema("text", max_chars)
+    user = f"{lines}\n\nThe newest: {quote(newest)}"
+    return _ask(MERGE, user), _text_schema("text", max_chars)
 
 
 def replace_question(old: Record, new: Record, now: float
                      ) -> tuple[list[Message], dict[str, Any]]:
-    user = (
-        "Two memories about the owner, the older first:\n"
-        f"OLD ({when(old, now)}): {quote(old)}\n"
-        f"NEW ({when(new, now)}): {quote(new)}\n\n"
-        "Does NEW replace OLD — is OLD no longer true now because of NEW (a move, a new job or "
-        "role, another day, place or number, something finished or stopped)?\n"
-        '"yes": OLD is outdated. "both true": both still hold, they are about different '
-        'things. "no": NEW does not change OLD.\n'
-        'Answer as JSON: {"replaces": "yes"}, {"replaces": "both true"} or {"replaces": "no"}.'
-    )
-    return _ask(user), _enum_schema("replaces", ["yes", "both true", "no"])
+    user = f"OLD ({when(old, now)}): {quote(old)}\nNEW ({when(new, now)}): {quote(new)}"
+    return _ask(REPLACES, user), _enum_schema("replaces", ["yes", "both true", "no"])
 
 
 def events_question(events: Sequence[Record], now: float, max_chars: int
                     ) -> tuple[list[Message], dict[str, Any]]:
     lines = "\n".join(f"- ({when(r, now)}) {quote(r)}" for r in events)
-    user = (
-        f"Events from the owner's life, oldest first:\n{lines}\n\n"
-        "What lasting fact about the owner follows from them: a habit, a routine, a regular "
-        "place or partner? Write it as one short sentence in the language of the events, "
-        "keeping names and places, without the dates of single events. Write \"none\" if "
-        "nothing lasting follows.\n"
-        'Answer as JSON: {"fact": "..."}.'
-    )
-    return _ask(user), _text_schema("fact", max_chars)
+    return _ask(EVENTS_Q, f"Events, oldest first:\n{lines}"), _text_schema("fact", max_chars)
 
 
 def keep_question(records: Sequence[Record], now: float) -> tuple[list[Message], dict[str, Any]]:
     lines = "\n".join(f"{n}. ({when(r, now)}, never recalled) {quote(r)}"
                       for n, r in enumerate(records, 1))
-    user = (
-        f"These memories have faded: old, never recalled, of low importance:\n{lines}\n\n"
-        "They will be forgotten (moved to an archive, restorable for a while). Name the numbers "
-        "of those that still matter to the owner and must be kept: health, family, money, "
-        "promises, plans. An empty list is a good answer for small talk and passing trivia.\n"
-        'Answer as JSON: {"keep": [numbers]}.'
-    )
     schema = {"type": "object", "properties": {"keep": {
         "type": "array", "items": {"type": "integer", "enum": list(range(1, len(records) + 1))},
         "maxItems": len(records)}}, "required": ["keep"], "additionalProperties": False}
-    return _ask(user), schema
+    return _ask(KEEP, f"Faded memories:\n{lines}"), schema
 
 
 # ---------------------------------------------------------------------------- orchestration
@@ -224,105 +225,146 @@ class _Groups:
             self.of[max(ra, rb)] = min(ra, rb)
 
 
+class _Unit:
+    """One cluster's questions and what its answers decided so far."""
+
+    def __init__(self, cands: Sequence[Candidate]) -> None:
+        self.cands = list(cands)
+        self.ops: list[dict[str, Any]] = []
+        self.log: list[dict[str, Any]] = []
+        self.failed = 0
+        self.groups = _Groups()
+        self.grouped: set[int] = set()
+        self.replaced: set[int] = set()
+        self.kept_new: set[int] = set()
+
+    def same(self, a: int, b: int) -> None:
+        self.groups.union(a, b)
+        self.grouped.update((a, b))
+
+
 def decide_cluster(candidates: Sequence[Candidate], corpus: Mapping[int, Record], now: float,
                    ask: Ask, tally: Tally, max_chars: int, similar: Similar | None = None
                    ) -> ClusterDecisions:
-    """Ask about one cluster's candidates and turn the answers into ops. A record takes part
-    in at most one change: once merged or replaced, later questions about it are not asked."""
-    ops: list[dict[str, Any]] = []
-    log: list[dict[str, Any]] = []
-    failed = 0
-    groups = _Groups()
-    grouped: set[int] = set()
-    replaced: set[int] = set()
-    kept_new: set[int] = set()
+    """:func:`decide_units` for one cluster."""
+    return decide_units([candidates], corpus, now, ask, tally, max_chars, similar)[0]
 
-    def one(kind: str, msgs: list[Message], schema: dict[str, Any], key: str,
+
+def decide_units(units: Sequence[Sequence[Candidate]], corpus: Mapping[int, Record],
+                 now: float, ask: Ask, tally: Tally, max_chars: int,
+                 similar: Similar | None = None,
+                 progress: Callable[[str, int, int], None] | None = None
+                 ) -> list[ClusterDecisions]:
+    """Ask about the clusters' candidates and turn the answers into ops, one list per
+    cluster. Questions go kind by kind over all clusters (runs of events, then duplicates,
+    then supersessions, then the merged texts), so consecutive questions share the cached
+    instruction. A record takes part in at most one change: once merged or replaced, later
+    questions about it are not asked."""
+    state = [_Unit(c) for c in units]
+
+    def one(u: _Unit, kind: str, msgs: list[Message], schema: dict[str, Any], key: str,
             ids: Sequence[int]) -> Any:
-        nonlocal failed
         answer, error, seconds = ask(msgs, schema)
         value = answer.get(key) if answer is not None else None
         if value is None:
-            failed += 1
+            u.failed += 1
             tally.add(kind, None, seconds)
-            log.append({"kind": kind, "ids": list(ids), "error": error or f"no {key!r}",
-                        "seconds": round(seconds, 3)})
+            u.log.append({"kind": kind, "ids": list(ids), "error": error or f"no {key!r}",
+                          "seconds": round(seconds, 3)})
             return None
         shown = value if isinstance(value, str) else str(value)
-        label = shown if kind not in (EVENTS,) else ("none" if _NONE.match(shown) else "fact")
-        if kind == "merge":
+        label = shown
+        if kind == EVENTS:
+            label = "none" if _NONE.match(shown) else "fact"
+        elif kind == "merge":
             label = "text"
         tally.add(kind, label, seconds)
-        log.append({"kind": kind, "ids": list(ids), "answer": value,
-                    "seconds": round(seconds, 3)})
+        u.log.append({"kind": kind, "ids": list(ids), "answer": value,
+                      "seconds": round(seconds, 3)})
         return value
 
-    for c in candidates:
-        if c.kind == EVENTS:
+    def report(step: str) -> None:
+        if progress is not None:
+            progress(step, sum(len(u.log) for u in state), 0)
+
+    # 1. runs of events: one lasting fact or none
+    report("events")
+    for u in state:
+        for c in u.cands:
+            if c.kind != EVENTS:
+                continue
             events = [corpus[i] for i in c.ids]
-            fact = one(EVENTS, *events_question(events, now, max_chars), "fact", c.ids)
+            fact = one(u, EVENTS, *events_question(events, now, max_chars), "fact", c.ids)
             if not isinstance(fact, str) or _NONE.match(fact) or not fact.strip():
                 continue
             fact = " ".join(fact.split())
             if sum(covers_words(fact, r, similar) for r in events) < 2:
-                log[-1]["refused"] = "the fact shares nothing with the events"
+                u.log[-1]["refused"] = "the fact shares nothing with the events"
                 continue
-            ops.append({"op": "derive", "from": list(c.ids), "content": fact, "kind": "fact",
-                        "importance": 3, "why": f"a lasting fact from {len(events)} events"})
-            continue
-        a, b = c.ids
-        if a in replaced or b in replaced:
-            continue
-        if c.kind == DUPLICATE:
-            if groups.find(a) == groups.find(b) or a in kept_new or b in kept_new:
+            u.ops.append({"op": "derive", "from": list(c.ids), "content": fact,
+                          "kind": "fact", "importance": 3,
+                          "why": f"a lasting fact from {len(events)} events"})
+    # 2. duplicates: same fact? (strongest pairs first; a pair already joined is not asked)
+    report("duplicates")
+    for u in state:
+        for c in u.cands:
+            if c.kind != DUPLICATE:
                 continue
-            ra, rb = corpus[a], corpus[b]
-            same = one(DUPLICATE, *same_question(ra, rb, now), "same", c.ids)
-            if same == "yes":
-                groups.union(a, b)
-                grouped.update((a, b))
-            continue
-        # SUPERSEDE
-        if a in grouped or b in grouped:
-            continue
-        old, new = corpus[a], corpus[b]
-        verdict = one(SUPERSEDE, *replace_question(old, new, now), "replaces", c.ids)
-        if verdict == "no" and c.weight >= arith.DUP_COSINE and not (
-                a in kept_new or b in kept_new):
-            # not a change: perhaps the same fact said twice ("15th of August" / "August 15")
-            if one(DUPLICATE, *same_question(old, new, now), "same", c.ids) == "yes":
-                groups.union(a, b)
-                grouped.update((a, b))
-            continue
-        if verdict != "yes":
-            continue
-        replaced.add(old.id)
-        kept_new.add(new.id)
-        if old.kind is Kind.CORE or old.importance >= DATED_IMPORTANCE:
-            ops.append({"op": "rewrite", "id": old.id,
-                        "content": dated(old.content, new.created_at),
-                        "why": f"replaced by #{new.id} ({c.why}); kept as dated history"})
-        else:
-            ops.append({"op": "resolve", "keep": new.id, "drop": [old.id],
-                        "why": f"replaced by the newer #{new.id} ({c.why})"})
-
-    members: dict[int, list[int]] = {}
-    for rid in sorted(grouped):
-        members.setdefault(groups.find(rid), []).append(rid)
-    for ids in members.values():
-        recs = [corpus[i] for i in ids]
-        merged = one("merge", *merge_question(recs, now, max_chars), "text", ids)
-        content = " ".join(merged.split()) if isinstance(merged, str) else ""
-        if not content or not all(covers(content, r, similar) for r in recs):
-            # the model's text loses something: the richest member stands for the group
-            best = max(recs, key=lambda r: (len(text.numbers(r.content)),
-                                            len(text.stem_set(r.content)), r.created_at))
-            if content and log:
-                log[-1]["refused"] = "the merged text loses what a member said"
-            content = best.content
-        ops.append({"op": "merge", "ids": ids, "content": content,
-                    "why": "the same fact, said more than once"})
-    return ClusterDecisions(ops, log, failed)
+            a, b = c.ids
+            if u.groups.find(a) == u.groups.find(b):
+                continue
+            if one(u, DUPLICATE, *same_question(corpus[a], corpus[b], now), "same",
+                   c.ids) == "yes":
+                u.same(a, b)
+    # 3. supersessions: does the newer replace the older?
+    report("supersessions")
+    for u in state:
+        for c in u.cands:
+            if c.kind != SUPERSEDE:
+                continue
+            a, b = c.ids
+            if a in u.replaced or b in u.replaced or a in u.grouped or b in u.grouped:
+                continue
+            old, new = corpus[a], corpus[b]
+            verdict = one(u, SUPERSEDE, *replace_question(old, new, now), "replaces", c.ids)
+            if verdict == "no" and c.weight >= arith.DUP_COSINE and not (
+                    a in u.kept_new or b in u.kept_new):
+                # not a change: perhaps the same fact said twice ("15th of August" /
+                # "August 15")
+                if one(u, DUPLICATE, *same_question(old, new, now), "same", c.ids) == "yes":
+                    u.same(a, b)
+                continue
+            if verdict != "yes":
+                continue
+            u.replaced.add(old.id)
+            u.kept_new.add(new.id)
+            if old.kind is Kind.CORE or old.importance >= DATED_IMPORTANCE:
+                u.ops.append({"op": "rewrite", "id": old.id,
+                              "content": dated(old.content, new.created_at),
+                              "why": f"replaced by #{new.id} ({c.why}); kept as dated history"})
+            else:
+                u.ops.append({"op": "resolve", "keep": new.id, "drop": [old.id],
+                              "why": f"replaced by the newer #{new.id} ({c.why})"})
+    # 4. the merged text of each group of duplicates
+    report("merging")
+    for u in state:
+        members: dict[int, list[int]] = {}
+        for rid in sorted(u.grouped):
+            members.setdefault(u.groups.find(rid), []).append(rid)
+        for ids in members.values():
+            recs = [corpus[i] for i in ids]
+            merged = one(u, "merge", *merge_question(recs, now, max_chars), "text", ids)
+            content = " ".join(merged.split()) if isinstance(merged, str) else ""
+            if not content or not all(covers(content, r, similar) for r in recs):
+                # the model's text loses something: the richest member stands for the group
+                best = max(recs, key=lambda r: (len(arith.numbers(r.content)),
+                                                len(text.stem_set(r.content)), r.created_at))
+                if content:
+                    u.log[-1]["refused"] = "the merged text loses what a member said"
+                content = best.content
+            u.ops.append({"op": "merge", "ids": ids, "content": content,
+                          "why": "the same fact, said more than once"})
+    return [ClusterDecisions(u.ops, u.log, u.failed) for u in state]
 
 
 def covers_words(content: str, r: Record, similar: Similar | None) -> bool:

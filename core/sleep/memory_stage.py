@@ -324,18 +324,25 @@ def review_decide(ctx: StageContext, state: ClusterState) -> None:
         versions: dict[int, tuple] = {}
         answered: dict[int, tuple[int, ...]] = {}
         waiting = 0
+        chosen: list[tuple[int, tuple[int, ...], list[candidates.Candidate]]] = []
+        budget = ctx.calls_left
         for unit, ids in enumerate(order):
             cands = candidates.propose(ids, corpus, weights, change_only)
-            need = len(cands) + 1
-            if ctx.calls_left < need:
+            need = len(cands) + 1  # every candidate, and a merged text
+            if budget < need:
                 waiting += 1
                 continue
-            ctx.progress("review", unit, len(order),
-                         f"{len(cands)} question(s) about a cluster of {len(ids)}")
-            vers = {i: ops.version_of(state.corpus[i]) for i in ids}
-            versions.update(vers)
-            got = decisions.decide_cluster(cands, state.corpus, now, ctx.decide, tally,
-                                           mem.config.max_chars, similar)
+            budget -= need
+            chosen.append((unit, ids, cands))
+            versions.update({i: ops.version_of(corpus[i]) for i in ids})
+        asked_total = sum(len(c) for _, _, c in chosen)
+
+        def prog(step: str, done: int, _total: int) -> None:
+            ctx.progress("review", done, asked_total, f"{step}: {len(chosen)} cluster(s)")
+
+        results = decisions.decide_units([c for _, _, c in chosen], corpus, now, ctx.decide,
+                                         tally, mem.config.max_chars, similar, prog)
+        for (unit, ids, cands), got in zip(chosen, results, strict=True):
             plans.append({"cluster": list(ids),
                           "candidates": [{"kind": c.kind, "ids": list(c.ids), "why": c.why}
                                          for c in cands],
@@ -344,13 +351,14 @@ def review_decide(ctx: StageContext, state: ClusterState) -> None:
             if got.failed:
                 continue
             answered[unit] = ids
+            vers = {i: versions[i] for i in ids}
             proposals.extend(Proposal(raw, frozenset(ids), vers, unit) for raw in got.ops)
         ctx.progress("review", len(order), len(order), "applying")
         asked = sum(tally.asked.values())
-        note = (f"{len(order) - waiting} cluster(s) reviewed with {asked} decision(s): "
+        note = (f"{len(chosen)} cluster(s) reviewed with {asked} decision(s): "
                 + ", ".join(f"{k} {v['asked']} {v['answers']}"
                             for k, v in tally.as_dict().items()))
-        unanswered = len(order) - waiting - len(answered)
+        unanswered = len(chosen) - len(answered)
         if unanswered:
             note += f"; {unanswered} cluster(s) with a failed question (nothing applied for them)"
         if waiting:

@@ -105,6 +105,8 @@ class StageContext:
         self.check()
         if self.planner is None:
             return None, "no planner model is available", 0.0
+        if self.calls_left == 0:
+            return None, "max_calls reached: asked the next night", 0.0
         self.calls += 1
         cancel = threading.Event()
         planner = self.planner
