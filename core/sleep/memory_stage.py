@@ -5,13 +5,19 @@
 2. **clustering** (no model) — :mod:`core.sleep.clustering`; a cluster is *settled* when every
    member's ``consolidated_at`` is at or after its ``updated_at``; settled clusters are never
    sent to the model (a second night on an unchanged corpus costs zero calls).
-3. **review** — one planner call per unsettled cluster (at most ``max_calls`` a night; the rest
-   waits): merge duplicates, resolve contradictions for the fresher record or rewrite with a
-   date, split glued records, derive facts from runs of similar events.
+3. **review** — with ``review = "decide"`` (the default, issue 17): the clusters, joined by
+   loose links searched from the records changed since the last night
+   (:func:`core.sleep.candidates.probe_links`), raise *candidates* by arithmetic — duplicates,
+   a newer record that changes an older one, runs of events — and the model answers one small
+   grammar-forced question each (:mod:`core.sleep.decisions`); the answers become merge,
+   resolve, dated rewrite and derive ops. With ``review = "plan"``: one open-ended planner call
+   per unsettled cluster (merge, resolve, rewrite, split, derive). At most ``max_calls`` calls a
+   night; the rest waits.
 4. **forgetting** — outside clusters. The core computes the candidates by arithmetic (past two
    half-lives since the last access, never recalled, importance ≤ 2, not core, not pinned, not
-   younger than ``keep_recent``); the model may only shorten that list. A candidate the model
-   kept is not asked about again for another half-life unless it changes.
+   younger than ``keep_recent``); the model may only shorten that list (with ``"decide"`` it
+   names the ones to keep). A candidate the model kept — or a record a review op of the night
+   named — is not asked about again for another half-life unless it changes.
 5. **calibrate** — one call over the corpus in compact form: promote to core what is used
    constantly, demote dead core, recalibrate importance that crept to 4–5, shrink a core that
    outgrew its share of the prompt budget. Skipped when nothing changed since it last ran.
