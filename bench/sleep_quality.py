@@ -365,6 +365,11 @@ def decisions_of(runs: list[Any]) -> dict[str, Any]:
     return out
 
 
+def show(p: Any) -> None:
+    print(f"{time.strftime('%H:%M:%S')} {p.phase} {p.done}/{p.total} {p.message}",
+          file=sys.stderr, flush=True)
+
+
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(prog="python -m bench.sleep_quality",
                                  description=__doc__.split("\n\n")[0])
@@ -382,6 +387,8 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--max-ops", type=int, default=None, help="night cap (default: config)")
     ap.add_argument("--max-forget", type=int, default=None, help="night cap (default: config)")
     ap.add_argument("--max-calls", type=int, default=None, help="night cap (default: config)")
+    ap.add_argument("--progress", action="store_true", help="print the night's progress to "
+                    "stderr")
     ap.add_argument("--decisions-log", default=None,
                     help="write every decision (kind, the records' keys, answer, seconds) "
                          "to this JSON file")
@@ -406,10 +413,12 @@ def main(argv: list[str] | None = None) -> int:
             if n:
                 clock.advance(DAY)
             t1 = time.perf_counter()
-            run = sleeper.run(reason="bench")
+            run = sleeper.run(reason="bench", progress=show if args.progress else None)
             night_runs.append(run)
             nights.append({"status": run.status, "summary": run.summary, "calls": run.calls,
                            "phase_calls": {ph.name: ph.calls for ph in run.phases if ph.calls},
+                           "phase_seconds": {ph.name: round(ph.seconds, 1)
+                                             for ph in run.phases},
                            "refused": [{"op": o.op, "ids": o.ids, "reason": o.refused_reason}
                                        for o in run.ops if o.refused_reason],
                            "failed_calls": [p.get("error") for ph in run.phases

@@ -281,6 +281,7 @@ def decide_units(units: Sequence[Sequence[Candidate]], corpus: Mapping[int, Reco
         tally.add(kind, label, seconds)
         u.log.append({"kind": kind, "ids": list(ids), "answer": value,
                       "seconds": round(seconds, 3)})
+        report(f"{kind} {label!r} in {seconds:.1f} s")
         return value
 
     def report(step: str) -> None:
