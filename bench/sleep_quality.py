@@ -34,6 +34,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import re
 import sys
 import tempfile
 import time
@@ -63,9 +64,23 @@ def parse_time(value: str | float | int | None) -> float | None:
 
 
 class NoopPlanner(BaseNoopPlanner):
-    """The baseline: every planning call answers "no changes"."""
+    """The baseline: every planning call answers "no changes" (every decision: "no", no
+    fact, keep every faded record)."""
 
     reasoning = "baseline: no changes"
+
+    def generate_json(self, messages, schema, timeout=None, max_tokens=None, cancel=None
+                      ) -> dict:
+        self.calls += 1
+        props = schema.get("properties", {})
+        if "keep" in props:
+            return {"keep": list(props["keep"]["items"]["enum"])}
+        for key, value in (("same", "no"), ("replaces", "no"), ("fact", "none")):
+            if key in props:
+                return {key: value}
+        if "text" in props:
+            return {"text": "none"}
+        return {"reasoning": "", "ops": []}
 
 
 class CountingPlanner:
@@ -83,12 +98,15 @@ class CountingPlanner:
     def stream_chat(self, *a: Any, **k: Any):
         return self.inner.stream_chat(*a, **k)
 
-    def force_tool_call(self, messages, tool, timeout=None) -> ToolCall:
+    def force_tool_call(self, messages, tool, timeout=None, cancel=None) -> ToolCall:
         self.calls += 1
-        return self.inner.force_tool_call(messages, tool, timeout=timeout)
+        return self.inner.force_tool_call(messages, tool, timeout=timeout, cancel=cancel)
 
-    def generate_json(self, *a: Any, **k: Any) -> dict:
-        return self.inner.generate_json(*a, **k)
+    def generate_json(self, messages, schema, timeout=None, max_tokens=None, cancel=None
+                      ) -> dict:
+        self.calls += 1
+        return self.inner.generate_json(messages, schema, timeout=timeout,
+                                        max_tokens=max_tokens, cancel=cancel)
 
 
 class OraclePlanner(NoopPlanner):
@@ -137,6 +155,36 @@ class OraclePlanner(NoopPlanner):
                                 "content": "Habit: " + self.contents[run[0]], "kind": "fact",
                                 "importance": 3, "why": "a repeated event"})
         return ToolCall("sleep_finish", {"reasoning": "oracle", "ops": ops})
+
+    def generate_json(self, messages, schema, timeout=None, max_tokens=None, cancel=None
+                      ) -> dict:
+        """The decisions (issue 17) the labels imply; records are recognised by their quoted
+        text."""
+        self.calls += 1
+        user = messages[-1]["content"]
+        by_text = {" ".join(c.split()).replace("«", '"').replace("»", '"'): k
+                   for k, c in self.contents.items()}
+        quoted = [by_text.get(q) for q in re.findall(r"«([^»]*)»", user)]
+        exp = self.data.get("expect", {})
+        props = schema.get("properties", {})
+        if "keep" in props:
+            trivia = set(exp.get("trivia", []))
+            return {"keep": [n for n, k in enumerate(quoted, 1) if k not in trivia]}
+        if "same" in props:
+            pairs = {frozenset(p) for p in exp.get("duplicates", [])}
+            return {"same": "yes" if frozenset(quoted[:2]) in pairs else "no"}
+        if "replaces" in props:
+            pairs = {(c["old"], c["new"]) for c in exp.get("contradictions", [])}
+            return {"replaces": "yes" if tuple(quoted[:2]) in pairs else "no"}
+        if "fact" in props:
+            for run in exp.get("event_runs", []):
+                if len(set(quoted) & set(run)) >= 2:
+                    return {"fact": "Habit: " + self.contents[run[0]]}
+            return {"fact": "none"}
+        if "text" in props:
+            members = [k for k in quoted[:-1] if k]
+            return {"text": max((self.contents[k] for k in members), key=len)}
+        return {}
 
 
 def load_planner(spec: str | None, data: dict[str, Any] | None = None) -> Any:
@@ -241,6 +289,9 @@ def score(mem: Memory, sleeper: Sleeper, data: dict[str, Any], keys: dict[str, i
     trivia = exp.get("trivia", [])
     triv_ok = sum(1 for k in trivia if keys[k] in forgotten and keys[k] not in live)
     lost = [k for k in exp.get("keep", []) if home(keys[k]) is None]
+    decoys = exp.get("decoys", [])
+    apart = sum(1 for a, b in decoys if home(keys[a]) is not None
+                and home(keys[b]) is not None and home(keys[a]) != home(keys[b]))
 
     def share(n: int, total: int) -> float | None:
         return n / total if total else None
@@ -252,7 +303,71 @@ def score(mem: Memory, sleeper: Sleeper, data: dict[str, Any], keys: dict[str, i
         "trivia_forgotten": share(triv_ok, len(trivia)),
         "wrongly_lost": len(lost),
         "lost_keys": lost,
+        **({"decoys_kept_apart": share(apart, len(decoys)),
+            "decoys_joined": [[a, b] for a, b in decoys if not (
+                home(keys[a]) is not None and home(keys[b]) is not None
+                and home(keys[a]) != home(keys[b]))]} if decoys else {}),
+        "missed": {
+            "duplicates": [[a, b] for a, b in dups
+                           if not (home(keys[a]) is not None and home(keys[a]) == home(keys[b]))],
+            "trivia": [k for k in trivia if not (keys[k] in forgotten and keys[k] not in live)],
+            "event_runs": [r[0] for r in runs
+                           if not any(len(d & {keys[k] for k in r}) >= 2 for d in derived)],
+        },
     }
+
+
+def part_of(data: dict[str, Any], part: str) -> dict[str, Any]:
+    """The corpus's labels restricted to one part (memories marked ``"part": part``; a label
+    belongs to the part of its first key)."""
+    inside = {m["key"] for m in data["memories"] if m.get("part", "dev") == part}
+    exp = data.get("expect", {})
+
+    def first(item: Any) -> str:
+        if isinstance(item, dict):
+            return item["old"]
+        return item[0] if isinstance(item, list) else item
+
+    return {**data, "expect": {k: [x for x in v if first(x) in inside]
+                               for k, v in exp.items()}}
+
+
+def decisions_of(runs: list[Any]) -> dict[str, Any]:
+    """Per candidate kind: questions asked, answers counted, failed calls, seconds per
+    decision (issue 17), from the nights' journaled plans."""
+    out: dict[str, dict[str, Any]] = {}
+    for run in runs:
+        for ph in run.phases:
+            for plan in ph.plans:
+                entries = plan.get("decisions") if "decisions" in plan else (
+                    [plan] if plan.get("kind") == "trivia" else [])
+                for d in entries:
+                    k = out.setdefault(d["kind"], {"asked": 0, "answers": {}, "failed": 0,
+                                                   "seconds": 0.0})
+                    k["asked"] += 1
+                    k["seconds"] += d.get("seconds", 0.0)
+                    if "error" in d:
+                        k["failed"] += 1
+                        continue
+                    if d["kind"] == "trivia":
+                        k["answers"]["kept"] = k["answers"].get("kept", 0) + len(d["keep"])
+                        k["answers"]["forgotten"] = (k["answers"].get("forgotten", 0)
+                                                     + len(d["ids"]) - len(d["keep"]))
+                        continue
+                    a = d.get("answer")
+                    if d["kind"] == "events":
+                        a = "none" if str(a).strip().lower() in ("none", "нет", "") else "fact"
+                    elif d["kind"] == "merge":
+                        a = "refused" if d.get("refused") else "text"
+                    k["answers"][str(a)] = k["answers"].get(str(a), 0) + 1
+    for k in out.values():
+        k["seconds_per_decision"] = k["seconds"] / k["asked"] if k["asked"] else None
+    return out
+
+
+def show(p: Any) -> None:
+    print(f"{time.strftime('%H:%M:%S')} {p.phase} {p.done}/{p.total} {p.message}",
+          file=sys.stderr, flush=True)
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -266,6 +381,17 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--nights", type=int, default=1)
     ap.add_argument("--dry-run", action="store_true")
     ap.add_argument("--call-timeout", type=float, default=600.0)
+    ap.add_argument("--review", choices=("decide", "plan"), default="decide",
+                    help="decide: candidates + small decisions (issue 17); plan: the old "
+                         "open-ended planner per cluster")
+    ap.add_argument("--max-ops", type=int, default=None, help="night cap (default: config)")
+    ap.add_argument("--max-forget", type=int, default=None, help="night cap (default: config)")
+    ap.add_argument("--max-calls", type=int, default=None, help="night cap (default: config)")
+    ap.add_argument("--progress", action="store_true", help="print the night's progress to "
+                    "stderr")
+    ap.add_argument("--decisions-log", default=None,
+                    help="write every decision (kind, the records' keys, answer, seconds) "
+                         "to this JSON file")
     args = ap.parse_args(argv)
     data = json.loads(Path(args.data).read_text(encoding="utf-8"))
     planner = load_planner(args.model, data)
@@ -275,25 +401,49 @@ def main(argv: list[str] | None = None) -> int:
         if isinstance(planner, OraclePlanner):
             planner.keys = keys
         originals = {r.id: r.content for r in mem.list(OWNER_TRUSTED, limit=10_000)}
-        cfg = SleepConfig(min_memories=0, dry_run=args.dry_run, call_timeout=args.call_timeout)
+        caps = {k: v for k, v in (("max_ops", args.max_ops), ("max_forget", args.max_forget),
+                                  ("max_calls", args.max_calls)) if v is not None}
+        cfg = SleepConfig(min_memories=0, dry_run=args.dry_run, call_timeout=args.call_timeout,
+                          review=args.review, **caps)
         sleeper = Sleeper(mem, planner, cfg, clock)
         t0 = time.perf_counter()
         nights = []
+        night_runs = []
         for n in range(max(1, args.nights)):
             if n:
                 clock.advance(DAY)
-            run = sleeper.run(reason="bench")
+            t1 = time.perf_counter()
+            run = sleeper.run(reason="bench", progress=show if args.progress else None)
+            night_runs.append(run)
             nights.append({"status": run.status, "summary": run.summary, "calls": run.calls,
+                           "phase_calls": {ph.name: ph.calls for ph in run.phases if ph.calls},
+                           "phase_seconds": {ph.name: round(ph.seconds, 1)
+                                             for ph in run.phases},
                            "refused": [{"op": o.op, "ids": o.ids, "reason": o.refused_reason}
                                        for o in run.ops if o.refused_reason],
                            "failed_calls": [p.get("error") for ph in run.phases
-                                            for p in ph.plans if p.get("error")]})
+                                            for p in ph.plans if p.get("error")],
+                           "seconds": round(time.perf_counter() - t1, 1)})
         seconds = time.perf_counter() - t0
         out = score(mem, sleeper, data, keys, originals)
+        parts = sorted({m.get("part", "dev") for m in data["memories"]})
+        if len(parts) > 1:
+            out["parts"] = {p: score(mem, sleeper, part_of(data, p), keys, originals)
+                            for p in parts}
+        out["decisions"] = decisions_of(night_runs)
+        if args.decisions_log:
+            name = {v: k for k, v in keys.items()}
+            log = [{**d, "keys": [name.get(i, i) for i in d.get("ids", [])]}
+                   for run in night_runs for ph in run.phases for p in ph.plans
+                   for d in (p.get("decisions") or ([p] if p.get("kind") == "trivia" else []))]
+            Path(args.decisions_log).write_text(json.dumps(log, ensure_ascii=False, indent=1),
+                                                encoding="utf-8")
         mem.close()
     out.update({"model": getattr(planner, "name", None), "model_calls": planner.calls,
                 "seconds": seconds, "memories": len(data["memories"]), "nights": nights,
-                "embedder": args.embedder, "environment": environment()})
+                "embedder": args.embedder, "review": args.review,
+                "config": {"max_ops": cfg.max_ops, "max_forget": cfg.max_forget,
+                           "max_calls": cfg.max_calls}, "environment": environment()})
     print(json.dumps(rounded(out, 3), ensure_ascii=False, indent=2))
     return 0
 

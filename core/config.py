@@ -115,10 +115,15 @@ class SleepConfig:
     memory_model: str | None = None  # sleep.memory.model
     smartest: str | None = None  # llm.model.smartest
     general: str | None = None  # llm.model.general
-    max_calls: int = 60  # planner calls per night (the rest waits for the next night)
+    # model calls per night (the rest waits for the next night); with review = "decide" a call is
+    # one short decision (measured ~74 for a first night over 130 labelled memories)
+    max_calls: int = 150
     max_neighbours: int = 16  # semantic edges kept per record (strongest first)
     calibrate_chars: int = 12_000  # size of the compact corpus of the kinds/importance phase
     retry_after: float = 3600.0  # a failed night is retried after this long, not at once
+    # how clusters are reviewed: "decide" — arithmetic proposes candidates and the model answers
+    # small grammar-forced questions (issue 17); "plan" — one open-ended plan per cluster
+    review: str = "decide"
 
     def __post_init__(self) -> None:
         problems = []
@@ -150,6 +155,8 @@ class SleepConfig:
                 problems.append(f"{name} must be a model name or unset")
         if self.max_calls < 0:
             problems.append("max_calls must be >= 0")
+        if self.review not in ("decide", "plan"):
+            problems.append("review must be 'decide' or 'plan'")
         if self.max_neighbours < 1:
             problems.append("max_neighbours must be >= 1")
         if self.calibrate_chars < 500:

@@ -32,6 +32,7 @@ from core.llm import ChatModel, Message, ModelError
 from core.memory import Memory
 from core.privacy import TurnContext
 from core.prompt_section import human_age, quoted
+from core.sleep import candidates as sleep_candidates
 
 STRUCTURED = "structured"
 TOOLS = "tools"
@@ -237,6 +238,26 @@ class Related:
     kind: str
     age: str
     content: str
+    outdated: str | None = None  # what this message seems to change of it (arithmetic)
+
+
+def outdated_by(message: str, content: str) -> str | None:
+    """Whether the owner's message seems to change this saved memory (issue 17 item 2: a
+    contradiction caught when it is written, not a night later): the same subject — a name in
+    common or a fifth of their words — and a changed value (a number, a day, a name) or a
+    word saying it changed ("now", "moved", "теперь", "больше не"). Pure arithmetic; the model
+    decides whether to update."""
+    mine, theirs = text.stem_set(message), text.stem_set(content)
+    same_subject = sleep_candidates.shares_name(message, content) or (
+        bool(mine and theirs) and text.jaccard(mine, theirs) >= 0.2)
+    if not same_subject:
+        return None
+    change = sleep_candidates.text_change(content, message)
+    if change:
+        return change
+    if sleep_candidates.says_change(message) and not sleep_candidates.says_change(content):
+        return "the message says something changed"
+    return None
 
 
 def _op(name: str, **fields: Any) -> dict[str, Any]:
@@ -297,13 +318,15 @@ class MemoryWriter:
         reinforces nothing)."""
         hits = self.memory.recall(owner_text, ctx, top_k=RELATED_SHOWN)
         now = self.memory.clock.now()
-        return [Related(r.id, r.kind.value, human_age(now - r.updated_at), r.content)
+        return [Related(r.id, r.kind.value, human_age(now - r.updated_at), r.content,
+                        outdated_by(owner_text, r.content))
                 for r in self.memory.visible([h.id for h in hits], ctx)]
 
     def instruction(self, ex: Exchange, ctx: TurnContext, related: list[Related],
                     allow_update: bool, allow_forget: bool) -> str:
         lines = "".join(f"\n#{r.id} | {r.kind} | {r.age} | {quoted(r.content)}"  # data (issue 15)
-                        for r in related)
+                        + (" ← the owner's message may change this: update it" if r.outdated
+                           else "") for r in related)
         return INSTRUCTION.format(
             message=" ".join(ex.text.split())[:1000],
             private=PRIVATE_LINE if ctx.sees_private else "",
@@ -330,7 +353,9 @@ class MemoryWriter:
             return WriteOutcome((), "nothing I remember matches what you asked me to forget")
         # forgetting is the only op when asked; update only for a correction (see ops_schema)
         allow_forget = ex.forget
-        allow_update = bool(ids) and ex.correction and not allow_forget
+        # … or when the arithmetic sees that the message changes a related memory (item 2)
+        allow_update = bool(ids) and (ex.correction or any(r.outdated for r in related)) \
+            and not allow_forget
         schema = ops_schema(ids, allow_private=ctx.sees_private, allow_forget=allow_forget,
                             allow_update=allow_update)
         prompt = [*messages, {"role": "system", "content": self.instruction(

@@ -407,7 +407,7 @@ def test_the_planner_gets_persona_data_and_one_constrained_tool(mem, clock):
     as quoted data."""
     ids = load(mem)
     planner = PlannerLLM()
-    s = Sleeper(mem, planner, SleepConfig(min_memories=0, call_timeout=42), clock,
+    s = Sleeper(mem, planner, SleepConfig(min_memories=0, call_timeout=42, review="plan"), clock,
                 persona="You are Eva, a stern librarian.")
     s.run()
     call = planner.tool_calls[0]

@@ -118,7 +118,8 @@ def counting_factory(path):
 
 
 def config() -> SleepConfig:
-    return SleepConfig(min_memories=0, max_forget=100, max_ops=500, max_calls=500)
+    return SleepConfig(min_memories=0, max_forget=100, max_ops=500, max_calls=500,
+                       review="plan")
 
 
 def child_main(argv: list[str]) -> None:

@@ -149,6 +149,9 @@ def open_memory(tmp_path: Path, clock: ManualClock, embedder=None, name: str = "
 
 def sleeper(mem: Memory, planner, clock: ManualClock, **config: Any) -> Sleeper:
     config.setdefault("min_memories", 0)
+    # these tests script whole plans: the planner protocol of review="plan" (the decisions of
+    # review="decide" are tested in test_sleep_decisions.py)
+    config.setdefault("review", "plan")
     return Sleeper(mem, planner, SleepConfig(**config), clock)
 
 

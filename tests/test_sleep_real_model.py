@@ -61,7 +61,7 @@ def test_a_real_model_plans_a_schema_valid_night_that_the_core_applies_or_refuse
     # one call (the review of the planted duplicate) keeps the test short on a small machine;
     # the wall-clock limit is generous because CPU speed is not what is tested here
     s = Sleeper(mem, planner, SleepConfig(min_memories=0, call_timeout=1800, max_forget=2,
-                                          max_calls=1), clock, persona="You are Eva.")
+                                          max_calls=1, review="plan"), clock, persona="You are Eva.")
     run = s.run()
     # issue 15: a failed night is a failure of this test, not an accepted outcome
     assert run.status == "done" and run.model == planner.name and not run.dry_run

@@ -8,6 +8,8 @@ The package's public API is :class:`Sleeper` (schedule, runs, wake, journal) and
 ``stage``                 what a stage works with (:class:`StageContext`), the night's corpus
 ``memory_stage``          the ``memory`` stage: hygiene, clustering, review, forgetting, calibrate
 ``clustering``            the similarity graph and its clusters (no model)
+``candidates``            what the review asks about, by arithmetic (duplicate, supersede, runs)
+``decisions``             the small grammar-forced questions and what their answers become
 ``plan``                  planner prompts, tool schemas, reading a plan, the planner chain
 ``apply``                 the safeguards an op must pass, applying a phase op by op
 ``ops``                   the write primitives (one transaction a phase, a savepoint an op)

@@ -27,7 +27,7 @@ sum the access histories (:func:`core.sleep.ops.merge`).
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -39,7 +39,7 @@ from core.errors import MemoryOpError
 from core.memory import Memory
 from core.prompt_section import line as prompt_line
 from core.records import Kind, Record
-from core.sleep import ops
+from core.sleep import candidates, ops
 from core.sleep.journal import OpLog
 from core.sleep.ops import SleepTxn
 from core.sleep.plan import check_op
@@ -124,7 +124,8 @@ class Safeguards:
 
     def __init__(self, memory: Memory, config: SleepConfig, budget: NightBudget, phase: str,
                  records: Mapping[int, Record], now: float, *, core_chars: int = 0,
-                 core_budget: int | None = None) -> None:
+                 core_budget: int | None = None,
+                 similar: Callable[[str, Record], bool] | None = None) -> None:
         self.memory = memory
         self.config = config
         self.budget = budget
@@ -135,6 +136,9 @@ class Safeguards:
         self.now = now
         self.core_chars = core_chars
         self.core_budget = core_budget
+        # a merged text in another language shares no words with a member: it keeps what the
+        # member says when their vectors agree (calibrated cosine, see memory_stage)
+        self.similar = similar
 
     # ------------------------------------------------------------------ policy
     def _young(self, r: Record) -> bool:
@@ -166,11 +170,13 @@ class Safeguards:
                     return (f"#{r.id} is younger than keep_recent ({keep_days} d): not merged "
                             "or rewritten yet")
             merged = text.stem_set(op["content"])
-            numbers = text.numbers(op["content"])
+            numbers = candidates.numbers(op["content"])
             for r in recs:
-                if not (merged & text.stem_set(r.content)):
+                if not (merged & text.stem_set(r.content)) and not (
+                        candidates.shares_name(op["content"], r.content)) and not (
+                        self.similar is not None and self.similar(op["content"], r)):
                     return f"the merged text drops everything of #{r.id}"
-                lost = sorted(text.numbers(r.content) - numbers)
+                lost = sorted(candidates.numbers(r.content) - numbers)
                 if lost:
                     return (f"the merged text loses the numbers {', '.join(lost)} of #{r.id} "
                             "(different numbers are different memories: 3 pm is not 5 pm)")

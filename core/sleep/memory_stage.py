@@ -5,13 +5,19 @@
 2. **clustering** (no model) — :mod:`core.sleep.clustering`; a cluster is *settled* when every
    member's ``consolidated_at`` is at or after its ``updated_at``; settled clusters are never
    sent to the model (a second night on an unchanged corpus costs zero calls).
-3. **review** — one planner call per unsettled cluster (at most ``max_calls`` a night; the rest
-   waits): merge duplicates, resolve contradictions for the fresher record or rewrite with a
-   date, split glued records, derive facts from runs of similar events.
+3. **review** — with ``review = "decide"`` (the default, issue 17): the clusters, joined by
+   loose links searched from the records changed since the last night
+   (:func:`core.sleep.candidates.probe_links`), raise *candidates* by arithmetic — duplicates,
+   a newer record that changes an older one, runs of events — and the model answers one small
+   grammar-forced question each (:mod:`core.sleep.decisions`); the answers become merge,
+   resolve, dated rewrite and derive ops. With ``review = "plan"``: one open-ended planner call
+   per unsettled cluster (merge, resolve, rewrite, split, derive). At most ``max_calls`` calls a
+   night; the rest waits.
 4. **forgetting** — outside clusters. The core computes the candidates by arithmetic (past two
    half-lives since the last access, never recalled, importance ≤ 2, not core, not pinned, not
-   younger than ``keep_recent``); the model may only shorten that list. A candidate the model
-   kept is not asked about again for another half-life unless it changes.
+   younger than ``keep_recent``); the model may only shorten that list (with ``"decide"`` it
+   names the ones to keep). A candidate the model kept — or a record a review op of the night
+   named — is not asked about again for another half-life unless it changes.
 5. **calibrate** — one call over the corpus in compact form: promote to core what is used
    constantly, demote dead core, recalibrate importance that crept to 4–5, shrink a core that
    outgrew its share of the prompt budget. Skipped when nothing changed since it last ran.
@@ -27,21 +33,24 @@ from __future__ import annotations
 import hashlib
 from collections import Counter
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
+
+import numpy as np
 
 from core.config import MemoryConfig
 from core.prompt_section import CORE_HEADER
 from core.prompt_section import line as prompt_line
 from core.recall import half_life_of
 from core.records import GLOBAL_SCOPE, Kind, Record
-from core.sleep import clustering, journal, ops
+from core.sleep import candidates, clustering, decisions, journal, ops
 from core.sleep.apply import (
     TRANSIENT,
     Applied,
     Proposal,
     Safeguards,
     embed_new_texts,
+    op_ids,
 )
 from core.sleep.clustering import Clustering
 from core.sleep.journal import OpLog, PhaseLog
@@ -73,6 +82,9 @@ class ClusterState:
     corpus: dict[int, Record]
     result: Clustering
     unsettled: list[tuple[int, ...]]
+    vectors: tuple[Any, Any, float] | None = None  # (ids, unit rows, background b)
+    stems: dict[int, frozenset[str]] = field(default_factory=dict)
+    linked: set[int] = field(default_factory=set)  # records the review asked about
 
 
 def memory_stage(ctx: StageContext) -> str:
@@ -172,9 +184,10 @@ def cluster_phase(ctx: StageContext) -> ClusterState:
         ctx.progress("clustering", 0, 1, "building the similarity graph")
         corpus = ctx.read_corpus().records
         stems = {i: s for i, s in mem.stem_sets().items() if i in corpus}
+        vectors = mem.vector_rows()
         result = clustering.cluster(
             stems, jaccard=cfg.cluster_jaccard, cosine=cfg.cluster_cosine,
-            max_cluster=cfg.max_cluster, vectors=mem.vector_rows(),
+            max_cluster=cfg.max_cluster, vectors=vectors,
             groups={i: r.scope for i, r in corpus.items()}, max_neighbours=cfg.max_neighbours,
             check=ctx.check)
         unsettled = [c for c in result.clusters if not all(settled(corpus[i]) for i in c)]
@@ -187,7 +200,7 @@ def cluster_phase(ctx: StageContext) -> ClusterState:
                   "unsettled": [list(c) for c in unsettled[:200]]}]
         ctx.journal(PhaseLog(STAGE, "clustering", "planned" if ctx.dry_run else "applied",
                              elapsed(), 0, plans, [], note))
-        return ClusterState(corpus, result, unsettled)
+        return ClusterState(corpus, result, unsettled, vectors, stems)
 
 
 # ---------------------------------------------------------------------------- 3. review
@@ -199,6 +212,9 @@ def _priority(c: tuple[int, ...], corpus: dict[int, Record]) -> tuple:
 
 
 def review(ctx: StageContext, state: ClusterState) -> None:
+    if ctx.config.review == "decide":
+        review_decide(ctx, state)
+        return
     mem = ctx.memory
     with ctx.phase("review") as elapsed:
         if not state.unsettled:
@@ -248,6 +264,127 @@ def review(ctx: StageContext, state: ClusterState) -> None:
                failed=not answered, after=mark)
 
 
+def similar_fn(ctx: StageContext, state: ClusterState) -> decisions.Similar | None:
+    """Whether a new text means what a record says, by their vectors (calibrated cosine at
+    least 0.8 × ``cluster_cosine``): how a merged text in one language is seen to keep a member
+    written in another. None without vectors (then only shared words count)."""
+    if state.vectors is None:
+        return None
+    ids, mat, background = state.vectors
+    row = {int(i): k for k, i in enumerate(ids)}
+    cache: dict[str, Any] = {}
+    limit = 0.8 * ctx.config.cluster_cosine
+
+    def similar(content: str, r: Record) -> bool:
+        k = row.get(r.id)
+        if k is None:
+            return False
+        if content not in cache:
+            m = ctx.memory.embed([content])
+            v = None if m is None else np.asarray(m[0], dtype=np.float32)
+            if v is not None:
+                n = float(np.linalg.norm(v))
+                v = v / n if n > 0 else None
+            cache[content] = v
+        v = cache[content]
+        if v is None:
+            return False
+        cos = float(mat[k] @ v)
+        return (cos - background) / (1.0 - background) >= limit
+
+    return similar
+
+
+def review_decide(ctx: StageContext, state: ClusterState) -> None:
+    """Phase 3 as small decisions (issue 17): each unsettled cluster's candidates
+    (:mod:`core.sleep.candidates`) are asked about one by one (:mod:`core.sleep.decisions`);
+    the answers become ops applied through the safeguards. A cluster whose questions were all
+    answered is marked settled."""
+    mem = ctx.memory
+    with ctx.phase("review") as elapsed:
+        if ctx.planner is None:
+            ctx.journal(PhaseLog(STAGE, "review", "skipped", elapsed(), 0, [], [],
+                                 "no planner model is available"))
+            return
+        now = mem.clock.now()
+        corpus = state.corpus
+        # the strict clusters' edges, and the loose links searched from the changed records
+        links = candidates.probe_links([i for i, r in corpus.items() if not settled(r)], corpus,
+                                       state.stems, state.vectors, check=ctx.check)
+        weights = dict(links.weights)
+        weights.update(state.result.weights)
+        change_only = links.change_only - set(state.result.weights)
+        units, _ = clustering.components([(a, b, w) for (a, b), w in weights.items()],
+                                         ctx.config.max_cluster)
+        units = [u for u in units if not all(settled(corpus[i]) for i in u)]
+        order = sorted(units, key=lambda c: _priority(c, corpus))
+        if not order:
+            ctx.journal(PhaseLog(STAGE, "review", "skipped", elapsed(), 0, [], [],
+                                 "every cluster is settled: no model call"))
+            return
+        similar = similar_fn(ctx, state)
+        tally = decisions.Tally()
+        c0 = ctx.calls
+        proposals: list[Proposal] = []
+        plans: list[dict[str, Any]] = []
+        versions: dict[int, tuple] = {}
+        answered: dict[int, tuple[int, ...]] = {}
+        waiting = 0
+        chosen: list[tuple[int, tuple[int, ...], list[candidates.Candidate]]] = []
+        budget = ctx.calls_left
+        for unit, ids in enumerate(order):
+            cands = candidates.propose(ids, corpus, weights, change_only)
+            need = len(cands) + 1  # every candidate, and a merged text
+            if budget < need:
+                waiting += 1
+                continue
+            budget -= need
+            chosen.append((unit, ids, cands))
+            versions.update({i: ops.version_of(corpus[i]) for i in ids})
+        asked_total = sum(len(c) for _, _, c in chosen)
+
+        def prog(step: str, done: int, _total: int) -> None:
+            ctx.progress("review", done, asked_total, f"{step}: {len(chosen)} cluster(s)")
+
+        results = decisions.decide_units([c for _, _, c in chosen], corpus, now, ctx.decide,
+                                         tally, mem.config.max_chars, similar, prog)
+        for (unit, ids, cands), got in zip(chosen, results, strict=True):
+            plans.append({"cluster": list(ids),
+                          "candidates": [{"kind": c.kind, "ids": list(c.ids), "why": c.why}
+                                         for c in cands],
+                          "decisions": got.log, "ops": got.ops})
+            state.linked.update(i for raw in got.ops for i in op_ids(raw))
+            if got.failed:
+                continue
+            answered[unit] = ids
+            vers = {i: versions[i] for i in ids}
+            proposals.extend(Proposal(raw, frozenset(ids), vers, unit) for raw in got.ops)
+        ctx.progress("review", len(order), len(order), "applying")
+        asked = sum(tally.asked.values())
+        note = (f"{len(chosen)} cluster(s) reviewed with {asked} decision(s): "
+                + ", ".join(f"{k} {v['asked']} {v['answers']}"
+                            for k, v in tally.as_dict().items()))
+        unanswered = len(chosen) - len(answered)
+        if unanswered:
+            note += f"; {unanswered} cluster(s) with a failed question (nothing applied for them)"
+        if waiting:
+            note += f"; {waiting} cluster(s) wait for the next night (max_calls)"
+
+        def mark(tx: SleepTxn, result: Applied) -> None:
+            done = [i for unit, c in answered.items() if unit not in result.blocked_units
+                    for i in c]
+            ops.mark_consolidated(tx, done, versions)
+            # records an op of this night named (e.g. the events a fact was derived from) are
+            # not forgetting candidates until a half-life has passed, like a kept candidate
+            named = {i for o in result.ops if o.applied for i in o.ids}
+            journal.set_marks(tx.conn, MARK_FORGET, sorted(named & set(corpus)), tx.now)
+
+        guard = Safeguards(mem, ctx.config, ctx.budget, "review", state.corpus, now,
+                           similar=similar)
+        _apply(ctx, guard, proposals, "review", plans, elapsed, ctx.calls - c0, note,
+               failed=not answered and unanswered > 0, after=mark)
+
+
 # ---------------------------------------------------------------------------- 4. forgetting
 
 
@@ -274,10 +411,11 @@ def forgetting_candidates(config: MemoryConfig, corpus: dict[int, Record], clust
 
 def forgetting(ctx: StageContext, state: ClusterState) -> None:
     mem = ctx.memory
+    decide = ctx.config.review == "decide"
     with ctx.phase("forgetting") as elapsed:
         now = mem.clock.now()
         corpus = ctx.read_corpus().records
-        clustered = {i for c in state.result.clusters for i in c}
+        clustered = {i for c in state.result.clusters for i in c} | state.linked
         cands = forgetting_candidates(mem.config, corpus, clustered,
                                       ctx.config.keep_recent_seconds,
                                       ctx.store.marks(MARK_FORGET), now)
@@ -293,6 +431,7 @@ def forgetting(ctx: StageContext, state: ClusterState) -> None:
         batches = [cands[i: i + MAX_FORGET_LIST] for i in range(0, len(cands), MAX_FORGET_LIST)]
         batches = batches[: ctx.calls_left]
         c0 = ctx.calls
+        tally = decisions.Tally()
         plans: list[dict[str, Any]] = []
         proposals: list[Proposal] = []
         answered: list[int] = []
@@ -300,6 +439,16 @@ def forgetting(ctx: StageContext, state: ClusterState) -> None:
             ctx.progress("forgetting", unit, len(batches), f"{len(shown)} faded record(s)")
             ids = [r.id for r in shown]
             versions = {r.id: ops.version_of(r) for r in shown}
+            if decide:
+                forget_ids, entry = decisions.decide_forgetting(shown, now, ctx.decide, tally)
+                plans.append(entry)
+                if forget_ids is None:
+                    continue
+                answered.extend(ids)
+                proposals.extend(Proposal({"op": "forget", "id": i, "why": "faded trivia: "
+                                           "old, never recalled, unimportant"},
+                                          frozenset(ids), versions, unit) for i in forget_ids)
+                continue
             res = ctx.call(forget_messages(ctx.persona, shown, now), forget_tool(ids))
             plans.append(_plan_log(res, candidates=ids))
             if res.plan is None:

@@ -411,16 +411,33 @@ def call_planner(
 ) -> CallResult:
     """One planning call with a wall-clock limit. Raises :class:`Woken` when ``wake`` is set
     while waiting (the call is abandoned: its answer, if any, is never used)."""
+    kwargs: dict[str, Any] = {"timeout": timeout}
+    cancel = threading.Event()  # handed to models that can stop mid-generation
+    if _accepts_cancel(planner):
+        kwargs["cancel"] = cancel
+    answer, error, seconds = run_call(lambda: planner.force_tool_call(messages, tool, **kwargs),
+                                      timeout, wake, cancel, grace=grace, poll=poll,
+                                      clock=clock)
+    if error is not None:
+        return CallResult(None, error, seconds)
+    try:
+        return CallResult(read_plan(answer), None, seconds)
+    except PlanError as e:
+        return CallResult(None, f"unusable answer: {e}", seconds)
+
+
+def run_call(fn: Callable[[], Any], timeout: float, wake: threading.Event,
+             cancel: threading.Event, *, grace: float = 5.0, poll: float = 0.05,
+             clock: Callable[[], float] = time.monotonic) -> tuple[Any, str | None, float]:
+    """Run one model call in a helper thread with a wall-clock limit: (answer, error,
+    seconds). Raises :class:`Woken` when ``wake`` is set while waiting (``cancel`` is set so
+    a model that takes it stops generating; the answer, if any, is never used)."""
     box: dict[str, Any] = {}
     done = threading.Event()
-    stop = threading.Event()  # handed to models that can stop mid-generation
-    kwargs: dict[str, Any] = {"timeout": timeout}
-    if _accepts_cancel(planner):
-        kwargs["cancel"] = stop
 
     def work() -> None:
         try:
-            box["answer"] = planner.force_tool_call(messages, tool, **kwargs)
+            box["answer"] = fn()
         except BaseException as e:  # noqa: BLE001 — any failure of the model is journaled
             box["error"] = e
         finally:
@@ -432,19 +449,15 @@ def call_planner(
     deadline = t0 + timeout + grace
     while not done.wait(poll):
         if wake.is_set():
-            stop.set()
+            cancel.set()
             raise Woken()
         if clock() > deadline:
-            stop.set()
-            return CallResult(None, f"timed out after {timeout:g} s", clock() - t0)
+            cancel.set()
+            return None, f"timed out after {timeout:g} s", clock() - t0
     if wake.is_set():
         raise Woken()
     seconds = clock() - t0
     if "error" in box:
         e = box["error"]
-        return CallResult(None, f"{type(e).__name__}: {e}"[:500], seconds)
-    answer = box.get("answer")
-    try:
-        return CallResult(read_plan(answer), None, seconds)
-    except PlanError as e:
-        return CallResult(None, f"unusable answer: {e}", seconds)
+        return None, f"{type(e).__name__}: {e}"[:500], seconds
+    return box.get("answer"), None, seconds

@@ -27,7 +27,7 @@ from core.sleep import ops
 from core.sleep.apply import NightBudget
 from core.sleep.journal import Journal, PhaseLog, SleepProgress, write_phase
 from core.sleep.ops import SleepTxn
-from core.sleep.plan import CallResult, Woken, call_planner
+from core.sleep.plan import CallResult, Woken, call_planner, run_call
 
 
 @dataclass
@@ -97,6 +97,26 @@ class StageContext:
             return CallResult(None, "no planner model is available", 0.0)
         self.calls += 1
         return call_planner(self.planner, messages, tool, self.config.call_timeout, self.wake)
+
+    def decide(self, messages: list[Message], schema: dict[str, Any]
+               ) -> tuple[dict[str, Any] | None, str | None, float]:
+        """One small grammar-forced decision (``ChatModel.generate_json`` against ``schema``):
+        (answer, error, seconds); wall-clock limited, raises Woken when woken meanwhile."""
+        self.check()
+        if self.planner is None:
+            return None, "no planner model is available", 0.0
+        if self.calls_left == 0:
+            return None, "max_calls reached: asked the next night", 0.0
+        self.calls += 1
+        cancel = threading.Event()
+        planner = self.planner
+        answer, error, seconds = run_call(
+            lambda: planner.generate_json(messages, schema, timeout=self.config.call_timeout,
+                                          cancel=cancel),
+            self.config.call_timeout, self.wake, cancel)
+        if error is None and not isinstance(answer, dict):
+            answer, error = None, "the answer is not a JSON object"
+        return answer, error, seconds
 
     def journal(self, phase: PhaseLog, conn: sqlite3.Connection | None = None) -> None:
         """Write a phase to the journal: on ``conn`` (inside the phase's transaction, kept

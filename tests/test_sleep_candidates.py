@@ -1,0 +1,117 @@
+"""Sleep's candidates (SPEC §7.3, issue 17 item 1: "arithmetic proposes"): which questions a
+cluster raises, by arithmetic alone — deterministic, no model."""
+
+from __future__ import annotations
+
+import numpy as np
+
+from core.records import Kind, Record, Source
+from core.sleep import candidates
+from core.sleep.candidates import DUPLICATE, EVENTS, SUPERSEDE, probe_links, propose
+
+DAY = 86_400.0
+T0 = 1_780_000_000.0
+
+
+def rec(rid: int, content: str, *, days_ago: float = 100, kind: Kind = Kind.FACT,
+        pinned: bool = False, scope: str = "global") -> Record:
+    at = T0 - days_ago * DAY
+    return Record(id=rid, content=content, kind=kind, importance=3, private=False,
+                  pinned=pinned, scope=scope, created_at=at, updated_at=at,
+                  last_access_at=None, access_count=0, consolidated_at=None,
+                  source=Source.OWNER, source_turn=None)
+
+
+def edges(*pairs: tuple[int, int, float]) -> dict[tuple[int, int], float]:
+    return {(min(a, b), max(a, b)): w for a, b, w in pairs}
+
+
+def kinds(cands) -> list[tuple[str, tuple[int, ...]]]:
+    return [(c.kind, c.ids) for c in cands]
+
+
+def test_a_pair_with_nothing_telling_it_apart_is_a_duplicate_question():
+    corpus = {1: rec(1, "The owner's dog is a beagle named Toffee", days_ago=200),
+              2: rec(2, "Owner has a beagle called Toffee", days_ago=30)}
+    assert kinds(propose([1, 2], corpus, edges((1, 2, 0.8)))) == [(DUPLICATE, (1, 2))]
+
+
+def test_a_changed_number_day_name_or_a_change_word_is_a_supersession_question_older_first():
+    """The newer record changes a value (a number, a day, a name) or says it changed
+    ("теперь", "moved"): "does the newer replace the older?", the older id first."""
+    cases = [
+        ("Хозяин весит 92 кг", "Хозяин весит 84 кг", "a number changed"),
+        ("Board game night is on Thursdays", "Board game night is on Fridays", "a day changed"),
+        ("The owner's manager is Pavel", "The owner's manager is Oksana", "a name changed"),
+        ("Хозяин играет в футбол", "Хозяин теперь играет в футбол редко",
+         "the newer record says something changed"),
+    ]
+    for old, new, why in cases:
+        corpus = {5: rec(5, new, days_ago=10), 9: rec(9, old, days_ago=300)}
+        got = propose([5, 9], corpus, edges((5, 9, 0.7)))
+        assert kinds(got) == [(SUPERSEDE, (9, 5))], (old, new)
+        assert got[0].why == why
+
+
+def test_ordinals_are_numbers_and_equal_numbers_do_not_make_a_change():
+    corpus = {1: rec(1, "Car insurance renews on the 15th of August", days_ago=200),
+              2: rec(2, "Car insurance renewal is due August 15", days_ago=20)}
+    assert kinds(propose([1, 2], corpus, edges((1, 2, 0.8)))) == [(DUPLICATE, (1, 2))]
+    assert candidates.numbers("the 15th, 3rd and 2-го") == frozenset({"15", "3", "2"})
+
+
+def test_three_events_make_one_run_question_and_no_pairwise_questions():
+    corpus = {i: rec(i, f"Went to the climbing gym with Lena on Tuesday, week {i}",
+                     days_ago=40 - 7 * i, kind=Kind.EVENT) for i in (1, 2, 3)}
+    w = edges((1, 2, 0.9), (2, 3, 0.9), (1, 3, 0.8))
+    assert kinds(propose([1, 2, 3], corpus, w)) == [(EVENTS, (1, 2, 3))]
+    # two events are no run: they are asked about as a pair
+    two = {i: corpus[i] for i in (1, 2)}
+    assert [c.kind for c in propose([1, 2], two, edges((1, 2, 0.9)))] == [SUPERSEDE]
+
+
+def test_pinned_records_are_never_proposed_and_the_order_is_strongest_first():
+    corpus = {1: rec(1, "Likes green tea", days_ago=100, pinned=True),
+              2: rec(2, "Likes green tea a lot", days_ago=50),
+              3: rec(3, "Likes green tea very much", days_ago=20)}
+    w = edges((1, 2, 0.95), (2, 3, 0.6), (1, 3, 0.9))
+    assert kinds(propose([1, 2, 3], corpus, w)) == [(DUPLICATE, (2, 3))]
+    corpus[1] = rec(1, "Likes green tea", days_ago=100)
+    got = propose([1, 2, 3], corpus, w)
+    assert kinds(got) == [(DUPLICATE, (1, 2)), (DUPLICATE, (1, 3)), (DUPLICATE, (2, 3))]
+    assert got == propose([3, 2, 1], corpus, dict(reversed(list(w.items()))))  # deterministic
+
+
+def test_a_change_only_link_raises_no_duplicate_question():
+    corpus = {1: rec(1, "Spanish lessons with Carmen", days_ago=100),
+              2: rec(2, "Carmen likes paella", days_ago=10)}
+    assert propose([1, 2], corpus, edges((1, 2, 0.3)), change_only={(1, 2)}) == []
+
+
+def unit(v: list[float]) -> np.ndarray:
+    a = np.asarray(v, dtype=np.float32)
+    return a / np.linalg.norm(a)
+
+
+def test_loose_links_come_from_the_changed_records_only():
+    """Links the strict clusters miss are searched from the probes (records changed since the
+    last night): a paraphrase (cosine ≥ DUP_COSINE), a name across scripts, and — when the
+    probe says something changed — an older record with a loose cosine; none without probes."""
+    corpus = {1: rec(1, "Хозяин болеет за «Зенит»", days_ago=200),
+              2: rec(2, "The owner supports Zenit football club", days_ago=20),
+              3: rec(3, "The owner lives in Kazan, near the Kremlin", days_ago=300),
+              4: rec(4, "We moved to Saint Petersburg in April", days_ago=40),
+              5: rec(5, "Likes green tea", days_ago=100),
+              6: rec(6, "Drinks green tea every morning", days_ago=5)}
+    stems = {i: candidates.text.stem_set(r.content) for i, r in corpus.items()}
+    ids = np.array([1, 2, 3, 4, 5, 6])
+    mat = np.stack([unit([1, 0, 0, 0]), unit([0, 0, 0, 1]), unit([0, 1, 0, 0]),
+                    unit([0, 0.45, 0.9, 0]), unit([0, 0, 1, 0.1]), unit([0, 0.1, 1, 0])])
+    links = probe_links([2, 4, 6], corpus, stems, (ids, mat, 0.0))
+    assert (1, 2) in links.weights and (1, 2) not in links.change_only  # Zenit / Зенит
+    assert (3, 4) in links.weights and (3, 4) in links.change_only  # "moved": older only
+    assert (5, 6) in links.weights and (5, 6) not in links.change_only  # a paraphrase
+    assert probe_links([], corpus, stems, (ids, mat, 0.0)).weights == {}
+    # without the change word the loose cosine (0.45) does not link Kazan and Petersburg
+    corpus[4] = rec(4, "Saint Petersburg in April is grey", days_ago=40)
+    assert (3, 4) not in probe_links([4], corpus, stems, (ids, mat, 0.0)).weights

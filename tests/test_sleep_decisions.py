@@ -1,0 +1,213 @@
+"""Sleep's review as small decisions (SPEC §7.3–7.4, issue 17 item 1: "arithmetic proposes, the
+model decides"). The model is a fake that answers each grammar-forced question from rules about
+the quoted records: these tests check the orchestration — what is asked, with which schema and
+dates, and what the core does with each answer — not how well a model answers."""
+
+from __future__ import annotations
+
+import re
+from typing import Any
+
+from core.privacy import OWNER_TRUSTED
+from core.records import Kind
+from tests.test_sleep_kit import ANCIENT, DAY, OLD, load, open_memory, sleeper
+
+CORPUS: dict[str, dict[str, Any]] = {
+    "cat_a": {"content": "The owner's cat is called Murka and she likes fish",
+              "created_at": OLD - 90 * DAY},
+    "cat_b": {"content": "Owner's cat Murka likes fish a lot, she is called Murka"},
+    "city_old": {"content": "The owner lives in Kazan, in a flat near the Kremlin",
+                 "created_at": OLD - 200 * DAY},
+    "city_new": {"content": "The owner lives in Moscow now, in a flat near the Kremlin"},
+    "anna_sis": {"content": "Anna is the owner's sister and lives in Tver",
+                 "created_at": OLD - 30 * DAY},
+    "anna_mgr": {"content": "Anna is the owner's manager and lives in Tver"},
+    "swim_1": {"content": "Swam at the Olymp pool on Sunday morning", "kind": "event",
+               "importance": 2, "created_at": OLD - 14 * DAY},
+    "swim_2": {"content": "Sunday morning: swam at the Olymp pool again", "kind": "event",
+               "importance": 2, "created_at": OLD - 7 * DAY},
+    "swim_3": {"content": "Swam at the Olymp pool, Sunday morning as usual", "kind": "event",
+               "importance": 2},
+    "trivia_1": {"content": "Saw a yellow umbrella at the bus stop", "importance": 1,
+                 "created_at": ANCIENT},
+    "trivia_2": {"content": "Grandmother's grave is in row 14 of the old cemetery",
+                 "importance": 2, "created_at": ANCIENT},
+    "filler": {"content": "Works as a backend developer writing Go services"},
+}
+
+
+class DecidingLLM:
+    """Answers sleep's decisions by rules over the quoted texts; records every question."""
+
+    name = "deciding-fake"
+    context_size = 32_768
+
+    def __init__(self, same=(), replaces=(), fact: str = "none", keep=(), merged=None,
+                 fail: str | None = None) -> None:
+        self.same = {frozenset(p) for p in same}  # pairs of texts that are the same fact
+        self.replaces = set(replaces)  # (old text, new text)
+        self.fact = fact
+        self.keep = set(keep)  # faded texts to keep
+        self.merged = merged  # the merged text to write (None: the longest member)
+        self.fail = fail  # a schema key whose question raises
+        self.questions: list[dict[str, Any]] = []
+
+    def count_tokens(self, text: str) -> int:
+        return len(text.split())
+
+    def force_tool_call(self, messages, tool, timeout=None, cancel=None):
+        from core.llm import ToolCall  # the calibrate phase still plans
+
+        self.questions.append({"key": "plan", "user": messages[-1]["content"]})
+        return ToolCall("sleep_finish", {"reasoning": "nothing", "ops": []})
+
+    def generate_json(self, messages, schema, timeout=None, max_tokens=None, cancel=None):
+        user = messages[-1]["content"]
+        key = next(iter(schema["properties"]))
+        quoted = re.findall(r"«([^»]*)»", user)
+        self.questions.append({"key": key, "user": user, "schema": schema, "quoted": quoted})
+        if key == self.fail:
+            raise RuntimeError("the model broke")
+        if key == "same":
+            return {"same": "yes" if frozenset(quoted[:2]) in self.same else "no"}
+        if key == "replaces":
+            return {"replaces": "yes" if tuple(quoted[:2]) in self.replaces else "both true"}
+        if key == "fact":
+            return {"fact": self.fact}
+        if key == "text":
+            return {"text": self.merged or max(quoted[:-1], key=len)}
+        if key == "keep":
+            return {"keep": [n for n, q in enumerate(quoted, 1) if q in self.keep]}
+        raise AssertionError(f"unexpected question {key}")
+
+    def asked(self, key: str) -> list[dict[str, Any]]:
+        return [q for q in self.questions if q["key"] == key]
+
+
+def text_of(key: str) -> str:
+    return CORPUS[key]["content"]
+
+
+def night(tmp_path, clock, llm, **config):
+    mem = open_memory(tmp_path, clock)
+    ids = load(mem, CORPUS)
+    config.setdefault("review", "decide")
+    s = sleeper(mem, llm, clock, **config)
+    return mem, ids, s, s.run()
+
+
+def live(mem) -> dict[int, Any]:
+    return {r.id: r for r in mem.list(OWNER_TRUSTED, limit=1000)}
+
+
+def test_each_answer_becomes_the_op_it_implies(tmp_path, clock):
+    """Same fact → merged; the newer replaces the older → the older archived; both true →
+    both kept; a run of events → one derived fact; faded trivia → forgotten except what the
+    model keeps (it can only shorten the arithmetic's list)."""
+    llm = DecidingLLM(same=[(text_of("cat_a"), text_of("cat_b"))],
+                      replaces=[(text_of("city_old"), text_of("city_new"))],
+                      fact="The owner swims at the Olymp pool every Sunday morning",
+                      keep=[text_of("trivia_2")])
+    mem, ids, s, run = night(tmp_path, clock, llm)
+    now = live(mem)
+    assert run.status == "done"
+    assert (ids["cat_a"] in now) != (ids["cat_b"] in now)  # merged into one
+    assert ids["city_old"] not in now and ids["city_new"] in now
+    assert ids["anna_sis"] in now and ids["anna_mgr"] in now  # the decoy kept apart
+    derived = [r for r in now.values() if "every Sunday" in r.content]
+    assert len(derived) == 1 and derived[0].kind is Kind.FACT
+    assert all(ids[k] in now for k in ("swim_1", "swim_2", "swim_3"))  # events stay
+    assert ids["trivia_1"] not in now and ids["trivia_2"] in now
+    # what was asked: one question per candidate, grammar-forced to a short answer
+    assert {q["schema"]["properties"]["same"]["enum"][0] for q in llm.asked("same")} == {"yes"}
+    assert llm.asked("replaces")[0]["schema"]["properties"]["replaces"]["enum"] == [
+        "yes", "both true", "no"]
+    assert len(llm.asked("fact")) == 1 and len(llm.asked("text")) == 1
+    assert len(llm.asked("keep")) == 1
+    anna = [q for q in llm.asked("same") if "Anna" in q["user"]]
+    assert len(anna) == 1  # asked, answered no, nothing done
+
+
+def test_every_question_shows_dates_and_how_long_ago_and_no_ids(tmp_path, clock):
+    llm = DecidingLLM(replaces=[(text_of("city_old"), text_of("city_new"))])
+    mem, ids, s, run = night(tmp_path, clock, llm)
+    q = llm.asked("replaces")[0]["user"]
+    assert "months ago" in q and re.search(r"\d{4}-\d\d-\d\d", q)
+    assert q.index(text_of("city_old")) < q.index(text_of("city_new"))  # the older first
+    for asked in llm.questions:
+        if asked["key"] != "plan":
+            assert not re.search(r"#\d", asked["user"])  # the model never names an id
+
+
+def test_a_merged_text_that_loses_a_number_is_replaced_by_the_richest_member(tmp_path, clock):
+    corpus_a = "The owner's dentist appointment is at 10:00 in clinic 5 on Lenina street"
+    corpus_b = "Owner's dentist appointment: clinic 5, Lenina street, at 10:00, cabinet 12"
+    llm = DecidingLLM(same=[(corpus_a, corpus_b)], merged="Dentist appointment at clinic 5")
+    mem = open_memory(tmp_path, clock)
+    ids = load(mem, {"a": {"content": corpus_a, "created_at": OLD - 10 * DAY},
+                     "b": {"content": corpus_b}})
+    run = sleeper(mem, llm, clock, review="decide").run()
+    now = live(mem)
+    assert len(now) == 1 and next(iter(now.values())).content == corpus_b
+    review = next(p for p in run.phases if p.name == "review")
+    assert any(d.get("refused") for d in review.plans[0]["decisions"])
+    assert ids["a"] not in now or ids["b"] not in now
+
+
+def test_a_failed_question_applies_nothing_for_its_cluster_and_is_asked_again(tmp_path, clock):
+    llm = DecidingLLM(same=[(text_of("cat_a"), text_of("cat_b"))], fail="replaces")
+    mem, ids, s, run = night(tmp_path, clock, llm)
+    now = live(mem)
+    assert ids["city_old"] in now and ids["city_new"] in now
+    assert (ids["cat_a"] in now) != (ids["cat_b"] in now)  # other clusters went on
+    review = next(p for p in run.phases if p.name == "review")
+    assert "failed question" in review.note
+    llm.fail = None
+    clock.advance(DAY)
+    s.run()
+    assert len(llm.asked("replaces")) == 2  # the failed cluster is asked about again
+    assert ids["city_old"] not in live(mem) or ids["city_new"] in live(mem)
+
+
+def test_an_unchanged_second_night_asks_nothing(tmp_path, clock):
+    """§7.3 / issue 17: "0 calls on an unchanged second night" — every unit answered is
+    settled, and the records an op named are not re-offered for forgetting."""
+    llm = DecidingLLM(same=[(text_of("cat_a"), text_of("cat_b"))],
+                      replaces=[(text_of("city_old"), text_of("city_new"))],
+                      fact="The owner swims at the Olymp pool every Sunday morning")
+    mem, ids, s, first = night(tmp_path, clock, llm)
+    assert first.calls > 5
+    clock.advance(DAY)
+    second = s.run()
+    assert second.calls == 0, [(p.name, p.calls, p.note) for p in second.phases]
+
+
+def test_the_model_cannot_add_to_the_forgetting_list(tmp_path, clock):
+    """The keep question's schema offers only the list's numbers; whatever is answered, only
+    the arithmetic's candidates can be forgotten (never a recalled or important record)."""
+    llm = DecidingLLM()
+    mem, ids, s, run = night(tmp_path, clock, llm)
+    q = llm.asked("keep")[0]
+    assert q["schema"]["properties"]["keep"]["items"]["enum"] == [1, 2]
+    assert set(q["quoted"]) == {text_of("trivia_1"), text_of("trivia_2")}
+    forgotten = {i for o in run.ops if o.op == "forget" and o.applied for i in o.ids}
+    assert forgotten == {ids["trivia_1"], ids["trivia_2"]}
+
+
+def test_a_dry_run_asks_and_journals_but_changes_nothing(tmp_path, clock):
+    llm = DecidingLLM(same=[(text_of("cat_a"), text_of("cat_b"))])
+    mem, ids, s, run = night(tmp_path, clock, llm, dry_run=True)
+    assert set(live(mem)) == set(ids.values())
+    merges = [o for o in run.ops if o.op == "merge"]
+    assert merges and not merges[0].applied and merges[0].refused_reason is None
+
+
+def test_the_merge_of_a_private_member_is_private(tmp_path, clock):
+    corpus = dict(CORPUS)
+    corpus["cat_a"] = {**CORPUS["cat_a"], "private": True}
+    llm = DecidingLLM(same=[(text_of("cat_a"), text_of("cat_b"))])
+    mem = open_memory(tmp_path, clock)
+    load(mem, corpus)
+    sleeper(mem, llm, clock, review="decide").run()
+    survivor = [r for r in live(mem).values() if "Murka" in r.content]
+    assert len(survivor) == 1 and survivor[0].private

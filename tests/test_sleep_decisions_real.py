@@ -1,0 +1,63 @@
+"""Sleep's decisions with a real model (issue 17 item 1): the packaged 0.5B model
+("qwen2.5-coder-0.5b") answers the grammar-forced questions of a small night — a duplicate
+pair, a supersession pair, a run of events and the forgetting list. Every answer must come back
+inside its schema (an enum value, a bounded text, numbers from the list) and become ops the
+safeguards apply or refuse cleanly. Asserts behaviour, never timings or the model's judgement."""
+
+from __future__ import annotations
+
+import importlib.util
+
+import pytest
+
+from core import ManualClock
+from core.privacy import OWNER_TRUSTED
+from tests.test_sleep_decisions import CORPUS
+from tests.test_sleep_kit import T0, load, open_memory, sleeper
+
+pytestmark = pytest.mark.real_model
+
+MODEL = "qwen2.5-coder-0.5b"
+
+
+@pytest.fixture(scope="module")
+def model():
+    if importlib.util.find_spec("models.llama") is None:
+        pytest.skip("models.llama (the llama.cpp adapter) is not available")
+    from models import packaged
+    from models.llama import load_chat_model
+
+    if not packaged.is_installed(MODEL):
+        pytest.skip(f"packaged model {MODEL!r} is not installed: run `make setup-dev`")
+    m = load_chat_model(MODEL, seed=0, n_ctx=4096)
+    yield m
+    m.close()
+
+
+def test_a_real_model_answers_every_decision_inside_its_schema(tmp_path, model):
+    clock = ManualClock(T0)
+    mem = open_memory(tmp_path, clock)
+    ids = load(mem, CORPUS)
+    s = sleeper(mem, model, clock, review="decide", call_timeout=1800)
+    run = s.run()
+    assert run.status == "done", run.summary
+    review = next(p for p in run.phases if p.name == "review")
+    asked = [d for plan in review.plans for d in plan["decisions"]]
+    kinds = {d["kind"] for d in asked}
+    assert {"duplicate", "supersede", "events"} <= kinds  # the corpus raises each question
+    for d in asked:
+        assert "error" not in d, d
+        if d["kind"] == "duplicate":
+            assert d["answer"] in ("yes", "no")
+        elif d["kind"] == "supersede":
+            assert d["answer"] in ("yes", "both true", "no")
+        else:  # a fact, or a merged text: bounded by the schema
+            assert isinstance(d["answer"], str) and 0 < len(d["answer"]) <= mem.config.max_chars
+    forgetting = next(p for p in run.phases if p.name == "forgetting")
+    keep = forgetting.plans[0]["keep"]
+    assert set(keep) <= {ids["trivia_1"], ids["trivia_2"]}
+    # whatever was decided, the store is consistent: pinned/private rules hold, ops judged
+    for o in run.ops:
+        assert o.applied or o.refused_reason or o.op == "embed"
+    live = {r.id: r for r in mem.list(OWNER_TRUSTED, limit=100)}
+    assert ids["filler"] in live  # never a candidate of anything
