@@ -1,0 +1,296 @@
+"""Several processes on one store (SPEC §10): the TUI, ``eva serve`` and a cron ``eva sleep``.
+
+Two parts, both on the store's own tables (no schema of their own):
+
+* **Noticing the others' writes.** Each process keeps in-memory recall indexes of the one
+  SQLite file. :class:`StoreWatch` asks SQLite's ``PRAGMA data_version`` (it moves only when
+  *another* connection committed) before every recall; when it moved, :func:`changed_ids` finds
+  the records whose index entries no longer match the rows and the memory reindexes only those:
+
+  - the scoring columns (kind, importance, private, pinned, scope, last access, count, live or
+    not) are compared with the rows in one narrow read;
+  - when the index generation (the v4 counter the triggers move on any write to content, stems,
+    the archive mark or vectors) moved too, the change log since the last look, the stems and
+    the set of vectors are compared as well (a turn's rollback deletes its change-log rows, so
+    the stems comparison is what catches it).
+
+* **One sleeper at a time.** :class:`SleepLease` keeps a lease row in ``meta`` (key
+  ``sleep_lease``: pid, host, a per-process nonce, since, heartbeat). It is taken inside one
+  ``BEGIN IMMEDIATE`` transaction, so two processes cannot both win. A lease whose holder is
+  gone (its pid is dead on this host, or its heartbeat is older than ``stale_after``) is taken
+  over; a live holder's lease is respected and reported (:class:`LeaseHeld`).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import socket
+import sqlite3
+import threading
+import time
+import uuid
+from dataclasses import asdict, dataclass
+from typing import Any
+
+import numpy as np
+
+__all__ = ["LEASE_KEY", "Lease", "LeaseHeld", "SleepLease", "StoreWatch", "changed_ids"]
+
+LEASE_KEY = "sleep_lease"
+HEARTBEAT_SECONDS = 5.0
+STALE_AFTER_SECONDS = 60.0  # a holder that has not beaten for this long is presumed dead
+
+_NONCE = uuid.uuid4().hex  # tells this process from an earlier one that had the same pid
+_HOST = socket.gethostname()
+
+
+# ---------------------------------------------------------------------------- noticing writes
+class StoreWatch:
+    """Tells whether another connection committed to the file since the last look."""
+
+    def __init__(self, conn: sqlite3.Connection) -> None:
+        self.version = self._read(conn)
+        self.change_cursor = _max_change(conn)
+        self.generation = _generation(conn)
+
+    @staticmethod
+    def _read(conn: sqlite3.Connection) -> int:
+        return int(conn.execute("PRAGMA data_version").fetchone()[0])
+
+    def moved(self, conn: sqlite3.Connection) -> bool:
+        """Cheap (one pragma): did another connection commit since :meth:`seen`?"""
+        return self._read(conn) != self.version
+
+    def seen(self, conn: sqlite3.Connection) -> None:
+        self.version = self._read(conn)
+
+
+def _max_change(conn: sqlite3.Connection) -> int:
+    return int(conn.execute("SELECT COALESCE(MAX(id), 0) FROM changes").fetchone()[0])
+
+
+def _generation(conn: sqlite3.Connection) -> int:
+    return int(conn.execute("SELECT generation FROM index_state WHERE id = 1").fetchone()[0])
+
+
+def changed_ids(conn: sqlite3.Connection, watch: StoreWatch, index: Any) -> set[int]:
+    """The ids whose entries in ``index`` (a :class:`core.recall_index.RecallIndex`) differ
+    from the rows ``conn`` reads now — new, gone, or changed. Call it inside one read
+    transaction; it moves ``watch`` on to what it read."""
+    from core.recall import half_life_of
+    from core.records import Kind
+
+    cols = index.columns
+    config = index.config
+    cur = conn.cursor()
+    cur.row_factory = None
+    rows = cur.execute(
+        "SELECT id, kind, importance, private, pinned, scope, created_at, last_access_at, "
+        "access_count FROM memories WHERE archived_at IS NULL").fetchall()
+    changed: set[int] = set()
+    n = len(cols.alive)
+    live = np.zeros(0, np.int64)
+    if rows:
+        ids, kinds, imp, priv, pin, scopes, created, last, count = zip(*rows, strict=True)
+        live = np.asarray(ids, np.int64)
+        inside = live < n
+        new = live[~inside]
+        changed.update(int(i) for i in new)
+        sel = np.flatnonzero(inside)
+        at = live[sel]
+        hl = {k.value: half_life_of(k, config) for k in Kind}
+        kinds_a = np.asarray(kinds, object)[sel]
+        core = np.fromiter((k == Kind.CORE.value for k in kinds_a), bool, len(sel))
+        half = np.fromiter((hl[k] for k in kinds_a), np.float64, len(sel))
+        recalled = np.fromiter(
+            (c if a is None else a for a, c in zip(np.asarray(last, object)[sel],
+                                                   np.asarray(created, object)[sel],
+                                                   strict=True)), np.float64, len(sel))
+        codes = {s: cols._scope_codes.get(s, -1) for s in set(scopes)}
+        scope = np.fromiter((codes[s] for s in np.asarray(scopes, object)[sel]), np.int32,
+                            len(sel))
+        differ = (
+            ~cols.alive[at]
+            | (cols.core[at] != core)
+            | (cols.private[at] != np.asarray(priv, bool)[sel])
+            | (cols.pinned[at] != np.asarray(pin, bool)[sel])
+            | (cols.importance[at] != np.asarray(imp, np.float64)[sel])
+            | (cols.half_life[at] != half)
+            | (cols.recalled_at[at] != recalled)
+            | (cols.reinforcements[at] != np.asarray(count, np.float64)[sel])
+            | (cols.scope[at] != scope)
+        )
+        changed.update(int(i) for i in at[differ])
+    alive = np.flatnonzero(cols.alive[:n])
+    changed.update(int(i) for i in np.setdiff1d(alive, live, assume_unique=True))
+    generation = _generation(conn)
+    if generation != watch.generation:
+        # content, stems, archive marks or vectors moved: the change log, then the stems (a
+        # rollback deletes its log rows), then which records have a vector
+        changed.update(int(r[0]) for r in cur.execute(
+            "SELECT DISTINCT memory_id FROM changes WHERE id > ?", (watch.change_cursor,)))
+        docs = index.lexical.docs
+        for rid, stems in cur.execute(
+                "SELECT id, stems FROM memories WHERE archived_at IS NULL"):
+            if docs.get(rid) != stems.split():
+                changed.add(int(rid))
+        if index.vectors is not None and index.embedder is not None:
+            stored = np.fromiter((r[0] for r in cur.execute(
+                "SELECT v.memory_id FROM vectors v JOIN memories m ON m.id = v.memory_id "
+                "WHERE m.archived_at IS NULL AND v.model = ? AND v.dim = ?",
+                (index.embedder.name, index.embedder.dim))), np.int64)
+            have = index.vectors.keys().astype(np.int64)
+            changed.update(int(i) for i in np.setxor1d(stored, have))
+    watch.generation = generation
+    watch.change_cursor = _max_change(conn)
+    watch.seen(conn)
+    return changed
+
+
+# ---------------------------------------------------------------------------- the sleep lease
+@dataclass(frozen=True)
+class Lease:
+    pid: int
+    host: str
+    nonce: str
+    since: float
+    heartbeat: float
+
+    @property
+    def mine(self) -> bool:
+        return self.nonce == _NONCE
+
+    def alive(self, now: float, stale_after: float = STALE_AFTER_SECONDS) -> bool:
+        """Whether the holder is presumed to be running."""
+        if self.mine:
+            return True
+        if now - self.heartbeat > stale_after:
+            return False
+        if self.host == _HOST:
+            if self.pid == os.getpid():
+                return False  # an earlier process with our pid: it is gone
+            return _pid_alive(self.pid)
+        return True  # another host: trust the heartbeat
+
+    def describe(self, now: float) -> str:
+        where = "" if self.host == _HOST else f" on {self.host}"
+        return (f"process {self.pid}{where}, asleep for {max(0, int(now - self.since))} s, "
+                f"last heartbeat {max(0, int(now - self.heartbeat))} s ago")
+
+
+def _pid_alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True  # exists, owned by someone else
+    except OSError:
+        return False
+    return True
+
+
+class LeaseHeld(RuntimeError):
+    """Another live process holds the sleep lease."""
+
+    def __init__(self, lease: Lease) -> None:
+        self.lease = lease
+        super().__init__(f"Eva is already asleep in another process "
+                         f"({lease.describe(time.time())})")
+
+
+class SleepLease:
+    """The cross-process sleep lease, on a store's ``meta`` table. Built with
+    ``memory.attach(SleepLease)`` (it shares the store's connection and lock). Liveness is
+    measured on the wall clock (``time.time``), never a test clock: it is about processes."""
+
+    def __init__(self, storage: Any, stale_after: float = STALE_AFTER_SECONDS,
+                 heartbeat: float = HEARTBEAT_SECONDS) -> None:
+        self._storage = storage
+        self.stale_after = stale_after
+        self.heartbeat_every = heartbeat
+        self._beat_stop: threading.Event | None = None
+        self._beat_thread: threading.Thread | None = None
+
+    @staticmethod
+    def _parse(value: str | None) -> Lease | None:
+        if not value:
+            return None
+        try:
+            d = json.loads(value)
+            return Lease(int(d["pid"]), str(d["host"]), str(d["nonce"]), float(d["since"]),
+                         float(d["heartbeat"]))
+        except (ValueError, KeyError, TypeError):
+            return None  # unreadable: as good as free
+
+    def _read(self, conn: sqlite3.Connection) -> Lease | None:
+        row = conn.execute("SELECT value FROM meta WHERE key = ?", (LEASE_KEY,)).fetchone()
+        return self._parse(row[0] if row else None)
+
+    def current(self) -> Lease | None:
+        """The lease as stored (live or not)."""
+        with self._storage.lock:
+            return self._read(self._storage.conn)
+
+    def holder(self) -> Lease | None:
+        """Another live process that holds the lease (None: free, stale, or ours)."""
+        lease = self.current()
+        if lease is None or lease.mine or not lease.alive(time.time(), self.stale_after):
+            return None
+        return lease
+
+    def acquire(self) -> Lease | None:
+        """Take the lease (free, stale, or already ours). Raises :class:`LeaseHeld` when a live
+        process holds it. Returns the stale lease taken over, if any."""
+        now = time.time()
+        with self._storage.transaction() as conn:
+            old = self._read(conn)
+            if old is not None and not old.mine and old.alive(now, self.stale_after):
+                raise LeaseHeld(old)
+            mine = Lease(os.getpid(), _HOST, _NONCE, now, now)
+            conn.execute("INSERT INTO meta (key, value) VALUES (?, ?) ON CONFLICT(key) DO "
+                         "UPDATE SET value = excluded.value", (LEASE_KEY, json.dumps(asdict(mine))))
+        return old if old is not None and not old.mine else None
+
+    def beat(self) -> bool:
+        """Move our heartbeat on; False if the lease is no longer ours."""
+        with self._storage.transaction() as conn:
+            lease = self._read(conn)
+            if lease is None or not lease.mine:
+                return False
+            conn.execute("UPDATE meta SET value = ? WHERE key = ?",
+                         (json.dumps({**asdict(lease), "heartbeat": time.time()}), LEASE_KEY))
+        return True
+
+    def release(self) -> None:
+        """Give the lease back (only ours)."""
+        self.stop_beating()
+        with self._storage.transaction() as conn:
+            lease = self._read(conn)
+            if lease is not None and lease.mine:
+                conn.execute("DELETE FROM meta WHERE key = ?", (LEASE_KEY,))
+
+    def start_beating(self) -> None:
+        """Beat every ``heartbeat`` seconds in a daemon thread until :meth:`stop_beating`."""
+        self.stop_beating()
+        stop = threading.Event()
+
+        def run() -> None:
+            while not stop.wait(self.heartbeat_every):
+                try:
+                    if not self.beat():
+                        return
+                except sqlite3.Error:
+                    continue  # busy or closing: the next beat tries again
+
+        self._beat_stop = stop
+        self._beat_thread = threading.Thread(target=run, name="eva-sleep-lease", daemon=True)
+        self._beat_thread.start()
+
+    def stop_beating(self) -> None:
+        if self._beat_stop is not None:
+            self._beat_stop.set()
+        if self._beat_thread is not None and self._beat_thread is not threading.current_thread():
+            self._beat_thread.join(timeout=2)
+        self._beat_stop = self._beat_thread = None
