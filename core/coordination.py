@@ -35,7 +35,8 @@ from typing import Any
 
 import numpy as np
 
-__all__ = ["LEASE_KEY", "Lease", "LeaseHeld", "SleepLease", "StoreWatch", "changed_ids"]
+__all__ = ["LEASE_KEY", "Lease", "LeaseHeld", "SleepLease", "StoreWatch", "changed_ids",
+           "holder_at"]
 
 LEASE_KEY = "sleep_lease"
 HEARTBEAT_SECONDS = 5.0
@@ -294,3 +295,22 @@ class SleepLease:
         if self._beat_thread is not None and self._beat_thread is not threading.current_thread():
             self._beat_thread.join(timeout=2)
         self._beat_stop = self._beat_thread = None
+
+
+def holder_at(db_path: str | os.PathLike) -> Lease | None:
+    """The live holder of the sleep lease of the store at ``db_path``, read without opening
+    the store (``eva sleep`` asks before it loads a model)."""
+    if not os.path.exists(db_path):
+        return None
+    try:
+        conn = sqlite3.connect(f"file:{os.fspath(db_path)}?mode=ro", uri=True, timeout=5)
+        try:
+            row = conn.execute("SELECT value FROM meta WHERE key = ?", (LEASE_KEY,)).fetchone()
+        finally:
+            conn.close()
+    except sqlite3.Error:
+        return None
+    lease = SleepLease._parse(row[0] if row else None)
+    if lease is None or lease.mine or not lease.alive(time.time()):
+        return None
+    return lease
