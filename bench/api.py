@@ -24,7 +24,6 @@ from __future__ import annotations
 
 import argparse
 import asyncio
-import json
 import os
 import random
 import socket
@@ -36,6 +35,7 @@ from collections import Counter
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
+from urllib.parse import urlencode
 
 from bench.common import emit, environment, latency_summary, load_average
 
@@ -114,6 +114,15 @@ def worker_serve(data: Path, port: int) -> int:
     return 0
 
 
+def _cpu_seconds(pid: int) -> float | None:
+    """User + system CPU time of a process so far."""
+    try:
+        fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+        return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+    except (OSError, ValueError, IndexError):
+        return None
+
+
 def _rss(pid: int) -> dict[str, float | None]:
     out: dict[str, float | None] = {"rss_mb": None, "peak_rss_mb": None}
     try:
@@ -128,35 +137,64 @@ def _rss(pid: int) -> dict[str, float | None]:
 
 
 # ------------------------------------------------------------------------------ the load
+async def _get(conn: tuple[asyncio.StreamReader, asyncio.StreamWriter], host: str,
+               target: str) -> int:
+    """One GET on a keep-alive connection; returns the status (the body is read and dropped)."""
+    reader, writer = conn
+    writer.write(f"GET {target} HTTP/1.1\r\nHost: {host}\r\n\r\n".encode())
+    head = await reader.readuntil(b"\r\n\r\n")
+    lines = head.decode("latin-1").split("\r\n")
+    status = int(lines[0].split()[1])
+    length = next((int(x.split(":", 1)[1]) for x in lines[1:]
+                   if x.lower().startswith("content-length:")), None)
+    if length is None:
+        raise ValueError("no Content-Length")
+    await reader.readexactly(length)
+    return status
+
+
 async def _load(url: str, token: str, queries: list[str], clients: int, seconds: float,
                 interval: float, chat_every: float) -> dict[str, Any]:
     import httpx
 
     deadline = time.monotonic() + seconds
+    host, port = url.removeprefix("http://").split(":")
+    host_header = f"{host}:{port}"
     lat: list[float] = []
     errors: Counter[str] = Counter()
     limits = httpx.Limits(max_connections=clients + 4, max_keepalive_connections=clients + 4)
     async with httpx.AsyncClient(base_url=url, timeout=30, limits=limits) as http:
 
         async def client(i: int) -> None:
+            # a bare HTTP/1.1 keep-alive connection per client: httpx's pool costs more CPU
+            # per request than the server does, and would measure the client
             rnd = random.Random(i)
             await asyncio.sleep(rnd.random() * max(interval, 0.01))  # spread the starts
+            conn: tuple[asyncio.StreamReader, asyncio.StreamWriter] | None = None
             while time.monotonic() < deadline:
                 q = rnd.choice(queries)
                 params = {"q": q, "public": "true"} if rnd.random() < 0.5 else {"q": q}
                 t0 = time.perf_counter()
                 try:
-                    r = await http.get("/v1/memories/prompt", params=params)
+                    if conn is None:
+                        conn = await asyncio.open_connection(host, port)
+                    status = await _get(conn, host_header, "/v1/memories/prompt?"
+                                        + urlencode(params))
                     took = time.perf_counter() - t0
-                    if r.status_code == 200:
+                    if status == 200:
                         lat.append(took)
                     else:
-                        errors[f"http_{r.status_code}"] += 1
-                except httpx.HTTPError as e:
+                        errors[f"http_{status}"] += 1
+                except (OSError, asyncio.IncompleteReadError, ValueError) as e:
                     took = time.perf_counter() - t0
                     errors[type(e).__name__] += 1
+                    if conn is not None:
+                        conn[1].close()
+                    conn = None
                 if interval > took:
                     await asyncio.sleep(interval - took)
+            if conn is not None:
+                conn[1].close()
 
         first: list[float] = []
         whole: list[float] = []
@@ -233,10 +271,12 @@ def run(clients: int, seconds: float, interval: float, memories: int, seed: int,
             token = (data / "serve.token").read_text().strip()
             rss_idle = _rss(proc.pid)
             load_before = load_average()
+            cpu_before = _cpu_seconds(proc.pid)
             log(f"{clients} clients for {seconds:.0f} s (interval {interval} s)…")
             res = asyncio.run(_load(url, token, queries, clients, seconds, interval,
                                     chat_every))
             load_after = load_average()
+            cpu_after = _cpu_seconds(proc.pid)
             rss = _rss(proc.pid)
         finally:
             proc.terminate()
@@ -253,7 +293,11 @@ def run(clients: int, seconds: float, interval: float, memories: int, seed: int,
                    "chat_model": "stand-in (fixed 3-token reply)"},
         "store_build_seconds": round(built, 2),
         **res,
-        "server": {"idle": rss_idle, "after": rss},
+        "server": {"idle": rss_idle, "after": rss,
+                   "cpu_ms_per_request": (
+                       round(1000 * (cpu_after - cpu_before) / max(1, res["requests"]
+                                                                   + res["chat"]["turns"]), 2)
+                       if cpu_before is not None and cpu_after is not None else None)},
         "load_average": {"before": load_before, "after": load_after},
         "target": {"prompt_p95_ms": TARGET_P95_MS, "errors": 0,
                    "met": bool(p95 is not None and p95 <= TARGET_P95_MS

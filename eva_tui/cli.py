@@ -212,13 +212,8 @@ def cmd_serve(config: cfg.EvaConfig, data_dir: Path, args) -> int:
     s = Services(config, data_dir)
     s.open_memory()
     s.finish()
-    import socket
-
     try:
-        family = socket.AF_INET6 if ":" in args.host else socket.AF_INET
-        sock = socket.socket(family, socket.SOCK_STREAM)
-        sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
-        sock.bind((args.host, args.port))
+        sock = srv.listen(args.host, args.port)
     except OSError as e:
         s.close()
         _err(f"cannot listen on {args.host}:{args.port}: {e.strerror or e}")

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import contextlib
-import socket
 import threading
 import time
 from collections.abc import Iterator
@@ -30,8 +29,7 @@ class Running:
 
 @contextlib.contextmanager
 def running(services, data_dir, settings: srv.ServeSettings | None = None) -> Iterator[Running]:
-    sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
-    sock.bind(("127.0.0.1", 0))
+    sock = srv.listen("127.0.0.1", 0)
     port = sock.getsockname()[1]
     settings = replace(settings or srv.ServeSettings(rate=0), host="127.0.0.1", port=port)
     token, _ = srv.ensure_token(data_dir)
