@@ -140,14 +140,15 @@ class Memory:
         bring the in-memory indexes in line — only the records that changed. One pragma when
         nothing did; every recall calls it first. Returns how many records were reindexed."""
         with self._lock:
-            if not self._watch.moved(self._storage.conn):
+            if self._storage.conn.in_transaction or not self._watch.moved(self._storage.conn):
+                # inside a transaction of ours the rows hold our uncommitted writes: the index
+                # must not take them before the commit (the next look outside catches up)
                 return 0
-            inside = self._storage.conn.in_transaction  # a write of ours is open: not yet
             with self._storage.reading() as conn:
                 ids = coordination.changed_ids(conn, self._watch, self._index)
                 if ids:
                     self._index.reindex(conn, ids)
-                if not self._index.broken and not inside:
+                if not self._index.broken:
                     # the index matches the rows at this generation again: it may be persisted
                     self._storage.index_generation = self._watch.generation
             if ids:

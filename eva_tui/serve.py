@@ -202,6 +202,7 @@ class Guard:
         self.hosts = settings.hosts()
         self.origins = frozenset(o.rstrip("/").lower() for o in settings.allow_origins)
         self.limiter = RateLimiter(settings.rate, settings.burst)
+        self.api: Any = None  # the endpoints behind this guard (set by build_app)
 
     async def __call__(self, scope: dict, receive: Any, send: Any) -> None:
         if scope["type"] != "http":
@@ -295,9 +296,36 @@ class ChatHub:
     count_lock: threading.Lock = field(default_factory=threading.Lock)
     waiting: int = 0
 
+    last_turn: float = field(default_factory=time.monotonic)
+
     def queue(self, delta: int) -> None:
         with self.count_lock:
             self.waiting += delta
+
+    def sleep_in_background(self, sleeper: Any, dry_run: bool | None, reason: str) -> None:
+        """A night in a thread, once the running turn (if any) has ended: the planner is the
+        chat model, which runs one thing at a time. Turns that come meanwhile get
+        ``sleeping`` and wait."""
+
+        def night() -> None:
+            with self.lock:
+                try:
+                    sleeper.run(dry_run=dry_run, reason=reason)
+                except Exception as e:  # noqa: BLE001 - already asleep, or a broken store
+                    log.warning("sleep did not run: %s", type(e).__name__)
+
+        threading.Thread(target=night, name="eva-http-sleep", daemon=True).start()
+
+    def tick(self) -> bool:
+        """The schedule (SPEC §7) when ``eva serve`` is the only process: a night when one is
+        due and no turn has run for ``idle_for``. Returns whether it slept."""
+        sleeper = self.services.sleeper
+        if sleeper is None or not self.lock.acquire(blocking=False):
+            return False
+        try:
+            return bool(sleeper.tick(time.monotonic() - self.last_turn, self.waiting > 0))
+        finally:
+            self.lock.release()
     conversations: dict[str, Conversation] = field(default_factory=dict)
 
     def conversation(self, ctx: TurnContext) -> Conversation | None:
@@ -483,7 +511,7 @@ class Api:
             raise ApiError(409, "Eva is already asleep"
                            + (f" ({holder.describe(time.time())})" if holder else ""),
                            "sleeping")
-        sleeper.start(dry_run=dry_run, reason="api")
+        self.hub.sleep_in_background(sleeper, dry_run, "api")
         return JSONResponse({"status": "started"}, 202)
 
     def wake(self, request: Request) -> JSONResponse:
@@ -548,10 +576,13 @@ class Api:
                         return
                 with hub.lock:
                     dequeue()
-                    for ev in conv.turn(message, ctx, cancel):
-                        put(ev)
-                        if cancel.is_set():
-                            break
+                    try:
+                        for ev in conv.turn(message, ctx, cancel):
+                            put(ev)
+                            if cancel.is_set():
+                                break
+                    finally:
+                        hub.last_turn = time.monotonic()
             except Exception as e:  # noqa: BLE001 - reported calmly; the log gets the type
                 log.error("chat turn failed: %s", type(e).__name__)
                 put(e)
@@ -677,7 +708,9 @@ def build_app(services: Any, settings: ServeSettings, token: str) -> Any:
         inner = CORSMiddleware(app, allow_origins=list(settings.allow_origins),
                                allow_methods=["GET", "POST"],
                                allow_headers=["authorization", "content-type"])
-    return Guard(inner, settings)
+    guard = Guard(inner, settings)
+    guard.api = api
+    return guard
 
 
 def listen(host: str, port: int) -> socket.socket:
@@ -707,9 +740,21 @@ def make_server(services: Any, settings: ServeSettings, token: str) -> Any:
 
 
 def serve(services: Any, settings: ServeSettings, token: str, *,
-          sockets: list | None = None) -> None:
-    """Run uvicorn (blocking) until interrupted."""
+          sockets: list | None = None, schedule: bool = True) -> None:
+    """Run uvicorn (blocking) until interrupted; with ``schedule``, Eva sleeps when due and
+    quiet (checked every 30 s), as the TUI does."""
     server = make_server(services, settings, token)
+    hub = server.config.app.api.hub
+    if schedule:
+        def scheduler() -> None:
+            while not server.should_exit:
+                time.sleep(30)
+                try:
+                    hub.tick()
+                except Exception as e:  # noqa: BLE001 - the next tick tries again
+                    log.warning("sleep schedule: %s", type(e).__name__)
+
+        threading.Thread(target=scheduler, name="eva-sleep-schedule", daemon=True).start()
     if sockets is None:
         sockets = [listen(settings.host, settings.port)]
     with contextlib.suppress(KeyboardInterrupt):

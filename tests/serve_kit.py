@@ -20,6 +20,7 @@ class Running:
     port: int
     services: object
     settings: srv.ServeSettings
+    api: object = None  # the endpoints (their ChatHub) behind the guard
 
     def client(self, owner: bool = False, **kw) -> httpx.Client:
         headers = {"Authorization": f"Bearer {self.token}"} if owner else {}
@@ -42,7 +43,8 @@ def running(services, data_dir, settings: srv.ServeSettings | None = None) -> It
             raise RuntimeError("the server did not start")
         time.sleep(0.02)
     try:
-        yield Running(f"http://127.0.0.1:{port}", token, port, services, settings)
+        yield Running(f"http://127.0.0.1:{port}", token, port, services, settings,
+                      server.config.app.api)
     finally:
         server.should_exit = True
         t.join(timeout=10)

@@ -411,3 +411,18 @@ def test_eva_serve_command(tmp_path):
     finally:
         p.terminate()
         p.wait(timeout=20)
+
+
+def test_serve_keeps_the_sleep_schedule_when_quiet(server):
+    """SPEC §7 through `eva serve` alone: a due night runs once no turn came for idle_for,
+    and never while a turn waits."""
+    hub = server.api.hub
+    hub.last_turn = time.monotonic()  # a turn just ended: not quiet
+    assert hub.tick() is False
+    hub.last_turn = time.monotonic() - 10 * 86_400
+    hub.queue(+1)  # a turn is waiting
+    assert hub.tick() is False
+    hub.queue(-1)
+    assert hub.tick() is True
+    with server.client() as anon:
+        assert anon.get("/v1/sleep/runs").json()["runs"][0]["reason"] == "schedule"
