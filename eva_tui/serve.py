@@ -33,6 +33,7 @@ import hmac
 import json
 import logging
 import os
+import re
 import secrets
 import socket
 import stat
@@ -72,6 +73,7 @@ TOKEN_FILE = "serve.token"
 DEFAULT_PORT = 8765
 LOOPBACK = ("127.0.0.1", "::1", "localhost")
 AUDIENCES = ("owner", "group", "public")
+_CHANNEL = re.compile(r"[A-Za-z0-9_-]{1,64}")
 
 
 # ---------------------------------------------------------------------------------- settings
@@ -328,13 +330,17 @@ class ChatHub:
             self.lock.release()
     conversations: dict[str, Conversation] = field(default_factory=dict)
 
-    def conversation(self, ctx: TurnContext) -> Conversation | None:
+    def conversation(self, ctx: TurnContext, channel: str = "api") -> Conversation | None:
+        """The conversation of this kind of turn context and this caller's channel: windows
+        never mix contexts, nor callers that name their own channels."""
         s = self.services
         if s.chat_model is None or s.memory is None:
             return None
-        key = f"http-{ctx.speaker}-{ctx.surface}-{ctx.audience}"
+        key = f"http-{ctx.speaker}-{ctx.surface}-{ctx.audience}-{channel}"
         conv = self.conversations.get(key)
         if conv is None:
+            if len(self.conversations) >= 256:  # forget the oldest (its messages stay stored)
+                self.conversations.pop(next(iter(self.conversations)))
             base = s.conversation
             conv = Conversation(
                 s.memory, s.chat_model,
@@ -539,8 +545,11 @@ class Api:
         trusted = data.get("trusted", True)
         if not isinstance(audience, str) or not isinstance(trusted, bool):
             raise ApiError(400, "audience is a string and trusted a boolean", "bad_request")
+        channel = data.get("channel", "api")
+        if not isinstance(channel, str) or not _CHANNEL.fullmatch(channel):
+            raise ApiError(400, "channel is 1-64 letters, digits, '-' or '_'", "bad_request")
         ctx = self.context(request, audience, trusted)
-        conv = self.hub.conversation(ctx)
+        conv = self.hub.conversation(ctx, channel)
         if conv is None:
             raise ApiError(503, "chat is off: no chat model is loaded", "unavailable")
         if self.hub.waiting >= self.settings.max_waiting_chats:
@@ -823,6 +832,8 @@ OPENAPI: dict[str, Any] = {
                 "type": "object", "required": ["message"],
                 "properties": {"message": {"type": "string"},
                                "audience": {"enum": list(AUDIENCES)},
-                               "trusted": {"type": "boolean"}}}, sse=True)},
+                               "trusted": {"type": "boolean"},
+                               "channel": {"type": "string", "pattern": _CHANNEL.pattern}}},
+            sse=True)},
     },
 }

@@ -426,3 +426,21 @@ def test_serve_keeps_the_sleep_schedule_when_quiet(server):
     assert hub.tick() is True
     with server.client() as anon:
         assert anon.get("/v1/sleep/runs").json()["runs"][0]["reason"] == "schedule"
+
+
+def test_chat_windows_are_kept_apart_by_context_and_channel(server):
+    """A caller's earlier words reach its own next turn's window, never another channel's or
+    another context's."""
+    llm = server.services.chat_model
+    with server.client() as anon, server.client(owner=True) as owner:
+        anon.post("/v1/chat", json={"message": "My code word is zebra42, ok?",
+                                    "audience": "public", "channel": "alice"})
+        anon.post("/v1/chat", json={"message": "What was it?", "audience": "public",
+                                    "channel": "alice"})
+        assert "zebra42" in json.dumps(llm.calls[-1]["messages"])
+        anon.post("/v1/chat", json={"message": "Hi?", "audience": "public", "channel": "bob"})
+        assert "zebra42" not in json.dumps(llm.calls[-1]["messages"])
+        owner.post("/v1/chat", json={"message": "Hi?", "channel": "alice"})
+        assert "zebra42" not in json.dumps(llm.calls[-1]["messages"])
+        assert_error(anon.post("/v1/chat", json={"message": "Hi?", "channel": "../x"}), 400,
+                     "bad_request")
