@@ -39,6 +39,7 @@ __all__ = ["LEASE_KEY", "Lease", "LeaseHeld", "SleepLease", "StoreWatch", "chang
            "holder_at"]
 
 LEASE_KEY = "sleep_lease"
+WAKE_KEY = "sleep_wake"  # the nonce of the holder another process asks to wake
 HEARTBEAT_SECONDS = 5.0
 STALE_AFTER_SECONDS = 60.0  # a holder that has not beaten for this long is presumed dead
 
@@ -211,6 +212,7 @@ class SleepLease:
         self._storage = storage
         self.stale_after = stale_after
         self.heartbeat_every = heartbeat
+        self.wake_requested = False
         self._beat_stop: threading.Event | None = None
         self._beat_thread: threading.Thread | None = None
 
@@ -255,14 +257,30 @@ class SleepLease:
         return old if old is not None and not old.mine else None
 
     def beat(self) -> bool:
-        """Move our heartbeat on; False if the lease is no longer ours."""
+        """Move our heartbeat on; False if the lease is no longer ours. A wake asked for by
+        another process (:meth:`request_wake`) is taken here: ``wake_requested`` is set."""
         with self._storage.transaction() as conn:
             lease = self._read(conn)
             if lease is None or not lease.mine:
                 return False
             conn.execute("UPDATE meta SET value = ? WHERE key = ?",
                          (json.dumps({**asdict(lease), "heartbeat": time.time()}), LEASE_KEY))
+            row = conn.execute("SELECT value FROM meta WHERE key = ?", (WAKE_KEY,)).fetchone()
+            if row is not None:
+                conn.execute("DELETE FROM meta WHERE key = ?", (WAKE_KEY,))
+                if row[0] == lease.nonce:
+                    self.wake_requested = True
         return True
+
+    def request_wake(self) -> Lease | None:
+        """Ask the live holder in another process to wake (it sees it at its next heartbeat).
+        Returns that holder, or None when nobody else sleeps."""
+        lease = self.holder()
+        if lease is not None:
+            with self._storage.transaction() as conn:
+                conn.execute("INSERT INTO meta (key, value) VALUES (?, ?) ON CONFLICT(key) DO "
+                             "UPDATE SET value = excluded.value", (WAKE_KEY, lease.nonce))
+        return lease
 
     def release(self) -> None:
         """Give the lease back (only ours)."""
@@ -272,9 +290,11 @@ class SleepLease:
             if lease is not None and lease.mine:
                 conn.execute("DELETE FROM meta WHERE key = ?", (LEASE_KEY,))
 
-    def start_beating(self) -> None:
-        """Beat every ``heartbeat`` seconds in a daemon thread until :meth:`stop_beating`."""
+    def start_beating(self, on_wake: Any = None) -> None:
+        """Beat every ``heartbeat`` seconds in a daemon thread until :meth:`stop_beating`;
+        call ``on_wake()`` when another process asked the holder to wake."""
         self.stop_beating()
+        self.wake_requested = False
         stop = threading.Event()
 
         def run() -> None:
@@ -284,6 +304,9 @@ class SleepLease:
                         return
                 except sqlite3.Error:
                     continue  # busy or closing: the next beat tries again
+                if self.wake_requested and on_wake is not None:
+                    self.wake_requested = False
+                    on_wake()
 
         self._beat_stop = stop
         self._beat_thread = threading.Thread(target=run, name="eva-sleep-lease", daemon=True)

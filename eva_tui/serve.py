@@ -524,9 +524,9 @@ class Api:
         self.require_owner(request)
         sleeper = self._sleeper()
         holder = getattr(sleeper, "sleeping_elsewhere", lambda: None)()
-        local = sleeper.is_sleeping() and holder is None
-        sleeper.wake()
-        return JSONResponse({"woken": local,
+        asleep = sleeper.is_sleeping()
+        sleeper.wake()  # another process is asked to wake at its next heartbeat
+        return JSONResponse({"woken": asleep,
                              "elsewhere": holder.describe(time.time()) if holder else None})
 
     def _sleeper(self) -> Any:

@@ -444,3 +444,44 @@ def test_chat_windows_are_kept_apart_by_context_and_channel(server):
         assert "zebra42" not in json.dumps(llm.calls[-1]["messages"])
         assert_error(anon.post("/v1/chat", json={"message": "Hi?", "channel": "../x"}), 400,
                      "bad_request")
+
+
+SLOW_NIGHT = """
+import sys, time
+from core import Memory
+from core.sleep import Sleeper
+m = Memory.open(sys.argv[1])
+s = Sleeper(m, None)
+s.lease.heartbeat_every = 0.2
+def slow(ctx):
+    print("sleeping", flush=True)
+    for _ in range(600):
+        ctx.check()
+        time.sleep(0.05)
+    return "done"
+s.register_stage("slow", slow)
+run = s.run(reason="cron")
+print(run.status, flush=True)
+"""
+
+
+def test_wake_over_http_wakes_a_night_in_another_process(server, tmp_path):
+    """POST /v1/sleep/wake while a cron `eva sleep` (another process) is sleeping: it is asked
+    through the store and wakes at its next heartbeat."""
+    env = {**os.environ, "PYTHONPATH": str(ROOT)}
+    p = subprocess.Popen([sys.executable, "-c", SLOW_NIGHT, str(tmp_path / "memory.db")],
+                         env=env, stdout=subprocess.PIPE, text=True)
+    try:
+        assert p.stdout.readline().strip() == "sleeping"
+        with server.client(owner=True) as owner:
+            assert owner.get("/v1/health").json()["sleeping"] is True
+            body = owner.post("/v1/sleep/wake").json()
+            assert body["woken"] is True and f"process {p.pid}" in body["elsewhere"]
+        assert p.stdout.readline().strip() == "woken"
+        assert p.wait(timeout=30) == 0
+        with server.client(owner=True) as owner:
+            assert owner.get("/v1/health").json()["sleeping"] is False
+    finally:
+        if p.poll() is None:
+            p.kill()
+            p.wait()

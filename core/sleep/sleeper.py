@@ -251,7 +251,7 @@ class Sleeper:
         except BaseException:
             self._run_lock.release()
             raise
-        self.lease.start_beating()
+        self.lease.start_beating(on_wake=self.wake)
         try:
             if taken is not None:  # a dead process's lease: its night was interrupted
                 log.warning("took over the sleep lease of %s", taken.describe(taken.heartbeat))
@@ -340,9 +340,14 @@ class Sleeper:
 
     def wake(self) -> None:
         """Wake Eva (from any thread): the running phase stops at its next check and is
-        discarded; applied phases stay; the next sleep stays due."""
-        if self.is_sleeping():
+        discarded; applied phases stay; the next sleep stays due. When another process is
+        the one sleeping, it is asked to wake (at its next heartbeat)."""
+        with self._state:
+            here = self._sleeping
+        if here:
             self._wake.set()
+        else:
+            self.lease.request_wake()
 
     # ------------------------------------------------------------------ journal
     def runs(self, limit: int = 30) -> list[SleepRun]:
