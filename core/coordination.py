@@ -7,12 +7,11 @@ Two parts, both on the store's own tables (no schema of their own):
   *another* connection committed) before every recall; when it moved, :func:`changed_ids` finds
   the records whose index entries no longer match the rows and the memory reindexes only those:
 
-  - the scoring columns (kind, importance, private, pinned, scope, last access, count, live or
-    not) are compared with the rows in one narrow read;
-  - when the index generation (the v4 counter the triggers move on any write to content, stems,
-    the archive mark or vectors) moved too, the change log since the last look, the stems and
-    the set of vectors are compared as well (a turn's rollback deletes its change-log rows, so
-    the stems comparison is what catches it).
+  - every change to a record is in the change log: the rows since the last look name them,
+    and ids above the highest seen name the bulk-imported ones;
+  - a turn's rollback deletes its log rows: then the whole index is compared with the rows
+    (scoring columns, stems, vectors); a vector backfill (no log row) moves the index
+    generation, and the set of vectors is compared.
 
 * **One sleeper at a time.** :class:`SleepLease` keeps a lease row in ``meta`` (key
   ``sleep_lease``: pid, host, a per-process nonce, since, heartbeat). It is taken inside one
@@ -49,37 +48,116 @@ _HOST = socket.gethostname()
 
 # ---------------------------------------------------------------------------- noticing writes
 class StoreWatch:
-    """Tells whether another connection committed to the file since the last look."""
+    """What this connection last saw of the store: SQLite's ``data_version`` (moves only when
+    another connection commits), the index generation, the change log's sequence and row count
+    up to it, and the highest record id."""
 
     def __init__(self, conn: sqlite3.Connection) -> None:
         self.version = self._read(conn)
-        self.change_cursor = _max_change(conn)
         self.generation = _generation(conn)
+        self.change_seq = _change_seq(conn)
+        self.change_count = _count_changes(conn, self.change_seq)
+        self.last_change = _last_change(conn)
+        self.max_id = _max_id(conn)
 
     @staticmethod
     def _read(conn: sqlite3.Connection) -> int:
         return int(conn.execute("PRAGMA data_version").fetchone()[0])
 
     def moved(self, conn: sqlite3.Connection) -> bool:
-        """Cheap (one pragma): did another connection commit since :meth:`seen`?"""
+        """Cheap (one pragma): did another connection commit since the last look?"""
         return self._read(conn) != self.version
-
-    def seen(self, conn: sqlite3.Connection) -> None:
-        self.version = self._read(conn)
-
-
-def _max_change(conn: sqlite3.Connection) -> int:
-    return int(conn.execute("SELECT COALESCE(MAX(id), 0) FROM changes").fetchone()[0])
 
 
 def _generation(conn: sqlite3.Connection) -> int:
     return int(conn.execute("SELECT generation FROM index_state WHERE id = 1").fetchone()[0])
 
 
+def _change_seq(conn: sqlite3.Connection) -> int:
+    """The change log's AUTOINCREMENT sequence: the highest id ever given (never reused)."""
+    row = conn.execute("SELECT seq FROM sqlite_sequence WHERE name = 'changes'").fetchone()
+    return int(row[0]) if row else 0
+
+
+def _last_change(conn: sqlite3.Connection) -> int:
+    return int(conn.execute("SELECT COALESCE(MAX(id), 0) FROM changes").fetchone()[0])
+
+
+def _count_changes(conn: sqlite3.Connection, upto: int, after: int = 0) -> int:
+    return int(conn.execute("SELECT COUNT(*) FROM changes WHERE id > ? AND id <= ?",
+                            (after, upto)).fetchone()[0])
+
+
+def _max_id(conn: sqlite3.Connection) -> int:
+    return int(conn.execute("SELECT COALESCE(MAX(id), 0) FROM memories").fetchone()[0])
+
+
 def changed_ids(conn: sqlite3.Connection, watch: StoreWatch, index: Any) -> set[int]:
-    """The ids whose entries in ``index`` (a :class:`core.recall_index.RecallIndex`) differ
-    from the rows ``conn`` reads now — new, gone, or changed. Call it inside one read
-    transaction; it moves ``watch`` on to what it read."""
+    """The ids whose entries in ``index`` (a :class:`core.recall_index.RecallIndex`) may differ
+    from the rows ``conn`` reads now. Call it inside one read transaction; it moves ``watch``
+    on to what it read.
+
+    Every change to a record is logged in ``changes`` (save, update, forget, pin, restore,
+    reinforcement, sleep's ops), so the log since the last look names them; records created
+    without a log row (a bulk import) have ids above the highest one seen. A turn's rollback
+    deletes its log rows: the log's row count then differs, and the whole index is compared
+    with the rows. Commits that wrote no memory (the transcript, the journal, the sleep lease)
+    cost four small reads. A rollback of the newest turn's reinforcements alone (a regenerate
+    whose turn wrote nothing) moves neither the sequence nor the generation, only the newest
+    log id: then everything is compared. A rollback of an *older* turn's reinforcements alone
+    is not noticed at once: the other process's access counts may stay one access high until
+    its next look after a content write (which finds the log shorter than counted and compares
+    everything) — scoring only; privacy, scope and content are never involved."""
+    generation = _generation(conn)
+    seq = _change_seq(conn)
+    last = _last_change(conn)
+    changed: set[int] = set()
+    if last != watch.last_change and seq == watch.change_seq and generation == watch.generation:
+        # the newest log rows went and nothing else moved: a regenerate rolled back the last
+        # turn's reinforcements; compare the access columns (and all) with the rows
+        changed |= _full_diff(conn, index)
+        watch.change_count = _count_changes(conn, seq)
+    elif generation != watch.generation or seq != watch.change_seq:
+        cur = conn.cursor()
+        cur.row_factory = None
+        changed.update(r[0] for r in cur.execute(
+            "SELECT DISTINCT memory_id FROM changes WHERE id > ?", (watch.change_seq,)))
+        changed.update(r[0] for r in cur.execute(
+            "SELECT id FROM memories WHERE id > ?", (watch.max_id,)))
+        new_rows = _count_changes(conn, seq, watch.change_seq)
+        if generation != watch.generation:
+            # content, archive marks or vectors moved: was it (also) a rollback, which deletes
+            # its log rows? (counted only here: a count reads the whole log)
+            kept = _count_changes(conn, watch.change_seq)
+            if kept != watch.change_count:
+                changed |= _full_diff(conn, index)
+            elif index.vectors is not None and index.embedder is not None:
+                changed |= _vector_diff(conn, index)  # a backfill logs no change
+            watch.change_count = kept + new_rows
+        else:
+            watch.change_count += new_rows
+    watch.generation = generation
+    watch.change_seq = seq
+    watch.last_change = last
+    watch.max_id = _max_id(conn)
+    watch.version = watch._read(conn)
+    return {int(i) for i in changed}
+
+
+def _vector_diff(conn: sqlite3.Connection, index: Any) -> set[int]:
+    cur = conn.cursor()
+    cur.row_factory = None
+    stored = np.fromiter((r[0] for r in cur.execute(
+        "SELECT v.memory_id FROM vectors v JOIN memories m ON m.id = v.memory_id "
+        "WHERE m.archived_at IS NULL AND v.model = ? AND v.dim = ?",
+        (index.embedder.name, index.embedder.dim))), np.int64)
+    have = index.vectors.keys().astype(np.int64)
+    return {int(i) for i in np.setxor1d(stored, have)}
+
+
+def _full_diff(conn: sqlite3.Connection, index: Any) -> set[int]:
+    """Every record whose index entry differs from its row: the scoring columns, liveness,
+    stems and vectors."""
     from core.recall import half_life_of
     from core.records import Kind
 
@@ -89,16 +167,16 @@ def changed_ids(conn: sqlite3.Connection, watch: StoreWatch, index: Any) -> set[
     cur.row_factory = None
     rows = cur.execute(
         "SELECT id, kind, importance, private, pinned, scope, created_at, last_access_at, "
-        "access_count FROM memories WHERE archived_at IS NULL").fetchall()
+        "access_count, stems FROM memories WHERE archived_at IS NULL").fetchall()
     changed: set[int] = set()
     n = len(cols.alive)
     live = np.zeros(0, np.int64)
     if rows:
-        ids, kinds, imp, priv, pin, scopes, created, last, count = zip(*rows, strict=True)
+        ids, kinds, imp, priv, pin, scopes, created, last, count, stems = zip(*rows,
+                                                                              strict=True)
         live = np.asarray(ids, np.int64)
         inside = live < n
-        new = live[~inside]
-        changed.update(int(i) for i in new)
+        changed.update(int(i) for i in live[~inside])
         sel = np.flatnonzero(inside)
         at = live[sel]
         hl = {k.value: half_life_of(k, config) for k in Kind}
@@ -124,29 +202,13 @@ def changed_ids(conn: sqlite3.Connection, watch: StoreWatch, index: Any) -> set[
             | (cols.scope[at] != scope)
         )
         changed.update(int(i) for i in at[differ])
+        docs = index.lexical.docs
+        changed.update(rid for rid, st in zip(ids, stems, strict=True)
+                       if docs.get(rid) != st.split())
     alive = np.flatnonzero(cols.alive[:n])
     changed.update(int(i) for i in np.setdiff1d(alive, live, assume_unique=True))
-    generation = _generation(conn)
-    if generation != watch.generation:
-        # content, stems, archive marks or vectors moved: the change log, then the stems (a
-        # rollback deletes its log rows), then which records have a vector
-        changed.update(int(r[0]) for r in cur.execute(
-            "SELECT DISTINCT memory_id FROM changes WHERE id > ?", (watch.change_cursor,)))
-        docs = index.lexical.docs
-        for rid, stems in cur.execute(
-                "SELECT id, stems FROM memories WHERE archived_at IS NULL"):
-            if docs.get(rid) != stems.split():
-                changed.add(int(rid))
-        if index.vectors is not None and index.embedder is not None:
-            stored = np.fromiter((r[0] for r in cur.execute(
-                "SELECT v.memory_id FROM vectors v JOIN memories m ON m.id = v.memory_id "
-                "WHERE m.archived_at IS NULL AND v.model = ? AND v.dim = ?",
-                (index.embedder.name, index.embedder.dim))), np.int64)
-            have = index.vectors.keys().astype(np.int64)
-            changed.update(int(i) for i in np.setxor1d(stored, have))
-    watch.generation = generation
-    watch.change_cursor = _max_change(conn)
-    watch.seen(conn)
+    if index.vectors is not None and index.embedder is not None:
+        changed |= _vector_diff(conn, index)
     return changed
 
 
