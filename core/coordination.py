@@ -229,13 +229,14 @@ class Lease:
         """Whether the holder is presumed to be running."""
         if self.mine:
             return True
-        if now - self.heartbeat > stale_after:
-            return False
+        silent = now - self.heartbeat
         if self.host == _HOST:
+            # on this host the pid decides (a long write can hold up a heartbeat); a much
+            # older heartbeat means the pid was reused by another program
             if self.pid == os.getpid():
                 return False  # an earlier process with our pid: it is gone
-            return _pid_alive(self.pid)
-        return True  # another host: trust the heartbeat
+            return silent <= 10 * stale_after and _pid_alive(self.pid)
+        return silent <= stale_after  # another host (a shared disk): trust the heartbeat
 
     def describe(self, now: float) -> str:
         where = "" if self.host == _HOST else f" on {self.host}"

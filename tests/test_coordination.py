@@ -120,3 +120,36 @@ def test_only_the_changed_records_are_reindexed(tmp_path):
     assert not b.recall("quokka", PUBLIC) and b.recall("quokka", OWNER_TRUSTED)
     a._storage.close()
     b._storage.close()
+
+
+def test_a_live_holder_on_this_host_is_respected_while_its_pid_lives(tmp_path):
+    """One sleeper at a time (SPEC §10): on this host the holder's pid decides — a heartbeat
+    held up by a long write does not hand the lease over; a pid that is gone does, and so does
+    a heartbeat so old that the pid must belong to another program by now."""
+    import json
+    import os
+    import subprocess
+    import sys
+    import time
+
+    from core.coordination import _HOST, LEASE_KEY, Lease, SleepLease
+
+    with Memory.open(tmp_path / "m.db") as mem:
+        lease = mem.attach(SleepLease)
+        other = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(60)"])
+        try:
+            def hold(heartbeat_age: float, pid: int = other.pid) -> Lease | None:
+                now = time.time()
+                mem._storage.meta_set(LEASE_KEY, json.dumps(
+                    {"pid": pid, "host": _HOST, "nonce": "other", "since": now - 300,
+                     "heartbeat": now - heartbeat_age}))
+                return lease.holder()
+
+            assert hold(5) is not None
+            assert hold(120) is not None  # silent for 2 min, but its pid lives
+            assert hold(3600) is None  # an hour: that pid is another program now
+            assert hold(5, pid=os.getpid()) is None  # our pid, not our nonce: gone
+        finally:
+            other.kill()
+            other.wait()
+        assert hold(5) is None  # the holder died
