@@ -30,8 +30,8 @@ from typing import TypeVar
 
 import numpy as np
 
+from core import coordination, records, text
 from core import prompt_section as ps
-from core import records, text
 from core import validation as valid
 from core.clock import Clock, SystemClock
 from core.config import MemoryConfig
@@ -96,6 +96,7 @@ class Memory:
             stamp = storage.index_stamp()
             self._index.load(conn, stamp)
             storage.index_generation = stamp[1]
+            self._watch = coordination.StoreWatch(conn)
 
     @property
     def config(self) -> MemoryConfig:
@@ -133,6 +134,26 @@ class Memory:
             except Exception as e:  # best effort: the next open rebuilds
                 log.warning("recall index not persisted: %s", e)
             self._storage.close()
+
+    def refresh(self) -> int:
+        """Notice what other processes wrote to the store since the last look (SPEC §10) and
+        bring the in-memory indexes in line — only the records that changed. One pragma when
+        nothing did; every recall calls it first. Returns how many records were reindexed."""
+        with self._lock:
+            if self._storage.conn.in_transaction or not self._watch.moved(self._storage.conn):
+                # inside a transaction of ours the rows hold our uncommitted writes: the index
+                # must not take them before the commit (the next look outside catches up)
+                return 0
+            with self._storage.reading() as conn:
+                ids = coordination.changed_ids(conn, self._watch, self._index)
+                if ids:
+                    self._index.reindex(conn, ids)
+                if not self._index.broken:
+                    # the index matches the rows at this generation again: it may be persisted
+                    self._storage.index_generation = self._watch.generation
+            if ids:
+                log.debug("reindexed %d records written by another process", len(ids))
+            return len(ids)
 
     def __enter__(self) -> Memory:
         return self
@@ -224,6 +245,7 @@ class Memory:
         vec = self._index.embed_one(content)
 
         with self._lock:
+            self.refresh()
             now = self.clock.now()
             dup = None if pinned else self._index.duplicate(new_stems, ctx, scope)
             changes = IndexChanges()
@@ -328,6 +350,7 @@ class Memory:
         """Scored selection for a query (§4), core excluded, privacy and public cut applied.
         Pure: reinforces nothing."""
         with self._lock:
+            self.refresh()
             now = self.clock.now() if now is None else now
             k = top_k if top_k is not None else self.config.top_k
             if ctx.public_cut:
@@ -462,6 +485,7 @@ class Memory:
         ``exclude``: records the conversation already shows (recalled in earlier messages of
         the live window) are not repeated."""
         with self._lock:
+            self.refresh()
             now = self.clock.now()
             # core and pinned records through the in-memory columns (a SQL scan of every live
             # row would cost ~25 ms at 100k records), then read by id
@@ -546,6 +570,7 @@ class Memory:
 
     def status(self) -> RecallStatus:
         with self._lock:
+            self.refresh()
             return self._index.status()
 
     def live_count(self) -> int:
@@ -669,12 +694,14 @@ class Memory:
     def stem_sets(self) -> dict[int, frozenset[str]]:
         """The stem set of every live record (what the lexical index holds)."""
         with self._lock:
+            self.refresh()
             return self._index.stem_sets()
 
     def vector_rows(self) -> tuple[np.ndarray, np.ndarray, float] | None:
         """(ids, unit-length rows, background cosine b) of the live records' vectors of the
         active model — a copy, for clustering; None without an embedder or vectors."""
         with self._lock:
+            self.refresh()
             return self._index.vector_rows()
 
     def _write_vector(self, conn: sqlite3.Connection, record_id: int,

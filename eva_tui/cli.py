@@ -4,6 +4,7 @@
     eva sleep [--dry-run]                 one night now, in the terminal, with progress
     eva calibrate                         measure the embedder's background cosine on your corpus
     eva doctor                            check models, store and vectors; say what to fix
+    eva serve [--host H] [--port N]       the HTTP API for other surfaces (loopback, token)
 
 A bad config is reported with the key and the reason (exit 2), never a traceback.
 """
@@ -61,7 +62,29 @@ def _parser() -> argparse.ArgumentParser:
         help="measure the embedder's background cosine on your own memories",
     )
     sub.add_parser("doctor", parents=[common], help="check models, store and vectors")
+    _serve_parser(sub, common)
     return p
+
+
+def _serve_parser(sub, common) -> None:
+    from eva_tui.serve import DEFAULT_PORT
+
+    s = sub.add_parser("serve", parents=[common],
+                       help="serve the HTTP API on loopback (SPEC §10)")
+    s.add_argument("--host", default="127.0.0.1",
+                   help="address to bind (default 127.0.0.1; others need --allow-remote)")
+    s.add_argument("--port", type=int, default=DEFAULT_PORT, help=f"port (default {DEFAULT_PORT})")
+    s.add_argument("--allow-remote", action="store_true",
+                   help="allow binding a non-loopback address (the API is then reachable "
+                        "from the network)")
+    s.add_argument("--allow-host", action="append", default=[], metavar="NAME",
+                   help="another Host header value to accept (repeatable)")
+    s.add_argument("--allow-origin", action="append", default=[], metavar="ORIGIN",
+                   help="a browser origin allowed to call the API, with CORS (repeatable)")
+    s.add_argument("--rate-limit", type=float, default=20.0, metavar="N",
+                   help="requests per second per client address (default 20; 0: no limit)")
+    s.add_argument("--no-chat", action="store_true",
+                   help="do not load the chat model (memory and sleep journal only)")
 
 
 def _say(msg: str = "") -> None:
@@ -91,6 +114,8 @@ def main(argv: list[str] | None = None) -> int:
                 return 1
         if args.cmd == "doctor":
             return cmd_doctor(config, data_dir)
+        if args.cmd == "serve":
+            return cmd_serve(config, data_dir, args)
         return cmd_tui(config, data_dir)
     except KeyboardInterrupt:
         return 130
@@ -149,7 +174,20 @@ def _services(config: cfg.EvaConfig, data_dir: Path, *, model: bool):
 
 
 # ---------------------------------------------------------------------------------- sleep
+EXIT_ASLEEP_ELSEWHERE = 75  # EX_TEMPFAIL: another process is sleeping; try again later
+
+
 def cmd_sleep(config: cfg.EvaConfig, data_dir: Path, dry_run: bool) -> int:
+    import time
+
+    from core.coordination import holder_at
+    from core.sleep import AlreadySleeping
+
+    held = holder_at(data_dir / "memory.db")  # asked before a model is loaded for nothing
+    if held is not None:
+        _err(f"Eva is already asleep in another process ({held.describe(time.time())}); "
+             "not starting a second night")
+        return EXIT_ASLEEP_ELSEWHERE
     s = _services(config, data_dir, model=True)
     try:
         if s.sleeper is None:
@@ -164,13 +202,75 @@ def cmd_sleep(config: cfg.EvaConfig, data_dir: Path, dry_run: bool) -> int:
                 _say(f"  {line}")
 
         _say(f"Eva sleeps{' (dry run)' if dry_run else ''}…")
-        run = s.sleeper.run(dry_run=True if dry_run else None, reason="manual", progress=progress)
+        try:
+            run = s.sleeper.run(dry_run=True if dry_run else None, reason="manual",
+                                progress=progress)
+        except AlreadySleeping as e:
+            _err(f"{e}; not starting a second night")
+            return EXIT_ASLEEP_ELSEWHERE
         from screens.journal import run_text
 
         _say(run_text(run, s.clock.now()).plain)
         return 0 if run.status in ("done", "skipped") else 1
     finally:
         s.close()
+
+
+# ---------------------------------------------------------------------------------- serve
+def cmd_serve(config: cfg.EvaConfig, data_dir: Path, args) -> int:
+    import threading
+
+    from eva_tui import serve as srv
+    from eva_tui.services import Services
+
+    if not srv.is_loopback(args.host) and not args.allow_remote:
+        _err(f"refusing to bind {args.host}: that is not loopback. Pass --allow-remote to "
+             "expose Eva's API beyond this machine (anyone who can reach it and has the token "
+             "can read private memory)")
+        return 2
+    if not 0 < args.port < 65536:
+        _err("--port must be 1..65535")
+        return 2
+    if not srv.is_loopback(args.host):
+        _err(f"warning: binding {args.host}; the API is reachable from the network")
+    settings = srv.ServeSettings(host=args.host, port=args.port,
+                                 allow_hosts=tuple(args.allow_host),
+                                 allow_origins=tuple(args.allow_origin),
+                                 rate=max(0.0, args.rate_limit),
+                                 burst=max(1, int(3 * args.rate_limit)))
+    token, token_path = srv.ensure_token(data_dir)
+    s = Services(config, data_dir)
+    s.open_memory()
+    s.finish()
+    try:
+        sock = srv.listen(args.host, args.port)
+    except OSError as e:
+        s.close()
+        _err(f"cannot listen on {args.host}:{args.port}: {e.strerror or e}")
+        return 1
+    for p in s.take_problems():
+        _say(f"note: {p}")
+    host = f"[{args.host}]" if ":" in args.host else args.host
+    _say(f"Eva serves on http://{host}:{args.port} (OpenAPI: /openapi.json)")
+    _say(f"owner token: {token_path} (mode 0600; send it as 'Authorization: Bearer …')")
+
+    def load() -> None:
+        s.load_model()
+        s.finish()
+        for p in s.take_problems():
+            _say(f"note: {p}")
+        if s.chat_model is not None:
+            _say(f"chat ready: {s.model_label()}")
+
+    if not args.no_chat:
+        _say("loading the chat model in the background; /v1/chat answers 503 until it is ready")
+        threading.Thread(target=load, name="eva-load-model", daemon=True).start()
+    try:
+        srv.serve(s, settings, token, sockets=[sock])
+    finally:
+        s.close()
+    _say("Eva stopped serving")
+    return 0
 
 
 # ---------------------------------------------------------------------------------- calibrate

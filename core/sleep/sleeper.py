@@ -31,6 +31,7 @@ from typing import Any
 
 from core.clock import Clock
 from core.config import SleepConfig
+from core.coordination import Lease, LeaseHeld, SleepLease
 from core.llm import ChatModel
 from core.memory import Memory
 from core.persona import DEFAULT_PERSONA
@@ -69,7 +70,12 @@ def register_stage(name: str, fn: StageFn) -> None:
 
 
 class AlreadySleeping(RuntimeError):
-    """A run was asked for while one is in progress."""
+    """A run was asked for while one is in progress (here, or in another process: ``holder``
+    is then that process's lease)."""
+
+    def __init__(self, message: str, holder: Lease | None = None) -> None:
+        super().__init__(message)
+        self.holder = holder
 
 
 def _notable(phases: list[PhaseLog], status: str) -> bool:
@@ -137,8 +143,12 @@ class Sleeper:
         self._wake = threading.Event()
         self._requested: str | None = None
         self._journal = memory.attach(Journal)
-        with self._journal.transaction() as conn:
-            journal.fail_interrupted(conn, self.clock.now())
+        # one sleeper at a time across processes (SPEC §10): a night another live process is
+        # running is not "interrupted"; a dead holder's night is, once its lease is taken over
+        self.lease = memory.attach(SleepLease)
+        if self.lease.holder() is None:
+            with self._journal.transaction() as conn:
+                journal.fail_interrupted(conn, self.clock.now())
 
     # ------------------------------------------------------------------ stages
     def register_stage(self, name: str, fn: StageFn) -> None:
@@ -153,17 +163,34 @@ class Sleeper:
 
     # ------------------------------------------------------------------ SleepGate
     def is_sleeping(self) -> bool:
+        """Asleep here, or in another process that holds the sleep lease."""
         with self._state:
-            return self._sleeping
+            if self._sleeping:
+                return True
+        return self.sleeping_elsewhere() is not None
+
+    def sleeping_elsewhere(self) -> Lease | None:
+        """The lease of another live process that is sleeping on this store, if any."""
+        try:
+            return self.lease.holder()
+        except Exception:  # noqa: BLE001 - a busy or closed store: not known to sleep
+            return None
 
     def wait_awake(self, cancel: threading.Event | None) -> bool:
-        """Block until Eva is awake; False if ``cancel`` was set first."""
-        with self._state:
-            while self._sleeping:
-                if cancel is not None and cancel.is_set():
-                    return False
-                self._state.wait(0.1)
-            return True
+        """Block until Eva is awake (here and in every other process); False if ``cancel`` was
+        set first."""
+        while True:
+            with self._state:
+                while self._sleeping:
+                    if cancel is not None and cancel.is_set():
+                        return False
+                    self._state.wait(0.1)
+            if self.sleeping_elsewhere() is None:
+                return True
+            if cancel is not None and cancel.wait(0.5):
+                return False
+            if cancel is None:
+                threading.Event().wait(0.5)
 
     # ------------------------------------------------------------------ schedule
     def next_due_at(self) -> float | None:
@@ -219,6 +246,19 @@ class Sleeper:
         if not self._run_lock.acquire(blocking=False):
             raise AlreadySleeping("Eva is already asleep")
         try:
+            taken = self.lease.acquire()
+        except LeaseHeld as e:
+            self._run_lock.release()
+            raise AlreadySleeping(str(e), e.lease) from None
+        except BaseException:
+            self._run_lock.release()
+            raise
+        self.lease.start_beating(on_wake=self.wake)
+        try:
+            if taken is not None:  # a dead process's lease: its night was interrupted
+                log.warning("took over the sleep lease of %s", taken.describe(taken.heartbeat))
+                with self._journal.transaction() as conn:
+                    journal.fail_interrupted(conn, self.clock.now())
             self._wake.clear()
             with self._state:
                 self._sleeping = True
@@ -230,7 +270,12 @@ class Sleeper:
                 self._sleeping = False
                 self._state.notify_all()
             self._wake.clear()
-            self._run_lock.release()
+            try:
+                self.lease.release()
+            except Exception as e:  # noqa: BLE001 - a store gone bad: the lease goes stale
+                log.warning("sleep lease not released: %s", e)
+            finally:
+                self._run_lock.release()
 
     def _run(self, dry_run: bool, reason: str,
              progress: Callable[[SleepProgress], None] | None) -> SleepRun:
@@ -297,9 +342,14 @@ class Sleeper:
 
     def wake(self) -> None:
         """Wake Eva (from any thread): the running phase stops at its next check and is
-        discarded; applied phases stay; the next sleep stays due."""
-        if self.is_sleeping():
+        discarded; applied phases stay; the next sleep stays due. When another process is
+        the one sleeping, it is asked to wake (at its next heartbeat)."""
+        with self._state:
+            here = self._sleeping
+        if here:
             self._wake.set()
+        else:
+            self.lease.request_wake()
 
     # ------------------------------------------------------------------ journal
     def runs(self, limit: int = 30) -> list[SleepRun]:

@@ -1,0 +1,839 @@
+"""``eva serve``: the HTTP API for other surfaces (SPEC §10), secure by default.
+
+    app = build_app(services, ServeSettings(port=8765), token)   # a Starlette ASGI app
+    serve(services, settings)                                    # uvicorn, blocking
+
+Who the caller is decides the turn context (SPEC §1), never the request alone:
+
+======================  ==========  ====================================================
+token                   audience    turn context
+======================  ==========  ====================================================
+the owner's             owner       owner / trusted / owner-only (sees private memory)
+the owner's + trusted   owner       owner / untrusted / owner-only (withheld footnote)
+  = false
+the owner's             group       owner / untrusted / group (withheld footnote)
+the owner's             public      someone else / untrusted / group (public cut)
+none                    any         someone else / untrusted / that audience: no private
+                                    memory, the public cut, no memory writes
+======================  ==========  ====================================================
+
+Every request goes through one ASGI guard (:class:`Guard`) before any endpoint: a request id,
+the Host allowlist (421, against DNS rebinding), the Origin check (403; no CORS unless
+origins are configured), a per-client rate limit (429) and the body limit (413). Errors are
+JSON ``{detail, code, request_id}``. The access log holds method, path (never the query
+string: it carries the caller's words), status, time and request id — never memory content
+and never the token.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import hmac
+import json
+import logging
+import os
+import re
+import secrets
+import socket
+import stat
+import threading
+import time
+import uuid
+from collections.abc import AsyncIterator
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from sse_starlette import EventSourceResponse
+from starlette.applications import Starlette
+from starlette.exceptions import HTTPException
+from starlette.requests import Request
+from starlette.responses import JSONResponse
+from starlette.routing import Route
+
+from core import __version__
+from core.conversation import (
+    Conversation,
+    MemoryUsed,
+    Notice,
+    Remembering,
+    Sleeping,
+    Token,
+    ToolFinished,
+    TurnDone,
+    TurnError,
+)
+from core.errors import MemoryOpError, NotFound
+from core.privacy import Audience, Speaker, Surface, TurnContext
+
+log = logging.getLogger("eva.serve")
+
+TOKEN_FILE = "serve.token"
+DEFAULT_PORT = 8765
+LOOPBACK = ("127.0.0.1", "::1", "localhost")
+AUDIENCES = ("owner", "group", "public")
+_CHANNEL = re.compile(r"[A-Za-z0-9_-]{1,64}")
+
+
+# ---------------------------------------------------------------------------------- settings
+@dataclass(frozen=True)
+class ServeSettings:
+    host: str = "127.0.0.1"
+    port: int = DEFAULT_PORT
+    allow_hosts: tuple[str, ...] = ()  # extra Host header values (name or name:port)
+    allow_origins: tuple[str, ...] = ()  # browser origins allowed to call (CORS for them only)
+    max_body: int = 64 * 1024  # bytes
+    rate: float = 20.0  # requests per second per client address (0: no limit)
+    burst: int = 60
+    max_waiting_chats: int = 8  # chat turns queued behind the running one; more get 503
+
+    def hosts(self) -> frozenset[str]:
+        """Host header values accepted: the loopback names and the bound host (each bare and
+        with the port), and the configured extras."""
+        names = {"127.0.0.1", "localhost", "[::1]", *self.allow_hosts}
+        if self.host not in ("0.0.0.0", "::"):
+            names.add(f"[{self.host}]" if ":" in self.host else self.host)
+        return frozenset(x for n in names for x in (n.lower(), f"{n.lower()}:{self.port}"))
+
+
+def is_loopback(host: str) -> bool:
+    return host in LOOPBACK or host.startswith("127.")
+
+
+# ---------------------------------------------------------------------------------- the token
+def ensure_token(data_dir: Path) -> tuple[str, Path]:
+    """The owner token: created at first start (``serve.token``, mode 0600), read afterwards.
+    A token file anyone else can read is narrowed to 0600."""
+    data_dir.mkdir(parents=True, exist_ok=True)
+    path = data_dir / TOKEN_FILE
+    try:
+        fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
+    except FileExistsError:
+        mode = stat.S_IMODE(path.stat().st_mode)
+        if mode & 0o077:
+            os.chmod(path, 0o600)
+        token = path.read_text().strip()
+        if len(token) >= 32:
+            return token, path
+        token = secrets.token_urlsafe(32)  # empty or truncated: a new one
+        path.write_text(token + "\n")
+        os.chmod(path, 0o600)
+        return token, path
+    token = secrets.token_urlsafe(32)
+    with os.fdopen(fd, "w") as f:
+        f.write(token + "\n")
+    return token, path
+
+
+# ---------------------------------------------------------------------------------- errors
+class ApiError(HTTPException):
+    def __init__(self, status: int, detail: str, code: str,
+                 headers: dict[str, str] | None = None) -> None:
+        super().__init__(status, detail, headers)
+        self.code = code
+
+
+_CODES = {400: "bad_request", 401: "unauthorized", 403: "forbidden", 404: "not_found",
+          405: "method_not_allowed", 409: "conflict", 413: "too_large",
+          415: "unsupported_media_type", 421: "misdirected", 429: "rate_limited",
+          500: "internal", 503: "unavailable"}
+
+
+def error_body(status: int, detail: str, code: str | None, request_id: str) -> dict:
+    return {"detail": detail, "code": code or _CODES.get(status, "error"),
+            "request_id": request_id}
+
+
+def _rid(request: Request) -> str:
+    return request.scope.get("state", {}).get("request_id", "-")
+
+
+async def _http_error(request: Request, exc: Exception) -> JSONResponse:
+    assert isinstance(exc, HTTPException)
+    code = getattr(exc, "code", None)
+    detail = exc.detail if isinstance(exc.detail, str) else str(exc.detail)
+    if exc.status_code == 404 and code is None:
+        detail = "no such endpoint"
+    if exc.status_code == 405 and code is None:
+        detail = "method not allowed for this endpoint"
+    return JSONResponse(error_body(exc.status_code, detail, code, _rid(request)),
+                        exc.status_code, headers=exc.headers)
+
+
+async def _crash(request: Request, exc: Exception) -> JSONResponse:
+    # the exception's text may quote memory: only its type reaches the log
+    log.error("request %s failed: %s", _rid(request), type(exc).__name__)
+    return JSONResponse(error_body(500, "internal error; see the server log with this request "
+                                        "id", "internal", _rid(request)), 500)
+
+
+# ---------------------------------------------------------------------------------- the guard
+class RateLimiter:
+    """A token bucket per client address."""
+
+    def __init__(self, rate: float, burst: int) -> None:
+        self.rate, self.burst = rate, max(1, burst)
+        self._buckets: dict[str, tuple[float, float]] = {}
+        self._lock = threading.Lock()
+
+    def take(self, key: str) -> float:
+        """0 when allowed, else the seconds until the next request would be."""
+        if self.rate <= 0:
+            return 0.0
+        now = time.monotonic()
+        with self._lock:
+            tokens, at = self._buckets.get(key, (float(self.burst), now))
+            tokens = min(float(self.burst), tokens + (now - at) * self.rate)
+            if tokens < 1:
+                self._buckets[key] = (tokens, now)
+                return (1 - tokens) / self.rate
+            self._buckets[key] = (tokens - 1, now)
+            if len(self._buckets) > 10_000:  # forget the idle ones
+                self._buckets = {k: v for k, v in self._buckets.items() if now - v[1] < 60}
+            return 0.0
+
+
+class Guard:
+    """The checks every request passes before any endpoint (pure ASGI, so SSE streams are not
+    buffered): request id, Host allowlist, Origin, rate limit, body limit; and the access log."""
+
+    def __init__(self, app: Any, settings: ServeSettings) -> None:
+        self.app = app
+        self.settings = settings
+        self.hosts = settings.hosts()
+        self.origins = frozenset(o.rstrip("/").lower() for o in settings.allow_origins)
+        self.limiter = RateLimiter(settings.rate, settings.burst)
+        self.api: Any = None  # the endpoints behind this guard (set by build_app)
+
+    async def __call__(self, scope: dict, receive: Any, send: Any) -> None:
+        if scope["type"] != "http":
+            await self.app(scope, receive, send)
+            return
+        rid = uuid.uuid4().hex[:16]
+        scope.setdefault("state", {})["request_id"] = rid
+        started = time.monotonic()
+        status = [0]
+
+        async def send_with_id(message: dict) -> None:
+            if message["type"] == "http.response.start":
+                status[0] = message["status"]
+                headers = list(message.get("headers", []))
+                headers.append((b"x-request-id", rid.encode()))
+                message = {**message, "headers": headers}
+            await send(message)
+
+        try:
+            problem = self.check(scope)
+            if problem is not None:
+                code, detail, name, extra = problem
+                await self._reject(send_with_id, code, detail, name, rid, extra)
+                return
+            await self.app(scope, self._limited(receive), send_with_id)
+        finally:
+            # method and path only: the query string carries the caller's words
+            log.info("%s %s %s %d %.1fms", rid, scope.get("method"), scope.get("path"),
+                     status[0], 1000 * (time.monotonic() - started))
+
+    def check(self, scope: dict) -> tuple[int, str, str, dict] | None:
+        headers = {k.decode("latin-1").lower(): v.decode("latin-1")
+                   for k, v in scope.get("headers", [])}
+        host = headers.get("host", "").strip().lower()
+        if host not in self.hosts:
+            return 421, "this server answers only to its own host name (Host header refused)", \
+                "bad_host", {}
+        origin = headers.get("origin")
+        if origin is not None and origin.rstrip("/").lower() not in self.origins:
+            return 403, "cross-origin requests are refused", "bad_origin", {}
+        client = (scope.get("client") or ("?", 0))[0]
+        wait = self.limiter.take(client)
+        if wait:
+            return 429, "too many requests; slow down", "rate_limited", \
+                {"retry-after": str(max(1, int(wait + 0.999)))}
+        length = headers.get("content-length")
+        if length is not None:
+            try:
+                n = int(length)
+            except ValueError:
+                return 400, "Content-Length is not a number", "bad_request", {}
+            if n > self.settings.max_body:
+                return 413, f"the body is larger than {self.settings.max_body} bytes", \
+                    "too_large", {}
+        return None
+
+    def _limited(self, receive: Any) -> Any:
+        """Count the body as it arrives (a chunked body has no Content-Length)."""
+        seen = [0]
+        limit = self.settings.max_body
+
+        async def wrapped() -> dict:
+            message = await receive()
+            if message["type"] == "http.request":
+                seen[0] += len(message.get("body", b""))
+                if seen[0] > limit:
+                    raise ApiError(413, f"the body is larger than {limit} bytes", "too_large")
+            return message
+
+        return wrapped
+
+    @staticmethod
+    async def _reject(send: Any, status: int, detail: str, code: str, rid: str,
+                      extra: dict) -> None:
+        body = json.dumps(error_body(status, detail, code, rid)).encode()
+        headers = [(b"content-type", b"application/json"),
+                   (b"content-length", str(len(body)).encode())]
+        headers += [(k.encode(), v.encode()) for k, v in extra.items()]
+        await send({"type": "http.response.start", "status": status, "headers": headers})
+        await send({"type": "http.response.body", "body": body})
+
+
+# ---------------------------------------------------------------------------------- the API
+@dataclass
+class ChatHub:
+    """The HTTP conversations (one per kind of turn context, so windows never mix) and the one
+    model they share: turns run one at a time."""
+
+    services: Any
+    lock: threading.Lock = field(default_factory=threading.Lock)  # one turn at a time
+    count_lock: threading.Lock = field(default_factory=threading.Lock)
+    waiting: int = 0
+
+    last_turn: float = field(default_factory=time.monotonic)
+
+    def queue(self, delta: int) -> None:
+        with self.count_lock:
+            self.waiting += delta
+
+    def sleep_in_background(self, sleeper: Any, dry_run: bool | None, reason: str) -> None:
+        """A night in a thread, once the running turn (if any) has ended: the planner is the
+        chat model, which runs one thing at a time. Turns that come meanwhile get
+        ``sleeping`` and wait."""
+
+        def night() -> None:
+            with self.lock:
+                try:
+                    sleeper.run(dry_run=dry_run, reason=reason)
+                except Exception as e:  # noqa: BLE001 - already asleep, or a broken store
+                    log.warning("sleep did not run: %s", type(e).__name__)
+
+        threading.Thread(target=night, name="eva-http-sleep", daemon=True).start()
+
+    def tick(self) -> bool:
+        """The schedule (SPEC §7) when ``eva serve`` is the only process: a night when one is
+        due and no turn has run for ``idle_for``. Returns whether it slept."""
+        sleeper = self.services.sleeper
+        if sleeper is None or not self.lock.acquire(blocking=False):
+            return False
+        try:
+            return bool(sleeper.tick(time.monotonic() - self.last_turn, self.waiting > 0))
+        finally:
+            self.lock.release()
+    conversations: dict[str, Conversation] = field(default_factory=dict)
+
+    def conversation(self, ctx: TurnContext, channel: str = "api") -> Conversation | None:
+        """The conversation of this kind of turn context and this caller's channel: windows
+        never mix contexts, nor callers that name their own channels."""
+        s = self.services
+        if s.chat_model is None or s.memory is None:
+            return None
+        key = f"http-{ctx.speaker}-{ctx.surface}-{ctx.audience}-{channel}"
+        conv = self.conversations.get(key)
+        if conv is None:
+            if len(self.conversations) >= 256:  # forget the oldest (its messages stay stored)
+                self.conversations.pop(next(iter(self.conversations)))
+            base = s.conversation
+            conv = Conversation(
+                s.memory, s.chat_model,
+                base.persona if base is not None else _persona(s),
+                base.config if base is not None else s._conversation_config(s.config.chat),
+                clock=s.clock, sleep=s.sleeper, channel=key,
+                extra_tools=s._sleep_tools() if ctx.can_mutate else None)
+            self.conversations[key] = conv
+        return conv
+
+
+def _persona(services: Any) -> str:
+    from core.persona import load_persona
+
+    try:
+        return load_persona(services.config.chat.persona_file)
+    except ValueError:
+        return load_persona(None)
+
+
+class Api:
+    def __init__(self, services: Any, settings: ServeSettings, token: str) -> None:
+        self.services = services
+        self.settings = settings
+        self._token = token.encode()
+        self.hub = ChatHub(services)
+
+    # ------------------------------------------------------------------ who is calling
+    def is_owner(self, request: Request) -> bool:
+        """True with the owner's token, False with none; a wrong token is refused (401), never
+        quietly taken for an anonymous call."""
+        auth = request.headers.get("authorization")
+        if auth is None:
+            return False
+        scheme, _, value = auth.partition(" ")
+        if scheme.lower() != "bearer" or not value.strip():
+            raise ApiError(401, "Authorization must be 'Bearer <token>'", "unauthorized",
+                           {"www-authenticate": "Bearer"})
+        if not hmac.compare_digest(value.strip().encode(), self._token):
+            raise ApiError(401, "wrong token", "unauthorized", {"www-authenticate": "Bearer"})
+        return True
+
+    def require_owner(self, request: Request) -> None:
+        if not self.is_owner(request):
+            raise ApiError(401, "this endpoint needs the owner's token (Authorization: Bearer "
+                                "…, from serve.token in the data dir)", "unauthorized",
+                           {"www-authenticate": "Bearer"})
+
+    def context(self, request: Request, audience: str, trusted: bool = True) -> TurnContext:
+        if audience not in AUDIENCES:
+            raise ApiError(400, f"audience must be one of {', '.join(AUDIENCES)}", "bad_request")
+        owner = self.is_owner(request)
+        if not owner or audience == "public":
+            return TurnContext(Speaker.OTHER, Surface.UNTRUSTED,
+                               Audience.OWNER_ONLY if audience == "owner" else Audience.GROUP)
+        if audience == "group":
+            return TurnContext(Speaker.OWNER, Surface.UNTRUSTED, Audience.GROUP)
+        return TurnContext(Speaker.OWNER, Surface.TRUSTED if trusted else Surface.UNTRUSTED,
+                           Audience.OWNER_ONLY)
+
+    @property
+    def memory(self) -> Any:
+        if self.services.memory is None:
+            raise ApiError(503, "the memory is not open yet", "unavailable")
+        return self.services.memory
+
+    # ------------------------------------------------------------------ body
+    async def body(self, request: Request) -> dict:
+        ctype = request.headers.get("content-type", "").split(";")[0].strip().lower()
+        if ctype != "application/json":
+            raise ApiError(415, "send JSON (Content-Type: application/json)",
+                           "unsupported_media_type")
+        raw = await request.body()
+        try:
+            data = json.loads(raw)
+        except (ValueError, UnicodeDecodeError):
+            raise ApiError(400, "the body is not valid JSON", "bad_json") from None
+        if not isinstance(data, dict):
+            raise ApiError(400, "the body must be a JSON object", "bad_json")
+        return data
+
+    # ------------------------------------------------------------------ endpoints
+    async def health(self, request: Request) -> JSONResponse:
+        s = self.services
+        sleeper = s.sleeper
+        return JSONResponse({
+            "status": "ok", "version": __version__,
+            "memory": s.memory is not None,
+            "chat": s.chat_model is not None,
+            "sleeping": bool(sleeper is not None and sleeper.is_sleeping()),
+        })
+
+    async def prompt(self, request: Request) -> JSONResponse:
+        """Run on the event loop itself: recall takes about a millisecond, less than the hop
+        to a worker thread and back (measured by bench.api), and threads would only take turns
+        at the GIL anyway."""
+        q = request.query_params.get("q")
+        if q is None or not q.strip():
+            raise ApiError(400, "give the message as ?q=…", "bad_request")
+        if len(q) > 4000:
+            raise ApiError(400, "q is longer than 4000 characters", "bad_request")
+        public = _flag(request.query_params.get("public", "false"), "public")
+        audience = "public" if public else request.query_params.get("audience", "owner")
+        ctx = self.context(request, audience)
+        section = self.memory.prompt_section(q, ctx, reinforce=False)
+        return JSONResponse({
+            "text": section.text, "core_ids": list(section.core_ids),
+            "recalled_ids": list(section.recalled_ids),
+            "withheld_footnote": section.withheld_footnote,
+            "context": _ctx_json(ctx),
+        })
+
+    def memories(self, request: Request) -> JSONResponse:
+        self.require_owner(request)
+        qp = request.query_params
+        try:
+            limit = int(qp.get("limit", "100"))
+            offset = int(qp.get("offset", "0"))
+        except ValueError:
+            raise ApiError(400, "limit and offset are integers", "bad_request") from None
+        try:
+            recs = self.memory.list(kind=qp.get("kind"), contains=qp.get("contains"),
+                                    order=qp.get("order", "updated"), limit=limit,
+                                    offset=offset)
+        except MemoryOpError as e:
+            raise ApiError(400, str(e), "bad_request") from None
+        return JSONResponse({"memories": [_record(r) for r in recs]})
+
+    def search(self, request: Request) -> JSONResponse:
+        self.require_owner(request)
+        q = request.query_params.get("q", "")
+        try:
+            hits = self.memory.search(q, reinforce=False)
+        except MemoryOpError as e:
+            raise ApiError(400, str(e), "bad_request") from None
+        return JSONResponse({"hits": [{"score": h.score, **_record(h.record)} for h in hits]})
+
+    def restore(self, request: Request) -> JSONResponse:
+        self.require_owner(request)
+        raw = request.path_params["id"]
+        try:
+            rid = int(raw)
+        except ValueError:
+            raise ApiError(400, "the id is an integer", "bad_request") from None
+        try:
+            r = self.memory.restore(rid)
+        except NotFound:
+            raise ApiError(404, f"memory #{rid} is not in the archive", "not_found") from None
+        except MemoryOpError as e:
+            raise ApiError(409, str(e), "conflict") from None
+        return JSONResponse({"restored": _record(r)})
+
+    def runs(self, request: Request) -> JSONResponse:
+        owner = self.is_owner(request)
+        sleeper = self._sleeper()
+        try:
+            limit = max(1, min(100, int(request.query_params.get("limit", "30"))))
+        except ValueError:
+            raise ApiError(400, "limit is an integer", "bad_request") from None
+        runs = sleeper.runs(limit)
+        return JSONResponse({"runs": [_run(r if owner else r.redacted()) for r in runs],
+                             "sleeping": sleeper.is_sleeping()})
+
+    async def sleep(self, request: Request) -> JSONResponse:
+        self.require_owner(request)
+        data = await self.body(request) if int(request.headers.get("content-length") or 0) \
+            else {}
+        dry_run = data.get("dry_run")
+        if dry_run is not None and not isinstance(dry_run, bool):
+            raise ApiError(400, "dry_run is true or false", "bad_request")
+        sleeper = self._sleeper()
+        holder = getattr(sleeper, "sleeping_elsewhere", lambda: None)()
+        if sleeper.is_sleeping():
+            raise ApiError(409, "Eva is already asleep"
+                           + (f" ({holder.describe(time.time())})" if holder else ""),
+                           "sleeping")
+        self.hub.sleep_in_background(sleeper, dry_run, "api")
+        return JSONResponse({"status": "started"}, 202)
+
+    def wake(self, request: Request) -> JSONResponse:
+        self.require_owner(request)
+        sleeper = self._sleeper()
+        holder = getattr(sleeper, "sleeping_elsewhere", lambda: None)()
+        asleep = sleeper.is_sleeping()
+        sleeper.wake()  # another process is asked to wake at its next heartbeat
+        return JSONResponse({"woken": asleep,
+                             "elsewhere": holder.describe(time.time()) if holder else None})
+
+    def _sleeper(self) -> Any:
+        if self.services.sleeper is None:
+            raise ApiError(503, "sleep is not available", "unavailable")
+        return self.services.sleeper
+
+    async def chat(self, request: Request) -> Any:
+        data = await self.body(request)
+        message = data.get("message")
+        if not isinstance(message, str) or not message.strip():
+            raise ApiError(400, "give a non-empty 'message'", "bad_request")
+        if len(message) > 8000:
+            raise ApiError(400, "the message is longer than 8000 characters", "bad_request")
+        audience = data.get("audience", "owner")
+        trusted = data.get("trusted", True)
+        if not isinstance(audience, str) or not isinstance(trusted, bool):
+            raise ApiError(400, "audience is a string and trusted a boolean", "bad_request")
+        channel = data.get("channel", "api")
+        if not isinstance(channel, str) or not _CHANNEL.fullmatch(channel):
+            raise ApiError(400, "channel is 1-64 letters, digits, '-' or '_'", "bad_request")
+        ctx = self.context(request, audience, trusted)
+        conv = self.hub.conversation(ctx, channel)
+        if conv is None:
+            raise ApiError(503, "chat is off: no chat model is loaded", "unavailable")
+        if self.hub.waiting >= self.settings.max_waiting_chats:
+            raise ApiError(503, "too many chat turns are waiting; try again soon", "busy",
+                           {"retry-after": "5"})
+        return EventSourceResponse(self._stream(conv, message, ctx), ping=15)
+
+    async def _stream(self, conv: Conversation, message: str, ctx: TurnContext
+                      ) -> AsyncIterator[dict]:
+        loop = asyncio.get_running_loop()
+        queue: asyncio.Queue = asyncio.Queue()
+        cancel = threading.Event()
+        hub = self.hub
+        end = object()
+        hub.queue(+1)
+        queued = [True]
+
+        def put(item: object) -> None:
+            loop.call_soon_threadsafe(queue.put_nowait, item)
+
+        def dequeue() -> None:
+            if queued[0]:
+                queued[0] = False
+                hub.queue(-1)
+
+        def work() -> None:
+            try:
+                # a turn queued while Eva sleeps (here or in another process) says so at once
+                sleeper = self.services.sleeper
+                if sleeper is not None and sleeper.is_sleeping():
+                    put(Sleeping())
+                    if not sleeper.wait_awake(cancel):
+                        return
+                with hub.lock:
+                    dequeue()
+                    try:
+                        for ev in conv.turn(message, ctx, cancel):
+                            put(ev)
+                            if cancel.is_set():
+                                break
+                    finally:
+                        hub.last_turn = time.monotonic()
+            except Exception as e:  # noqa: BLE001 - reported calmly; the log gets the type
+                log.error("chat turn failed: %s", type(e).__name__)
+                put(e)
+            finally:
+                dequeue()
+                put(end)
+
+        sent_sleeping = False
+        threading.Thread(target=work, name="eva-http-turn", daemon=True).start()
+        try:
+            while True:
+                ev = await queue.get()
+                if ev is end:
+                    break
+                if isinstance(ev, Sleeping):
+                    if sent_sleeping:
+                        continue
+                    sent_sleeping = True
+                out = _event(ev)
+                if out is not None:
+                    yield out
+        finally:
+            cancel.set()  # the client went away (or the turn ended): stop at the next check
+
+    # ------------------------------------------------------------------ openapi
+    def openapi(self, request: Request) -> JSONResponse:
+        return JSONResponse(OPENAPI)
+
+
+def _event(ev: Any) -> dict | None:
+    def j(d: dict) -> str:
+        return json.dumps(d, ensure_ascii=False)
+
+    if isinstance(ev, Sleeping):
+        return {"event": "sleeping", "data": j({"message": "Eva is asleep; your message is "
+                                                           "queued until she wakes."})}
+    if isinstance(ev, MemoryUsed):
+        s = ev.section
+        return {"event": "memory", "data": j({"recalled_ids": list(s.recalled_ids),
+                                              "core_ids": list(s.core_ids),
+                                              "withheld_footnote": s.withheld_footnote})}
+    if isinstance(ev, Token):
+        return {"event": "token", "data": j({"text": ev.text})}
+    if isinstance(ev, Remembering):
+        return {"event": "remembering", "data": j({})}
+    if isinstance(ev, ToolFinished):
+        r = ev.result
+        return {"event": "memory_note", "data": j({"tool": ev.name, "ok": r.ok,
+                                                   "text": r.text})}
+    if isinstance(ev, Notice):
+        return {"event": "notice", "data": j({"text": ev.text})}
+    if isinstance(ev, TurnError):
+        return {"event": "error", "data": j({"message": ev.message, "turn_id": ev.turn_id})}
+    if isinstance(ev, TurnDone):
+        return {"event": "done", "data": j({
+            "turn_id": ev.turn_id, "stopped": ev.stopped, "prompt_tokens": ev.prompt_tokens,
+            "evaluated_tokens": ev.evaluated_tokens,
+            "completion_tokens": ev.completion_tokens,
+            "first_token_seconds": ev.first_token_seconds, "seconds": ev.seconds,
+            "model_calls": ev.model_calls})}
+    if isinstance(ev, BaseException):
+        return {"event": "error", "data": j({"message": "Eva could not answer this message; "
+                                                        "the server log has the details."})}
+    return None  # ToolStarted: its ToolFinished follows
+
+
+def _flag(value: str, name: str) -> bool:
+    v = value.strip().lower()
+    if v in ("1", "true", "yes"):
+        return True
+    if v in ("0", "false", "no", ""):
+        return False
+    raise ApiError(400, f"{name} is true or false", "bad_request")
+
+
+def _ctx_json(ctx: TurnContext) -> dict:
+    return {"speaker": str(ctx.speaker), "surface": str(ctx.surface),
+            "audience": str(ctx.audience), "sees_private": ctx.sees_private}
+
+
+def _record(r: Any) -> dict:
+    return {"id": r.id, "content": r.content, "kind": str(r.kind), "importance": r.importance,
+            "private": r.private, "pinned": r.pinned, "scope": r.scope,
+            "created_at": r.created_at, "updated_at": r.updated_at,
+            "last_access_at": r.last_access_at, "access_count": r.access_count}
+
+
+def _run(r: Any) -> dict:
+    return {"id": r.id, "started_at": r.started_at, "finished_at": r.finished_at,
+            "status": r.status, "dry_run": r.dry_run, "reason": r.reason, "model": r.model,
+            "stages": r.stages, "notable": r.notable, "summary": r.summary,
+            "phases": [{"stage": p.stage, "name": p.name, "status": p.status,
+                        "seconds": p.seconds, "calls": p.calls,
+                        "ops": [{"op": o.op, "ids": o.ids, "applied": o.applied, "why": o.why,
+                                 "refused_reason": o.refused_reason} for o in p.ops]}
+                       for p in r.phases]}
+
+
+def build_app(services: Any, settings: ServeSettings, token: str) -> Any:
+    """The ASGI app: the routes behind :class:`Guard` (and CORS only for configured origins)."""
+    api = Api(services, settings, token)
+    # sse-starlette logs every chunk it sends at DEBUG: those are Eva's words and memory notes
+    logging.getLogger("sse_starlette").setLevel(logging.INFO)
+    routes = [
+        Route("/v1/health", api.health, methods=["GET"]),
+        Route("/v1/memories/prompt", api.prompt, methods=["GET"]),
+        Route("/v1/memories/search", api.search, methods=["GET"]),
+        Route("/v1/memories", api.memories, methods=["GET"]),
+        Route("/v1/memories/archive/{id}/restore", api.restore, methods=["POST"]),
+        Route("/v1/sleep/runs", api.runs, methods=["GET"]),
+        Route("/v1/sleep", api.sleep, methods=["POST"]),
+        Route("/v1/sleep/wake", api.wake, methods=["POST"]),
+        Route("/v1/chat", api.chat, methods=["POST"]),
+        Route("/openapi.json", api.openapi, methods=["GET"]),
+    ]
+    app = Starlette(routes=routes, exception_handlers={HTTPException: _http_error,
+                                                       Exception: _crash})
+    app.state.api = api
+    inner: Any = app
+    if settings.allow_origins:
+        from starlette.middleware.cors import CORSMiddleware
+
+        inner = CORSMiddleware(app, allow_origins=list(settings.allow_origins),
+                               allow_methods=["GET", "POST"],
+                               allow_headers=["authorization", "content-type"])
+    guard = Guard(inner, settings)
+    guard.api = api
+    return guard
+
+
+def listen(host: str, port: int) -> socket.socket:
+    """The listening socket. TCP_NODELAY on it (accepted connections inherit it): without it a
+    reply written as headers then body waits ~40 ms for the client's delayed ACK."""
+    family = socket.AF_INET6 if ":" in host else socket.AF_INET
+    sock = socket.socket(family, socket.SOCK_STREAM)
+    try:
+        sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+        sock.bind((host, port))
+    except OSError:
+        sock.close()
+        raise
+    return sock
+
+
+def make_server(services: Any, settings: ServeSettings, token: str) -> Any:
+    """A uvicorn server for the app: no access log of its own (ours leaves the query string
+    out), no server header, no proxy headers."""
+    import uvicorn
+
+    config = uvicorn.Config(build_app(services, settings, token), host=settings.host,
+                            port=settings.port, access_log=False, log_level="warning",
+                            server_header=False, lifespan="off", proxy_headers=False)
+    return uvicorn.Server(config)
+
+
+def serve(services: Any, settings: ServeSettings, token: str, *,
+          sockets: list | None = None, schedule: bool = True) -> None:
+    """Run uvicorn (blocking) until interrupted; with ``schedule``, Eva sleeps when due and
+    quiet (checked every 30 s), as the TUI does."""
+    server = make_server(services, settings, token)
+    hub = server.config.app.api.hub
+    if schedule:
+        def scheduler() -> None:
+            while not server.should_exit:
+                time.sleep(30)
+                try:
+                    hub.tick()
+                except Exception as e:  # noqa: BLE001 - the next tick tries again
+                    log.warning("sleep schedule: %s", type(e).__name__)
+
+        threading.Thread(target=scheduler, name="eva-sleep-schedule", daemon=True).start()
+    if sockets is None:
+        sockets = [listen(settings.host, settings.port)]
+    with contextlib.suppress(KeyboardInterrupt):
+        server.run(sockets=sockets)
+
+
+_ERR = {"$ref": "#/components/schemas/Error"}
+
+
+def _op(summary: str, owner: bool = False, params: list | None = None, body: dict | None = None,
+        ok: str = "200", sse: bool = False) -> dict:
+    op: dict[str, Any] = {"summary": summary, "responses": {
+        ok: {"description": "OK", "content": {
+            ("text/event-stream" if sse else "application/json"): {"schema": {}}}},
+        "4XX": {"description": "error", "content": {"application/json": {"schema": _ERR}}}}}
+    if owner:
+        op["security"] = [{"owner": []}]
+    if params:
+        op["parameters"] = params
+    if body:
+        op["requestBody"] = {"required": True, "content": {"application/json": {"schema": body}}}
+    return op
+
+
+def _q(name: str, required: bool = False, kind: str = "string") -> dict:
+    return {"name": name, "in": "query", "required": required, "schema": {"type": kind}}
+
+
+OPENAPI: dict[str, Any] = {
+    "openapi": "3.1.0",
+    "info": {"title": "Eva", "version": __version__,
+             "description": "Eva's memory and chat for other surfaces. Requests are untrusted "
+                            "unless they carry the owner's token (serve.token in the data dir) "
+                            "as 'Authorization: Bearer …'."},
+    "components": {
+        "securitySchemes": {"owner": {"type": "http", "scheme": "bearer"}},
+        "schemas": {"Error": {"type": "object", "required": ["detail", "code", "request_id"],
+                              "properties": {"detail": {"type": "string"},
+                                             "code": {"type": "string"},
+                                             "request_id": {"type": "string"}}}},
+    },
+    "paths": {
+        "/v1/health": {"get": _op("Is the server up; is Eva asleep")},
+        "/v1/memories/prompt": {"get": _op(
+            "The memory section a turn would carry (reinforces nothing)",
+            params=[_q("q", True), _q("public", kind="boolean"), _q("audience")])},
+        "/v1/memories": {"get": _op("List memories (owner)", True,
+                                    [_q("kind"), _q("contains"), _q("order"),
+                                     _q("limit", kind="integer"), _q("offset", kind="integer")])},
+        "/v1/memories/search": {"get": _op("Search memories (owner; reinforces nothing)", True,
+                                           [_q("q", True)])},
+        "/v1/memories/archive/{id}/restore": {"post": {
+            **_op("Restore an archived memory (owner)", True),
+            "parameters": [{"name": "id", "in": "path", "required": True,
+                            "schema": {"type": "integer"}}]}},
+        "/v1/sleep/runs": {"get": _op("The sleep journal (redacted without the token)",
+                                      params=[_q("limit", kind="integer")])},
+        "/v1/sleep": {"post": _op("Sleep now, in the background (owner)", True,
+                                  body={"type": "object",
+                                        "properties": {"dry_run": {"type": "boolean"}}},
+                                  ok="202")},
+        "/v1/sleep/wake": {"post": _op("Wake Eva (owner)", True)},
+        "/v1/chat": {"post": _op(
+            "One chat turn as Server-Sent Events: sleeping, memory, token, remembering, "
+            "memory_note, notice, error, done", body={
+                "type": "object", "required": ["message"],
+                "properties": {"message": {"type": "string"},
+                               "audience": {"enum": list(AUDIENCES)},
+                               "trusted": {"type": "boolean"},
+                               "channel": {"type": "string", "pattern": _CHANNEL.pattern}}},
+            sse=True)},
+    },
+}
