@@ -27,8 +27,8 @@ from typing import Any, Protocol
 
 from core import language
 from core import summaries as rolling
-from core.chats import Chat, Chats
 from core import tools as memory_tools
+from core.chats import Chat, Chats
 from core.clock import Clock, SystemClock
 from core.errors import MemoryOpError
 from core.llm import ChatModel, Done, Message, ModelError, TextDelta, ToolCall

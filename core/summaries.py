@@ -380,35 +380,39 @@ def _line_date(at: float) -> str:
     return datetime.fromtimestamp(at, UTC).strftime("%Y-%m-%d")
 
 
-def _period(line: str) -> str:
-    """The period of a timeline line ("2026-11-03: …" → "2026-11")."""
-    m = re.match(r"^(\d{4}-\d{2})", line)
-    return m.group(1) if m else "earlier"
+def _period(line: str, year_only: bool = False) -> str:
+    """The period of a timeline line ("2026-11-03: …" → "2026-11", or "2026")."""
+    m = re.match(r"^(\d{4})(-\d{2})?", line)
+    if not m:
+        return "earlier"
+    return m.group(1) if year_only or not m.group(2) else m.group(1) + m.group(2)
 
 
 def fold(lines: list[str], over: Callable[[list[str]], bool]) -> list[str]:
-    """Fold the oldest timeline lines into one short line per period (month) until ``over`` is
-    false or everything is folded. A folded line starts with its period and is at most
-    ``FOLD_LINE_CHARS`` long; lines already folded are folded again only into their period."""
+    """Fold the oldest timeline lines into one short line per period until ``over`` is false:
+    first per month, then per year; a folded line starts with its period and is at most
+    ``FOLD_LINE_CHARS`` long. If even one line per year is over, the oldest lines go (the
+    newest one always stays)."""
     out = list(lines)
-    while over(out):
-        # the oldest period that still has more than one line, or an unfolded line
-        periods: dict[str, list[int]] = {}
-        for i, ln in enumerate(out):
-            periods.setdefault(_period(ln), []).append(i)
-        target = next((p for p, idx in periods.items()
-                       if len(idx) > 1 or len(out[idx[0]]) > FOLD_LINE_CHARS), None)
-        if target is None:
-            break
-        idx = periods[target]
-        bodies = [re.sub(r"^\d{4}-\d{2}(-\d{2})?(\s*…\s*\d{4}-\d{2}-\d{2})?:\s*", "", out[i])
-                  for i in idx]
-        short = "; ".join(_first_clause(b) for b in bodies)
-        line = f"{target}: {short}"
-        if len(line) > FOLD_LINE_CHARS:
-            line = line[: FOLD_LINE_CHARS - 1].rstrip() + "…"
-        out = out[: idx[0]] + [line] + [ln for k, ln in enumerate(out)
-                                        if k > idx[0] and k not in idx]
+    for year_only in (False, True):
+        while over(out):
+            periods: dict[str, list[int]] = {}
+            for i, ln in enumerate(out):
+                periods.setdefault(_period(ln, year_only), []).append(i)
+            target = next((p for p, idx in periods.items()
+                           if len(idx) > 1 or len(out[idx[0]]) > FOLD_LINE_CHARS), None)
+            if target is None:
+                break
+            idx = periods[target]
+            bodies = [re.sub(r"^\d{4}(-\d{2})?(-\d{2})?(\s*…\s*\d{4}-\d{2}-\d{2})?:\s*", "",
+                             out[i]) for i in idx]
+            line = f"{target}: " + "; ".join(_first_clause(b) for b in bodies)
+            if len(line) > FOLD_LINE_CHARS:
+                line = line[: FOLD_LINE_CHARS - 1].rstrip() + "…"
+            out = out[: idx[0]] + [line] + [ln for k, ln in enumerate(out)
+                                            if k > idx[0] and k not in idx]
+    while len(out) > 1 and over(out):
+        out.pop(0)
     return out
 
 
