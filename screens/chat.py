@@ -43,6 +43,8 @@ from eva_tui.widgets import (
 )
 from eva_tui.widgets.actions import RecordActions
 from eva_tui.widgets.chat import WRITE_TOOLS
+from screens.chats import ChatsScreen
+from screens.summary import SummaryPanel, start_summarising
 
 GREETING = """\
 **Hello, I'm Eva.** I live here in your terminal, and I remember what matters: I decide what is \
@@ -78,6 +80,10 @@ class ChatScreen(RecordActions):
         Binding("escape", "stop", "Stop", id="chat.stop"),
         Binding("ctrl+r", "regenerate", "Regenerate", id="chat.regenerate"),
         Binding("ctrl+y", "copy_last", "Copy answer", id="chat.copy"),
+        # not in the footer (it stays as it was); the README and the palette list them
+        Binding("ctrl+n", "new_chat", "New chat", id="chat.new", show=False),
+        Binding("ctrl+o", "chats", "Chats", id="chat.chats", show=False),
+        Binding("ctrl+t", "summary", "Summary", id="chat.summary", show=False),
     ]
 
     def __init__(self) -> None:
@@ -111,6 +117,13 @@ class ChatScreen(RecordActions):
     @property
     def prompt(self) -> EvaInput:
         return self.query_one("#prompt", EvaInput)
+
+    def on_screen_resume(self) -> None:
+        if self.services.level_changed and self.services.chat_ready:
+            self.services.level_changed = False
+            self.notify("The detail level changed. Rebuild this chat's summaries for it? "
+                        "Ctrl+T opens the summary panel; r rebuilds in the background.",
+                        timeout=12)
 
     def on_mount(self) -> None:
         self.log_view.anchor()
@@ -340,7 +353,42 @@ class ChatScreen(RecordActions):
         self._tail = None
         self.waiting_for_wake = False
         self._update_banner()
+        if self.services.conversation is not None:
+            start_summarising(self.app, self.services.conversation)
         self._pump()
+
+    # ------------------------------------------------------------------ chats (issue 12)
+    async def action_new_chat(self) -> None:
+        conv = self.services.conversation
+        if conv is None:
+            self.notify("Chats are available once the chat model is loaded.")
+            return
+        if self.busy:
+            self.notify("Eva is still answering; Esc stops her first.")
+            return
+        conv.new_chat()
+        self.notify("Started a new chat. Ctrl+O lists your chats.", timeout=4)
+        await self.reload_chat()
+
+    def action_chats(self) -> None:
+        async def done(changed: bool | None) -> None:
+            if changed:
+                await self.reload_chat()
+
+        self.app.push_screen(ChatsScreen(busy=self.busy), done)
+
+    def action_summary(self) -> None:
+        self.app.push_screen(SummaryPanel())
+
+    async def reload_chat(self) -> None:
+        """Show the conversation's current chat (after a switch, a new chat or a clear)."""
+        await self.log_view.remove_children()
+        self.queue.clear()
+        self._history_loaded = True
+        self._load_history()
+        conv = self.services.conversation
+        if conv is not None:
+            self.app.sub_title = conv.chat.label
 
     # ------------------------------------------------------------------ sleep
     def _sleep_changed(self, _asleep: bool) -> None:
@@ -404,5 +452,14 @@ class ChatScreen(RecordActions):
             ),
             PaletteCommand(
                 "Copy the last answer", "To the clipboard (OSC 52)", self.action_copy_last
+            ),
+            PaletteCommand("New chat", "Start a new chat (Ctrl+N)", self.action_new_chat),
+            PaletteCommand(
+                "Chats", "Switch, rename, delete or clear chats (Ctrl+O)", self.action_chats
+            ),
+            PaletteCommand(
+                "Conversation summary",
+                "View, edit or rebuild this chat's summaries (Ctrl+T)",
+                self.action_summary,
             ),
         ]
