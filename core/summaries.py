@@ -172,6 +172,10 @@ def invalidate_covering(conn: sqlite3.Connection, message_ids: Iterable[int], no
     return bad
 
 
+class Stale(RuntimeError):
+    """What a summary was made from changed while it was made; the step is done again."""
+
+
 class SummaryStore:
     """The ``summaries`` and ``summary_covers`` tables (``memory.attach(SummaryStore)``)."""
 
@@ -239,12 +243,29 @@ class SummaryStore:
     # ------------------------------------------------------------------ writing
     def add(self, chat_id: int, tier: int, private: bool, prose: str, verbatim: list[str],
             covers: Iterable[int], *, status: str, detail_level: str, tokens: int, now: float,
-            absorbs: Iterable[int] = ()) -> Summary:
+            absorbs: Iterable[int] = (), expect: dict[int, str] | None = None) -> Summary:
         """One summary with its coverage; the summaries it ``absorbs`` (merged into it) point to
-        it — one transaction. Refused (None written) when a message it covers was invalidated
-        meanwhile is not checked here: the worker reads and writes under one lock."""
+        it — one transaction. Raises :class:`Stale` (nothing written) when what it was made from
+        changed meanwhile: a covered message edited (``expect``: id → the content summarised),
+        discarded or archived, or an absorbed summary no longer in use."""
         covers = sorted(set(covers))
+        absorbs = list(absorbs)
         with self._storage.transaction() as conn:
+            if expect is not None:
+                marks = ",".join("?" * len(expect))
+                rows = {r[0]: r[1] for r in conn.execute(
+                    f"SELECT id, content FROM messages WHERE id IN ({marks}) AND status != "
+                    f"'discarded' AND archived_at IS NULL", list(expect))}
+                if rows != expect:
+                    raise Stale("a message of the chunk changed while it was summarised")
+            if absorbs:
+                marks = ",".join("?" * len(absorbs))
+                live = conn.execute(
+                    f"SELECT COUNT(*) FROM summaries WHERE id IN ({marks}) AND status != "
+                    f"'invalid' AND parent_id IS NULL AND archived_at IS NULL",
+                    absorbs).fetchone()[0]
+                if live != len(absorbs):
+                    raise Stale("a summary being merged changed meanwhile")
             cur = conn.execute(
                 "INSERT INTO summaries (chat_id, tier, private, prose, verbatim, first_id, "
                 "last_id, status, detail_level, tokens, created_at, updated_at) "
@@ -358,7 +379,7 @@ def summary_schema(with_verbatim: bool) -> dict[str, Any]:
 class StepResult:
     """What one step of the worker did."""
 
-    action: str  # "chunk" | "merge" | "long-term" | "fold" | "paused" | "idle"
+    action: str  # "chunk" | "merge" | "long-term" | "fold" | "paused" | "stale" | "idle"
     summary: Summary | None = None
     seconds: float = 0.0
     model_calls: int = 0
@@ -499,6 +520,8 @@ class Summarizer:
             except _Interrupted as e:
                 return StepResult("paused", seconds=time.monotonic() - t0,
                                   model_calls=e.calls)
+            except Stale as e:  # nothing written; the next step reads the new state
+                return StepResult("stale", seconds=time.monotonic() - t0, note=str(e))
             return StepResult("idle", seconds=time.monotonic() - t0)
 
     def run(self, chat_id: int, window_start: Callable[[], int | None] | int | None,
@@ -574,7 +597,8 @@ class Summarizer:
         date = _line_date(chunk[0].created_at)
         s = self.store.add(chat_id, RECENT, any(m.private_ok for m in chunk), prose, verbatim,
                            [m.id for m in chunk], status=status, detail_level=self.detail_level,
-                           tokens=self._tokens(prose, verbatim), now=self.clock.now())
+                           tokens=self._tokens(prose, verbatim), now=self.clock.now(),
+                           expect={m.id: m.content for m in chunk})
         return StepResult("chunk", s, time.monotonic() - t0, calls[0], rejected, saved,
                           f"{len(chunk)} messages from {date}")
 

@@ -339,3 +339,26 @@ def test_learning_off_reads_nothing_into_memory_on_the_way_out(mem, clock):
     conv.summarise()
     assert llm.json_calls == [] and mem.count() == 0
     assert len(conv.summaries.active(conv.chat_id)) == 1
+
+
+def test_a_message_edited_while_its_chunk_is_summarised_makes_the_step_stale(mem, clock):
+    """Coverage stays true under concurrency: the owner edits a message while the worker is
+    summarising it — the stale summary is not written, and the next step summarises the new
+    text."""
+    tr = mem.attach(Transcript)
+    ids: list[int] = []
+    edited = []
+
+    def summarise(prompt):
+        if not edited:
+            edited.append(True)
+            tr.edit(ids[0], "I met Olga at 77 Baker street", clock.now())
+        return {"summary": "Summary of: " + prompt.split("The conversation:")[-1][-200:],
+                "verbatim": sorted(salient_terms(prompt.split("The conversation:")[-1]))}
+
+    conv, s = make(mem, clock, SummaryLLM(summarise=summarise))
+    ids += fill(mem, conv.chat_id, TURNS[:1])
+    assert s.step(conv.chat_id, ids[-1] + 1).action == "stale"
+    assert conv.summaries.all(conv.chat_id) == []
+    r = s.step(conv.chat_id, ids[-1] + 1)
+    assert r.action == "chunk" and "Olga" in r.summary.text()
