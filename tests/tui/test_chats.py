@@ -199,3 +199,31 @@ def test_summary_panel_snapshot(snap_compare, env_factory):
         await pilot.press("ctrl+t")
 
     assert snap_compare(env.app, terminal_size=SIZE, run_before=_quiet(steps))
+
+
+def test_keep_days_retention_and_the_chat_archive_purge_run_at_start(env_factory):
+    """chat.keep_days (issue 12): at start, messages older than that move to the archive; what
+    waited in the archive past the TTL is purged."""
+    env = env_factory([], chat={"keep_days": 30})
+    conv = env.services.conversation
+    tr = env.memory.attach(Transcript)
+    for i, age in enumerate((40, 1)):
+        tr.add("default", "tui", f"t{i}", "user", f"message {age} days old", private_ok=True,
+               status="ok", tokens=4, at=NOW - age * 86_400, meta={}, chat_id=conv.chat_id)
+    env.services.housekeeping()
+    assert [m.content for m in conv.history()] == ["message 1 days old"]
+    env.clock.advance(31 * 86_400)
+    env.services.housekeeping()  # the retained one waited 31 days in the archive: purged
+    rows = env.memory._storage.query("SELECT content FROM messages ORDER BY id")
+    assert [r[0] for r in rows] == ["message 1 days old"]
+
+
+def test_keep_days_must_be_positive():
+    import pytest
+
+    from eva_tui import config as cfg
+
+    with pytest.raises(cfg.ConfigError, match=r"\[chat\] keep_days: must be > 0 days"):
+        cfg.from_mapping({"chat": {"keep_days": 0}})
+    assert cfg.from_mapping({"chat": {"keep_days": 90}}).chat.keep_days == 90.0
+    assert cfg.from_mapping({"chat": {"keep_days": "off"}}).chat.keep_days is None
