@@ -11,7 +11,11 @@ An owner talks over several days in several chats, then asks in a new chat what 
 chat summarises what left its live window (SPEC §8.3; the memory step runs over each chunk
 first), as the app's background worker does while the owner types: here it runs between the
 turns, timed apart (``summarise_s``), so the turns' own timings are not mixed with it. Replies
-are capped at 60 tokens in this scenario (200 otherwise) to keep its 87 turns affordable.
+are capped at 60 tokens in this scenario (200 otherwise). Its other talk is a ``replay``
+session: the owner's messages are stored in the chat with short canned replies from Eva instead
+of being generated (75 generated turns cost hours on a loaded 2-core machine); the facts, one
+turn after the other talk (which slides the window) and the questions are real turns, and the
+summaries and the memory step over each chunk are made by the real model.
 
 The scenario file (default ``bench/data/companion.json``)::
 
@@ -20,6 +24,8 @@ The scenario file (default ``bench/data/companion.json``)::
      "forgotten": [["..."]],                               # optional: the owner asked to forget
      "private": [["..."]],                                 # optional: must be saved as private
      "sessions": [{"chat": "first", "day": 0, "say": ["…", "…"]}, …],
+                  # a session with "replay": true stores its messages with canned replies
+                  # (no model call): history, not turns
      "questions": [{"chat": "new", "day": 10, "ask": "…",
                     "expect": [["lena", "лена"], ["14"]], "forbid": ["tbilisi"]}, …]}
 
@@ -76,6 +82,8 @@ EMBEDDERS = ("usem3", "none")
 MARKUP = ("<tool", "</tool", "<tools", "<|im_", '{"name"', '"arguments"')
 
 MemoryFactory = Callable[[Path, ManualClock], Memory]
+CANNED = ("Oh, nice one!", "Ha, I like that.", "Good question, let me think… yes!",
+          "That's lovely.", "Mm, interesting!")
 
 
 # ---------------------------------------------------------------------------- matching
@@ -229,13 +237,31 @@ def run(model: Any, scenario: dict, writes: str = "structured",
                                  for r in steps)
         return row
 
+    def replay(chat: str, text: str, reply: str, mem: Memory) -> None:
+        """Store one exchange as history (no model call), as the conversation stores turns."""
+        from core.transcript import Transcript
+
+        conv = conversation(chat, mem)
+        tr = mem.attach(Transcript)
+        for role, content in (("user", text), ("assistant", reply)):
+            clock.advance(MINUTES_PER_MESSAGE * 60)
+            tr.add(conv.config.persona_id, conv.channel, f"replay-{clock.now()}", role, content,
+                   private_ok=True, status="ok", tokens=model.count_tokens(content),
+                   at=clock.now(), meta={"owner": True} if role == "user" else {},
+                   chat_id=conv.chat_id)
+
     with tempfile.TemporaryDirectory() as tmp:
         mem = memory_factory(Path(tmp) / "memory.db", clock)
         try:
+            replayed = 0
             for session in scenario.get("sessions", []):
                 go_to(session.get("day", 0))
-                for text in session.get("say", []):
-                    play(session.get("chat", "chat"), session.get("day", 0), text, mem)
+                for i, text in enumerate(session.get("say", [])):
+                    if session.get("replay"):
+                        replay(session.get("chat", "chat"), text, CANNED[i % len(CANNED)], mem)
+                        replayed += 2
+                    else:
+                        play(session.get("chat", "chat"), session.get("day", 0), text, mem)
             records = mem.list(OWNER_TRUSTED, limit=10_000)
             memories = [{"id": r.id, "content": r.content, "kind": r.kind.value,
                          "importance": r.importance, "private": r.private,
@@ -279,7 +305,8 @@ def run(model: Any, scenario: dict, writes: str = "structured",
             "saved_on_leaving": sum(s["saved"] for s in summary_steps),
             "dialogue_saves": dialogue_saves,
             "summaries_in_use": in_use,
-            "messages_before_questions": 2 * (len(turns) - len(questions)),
+            "messages_before_questions": 2 * (len(turns) - len(questions)) + replayed,
+            "replayed_messages": replayed,
         }
     return {
         "model": getattr(model, "name", str(model)),
