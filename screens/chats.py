@@ -208,10 +208,11 @@ class ChatsScreen(ModalScreen[bool]):
 
     # ------------------------------------------------------------------ actions
     def _refuse_busy(self) -> bool:
-        if self.busy:
+        busy = self.busy and self.app.generating  # live: the turn may end while this is open
+        if busy:
             self.notify("Eva is answering in this chat; wait for her (or Esc to stop her) "
                         "before changing chats.", severity="warning")
-        return self.busy
+        return busy
 
     @work(thread=True, exit_on_error=False, name="changing the chats", group="chats-write")
     def _do(self, fn: Callable[[], tuple[str, bool]], close: bool = False) -> None:

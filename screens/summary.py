@@ -37,9 +37,13 @@ class SummariesLoaded(Message):
 
 def progress_line(p: Progress, running: bool) -> str:
     tiers = ", ".join(f"{p.by_tier.get(t, 0)} {TIER_NAMES[t]}" for t in sorted(TIER_NAMES))
-    todo = (f"{p.unsummarised} of {p.left_window} messages that left the window are not "
-            f"summarised yet" if p.unsummarised else
-            f"all {p.left_window} messages that left the window are summarised")
+    if not p.left_window:
+        todo = "no message has left the live window yet"
+    elif p.unsummarised:
+        todo = (f"{p.unsummarised} of {p.left_window} messages that left the window are not "
+                f"summarised yet")
+    else:
+        todo = f"all {p.left_window} messages that left the window are summarised"
     return f"{tiers} · {todo}" + (" · summarising…" if running else "")
 
 
@@ -115,6 +119,7 @@ class SummaryPanel(ModalScreen[None]):
         super().__init__(classes="modal")
         self.items: dict[int, Summary] = {}
         self.covers: dict[int, int] = {}
+        self._shown = False  # the table was filled once
 
     @property
     def conversation(self) -> Any:
@@ -161,9 +166,10 @@ class SummaryPanel(ModalScreen[None]):
         self.query_one("#summary-progress", Static).update(
             progress_line(event.progress, event.running))
         ids = [s.id for s in event.summaries]
-        if ids == list(self.items) and all(
+        if self._shown and ids == list(self.items) and all(
                 self.items[s.id].updated_at == s.updated_at for s in event.summaries):
             return  # nothing changed: keep the cursor and the detail as they are
+        self._shown = True
         self.items = {s.id: s for s in event.summaries}
         self.covers = event.covers
         table = self.query_one("#summaries", DataTable)

@@ -154,6 +154,19 @@ async def test_summary_panel_shows_counts_edits_and_rebuilds(env_factory):
 
 
 @aio
+async def test_an_empty_summary_panel_says_why_it_is_empty(env_factory):
+    env = env_factory([])
+    async with env.app.run_test(size=SIZE) as pilot:
+        await settle(pilot)
+        await pilot.press("ctrl+t")
+        await settle(pilot)
+        panel = pilot.app.screen
+        assert "no message has left the live window yet" in str(
+            panel.query_one("#summary-progress", Static).render())
+        assert "No summaries yet" in str(panel.query_one("#summary-detail", Static).render())
+
+
+@aio
 async def test_summarising_runs_after_a_turn_in_the_background(env_factory):
     """§8.3: after a turn the app summarises what left the window in a worker."""
     env = env_factory(llm=SummarisingLLM([["ok then"]]))
