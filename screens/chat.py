@@ -143,6 +143,8 @@ class ChatScreen(RecordActions):
             if not self._history_loaded:
                 self._history_loaded = True
                 self._load_history()
+                if s.conversation is not None:  # resume summarising left unfinished last time
+                    start_summarising(self.app, s.conversation)
             else:
                 self._pump()
             return
