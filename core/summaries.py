@@ -453,7 +453,7 @@ class Summarizer:
 
     def __init__(self, store: SummaryStore, model: ChatModel, *, clock: Any,
                  detail_level: str = "balanced", chunk_messages: int = 16,
-                 chunk_tokens: int = 1_500, writer: Any = None, timeout: float = 300.0,
+                 chunk_tokens: int = 1_500, writer: Any = None, timeout: float = 1_200.0,
                  max_tokens: int = 400) -> None:
         self.store = store
         self.model = model
