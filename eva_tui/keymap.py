@@ -17,6 +17,11 @@ NAV_IDS = ("app.chat", "app.memories", "app.archive", "app.journal", "app.previe
 BINDING_IDS: frozenset[str] = frozenset({
     *NAV_IDS, "app.wake", "app.dry_run", "app.sleep", "app.help", "help.close",
     "chat.stop", "chat.regenerate", "chat.copy", "chat.open_note",
+    "chat.new", "chat.chats", "chat.summary",
+    "chats.close", "chats.open", "chats.new", "chats.rename", "chats.delete", "chats.clear",
+    "chats.archived", "chats.restore", "chats.rename_cancel", "chats.confirm_cancel",
+    "summary.close", "summary.edit", "summary.rebuild", "summary.edit_cancel",
+    "summary.edit_save",
     "memories.search", "memories.edit", "memories.private", "memories.pin", "memories.forget",
     "memories.copy", "memories.open",
     "record.edit", "record.private", "record.pin", "record.forget", "record.copy",

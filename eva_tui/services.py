@@ -18,6 +18,7 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any, Protocol
 
+from core.chats import Chats
 from core.clock import Clock, SystemClock
 from core.conversation import Conversation, ConversationConfig
 from core.embedding import Embedder
@@ -124,6 +125,8 @@ class Services:
         # the status bar on the event loop reads only this); None with schedule_read: due now
         self.next_due: float | None = None
         self.schedule_read = False
+        self._housekept = False  # chat retention and the chat archive's purge ran
+        self.level_changed = False  # the detail level changed: the summaries may be rebuilt
         if memory is not None and chat_model is not None:
             self.finish()
         if self.sleeper is not None:
@@ -229,6 +232,9 @@ class Services:
             and self.sleeper.planner is None
         ):
             self.sleeper.planner = planner_for(self)
+        if not self._housekept:
+            self._housekept = True
+            self.housekeeping()
         if self.conversation is None and self.chat_model is not None:
             persona = self.persona
             if persona is None:
@@ -259,6 +265,19 @@ class Services:
             return
         self.schedule_read = True
 
+    def housekeeping(self) -> None:
+        """At start: ``chat.keep_days`` retention moves old messages to the archive, and what
+        waited in the chat archive longer than the TTL is purged (issue 12). Never fatal."""
+        if self.memory is None:
+            return
+        try:
+            chats = self.memory.attach(Chats)
+            now = self.clock.now()
+            chats.apply_retention(now, self.config.chat.keep_days)
+            chats.purge(now, self.memory.config.archive_ttl_seconds)
+        except Exception as e:  # a housekeeping problem must not take chat down
+            self.problems.append(f"Chat housekeeping failed: {e}")
+
     def warm_up(self) -> None:
         """Evaluate the chat's known prompt prefix (persona, rule, core memories, the live
         window) into the model's KV cache, so the owner's first message pays only for itself
@@ -283,10 +302,15 @@ class Services:
             detail_level=chat.detail_level,
             learning=chat.learning,
             memory_writes=chat.memory_writes,
+            summaries=chat.summaries,
         )
 
     def apply_chat_settings(self, chat: ChatSettings) -> None:
-        """Detail level, learning and how memory is written take effect from the next turn."""
+        """Detail level, learning and how memory is written take effect from the next turn. A
+        changed detail level sets ``level_changed``: the chat offers a rebuild of the summaries
+        (SPEC §8.3)."""
+        if chat.detail_level != self.config.chat.detail_level:
+            self.level_changed = True
         self.config = replace(self.config, chat=chat)
         if self.conversation is not None:
             self.conversation.config = replace(
@@ -294,6 +318,7 @@ class Services:
                 detail_level=chat.detail_level,
                 learning=chat.learning,
                 memory_writes=chat.memory_writes,
+                summaries=chat.summaries,
             )
 
     # ------------------------------------------------------------------ views

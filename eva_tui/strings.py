@@ -172,6 +172,9 @@ THE_ANSWER = "the answer"
 CMD_STOP = ("Stop the answer", "Esc: stop Eva mid-answer")
 CMD_REGENERATE = ("Regenerate", "Answer the last message again (undoes what that answer saved)")
 CMD_COPY_ANSWER = ("Copy the last answer", "To the clipboard")
+CMD_NEW_CHAT = ("New chat", "Start a new chat (Ctrl+N)")
+CMD_CHATS = ("Chats", "Switch, rename, delete or clear chats (Ctrl+O)")
+CMD_SUMMARY = ("Conversation summary", "View, edit or rebuild this chat's summaries (Ctrl+T)")
 
 # ---------------------------------------------------------------------------- record dialogs
 def memory_title(rid: int, archived: bool = False) -> str:

@@ -45,6 +45,8 @@ from eva_tui.widgets import (
 )
 from eva_tui.widgets.actions import RecordActions
 from eva_tui.widgets.chat import WRITE_TOOLS
+from screens.chats import ChatsScreen
+from screens.summary import SummaryPanel, start_summarising
 
 GREETING = S.GREETING
 
@@ -89,6 +91,10 @@ class ChatScreen(RecordActions):
         Binding("escape", "stop", "Stop", id="chat.stop"),
         Binding("ctrl+r", "regenerate", "Regenerate", id="chat.regenerate"),
         Binding("ctrl+y", "copy_last", "Copy answer", id="chat.copy"),
+        # not in the footer (it stays as it was); the README and the palette list them
+        Binding("ctrl+n", "new_chat", "New chat", id="chat.new", show=False),
+        Binding("ctrl+o", "chats", "Chats", id="chat.chats", show=False),
+        Binding("ctrl+t", "summary", "Summary", id="chat.summary", show=False),
     ]
 
     def __init__(self) -> None:
@@ -123,6 +129,13 @@ class ChatScreen(RecordActions):
     @property
     def prompt(self) -> EvaInput:
         return self.query_one("#prompt", EvaInput)
+
+    def on_screen_resume(self) -> None:
+        if self.services.level_changed and self.services.chat_ready:
+            self.services.level_changed = False
+            self.notify("The detail level changed. Rebuild this chat's summaries for it? "
+                        "Ctrl+T opens the summary panel; r rebuilds in the background.",
+                        timeout=12)
 
     def on_mount(self) -> None:
         self.log_view.anchor()
@@ -166,6 +179,8 @@ class ChatScreen(RecordActions):
             if not self._history_loaded:
                 self._history_loaded = True
                 self._load_history()
+                if s.conversation is not None:  # resume summarising left unfinished last time
+                    start_summarising(self.app, s.conversation)
             else:
                 self._pump()
             return
@@ -387,7 +402,42 @@ class ChatScreen(RecordActions):
         self._tail = None
         self.waiting_for_wake = False
         self._update_banner()
+        if self.services.conversation is not None:
+            start_summarising(self.app, self.services.conversation)
         self._pump()
+
+    # ------------------------------------------------------------------ chats (issue 12)
+    async def action_new_chat(self) -> None:
+        conv = self.services.conversation
+        if conv is None:
+            self.notify("Chats are available once the chat model is loaded.")
+            return
+        if self.busy:
+            self.notify("Eva is still answering; Esc stops her first.")
+            return
+        conv.new_chat()
+        self.notify("Started a new chat. Ctrl+O lists your chats.", timeout=4)
+        await self.reload_chat()
+
+    def action_chats(self) -> None:
+        async def done(changed: bool | None) -> None:
+            if changed:
+                await self.reload_chat()
+
+        self.app.push_screen(ChatsScreen(busy=self.busy), done)
+
+    def action_summary(self) -> None:
+        self.app.push_screen(SummaryPanel())
+
+    async def reload_chat(self) -> None:
+        """Show the conversation's current chat (after a switch, a new chat or a clear)."""
+        await self.log_view.remove_children()
+        self.queue.clear()
+        self._history_loaded = True
+        self._load_history()
+        conv = self.services.conversation
+        if conv is not None:
+            self.app.sub_title = conv.chat.label
 
     # ------------------------------------------------------------------ sleep
     def _sleep_changed(self, _asleep: bool) -> None:
@@ -468,4 +518,9 @@ class ChatScreen(RecordActions):
                 PaletteCommand(*S.CMD_STOP, self.action_stop),
                 PaletteCommand(*S.CMD_REGENERATE, self.action_regenerate),
             ]
+        cmds += [
+            PaletteCommand(*S.CMD_NEW_CHAT, self.action_new_chat),
+            PaletteCommand(*S.CMD_CHATS, self.action_chats),
+            PaletteCommand(*S.CMD_SUMMARY, self.action_summary),
+        ]
         return cmds

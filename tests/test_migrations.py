@@ -109,9 +109,11 @@ def v2_insert(conn: sqlite3.Connection) -> None:
 
 
 def v2_check(mem: Memory) -> None:
-    rows = mem._storage.query("SELECT turn_id, role, content FROM messages ORDER BY id")
+    rows = mem._storage.query("SELECT turn_id, role, content FROM messages WHERE id < 100 "
+                              "ORDER BY id")
     assert [tuple(r) for r in rows] == [("turn-1", "user", "Привет, Ева"),
                                        ("turn-1", "assistant", "Hi!")]
+    v2_messages_become_a_chat(mem)
 
 
 # ---------------------------------------------------------------------------- v3: sleep journal
@@ -148,6 +150,48 @@ def v4_check(mem: Memory) -> None:
     assert mem._storage.index_stamp()[1] > generation
 
 
+# ---------------------------------------------------------------------------- v5: chats, summaries
+def v5_insert(conn: sqlite3.Connection) -> None:
+    conn.execute("INSERT INTO chats (id, persona, channel, title, created_at, updated_at) "
+                 "VALUES (7, 'default', 'tui', 'Trip plans', ?, ?)", (T0 - DAY, T0 - DAY))
+    for i, role in enumerate(("user", "assistant")):
+        conn.execute(
+            "INSERT INTO messages (id, turn_id, role, content, created_at, chat_id, private_ok) "
+            "VALUES (?, 'turn-5', ?, ?, ?, 7, 1)",
+            (100 + i, role, "We fly to Tbilisi on 12 May" if role == "user" else "Noted!",
+             T0 - DAY + i))
+    conn.execute("INSERT INTO summaries (id, chat_id, tier, private, prose, verbatim, first_id, "
+                 "last_id, created_at, updated_at) VALUES (1, 7, 1, 1, 'The owner flies to "
+                 "Tbilisi on 12 May.', '[\"12 May\"]', 100, 101, ?, ?)", (T0, T0))
+    conn.executemany("INSERT INTO summary_covers (summary_id, message_id) VALUES (1, ?)",
+                     [(100,), (101,)])
+
+
+def v5_check(mem: Memory) -> None:
+    from core.chats import Chats
+    from core.summaries import SummaryStore
+
+    chats = mem.attach(Chats)
+    trip = chats.get(7)
+    assert (trip.title, trip.messages, trip.persona) == ("Trip plans", 2, "default")
+    [s] = mem.attach(SummaryStore).for_prompt(7, sees_private=True)
+    assert s.verbatim == ("12 May",) and s.private
+    assert mem.attach(SummaryStore).for_prompt(7, sees_private=False) == []
+
+
+def v2_messages_become_a_chat(mem: Memory) -> None:
+    """v5 turns the one conversation of each persona and channel into a chat."""
+    from core.chats import Chats
+    from core.transcript import Transcript
+
+    if mem._storage.schema_version() < 5:
+        return
+    [old] = [c for c in mem.attach(Chats).list() if c.id != 7]
+    assert old.messages == 2 and old.first_words == "Привет, Ева"
+    assert [m.content for m in mem.attach(Transcript).chat_history(old.id)] == [
+        "Привет, Ева", "Hi!"]
+
+
 @dataclass(frozen=True)
 class Fixture:
     """Data that version k introduced (inserted right after migrating to k, with the columns
@@ -163,6 +207,7 @@ FIXTURES: dict[int, Fixture] = {
     2: Fixture(v2_insert, v2_check),
     3: Fixture(v3_insert, v3_check),
     4: Fixture(v4_insert, v4_check),
+    5: Fixture(v5_insert, v5_check),
 }
 
 

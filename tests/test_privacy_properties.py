@@ -481,3 +481,79 @@ def test_public_cut_bites_even_when_a_larger_top_k_is_asked():
             assert len(mem.prompt_section(BROAD_QUERY, ctx).recalled_ids) > k
     finally:
         mem.close()
+
+
+# ---------------------------------------------------------------------------- summaries (§8.9)
+# a conversation: each turn is (private_ok, has a private marker); a private marker is only said
+# where private memory was visible
+conversations = st.lists(st.tuples(st.booleans(), st.booleans()), min_size=2, max_size=24)
+
+
+class _CopyingSummariser:
+    """The worst summariser for privacy: it copies its whole input into the summary and the
+    verbatim list (a real one may quote anything it read)."""
+
+    name = "copying"
+    context_size = 32_768
+
+    def count_tokens(self, text: str) -> int:
+        return len(text.split())
+
+    def generate_json(self, messages, schema, timeout=None, max_tokens=None, cancel=None):
+        body = messages[-1]["content"]
+        out = {"summary": body[-3000:]}
+        if "verbatim" in schema["properties"]:
+            out["verbatim"] = MARKER.findall(body)
+        return out
+
+    def stream_chat(self, messages, tools=None, cancel=None, max_tokens=None, temperature=0.7):
+        from core.llm import Done, TextDelta
+
+        yield TextDelta("ok")
+        yield Done(1, 1, 1)
+
+    def warm_up(self, messages, tools=None) -> None:
+        return None
+
+
+@settings(max_examples=25, deadline=None,
+          suppress_health_check=[HealthCheck.too_slow, HealthCheck.function_scoped_fixture])
+@given(convo=conversations, chunk=st.integers(min_value=2, max_value=6))
+def test_summaries_of_private_turns_never_reach_a_blind_prompt(tmp_path_factory, convo, chunk):
+    """SPEC §8.9 / issue 12: a summary of messages written where private memory was visible is
+    private-only — over generated conversations mixing trusted and blind turns, chunk sizes and
+    tiers (4 → merged → long-term), no private marker reaches the prompt of any context that
+    cannot see private memory, while every trusted prompt does carry them (not vacuous)."""
+    from core.conversation import Conversation, ConversationConfig
+    from core.summaries import Summarizer
+    from core.transcript import Transcript
+
+    path = tmp_path_factory.mktemp("sum") / "m.db"
+    mem = Memory.open(path, MemoryConfig(), ManualClock(T0))
+    try:
+        model = _CopyingSummariser()
+        conv = Conversation(mem, model, config=ConversationConfig(learning=False))
+        tr = mem.attach(Transcript)
+        markers = []
+        last = 0
+        for i, (trusted, secret) in enumerate(convo * 3):
+            marker = f"zq{i % 256:02x}x{i:06x}" if trusted and secret else ""
+            if marker:
+                markers.append(marker)
+            for role in ("user", "assistant"):
+                last = tr.add("default", "tui", f"t{i}", role,
+                              f"Turn {i} {marker} with Anna {i}", private_ok=trusted,
+                              status="ok", tokens=6, at=T0 + i, meta={}, chat_id=conv.chat_id)
+        conv._window_start = last + 1
+        Summarizer(conv.summaries, model, clock=mem.clock, chunk_messages=chunk).run(
+            conv.chat_id, last + 1)
+        assert conv.summaries.active(conv.chat_id)
+        for ctx in ALL_CONTEXTS:
+            prompt = json.dumps(conv.build_messages("hello", ctx, None), ensure_ascii=False)
+            found = set(MARKER.findall(prompt))
+            if ctx.sees_private:
+                assert found == set(markers), ctx
+            else:
+                assert not found, (ctx, found)
+    finally:
+        mem.close()

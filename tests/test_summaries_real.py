@@ -1,0 +1,49 @@
+"""Rolling summaries with a real small model (issue 12, SPEC §8.3): the grammar-forced summary
+call parses, and whatever the model writes, what is kept passes the fidelity check (the model's
+summary, or the extractive fallback after one retry)."""
+
+from __future__ import annotations
+
+import pytest
+
+from core.conversation import Conversation, ConversationConfig
+from core.summaries import FALLBACK, OK, RECENT, fidelity
+from core.transcript import Transcript
+
+pytestmark = pytest.mark.real_model
+
+TURNS = [
+    ("My sister Olga moved to Riga in 2019.", "Riga is lovely! Does Olga like it there?"),
+    ("Yes, she works at a bakery on Brivibas street 42.", "A bakery sounds cosy."),
+    ("I promised to visit her on 14 March.", "Have a great trip on 14 March!"),
+]
+
+
+@pytest.fixture(scope="module")
+def qwen():
+    from models import packaged
+    from models.llama import load_chat_model
+
+    if not packaged.is_installed(packaged.TEST_CHAT_MODEL):
+        pytest.skip("packaged 0.5B model is not installed: run `make setup-dev`")
+    m = load_chat_model(packaged.TEST_CHAT_MODEL, n_ctx=4096, seed=0)
+    yield m
+    m.close()
+
+
+def test_a_real_model_summary_keeps_every_name_and_number(mem, clock, qwen):
+    conv = Conversation(mem, qwen, config=ConversationConfig(learning=False))
+    tr = mem.attach(Transcript)
+    last = 0
+    for i, (u, a) in enumerate(TURNS):
+        for role, text in (("user", u), ("assistant", a)):
+            last = tr.add("default", "tui", f"t{i}", role, text, private_ok=True, status="ok",
+                          tokens=10, at=clock.now(), meta={}, chat_id=conv.chat_id)
+    conv._window_start = last + 1
+    [step] = conv.summarise()
+    s = step.summary
+    assert step.action == "chunk" and step.model_calls in (1, 2)
+    assert s.tier == RECENT and s.status in (OK, FALLBACK)
+    source = "\n".join(t for pair in TURNS for t in pair)
+    assert fidelity(source, s.text()) == 1.0, s
+    assert s.prose.strip()
