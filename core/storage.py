@@ -315,6 +315,47 @@ class Storage:
     def schema_version(self) -> int:
         return self.query("PRAGMA user_version")[0][0]
 
+    def backup(self, dest: str | Path) -> Path:
+        """A consistent copy of the whole store (memories, archive, messages, journal) at
+        ``dest`` through SQLite's online backup API (SPEC §11): read on a connection of its own,
+        so Eva keeps running meanwhile. Written beside ``dest`` first, checked
+        (``integrity_check``), then moved into place: a failed backup leaves no file that looks
+        like one. Returns ``dest``."""
+        dest = Path(dest)
+        if dest.exists():
+            raise FileExistsError(f"{dest} already exists")
+        tmp = dest.with_name(dest.name + ".part")
+        tmp.unlink(missing_ok=True)
+        if str(self.path) == ":memory:":
+            with self.lock:
+                src = self.conn
+                target = sqlite3.connect(str(tmp))
+                try:
+                    src.backup(target)
+                finally:
+                    target.close()
+        else:
+            src = sqlite3.connect(str(self.path), timeout=30.0)
+            try:
+                target = sqlite3.connect(str(tmp))
+                try:
+                    src.backup(target, pages=1024)
+                finally:
+                    target.close()
+            finally:
+                src.close()
+        check = sqlite3.connect(str(tmp))
+        try:
+            check.execute("PRAGMA journal_mode = DELETE")  # one self-contained file
+            ok = check.execute("PRAGMA integrity_check").fetchone()[0]
+        finally:
+            check.close()
+        if ok != "ok":
+            tmp.unlink(missing_ok=True)
+            raise StoreError(f"the backup failed its integrity check: {ok}")
+        tmp.rename(dest)
+        return dest
+
     def close(self) -> None:
         with self.lock:
             self.conn.close()
