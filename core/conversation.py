@@ -18,7 +18,7 @@ import threading
 import time
 import uuid
 from collections.abc import Callable, Iterator
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any, Protocol
 
 from core import language
@@ -228,6 +228,18 @@ class Conversation:
         self._busy = threading.Lock()
         self.writer = MemoryWriter(memory, model)
         self._last_lang: str | None = None  # a message with no letters keeps the last language
+
+    def use_persona(self, persona_id: str, persona_text: str, detail_level: str,
+                    learning: bool) -> None:
+        """Run the next turns as this persona (SPEC §8.6): its text, detail level (§8.2) and
+        learning toggle (§8.7), and its own messages; the live window starts afresh when the
+        persona changes. The caller's turn context carries ``persona=persona_id`` so recall
+        sees its memories plus global ones."""
+        if persona_id != self.config.persona_id:
+            self._window_start = None
+        self.persona = persona_text
+        self.config = replace(self.config, persona_id=persona_id, detail_level=detail_level,
+                              learning=learning)
 
     # ------------------------------------------------------------------ messages
     def _persist(self, turn_id: str, role: str, content: str, ctx: TurnContext,

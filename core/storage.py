@@ -151,6 +151,25 @@ MIGRATIONS: list[list[str]] = [
                                ("vectors", "INSERT"), ("vectors", "DELETE"),
                                ("vectors", "UPDATE"))],
     ],
+    # v6 (owner): personas (SPEC §8.6, §8.2, §8.7) — written as the next entry on the owner
+    # branch, after the chats helper's v5; the lead renumbers on merge. A persona's id is the
+    # scope of its memories (memories.scope) and the persona of its messages (messages.persona);
+    # it never changes, so renaming touches neither. NULL text / detail level / learning: the
+    # configured defaults ([chat] persona_file, detail_level, learning). The default persona
+    # exists from the start and cannot be deleted.
+    [
+        """CREATE TABLE personas (
+            id TEXT PRIMARY KEY,
+            name TEXT NOT NULL,
+            persona_text TEXT,
+            detail_level TEXT CHECK (detail_level IS NULL
+                                     OR detail_level IN ('key', 'balanced', 'detailed')),
+            learning INTEGER CHECK (learning IS NULL OR learning IN (0, 1)),
+            created_at REAL NOT NULL,
+            updated_at REAL NOT NULL
+        )""",
+        "INSERT INTO personas (id, name, created_at, updated_at) VALUES ('default', 'Eva', 0, 0)",
+    ],
 ]
 
 SCHEMA_VERSION = len(MIGRATIONS)

@@ -28,7 +28,6 @@ from core.conversation import (
     TurnEvent,
 )
 from core.conversation import Notice as NoticeEvent
-from core.privacy import OWNER_TRUSTED
 from eva_tui.messages import TurnFinished, TurnStarted
 from eva_tui.widgets import (
     EvaInput,
@@ -222,10 +221,11 @@ class ChatScreen(RecordActions):
         conv = self.services.conversation
         assert conv is not None
         try:
+            ctx = self.services.turn_context()  # the active persona's turn (SPEC §8.6)
             events = (
-                conv.regenerate(OWNER_TRUSTED, cancel)
+                conv.regenerate(ctx, cancel)
                 if regenerate
-                else conv.turn(text, OWNER_TRUSTED, cancel)
+                else conv.turn(text, ctx, cancel)
             )
             for ev in events:
                 self.post_message(TurnEventMessage(ev))

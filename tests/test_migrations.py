@@ -148,6 +148,25 @@ def v4_check(mem: Memory) -> None:
     assert mem._storage.index_stamp()[1] > generation
 
 
+# ---------------------------------------------------------------------------- v6 (owner): personas
+# (the owner branch's next migration after v5; renumber together with core.storage.MIGRATIONS)
+def personas_insert(conn: sqlite3.Connection) -> None:
+    conn.execute("INSERT INTO personas (id, name, persona_text, detail_level, learning, "
+                 "created_at, updated_at) VALUES ('p1', 'Work', 'You are terse.', 'key', 0, ?, ?)",
+                 (T0 - DAY, T0 - DAY))
+
+
+def personas_check(mem: Memory) -> None:
+    from core.personas import Personas
+
+    personas = mem.attach(Personas)
+    got = {p.id: p for p in personas.list()}
+    assert set(got) == {"default", "p1"}
+    assert got["p1"].name == "Work" and got["p1"].text == "You are terse."
+    assert got["p1"].detail_level == "key" and got["p1"].learning is False
+    assert got["default"].text is None and got["default"].learning is None
+
+
 @dataclass(frozen=True)
 class Fixture:
     """Data that version k introduced (inserted right after migrating to k, with the columns
@@ -163,6 +182,7 @@ FIXTURES: dict[int, Fixture] = {
     2: Fixture(v2_insert, v2_check),
     3: Fixture(v3_insert, v3_check),
     4: Fixture(v4_insert, v4_check),
+    5: Fixture(personas_insert, personas_check),  # v6 (owner): personas; renumber on merge
 }
 
 
