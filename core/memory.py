@@ -667,6 +667,16 @@ class Memory:
         """The owner on the trusted surface, reading ``scope`` besides global."""
         return OWNER_TRUSTED if scope == GLOBAL_SCOPE else TurnContext(persona=scope)
 
+    def first_time(self, key: str) -> bool:
+        """True the first time ``key`` is noted in this store (e.g. the first-run offer to
+        initialize memories), False ever after."""
+        key = f"once:{key}"
+        with self._lock:
+            if self._storage.meta_get(key) is not None:
+                return False
+            self._storage.meta_set(key, repr(self.clock.now()))
+            return True
+
     def scope_stats(self) -> dict[str, tuple[int, int]]:
         """Per scope: (live records, of which pinned)."""
         with self._lock:

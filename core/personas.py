@@ -175,8 +175,9 @@ class Personas:
             self._check_unique(conn, name, None)
             base = slug(name)
             pid, k = base, 2
+            # a scope whose records have no persona yet (an import from another store) is
+            # adopted by the persona of that name: its memories are the new persona's
             taken = {r[0] for r in conn.execute("SELECT id FROM personas")}
-            taken |= {r[0] for r in conn.execute("SELECT DISTINCT scope FROM memories")}
             while pid in taken or pid in RESERVED or pid == DEFAULT_ID:
                 pid, k = f"{base}-{k}", k + 1
             conn.execute(

@@ -31,6 +31,7 @@ from eva_tui.palette import MemoryProvider
 from eva_tui.services import Services, SleeperLike
 from eva_tui.widgets.base import EvaScreen
 from eva_tui.widgets.fmt import in_time
+from screens import owner
 from screens.archive import ArchiveScreen
 from screens.chat import ChatScreen
 from screens.journal import JournalScreen
@@ -113,6 +114,7 @@ class EvaApp(App):
     sleeping: reactive[bool] = reactive(False)
     sleep_running: reactive[bool] = reactive(False)
     sleep_progress: reactive[Any] = reactive(None)
+    persona_version: reactive[int] = reactive(0)  # bumped when the active persona changes
 
     def __init__(
         self,
@@ -208,6 +210,8 @@ class EvaApp(App):
         if not had_memory and self.services.memory is not None:
             self.memory_version += 1
             self._notable_nights()
+            if self.start_loading:
+                owner.offer_init(self)
         self.sync_sleeping()
 
     # ------------------------------------------------------------------ status
@@ -220,6 +224,9 @@ class EvaApp(App):
         else:
             parts.append("memory: unavailable" if self.memory_error else "memory: opening…")
         parts.append(self.sleep_label())
+        persona = s.active_persona() if s.memory is not None else None
+        if persona is not None and not persona.is_default:
+            parts.insert(0, f"persona: {persona.name}")
         self.status_text = "  │  ".join(parts)
 
     def sleep_label(self) -> str:
@@ -245,6 +252,11 @@ class EvaApp(App):
     def memory_changed(self) -> None:
         """Screens call this after a write; every screen watching ``memory_version`` reloads."""
         self.memory_version += 1
+
+    def persona_switched(self) -> None:
+        """The active persona changed (screens.personas): the chat shows its conversation."""
+        self.persona_version += 1
+        self.refresh_status()
 
     @property
     def generating(self) -> bool:
@@ -442,6 +454,8 @@ class EvaApp(App):
             partial(self.action_sleep_now, True),
         )
         yield SystemCommand("Wake Eva", "Stop sleeping; queued messages are sent", self.action_wake)
+        for cmd in owner.owner_commands(self):  # issue 13: personas, add, clear, export, backup
+            yield SystemCommand(cmd.title, cmd.help, cmd.callback)
         target = screen
         if not isinstance(target, EvaScreen):  # a modal: offer the screen under it
             stack = self.screen_stack

@@ -18,7 +18,7 @@ BINDING_IDS: frozenset[str] = frozenset({
     *NAV_IDS, "app.wake", "app.dry_run", "app.sleep",
     "chat.stop", "chat.regenerate", "chat.copy", "chat.open_note",
     "memories.search", "memories.edit", "memories.private", "memories.pin", "memories.forget",
-    "memories.copy", "memories.open",
+    "memories.copy", "memories.open", "memories.move", "memories.add",
     "record.edit", "record.private", "record.pin", "record.forget", "record.copy",
     "record.close",
     "edit.save", "edit.cancel", "forget.cancel",

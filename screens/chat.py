@@ -115,6 +115,7 @@ class ChatScreen(RecordActions):
         self.log_view.anchor()
         self.watch(self.app, "services_version", self._services_changed, init=True)
         self.watch(self.app, "sleeping", self._sleep_changed, init=False)
+        self.watch(self.app, "persona_version", self._persona_changed, init=False)
         self.prompt.focus()
 
     # ------------------------------------------------------------------ services
@@ -143,6 +144,14 @@ class ChatScreen(RecordActions):
             if self._chat_note is None:
                 self._chat_note = Notice(f"Chat is off: {s.model.detail}", error=True)
                 self.log_view.mount(self._chat_note)
+
+    async def _persona_changed(self, _version: int = 0) -> None:
+        """Another persona is active (issue 13): show its conversation."""
+        if self.busy:
+            return  # the running turn finishes as it began; the next one is the new persona's
+        await self.log_view.remove_children()
+        self._history_loaded = False
+        self._services_changed()
 
     @work(thread=True, exit_on_error=False, name="loading the conversation", group="history")
     def _load_history(self) -> None:
