@@ -210,7 +210,7 @@ class EvaApp(App):
         if not had_memory and self.services.memory is not None:
             self.memory_version += 1
             self._notable_nights()
-            if self.start_loading:
+            if self.services.first_run_offer:
                 owner.offer_init(self)
         self.sync_sleeping()
 
@@ -495,6 +495,7 @@ def create_app(
 
         config = config or cfg.load()
         services = Services(config, data_dir or cfg.default_data_dir(), clock=clock)
+        services.first_run_offer = True
     return EvaApp(
         services,
         clock=clock,

@@ -124,6 +124,7 @@ def cmd_tui(config: cfg.EvaConfig, data_dir: Path) -> int:
     from eva_tui.services import Services
 
     services = Services(config, data_dir)
+    services.first_run_offer = True  # an empty store: offer to initialize memories (issue 13)
     app = create_app(services)
     try:
         app.run()

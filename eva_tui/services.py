@@ -98,6 +98,8 @@ class Services:
         self._sleeper_factory = sleeper_factory or build_sleeper
         self.persona = persona  # the default persona's text (None: [chat] persona_file)
         self._personas: Personas | None = None
+        self.first_run_offer = False  # offer to initialize memories on an empty store (the
+        # real app sets it; tests build their Services and opt in)
         emb = config.memory.embedding_model
         if memory is not None:
             st = memory.status()

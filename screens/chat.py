@@ -115,6 +115,7 @@ class ChatScreen(RecordActions):
         self.log_view.anchor()
         self.watch(self.app, "services_version", self._services_changed, init=True)
         self.watch(self.app, "sleeping", self._sleep_changed, init=False)
+        self._persona_seen = self.app.persona_version
         self.watch(self.app, "persona_version", self._persona_changed, init=False)
         self.prompt.focus()
 
@@ -147,6 +148,9 @@ class ChatScreen(RecordActions):
 
     async def _persona_changed(self, _version: int = 0) -> None:
         """Another persona is active (issue 13): show its conversation."""
+        if _version == self._persona_seen:
+            return  # the reactive's own initialisation, not a switch
+        self._persona_seen = _version
         if self.busy:
             return  # the running turn finishes as it began; the next one is the new persona's
         await self.log_view.remove_children()

@@ -94,6 +94,8 @@ class SaveFromDialogue(ModalScreen[list[int] | None]):
     DEFAULT_CSS = """
     SaveFromDialogue #messages { height: auto; max-height: 14; }
     SaveFromDialogue #drafts { height: auto; max-height: 20; }
+    SaveFromDialogue #scope { width: 40; }
+    SaveFromDialogue .error, SaveFromDialogue .dim { width: 100%; }
     """
 
     def __init__(self, messages: list[StoredMessage], scopes: list[tuple[str, str]],
@@ -243,6 +245,8 @@ class InitFromDescription(ModalScreen[list[int] | None]):
     InitFromDescription .init-row { height: auto; margin-bottom: 1; }
     InitFromDescription .init-row Static { width: 1fr; padding: 1 1 0 0; }
     InitFromDescription .init-row Button { margin-left: 1; }
+    InitFromDescription #scope { width: 40; }
+    InitFromDescription .error, InitFromDescription .dim { width: 100%; }
     """
 
     def __init__(self, scopes: list[tuple[str, str]], scope: str) -> None:

@@ -22,7 +22,7 @@ PRIVATE_OPTIONS = [("not private", False), ("private", True)]
 
 def scope_options(memory: Memory | None, personas) -> list[tuple[str, str]]:
     """Global, every persona (by name), and any other scope records use."""
-    out: list[tuple[str, str]] = [("global (every persona)", GLOBAL_SCOPE)]
+    out: list[tuple[str, str]] = [("global", GLOBAL_SCOPE)]
     seen = {GLOBAL_SCOPE}
     for p in (personas.list() if personas is not None else []):
         out.append((f"{p.name} ({p.id})", p.id))
@@ -35,9 +35,17 @@ def scope_options(memory: Memory | None, personas) -> list[tuple[str, str]]:
     return out
 
 
+DIALOG_CSS = """
+#scope { width: 40; }
+.error, .dim, .record-text { width: 100%; }
+"""
+
+
 class AddMemory(ModalScreen[dict | None]):
     """Content, kind, importance, private and scope. Save first checks dedup: when a save would
     reinforce an existing record, the dialog shows it and a second Save goes ahead."""
+
+    DEFAULT_CSS = DIALOG_CSS
 
     BINDINGS = [Binding("escape", "cancel", "Cancel", show=False),
                 Binding("ctrl+s", "save", "Save", show=False)]
@@ -100,6 +108,8 @@ class AddMemory(ModalScreen[dict | None]):
 
 
 class MoveToScope(ModalScreen[str | None]):
+    DEFAULT_CSS = DIALOG_CSS
+
     """Move a memory to global or a persona's scope. Returns the scope (or None)."""
 
     BINDINGS = [Binding("escape", "cancel", "Cancel", show=False)]
@@ -135,6 +145,8 @@ class MoveToScope(ModalScreen[str | None]):
 
 
 class ClearAll(ModalScreen[str | None]):
+    DEFAULT_CSS = DIALOG_CSS
+
     """Clear all of one scope (§8.8): its unpinned memories go to the archive (restorable);
     pinned ones stay. Returns the scope (or None)."""
 

@@ -42,6 +42,8 @@ class PersonaForm(ModalScreen[dict | None]):
                 Binding("ctrl+s", "save", "Save", show=False)]
     DEFAULT_CSS = """
     PersonaForm #persona-text { height: 8; }
+    PersonaForm .error, PersonaForm .dim { width: 100%; }
+    PersonaForm .fields Select { width: 30; }
     """
 
     def __init__(self, persona: Persona | None) -> None:
@@ -135,6 +137,7 @@ class PersonasScreen(ModalScreen[None]):
     ]
     DEFAULT_CSS = """
     PersonasScreen #personas { height: auto; max-height: 14; }
+    PersonasScreen .dim { width: 100%; }
     """
 
     def __init__(self) -> None:
@@ -189,8 +192,8 @@ class PersonasScreen(ModalScreen[None]):
         t.move_cursor(row=min(cursor, max(0, t.row_count - 1)))
         g = stats.get("global", (0, 0))
         self.query_one("#personas-info", Label).update(
-            f"Active: {active.name}. A persona sees its own memories and the {g[0]} global "
-            "ones. Enter switches, n new, e edit, d delete.")
+            f"Active: {active.name}. Each persona sees its own memories and the {g[0]} global "
+            "ones. Enter switches · n new · e edit · d delete.")
 
     def _selected(self) -> Persona | None:
         t = self.query_one("#personas", DataTable)

@@ -295,3 +295,16 @@ async def test_initialize_from_a_description_confirms_each(env_factory):
         await press_button(pilot, "#close")
         assert not isinstance(pilot.app.screen, InitFromDescription)
         assert env.memory.count() == 1
+
+
+@aio
+async def test_first_run_offers_to_initialize_memories_once(env_factory):
+    """§8.5 "Offer it on first run": an empty store gets one notice naming the palette command;
+    the next start does not repeat it."""
+    env = env_factory()
+    env.services.first_run_offer = True
+    async with env.app.run_test(size=SIZE) as pilot:
+        await settle(pilot)
+        notes = [n.message for n in pilot.app._notifications]
+        assert any("Initialize memories from a description" in m for m in notes)
+    assert env.memory.first_time(owner.INIT_OFFERED) is False
