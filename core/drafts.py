@@ -25,6 +25,7 @@ MAX_DRAFTS = 5  # … and at most this many drafts
 MAX_DESCRIPTION = 1000  # initialize from a description: at most this many characters
 MAX_INIT_DRAFTS = 8
 MAX_DRAFT_CHARS = 300  # a draft is a short sentence (the record limit still applies)
+MIN_IMPORTANCE = 3  # a draft the owner keeps is at least "normal"
 
 
 @dataclass(frozen=True)
@@ -108,7 +109,10 @@ def clean(answer: object, max_chars: int, max_drafts: int) -> list[Draft]:
         if key in seen:
             continue
         seen.add(key)
-        out.append(Draft(content, kind.value, imp, private))
+        # the owner confirms each draft as worth keeping: never below "normal" (measured: the
+        # default 1.5B model gave every draft of a description importance 1, which sleep's
+        # forgetting would take as trivia)
+        out.append(Draft(content, kind.value, max(imp, MIN_IMPORTANCE), private))
         if len(out) >= max_drafts:
             break
     return out

@@ -8,6 +8,7 @@ layer goes through :class:`core.memory.Memory`.
 
 from __future__ import annotations
 
+import os
 import sqlite3
 import threading
 from collections.abc import Callable, Iterator
@@ -372,6 +373,7 @@ class Storage:
         if ok != "ok":
             tmp.unlink(missing_ok=True)
             raise StoreError(f"the backup failed its integrity check: {ok}")
+        os.chmod(tmp, 0o600)  # it holds private memories: the owner's eyes only
         tmp.rename(dest)
         return dest
 

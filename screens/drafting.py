@@ -90,7 +90,9 @@ def _label(m: StoredMessage) -> str:
 class SaveFromDialogue(ModalScreen[list[int] | None]):
     """Select messages → drafts → saved pinned (source ``dialogue``). Returns the saved ids."""
 
-    BINDINGS = [Binding("escape", "cancel", "Cancel", show=False)]
+    BINDINGS = [Binding("escape", "cancel", "Cancel", show=False),
+                Binding("ctrl+d", "draft", "Draft", show=False, priority=True),
+                Binding("ctrl+s", "save", "Save", show=False, priority=True)]
     DEFAULT_CSS = """
     SaveFromDialogue #messages { height: auto; max-height: 14; }
     SaveFromDialogue #drafts { height: auto; max-height: 20; }
@@ -136,7 +138,8 @@ class SaveFromDialogue(ModalScreen[list[int] | None]):
         n = len(self.selected())
         over = n > dr.MAX_MESSAGES
         self.query_one("#selected-info", Label).update(
-            f"{n} of at most {dr.MAX_MESSAGES} messages selected (Space toggles)."
+            f"{n} of at most {dr.MAX_MESSAGES} messages selected (Space toggles; Ctrl+D drafts, "
+            "Ctrl+S saves)."
             + (" Too many: unselect some." if over else ""))
         self.query_one("#draft", Button).disabled = over or n == 0
         self.query_one("#verbatim", Button).disabled = over or n == 0
@@ -159,6 +162,8 @@ class SaveFromDialogue(ModalScreen[list[int] | None]):
     # ------------------------------------------------------------------ drafting
     def action_draft(self) -> None:
         services = eva_app(self).services
+        if str(self.query_one("#draft", Button).label) == "Drafting…":
+            return
         if services.chat_model is None:
             self._error("The model is not loaded yet; you can keep the selection verbatim.")
             return
@@ -193,6 +198,7 @@ class SaveFromDialogue(ModalScreen[list[int] | None]):
         await box.remove_children()
         await box.mount_all([DraftRow(d, k) for k, d in enumerate(drafts[: dr.MAX_DRAFTS])])
         self.query_one("#save", Button).disabled = False
+        self.query_one("#save", Button).focus()  # Enter saves; Shift+Tab goes to the drafts
 
     async def action_verbatim(self) -> None:
         """The owner's own words of the selection as one draft (Eva's replies left out unless
@@ -208,6 +214,11 @@ class SaveFromDialogue(ModalScreen[list[int] | None]):
 
     # ------------------------------------------------------------------ saving
     def action_save(self) -> None:
+        if not self.query(DraftRow):
+            self._error("Draft first (Ctrl+D), or keep the selection verbatim.")
+            return
+        if self.query_one("#save", Button).disabled:
+            return  # saving already
         items = [v for row in self.query(DraftRow) if (v := row.value()) is not None]
         if not items:
             self._error("Every draft is dropped: nothing to save.")
@@ -238,7 +249,8 @@ class SaveFromDialogue(ModalScreen[list[int] | None]):
 class InitFromDescription(ModalScreen[list[int] | None]):
     """Write about yourself → drafts → confirm each (source ``init``). Returns saved ids."""
 
-    BINDINGS = [Binding("escape", "close", "Close", show=False)]
+    BINDINGS = [Binding("escape", "close", "Close", show=False),
+                Binding("ctrl+d", "draft", "Draft", show=False, priority=True)]
     DEFAULT_CSS = """
     InitFromDescription #description { height: 7; }
     InitFromDescription #init-drafts { height: auto; max-height: 18; }
@@ -260,8 +272,8 @@ class InitFromDescription(ModalScreen[list[int] | None]):
         with Vertical(classes="dialog"):
             yield Label("Tell Eva about yourself", classes="dialog-title")
             yield Label("Up to 1,000 characters: who you are, the people around you, what you "
-                        "like, how Eva should talk to you. Eva drafts memories; you confirm "
-                        "each one.", classes="dim")
+                        "like, how Eva should talk to you. Eva drafts memories (Ctrl+D); you "
+                        "confirm each one.", classes="dim")
             yield EvaTextArea("", id="description", soft_wrap=True)
             yield Label("0 / 1000", id="description-count", classes="dim")
             yield VerticalScroll(id="init-drafts")
@@ -300,6 +312,8 @@ class InitFromDescription(ModalScreen[list[int] | None]):
 
     def action_draft(self) -> None:
         services = eva_app(self).services
+        if str(self.query_one("#draft", Button).label) == "Drafting…":
+            return
         text = self.query_one("#description", EvaTextArea).text
         try:
             text = dr.check_description(text)
@@ -343,10 +357,12 @@ class InitFromDescription(ModalScreen[list[int] | None]):
                 classes="init-row", id=f"init-row-{k}")
             rows.append(row)
         await box.mount_all(rows)
+        self.query_one("#save-0", Button).focus()  # Enter saves, Tab goes to Skip
 
     def _decide(self, k: int, save: bool) -> None:
         for b in (f"#save-{k}", f"#skip-{k}"):
             self.query_one(b, Button).disabled = True
+        self._focus_next(k)
         text = self.query_one(f"#init-text-{k}", Static)
         d = self.drafts[k]
         if not save:
@@ -355,6 +371,16 @@ class InitFromDescription(ModalScreen[list[int] | None]):
         services = eva_app(self).services
         scope = str(self.query_one("#scope", Select).value)
         self._save(services.memory, d, scope, k)
+
+    def _focus_next(self, k: int) -> None:
+        """Keyboard use: after a decision the next undecided draft's Save has the focus (the
+        Done button after the last)."""
+        for j in range(k + 1, len(self.drafts)):
+            b = self.query_one(f"#save-{j}", Button)
+            if not b.disabled:
+                b.focus()
+                return
+        self.query_one("#close", Button).focus()
 
     @work(thread=True, exit_on_error=False, group="drafting", name="saving a memory")
     def _save(self, memory, d: dr.Draft, scope: str, k: int) -> None:

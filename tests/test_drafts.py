@@ -41,19 +41,20 @@ def test_one_structured_call_with_a_schema_of_at_most_five_drafts():
 
 def test_bad_drafts_are_dropped_never_saved():
     """§8.5 with §3.2's checks: a draft that is empty, too long, of an unknown kind or a repeat
-    is dropped; at most five stay whatever the model says."""
+    is dropped; at most five stay whatever the model says; importance is at least 3."""
     many = [{"content": f"Fact number {k}", "kind": "fact", "importance": 3, "private": False}
             for k in range(8)]
     llm = ScriptedLLM(plans=[{"memories": [
         {"content": "  ", "kind": "fact", "importance": 3, "private": False},
         {"content": "x" * 501, "kind": "fact", "importance": 3, "private": False},
         {"content": "Likes tea", "kind": "memo", "importance": 3, "private": False},
-        {"content": "Likes coffee", "kind": "fact", "importance": 3, "private": False},
+        {"content": "Likes coffee", "kind": "fact", "importance": 1, "private": False},
         {"content": "likes  COFFEE", "kind": "fact", "importance": 3, "private": False},
         *many]}])
     got = dr.draft_from_dialogue(llm, SELECTED, 500)
     assert [d.content for d in got] == ["Likes coffee", "Fact number 0", "Fact number 1",
                                         "Fact number 2", "Fact number 3"]
+    assert got[0].importance == 3  # a kept draft is never trivia (sleep would forget it)
 
 
 def test_selection_and_description_limits():

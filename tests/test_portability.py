@@ -206,6 +206,7 @@ def test_backup_is_a_consistent_self_contained_copy(tmp_path):
     dest = pt.backup(mem, tmp_path / "backups", now=T0)
     assert dest == tmp_path / "backups" / "eva-backup-20260528-202640.db"
     assert not (tmp_path / "backups" / (dest.name + "-wal")).exists()
+    assert (dest.stat().st_mode & 0o777) == 0o600  # it holds private memories
     before = records_of(pt.export(mem, include_archive=True, private=True).lines)
     second = pt.backup(mem, tmp_path / "backups", now=T0)
     assert second != dest and second.exists()

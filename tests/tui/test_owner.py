@@ -308,3 +308,40 @@ async def test_first_run_offers_to_initialize_memories_once(env_factory):
         notes = [n.message for n in pilot.app._notifications]
         assert any("Initialize memories from a description" in m for m in notes)
     assert env.memory.first_time(owner.INIT_OFFERED) is False
+
+
+@aio
+async def test_drafting_dialogs_work_from_the_keyboard(env_factory):
+    """§9 (every action from the keyboard): Ctrl+D drafts; in the init dialog Enter saves the
+    focused draft and the focus moves to the next one (Tab then Enter skips it); in save from
+    dialogue Ctrl+S saves the drafts."""
+    env = env_factory([["Noted."]])
+    async with env.app.run_test(size=SIZE) as pilot:
+        await settle(pilot)
+        owner.init_from_description(pilot.app)
+        await settle(pilot)
+        pilot.app.screen.query_one("#description", EvaTextArea).text = "I'm Sasha from Kazan."
+        env.llm.plans[:] = [DRAFTS]
+        await pilot.press("ctrl+d")
+        await until(pilot, lambda: len(pilot.app.screen.query(".init-row")) == 3)
+        await settle(pilot)
+        await pilot.press("enter")  # saves draft 0
+        await settle(pilot)
+        await pilot.press("tab", "enter")  # skips draft 1
+        await settle(pilot)
+        await pilot.press("enter")  # saves draft 2
+        await until(pilot, lambda: env.memory.count() == 2)
+        assert sorted(r.content for r in env.memory.list()) == [
+            "Likes the weather today", "My sister Lena moved to Yerevan"]
+        await pilot.press("escape")
+        await settle(pilot)
+        await send(pilot, "Call me Sasha, please.")
+        await until(pilot, lambda: not pilot.app.screen.busy)
+        env.llm.plans[:] = [{"memories": DRAFTS["memories"][1:2]}]
+        owner.save_from_dialogue(pilot.app)
+        await settle(pilot)
+        await pilot.press("ctrl+d")
+        await until(pilot, lambda: len(pilot.app.screen.query(DraftRow)) == 1)
+        await pilot.press("ctrl+s")
+        await until(pilot, lambda: env.memory.count() == 3)
+        assert env.memory.list(OWNER_TRUSTED, pinned=True)[0].content == "Allergic to penicillin"
