@@ -94,6 +94,7 @@ class ChatScreen(RecordActions):
         self._pending: list[str] = []  # tokens not yet written to the Markdown stream
         self._flush_timer: Timer | None = None
         self._tail: Widget | None = None  # the last widget of the running turn in the log
+        self._persona_pending = False  # the persona changed during a turn: reload after it
 
     def compose(self) -> ComposeResult:
         yield NavBar("chat")
@@ -151,9 +152,19 @@ class ChatScreen(RecordActions):
         if _version == self._persona_seen:
             return  # the reactive's own initialisation, not a switch
         self._persona_seen = _version
-        if self.busy:
-            return  # the running turn finishes as it began; the next one is the new persona's
+        if self.busy:  # the running turn finishes as it began; then the log is reloaded
+            self._persona_pending = True
+            return
+        await self._reload_conversation()
+
+    async def _reload_conversation(self) -> None:
+        """Show the active persona's conversation from the store."""
+        self._persona_pending = False
+        queued = [UserMessage(text, queued=True) for text, _um in self.queue]
+        self.queue = deque((text, um) for (text, _old), um in zip(self.queue, queued, strict=True))
         await self.log_view.remove_children()
+        if queued:  # messages typed meanwhile stay, below the conversation loaded above them
+            await self.log_view.mount_all(queued)
         self._history_loaded = False
         self._services_changed()
 
@@ -353,6 +364,9 @@ class ChatScreen(RecordActions):
         self._tail = None
         self.waiting_for_wake = False
         self._update_banner()
+        if self._persona_pending:
+            await self._reload_conversation()  # it pumps the queue once history is loaded
+            return
         self._pump()
 
     # ------------------------------------------------------------------ sleep

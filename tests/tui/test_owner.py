@@ -345,3 +345,31 @@ async def test_drafting_dialogs_work_from_the_keyboard(env_factory):
         await pilot.press("ctrl+s")
         await until(pilot, lambda: env.memory.count() == 3)
         assert env.memory.list(OWNER_TRUSTED, pinned=True)[0].content == "Allergic to penicillin"
+
+
+@aio
+async def test_the_chat_shows_the_active_personas_conversation(env_factory):
+    """§8.6, §8.9: each persona has its own conversation: switching shows the other persona's
+    messages (empty at first), and switching back shows the first one again."""
+    env = env_factory([["Hello Sasha."], ["Hi from work."]])
+    async with env.app.run_test(size=SIZE) as pilot:
+        await settle(pilot)
+        await send(pilot, "Hi, I'm Sasha.")
+        await until(pilot, lambda: not pilot.app.screen.busy)
+
+        def shown() -> str:
+            return " ".join(str(w.render()) for w in pilot.app.screen.query("UserMessage"))
+
+        assert "I'm Sasha" in shown()
+        env.services.personas.create("Work", env.clock.now())
+        env.services.switch_persona("work")
+        pilot.app.persona_switched()
+        await settle(pilot)
+        assert "I'm Sasha" not in shown()
+        await send(pilot, "Standup at ten.")
+        await until(pilot, lambda: not pilot.app.screen.busy)
+        assert "Standup" in shown()
+        env.services.switch_persona("default")
+        pilot.app.persona_switched()
+        await settle(pilot)
+        assert "I'm Sasha" in shown() and "Standup" not in shown()
