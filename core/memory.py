@@ -651,12 +651,19 @@ class Memory:
         of ``Writes.touched`` are refreshed after it ends, committed or rolled back."""
         with self._lock:
             w: Writes | None = None
+            changes: IndexChanges | None = None
+            committed = False
             try:
                 with self._storage.transaction() as conn:
                     w = Writes(conn, self.clock.now(), partial(self._write_vector, conn))
                     yield w
+                    if w.touched:  # read inside the transaction: nothing is read after COMMIT
+                        changes = self._index.collect(conn, w.touched)
+                committed = True
             finally:
-                if w is not None and w.touched:
+                if committed and changes is not None:
+                    self._index.apply(changes)
+                elif w is not None and w.touched:  # rolled back: the rows are as they were
                     self._index.reindex(self._storage.conn, w.touched)
 
     # ------------------------------------------------------------------ the owner's hands
@@ -827,9 +834,10 @@ class Memory:
                         consolidated_at=it.get("consolidated_at"), source=it["source"],
                         source_turn=None, history=it.get("accesses", ()))
                     records.log_change(conn, now, Actor.OWNER, turn_id, "create", rid, None)
+                    records.log_imported_history(conn, rid, it.get("accesses", ()), turn_id)
                     arch = it.get("archived")
                     if arch is not None:
-                        records.mark_archived(conn, rid, *arch)
+                        records.mark_archived(conn, rid, *arch, turn_id=turn_id)
                     elif id(it) in vec_of:
                         self._index.write_vector(conn, rid, vec_of[id(it)], changes)
                     created.append(rid)
