@@ -357,7 +357,7 @@ class InitFromDescription(ModalScreen[list[int] | None]):
                 classes="init-row", id=f"init-row-{k}")
             rows.append(row)
         await box.mount_all(rows)
-        self.query_one("#save-0", Button).focus()  # Enter saves, Tab goes to Skip
+        self.call_after_refresh(self._focus_next, -1)  # Enter saves, Tab goes to Skip
 
     def _decide(self, k: int, save: bool) -> None:
         for b in (f"#save-{k}", f"#skip-{k}"):
@@ -376,9 +376,9 @@ class InitFromDescription(ModalScreen[list[int] | None]):
         """Keyboard use: after a decision the next undecided draft's Save has the focus (the
         Done button after the last)."""
         for j in range(k + 1, len(self.drafts)):
-            b = self.query_one(f"#save-{j}", Button)
-            if not b.disabled:
-                b.focus()
+            found = self.query(f"#save-{j}")
+            if found and not found.first().disabled:
+                found.first().focus()
                 return
         self.query_one("#close", Button).focus()
 

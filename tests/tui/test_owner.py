@@ -223,7 +223,7 @@ async def test_save_from_dialogue_keeps_edits_and_drops(env_factory):
         assert isinstance(dialog, SaveFromDialogue)
         assert len(dialog.query_one("#messages", SelectionList).selected) == 2
         await press_button(pilot, "#draft")
-        await until(pilot, lambda: len(dialog.query(DraftRow)) == 3)
+        await until(pilot, lambda: len(dialog.query(".draft-keep")) == 3)
         assert "Owner: My sister Lena" in env.llm.json_calls[-1]["messages"][-1]["content"]
         rows = list(dialog.query(DraftRow))
         rows[1].query_one(".draft-text", EvaTextArea).text = "Allergic to penicillin (rash)"
@@ -252,7 +252,7 @@ async def test_save_from_dialogue_says_when_the_pinned_cap_is_reached(env_factor
         await settle(pilot)
         dialog = pilot.app.screen
         await press_button(pilot, "#draft")
-        await until(pilot, lambda: len(dialog.query(DraftRow)) == 2)
+        await until(pilot, lambda: len(dialog.query(".draft-keep")) == 2)
         await press_button(pilot, "#save")
         await until(pilot, lambda: "Nothing was saved" in label(pilot, "#draft-error"))
         assert "1 more fit" in label(pilot, "#draft-error")
@@ -286,7 +286,7 @@ async def test_initialize_from_a_description_confirms_each(env_factory):
         await settle(pilot)
         env.llm.plans[:] = [DRAFTS]
         await press_button(pilot, "#draft")
-        await until(pilot, lambda: len(dialog.query(".init-row")) == 3)
+        await until(pilot, lambda: len(dialog.query("#skip-2")) == 1)
         await press_button(pilot, "#save-0")
         await press_button(pilot, "#skip-2")
         await until(pilot, lambda: env.memory.count() == 1)
@@ -323,7 +323,7 @@ async def test_drafting_dialogs_work_from_the_keyboard(env_factory):
         pilot.app.screen.query_one("#description", EvaTextArea).text = "I'm Sasha from Kazan."
         env.llm.plans[:] = [DRAFTS]
         await pilot.press("ctrl+d")
-        await until(pilot, lambda: len(pilot.app.screen.query(".init-row")) == 3)
+        await until(pilot, lambda: len(pilot.app.screen.query("#skip-2")) == 1)
         await settle(pilot)
         await pilot.press("enter")  # saves draft 0
         await settle(pilot)
@@ -341,7 +341,7 @@ async def test_drafting_dialogs_work_from_the_keyboard(env_factory):
         owner.save_from_dialogue(pilot.app)
         await settle(pilot)
         await pilot.press("ctrl+d")
-        await until(pilot, lambda: len(pilot.app.screen.query(DraftRow)) == 1)
+        await until(pilot, lambda: len(pilot.app.screen.query(".draft-keep")) == 1)
         await pilot.press("ctrl+s")
         await until(pilot, lambda: env.memory.count() == 3)
         assert env.memory.list(OWNER_TRUSTED, pinned=True)[0].content == "Allergic to penicillin"

@@ -9,7 +9,6 @@ from textual.widgets import Button
 
 from eva_tui.widgets import EvaTextArea
 from screens import owner
-from screens.drafting import DraftRow
 from tests.tui.conftest import NOW, SEED, SIZE, send, settle, until
 from tests.tui.test_owner import DRAFTS
 from tests.tui.test_snapshots import quiet
@@ -68,7 +67,7 @@ def test_save_from_dialogue_with_drafts(snap_compare, env_factory):
         owner.save_from_dialogue(pilot.app)
         await settle(pilot)
         pilot.app.screen.query_one("#draft", Button).press()
-        await until(pilot, lambda: len(pilot.app.screen.query(DraftRow)) == 3)
+        await until(pilot, lambda: len(pilot.app.screen.query(".draft-keep")) == 3)
         await settle(pilot)
 
     assert snap_compare(env.app, terminal_size=(110, 44), run_before=quiet(draft))
@@ -86,7 +85,7 @@ def test_initialize_from_a_description_with_drafts(snap_compare, env_factory):
         await settle(pilot)
         env.llm.plans[:] = [DRAFTS]
         pilot.app.screen.query_one("#draft", Button).press()
-        await until(pilot, lambda: len(pilot.app.screen.query(".init-row")) == 3)
+        await until(pilot, lambda: len(pilot.app.screen.query("#skip-2")) == 1)
         pilot.app.screen.query_one("#save-0", Button).press()
         await settle(pilot)
 
