@@ -153,6 +153,21 @@ class Chats:
                          "archived_at IS NULL", (now, chat_id))
         return self.get(chat_id)
 
+    @staticmethod
+    def archive_of_persona(conn: sqlite3.Connection, persona_id: str, now: float,
+                           why: str = "its persona was deleted") -> int:
+        """Inside the caller's transaction (deleting a persona, SPEC §8.6): every live chat of
+        the persona moves to the archive with its summaries, as :meth:`archive` does one.
+        Returns how many chats moved."""
+        ids = [r[0] for r in conn.execute(
+            "SELECT id FROM chats WHERE persona = ? AND archived_at IS NULL", (persona_id,))]
+        for chat_id in ids:
+            conn.execute("UPDATE chats SET archived_at = ?, archived_why = ? WHERE id = ?",
+                         (now, why, chat_id))
+            conn.execute("UPDATE summaries SET archived_at = ? WHERE chat_id = ? AND "
+                         "archived_at IS NULL", (now, chat_id))
+        return len(ids)
+
     def restore(self, chat_id: int) -> Chat:
         """Bring an archived chat back, with the summaries its deletion archived."""
         with self._storage.transaction() as conn:

@@ -22,7 +22,7 @@ import time
 import uuid
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any, Protocol
 
 from core import language
@@ -331,6 +331,21 @@ class Conversation:
     def summary_block(self, ctx: TurnContext) -> str:
         """The summary block this turn's prompt carries ("" when none)."""
         return rolling.render(self.summaries.for_prompt(self.chat_id, ctx.sees_private))
+
+    def use_persona(self, persona_id: str, persona_text: str, detail_level: str,
+                    learning: bool) -> None:
+        """Run the next turns as this persona (SPEC §8.6): its text, detail level (§8.2) and
+        learning toggle (§8.7), and its own chats: a change of persona continues its most recent
+        chat (or starts one). The caller's turn context carries ``persona=persona_id`` so recall
+        sees its memories plus global ones."""
+        if persona_id != self.config.persona_id:  # its own chats: the most recent one, or new
+            with self._busy:
+                chat = self.chats.current(persona_id, self.channel, self.clock.now())
+                self.chat_id = chat.id
+                self._window_start = chat.window_start
+        self.persona = persona_text
+        self.config = replace(self.config, persona_id=persona_id, detail_level=detail_level,
+                              learning=learning)
 
     # ------------------------------------------------------------------ messages
     def _persist(self, turn_id: str, role: str, content: str, ctx: TurnContext,

@@ -21,6 +21,7 @@ from __future__ import annotations
 import logging
 import sqlite3
 import threading
+import uuid
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass, field
@@ -45,7 +46,8 @@ from core.storage import Storage, connect
 
 log = logging.getLogger("eva.memory")
 
-__all__ = ["Memory", "RecallStatus", "SaveResult", "SearchHit", "Similar", "Writes"]
+__all__ = ["ImportResult", "Memory", "RecallStatus", "SaveResult", "SearchHit", "Similar",
+           "Writes"]
 
 SearchHit = Hit  # memory_search's hits carry their record (one hit type: core.recall.Hit)
 T = TypeVar("T")
@@ -65,6 +67,17 @@ class SaveResult:
     status: str  # "created" | "reinforced" | "updated" (dedup hit with a more detailed wording)
     record: Record
     similar: tuple[Similar, ...] = ()
+
+
+@dataclass(frozen=True)
+class ImportResult:
+    """What :meth:`Memory.import_exported` did: the records it made (their changes are logged
+    under ``turn_id``, so ``rollback_turn(turn_id)`` takes the whole import back) and the lines
+    it skipped as duplicates of records already in the store (line number, that record's id)."""
+
+    turn_id: str
+    created: tuple[int, ...]
+    duplicates: tuple[tuple[int, int], ...]
 
 
 @dataclass
@@ -583,6 +596,11 @@ class Memory:
         """The embedder's last failure (recall runs lexically meanwhile); no SQL, no lock."""
         return self._index.embed_error
 
+    def backup(self, dest: str | Path) -> Path:
+        """A consistent copy of the whole store at ``dest`` (SQLite's online backup API; Eva
+        may keep running). See :meth:`core.storage.Storage.backup`."""
+        return self._storage.backup(dest)
+
     def count(self, archived: bool = False) -> int:
         q = "IS NOT NULL" if archived else "IS NULL"
         return self._storage.query(f"SELECT COUNT(*) FROM memories WHERE archived_at {q}")[0][0]
@@ -715,10 +733,196 @@ class Memory:
         of ``Writes.touched`` are refreshed after it ends, committed or rolled back."""
         with self._lock:
             w: Writes | None = None
+            changes: IndexChanges | None = None
+            committed = False
             try:
                 with self._storage.transaction() as conn:
                     w = Writes(conn, self.clock.now(), partial(self._write_vector, conn))
                     yield w
+                    if w.touched:  # read inside the transaction: nothing is read after COMMIT
+                        changes = self._index.collect(conn, w.touched)
+                committed = True
             finally:
-                if w is not None and w.touched:
+                if committed and changes is not None:
+                    self._index.apply(changes)
+                elif w is not None and w.touched:  # rolled back: the rows are as they were
                     self._index.reindex(self._storage.conn, w.touched)
+
+    # ------------------------------------------------------------------ the owner's hands
+    # (issue 13: scopes, clear all, save from dialogue, import; SPEC §8.5, §8.6, §8.8, §11)
+
+    @staticmethod
+    def owner_in(scope: str) -> TurnContext:
+        """The owner on the trusted surface, reading ``scope`` besides global."""
+        return OWNER_TRUSTED if scope == GLOBAL_SCOPE else TurnContext(persona=scope)
+
+    def first_time(self, key: str) -> bool:
+        """True the first time ``key`` is noted in this store (e.g. the first-run offer to
+        initialize memories), False ever after."""
+        key = f"once:{key}"
+        with self._lock:
+            if self._storage.meta_get(key) is not None:
+                return False
+            self._storage.meta_set(key, repr(self.clock.now()))
+            return True
+
+    def scope_stats(self) -> dict[str, tuple[int, int]]:
+        """Per scope: (live records, of which pinned)."""
+        with self._lock:
+            return records.scope_stats(self._storage.conn)
+
+    def pin_room(self, scope: str) -> int:
+        """How many more records may be pinned in ``scope`` (§2: at most max_pinned)."""
+        scope = valid.scope(scope)
+        with self._lock:
+            return max(0, self.config.max_pinned - records.pinned_count(self._storage.conn, scope))
+
+    def duplicate_of(self, content: object, scope: str = GLOBAL_SCOPE) -> Record | None:
+        """The live record a save of ``content`` into ``scope`` would reinforce instead of
+        adding (§3.2 dedup, as the owner sees it: private ones included). Reads only."""
+        content = valid.content(content, self.config.max_chars)
+        scope = valid.scope(scope)
+        with self._lock:
+            rid = self._index.duplicate(text.stems(content), self.owner_in(scope), scope)
+            return None if rid is None else records.fetch(self._storage.conn, rid)
+
+    def move_to_scope(self, record_id: object, scope: object) -> Record:
+        """The owner moves a memory to another scope (global or a persona, §8.6). A pinned
+        record needs room among the new scope's pinned ones."""
+        rid = valid.record_id(record_id)
+        scope = valid.scope(scope)
+        with self._lock:
+            now = self.clock.now()
+            with self._storage.transaction() as conn:
+                r = self._live_target(conn, rid, OWNER_TRUSTED, Actor.OWNER)
+                if r.scope == scope:
+                    return r
+                if r.pinned:
+                    self._check_pin_room(conn, scope)
+                self._log(conn, now, Actor.OWNER, OWNER_TRUSTED, "scope", rid)
+                records.set_scope(conn, [rid], scope)
+                record = records.fetch(conn, rid)
+            self._index.apply(IndexChanges(upserts=[record]))
+            return record
+
+    def clear_scope(self, scope: object, *, pinned: bool = False,
+                    why: str = "cleared by the owner") -> tuple[str, list[int]]:
+        """Clear all (§8.8): every unpinned live record of ``scope`` moves to the archive, one
+        transaction; with ``pinned`` (the owner's second, explicit confirmation) the pinned ones
+        go too. Nothing is deleted: each is restorable with its id, flags and history, and
+        ``rollback_turn`` of the returned turn id takes the whole clearing back.
+        Returns (turn id, archived ids)."""
+        scope = valid.scope(scope)
+        why = valid.why(why)
+        turn_id = f"clear:{uuid.uuid4().hex}"
+        with self._lock:
+            now = self.clock.now()
+            with self._storage.transaction() as conn:
+                ids = records.live_ids(conn, scope, pinned=None if pinned else False)
+                for rid in ids:
+                    records.archive(conn, rid, now, Actor.OWNER, turn_id, why)
+            self._index.apply(IndexChanges(removals=list(ids)))
+            return turn_id, ids
+
+    def save_pinned(self, items: Sequence[dict], scope: object, source: Source) -> list[int]:
+        """Save from dialogue (§8.5): the owner's confirmed drafts, pinned, into ``scope``, in
+        one transaction. Refused as a whole, naming the room left, when they do not fit among
+        the scope's pinned records (at most max_pinned, §2)."""
+        scope = valid.scope(scope)
+        clean = [(valid.content(it.get("content"), self.config.max_chars),
+                  valid.kind(it.get("kind", "fact")), valid.importance(it.get("importance", 4)),
+                  valid.flag(it.get("private", False), "private")) for it in items]
+        if not clean:
+            raise MemoryOpError("nothing to save")
+        vecs = self._index.embed([c[0] for c in clean])
+        with self._lock:
+            now = self.clock.now()
+            changes = IndexChanges()
+            ids: list[int] = []
+            with self._storage.transaction() as conn:
+                have = records.pinned_count(conn, scope)
+                if have + len(clean) > self.config.max_pinned:
+                    room = max(0, self.config.max_pinned - have)
+                    raise Refused(
+                        f"scope {scope!r} has {have} pinned memories and the limit is "
+                        f"{self.config.max_pinned}: {room} more fit, {len(clean)} were asked; "
+                        "drop some or unpin older ones first")
+                for k, (content, kind, imp, private) in enumerate(clean):
+                    rid = records.insert(conn, content, kind, imp, private=private, pinned=True,
+                                         scope=scope, created_at=now, updated_at=now,
+                                         source=source, source_turn=None)
+                    records.log_change(conn, now, Actor.OWNER, None, "create", rid, None)
+                    if vecs is not None:
+                        self._index.write_vector(conn, rid, vecs[k], changes)
+                    ids.append(rid)
+                changes.upserts.extend(records.fetch_many(conn, ids).values())
+            self._index.apply(changes)
+            return ids
+
+    def exported(self, *, include_archive: bool = False, private: bool = False
+                 ) -> tuple[list[dict], int]:
+        """The owner's export (SPEC §11): every live record (and archived ones with
+        ``include_archive``) as a plain dict of its stored fields with its access history
+        (``accesses``), oldest id first; private ones only with ``private``. Returns the rows
+        and how many private records were left out. One consistent read."""
+        with self._lock, self._storage.reading() as conn:
+            rows = [{**dict(r), "accesses": acc} for r, acc in records.exported(
+                conn, include_archive=include_archive, private=private)]
+            left_out = 0 if private else records.count_private(
+                conn, include_archive=include_archive)
+        return rows, left_out
+
+    def import_exported(self, items: Sequence[dict]) -> ImportResult:
+        """Write an export's records back (``eva import``, SPEC §11), all or nothing: one
+        transaction. Items are checked by :mod:`core.portability` (every field clean, ``line``
+        their line number). A line that is already in the store — the same content and
+        creation time, or a live record a save of it would reinforce (§3.2 dedup) — is skipped
+        and reported. A pinned record beyond its scope's room refuses the whole import, naming
+        its line. Records keep kind, importance, flags, scope, dates, source and access
+        history; archived ones land in the archive as they were."""
+        turn_id = f"import:{uuid.uuid4().hex}"
+        live = [it for it in items if it.get("archived") is None]
+        vecs = self._index.embed([it["content"] for it in live]) if live else None
+        vec_of = {id(it): vecs[k] for k, it in enumerate(live)} if vecs is not None else {}
+        with self._lock:
+            now = self.clock.now()
+            changes = IndexChanges()
+            created: list[int] = []
+            dups: list[tuple[int, int]] = []
+            pins: dict[str, int] = {}
+            with self._storage.transaction() as conn:
+                for it in items:
+                    same = records.same_record(conn, it["content"], it["created_at"])
+                    if same is None and it.get("archived") is None:
+                        same = self._index.duplicate(text.stems(it["content"]),
+                                                     self.owner_in(it["scope"]), it["scope"])
+                    if same is not None:
+                        dups.append((it["line"], same))
+                        continue
+                    if it["pinned"] and it.get("archived") is None:
+                        scope = it["scope"]
+                        if scope not in pins:
+                            pins[scope] = records.pinned_count(conn, scope)
+                        pins[scope] += 1
+                        if pins[scope] > self.config.max_pinned:
+                            raise Refused(
+                                f"line {it['line']}: scope {scope!r} would have more than "
+                                f"{self.config.max_pinned} pinned memories; nothing was "
+                                "imported (unpin some first, or set pinned to false there)")
+                    rid = records.insert(
+                        conn, it["content"], it["kind"], it["importance"],
+                        private=it["private"], pinned=it["pinned"], scope=it["scope"],
+                        created_at=it["created_at"], updated_at=it["updated_at"],
+                        consolidated_at=it.get("consolidated_at"), source=it["source"],
+                        source_turn=None, history=it.get("accesses", ()))
+                    records.log_change(conn, now, Actor.OWNER, turn_id, "create", rid, None)
+                    records.log_imported_history(conn, rid, it.get("accesses", ()), turn_id)
+                    arch = it.get("archived")
+                    if arch is not None:
+                        records.mark_archived(conn, rid, *arch, turn_id=turn_id)
+                    elif id(it) in vec_of:
+                        self._index.write_vector(conn, rid, vec_of[id(it)], changes)
+                    created.append(rid)
+                fresh = records.fetch_many(conn, created, live=True)
+            self._index.add_imported([fresh[i] for i in created if i in fresh], changes.vectors)
+            return ImportResult(turn_id, tuple(created), tuple(dups))

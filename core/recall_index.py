@@ -334,6 +334,11 @@ class RecallIndex:
     @_guarded
     def reindex(self, conn: sqlite3.Connection, ids: Iterable[int]) -> None:
         """Bring these records' index entries in line with the store."""
+        self.apply(self.collect(conn, ids))
+
+    def collect(self, conn: sqlite3.Connection, ids: Iterable[int]) -> IndexChanges:
+        """The index updates that bring these records in line with the store, read now (inside
+        the writing transaction, so nothing is read after its COMMIT) and applied later."""
         ids = set(ids)
         recs = records.fetch_many(conn, ids)
         changes = IndexChanges()
@@ -343,14 +348,14 @@ class RecallIndex:
                 changes.removals.append(rid)
             else:
                 changes.upserts.append(r)
-        self.apply(changes)
         if self.vectors is not None:
             for r in changes.upserts:
                 vec = self.stored_vector(conn, r.id)
                 if vec is not None:
-                    self.vectors.set(r.id, vec)
+                    changes.vectors[r.id] = vec
                 else:
-                    self.vectors.remove(r.id)
+                    changes.vector_drops.append(r.id)
+        return changes
 
     @_guarded
     def add_imported(self, recs: list[Record], vectors: dict[int, np.ndarray]) -> None:

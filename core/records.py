@@ -408,3 +408,81 @@ def rollback(conn: sqlite3.Connection, turn_id: str, now: float) -> Rollback:
         if rid not in out.touched:
             out.touched.append(rid)
     return out
+
+
+# ---------------------------------------------------------------------------- the owner's hands
+# (issue 13: scopes, clear all, export and import)
+
+def scope_stats(conn: sqlite3.Connection) -> dict[str, tuple[int, int]]:
+    """Per scope: (live records, of which pinned)."""
+    rows = conn.execute("SELECT scope, COUNT(*), SUM(pinned) FROM memories "
+                        "WHERE archived_at IS NULL GROUP BY scope")
+    return {r[0]: (r[1], r[2] or 0) for r in rows}
+
+
+def live_ids(conn: sqlite3.Connection, scope: str, *, pinned: bool | None = None) -> list[int]:
+    """Live record ids of one scope (``pinned``: only pinned / only unpinned / any)."""
+    cond = "" if pinned is None else f" AND pinned = {int(pinned)}"
+    return [r[0] for r in conn.execute(
+        f"SELECT id FROM memories WHERE archived_at IS NULL AND scope = ?{cond} ORDER BY id",
+        (scope,))]
+
+
+def set_scope(conn: sqlite3.Connection, record_ids: Sequence[int], scope: str) -> None:
+    """Move records to another scope (the change is logged by the caller)."""
+    conn.executemany("UPDATE memories SET scope = ? WHERE id = ?",
+                     [(scope, rid) for rid in record_ids])
+
+
+def all_ids(conn: sqlite3.Connection, scope: str) -> list[int]:
+    """Every record id of a scope, live or archived."""
+    return [r[0] for r in conn.execute("SELECT id FROM memories WHERE scope = ? ORDER BY id",
+                                       (scope,))]
+
+
+def exported(conn: sqlite3.Connection, *, include_archive: bool, private: bool
+             ) -> Iterable[tuple[sqlite3.Row, list[float]]]:
+    """Rows for an export, oldest id first, each with its access history. Private rows are
+    left out unless ``private``; archived ones unless ``include_archive``."""
+    where = []
+    if not include_archive:
+        where.append("archived_at IS NULL")
+    if not private:
+        where.append("private = 0")
+    cond = f" WHERE {' AND '.join(where)}" if where else ""
+    for r in conn.execute(f"SELECT * FROM memories{cond} ORDER BY id").fetchall():
+        yield r, history(conn, r["id"])
+
+
+def count_private(conn: sqlite3.Connection, *, include_archive: bool) -> int:
+    cond = "" if include_archive else " AND archived_at IS NULL"
+    return conn.execute(f"SELECT COUNT(*) FROM memories WHERE private = 1{cond}").fetchone()[0]
+
+
+def log_imported_history(conn: sqlite3.Connection, record_id: int, accesses: Sequence[float],
+                         turn_id: str | None) -> None:
+    """The change log of an imported record's access history: one "reinforce" per access, as
+    if it had been reinforced here (the log tells the same story as the rows; a rollback of the
+    import takes each back before the record)."""
+    conn.executemany(
+        "INSERT INTO changes (at, actor, turn_id, op, memory_id, before) "
+        "VALUES (?, 'owner', ?, 'reinforce', ?, ?)",
+        [(at, turn_id, record_id, json.dumps({"access": at})) for at in accesses])
+
+
+def mark_archived(conn: sqlite3.Connection, record_id: int, at: float, by: str,
+                  why: str, turn_id: str | None = None) -> None:
+    """An imported record that was in the archive where it was exported: archived as it was
+    (when, by whom, why — logged as its "forget"), restorable until purged."""
+    log_change(conn, at, Actor(by), turn_id, "forget", record_id, snapshot(conn, record_id))
+    conn.execute(
+        "UPDATE memories SET archived_at = ?, archived_by = ?, archived_why = ? WHERE id = ?",
+        (at, by, why, record_id))
+
+
+def same_record(conn: sqlite3.Connection, content: str, created_at: float) -> int | None:
+    """A record (live or archived) with exactly this content and creation time: the one an
+    import of an earlier export of this store would copy."""
+    r = conn.execute("SELECT id FROM memories WHERE content = ? AND created_at = ? LIMIT 1",
+                     (content, created_at)).fetchone()
+    return None if r is None else r[0]

@@ -8,6 +8,7 @@ layer goes through :class:`core.memory.Memory`.
 
 from __future__ import annotations
 
+import os
 import sqlite3
 import threading
 from collections.abc import Callable, Iterator
@@ -206,6 +207,24 @@ MIGRATIONS: list[list[str]] = [
         )""",
         "CREATE INDEX summary_covers_message ON summary_covers (message_id)",
     ],
+    # v6: personas (SPEC §8.6, §8.2, §8.7). A persona's id is the
+    # scope of its memories (memories.scope) and the persona of its messages (messages.persona);
+    # it never changes, so renaming touches neither. NULL text / detail level / learning: the
+    # configured defaults ([chat] persona_file, detail_level, learning). The default persona
+    # exists from the start and cannot be deleted.
+    [
+        """CREATE TABLE personas (
+            id TEXT PRIMARY KEY,
+            name TEXT NOT NULL,
+            persona_text TEXT,
+            detail_level TEXT CHECK (detail_level IS NULL
+                                     OR detail_level IN ('key', 'balanced', 'detailed')),
+            learning INTEGER CHECK (learning IS NULL OR learning IN (0, 1)),
+            created_at REAL NOT NULL,
+            updated_at REAL NOT NULL
+        )""",
+        "INSERT INTO personas (id, name, created_at, updated_at) VALUES ('default', 'Eva', 0, 0)",
+    ],
 ]
 
 SCHEMA_VERSION = len(MIGRATIONS)
@@ -367,6 +386,48 @@ class Storage:
 
     def schema_version(self) -> int:
         return self.query("PRAGMA user_version")[0][0]
+
+    def backup(self, dest: str | Path) -> Path:
+        """A consistent copy of the whole store (memories, archive, messages, journal) at
+        ``dest`` through SQLite's online backup API (SPEC §11): read on a connection of its own,
+        so Eva keeps running meanwhile. Written beside ``dest`` first, checked
+        (``integrity_check``), then moved into place: a failed backup leaves no file that looks
+        like one. Returns ``dest``."""
+        dest = Path(dest)
+        if dest.exists():
+            raise FileExistsError(f"{dest} already exists")
+        tmp = dest.with_name(dest.name + ".part")
+        tmp.unlink(missing_ok=True)
+        if str(self.path) == ":memory:":
+            with self.lock:
+                src = self.conn
+                target = sqlite3.connect(str(tmp))
+                try:
+                    src.backup(target)
+                finally:
+                    target.close()
+        else:
+            src = sqlite3.connect(str(self.path), timeout=30.0)
+            try:
+                target = sqlite3.connect(str(tmp))
+                try:
+                    src.backup(target, pages=1024)
+                finally:
+                    target.close()
+            finally:
+                src.close()
+        check = sqlite3.connect(str(tmp))
+        try:
+            check.execute("PRAGMA journal_mode = DELETE")  # one self-contained file
+            ok = check.execute("PRAGMA integrity_check").fetchone()[0]
+        finally:
+            check.close()
+        if ok != "ok":
+            tmp.unlink(missing_ok=True)
+            raise StoreError(f"the backup failed its integrity check: {ok}")
+        os.chmod(tmp, 0o600)  # it holds private memories: the owner's eyes only
+        tmp.rename(dest)
+        return dest
 
     def close(self) -> None:
         with self.lock:

@@ -33,6 +33,7 @@ from eva_tui.services import Services, SleeperLike
 from eva_tui.widgets.base import EvaScreen
 from eva_tui.widgets.fmt import in_time
 from eva_tui.widgets.help import HelpScreen
+from screens import owner
 from screens.archive import ArchiveScreen
 from screens.chat import ChatScreen
 from screens.journal import JournalScreen
@@ -119,6 +120,7 @@ class EvaApp(App):
     sleeping: reactive[bool] = reactive(False)
     sleep_running: reactive[bool] = reactive(False)
     sleep_progress: reactive[Any] = reactive(None)
+    persona_version: reactive[int] = reactive(0)  # bumped when the active persona changes
 
     def __init__(
         self,
@@ -228,6 +230,8 @@ class EvaApp(App):
         if not had_memory and self.services.memory is not None:
             self.memory_version += 1
             self._notable_nights()
+            if self.services.first_run_offer:
+                owner.offer_init(self)
         self.sync_sleeping()
 
     # ------------------------------------------------------------------ status
@@ -240,6 +244,9 @@ class EvaApp(App):
         else:
             parts.append("memory: unavailable" if self.memory_error else "memory: opening…")
         parts.append(self.sleep_label())
+        persona = s.active_persona() if s.memory is not None else None
+        if persona is not None and not persona.is_default:
+            parts.insert(0, f"persona: {persona.name}")
         self.status_text = " │ ".join(parts)
 
     def sleep_label(self) -> str:
@@ -278,6 +285,11 @@ class EvaApp(App):
     def memory_changed(self) -> None:
         """Screens call this after a write; every screen watching ``memory_version`` reloads."""
         self.memory_version += 1
+
+    def persona_switched(self) -> None:
+        """The active persona changed (screens.personas): the chat shows its conversation."""
+        self.persona_version += 1
+        self.refresh_status()
 
     @property
     def generating(self) -> bool:
@@ -485,6 +497,8 @@ class EvaApp(App):
         yield SystemCommand(S.SLEEP_NOW, S.SLEEP_NOW_HELP, self.action_sleep_now)
         yield SystemCommand(S.DRY_RUN_NOW, S.DRY_RUN_HELP, partial(self.action_sleep_now, True))
         yield SystemCommand(S.WAKE, S.WAKE_HELP, self.action_wake)
+        for cmd in owner.owner_commands(self):  # issue 13: personas, add, clear, export, backup
+            yield SystemCommand(cmd.title, cmd.help, cmd.callback)
         target = screen
         if not isinstance(target, EvaScreen):  # a modal: offer the screen under it
             stack = self.screen_stack
@@ -532,6 +546,7 @@ def create_app(
 
         config = config or cfg.load()
         services = Services(config, data_dir or cfg.default_data_dir(), clock=clock)
+        services.first_run_offer = True
     return EvaApp(
         services,
         clock=clock,

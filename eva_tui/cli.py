@@ -5,6 +5,10 @@
     eva calibrate                         measure the embedder's background cosine on your corpus
     eva doctor                            check models, store and vectors; say what to fix
     eva serve [--host H] [--port N]       the HTTP API for other surfaces (loopback, token)
+    eva export [--format jsonl|md] [--include-archive] [--private] [-o FILE]
+                                          write the memory out (stdout unless -o)
+    eva import FILE                       read an export back: all or nothing, through dedup
+    eva backup DIR                        a consistent copy of the store (SQLite online backup)
 
 A bad config is reported with the key and the reason (exit 2), never a traceback.
 """
@@ -63,6 +67,7 @@ def _parser() -> argparse.ArgumentParser:
     )
     sub.add_parser("doctor", parents=[common], help="check models, store and vectors")
     _serve_parser(sub, common)
+    _portability_parsers(sub, common)
     return p
 
 
@@ -85,6 +90,24 @@ def _serve_parser(sub, common) -> None:
                    help="requests per second per client address (default 20; 0: no limit)")
     s.add_argument("--no-chat", action="store_true",
                    help="do not load the chat model (memory and sleep journal only)")
+
+
+def _portability_parsers(sub, common: argparse.ArgumentParser) -> None:
+    """eva export / import / backup (SPEC §11: nothing the owner owns is locked in)."""
+    e = sub.add_parser("export", parents=[common], help="write the memory out (JSON Lines or "
+                       "Markdown); private memories only with --private")
+    e.add_argument("--format", choices=("jsonl", "md"), default="jsonl",
+                   help="jsonl for round trips (default), md for reading")
+    e.add_argument("--include-archive", action="store_true",
+                   help="also the archived (forgotten, restorable) memories")
+    e.add_argument("--private", action="store_true", help="include private memories")
+    e.add_argument("-o", "--output", metavar="FILE", help="write to FILE (default: stdout)")
+    i = sub.add_parser("import", parents=[common],
+                       help="read an export back: all or nothing, through dedup")
+    i.add_argument("file", metavar="FILE", help="a JSON Lines export (one memory per line)")
+    b = sub.add_parser("backup", parents=[common],
+                       help="a consistent copy of the whole store (SQLite online backup)")
+    b.add_argument("dir", metavar="DIR", help="directory the backup file is written to")
 
 
 def _say(msg: str = "") -> None:
@@ -116,6 +139,13 @@ def main(argv: list[str] | None = None) -> int:
             return cmd_doctor(config, data_dir)
         if args.cmd == "serve":
             return cmd_serve(config, data_dir, args)
+        if args.cmd == "export":
+            return cmd_export(config, data_dir, args.format, args.include_archive, args.private,
+                              args.output)
+        if args.cmd == "import":
+            return cmd_import(config, data_dir, args.file)
+        if args.cmd == "backup":
+            return cmd_backup(config, data_dir, args.dir)
         return cmd_tui(config, data_dir)
     except KeyboardInterrupt:
         return 130
@@ -149,6 +179,7 @@ def cmd_tui(config: cfg.EvaConfig, data_dir: Path) -> int:
     from eva_tui.services import Services
 
     services = Services(config, data_dir)
+    services.first_run_offer = True  # an empty store: offer to initialize memories (issue 13)
     app = create_app(services)
     try:
         app.run()
@@ -392,6 +423,107 @@ def cmd_doctor(config: cfg.EvaConfig, data_dir: Path) -> int:
     )
     _say("all good" if not bad else f"{bad} problem{'s' if bad > 1 else ''} to fix")
     return 0 if not bad else 1
+
+
+# ---------------------------------------------------------------------------------- portability
+def _open_store(config: cfg.EvaConfig, data_dir: Path, *, must_exist: bool):
+    """The store alone (no models: export, import and backup need none; vectors of imported
+    memories are made when Eva starts). None (and a message) when there is no store."""
+    from core.memory import Memory
+    from eva_tui.services import DB_NAME
+
+    db = data_dir / DB_NAME
+    if must_exist and not db.exists():
+        _err(f"there is no memory store at {db} (give --data DIR)")
+        return None
+    return Memory.open(db, replace(config.memory, embedding_model=None))
+
+
+def cmd_export(config: cfg.EvaConfig, data_dir: Path, fmt: str, include_archive: bool,
+               private: bool, output: str | None) -> int:
+    from core import portability
+
+    mem = _open_store(config, data_dir, must_exist=True)
+    if mem is None:
+        return 1
+    with mem:
+        ex = portability.export(mem, fmt, include_archive=include_archive, private=private)
+    if output:
+        out = Path(output).expanduser()
+        tmp = out.with_name(out.name + ".part")
+        try:
+            fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+            with os.fdopen(fd, "w", encoding="utf-8") as f:
+                f.writelines(ex.lines)
+            os.replace(tmp, out)
+        except OSError as e:
+            _err(f"cannot write {out}: {e.strerror or e}")
+            return 1
+    else:
+        sys.stdout.writelines(ex.lines)
+        sys.stdout.flush()
+    what = f"exported {ex.records - ex.archived} memories"
+    if include_archive:
+        what += f" and {ex.archived} archived"
+    if output:
+        what += f" to {output}"
+    _err_note(what)
+    if ex.private_left_out:
+        _err_note(f"{ex.private_left_out} private memor"
+                  f"{'y was' if ex.private_left_out == 1 else 'ies were'} left out "
+                  "(--private includes them)")
+    return 0
+
+
+def _err_note(msg: str) -> None:
+    """A note on stderr (stdout may carry the export itself)."""
+    print(msg, file=sys.stderr, flush=True)
+
+
+def cmd_import(config: cfg.EvaConfig, data_dir: Path, file: str) -> int:
+    from core import portability
+    from core.errors import MemoryOpError
+
+    if not Path(file).expanduser().is_file():
+        _err(f"{file}: no such file")
+        return 1
+    mem = _open_store(config, data_dir, must_exist=False)
+    with mem:
+        try:
+            res = portability.import_file(mem, file)
+        except portability.ImportRefused as e:
+            _err("nothing was imported:")
+            for n, why in e.problems:
+                _err_note(f"  line {n}: {why}")
+            if e.total > len(e.problems):
+                _err_note(f"  … and {e.total - len(e.problems)} more bad lines")
+            return 1
+        except MemoryOpError as e:
+            _err(str(e))
+            return 1
+    _say(f"imported {len(res.created)} memor{'y' if len(res.created) == 1 else 'ies'}"
+         + (f"; {len(res.duplicates)} already in the store (skipped: "
+            + ", ".join(f"line {n} is #{rid}" for n, rid in res.duplicates[:10])
+            + (", …" if len(res.duplicates) > 10 else "") + ")" if res.duplicates else ""))
+    return 0
+
+
+def cmd_backup(config: cfg.EvaConfig, data_dir: Path, directory: str) -> int:
+    from core import portability
+
+    mem = _open_store(config, data_dir, must_exist=True)
+    if mem is None:
+        return 1
+    with mem:
+        try:
+            dest = portability.backup(mem, directory)
+        except OSError as e:
+            _err(f"cannot write the backup to {directory}: {e.strerror or e}")
+            return 1
+        n, a = mem.count(), mem.count(archived=True)
+    _say(f"backup written: {dest} ({n} memories, {a} archived; "
+         "see README › Backup and restore)")
+    return 0
 
 
 if __name__ == "__main__":

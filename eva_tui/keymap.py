@@ -23,7 +23,7 @@ BINDING_IDS: frozenset[str] = frozenset({
     "summary.close", "summary.edit", "summary.rebuild", "summary.edit_cancel",
     "summary.edit_save",
     "memories.search", "memories.edit", "memories.private", "memories.pin", "memories.forget",
-    "memories.copy", "memories.open",
+    "memories.copy", "memories.open", "memories.move", "memories.add",
     "record.edit", "record.private", "record.pin", "record.forget", "record.copy",
     "record.close",
     "edit.save", "edit.cancel", "forget.cancel", "confirm.yes", "confirm.no",

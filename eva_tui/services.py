@@ -25,7 +25,8 @@ from core.embedding import Embedder
 from core.llm import ChatModel
 from core.memory import Memory
 from core.persona import load_persona
-from core.privacy import OWNER_TRUSTED
+from core.personas import Persona, Personas
+from core.privacy import OWNER_TRUSTED, TurnContext
 from core.sleep import CONSOLIDATE_TOOL, Sleeper, consolidate_tool, resolve_planner
 from eva_tui.config import ChatSettings, EvaConfig
 from eva_tui.loader import ModelLoader, ModelUnavailable
@@ -96,7 +97,10 @@ class Services:
         self.conversation: Conversation | None = None
         self.sleeper = sleeper
         self._sleeper_factory = sleeper_factory or build_sleeper
-        self.persona = persona
+        self.persona = persona  # the default persona's text (None: [chat] persona_file)
+        self._personas: Personas | None = None
+        self.first_run_offer = False  # offer to initialize memories on an empty store (the
+        # real app sets it; tests build their Services and opt in)
         emb = config.memory.embedding_model
         if memory is not None:
             st = memory.status()
@@ -252,6 +256,7 @@ class Services:
                 sleep=self.sleeper,
                 extra_tools=self._sleep_tools(),
             )
+            self._use_persona(self.active_persona())
 
     def refresh_schedule(self) -> None:
         """Read when the next night is due into ``next_due`` (SQL on the journal: call it from
@@ -285,7 +290,7 @@ class Services:
         if self.conversation is None or self.warmed:
             return
         self.warmed = True
-        self.conversation.warm_up(OWNER_TRUSTED)
+        self.conversation.warm_up(self.turn_context())
 
     def _sleep_tools(self) -> dict:
         """``memory_consolidate`` for owner turns, when the core's sleeper runs (SPEC §3.2): the
@@ -306,9 +311,9 @@ class Services:
         )
 
     def apply_chat_settings(self, chat: ChatSettings) -> None:
-        """Detail level, learning and how memory is written take effect from the next turn. A
-        changed detail level sets ``level_changed``: the chat offers a rebuild of the summaries
-        (SPEC §8.3)."""
+        """Detail level, learning and how memory is written take effect from the next turn
+        (detail level and learning are the defaults of a persona that sets none). A changed
+        detail level sets ``level_changed``: the chat offers a rebuild of the summaries (§8.3)."""
         if chat.detail_level != self.config.chat.detail_level:
             self.level_changed = True
         self.config = replace(self.config, chat=chat)
@@ -320,6 +325,56 @@ class Services:
                 memory_writes=chat.memory_writes,
                 summaries=chat.summaries,
             )
+            self._use_persona(self.active_persona())
+
+    # ------------------------------------------------------------------ personas (§8.6)
+    @property
+    def personas(self) -> Personas | None:
+        """The personas of the open store (None until the memory is open)."""
+        if self.memory is None:
+            return None
+        if self._personas is None:
+            self._personas = self.memory.attach(Personas)
+        return self._personas
+
+    def active_persona(self) -> Persona | None:
+        ps = self.personas
+        return None if ps is None else ps.active()
+
+    def turn_context(self) -> TurnContext:
+        """The owner's turn in the TUI (owner / trusted / owner-only) as the active persona:
+        recall sees its memories plus global ones."""
+        p = self.active_persona()
+        return OWNER_TRUSTED if p is None else p.context(OWNER_TRUSTED)
+
+    def persona_settings(self, p: Persona) -> tuple[str, str, bool]:
+        """(text, detail level, learning) a persona runs with: its own, or the configured
+        defaults where it sets none."""
+        body = p.text
+        if body is None:
+            body = self.persona if self.persona is not None else _persona_text(self)
+        level = p.detail_level or self.config.chat.detail_level
+        learning = self.config.chat.learning if p.learning is None else p.learning
+        return body, level, learning
+
+    def _use_persona(self, p: Persona | None) -> None:
+        if p is None or self.conversation is None:
+            return
+        self.conversation.use_persona(p.id, *self.persona_settings(p))
+
+    def switch_persona(self, persona_id: str) -> Persona:
+        """Make a persona the active one; the next turn runs as it. Blocking (a store write)."""
+        ps = self.personas
+        if ps is None:
+            raise RuntimeError("the memory is not open yet")
+        p = ps.set_active(persona_id)
+        self._use_persona(p)
+        self.warmed = False
+        return p
+
+    def refresh_persona(self) -> None:
+        """The active persona was edited (text, level, learning): use it from the next turn."""
+        self._use_persona(self.active_persona())
 
     # ------------------------------------------------------------------ views
     @property

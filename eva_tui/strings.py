@@ -342,6 +342,7 @@ COLUMNS = {
 }
 
 CMD_MEMORIES = {
+    "move": ("Memory: move selected to a scope", "Global or a persona (m)"),
     "search": ("Memory: search", "Focus the search box (/)"),
     "edit": ("Memory: edit selected", "Content, kind, importance (e)"),
     "private": ("Memory: toggle private", "Only you see a private memory (v)"),

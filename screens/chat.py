@@ -28,7 +28,6 @@ from core.conversation import (
     TurnEvent,
 )
 from core.conversation import Notice as NoticeEvent
-from core.privacy import OWNER_TRUSTED
 from eva_tui import strings as S
 from eva_tui.config import default_config_path
 from eva_tui.messages import TurnFinished, TurnStarted
@@ -113,6 +112,7 @@ class ChatScreen(RecordActions):
         self._flush_timer: Timer | None = None
         self._tail: Widget | None = None  # the last widget of the running turn in the log
         self._greeted = False  # the greeting (or the first run's welcome) is in the log
+        self._persona_pending = False  # the persona changed during a turn: reload after it
 
     def compose(self) -> ComposeResult:
         yield NavBar("chat")
@@ -141,6 +141,8 @@ class ChatScreen(RecordActions):
         self.log_view.anchor()
         self.watch(self.app, "services_version", self._services_changed, init=True)
         self.watch(self.app, "sleeping", self._sleep_changed, init=False)
+        self._persona_seen = self.app.persona_version
+        self.watch(self.app, "persona_version", self._persona_changed, init=False)
         self.prompt.focus()
 
     # ------------------------------------------------------------------ services
@@ -200,6 +202,27 @@ class ChatScreen(RecordActions):
 
     def _config_path(self):
         return self.services.config.path or default_config_path()
+
+    async def _persona_changed(self, _version: int = 0) -> None:
+        """Another persona is active (issue 13): show its conversation."""
+        if _version == self._persona_seen:
+            return  # the reactive's own initialisation, not a switch
+        self._persona_seen = _version
+        if self.busy:  # the running turn finishes as it began; then the log is reloaded
+            self._persona_pending = True
+            return
+        await self._reload_conversation()
+
+    async def _reload_conversation(self) -> None:
+        """Show the active persona's conversation from the store."""
+        self._persona_pending = False
+        queued = [UserMessage(text, queued=True) for text, _um in self.queue]
+        self.queue = deque((text, um) for (text, _old), um in zip(self.queue, queued, strict=True))
+        await self.log_view.remove_children()
+        if queued:  # messages typed meanwhile stay, below the conversation loaded above them
+            await self.log_view.mount_all(queued)
+        self._history_loaded = False
+        self._services_changed()
 
     @work(thread=True, exit_on_error=False, name="loading the conversation", group="history")
     def _load_history(self) -> None:
@@ -284,10 +307,11 @@ class ChatScreen(RecordActions):
         conv = self.services.conversation
         assert conv is not None
         try:
+            ctx = self.services.turn_context()  # the active persona's turn (SPEC §8.6)
             events = (
-                conv.regenerate(OWNER_TRUSTED, cancel)
+                conv.regenerate(ctx, cancel)
                 if regenerate
-                else conv.turn(text, OWNER_TRUSTED, cancel)
+                else conv.turn(text, ctx, cancel)
             )
             for ev in events:
                 self.post_message(TurnEventMessage(ev))
@@ -404,6 +428,9 @@ class ChatScreen(RecordActions):
         self._update_banner()
         if self.services.conversation is not None:
             start_summarising(self.app, self.services.conversation)
+        if self._persona_pending:
+            await self._reload_conversation()  # it pumps the queue once history is loaded
+            return
         self._pump()
 
     # ------------------------------------------------------------------ chats (issue 12)

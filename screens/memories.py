@@ -106,6 +106,8 @@ class MemoriesScreen(RecordTableScreen):
         Binding("d,delete", "forget", "Forget", id="memories.forget"),
         Binding("c", "copy", "Copy", id="memories.copy"),
         Binding("o", "open", "Open", show=False, id="memories.open"),
+        Binding("m", "move", "Scope", show=False, id="memories.move"),
+        Binding("a", "add", "Add", show=False, id="memories.add"),
     ]
     TABLE_ID = "records"
     INFO_ID = "records-info"
@@ -256,9 +258,22 @@ class MemoriesScreen(RecordTableScreen):
         if rec := self._selected():
             self.app.copy_text(rec.content, f"memory #{rec.id}")
 
+    def action_move(self) -> None:
+        """Move the selected memory to global or a persona's scope (issue 13, §8.6)."""
+        from screens.owner import move_to_scope
+
+        if rec := self._selected():
+            move_to_scope(self.app, rec)
+
+    def action_add(self) -> None:
+        from screens.owner import add_memory
+
+        add_memory(self.app)
+
     def commands(self) -> list[PaletteCommand]:
         c = S.CMD_MEMORIES
         return [
+            PaletteCommand(*c["move"], self.action_move),
             PaletteCommand(*c["search"], self.action_focus_search),
             PaletteCommand(*c["edit"], self.action_edit),
             PaletteCommand(*c["private"], self.action_private),

@@ -192,6 +192,24 @@ def v2_messages_become_a_chat(mem: Memory) -> None:
         "Привет, Ева", "Hi!"]
 
 
+# ---------------------------------------------------------------------------- v6: personas
+def personas_insert(conn: sqlite3.Connection) -> None:
+    conn.execute("INSERT INTO personas (id, name, persona_text, detail_level, learning, "
+                 "created_at, updated_at) VALUES ('p1', 'Work', 'You are terse.', 'key', 0, ?, ?)",
+                 (T0 - DAY, T0 - DAY))
+
+
+def personas_check(mem: Memory) -> None:
+    from core.personas import Personas
+
+    personas = mem.attach(Personas)
+    got = {p.id: p for p in personas.list()}
+    assert set(got) == {"default", "p1"}
+    assert got["p1"].name == "Work" and got["p1"].text == "You are terse."
+    assert got["p1"].detail_level == "key" and got["p1"].learning is False
+    assert got["default"].text is None and got["default"].learning is None
+
+
 @dataclass(frozen=True)
 class Fixture:
     """Data that version k introduced (inserted right after migrating to k, with the columns
@@ -208,6 +226,7 @@ FIXTURES: dict[int, Fixture] = {
     3: Fixture(v3_insert, v3_check),
     4: Fixture(v4_insert, v4_check),
     5: Fixture(v5_insert, v5_check),
+    6: Fixture(personas_insert, personas_check),
 }
 
 

@@ -1,0 +1,264 @@
+"""The owner's hands on memory in the TUI (issue 13): the palette commands that open personas,
+add a memory, clear all, save from dialogue, initialize from a description, export and back up.
+Each store call runs in a thread worker; results and refusals become notices."""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Callable
+from pathlib import Path
+from typing import TYPE_CHECKING, NamedTuple
+
+from core import portability
+from core.errors import MemoryOpError
+from core.records import Actor, Record, Source
+from screens.drafting import InitFromDescription, SaveFromDialogue
+from screens.memory_dialogs import (
+    AddMemory,
+    ClearAll,
+    ConfirmClearPinned,
+    MoveToScope,
+    scope_options,
+)
+from screens.personas import PersonasScreen
+
+if TYPE_CHECKING:
+    from eva_tui.app import EvaApp
+
+INIT_OFFERED = "init.offered"  # meta key: the first-run offer was made
+
+
+class OwnerCommand(NamedTuple):
+    title: str
+    help: str
+    callback: Callable[[], object]
+
+
+def _active_scope(app: EvaApp) -> str:
+    p = app.services.active_persona()
+    return "global" if p is None or p.is_default else p.id
+
+
+def _scopes(app: EvaApp) -> list[tuple[str, str]]:
+    return scope_options(app.services.memory, app.services.personas)
+
+
+def _ready(app: EvaApp) -> bool:
+    if app.services.memory is None:
+        app.notify("The memory is still opening; try again in a moment.")
+        return False
+    return True
+
+
+def _in_thread(app: EvaApp, name: str, fn: Callable[[], str | None]) -> None:
+    """Run a store call in a worker; its returned text (if any) is the notice; a refusal is an
+    error notice through the app's one worker-failure path."""
+
+    def run() -> None:
+        note = fn()
+        app.call_from_thread(app.memory_changed)
+        if note:
+            app.call_from_thread(app.notify, note, timeout=8)
+
+    app.run_worker(run, thread=True, exit_on_error=False, name=name, group="owner")
+
+
+# ---------------------------------------------------------------------------------- actions
+def open_personas(app: EvaApp) -> None:
+    if _ready(app):
+        app.push_screen(PersonasScreen())
+
+
+def add_memory(app: EvaApp) -> None:
+    if not _ready(app):
+        return
+    memory = app.services.memory
+
+    def added(fields: dict | None) -> None:
+        if not fields:
+            return
+
+        def save() -> str:
+            scope = fields.pop("scope")
+            res = memory.save(fields.pop("content"), memory.owner_in(scope), scope=scope,
+                              source=Source.OWNER, actor=Actor.OWNER, **fields)
+            what = {"created": f"Saved as memory #{res.id}",
+                    "reinforced": f"Memory #{res.id} said the same: reinforced it",
+                    "updated": f"Memory #{res.id} said the same: your wording replaced it"
+                    }[res.status]
+            if res.similar:
+                what += ". Similar: " + "; ".join(f"#{s.id} ({s.age}) {s.content[:60]}"
+                                                  for s in res.similar[:3])
+            return what + "."
+
+        _in_thread(app, "adding a memory", save)
+
+    app.push_screen(AddMemory(memory, _scopes(app), _active_scope(app)), added)
+
+
+def move_to_scope(app: EvaApp, record: Record) -> None:
+    if not _ready(app):
+        return
+    memory = app.services.memory
+
+    def moved(scope: str | None) -> None:
+        if scope and scope != record.scope:
+            def move() -> str:
+                memory.move_to_scope(record.id, scope)
+                return f"Memory #{record.id} moved to {scope}."
+
+            _in_thread(app, f"moving memory #{record.id}", move)
+
+    app.push_screen(MoveToScope(record, _scopes(app)), moved)
+
+
+def clear_all(app: EvaApp) -> None:
+    if not _ready(app):
+        return
+    memory = app.services.memory
+
+    def second(scope: str, yes: bool | None) -> None:
+        if not yes:
+            return
+
+        def clear_pinned() -> str:
+            _turn, ids = memory.clear_scope(scope, pinned=True)
+            return f"{len(ids)} pinned memories of {scope} moved to the archive."
+
+        _in_thread(app, f"clearing the pinned memories of {scope}", clear_pinned)
+
+    def first(scope: str | None) -> None:
+        if not scope:
+            return
+
+        def clear() -> str:
+            _turn, ids = memory.clear_scope(scope)
+            pinned = memory.scope_stats().get(scope, (0, 0))[1]
+            if pinned:
+                app.call_from_thread(app.push_screen, ConfirmClearPinned(scope, pinned),
+                                     lambda yes: second(scope, yes))
+            return (f"{len(ids)} memories of {scope} moved to the archive (F3 restores them)"
+                    + (f"; {pinned} pinned stay." if pinned else "."))
+
+        _in_thread(app, f"clearing {scope}", clear)
+
+    app.push_screen(ClearAll(memory, _scopes(app), _active_scope(app),
+                             memory.config.archive_ttl_days), first)
+
+
+def save_from_dialogue(app: EvaApp) -> None:
+    if not _ready(app):
+        return
+    conv = app.services.conversation
+    messages = conv.history(limit=40) if conv is not None else []
+    if not messages:
+        app.notify("There is no conversation to save from yet.")
+        return
+
+    def saved(ids: list[int] | None) -> None:
+        if ids:
+            app.memory_changed()
+            app.notify(f"Saved {len(ids)} pinned memor{'y' if len(ids) == 1 else 'ies'}: "
+                       + " ".join(f"#{i}" for i in ids), timeout=8)
+
+    app.push_screen(SaveFromDialogue(messages, _scopes(app), _active_scope(app)), saved)
+
+
+def init_from_description(app: EvaApp) -> None:
+    if not _ready(app):
+        return
+
+    def done(ids: list[int] | None) -> None:
+        if ids:
+            app.memory_changed()
+            app.notify(f"Eva remembers {len(ids)} thing{'s' if len(ids) != 1 else ''} about "
+                       "you now (F2 shows them).", timeout=8)
+
+    app.push_screen(InitFromDescription(_scopes(app), _active_scope(app)), done)
+
+
+def export_memory(app: EvaApp, private: bool) -> None:
+    """JSON Lines into <data dir>/exports (mode 0600), archive included."""
+    if not _ready(app):
+        return
+    memory = app.services.memory
+    folder = app.services.data_dir / "exports"
+
+    def run() -> str:
+        now = app.services.clock.now()
+        ex = portability.export(memory, include_archive=True, private=private)
+        folder.mkdir(parents=True, exist_ok=True)
+        name = portability.backup_name(now).replace("eva-backup-", "eva-export-")
+        path = _unique(folder / name.replace(".db", ".jsonl"))
+        fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
+        with os.fdopen(fd, "w", encoding="utf-8") as f:
+            f.writelines(ex.lines)
+        note = f"Exported {ex.records} memories to {path}"
+        if ex.private_left_out:
+            note += f"; {ex.private_left_out} private left out"
+        return note + "."
+
+    _in_thread(app, "exporting the memory", run)
+
+
+def _unique(path: Path) -> Path:
+    k, out = 1, path
+    while out.exists():
+        out = path.with_name(f"{path.stem}-{k}{path.suffix}")
+        k += 1
+    return out
+
+
+def backup_now(app: EvaApp) -> None:
+    """A consistent copy of the store into <data dir>/backups (SQLite online backup)."""
+    if not _ready(app):
+        return
+    memory = app.services.memory
+    folder = app.services.data_dir / "backups"
+
+    def run() -> str:
+        dest = portability.backup(memory, folder, app.services.clock.now())
+        return f"Backup written: {dest} (README: Backup and restore)."
+
+    _in_thread(app, "backing up", run)
+
+
+def offer_init(app: EvaApp) -> None:
+    """On first run (an empty store, never offered before), offer to initialize memories."""
+    memory = app.services.memory
+    if memory is None or memory.count() or memory.count(archived=True):
+        return
+    try:
+        if not memory.first_time(INIT_OFFERED):
+            return
+    except (MemoryOpError, OSError):
+        return
+    app.notify("New here? Tell Eva about yourself and she drafts her first memories: Ctrl+P → "
+               "“Initialize memories from a description”.", title="Welcome", timeout=20)
+
+
+def owner_commands(app: EvaApp) -> list[OwnerCommand]:
+    return [
+        OwnerCommand("Personas…", "Switch, create, edit or delete the personas Eva runs as",
+                     lambda: open_personas(app)),
+        OwnerCommand("Add a memory…", "Content, kind, importance, private, scope (dedup first)",
+                     lambda: add_memory(app)),
+        OwnerCommand("Save from dialogue…", "Select up to 20 messages; Eva drafts up to 5 "
+                     "memories; you keep, edit or drop each; saved pinned",
+                     lambda: save_from_dialogue(app)),
+        OwnerCommand("Initialize memories from a description…",
+                     "Write up to 1,000 characters about yourself; confirm each draft",
+                     lambda: init_from_description(app)),
+        OwnerCommand("Clear all memories of a scope…",
+                     "Unpinned ones to the archive; pinned only after a second confirmation",
+                     lambda: clear_all(app)),
+        OwnerCommand("Export memory (JSON Lines, without private)",
+                     "Into the data dir's exports/ (archive included)",
+                     lambda: export_memory(app, private=False)),
+        OwnerCommand("Export memory with private (JSON Lines)",
+                     "Into the data dir's exports/, mode 0600 (archive included)",
+                     lambda: export_memory(app, private=True)),
+        OwnerCommand("Backup now", "A consistent copy of the store into the data dir's "
+                     "backups/ (SQLite online backup)", lambda: backup_now(app)),
+    ]
+

@@ -1,0 +1,270 @@
+"""Export, import and backup (SPEC §11 "nothing the owner owns is locked in"; issue 13 item 6):
+JSON Lines round trips exactly, Markdown is for reading, private memory leaves only on request,
+an import is checked whole and written in one transaction through dedup, a backup is a
+consistent, self-contained copy."""
+
+from __future__ import annotations
+
+import json
+import sqlite3
+import tempfile
+from pathlib import Path
+
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from core import OWNER_TRUSTED, ManualClock, Memory, MemoryConfig, Refused
+from core import portability as pt
+from core.records import Actor
+
+T0 = 1_780_000_000.0
+DAY = 86_400.0
+WORDS = ["cat", "Murka", "salmon", "Kazan", "sister", "Anna", "chess", "Volga", "hiking",
+         "piano", "Lena", "Go", "backend", "coffee", "Tuesday", "кошка", "сестра", "шахматы",
+         "Москва", "врач", "3", "42", "2024"]
+
+
+def fresh(path: Path, at: float = T0) -> Memory:
+    return Memory.open(path, MemoryConfig(), ManualClock(at))
+
+
+# A generated store: records with a unique marker each (so one record's text never hides in
+# another's), random kind, importance, flags and scope, some reinforced, some archived.
+record = st.fixed_dictionaries({
+    "words": st.lists(st.sampled_from(WORDS), min_size=1, max_size=6),
+    "kind": st.sampled_from(["core", "fact", "event"]),
+    "importance": st.integers(1, 5),
+    "private": st.booleans(),
+    "pinned": st.booleans(),
+    "scope": st.sampled_from(["global", "global", "work", "friend"]),
+    "age_days": st.integers(0, 400),
+    "reinforced": st.integers(0, 3),
+    "archived": st.booleans(),
+})
+stores = st.lists(record, min_size=1, max_size=25)
+
+
+def build_store(path: Path, spec: list[dict]) -> tuple[Memory, dict[str, dict]]:
+    """The store a spec describes; returns it and each record's spec by its marker."""
+    mem = fresh(path)
+    items, by_marker = [], {}
+    for k, r in enumerate(spec):
+        marker = f"zq{k}x"
+        content = " ".join([*r["words"], marker])
+        items.append({"content": content, "kind": r["kind"], "importance": r["importance"],
+                      "private": r["private"], "pinned": r["pinned"], "scope": r["scope"],
+                      "created_at": T0 - r["age_days"] * DAY})
+        by_marker[marker] = {**r, "content": content}
+    ids = mem.import_records(items)
+    for rid, (marker, r) in zip(ids, by_marker.items(), strict=True):
+        for n in range(r["reinforced"]):
+            mem.clock.advance(60 + n)
+            mem.search(marker, OWNER_TRUSTED)
+        if r["archived"]:
+            mem.forget(rid, "generated", OWNER_TRUSTED, actor=Actor.OWNER)
+    return mem, by_marker
+
+
+def records_of(lines: list[str]) -> list[dict]:
+    """An export's record lines without ids (a store gives its own ids), header dropped."""
+    out = []
+    for raw in lines:
+        obj = json.loads(raw)
+        if pt.HEADER_KEY in obj:
+            continue
+        obj.pop("id")
+        out.append(obj)
+    return out
+
+
+SETTINGS = settings(max_examples=25, deadline=None,
+                    suppress_health_check=[HealthCheck.too_slow])
+
+
+@SETTINGS
+@given(spec=stores)
+def test_export_import_round_trip_is_exact(spec):
+    """§11 export → import: content, kind, importance, flags, scope, source, dates, access
+    history and the archive's who/why/when come back equal (a property over generated
+    stores, private and archived records included)."""
+    spec = [dict(r, pinned=False) if k >= 15 else r for k, r in enumerate(spec)]
+    with tempfile.TemporaryDirectory() as d:
+        mem, _ = build_store(Path(d) / "a.db", spec)
+        with mem:
+            first = pt.export(mem, include_archive=True, private=True)
+        assert first.records == len(spec)
+        with fresh(Path(d) / "b.db", T0 + 5 * DAY) as other:
+            res = pt.import_lines(other, first.lines)
+            assert len(res.created) == len(spec) and not res.duplicates
+            second = pt.export(other, include_archive=True, private=True)
+        assert records_of(second.lines) == records_of(first.lines)
+
+
+@SETTINGS
+@given(spec=stores)
+def test_export_without_private_has_no_private_content(spec):
+    """§1, §11: an export without --private carries no private record — in JSON Lines and in
+    Markdown, live or archived — and says how many it left out; every public one is there."""
+    spec = [*spec, {**spec[0], "private": True}]  # at least one private record
+    with tempfile.TemporaryDirectory() as d:
+        mem, by_marker = build_store(Path(d) / "a.db", spec)
+        with mem:
+            for fmt in pt.FORMATS:
+                ex = pt.export(mem, fmt, include_archive=True)
+                body = "".join(ex.lines)
+                for marker, r in by_marker.items():
+                    if r["private"]:
+                        assert marker not in body, f"private record {marker} leaked ({fmt})"
+                    else:
+                        assert r["content"] in body
+                n_private = sum(r["private"] for r in by_marker.values())
+                assert ex.private_left_out == n_private
+                if fmt == "md":
+                    assert f"{n_private} private memor" in body
+                else:
+                    assert json.loads(ex.lines[0])["private_left_out"] == n_private
+
+
+def test_export_leaves_archive_out_unless_asked(tmp_path):
+    """Issue 13: --include-archive adds the archived records; without it only live ones."""
+    mem = fresh(tmp_path / "a.db")
+    keep = mem.save("The cat Murka likes salmon")
+    gone = mem.save("Went hiking along the Volga", kind="event")
+    mem.forget(gone.id, "old news", actor=Actor.OWNER)
+    live = records_of(pt.export(mem).lines)
+    both = records_of(pt.export(mem, include_archive=True).lines)
+    assert [r["content"] for r in live] == [keep.record.content]
+    assert [r["archived"] for r in both] == [None, {"at": T0, "by": "owner", "why": "old news"}]
+    mem.close()
+
+
+def test_import_reports_every_bad_line_and_writes_nothing(tmp_path):
+    """Issue 13: a bad line is reported with its number and the reason; nothing is written."""
+    mem = fresh(tmp_path / "a.db")
+    mem.save("The cat Murka likes salmon")
+    lines = [
+        json.dumps({"content": "Sister Anna lives in Kazan", "private": True}),
+        json.dumps({"content": "Plays chess on Tuesdays", "importance": 9}),
+        "{not json",
+        json.dumps({"content": "Likes coffee", "privat": True}),
+        "",
+        json.dumps({"content": "Works in Go", "kind": "fact"}),
+    ]
+    with pytest.raises(pt.ImportRefused) as e:
+        pt.import_lines(mem, lines)
+    assert [n for n, _ in e.value.problems] == [2, 3, 4]
+    reasons = dict(e.value.problems)
+    assert "importance" in reasons[2] and "not JSON" in reasons[3] and "'privat'" in reasons[4]
+    assert mem.count() == 1 and [r.content for r in mem.list()] == ["The cat Murka likes salmon"]
+    mem.close()
+
+
+def test_import_goes_through_dedup_and_can_be_taken_back(tmp_path):
+    """Issue 13: importing goes through dedup (the same file twice adds nothing; a near
+    duplicate of a stored memory is skipped and named) and is one change (rollback of its
+    turn id takes it all back)."""
+    mem = fresh(tmp_path / "a.db")
+    old = mem.save("The owner's cat Murka likes salmon very much")
+    lines = [json.dumps({"content": "The owner's cat Murka likes salmon very much!"}),
+             json.dumps({"content": "Sister Anna lives in Kazan", "private": True}),
+             json.dumps({"content": "Plays chess on Tuesdays", "importance": 4})]
+    res = pt.import_lines(mem, lines)
+    assert res.duplicates == ((1, old.id),)
+    assert len(res.created) == 2 and mem.count() == 3
+    again = pt.import_lines(mem, lines)
+    assert again.created == () and [n for n, _ in again.duplicates] == [1, 2, 3]
+    mem.rollback_turn(res.turn_id)
+    assert mem.count() == 1
+    mem.close()
+
+
+def test_import_over_the_pinned_cap_writes_nothing(tmp_path):
+    """§2 (≤ 20 pinned per scope) in an import: the line that would pass the cap is named and
+    the whole import is refused."""
+    mem = fresh(tmp_path / "a.db")
+    lines = [json.dumps({"content": f"Pinned rule number {k} zq{k}", "pinned": True})
+             for k in range(21)]
+    with pytest.raises(Refused, match="line 21"):
+        pt.import_lines(mem, lines)
+    assert mem.count() == 0
+    mem.close()
+
+
+def test_backup_is_a_consistent_self_contained_copy(tmp_path):
+    """§11: ``eva backup`` uses SQLite's online backup while the store is open (writes still
+    in the WAL are in the copy); the copy is one file that opens as a store with the same
+    memories, archive and history."""
+    mem = fresh(tmp_path / "a.db")
+    for k in range(30):
+        mem.save(f"Memory number {k} about topic zq{k}x")
+    mem.forget(3, "old", actor=Actor.OWNER)
+    mem.search("topic zq5x")
+    other = sqlite3.connect(tmp_path / "a.db")  # another process writing meanwhile
+    other.execute("INSERT INTO meta (key, value) VALUES ('x', 'y')")
+    other.commit()
+    dest = pt.backup(mem, tmp_path / "backups", now=T0)
+    assert dest == tmp_path / "backups" / "eva-backup-20260528-202640.db"
+    assert not (tmp_path / "backups" / (dest.name + "-wal")).exists()
+    assert (dest.stat().st_mode & 0o777) == 0o600  # it holds private memories
+    before = records_of(pt.export(mem, include_archive=True, private=True).lines)
+    second = pt.backup(mem, tmp_path / "backups", now=T0)
+    assert second != dest and second.exists()
+    mem.close()
+    other.close()
+    with Memory.open(dest, MemoryConfig(), ManualClock(T0)) as copy:
+        assert copy.count() == 29 and copy.count(archived=True) == 1
+        assert records_of(pt.export(copy, include_archive=True, private=True).lines) == before
+
+
+def test_backup_refuses_to_overwrite(tmp_path):
+    mem = fresh(tmp_path / "a.db")
+    mem.save("The cat Murka likes salmon")
+    (tmp_path / "b.db").write_text("precious")
+    with pytest.raises(FileExistsError):
+        mem.backup(tmp_path / "b.db")
+    assert (tmp_path / "b.db").read_text() == "precious"
+    mem.close()
+
+
+# ---------------------------------------------------------------------------- the commands
+def _cli_env(monkeypatch, tmp_path):
+    monkeypatch.setenv("XDG_CONFIG_HOME", str(tmp_path / "cfg"))
+    monkeypatch.setenv("EVA_MEMORY__EMBEDDING_MODEL", "none")
+
+
+def test_eva_export_import_backup_commands(tmp_path, monkeypatch, capsys):
+    """Issue 13: `eva export|import|backup` take the global --data; export writes to stdout
+    unless -o, says what it left out, keeps private ones out unless --private; import of the
+    export into another store round-trips; backup writes one file into DIR."""
+    from eva_tui import cli
+
+    _cli_env(monkeypatch, tmp_path)
+    data = tmp_path / "data"
+    with fresh(data / "memory.db") as mem:
+        mem.save("The cat Murka likes salmon")
+        mem.save("Sister Anna lives in Kazan, Pushkin street 12", private=True)
+    assert cli.main(["--data", str(data), "export"]) == 0
+    out = capsys.readouterr()
+    assert "Murka" in out.out and "Anna" not in out.out
+    assert "1 private memory was left out (--private includes them)" in out.err
+    assert cli.main(["export", "--data", str(data), "--format", "md"]) == 0
+    assert "# Eva's memory" in capsys.readouterr().out
+    dump = tmp_path / "all.jsonl"
+    assert cli.main(["--data", str(data), "export", "--private", "-o", str(dump)]) == 0
+    assert "Anna" in dump.read_text() and (dump.stat().st_mode & 0o777) == 0o600
+    capsys.readouterr()
+    other = tmp_path / "other"
+    assert cli.main(["--data", str(other), "import", str(dump)]) == 0
+    assert "imported 2 memories" in capsys.readouterr().out
+    assert cli.main(["--data", str(other), "import", str(dump)]) == 0
+    assert "imported 0 memories; 2 already in the store" in capsys.readouterr().out
+    bad = tmp_path / "bad.jsonl"
+    bad.write_text('{"content": "fine"}\n{"content": "x", "kind": "memo"}\n')
+    assert cli.main(["--data", str(other), "import", str(bad)]) == 1
+    err = capsys.readouterr().err
+    assert "nothing was imported" in err and "line 2: kind must be one of" in err
+    assert cli.main(["--data", str(data), "backup", str(tmp_path / "bk")]) == 0
+    assert "backup written" in capsys.readouterr().out
+    assert len(list((tmp_path / "bk").glob("eva-backup-*.db"))) == 1
+    assert cli.main(["--data", str(tmp_path / "none"), "backup", str(tmp_path / "bk")]) == 1
