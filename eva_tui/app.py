@@ -547,10 +547,13 @@ def create_app(
         config = config or cfg.load()
         services = Services(config, data_dir or cfg.default_data_dir(), clock=clock)
         services.first_run_offer = True
-    return EvaApp(
+    app = EvaApp(
         services,
         clock=clock,
         cursor_blink=cursor_blink,
         tick_seconds=tick_seconds,
         start_loading=start_loading,
     )
+    if services.first_run_offer:  # the first run's welcome offers to initialize (issue 13)
+        app.welcome_actions.append((S.WELCOME_INIT, partial(owner.init_from_description, app)))
+    return app

@@ -504,3 +504,5 @@ CMD_SETTINGS = {
     "save": ("Settings: save", "Write them to the config file (ctrl+s)"),
     "revert": ("Settings: revert", "Back to the last saved values (ctrl+z)"),
 }
+
+WELCOME_INIT = "Tell Eva about yourself"

@@ -373,3 +373,24 @@ async def test_the_chat_shows_the_active_personas_conversation(env_factory):
         pilot.app.persona_switched()
         await settle(pilot)
         assert "I'm Sasha" in shown() and "Standup" not in shown()
+
+
+@aio
+async def test_the_first_run_welcome_button_opens_initialize(env_factory):
+    """§8.5 "Offer it on first run" through issue 16's welcome hook: the real app (which sets
+    ``first_run_offer``) puts a "Tell Eva about yourself" button under the welcome of an empty
+    store, and it opens the initialize-from-a-description dialog."""
+    from eva_tui import strings as S
+    from eva_tui.app import create_app
+
+    env = env_factory()
+    env.services.first_run_offer = True
+    app = create_app(env.services, clock=env.clock, cursor_blink=False, tick_seconds=None)
+    assert [label for label, _ in app.welcome_actions] == [S.WELCOME_INIT]
+    async with app.run_test(size=SIZE) as pilot:
+        await settle(pilot)
+        button = pilot.app.screen.query_one("#welcome-0", Button)
+        assert str(button.label) == S.WELCOME_INIT
+        button.press()
+        await settle(pilot)
+        assert isinstance(pilot.app.screen, InitFromDescription)
