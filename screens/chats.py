@@ -19,6 +19,7 @@ from textual.widgets import Button, DataTable, Footer, Label, Static
 
 from core.chats import Chat
 from eva_tui.widgets import EvaInput, ago, clip, in_time
+from eva_tui.widgets.modals import HELP
 
 COLUMNS = (("", "current"), ("chat", "label"), ("messages", "messages"), ("persona", "persona"),
            ("last used", "used"))
@@ -45,7 +46,7 @@ class ChatsChanged(Message):
 
 
 class RenameChat(ModalScreen[str | None]):
-    BINDINGS = [Binding("escape", "cancel", "Cancel", id="chats.rename_cancel")]
+    BINDINGS = [HELP, Binding("escape", "cancel", "Cancel", id="chats.rename_cancel")]
 
     def __init__(self, chat: Chat) -> None:
         super().__init__(classes="modal")
@@ -80,7 +81,7 @@ class RenameChat(ModalScreen[str | None]):
 class ConfirmChat(ModalScreen[bool]):
     """Yes/no for deleting or clearing a chat (both go to the archive)."""
 
-    BINDINGS = [Binding("escape", "cancel", "Cancel", id="chats.confirm_cancel")]
+    BINDINGS = [HELP, Binding("escape", "cancel", "Cancel", id="chats.confirm_cancel")]
 
     def __init__(self, title: str, body: str, action: str) -> None:
         super().__init__(classes="modal")
@@ -107,6 +108,7 @@ class ConfirmChat(ModalScreen[bool]):
 
 class ChatsScreen(ModalScreen[bool]):
     BINDINGS = [
+        HELP,
         Binding("escape", "close", "Close", id="chats.close"),
         Binding("enter", "switch", "Open", id="chats.open", show=True),
         Binding("n", "new", "New", id="chats.new"),

@@ -29,6 +29,7 @@ from core.llm import ModelError
 from core.records import Actor, Source
 from eva_tui.widgets import EvaTextArea, clip
 from eva_tui.widgets.base import eva_app
+from eva_tui.widgets.modals import HELP
 
 KEEP_OPTIONS = [("keep", "keep"), ("drop", "drop")]
 
@@ -90,7 +91,7 @@ def _label(m: StoredMessage) -> str:
 class SaveFromDialogue(ModalScreen[list[int] | None]):
     """Select messages → drafts → saved pinned (source ``dialogue``). Returns the saved ids."""
 
-    BINDINGS = [Binding("escape", "cancel", "Cancel", show=False),
+    BINDINGS = [HELP, Binding("escape", "cancel", "Cancel", show=False),
                 Binding("ctrl+d", "draft", "Draft", show=False, priority=True),
                 Binding("ctrl+s", "save", "Save", show=False, priority=True)]
     DEFAULT_CSS = """
@@ -249,7 +250,7 @@ class SaveFromDialogue(ModalScreen[list[int] | None]):
 class InitFromDescription(ModalScreen[list[int] | None]):
     """Write about yourself → drafts → confirm each (source ``init``). Returns saved ids."""
 
-    BINDINGS = [Binding("escape", "close", "Close", show=False),
+    BINDINGS = [HELP, Binding("escape", "close", "Close", show=False),
                 Binding("ctrl+d", "draft", "Draft", show=False, priority=True)]
     DEFAULT_CSS = """
     InitFromDescription #description { height: 7; }

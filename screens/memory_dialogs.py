@@ -15,7 +15,7 @@ from core.errors import MemoryOpError
 from core.memory import Memory
 from core.records import GLOBAL_SCOPE, Record
 from eva_tui.widgets import EvaTextArea, clip
-from eva_tui.widgets.modals import IMPORTANCE_OPTIONS, KIND_OPTIONS
+from eva_tui.widgets.modals import HELP, IMPORTANCE_OPTIONS, KIND_OPTIONS
 
 PRIVATE_OPTIONS = [("not private", False), ("private", True)]
 
@@ -47,7 +47,7 @@ class AddMemory(ModalScreen[dict | None]):
 
     DEFAULT_CSS = DIALOG_CSS
 
-    BINDINGS = [Binding("escape", "cancel", "Cancel", show=False),
+    BINDINGS = [HELP, Binding("escape", "cancel", "Cancel", show=False),
                 Binding("ctrl+s", "save", "Save", show=False)]
 
     def __init__(self, memory: Memory, scopes: list[tuple[str, str]], scope: str) -> None:
@@ -112,7 +112,7 @@ class MoveToScope(ModalScreen[str | None]):
 
     """Move a memory to global or a persona's scope. Returns the scope (or None)."""
 
-    BINDINGS = [Binding("escape", "cancel", "Cancel", show=False)]
+    BINDINGS = [HELP, Binding("escape", "cancel", "Cancel", show=False)]
 
     def __init__(self, record: Record, scopes: list[tuple[str, str]]) -> None:
         super().__init__(classes="modal")
@@ -150,7 +150,7 @@ class ClearAll(ModalScreen[str | None]):
     """Clear all of one scope (§8.8): its unpinned memories go to the archive (restorable);
     pinned ones stay. Returns the scope (or None)."""
 
-    BINDINGS = [Binding("escape", "cancel", "Cancel", show=False)]
+    BINDINGS = [HELP, Binding("escape", "cancel", "Cancel", show=False)]
 
     def __init__(self, memory: Memory, scopes: list[tuple[str, str]], scope: str,
                  ttl_days: float) -> None:
@@ -204,7 +204,7 @@ class ClearAll(ModalScreen[str | None]):
 class ConfirmClearPinned(ModalScreen[bool]):
     """The second, explicit confirmation for the pinned memories of a scope (§8.8)."""
 
-    BINDINGS = [Binding("escape", "cancel", "Cancel", show=False)]
+    BINDINGS = [HELP, Binding("escape", "cancel", "Cancel", show=False)]
 
     def __init__(self, scope: str, pinned: int) -> None:
         super().__init__(classes="modal")

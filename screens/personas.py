@@ -19,6 +19,7 @@ from core.errors import MemoryOpError
 from core.personas import DEFAULT_ID, Persona
 from eva_tui.widgets import EvaInput, EvaTextArea, clip
 from eva_tui.widgets.base import eva_app
+from eva_tui.widgets.modals import HELP
 
 DEFAULT = "default"  # a Select value: follow the configured default
 LEVEL_OPTIONS = [("as in settings", DEFAULT), ("key events", "key"), ("balanced", "balanced"),
@@ -38,7 +39,7 @@ class PersonasChanged(Message):
 class PersonaForm(ModalScreen[dict | None]):
     """Create or edit a persona. Returns the fields (or None)."""
 
-    BINDINGS = [Binding("escape", "cancel", "Cancel", show=False),
+    BINDINGS = [HELP, Binding("escape", "cancel", "Cancel", show=False),
                 Binding("ctrl+s", "save", "Save", show=False)]
     DEFAULT_CSS = """
     PersonaForm #persona-text { height: 8; }
@@ -99,7 +100,7 @@ class PersonaForm(ModalScreen[dict | None]):
 
 
 class ConfirmDeletePersona(ModalScreen[bool]):
-    BINDINGS = [Binding("escape", "cancel", "Cancel", show=False)]
+    BINDINGS = [HELP, Binding("escape", "cancel", "Cancel", show=False)]
 
     def __init__(self, persona: Persona, memories: int) -> None:
         super().__init__(classes="modal")
@@ -129,6 +130,7 @@ class PersonasScreen(ModalScreen[None]):
     """The personas, the active one marked; Enter switches to the selected one."""
 
     BINDINGS = [
+        HELP,
         Binding("escape", "close", "Close"),
         Binding("enter", "switch", "Switch", show=False),
         Binding("n", "new", "New"),

@@ -19,6 +19,7 @@ from textual.widgets import Button, DataTable, Footer, Label, Static
 
 from core.summaries import TIER_NAMES, Progress, Summary
 from eva_tui.widgets import EvaTextArea, clip
+from eva_tui.widgets.modals import HELP
 
 COLUMNS = (("id", "id"), ("tier", "tier"), ("status", "status"), ("messages", "covers"),
            ("summary", "prose"))
@@ -64,6 +65,7 @@ class EditSummary(ModalScreen[tuple[str, list[str]] | None]):
     """Edit a summary's prose and its verbatim list (one item a line)."""
 
     BINDINGS = [
+        HELP,
         Binding("escape", "cancel", "Cancel", id="summary.edit_cancel"),
         Binding("ctrl+s", "save", "Save", id="summary.edit_save"),
     ]
@@ -109,6 +111,7 @@ class EditSummary(ModalScreen[tuple[str, list[str]] | None]):
 
 class SummaryPanel(ModalScreen[None]):
     BINDINGS = [
+        HELP,
         Binding("escape", "close", "Close", id="summary.close"),
         Binding("e", "edit", "Edit", id="summary.edit"),
         Binding("r", "rebuild", "Rebuild", id="summary.rebuild"),

