@@ -292,6 +292,12 @@ def ops_schema(ids: list[int], *, allow_private: bool, allow_forget: bool,
     }
 
 
+def _among(rid: Any, shown: set[int]) -> bool:
+    """An op's id is one of the shown records' (a list or an object in its place is not: the
+    plan is the model's JSON, whatever it holds — found by the fuzz of issue 15)."""
+    return isinstance(rid, int) and not isinstance(rid, bool) and rid in shown
+
+
 @dataclass(frozen=True)
 class WriteOutcome:
     """What the step did: one tool result per op (applied or refused), and whether the model
@@ -410,7 +416,7 @@ class MemoryWriter:
                 out.append(memory_tools.call(self.memory, "memory_save", args, ctx))
             elif kind == "update":
                 rid = op.get("id")
-                if rid not in shown:
+                if not _among(rid, shown):
                     out.append(_refused("memory_update", f"memory #{rid} was not among the "
                                         "memories shown to the step"))
                     continue
@@ -427,7 +433,7 @@ class MemoryWriter:
                     out.append(_refused("memory_forget", "the owner did not ask to forget "
                                         "anything"))
                     continue
-                if rid not in shown:
+                if not _among(rid, shown):
                     out.append(_refused("memory_forget", f"memory #{rid} was not among the "
                                         "memories shown to the step"))
                     continue

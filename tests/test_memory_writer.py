@@ -505,3 +505,18 @@ def test_a_memory_that_drops_a_name_or_a_number_keeps_the_owners_sentence(mem):
     llm = ScriptedLLM([["What a lovely dog!"]], plans=news(save_op("I am a corgi, three years old")))
     run(Conversation(mem, llm), "Hi Eva! My corgi is called Bublik, he is three years old.")
     assert live(mem) == ["My corgi is called Bublik, he is three years old."]
+
+
+@pytest.mark.parametrize("bad_id", [[1], {"id": 1}, True, "1", 1.0, None])
+def test_an_op_whose_id_is_not_a_number_is_refused_not_a_crash(mem, bad_id):
+    """Issue 15 (found by the fuzz): an update or forget whose "id" is a list or an object was a
+    TypeError (unhashable) inside the step; it is refused like any unknown id."""
+    rid = mem.save("Owner's dog is Rex", OWNER_TRUSTED).id
+    assert rid == 1
+    for op in ({"op": "update", "id": bad_id, "content": "Owner's dog is Rex, a beagle"},
+               {"op": "forget", "id": bad_id, "why": "asked"}):
+        llm = ScriptedLLM([["Ok."]], plans=[{"ops": [op]}])
+        events = run(Conversation(mem, llm), "Forget that my dog is Rex, he is a beagle")
+        results = [e.result for e in events if isinstance(e, ToolFinished)]
+        assert results and not any(r.ok for r in results)
+    assert [r.content for r in mem.list(OWNER_TRUSTED)] == ["Owner's dog is Rex"]
