@@ -215,6 +215,42 @@ def _op_import(mem) -> Any:
     return len(mem.import_records(items))
 
 
+def _summarise_base(path: Path) -> None:
+    """A chat whose first exchanges left the live window: one owner fact its turn did not save
+    (the window saver reads it), then talk with names and numbers to summarise."""
+    from core.conversation import Conversation, ConversationConfig
+    from core.transcript import Transcript
+    from tests.fake_llm import ScriptedLLM
+
+    _base(path)
+    mem = _open(path)
+    conv = Conversation(mem, ScriptedLLM([]), config=ConversationConfig())
+    tr = mem.attach(Transcript)
+    rows = [("t1", "user", "My sister Olga lives in Riga", {"owner": True}),
+            ("t1", "assistant", "How nice!", {"ops": []})]
+    rows += [(f"t{i}", role, text, meta) for i in range(2, 12) for role, text, meta in (
+        ("user", f"I met Anna{i} at {10 + i} Baker street", {"owner": True}),
+        ("assistant", f"Nice, Anna{i} sounds lovely!", {"ops": [{"tool": "memory_save",
+                                                                  "ok": True}]}))]
+    ids = [tr.add("default", "tui", t, role, text, private_ok=True, status="ok", tokens=8,
+                  at=T0 + n, meta=meta, chat_id=conv.chat_id)
+           for n, (t, role, text, meta) in enumerate(rows)]
+    conv.chats.set_window_start(conv.chat_id, ids[-1] + 1)
+    mem.close()
+
+
+def _op_summarise(mem) -> Any:
+    """Issue 12's background work: the memory step over a chunk that leaves the window
+    (extraction), then its summary, tier by tier."""
+    from core.conversation import Conversation, ConversationConfig
+    from tests.test_summaries import SummaryLLM
+
+    plan = {"ops": [{"op": "save", "content": "My sister Olga lives in Riga", "kind": "fact",
+                     "importance": 3, "private": False}]}
+    conv = Conversation(mem, SummaryLLM([plan]), config=ConversationConfig())
+    return [(r.action, r.saved) for r in conv.summarise()]
+
+
 @dataclass(frozen=True)
 class Scenario:
     name: str
@@ -230,6 +266,7 @@ SCENARIOS = {s.name: s for s in (
     Scenario("sleep-apply", _sleep_base, _op_sleep),
     Scenario("regenerate", _regenerate_base, _op_regenerate),
     Scenario("import", _base, _op_import),
+    Scenario("summarise", _summarise_base, _op_summarise),
 )}
 
 

@@ -1,6 +1,7 @@
 """Issue 15, the kill -9 matrix (SPEC §11: "a crash at any point leaves a consistent store and
 loses no memory"): a real process SIGKILLed right before each SQL statement of save, a detailed
-dedup, update, sleep's merge, a whole night of sleep, regenerate and import — and right after
+dedup, update, sleep's merge, a whole night of sleep, regenerate, import and the rolling
+summaries (the memory step over a chunk leaving the window, then its summary) — and right after
 each returned. Every time the store passes ``PRAGMA integrity_check`` and the record
 invariants, its committed state is exactly the one before that statement (nothing committed
 lost, nothing half written), and it opens again. The suite samples the statements (``STRIDE``);
@@ -23,7 +24,7 @@ from tests.faultkit import SCENARIOS
 # its rollback with the answers' discard (one), then the new answer; a night commits per phase
 STATES = {"save": 2, "save-dedup": 2, "update": 2, "merge": 2, "regenerate": 3, "import": 2}
 STRIDE = {"save": 1, "save-dedup": 2, "update": 2, "merge": 3, "sleep-apply": 25,
-          "regenerate": 3, "import": 3}
+          "regenerate": 3, "import": 3, "summarise": 4}
 
 
 def test_every_scenario_has_a_stride():
@@ -45,4 +46,4 @@ def test_kill_9_at_the_statements_of(name, tmp_path):
     if name in STATES:  # all or nothing: no other committed state in between
         assert out["states"] == STATES[name], out
     else:
-        assert out["states"] >= 3, out  # a night: its phases commit one by one
+        assert out["states"] >= 3, out  # a night, summaries: steps commit one by one
