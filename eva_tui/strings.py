@@ -149,6 +149,24 @@ def chat_off_kept(detail: str) -> str:
     return f"Chat is off ({detail}); your text stays in the box. Settings (F6) or `eva doctor`."
 
 
+# the inline notes under an answer: what the memory step wrote
+NOTE_VERBS = {"created": "saved", "reinforced": "reinforced", "updated": "updated"}
+NOTE_PRIVATE = "private"
+NOTE_REFUSED = "refused"
+
+
+def note_saved(status: str, rid: object) -> str:
+    return f"{NOTE_VERBS.get(status, status)} #{rid}"
+
+
+def note_forgot(rid: object) -> str:
+    return f"forgot #{rid}"
+
+
+def note_refused(what: str, error: str) -> str:
+    return f"✗ {what}: {error}"
+
+
 QUEUED = "queued"
 THINKING = "Eva is thinking…"
 QUEUED_UNTIL_AWAKE = "queued until Eva wakes"

@@ -25,22 +25,20 @@ def note_for(tool: str, ok: bool, data: dict[str, Any]) -> tuple[str, int | None
     if not ok:
         if tool not in WRITE_TOOLS:
             return None
-        return f"✗ {tool.removeprefix('memory_')}: {data.get('error', 'refused')}", None, False
+        what = tool.removeprefix("memory_")
+        return S.note_refused(what, str(data.get("error", S.NOTE_REFUSED))), None, False
     if tool == "memory_save":
         status = data.get("status", "created")
-        verb = {"created": "saved", "reinforced": "reinforced", "updated": "updated"}.get(
-            status, status
-        )
-        parts = [f"{verb} #{rid}"]
+        parts = [S.note_saved(status, rid)]
         if status != "reinforced":
             parts += [str(data.get("kind", "")), str(data.get("importance", ""))]
         if data.get("private"):
-            parts.append("private")
+            parts.append(S.NOTE_PRIVATE)
         return " · ".join(p for p in parts if p), rid, False
     if tool == "memory_update":
-        return f"updated #{rid}", rid, False
+        return S.note_saved("updated", rid), rid, False
     if tool == "memory_forget":
-        return f"forgot #{rid}", rid, True
+        return S.note_forgot(rid), rid, True
     return None
 
 
