@@ -197,3 +197,41 @@ def test_settings(snap_compare, env_factory, size):
 
     env = env_factory(seed=SEED, config_path=Path("/home/owner/.config/eva/config.toml"))
     assert snap_compare(env.app, terminal_size=size, run_before=quiet(goto("f6")))
+
+
+# ---------------------------------------------------------------------------- issues 12 and 13
+def _open(factory):
+    async def steps(pilot) -> None:
+        factory(pilot.app)
+
+    return steps
+
+
+@pytest.mark.parametrize("size", SIZES)
+def test_chats_list(snap_compare, env_factory, size):
+    """Issues 12 and 16: the chats list fits, with its keys in the footer."""
+    env = env_factory(CHAT_SCRIPT, plans=CHAT_PLANS, seed=SEED)
+
+    async def talk(pilot) -> None:
+        await send(pilot, "My sister Anna lives in Kazan")
+        pilot.app.screen.action_chats()
+
+    assert snap_compare(env.app, terminal_size=size, run_before=quiet(talk))
+
+
+@pytest.mark.parametrize("size", SIZES)
+def test_personas_dialog(snap_compare, env_factory, size):
+    """Issues 13 and 16: the personas dialog fits, buttons labelled."""
+    from screens.owner import open_personas
+
+    env = env_factory(seed=SEED)
+    assert snap_compare(env.app, terminal_size=size, run_before=quiet(_open(open_personas)))
+
+
+@pytest.mark.parametrize("size", SIZES)
+def test_add_memory_dialog(snap_compare, env_factory, size):
+    """Issues 13 and 16: add a memory — content, kind, importance, private, scope — fits."""
+    from screens.owner import add_memory
+
+    env = env_factory(seed=SEED)
+    assert snap_compare(env.app, terminal_size=size, run_before=quiet(_open(add_memory)))
