@@ -319,9 +319,52 @@ def imported_items(examples: int) -> None:
             mem.close()
 
 
+def import_files(examples: int) -> None:
+    """``eva import FILE`` lines (issue 13's export format, or anything): a whole file is
+    imported or none of it, and a refusal names a line by its number."""
+    from core import portability
+    from core.errors import MemoryOpError
+
+    record = st.fixed_dictionaries(
+        {"content": _mixed.filter(lambda t: 0 < len(t.strip()) <= 500)},
+        optional={"kind": st.sampled_from(["core", "fact", "event"]),
+                  "importance": st.integers(1, 5), "private": st.booleans(),
+                  "pinned": st.just(False), "scope": st.sampled_from(["global", "work"]),
+                  "created_at": st.floats(1e9, 2e9), "accesses": st.lists(st.floats(1e9, 2e9),
+                                                                          max_size=3)})
+    junk = st.one_of(json_values.map(lambda v: json.dumps(v, allow_nan=True)), _mixed,
+                     st.fixed_dictionaries({"content": _mixed}, optional={
+                         "privat": st.booleans(), "kind": json_values,
+                         "importance": json_values}).map(json.dumps))
+    line = st.one_of(record.map(json.dumps), record.map(json.dumps), junk)
+    with tempfile.TemporaryDirectory() as d:
+        mem = _memory(Path(d))
+
+        @settings(max_examples=examples, **SETTINGS)
+        @given(lines=st.one_of(st.lists(record.map(json.dumps), max_size=6),
+                               st.lists(line, max_size=6)))
+        def run(lines):
+            INPUTS["import_files"] += 1
+            before = mem.count()
+            try:
+                result = portability.import_lines(mem, lines)
+            except MemoryOpError as e:
+                assert mem.count() == before, e
+                assert "line" in str(e) or not lines, e
+            else:
+                assert mem.count() == before + len(result.created)
+                OUTCOMES["import_files: imported"] += bool(result.created)
+            _consistent(mem)
+
+        try:
+            run()
+        finally:
+            mem.close()
+
+
 TARGETS = {"memory_step": memory_step, "tool_arguments": tool_arguments,
            "config_files": config_files, "env_variables": env_variables,
-           "imported_items": imported_items}
+           "imported_items": imported_items, "import_files": import_files}
 
 
 def run_all(examples: int) -> dict[str, int]:
