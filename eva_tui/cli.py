@@ -264,6 +264,9 @@ def cmd_serve(config: cfg.EvaConfig, data_dir: Path, args) -> int:
         return 2
     if not srv.is_loopback(args.host):
         _err(f"warning: binding {args.host}; the API is reachable from the network")
+        if not args.allow_host:
+            _err("note: requests are accepted only with a loopback or the bound Host header; "
+                 "add --allow-host NAME for the name clients use")
     settings = srv.ServeSettings(host=args.host, port=args.port,
                                  allow_hosts=tuple(args.allow_host),
                                  allow_origins=tuple(args.allow_origin),

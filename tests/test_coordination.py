@@ -67,7 +67,7 @@ def test_another_connections_writes_are_seen_before_recall(tmp_path_factory, ste
                 a.save(f"{words} {n}", turn, private=op == "save_private")
                 turns.append((f"t{n}", True))
             elif op == "update" and rid:
-                a.update(rid, turn, content=f"{words} changed {n}")
+                a.update(rid, turn, content=f"{words} changed {n}", actor=Actor.OWNER)
                 turns.append((f"t{n}", True))
             elif op in ("set_private", "unset_private") and rid:
                 a.set_private(rid, op == "set_private")
