@@ -6,8 +6,8 @@ candidates (:mod:`core.sleep.candidates`), each answered with a short JSON value
   used: the richest member's own text stands for the group instead, and the safeguards
   (:mod:`core.sleep.apply`) judge whatever is proposed;
 * supersede — "does the newer one replace the older?" yes/no/both true; on yes the older is
-  archived (``resolve``), or, when it is core or important, rewritten as dated history
-  ("(until 2026-03-02) …") by the core — no model text;
+  archived (``resolve``), or, when it is core or important or the pair was linked only
+  loosely, rewritten as dated history ("(until 2026-03-02) …") by the core — no model text;
 * events — "what lasting fact follows?", one derived fact or "none";
 * forgetting — the arithmetic's list; the model may only name the ones to keep.
 
@@ -346,7 +346,10 @@ def decide_units(units: Sequence[Sequence[Candidate]], corpus: Mapping[int, Reco
                 continue
             u.replaced.add(old.id)
             u.kept_new.add(new.id)
-            if old.kind is Kind.CORE or old.importance >= DATED_IMPORTANCE:
+            if old.kind is Kind.CORE or old.importance >= DATED_IMPORTANCE or c.loose:
+                # kept as dated history: core, an important record, or a pair linked only
+                # loosely (measured on dev: the 1.5B called "plays chess on Saturdays"
+                # outdated by "board games moved to Fridays") — nothing is lost either way
                 u.ops.append({"op": "rewrite", "id": old.id,
                               "content": dated(old.content, new.created_at),
                               "why": f"replaced by #{new.id} ({c.why}); kept as dated history"})
