@@ -73,9 +73,8 @@ class NoopPlanner(BaseNoopPlanner):
                       ) -> dict:
         self.calls += 1
         props = schema.get("properties", {})
-        if "keep" in props:
-            return {"keep": list(props["keep"]["items"]["enum"])}
-        for key, value in (("same", "no"), ("replaces", "no"), ("fact", "none")):
+        for key, value in (("same", "different facts"), ("replaces", "different things"),
+                           ("fact", "none"), ("fate", "keep")):
             if key in props:
                 return {key: value}
         if "text" in props:
@@ -167,15 +166,14 @@ class OraclePlanner(NoopPlanner):
         quoted = [by_text.get(q) for q in re.findall(r"«([^»]*)»", user)]
         exp = self.data.get("expect", {})
         props = schema.get("properties", {})
-        if "keep" in props:
-            trivia = set(exp.get("trivia", []))
-            return {"keep": [n for n, k in enumerate(quoted, 1) if k not in trivia]}
+        if "fate" in props:
+            return {"fate": "forget" if quoted[0] in set(exp.get("trivia", [])) else "keep"}
         if "same" in props:
             pairs = {frozenset(p) for p in exp.get("duplicates", [])}
-            return {"same": "yes" if frozenset(quoted[:2]) in pairs else "no"}
+            return {"same": "same fact" if frozenset(quoted[:2]) in pairs else "different facts"}
         if "replaces" in props:
             pairs = {(c["old"], c["new"]) for c in exp.get("contradictions", [])}
-            return {"replaces": "yes" if tuple(quoted[:2]) in pairs else "no"}
+            return {"replaces": "outdated" if tuple(quoted[:2]) in pairs else "still true"}
         if "fact" in props:
             for run in exp.get("event_runs", []):
                 if len(set(quoted) & set(run)) >= 2:
@@ -348,11 +346,6 @@ def decisions_of(runs: list[Any]) -> dict[str, Any]:
                     k["seconds"] += d.get("seconds", 0.0)
                     if "error" in d:
                         k["failed"] += 1
-                        continue
-                    if d["kind"] == "trivia":
-                        k["answers"]["kept"] = k["answers"].get("kept", 0) + len(d["keep"])
-                        k["answers"]["forgotten"] = (k["answers"].get("forgotten", 0)
-                                                     + len(d["ids"]) - len(d["keep"]))
                         continue
                     a = d.get("answer")
                     if d["kind"] == "events":

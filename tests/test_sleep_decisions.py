@@ -69,15 +69,17 @@ class DecidingLLM:
         if key == self.fail:
             raise RuntimeError("the model broke")
         if key == "same":
-            return {"same": "yes" if frozenset(quoted[:2]) in self.same else "no"}
+            return {"same": "same fact" if frozenset(quoted[:2]) in self.same
+                    else "different facts"}
         if key == "replaces":
-            return {"replaces": "yes" if tuple(quoted[:2]) in self.replaces else "both true"}
+            return {"replaces": "outdated" if tuple(quoted[:2]) in self.replaces
+                    else "different things"}
         if key == "fact":
             return {"fact": self.fact}
         if key == "text":
             return {"text": self.merged or max(quoted[:-1], key=len)}
-        if key == "keep":
-            return {"keep": [n for n, q in enumerate(quoted, 1) if q in self.keep]}
+        if key == "fate":
+            return {"fate": "keep" if quoted[0] in self.keep else "forget"}
         raise AssertionError(f"unexpected question {key}")
 
     def asked(self, key: str) -> list[dict[str, Any]]:
@@ -119,11 +121,12 @@ def test_each_answer_becomes_the_op_it_implies(tmp_path, clock):
     assert all(ids[k] in now for k in ("swim_1", "swim_2", "swim_3"))  # events stay
     assert ids["trivia_1"] not in now and ids["trivia_2"] in now
     # what was asked: one question per candidate, grammar-forced to a short answer
-    assert {q["schema"]["properties"]["same"]["enum"][0] for q in llm.asked("same")} == {"yes"}
+    assert {tuple(q["schema"]["properties"]["same"]["enum"]) for q in llm.asked("same")} == {
+        ("same fact", "different facts")}
     assert llm.asked("replaces")[0]["schema"]["properties"]["replaces"]["enum"] == [
-        "yes", "both true", "no"]
+        "different things", "outdated", "still true"]
     assert len(llm.asked("fact")) == 1 and len(llm.asked("text")) == 1
-    assert len(llm.asked("keep")) == 1
+    assert len(llm.asked("fate")) == 2  # one question per faded record
     anna = [q for q in llm.asked("same") if "Anna" in q["user"]]
     assert len(anna) == 1  # asked, answered no, nothing done
 
@@ -183,13 +186,14 @@ def test_an_unchanged_second_night_asks_nothing(tmp_path, clock):
 
 
 def test_the_model_cannot_add_to_the_forgetting_list(tmp_path, clock):
-    """The keep question's schema offers only the list's numbers; whatever is answered, only
-    the arithmetic's candidates can be forgotten (never a recalled or important record)."""
+    """The model is asked only about the arithmetic's candidates, one at a time, and can only
+    answer forget or keep: nothing else can be forgotten (never a recalled or important
+    record)."""
     llm = DecidingLLM()
     mem, ids, s, run = night(tmp_path, clock, llm)
-    q = llm.asked("keep")[0]
-    assert q["schema"]["properties"]["keep"]["items"]["enum"] == [1, 2]
-    assert set(q["quoted"]) == {text_of("trivia_1"), text_of("trivia_2")}
+    asked = llm.asked("fate")
+    assert {q["schema"]["properties"]["fate"]["enum"][0] for q in asked} == {"forget"}
+    assert {q["quoted"][0] for q in asked} == {text_of("trivia_1"), text_of("trivia_2")}
     forgotten = {i for o in run.ops if o.op == "forget" and o.applied for i in o.ids}
     assert forgotten == {ids["trivia_1"], ids["trivia_2"]}
 

@@ -54,8 +54,9 @@ def test_a_real_model_answers_every_decision_inside_its_schema(tmp_path, model):
         else:  # a fact, or a merged text: bounded by the schema
             assert isinstance(d["answer"], str) and 0 < len(d["answer"]) <= mem.config.max_chars
     forgetting = next(p for p in run.phases if p.name == "forgetting")
-    keep = forgetting.plans[0]["keep"]
-    assert set(keep) <= {ids["trivia_1"], ids["trivia_2"]}
+    fates = forgetting.plans[0]["decisions"]
+    assert {i for d in fates for i in d["ids"]} == {ids["trivia_1"], ids["trivia_2"]}
+    assert all(d.get("answer") in ("forget", "keep") for d in fates), fates
     # whatever was decided, the store is consistent: pinned/private rules hold, ops judged
     for o in run.ops:
         assert o.applied or o.refused_reason or o.op == "embed"

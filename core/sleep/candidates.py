@@ -66,6 +66,7 @@ class Candidate:
     ids: tuple[int, ...]  # a pair (SUPERSEDE: older, newer) or a run of events, oldest first
     weight: float  # the strongest similarity edge among them (the order of asking)
     why: str  # what the arithmetic saw (journaled)
+    loose: bool = False  # found by a loose change link only (weak evidence of one subject)
 
 
 def says_change(content: str) -> bool:
@@ -157,7 +158,8 @@ def propose(cluster: Sequence[int], corpus: Mapping[int, Record],
             continue
         if change or cue:
             out.append(Candidate(SUPERSEDE, (older.id, newer.id), w,
-                                 change or "the newer record says something changed"))
+                                 change or "the newer record says something changed",
+                                 loose=(min(a, b), max(a, b)) in change_only))
         else:
             out.append(Candidate(DUPLICATE, (older.id, newer.id), w,
                                  "similar, with nothing that tells them apart"))

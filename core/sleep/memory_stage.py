@@ -440,11 +440,12 @@ def forgetting(ctx: StageContext, state: ClusterState) -> None:
             ids = [r.id for r in shown]
             versions = {r.id: ops.version_of(r) for r in shown}
             if decide:
-                forget_ids, entry = decisions.decide_forgetting(shown, now, ctx.decide, tally)
-                plans.append(entry)
-                if forget_ids is None:
+                forget_ids, got, entries = decisions.decide_forgetting(shown, now, ctx.decide,
+                                                                       tally)
+                plans.append({"candidates": ids, "decisions": entries})
+                if not got:
                     continue
-                answered.extend(ids)
+                answered.extend(got)
                 proposals.extend(Proposal({"op": "forget", "id": i, "why": "faded trivia: "
                                            "old, never recalled, unimportant"},
                                           frozenset(ids), versions, unit) for i in forget_ids)
