@@ -124,13 +124,14 @@ def salient_terms(source: str) -> set[str]:
 
 
 def present(term: str, summary_text: str) -> bool:
-    """Whether a summary keeps ``term``: a number exactly (as a token), a name as a word or by
-    its stem (a Russian name wears endings: "Лена" → "Лены")."""
+    """Whether a summary keeps ``term``: a number exactly (as a token), a name as a word, as the
+    start of a word (a short form: "Mel" in "Melanie") or by its stem (a Russian name wears
+    endings: "Лена" → "Лены")."""
     if any(ch.isdigit() for ch in term):
         return term in core_text.numbers(summary_text) or term in summary_text
     low = term.lower()
     hay = summary_text.lower()
-    if re.search(r"(?<!\w)" + re.escape(low) + r"(?!\w)", hay):
+    if re.search(r"(?<!\w)" + re.escape(low) + (r"" if len(low) >= 3 else r"(?!\w)"), hay):
         return True
     stem = core_text.stem_token(low)
     return len(stem) >= 3 and stem in set(core_text.stems(summary_text))
@@ -577,14 +578,16 @@ class Summarizer:
         rejected = 0
         prose, verbatim, status = "", [], OK
         missing: list[str] = []
+        why: list[str] = []
         for attempt in range(2):
             extra = RETRY_LINE.format(missing=", ".join(missing)) if attempt else ""
             prompt: list[Message] = [{"role": "user", "content": CHUNK_INSTRUCTION.format(
                 terms=terms_line + extra, transcript=transcript)}]
             try:
                 plan = self._ask(prompt, summary_schema(True), calls)
-            except ModelError:
+            except ModelError as e:
                 rejected += 1
+                why.append(f"model: {e}")
                 continue
             prose = " ".join(str(plan.get("summary", "")).split())
             verbatim = _clean_items(plan.get("verbatim"))
@@ -592,6 +595,7 @@ class Summarizer:
             if prose and not missing:
                 break
             rejected += 1
+            why.append("dropped: " + ", ".join(missing) if missing else "empty summary")
         else:
             prose, verbatim, status = extractive(chunk), sorted(terms), FALLBACK
         date = _line_date(chunk[0].created_at)
@@ -600,7 +604,8 @@ class Summarizer:
                            tokens=self._tokens(prose, verbatim), now=self.clock.now(),
                            expect={m.id: m.content for m in chunk})
         return StepResult("chunk", s, time.monotonic() - t0, calls[0], rejected, saved,
-                          f"{len(chunk)} messages from {date}")
+                          f"{len(chunk)} messages from {date}"
+                          + (" · rejected: " + "; ".join(why) if why else ""))
 
     def _merge(self, chat_id: int, parts: list[Summary], private: bool, t0: float
                ) -> StepResult:
