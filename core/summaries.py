@@ -39,6 +39,7 @@ from datetime import UTC, datetime
 from typing import Any
 
 from core import text as core_text
+from core.errors import MemoryOpError
 from core.llm import ChatModel, Message, ModelError
 from core.storage import Storage
 
@@ -187,8 +188,6 @@ class SummaryStore:
     def get(self, summary_id: int) -> Summary:
         rows = self._storage.query("SELECT * FROM summaries WHERE id = ?", (summary_id,))
         if not rows:
-            from core.errors import MemoryOpError
-
             raise MemoryOpError(f"there is no summary #{summary_id}", code="not_found")
         return _summary(rows[0])
 
@@ -286,8 +285,6 @@ class SummaryStore:
              tokens: int = 0) -> Summary:
         """The owner's edit: kept as written (no fidelity check), marked ``edited``."""
         if not isinstance(prose, str) or not prose.strip():
-            from core.errors import MemoryOpError
-
             raise MemoryOpError("a summary cannot be empty")
         items = [" ".join(v.split()) for v in verbatim if isinstance(v, str) and v.strip()]
         with self._storage.transaction() as conn:
@@ -297,8 +294,6 @@ class SummaryStore:
                 (prose.strip(), json.dumps(items, ensure_ascii=False), tokens, now,
                  summary_id)).rowcount
         if not n:
-            from core.errors import MemoryOpError
-
             raise MemoryOpError(f"summary #{summary_id} is not in use (rebuilt or archived)")
         return self.get(summary_id)
 
