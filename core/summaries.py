@@ -49,7 +49,12 @@ MERGE_EVERY = 4
 # the long-term summary's cap by detail level (SPEC §8.3), in tokens
 LONG_TERM_CAP = {"key": 4_000, "balanced": 8_000, "detailed": 16_000}
 FOLD_LINE_CHARS = 240  # one folded per-period line
-MAX_VERBATIM = 40  # items a chunk's summary may list
+# The grammar bounds the answer so it always fits the call's max_tokens: measured on the default
+# model (LoCoMo, 11 messages), an unbounded verbatim list ran past 400 tokens twice, the JSON was
+# cut, and the chunk fell back to the extractive summary.
+MAX_VERBATIM = 12  # items a chunk's summary may list
+MAX_ITEM_CHARS = 80
+MAX_SUMMARY_CHARS = 700
 OK, FALLBACK, EDITED, INVALID = "ok", "fallback", "edited", "invalid"
 HEADER = "## Earlier in this conversation (a summary of what scrolled out)"
 
@@ -347,8 +352,9 @@ CHUNK_INSTRUCTION = """Summarise this part of a conversation between the owner a
 Eva's own later use. Answer as JSON {{"summary": "...", "verbatim": [...]}}:
 - "summary": a few plain sentences, third person ("The owner said…", "Eva promised…"), in the \
 language of the conversation: what happened, what was decided, what is still open.
-- "verbatim": short exact items that must survive: names, numbers, dates, open promises, the \
-current state of things, and the owner's corrections and rules — copied exactly as written.{terms}
+- "verbatim": short exact items that must survive — a few words each, never whole messages: \
+names, numbers, dates, open promises, the current state of things, and the owner's corrections \
+and rules, copied exactly as written.{terms}
 
 The conversation:
 {transcript}"""
@@ -364,9 +370,11 @@ The summaries:
 
 
 def summary_schema(with_verbatim: bool) -> dict[str, Any]:
-    props: dict[str, Any] = {"summary": {"type": "string", "minLength": 10}}
+    props: dict[str, Any] = {"summary": {"type": "string", "minLength": 10,
+                                         "maxLength": MAX_SUMMARY_CHARS}}
     if with_verbatim:
-        props["verbatim"] = {"type": "array", "items": {"type": "string", "minLength": 1},
+        props["verbatim"] = {"type": "array", "items": {"type": "string", "minLength": 1,
+                                                        "maxLength": MAX_ITEM_CHARS},
                              "maxItems": MAX_VERBATIM}
     return {"type": "object", "properties": props, "required": list(props)}
 
@@ -450,7 +458,7 @@ class Summarizer:
     def __init__(self, store: SummaryStore, model: ChatModel, *, clock: Any,
                  detail_level: str = "balanced", chunk_messages: int = 16,
                  chunk_tokens: int = 1_500, writer: Any = None, timeout: float = 1_200.0,
-                 max_tokens: int = 400) -> None:
+                 max_tokens: int = 600) -> None:
         self.store = store
         self.model = model
         self.clock = clock
