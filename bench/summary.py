@@ -122,7 +122,7 @@ def run(model: Any, data: str, conversation: int, messages: int, *, chunk_messag
             def progress(r: rolling.StepResult) -> None:
                 steps.append(r)
                 log(f"{r.action} {r.seconds:.1f}s calls={r.model_calls} rejected={r.rejected} "
-                    f"{r.summary.status if r.summary else ''}")
+                    f"{r.summary.status if r.summary else ''} {r.note}")
 
             summ.run(chat, conv.chats.get(chat).window_start, progress=progress)
             summarise_s = time.perf_counter() - t0
@@ -140,6 +140,7 @@ def run(model: Any, data: str, conversation: int, messages: int, *, chunk_messag
                 model_terms += len(ts)
                 model_kept += sum(rolling.present(t, s.text()) for t in ts)
             chunk_s = [r.seconds for r in chunks]
+            notes = [r.note for r in steps if "rejected" in r.note]
             merge_s = [r.seconds for r in steps if r.action == "merge"]
             result: dict[str, Any] = {
                 "model": getattr(model, "name", str(model)),
@@ -156,6 +157,7 @@ def run(model: Any, data: str, conversation: int, messages: int, *, chunk_messag
                                        if r.summary and r.summary.status == "fallback"),
                 "rejected": sum(r.rejected for r in steps),
                 "model_calls": sum(r.model_calls for r in steps),
+                "rejections": notes,
                 "seconds_per_chunk": {
                     "p50": _round(percentile(chunk_s, 50)), "mean": _round(
                         sum(chunk_s) / len(chunk_s) if chunk_s else None),

@@ -39,6 +39,7 @@ from datetime import UTC, datetime
 from typing import Any
 
 from core import text as core_text
+from core.errors import MemoryOpError
 from core.llm import ChatModel, Message, ModelError
 from core.storage import Storage
 
@@ -48,7 +49,12 @@ MERGE_EVERY = 4
 # the long-term summary's cap by detail level (SPEC §8.3), in tokens
 LONG_TERM_CAP = {"key": 4_000, "balanced": 8_000, "detailed": 16_000}
 FOLD_LINE_CHARS = 240  # one folded per-period line
-MAX_VERBATIM = 40  # items a chunk's summary may list
+# The grammar bounds the answer so it always fits the call's max_tokens: measured on the default
+# model (LoCoMo, 11 messages), an unbounded verbatim list ran past 400 tokens twice, the JSON was
+# cut, and the chunk fell back to the extractive summary.
+MAX_VERBATIM = 12  # items a chunk's summary may list
+MAX_ITEM_CHARS = 80
+MAX_SUMMARY_CHARS = 700
 OK, FALLBACK, EDITED, INVALID = "ok", "fallback", "edited", "invalid"
 HEADER = "## Earlier in this conversation (a summary of what scrolled out)"
 
@@ -124,13 +130,14 @@ def salient_terms(source: str) -> set[str]:
 
 
 def present(term: str, summary_text: str) -> bool:
-    """Whether a summary keeps ``term``: a number exactly (as a token), a name as a word or by
-    its stem (a Russian name wears endings: "Лена" → "Лены")."""
+    """Whether a summary keeps ``term``: a number exactly (as a token), a name as a word, as the
+    start of a word (a short form: "Mel" in "Melanie") or by its stem (a Russian name wears
+    endings: "Лена" → "Лены")."""
     if any(ch.isdigit() for ch in term):
         return term in core_text.numbers(summary_text) or term in summary_text
     low = term.lower()
     hay = summary_text.lower()
-    if re.search(r"(?<!\w)" + re.escape(low) + r"(?!\w)", hay):
+    if re.search(r"(?<!\w)" + re.escape(low) + (r"" if len(low) >= 3 else r"(?!\w)"), hay):
         return True
     stem = core_text.stem_token(low)
     return len(stem) >= 3 and stem in set(core_text.stems(summary_text))
@@ -186,8 +193,6 @@ class SummaryStore:
     def get(self, summary_id: int) -> Summary:
         rows = self._storage.query("SELECT * FROM summaries WHERE id = ?", (summary_id,))
         if not rows:
-            from core.errors import MemoryOpError
-
             raise MemoryOpError(f"there is no summary #{summary_id}", code="not_found")
         return _summary(rows[0])
 
@@ -285,8 +290,6 @@ class SummaryStore:
              tokens: int = 0) -> Summary:
         """The owner's edit: kept as written (no fidelity check), marked ``edited``."""
         if not isinstance(prose, str) or not prose.strip():
-            from core.errors import MemoryOpError
-
             raise MemoryOpError("a summary cannot be empty")
         items = [" ".join(v.split()) for v in verbatim if isinstance(v, str) and v.strip()]
         with self._storage.transaction() as conn:
@@ -296,8 +299,6 @@ class SummaryStore:
                 (prose.strip(), json.dumps(items, ensure_ascii=False), tokens, now,
                  summary_id)).rowcount
         if not n:
-            from core.errors import MemoryOpError
-
             raise MemoryOpError(f"summary #{summary_id} is not in use (rebuilt or archived)")
         return self.get(summary_id)
 
@@ -351,8 +352,9 @@ CHUNK_INSTRUCTION = """Summarise this part of a conversation between the owner a
 Eva's own later use. Answer as JSON {{"summary": "...", "verbatim": [...]}}:
 - "summary": a few plain sentences, third person ("The owner said…", "Eva promised…"), in the \
 language of the conversation: what happened, what was decided, what is still open.
-- "verbatim": short exact items that must survive: names, numbers, dates, open promises, the \
-current state of things, and the owner's corrections and rules — copied exactly as written.{terms}
+- "verbatim": short exact items that must survive — a few words each, never whole messages: \
+names, numbers, dates, open promises, the current state of things, and the owner's corrections \
+and rules, copied exactly as written.{terms}
 
 The conversation:
 {transcript}"""
@@ -368,9 +370,11 @@ The summaries:
 
 
 def summary_schema(with_verbatim: bool) -> dict[str, Any]:
-    props: dict[str, Any] = {"summary": {"type": "string", "minLength": 10}}
+    props: dict[str, Any] = {"summary": {"type": "string", "minLength": 10,
+                                         "maxLength": MAX_SUMMARY_CHARS}}
     if with_verbatim:
-        props["verbatim"] = {"type": "array", "items": {"type": "string", "minLength": 1},
+        props["verbatim"] = {"type": "array", "items": {"type": "string", "minLength": 1,
+                                                        "maxLength": MAX_ITEM_CHARS},
                              "maxItems": MAX_VERBATIM}
     return {"type": "object", "properties": props, "required": list(props)}
 
@@ -454,7 +458,7 @@ class Summarizer:
     def __init__(self, store: SummaryStore, model: ChatModel, *, clock: Any,
                  detail_level: str = "balanced", chunk_messages: int = 16,
                  chunk_tokens: int = 1_500, writer: Any = None, timeout: float = 1_200.0,
-                 max_tokens: int = 400) -> None:
+                 max_tokens: int = 600) -> None:
         self.store = store
         self.model = model
         self.clock = clock
@@ -577,14 +581,16 @@ class Summarizer:
         rejected = 0
         prose, verbatim, status = "", [], OK
         missing: list[str] = []
+        why: list[str] = []
         for attempt in range(2):
             extra = RETRY_LINE.format(missing=", ".join(missing)) if attempt else ""
             prompt: list[Message] = [{"role": "user", "content": CHUNK_INSTRUCTION.format(
                 terms=terms_line + extra, transcript=transcript)}]
             try:
                 plan = self._ask(prompt, summary_schema(True), calls)
-            except ModelError:
+            except ModelError as e:
                 rejected += 1
+                why.append(f"model: {e}")
                 continue
             prose = " ".join(str(plan.get("summary", "")).split())
             verbatim = _clean_items(plan.get("verbatim"))
@@ -592,6 +598,7 @@ class Summarizer:
             if prose and not missing:
                 break
             rejected += 1
+            why.append("dropped: " + ", ".join(missing) if missing else "empty summary")
         else:
             prose, verbatim, status = extractive(chunk), sorted(terms), FALLBACK
         date = _line_date(chunk[0].created_at)
@@ -600,7 +607,8 @@ class Summarizer:
                            tokens=self._tokens(prose, verbatim), now=self.clock.now(),
                            expect={m.id: m.content for m in chunk})
         return StepResult("chunk", s, time.monotonic() - t0, calls[0], rejected, saved,
-                          f"{len(chunk)} messages from {date}")
+                          f"{len(chunk)} messages from {date}"
+                          + (" · rejected: " + "; ".join(why) if why else ""))
 
     def _merge(self, chat_id: int, parts: list[Summary], private: bool, t0: float
                ) -> StepResult:

@@ -244,7 +244,7 @@ class EvaApp(App):
         else:
             parts.append("memory: unavailable" if self.memory_error else "memory: opening…")
         parts.append(self.sleep_label())
-        persona = s.active_persona() if s.memory is not None else None
+        persona = s.current_persona  # as last read: the event loop runs no SQL (issue 15)
         if persona is not None and not persona.is_default:
             parts.insert(0, f"persona: {persona.name}")
         self.status_text = " │ ".join(parts)

@@ -99,6 +99,7 @@ class Services:
         self._sleeper_factory = sleeper_factory or build_sleeper
         self.persona = persona  # the default persona's text (None: [chat] persona_file)
         self._personas: Personas | None = None
+        self.current_persona: Persona | None = None  # as last read (no SQL to show it)
         self.first_run_offer = False  # offer to initialize memories on an empty store (the
         # real app sets it; tests build their Services and opt in)
         emb = config.memory.embedding_model
@@ -338,13 +339,16 @@ class Services:
         return self._personas
 
     def active_persona(self) -> Persona | None:
+        """The active persona, read from the store (SQL: from a worker or a dialog, not the
+        status bar — it reads :attr:`current_persona`, kept by every read and switch)."""
         ps = self.personas
-        return None if ps is None else ps.active()
+        self.current_persona = None if ps is None else ps.active()
+        return self.current_persona
 
     def turn_context(self) -> TurnContext:
         """The owner's turn in the TUI (owner / trusted / owner-only) as the active persona:
         recall sees its memories plus global ones."""
-        p = self.active_persona()
+        p = self.current_persona if self.current_persona is not None else self.active_persona()
         return OWNER_TRUSTED if p is None else p.context(OWNER_TRUSTED)
 
     def persona_settings(self, p: Persona) -> tuple[str, str, bool]:
@@ -368,6 +372,7 @@ class Services:
         if ps is None:
             raise RuntimeError("the memory is not open yet")
         p = ps.set_active(persona_id)
+        self.current_persona = p
         self._use_persona(p)
         self.warmed = False
         return p

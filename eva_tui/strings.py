@@ -524,3 +524,19 @@ CMD_SETTINGS = {
 }
 
 WELCOME_INIT = "Tell Eva about yourself"
+
+
+# ---------------------------------------------------------------------------- the owner's hands
+def added_memory(status: str, rid: int) -> str:
+    return {"created": f"Saved as memory #{rid}",
+            "reinforced": f"Memory #{rid} said the same: reinforced it",
+            "updated": f"Memory #{rid} said the same: your wording replaced it"}[status]
+
+
+def moved_memory(rid: int, scope: str) -> str:
+    return f"Memory #{rid} moved to {scope}."
+
+
+def nearly_the_same(rid: int, content: str) -> str:
+    return (f"Memory #{rid} says nearly the same: “{content}”. Save again to reinforce it (a "
+            "more detailed wording replaces it), or change the text.")

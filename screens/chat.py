@@ -86,6 +86,10 @@ class WelcomeActions(Horizontal):
 
 class ChatScreen(RecordActions):
     FLUSH_SECONDS = 1 / 15
+    # summarising starts this long after a reply, if no turn runs then (issue 12): a turn
+    # interrupts the worker, but stopping its model call and re-reading the chat's prefix cost
+    # the next reply seconds (bench.summary), so a lively conversation is left alone
+    SUMMARY_AFTER_QUIET = 15.0
     BINDINGS = [
         Binding("escape", "stop", "Stop", id="chat.stop"),
         Binding("ctrl+r", "regenerate", "Regenerate", id="chat.regenerate"),
@@ -426,12 +430,21 @@ class ChatScreen(RecordActions):
         self._tail = None
         self.waiting_for_wake = False
         self._update_banner()
-        if self.services.conversation is not None:
-            start_summarising(self.app, self.services.conversation)
+        if self.SUMMARY_AFTER_QUIET <= 0:
+            self._summarise_if_idle()
+        else:
+            self.set_timer(self.SUMMARY_AFTER_QUIET, self._summarise_if_idle)
         if self._persona_pending:
             await self._reload_conversation()  # it pumps the queue once history is loaded
             return
         self._pump()
+
+    def _summarise_if_idle(self) -> None:
+        """Summarise what left the window in the background, unless a turn runs or waits (its
+        end schedules this again)."""
+        conv = self.services.conversation
+        if conv is not None and not self.busy and not self.queue:
+            start_summarising(self.app, conv)
 
     # ------------------------------------------------------------------ chats (issue 12)
     async def action_new_chat(self) -> None:

@@ -14,6 +14,7 @@ from textual.widgets import Button, Label, Select, Static
 from core.errors import MemoryOpError
 from core.memory import Memory
 from core.records import GLOBAL_SCOPE, Record
+from eva_tui import strings as S
 from eva_tui.widgets import EvaTextArea, clip
 from eva_tui.widgets.modals import HELP, IMPORTANCE_OPTIONS, KIND_OPTIONS
 
@@ -91,9 +92,7 @@ class AddMemory(ModalScreen[dict | None]):
             return
         if dup is not None and self._acknowledged != (content, scope):
             self._acknowledged = (content, scope)
-            err.update(f"Memory #{dup.id} says nearly the same: “{clip(dup.content, 80)}”. "
-                       "Save again to reinforce it (a more detailed wording replaces it), or "
-                       "change the text.")
+            err.update(S.nearly_the_same(dup.id, clip(dup.content, 80)))
             return
         self.dismiss({
             "content": content,

@@ -12,6 +12,7 @@ from typing import TYPE_CHECKING, NamedTuple
 from core import portability
 from core.errors import MemoryOpError
 from core.records import Actor, Record, Source
+from eva_tui import strings as S
 from screens.drafting import InitFromDescription, SaveFromDialogue
 from screens.memory_dialogs import (
     AddMemory,
@@ -82,10 +83,7 @@ def add_memory(app: EvaApp) -> None:
             scope = fields.pop("scope")
             res = memory.save(fields.pop("content"), memory.owner_in(scope), scope=scope,
                               source=Source.OWNER, actor=Actor.OWNER, **fields)
-            what = {"created": f"Saved as memory #{res.id}",
-                    "reinforced": f"Memory #{res.id} said the same: reinforced it",
-                    "updated": f"Memory #{res.id} said the same: your wording replaced it"
-                    }[res.status]
+            what = S.added_memory(res.status, res.id)
             if res.similar:
                 what += ". Similar: " + "; ".join(f"#{s.id} ({s.age}) {s.content[:60]}"
                                                   for s in res.similar[:3])
@@ -105,7 +103,7 @@ def move_to_scope(app: EvaApp, record: Record) -> None:
         if scope and scope != record.scope:
             def move() -> str:
                 memory.move_to_scope(record.id, scope)
-                return f"Memory #{record.id} moved to {scope}."
+                return S.moved_memory(record.id, scope)
 
             _in_thread(app, f"moving memory #{record.id}", move)
 

@@ -90,6 +90,8 @@ def test_salient_terms_are_mid_sentence_names_and_numbers():
     assert terms == {"Lena", "Kazan", "34"}
     assert dropped("I met Lena in Kazan on 12 May", "Met Lena in Kazan") == ["12", "May"]
     assert fidelity("I met Lena in Kazan on 12 May", "Лена? no: Lena, Kazan, 12 May") == 1.0
+    assert dropped("Hey Mel, how are you?", "Caroline greeted Melanie.") == []  # a short form
+    assert dropped("We met Melanie", "They met Mel.") == ["Melanie"]  # not the other way round
 
 
 def test_chunks_end_at_an_assistant_message_and_never_mix_privacy(mem, clock):

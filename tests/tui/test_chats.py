@@ -168,8 +168,19 @@ async def test_an_empty_summary_panel_says_why_it_is_empty(env_factory):
 
 @aio
 async def test_summarising_runs_after_a_turn_in_the_background(env_factory):
-    """§8.3: after a turn the app summarises what left the window in a worker."""
+    """§8.3: after a turn (and a quiet moment) the app summarises what left the window in a
+    worker."""
+    from screens.chat import ChatScreen
+
     env = env_factory(llm=SummarisingLLM([["ok then"]]))
+    ChatScreen.SUMMARY_AFTER_QUIET = 0.05
+    try:
+        await _summarised_after_a_turn(env)
+    finally:
+        ChatScreen.SUMMARY_AFTER_QUIET = 15.0
+
+
+async def _summarised_after_a_turn(env):
     async with env.app.run_test(size=SIZE) as pilot:
         await settle(pilot)
         conv = left_window(env, n=3)
