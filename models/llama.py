@@ -120,6 +120,10 @@ class KVSnapshots:
         return best_n - now
 
 
+# prompt tokens between two cancel checks in an interruptible structured call (issue 12:
+# a turn stopping the background summariser waited for a whole 512-token batch)
+INTERRUPTIBLE_BATCH = 64
+
 class _Abort(Exception):
     """Raised inside prompt evaluation when the caller cancelled or the deadline passed."""
 
@@ -256,6 +260,7 @@ class LlamaChatModel:
         self.threads = threads
         self._lock = threading.Lock()
         self._n_batch = n_batch
+        self._eval_batch = n_batch  # prompt tokens evaluated between two abort checks
         self._eval_count = 0
         self._abort: Callable[[], bool] | None = None
         self._wrap_eval()
@@ -288,10 +293,11 @@ class LlamaChatModel:
 
         def eval_(tokens) -> None:
             tokens = list(tokens)
-            for i in range(0, len(tokens), self._n_batch):
+            step = self._eval_batch
+            for i in range(0, len(tokens), step):
                 if self._abort is not None and self._abort():
                     raise _Abort()
-                chunk = tokens[i: i + self._n_batch]
+                chunk = tokens[i: i + step]
                 orig(chunk)
                 self._eval_count += len(chunk)
 
@@ -543,13 +549,21 @@ class LlamaChatModel:
         deadline = None if timeout is None else time.monotonic() + timeout
         parts: list[str] = []
         with self._lock:
-            for item in self._generate(tokens, max_tokens=max_tokens,
-                                       temperature=self.structured_temperature,
-                                       grammar=grammar, deadline=deadline, cancel=cancel):
-                if isinstance(item, Done):
-                    self.last_done = item
-                else:
-                    parts.append(item)
+            # An interruptible structured call (a summary, a sleep decision: background work a
+            # turn may stop) checks its cancel every INTERRUPTIBLE_BATCH prompt tokens, not
+            # every n_batch: the turn waiting for the model gets it about a second sooner.
+            if cancel is not None:
+                self._eval_batch = min(self._n_batch, INTERRUPTIBLE_BATCH)
+            try:
+                for item in self._generate(tokens, max_tokens=max_tokens,
+                                           temperature=self.structured_temperature,
+                                           grammar=grammar, deadline=deadline, cancel=cancel):
+                    if isinstance(item, Done):
+                        self.last_done = item
+                    else:
+                        parts.append(item)
+            finally:
+                self._eval_batch = self._n_batch
         if cancel is not None and cancel.is_set():
             raise ModelError("the structured call was cancelled")
         text = "".join(parts).strip()

@@ -249,3 +249,39 @@ def test_tiny_model_plumbing(smol):
     text, calls, _ = run(smol, [{"role": "system", "content": SYSTEM}, *msgs], tools=TOOLS,
                          max_tokens=30, temperature=0.0)
     assert "<tool_call>" not in text
+
+
+def test_a_cancelled_background_call_stops_within_a_small_batch(qwen):
+    """Issue 12 (a turn stops the background summariser): an interruptible structured call
+    checks its cancel every INTERRUPTIBLE_BATCH prompt tokens, so a cancel set while a long
+    prompt is evaluated stops it after at most one small batch; the model then answers the
+    next call normally."""
+    from models.llama import INTERRUPTIBLE_BATCH
+
+    cancel = threading.Event()
+    seen: list[int] = []
+    real = type(qwen._llm).eval.__get__(qwen._llm)  # llama.cpp's own eval, under the wrapper
+
+    def spy(tokens):
+        tokens = list(tokens)
+        seen.append(len(tokens))
+        if len(seen) == 2:
+            cancel.set()  # the turn arrives while the prompt is being read
+        real(tokens)
+
+    long_text = " ".join(f"Memory {i}: the owner likes item {i}." for i in range(120))
+    msgs = [{"role": "user", "content": long_text + " Answer with the plan as JSON."}]
+    del qwen._llm.eval
+    qwen._llm.eval = spy
+    qwen._wrap_eval()  # the adapter's wrapper now calls the spy for each batch
+    try:
+        with pytest.raises(ModelError, match="cancelled"):
+            qwen.generate_json(msgs, SLEEP_FINISH, timeout=600, max_tokens=50, cancel=cancel)
+    finally:
+        del qwen._llm.eval
+        qwen._wrap_eval()
+    assert seen and max(seen) <= INTERRUPTIBLE_BATCH and len(seen) == 2
+    assert qwen._eval_batch == qwen._n_batch  # a turn's own prompt is read in full batches
+    text, _, done = run(qwen, [{"role": "user", "content": "Say OK."}], max_tokens=4,
+                        temperature=0.0)
+    assert done.completion_tokens >= 1
