@@ -147,10 +147,7 @@ class Chats:
         transaction), restorable until the archive TTL."""
         with self._storage.transaction() as conn:
             self._live(conn, chat_id)
-            conn.execute("UPDATE chats SET archived_at = ?, archived_why = ? WHERE id = ?",
-                         (now, why, chat_id))
-            conn.execute("UPDATE summaries SET archived_at = ? WHERE chat_id = ? AND "
-                         "archived_at IS NULL", (now, chat_id))
+            _archive_chat(conn, chat_id, now, why)
         return self.get(chat_id)
 
     @staticmethod
@@ -162,10 +159,7 @@ class Chats:
         ids = [r[0] for r in conn.execute(
             "SELECT id FROM chats WHERE persona = ? AND archived_at IS NULL", (persona_id,))]
         for chat_id in ids:
-            conn.execute("UPDATE chats SET archived_at = ?, archived_why = ? WHERE id = ?",
-                         (now, why, chat_id))
-            conn.execute("UPDATE summaries SET archived_at = ? WHERE chat_id = ? AND "
-                         "archived_at IS NULL", (now, chat_id))
+            _archive_chat(conn, chat_id, now, why)
         return len(ids)
 
     def restore(self, chat_id: int) -> Chat:
@@ -262,3 +256,11 @@ def _chat(r: sqlite3.Row) -> Chat:
     return Chat(r["id"], r["persona"], r["channel"], r["title"], r["created_at"],
                 r["updated_at"], r["window_start"], r["archived_at"], r["n"] or 0,
                 r["first_words"] or "")
+
+
+def _archive_chat(conn: sqlite3.Connection, chat_id: int, now: float, why: str) -> None:
+    """One chat to the archive with its live summaries (inside the caller's transaction)."""
+    conn.execute("UPDATE chats SET archived_at = ?, archived_why = ? WHERE id = ?",
+                 (now, why, chat_id))
+    conn.execute("UPDATE summaries SET archived_at = ? WHERE chat_id = ? AND "
+                 "archived_at IS NULL", (now, chat_id))
