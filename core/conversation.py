@@ -37,7 +37,7 @@ from core.memory_writer import MEMORY_WRITES, STEP_RULE, STRUCTURED, MemoryWrite
 from core.persona import DEFAULT_PERSONA, MEMORY_RULE, NO_MEMORY_TOOLS_NOTE
 from core.privacy import TurnContext
 from core.prompt_section import PromptSection
-from core.reply_guard import EchoHold, MarkupFilter, ScriptFixer
+from core.reply_guard import EchoHold, MarkupFilter, PreambleFilter, ScriptFixer
 from core.transcript import StoredMessage, Transcript, Window, live_window
 from core.window_saver import WindowSaver
 
@@ -76,6 +76,11 @@ LANGUAGE_NUDGE = "The owner wrote in {language}: reply in {language}."
 ECHO_NUDGE = ("You repeated the owner's words as if they were yours. You are Eva, not the "
               "owner. Now reply to the owner in your own words: a short warm comment or "
               "question about what they said.")
+# for a question the "comment or question" of ECHO_NUDGE was itself the failure: measured on the
+# default model, an echoed "Куда я собираюсь поехать осенью?" came back as "Привет! Как дела?"
+QUESTION_ECHO_NUDGE = ("You repeated the owner's question instead of answering it. You are Eva, "
+                       "not the owner. Answer the question now, briefly, from what you remember "
+                       "about the owner.")
 REFUSAL_NUDGE = ("The owner is simply talking with you about their life; there is nothing to "
                  "refuse. Reply warmly and briefly to what they said.")
 NO_REPLY_NOTICE = ("Eva could not find an answer to this message. Try saying it another way, "
@@ -585,7 +590,8 @@ class Conversation:
                     elif refused:
                         nudge = REFUSAL_NUDGE
                     else:
-                        nudge = ECHO_NUDGE if sofar else RETRY_NUDGE
+                        nudge = (RETRY_NUDGE if not sofar else QUESTION_ECHO_NUDGE
+                                 if language.is_question(text) else ECHO_NUDGE)
                     if sofar and not wrong_language and not refused:  # its echo, then ask
                         messages.append({"role": "assistant", "content": sofar, "retry": True})
                     messages.append({"role": "system", "retry": True,
@@ -639,6 +645,7 @@ class Conversation:
         st.calls += 1
         markup = MarkupFilter()
         script = ScriptFixer()
+        preamble = PreambleFilter()
 
         def show(piece: str) -> Iterator[TurnEvent]:
             if not piece:
@@ -653,7 +660,7 @@ class Conversation:
         for ev in self.model.stream_chat(messages, tools or None, cancel,
                                          self.config.max_answer_tokens, temperature):
             if isinstance(ev, TextDelta):
-                yield from show(script.feed(markup.feed(ev.text)))
+                yield from show(preamble.feed(script.feed(markup.feed(ev.text))))
                 if echo.wrong_language or echo.refused:
                     break  # unseen, in the other language or a refusal: stop it, ask again
             elif isinstance(ev, ToolCall):
@@ -663,7 +670,8 @@ class Conversation:
                 st.evaluated += ev.evaluated_tokens
                 st.completion += ev.completion_tokens
                 st.stopped = st.stopped or ev.stopped
-        yield from show(script.feed(markup.finish()) + script.finish())
+        yield from show(preamble.feed(script.feed(markup.finish()) + script.finish())
+                        + preamble.finish())
 
     def _run_tool(self, c: ToolCall, offered: set[str], ctx: TurnContext
                   ) -> memory_tools.ToolResult:

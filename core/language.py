@@ -45,3 +45,23 @@ def reply_instruction(lang: str | None) -> str:
     if lang == ENGLISH:
         return "(Reply in English.)"
     return ""
+
+
+_QUESTION_TEXT = (
+    "кто что где когда как какой какая какое какие кем чем куда откуда почему зачем сколько "
+    "чей чья чьё чьи ли разве неужели "
+    "who what where when how which why whose whom do does did is are am was were can could "
+    "will would have has should")
+_QUESTION_WORDS = frozenset(_QUESTION_TEXT.split())
+
+
+def is_question(text: str) -> bool:
+    """The owner asks something: the message ends with "?", or its last sentence opens with a
+    question word ("Где я живу", "what's my dog's name")."""
+    t = text.strip()
+    if t.endswith("?"):
+        return True
+    last = t.replace("!", ".").split(".")
+    words = next((s.split() for s in reversed(last) if s.strip()), [])
+    first = words[0].lower().strip(",:;\"'«»").split("'")[0] if words else ""
+    return first in _QUESTION_WORDS

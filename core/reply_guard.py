@@ -13,8 +13,8 @@ import json
 import re
 from difflib import SequenceMatcher
 
-from core.language import detect
-from core.text import CYR2LAT, LAT2CYR
+from core.language import detect, is_question
+from core.text import CYR2LAT, LAT2CYR, stems
 
 # Blocks dropped whole, with what is inside them.
 BLOCK_TAGS = ("tool_call", "tools", "tool_response", "function_call", "think")
@@ -183,6 +183,12 @@ def similarity(a: str, b: str) -> float:
     return SequenceMatcher(None, a, b, autojunk=False).ratio()
 
 
+def brings_news(reply: str, message: str) -> bool:
+    """The reply holds a word (a stem, stop words aside) that the message does not: an answer,
+    not an echo of the question."""
+    return bool(set(stems(reply)) - set(stems(message)))
+
+
 def is_echo(reply: str, message: str) -> bool:
     """The reply repeats the owner's message (≥ 0.8 similar) instead of answering it."""
     return similarity(reply, message) >= ECHO_SIMILARITY
@@ -221,6 +227,7 @@ class EchoHold:
     def __init__(self, message: str, lang: str | None = None,
                  also: list[str] | None = None) -> None:
         self.message = _norm(message)
+        self.question = is_question(message)
         # texts that must never be read back either (the note of a retry), treated as the
         # owner's own words
         self.also = [_norm(a) for a in also or () if _norm(a)]
@@ -280,8 +287,12 @@ class EchoHold:
     def echoes(self, reply: str) -> bool:
         """The reply echoes the owner's message: ≥ 0.8 similar, or a few words nearly all taken
         from it ("Какой сегодня погода?" for "Какая сегодня погода, как думаешь?")."""
-        if is_echo(reply, self.message) or any(
-                similarity(reply, a) >= ECHO_SIMILARITY for a in self.also):
+        if any(similarity(reply, a) >= ECHO_SIMILARITY for a in self.also):
+            return True
+        if self.question and brings_news(reply, self.message):
+            return False  # it answers: measured, "Я собираюсь поехать осенью в Japan." for
+            # "Куда я собираюсь поехать осенью?" was 0.8 similar, dropped, and the retry empty
+        if is_echo(reply, self.message):
             return True
         mine = _norm(reply)
         return len(mine.split()) >= 3 and _copied(mine, self.message) >= COPIED
@@ -344,3 +355,105 @@ class ScriptFixer:
     def finish(self) -> str:
         out, self._tail = self._tail, ""
         return _MIXED_WORD.sub(lambda m: fix_mixed_word(m.group(0)), out)
+
+
+# A reply that announces itself before saying anything: measured on the default model, "Вот
+# ответ на ваш вопрос по-русски:\n\nНа что я сейчас коплю деньги?" — the announcement slipped
+# past the echo hold, and the owner's own question followed it as the "answer".
+# Each head: words in order; "?" marks an optional word; the last word names the answer.
+_HEADS = (
+    ("вот", "?мой|наш|и", "ответ"),
+    ("мой", "ответ"),
+    ("ответ",),
+    ("here's|here’s", "?my|the|your", "answer|reply|response"),
+    ("here", "is", "?my|the|your", "answer|reply|response"),
+    ("my", "answer|reply|response"),
+    ("answer|reply|response",),
+)
+MAX_ANNOUNCE = 60  # characters after the head before its colon or line break
+
+
+def _head_state(words: list[str], partial: bool) -> str:
+    """"no" (not an announcement), "maybe" (could still become one) or "head" (the words
+    open with a whole head: an announcement if a colon or line break follows soon)."""
+    best = "no"
+    for head in _HEADS:
+        i = 0
+        state = "maybe"
+        for k, w in enumerate(words):
+            last = partial and k == len(words) - 1
+            while i < len(head):
+                opt = head[i].startswith("?")
+                options = head[i].lstrip("?").split("|")
+                if any((o.startswith(w) if last else o == w) for o in options):
+                    i += 1
+                    break
+                if not opt:
+                    state = "no"
+                    break
+                i += 1
+            else:
+                state = "head" if not last else "maybe"  # words beyond a complete head
+                break
+            if state == "no":
+                break
+        else:
+            if i == len(head) and not partial:
+                state = "head"
+        if state == "head":
+            return "head"
+        if state == "maybe":
+            best = "maybe"
+    return best
+
+
+class PreambleFilter:
+    """Drops an opening that only announces the reply ("Вот ответ на ваш вопрос:", "Here's my
+    answer:"), so what follows is judged (and shown) as the reply. Holds the start back only
+    while it could still be such an announcement, so other replies stream at once."""
+
+    def __init__(self) -> None:
+        self._held = ""
+        self._done = False
+        self._trim = False  # an announcement was dropped: drop the blank space after it too
+
+    def feed(self, piece: str) -> str:
+        if self._done:
+            if self._trim:
+                piece = piece.lstrip()
+                self._trim = not piece
+            return piece
+        self._held += piece
+        return self._decide(final=False)
+
+    def _decide(self, final: bool) -> str:
+        text = self._held
+        words_raw = text.split()
+        partial = bool(text) and not text[-1].isspace() and not final
+        words = [re.sub(r"^[^\w’']+|[^\w’']+$", "", w.lower()) for w in words_raw]
+        words = [w for w in words if w]
+        if not words:
+            if final:
+                self._done = True
+                self._held = ""
+                return text
+            return ""
+        # judge only the words before the first colon or line break
+        cut = re.search(r"[:\n]", text)
+        head_text = text[:cut.start()] if cut else text
+        head_words = [re.sub(r"^[^\w’']+|[^\w’']+$", "", w.lower()) for w in head_text.split()]
+        head_words = [w for w in head_words if w]
+        state = _head_state(head_words, partial and cut is None)
+        if state == "head" and cut is not None and cut.start() <= MAX_ANNOUNCE + 40:
+            out, self._held, self._done = text[cut.end():].lstrip(), "", True
+            self._trim = not out
+            return out
+        if not final and cut is None and len(text) <= MAX_ANNOUNCE + 40 and state != "no":
+            return ""
+        out, self._held, self._done = text, "", True
+        return out
+
+    def finish(self) -> str:
+        if self._done:
+            return ""
+        return self._decide(final=True)

@@ -520,3 +520,30 @@ def test_an_op_whose_id_is_not_a_number_is_refused_not_a_crash(mem, bad_id):
         results = [e.result for e in events if isinstance(e, ToolFinished)]
         assert results and not any(r.ok for r in results)
     assert [r.content for r in mem.list(OWNER_TRUSTED)] == ["Owner's dog is Rex"]
+
+
+def test_an_echoed_question_is_asked_to_be_answered_not_commented_on(mem):
+    """Issue 9: a question the model echoes back is retried with a note to answer it (the note
+    for statements, "a short comment or question", made the default model reply "Привет! Как
+    дела?" to "Куда я собираюсь поехать осенью?")."""
+    from core.conversation import ECHO_NUDGE, QUESTION_ECHO_NUDGE
+
+    mem.save("I'm planning a trip to Japan in October.", OWNER_TRUSTED)
+    llm = ScriptedLLM([["Where am I going ", "this autumn?"], ["To Japan, in October."]],
+                      plans=SMALL_TALK)
+    events = run(Conversation(mem, llm), "Where am I going this autumn?")
+    assert "".join(e.text for e in events if isinstance(e, Token)) == "To Japan, in October."
+    notes = [m["content"] for m in llm.calls[1]["messages"] if m.get("retry")
+             and m["role"] == "system"]
+    assert notes and notes[0].startswith(QUESTION_ECHO_NUDGE)
+    assert ECHO_NUDGE not in notes[0]
+
+
+def test_an_announced_echo_is_caught_as_an_echo(mem):
+    """Issue 9: "Вот ответ на ваш вопрос:" followed by the owner's own question is an echo: it
+    is never shown, and the turn asks again."""
+    llm = ScriptedLLM([["Вот ответ на ваш вопрос по-русски:", "\n\n", "На что я сейчас ",
+                        "коплю деньги?"], ["На квартиру."]], plans=SMALL_TALK)
+    events = run(Conversation(mem, llm), "На что я сейчас коплю деньги?")
+    assert "".join(e.text for e in events if isinstance(e, Token)) == "На квартиру."
+    assert len(llm.calls) == 2

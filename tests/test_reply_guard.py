@@ -2,10 +2,19 @@
 
 from __future__ import annotations
 
+import re
+
 import pytest
 
-from core.language import ENGLISH, RUSSIAN, detect
-from core.reply_guard import EchoHold, MarkupFilter, is_echo, is_refusal, similarity
+from core.language import ENGLISH, RUSSIAN, detect, is_question
+from core.reply_guard import (
+    EchoHold,
+    MarkupFilter,
+    PreambleFilter,
+    is_echo,
+    is_refusal,
+    similarity,
+)
 
 
 def stream(pieces, f=None):
@@ -104,3 +113,52 @@ def test_what_reads_as_a_refusal(reply, refusal):
     """Issue 9: the refusals the default model gave to plain statements about the owner's life
     (measured), and replies that only open like one."""
     assert is_refusal(reply) is refusal
+
+
+@pytest.mark.parametrize("text, shown", [
+    ("Вот ответ на ваш вопрос по-русски:\n\nНа что я коплю?", "На что я коплю?"),
+    ("Here's my answer: Bublik.", "Bublik."),
+    ("Here is the answer to your question:\nBublik.", "Bublik."),
+    ("Ответ: Бублик", "Бублик"),
+    ("Вот это да! Отлично.", "Вот это да! Отлично."),
+    ("Here is a thought: rest.", "Here is a thought: rest."),
+    ("Here's what I remember: Bublik", "Here's what I remember: Bublik"),
+    ("My answer is no", "My answer is no"),
+    ("Ответ", "Ответ"),
+])
+def test_an_announcing_preamble_is_dropped_and_the_rest_kept(text, shown):
+    """Issue 9: "Вот ответ на ваш вопрос:" (measured on the default model, followed by the
+    owner's own question) is not a reply: it is dropped so what follows is judged as the reply;
+    an ordinary opening is kept whole, whatever the chunking."""
+    for pieces in (re.findall(r"\S+\s*|\s+", text), list(text)):
+        f = PreambleFilter()
+        assert "".join(f.feed(p) for p in pieces) + f.finish() == shown
+
+
+def test_a_reply_that_cannot_be_an_announcement_streams_at_once():
+    """Issue 9: the preamble check holds back only an opening that could still announce, so a
+    plain reply's first word reaches the owner without waiting."""
+    f = PreambleFilter()
+    assert f.feed("Your ") == "Your "
+    g = PreambleFilter()
+    assert g.feed("Вот ") == "" and g.feed("это ") == "Вот это "
+
+
+@pytest.mark.parametrize("text, asks", [
+    ("Кем я работаю?", True), ("Где я живу", True), ("what's my dog's name", True),
+    ("Hi! How are you", True), ("Я учитель физики.", False), ("Спасибо!", False),
+    ("Is it ok. I live here.", False),
+])
+def test_a_question_is_told_from_a_statement(text, asks):
+    """Issue 9: an echoed question is asked to be answered, not commented on."""
+    assert is_question(text) is asks
+
+
+def test_an_answer_that_repeats_the_question_words_is_not_an_echo():
+    """Issue 9 (measured on the default model): "Я собираюсь поехать осенью в Japan." to "Куда я
+    собираюсь поехать осенью?" is 0.8 similar but brings the answer — it was dropped as an echo
+    and the retry came back empty. A repeat of the question with nothing new stays an echo."""
+    h = EchoHold("Куда я собираюсь поехать осенью?")
+    assert not h.echoes("Я собираюсь поехать осенью в Japan.")
+    assert h.echoes("Куда ты собираешься поехать осенью?")
+    assert h.echoes("Куда я собираюсь поехать осенью")
