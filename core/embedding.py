@@ -20,7 +20,9 @@ class Embedder(Protocol):
     # measured by its maker; a value calibrated on the owner's corpus takes precedence.
     # It may carry ``lexical_weight`` (BM25's share of hybrid relevance) and
     # ``cross_language_offset`` (how much lower b is for a record in another language than the
-    # query), both measured beside its b.
+    # query), both measured beside its b; and ``compute(fn)``, which runs recall's cosine over
+    # every vector the way the model's runtime wants numpy run (models.embedders: one BLAS
+    # thread).
 
     def embed(self, texts: list[str]) -> np.ndarray:
         """A float32 matrix, one L2-normalised row per text."""

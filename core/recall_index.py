@@ -487,7 +487,9 @@ class RecallIndex:
             qvec = self.embed_one(query)
         if qvec is None or self.vectors is None:
             return lk, lv.astype(np.float64), lv.astype(np.float64), None
-        vk, cos = self.vectors.cosines(qvec)
+        compute = getattr(self.embedder, "compute", None)  # the model's way to run numpy
+        vk, cos = (compute(lambda: self.vectors.cosines(qvec)) if compute is not None
+                   else self.vectors.cosines(qvec))
         qcode = language_code(query)
         b = self.background()
         offset = self.cross_language_offset()
