@@ -500,11 +500,17 @@ class RecallIndex:
         sem = calibrated(cos, b)
         nz = sem > 0
         vk, sem = vk[nz], sem[nz]
-        ids = np.union1d(lk, vk)
-        lex = np.zeros(len(ids))
-        lex[np.searchsorted(ids, lk)] = lv
-        semantic = np.zeros(len(ids))
-        semantic[np.searchsorted(ids, vk)] = sem
+        # ids are dense (AUTOINCREMENT): the union is a mask over them, not a sort
+        top = int(max(lk.max(initial=-1), vk.max(initial=-1))) + 1
+        lex_by_id = np.zeros(top)
+        lex_by_id[lk] = lv
+        sem_by_id = np.zeros(top)
+        sem_by_id[vk] = sem
+        present = np.zeros(top, dtype=bool)
+        present[lk] = True
+        present[vk] = True
+        ids = np.flatnonzero(present)
+        lex, semantic = lex_by_id[ids], sem_by_id[ids]
         cross = cross_language(qcode, self.columns.language[ids])
         return ids, fuse(lex, semantic, self.lexical_weight(qcode), cross), lex, semantic
 
