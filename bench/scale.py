@@ -25,7 +25,8 @@ process** (so peak RSS is per size and per phase):
   selection, pure), ``prompt_section`` (what a turn carries), and ``bm25s_floor`` — the same
   queries on a bare bm25s index over the same stemmed texts (stem query, score, top 8): the
   floor any BM25 recall pays; with an embedder also ``query_embed`` (one query's vector) and
-  ``cosine`` (that vector against every stored one);
+  ``cosine`` (that vector against every stored one, through the embedder's ``compute`` as
+  recall runs it);
 * ``search_lexical`` — the same searches on the same file reopened without an embedder (the
   lexical path the 3 × bm25s target is about);
 * peak RSS (``ru_maxrss``) of the build process and of the serving process.
@@ -471,8 +472,13 @@ def measure(size: int, db: Path, seed: int, ops: int = OPS, profile: bool = Fals
             qvec = np.asarray(emb.embed([q]), dtype=np.float32)[0]
             t_embed.append(pc() - t0)
             t0 = pc()
-            if mem._index.vectors is not None:
-                mem._index.vectors.cosines(qvec)
+            vectors = mem._index.vectors
+            if vectors is not None:  # as recall takes them: through the embedder's compute
+                compute = getattr(emb, "compute", None)
+                if compute is not None:
+                    compute(lambda v=vectors, x=qvec: v.cosines(x))
+                else:
+                    vectors.cosines(qvec)
             t_cos.append(pc() - t0)
     status = mem.status()
 

@@ -18,6 +18,11 @@ class Embedder(Protocol):
     dim: int
     # An embedder may also carry ``background: float | None`` — its background cosine b as
     # measured by its maker; a value calibrated on the owner's corpus takes precedence.
+    # It may carry ``lexical_weight`` (BM25's share of hybrid relevance) and
+    # ``cross_language_offset`` (how much lower b is for a record in another language than the
+    # query), both measured beside its b; and ``compute(fn)``, which runs recall's cosine over
+    # every vector the way the model's runtime wants numpy run (models.embedders: one BLAS
+    # thread).
 
     def embed(self, texts: list[str]) -> np.ndarray:
         """A float32 matrix, one L2-normalised row per text."""
@@ -33,8 +38,9 @@ def normalise_rows(m: np.ndarray) -> np.ndarray:
     return m / norms
 
 
-def calibrated(cos: np.ndarray, background: float) -> np.ndarray:
-    """Map raw cosine to 0..1 with the model's background cosine as zero."""
+def calibrated(cos: np.ndarray, background: float | np.ndarray) -> np.ndarray:
+    """Map raw cosine to 0..1 with the model's background cosine as zero (one ``b``, or one
+    per cosine)."""
     return np.clip((cos - background) / (1.0 - background), 0.0, 1.0)
 
 

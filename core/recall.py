@@ -173,8 +173,9 @@ class Columns:
     def visible_mask(self, ids: np.ndarray, scopes: tuple[str, ...], sees_private: bool,
                      include_core: bool) -> np.ndarray:
         ok = self.alive[ids].copy()
-        codes = [self._scope_codes[s] for s in scopes if s in self._scope_codes]
-        ok &= np.isin(self.scope[ids], codes)
+        allowed = np.zeros(len(self._scope_codes) + 1, dtype=bool)  # by scope code: a lookup,
+        allowed[[self._scope_codes[s] for s in scopes if s in self._scope_codes]] = True  # no sort
+        ok &= allowed[self.scope[ids]]
         if not sees_private:
             ok &= ~self.private[ids]
         if not include_core:

@@ -454,6 +454,13 @@ class RecallIndex:
         declared = getattr(self.embedder, "background", None)  # the model's own measured b
         return float(declared) if declared is not None else self.config.background_cosine
 
+    def cross_language_offset(self) -> float:
+        """How much lower the background ``b`` is for a record in another language than the
+        query: the embedder's declared offset (measured with its ``b``), else none."""
+        if self.embedder is None:
+            return 0.0
+        return float(getattr(self.embedder, "cross_language_offset", 0.0) or 0.0)
+
     def lexical_weight(self, query_code: int = 0) -> float:
         """BM25's share of hybrid relevance: the owner's setting, else the embedder's declared
         weight (measured beside its ``b``), else half — scaled down by the share of the store
@@ -480,16 +487,30 @@ class RecallIndex:
             qvec = self.embed_one(query)
         if qvec is None or self.vectors is None:
             return lk, lv.astype(np.float64), lv.astype(np.float64), None
-        vk, cos = self.vectors.cosines(qvec)
-        sem = calibrated(cos, self.background())
+        compute = getattr(self.embedder, "compute", None)  # the model's way to run numpy
+        vk, cos = (compute(lambda: self.vectors.cosines(qvec)) if compute is not None
+                   else self.vectors.cosines(qvec))
+        qcode = language_code(query)
+        b = self.background()
+        offset = self.cross_language_offset()
+        if offset:
+            # a translation shares no surface with its original: related pairs across languages
+            # sit lower than related pairs of one language, so their zero is set lower too
+            b = np.where(cross_language(qcode, self.columns.language[vk]), b - offset, b)
+        sem = calibrated(cos, b)
         nz = sem > 0
         vk, sem = vk[nz], sem[nz]
-        ids = np.union1d(lk, vk)
-        lex = np.zeros(len(ids))
-        lex[np.searchsorted(ids, lk)] = lv
-        semantic = np.zeros(len(ids))
-        semantic[np.searchsorted(ids, vk)] = sem
-        qcode = language_code(query)
+        # ids are dense (AUTOINCREMENT): the union is a mask over them, not a sort
+        top = int(max(lk.max(initial=-1), vk.max(initial=-1))) + 1
+        lex_by_id = np.zeros(top)
+        lex_by_id[lk] = lv
+        sem_by_id = np.zeros(top)
+        sem_by_id[vk] = sem
+        present = np.zeros(top, dtype=bool)
+        present[lk] = True
+        present[vk] = True
+        ids = np.flatnonzero(present)
+        lex, semantic = lex_by_id[ids], sem_by_id[ids]
         cross = cross_language(qcode, self.columns.language[ids])
         return ids, fuse(lex, semantic, self.lexical_weight(qcode), cross), lex, semantic
 

@@ -102,6 +102,33 @@ def test_a_record_in_the_other_language_keeps_its_whole_semantic_score(tmp_path,
     mem.close()
 
 
+def test_a_record_in_the_other_language_is_calibrated_against_a_lower_background(tmp_path,
+                                                                                  clock):
+    """Issue 11 (cross-language recall): an embedder's declared ``cross_language_offset`` lowers
+    its background b for records in another language than the query only — related pairs
+    across languages share no surface and sit lower. A same-language record keeps the plain b."""
+    city = text.stem_token("city")
+    syn = {**SYN, text.stem_token("город"): city, text.stem_token("новосибирске"): city}
+    emb = HashEmbedder(synonyms=syn)
+    emb.background = 0.4
+    emb.cross_language_offset = 0.25
+    mem = _open(tmp_path, clock, emb, recall_floor=0.0)
+    ru = mem.save("Город, квартира, работа, друзья, погода, соседи, метро, парк").id
+    en = mem.save("The city owner adopted a kitten near tea garden").id
+    q = "which city"
+    hits = {h.id: h for h in mem.recall(q, OWNER_TRUSTED)}
+    cos_ru = emb.cosine(q, "Город, квартира, работа, друзья, погода, соседи, метро, парк")
+    assert 0.15 < cos_ru < 0.4  # below the plain b: without the offset it would count nothing
+    assert hits[ru].semantic == pytest.approx((cos_ru - 0.15) / (1 - 0.15), rel=1e-5)
+    cos_en = emb.cosine(q, "The city owner adopted a kitten near tea garden")
+    assert hits[en].semantic == pytest.approx(max(0.0, (cos_en - 0.4) / (1 - 0.4)), abs=1e-6)
+    mem.close()
+    emb.cross_language_offset = 0.0
+    mem = _open(tmp_path, clock, emb, recall_floor=0.0)
+    assert ru not in {h.id for h in mem.recall(q, OWNER_TRUSTED)}
+    mem.close()
+
+
 def test_the_lexical_weight_is_the_embedders_unless_the_owner_sets_one(tmp_path, clock):
     """SPEC §4: fusion weights are per embedder (declared beside its background b); the owner's
     ``memory.lexical_weight`` overrides the declared one."""
