@@ -72,7 +72,9 @@ REPLY_NUDGE = "The memory operations are done. Now reply to the owner's message,
 # echo is shown back to the model as its own attempt: measured on the default 1.5B model, that
 # turned 5 of 5 echoed statements into replies of their own (a bare retry echoed again).
 RETRY_NUDGE = "Your reply was empty. Answer the owner's message now, briefly."
-LANGUAGE_NUDGE = "The owner wrote in {language}: reply in {language}."
+# not "The owner wrote in English: …": measured on the default model, that opening came back as
+# the reply with the owner's question after it, and the next replies copied the pattern
+LANGUAGE_NUDGE = "Your reply must be in {language}."
 ECHO_NUDGE = ("You repeated the owner's words as if they were yours. You are Eva, not the "
               "owner. Now reply to the owner in your own words: a short warm comment or "
               "question about what they said.")

@@ -277,7 +277,7 @@ class EchoHold:
         sofar = _norm(self._held)
         if len(sofar) < self.MIN_HELD:
             return True
-        for ref in (self.message, *self.also):
+        for ref in (self.message, *self.also, *(f"{a} {self.message}" for a in self.also)):
             if len(sofar) > 1.5 * len(ref) + 4:
                 continue  # too long to be ≥ 0.8 similar to it
             if _copied(sofar, ref) >= 0.6:
@@ -289,12 +289,17 @@ class EchoHold:
         from it ("Какой сегодня погода?" for "Какая сегодня погода, как думаешь?")."""
         if any(similarity(reply, a) >= ECHO_SIMILARITY for a in self.also):
             return True
-        if self.question and brings_news(reply, self.message):
+        mine = _norm(reply)
+        if len(mine.split()) >= 3 and any(
+                _copied(mine, f"{a} {self.message}") >= COPIED
+                or _copied(mine, f"{self.message} {a}") >= COPIED for a in self.also):
+            return True  # the note and the owner's words pieced together (measured: 'The
+            # owner wrote in English: "What's my dog's name?"')
+        if self.question and brings_news(reply, " ".join([self.message, *self.also])):
             return False  # it answers: measured, "Я собираюсь поехать осенью в Japan." for
             # "Куда я собираюсь поехать осенью?" was 0.8 similar, dropped, and the retry empty
         if is_echo(reply, self.message):
             return True
-        mine = _norm(reply)
         return len(mine.split()) >= 3 and _copied(mine, self.message) >= COPIED
 
     def finish(self) -> str:

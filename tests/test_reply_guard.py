@@ -162,3 +162,17 @@ def test_an_answer_that_repeats_the_question_words_is_not_an_echo():
     assert not h.echoes("Я собираюсь поехать осенью в Japan.")
     assert h.echoes("Куда ты собираешься поехать осенью?")
     assert h.echoes("Куда я собираюсь поехать осенью")
+
+
+def test_a_retry_note_pieced_with_the_owners_question_is_an_echo():
+    """Issue 9 (measured on the default model): after a language retry the reply was 'The owner
+    wrote in English: "What's my dog's name?"' — the note and the question pieced together; it
+    is held and never shown, even though its words are new to the question."""
+    note = "Your reply must be in English. (Reply in English.)"
+    h = EchoHold("What's my dog's name?", None, also=[note])
+    out = "".join(h.feed(p) for p in ["Your reply must be ", "in English: ", '"What\'s my dog\'s',
+                                      ' name?"'])
+    assert out == ""
+    assert h.echoes(out + h.finish())
+    assert not EchoHold("What's my dog's name?", None, also=[note]).echoes(
+        "Your dog's name is Bublik.")
