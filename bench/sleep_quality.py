@@ -73,8 +73,9 @@ class NoopPlanner(BaseNoopPlanner):
                       ) -> dict:
         self.calls += 1
         props = schema.get("properties", {})
-        for key, value in (("same", "different facts"), ("replaces", "different things"),
-                           ("fact", "none"), ("fate", "keep")):
+        if "now" in props:
+            return {"now": props["now"]["enum"][0]}  # "both"
+        for key, value in (("same", "different facts"), ("fact", "none"), ("fate", "keep")):
             if key in props:
                 return {key: value}
         if "text" in props:
@@ -171,9 +172,10 @@ class OraclePlanner(NoopPlanner):
         if "same" in props:
             pairs = {frozenset(p) for p in exp.get("duplicates", [])}
             return {"same": "same fact" if frozenset(quoted[:2]) in pairs else "different facts"}
-        if "replaces" in props:
+        if "now" in props:  # "what is true now": "both" or the newer record's text
             pairs = {(c["old"], c["new"]) for c in exp.get("contradictions", [])}
-            return {"replaces": "outdated" if tuple(quoted[:2]) in pairs else "still true"}
+            both, new = props["now"]["enum"][:2]
+            return {"now": new if tuple(quoted[:2]) in pairs else both}
         if "fact" in props:
             for run in exp.get("event_runs", []):
                 if len(set(quoted) & set(run)) >= 2:

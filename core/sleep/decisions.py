@@ -67,6 +67,26 @@ def when(r: Record, now: float) -> str:
     return f"saved {ago(now - r.created_at)}, {_day(r.created_at)}"
 
 
+def ago_ru(seconds: float) -> str:
+    """"сегодня", "вчера", "5 дн. назад", "3 нед. назад", "4 мес. назад", "2 г. назад"."""
+    d = max(0.0, seconds) / 86_400
+    if d < 1:
+        return "сегодня"
+    if d < 2:
+        return "вчера"
+    if d < 14:
+        return f"{int(d)} дн. назад"
+    if d < 60:
+        return f"{int(d // 7)} нед. назад"
+    if d < 730:
+        return f"{int(d // 30)} мес. назад"
+    return f"{int(d // 365)} г. назад"
+
+
+def when_ru(r: Record, now: float) -> str:
+    return f"{ago_ru(now - r.created_at)}, {_day(r.created_at)}"
+
+
 def quote(r: Record) -> str:
     return "«" + " ".join(r.content.split()).replace("«", '"').replace("»", '"') + "»"
 
@@ -108,18 +128,27 @@ MERGE = (
     'Answer as JSON: {"text": "..."}.'
 )
 REPLACES = (
-    "Question: OLD and NEW are two memories about the owner; NEW was saved later. Is NEW an "
-    "update of the very same thing OLD says — the same person's home, job, manager, phone, "
-    "car, habit, a day or a number — so that OLD is no longer true?\n"
-    '"outdated": NEW changes that same thing (a move, a new job, another day or number, '
-    'something finished or stopped), so OLD is outdated.\n'
-    '"different things": they speak of different people or different things; both stay.\n'
-    '"still true": the same thing, and OLD is still true.\n'
-    'Answer as JSON: {"replaces": "different things"}, {"replaces": "outdated"} or '
-    '{"replaces": "still true"}.'
+    "Question: OLD and NEW are two memories about the owner; NEW was saved later. What is "
+    "true now? Most such pairs are both true. Answer with the text of NEW only when NEW is "
+    "about the same person and the same thing as OLD and changes it — a move, a new job or "
+    "manager, another day, number or car, a habit stopped, something finished — so that OLD "
+    "is no longer true. Answer \"both\" when both stay true: they speak of different people "
+    "(the owner, his wife, a son, a colleague) or of different things, or NEW only adds to "
+    "OLD.\n"
+    'Answer as JSON: {"now": "both"} or {"now": <the text of NEW>}.'
 )
+REPLACES_RU = (
+    "Вопрос: СТАРОЕ и НОВОЕ — два воспоминания о хозяине; НОВОЕ сохранено позже. Что верно "
+    "сейчас? Чаще всего верны оба. Ответь текстом НОВОГО, только если НОВОЕ о том же человеке "
+    "и о том же самом, что СТАРОЕ, и меняет это — переезд, новая работа или начальник, другой "
+    "день, число или машина, привычка брошена, что-то закончилось, — так что СТАРОЕ больше "
+    "не верно. Ответь «оба», если верны оба: они о разных людях (хозяин, его жена, сын, "
+    "коллега) или о разных вещах, или НОВОЕ лишь дополняет СТАРОЕ.\n"
+    'Ответ в JSON: {"now": "оба"} или {"now": <текст НОВОГО>}.'
+)
+BOTH = {"en": "both", "ru": "оба"}
 # the answers as the journal and the bench count them (issue 17: yes / no / both true)
-REPLACES_ANSWERS = {"outdated": "yes", "still true": "no", "different things": "both true"}
+REPLACES_ANSWERS = {"new": "yes", "old": "no", "both": "both true"}
 SAME_ANSWERS = {"same fact": "yes", "different facts": "no"}
 EVENTS_Q = (
     "Question: what lasting fact about the owner follows from these events of the owner's "
@@ -150,11 +179,41 @@ def merge_question(group: Sequence[Record], now: float, max_chars: int
     return _ask(MERGE, user), _text_schema("text", max_chars)
 
 
+def language(*records: Record) -> str:
+    """"ru" when the records are written mostly in Cyrillic, else "en" (the question is asked
+    in the records' language: measured on dev, the 1.5B answered English questions about
+    Russian pairs "still true" for "Хозяин курит" → "бросил курить")."""
+    return arith.script(" ".join(r.content for r in records))
+
+
+def option_text(r: Record) -> str:
+    return " ".join(r.content.split())
+
+
 def replace_question(old: Record, new: Record, now: float
                      ) -> tuple[list[Message], dict[str, Any]]:
-    user = f"OLD ({when(old, now)}): {quote(old)}\nNEW ({when(new, now)}): {quote(new)}"
-    return _ask(REPLACES, user), _enum_schema("replaces", ["different things", "outdated",
-                                                           "still true"])
+    """"What is true now: OLD, NEW or both?" — the records' own texts are the options (the
+    grammar forces one of them), asked in the language of the pair."""
+    lang = language(old, new)
+    if lang == "ru":
+        user = (f"СТАРОЕ (сохранено {when_ru(old, now)}): {quote(old)}\n"
+                f"НОВОЕ (сохранено {when_ru(new, now)}): {quote(new)}\n"
+                f"Варианты: «{BOTH[lang]}» / {quote(new)}")
+    else:
+        user = (f"OLD ({when(old, now)}): {quote(old)}\nNEW ({when(new, now)}): {quote(new)}\n"
+                f"Options: «{BOTH[lang]}» / {quote(new)}")
+    options = [BOTH[lang], option_text(new)]
+    return (_ask(REPLACES_RU if lang == "ru" else REPLACES, user),
+            _enum_schema("now", options))
+
+
+def replace_answer(old: Record, new: Record, value: str) -> str:
+    """The chosen option as "new" / "old" / "both" (the key of :data:`REPLACES_ANSWERS`)."""
+    if value == option_text(new):
+        return "new"
+    if value == option_text(old):
+        return "old"
+    return "both"
 
 
 def events_question(events: Sequence[Record], now: float, max_chars: int
@@ -268,7 +327,7 @@ def decide_units(units: Sequence[Sequence[Candidate]], corpus: Mapping[int, Reco
     state = [_Unit(c) for c in units]
 
     def one(u: _Unit, kind: str, msgs: list[Message], schema: dict[str, Any], key: str,
-            ids: Sequence[int]) -> Any:
+            ids: Sequence[int], mapper: Callable[[str], str] | None = None) -> Any:
         answer, error, seconds = ask(msgs, schema)
         value = answer.get(key) if answer is not None else None
         if value is None:
@@ -278,8 +337,10 @@ def decide_units(units: Sequence[Sequence[Candidate]], corpus: Mapping[int, Reco
                           "seconds": round(seconds, 3)})
             return None
         shown = value if isinstance(value, str) else str(value)
-        value = SAME_ANSWERS.get(shown, value) if key == "same" else (
-            REPLACES_ANSWERS.get(shown, value) if key == "replaces" else value)
+        if key == "same":
+            value = SAME_ANSWERS.get(shown, value)
+        elif mapper is not None:
+            value = mapper(shown)
         label = value if isinstance(value, str) else shown
         if kind == EVENTS:
             label = "none" if _NONE.match(shown) else "fact"
@@ -334,11 +395,12 @@ def decide_units(units: Sequence[Sequence[Candidate]], corpus: Mapping[int, Reco
             if a in u.replaced or b in u.replaced or a in u.grouped or b in u.grouped:
                 continue
             old, new = corpus[a], corpus[b]
-            verdict = one(u, SUPERSEDE, *replace_question(old, new, now), "replaces", c.ids)
-            if verdict == "no" and c.weight >= arith.DUP_COSINE and not (
-                    a in u.kept_new or b in u.kept_new):
-                # not a change: perhaps the same fact said twice ("15th of August" /
-                # "August 15")
+            verdict = one(u, SUPERSEDE, *replace_question(old, new, now), "now", c.ids,
+                          lambda v, o=old, n=new: REPLACES_ANSWERS[replace_answer(o, n, v)])
+            if (verdict in ("no", "both true") and c.weight >= arith.DUP_COSINE
+                    and c.why == arith.CUE and not (a in u.kept_new or b in u.kept_new)):
+                # not a change, and no value tells them apart: perhaps the same fact said
+                # twice
                 if one(u, DUPLICATE, *same_question(old, new, now), "same", c.ids) == "yes":
                     u.same(a, b)
                 continue

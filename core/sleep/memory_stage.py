@@ -354,6 +354,8 @@ def review_decide(ctx: StageContext, state: ClusterState) -> None:
                                          for c in cands],
                           "decisions": got.log, "ops": got.ops})
             state.linked.update(i for raw in got.ops for i in op_ids(raw))
+            # a run of events whose fact was not derived is not forgetting material either
+            state.linked.update(i for c in cands if c.kind == candidates.EVENTS for i in c.ids)
             if got.failed:
                 continue
             answered[unit] = ids
@@ -377,6 +379,9 @@ def review_decide(ctx: StageContext, state: ClusterState) -> None:
             # records an op of this night named (e.g. the events a fact was derived from) are
             # not forgetting candidates until a half-life has passed, like a kept candidate
             named = {i for o in result.ops if o.applied for i in o.ids}
+            named |= {i for unit, _ids, cands in chosen if unit in answered
+                      and unit not in result.blocked_units
+                      for c in cands if c.kind == candidates.EVENTS for i in c.ids}
             journal.set_marks(tx.conn, MARK_FORGET, sorted(named & set(corpus)), tx.now)
 
         guard = Safeguards(mem, ctx.config, ctx.budget, "review", state.corpus, now,
@@ -419,9 +424,18 @@ def forgetting(ctx: StageContext, state: ClusterState) -> None:
         cands = forgetting_candidates(mem.config, corpus, clustered,
                                       ctx.config.keep_recent_seconds,
                                       ctx.store.marks(MARK_FORGET), now)
+        held: dict[int, str] = {}
+        if decide:
+            # a faded record that names money, a promise, a date or a person is not offered
+            # (issue 17: never lose a debt/promise/date/person record)
+            held = {r.id: why for r in cands if (why := candidates.still_matters(r.content))}
+            cands = [r for r in cands if r.id not in held]
         if not cands:
-            ctx.journal(PhaseLog(STAGE, "forgetting", "skipped", elapsed(), 0, [], [],
-                                 "no forgetting candidates"))
+            note = "no forgetting candidates"
+            if held:
+                note += f"; {len(held)} faded record(s) held back (they still matter)"
+            ctx.journal(PhaseLog(STAGE, "forgetting", "skipped", elapsed(), 0,
+                                 [{"held": held}] if held else [], [], note))
             return
         if ctx.planner is None or ctx.calls_left == 0:
             why = "no planner model is available" if ctx.planner is None else "max_calls reached"
@@ -463,6 +477,10 @@ def forgetting(ctx: StageContext, state: ClusterState) -> None:
         failed_calls = len(batches) - len(plans) + sum("error" in p for p in plans)
         if failed_calls:
             note += f"; {failed_calls} call(s) failed (nothing forgotten from them)"
+        if held:
+            note += (f"; {len(held)} faded record(s) held back (money, a promise, a date or a "
+                     f"person)")
+            plans.append({"held": held})
         if shown_n < len(cands):
             note += f"; {len(cands) - shown_n} wait for the next night (max_calls)"
 
