@@ -210,6 +210,11 @@ def still_matters(content: str) -> str | None:
     return None
 
 
+def name_groups(content: str) -> list[frozenset[str]]:
+    """A text's names in both scripts (days of the week are not names)."""
+    return _names(content)
+
+
 def shares_name(a: str, b: str) -> bool:
     """Whether two texts name someone or something in common, in either script."""
     return any(g & h for g in _names(a) for h in _names(b))
@@ -246,6 +251,8 @@ def propose(cluster: Sequence[int], corpus: Mapping[int, Record],
         cue = says_change(newer.content) and not says_change(older.content)
         if older.id in in_run and newer.id in in_run and not cue:
             continue  # two events of a run: the run is the question
+        if (older.id in in_run) != (newer.id in in_run) and not (change or cue):
+            continue  # an event of a run is not the same fact as a record outside it
         if (min(a, b), max(a, b)) in change_only and not (change or cue):
             continue
         if different_people(older.content, newer.content):

@@ -532,6 +532,31 @@ def compact_selection(corpus: dict[int, Record], budget_chars: int) -> list[Reco
     return sorted(out, key=lambda r: r.id)
 
 
+PROMOTE_RECALLS = 5  # a non-core record recalled this often within a half-life: promote?
+CREPT_SHARE = 0.3  # importance 4–5 above this share of the corpus has crept up
+
+
+def calibrate_candidates(corpus: dict[int, Record], config: MemoryConfig, now: float,
+                         core_chars: int, core_budget: int) -> list[Record]:
+    """What phase 5 could change, by arithmetic (``review = "decide"``: the call shows only
+    these, and is not made when there are none): a non-core record recalled at least
+    ``PROMOTE_RECALLS`` times and within its half-life (promote?); every core record when core
+    outgrew its budget (demote or shrink?); when importance 4–5 is more than ``CREPT_SHARE`` of
+    the corpus, the important records never recalled for two half-lives (lower?). Pinned
+    records are the owner's: never shown."""
+    pool = [r for r in corpus.values() if not r.pinned]
+    out = {r.id: r for r in pool if r.kind is not Kind.CORE
+           and r.access_count >= PROMOTE_RECALLS
+           and now - r.recalled_at <= half_life_of(r.kind, config)}
+    if core_chars > core_budget:
+        out.update((r.id, r) for r in pool if r.kind is Kind.CORE)
+    high = [r for r in pool if r.importance >= 4 and r.kind is not Kind.CORE]
+    if corpus and len(high) > CREPT_SHARE * len(corpus):
+        out.update((r.id, r) for r in high if r.access_count == 0
+                   and now - r.recalled_at > 2 * half_life_of(r.kind, config))
+    return sorted(out.values(), key=lambda r: r.id)
+
+
 def calibrate(ctx: StageContext) -> None:
     mem = ctx.memory
     with ctx.phase("calibrate") as elapsed:
@@ -546,15 +571,28 @@ def calibrate(ctx: StageContext) -> None:
             why = "no planner model is available" if ctx.planner is None else "max_calls reached"
             ctx.journal(PhaseLog(STAGE, "calibrate", "skipped", elapsed(), 0, [], [], why))
             return
-        shown = compact_selection(corpus, ctx.config.calibrate_chars)
+        core_chars = core_usage(corpus, now)
+        core_budget = int(mem.config.prompt_budget * mem.config.core_share)
+        if ctx.config.review == "decide":
+            # arithmetic proposes (issue 17): the call sees only what it could change — the
+            # open-ended call over 12 000 characters took 536 s of a 30-minute first night
+            # (1.5B, load ~9) and changed nothing
+            shown = calibrate_candidates(corpus, mem.config, now, core_chars, core_budget)
+            if not shown:
+                ctx.journal(PhaseLog(STAGE, "calibrate", "skipped", elapsed(), 0, [], [],
+                                     "no record to promote, demote or recalibrate by "
+                                     "arithmetic: no model call"))
+                if not ctx.dry_run:
+                    ctx.store.meta_set(CALIBRATE_META, fp)
+                return
+        else:
+            shown = compact_selection(corpus, ctx.config.calibrate_chars)
         if not shown:
             ctx.journal(PhaseLog(STAGE, "calibrate", "skipped", elapsed(), 0, [], [],
                                  "nothing to review (every record is pinned)"))
             return
         ids = [r.id for r in shown]
         versions = {r.id: ops.version_of(r) for r in shown}
-        core_chars = core_usage(corpus, now)
-        core_budget = int(mem.config.prompt_budget * mem.config.core_share)
         hist = Counter(r.importance for r in corpus.values())
         ctx.progress("calibrate", 0, 1, f"{len(shown)} of {len(corpus)} record(s)")
         c0 = ctx.calls
