@@ -344,6 +344,9 @@ def decisions_of(runs: list[Any]) -> dict[str, Any]:
                 for d in entries:
                     k = out.setdefault(d["kind"], {"asked": 0, "answers": {}, "failed": 0,
                                                    "seconds": 0.0})
+                    if d.get("asked") is False:  # settled by arithmetic, no model call
+                        k["without_call"] = k.get("without_call", 0) + 1
+                        continue
                     k["asked"] += 1
                     k["seconds"] += d.get("seconds", 0.0)
                     if "error" in d:
@@ -387,8 +390,16 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--decisions-log", default=None,
                     help="write every decision (kind, the records' keys, answer, seconds) "
                          "to this JSON file")
+    ap.add_argument("--part", default=None,
+                    help="run on one part of the corpus only (its memories and labels), e.g. "
+                         "dev while developing, so the held-out part stays unseen")
     args = ap.parse_args(argv)
     data = json.loads(Path(args.data).read_text(encoding="utf-8"))
+    if args.part:
+        data = {**part_of(data, args.part),
+                "memories": [m for m in data["memories"] if m.get("part", "dev") == args.part]}
+        if not data["memories"]:
+            ap.error(f"no memory of the corpus is in part {args.part!r}")
     planner = load_planner(args.model, data)
     embedder = load_embedder(args.embedder)
     with tempfile.TemporaryDirectory() as tmp:
@@ -436,7 +447,7 @@ def main(argv: list[str] | None = None) -> int:
         mem.close()
     out.update({"model": getattr(planner, "name", None), "model_calls": planner.calls,
                 "seconds": seconds, "memories": len(data["memories"]), "nights": nights,
-                "embedder": args.embedder, "review": args.review,
+                "embedder": args.embedder, "review": args.review, "part": args.part,
                 "config": {"max_ops": cfg.max_ops, "max_forget": cfg.max_forget,
                            "max_calls": cfg.max_calls}, "environment": environment()})
     print(json.dumps(rounded(out, 3), ensure_ascii=False, indent=2))
