@@ -50,6 +50,7 @@ class DecidingLLM:
         self.keep = set(keep)  # faded texts to keep
         self.merged = merged  # the merged text to write (None: the longest member)
         self.fail = fail  # a schema key whose question raises
+        self.core: set[str] = set()  # texts to make (or keep) core
         self.questions: list[dict[str, Any]] = []
 
     def count_tokens(self, text: str) -> int:
@@ -80,6 +81,11 @@ class DecidingLLM:
             return {"text": self.merged or max(quoted[:-1], key=len)}
         if key == "fate":
             return {"fate": "keep" if quoted[0] in self.keep else "forget"}
+        if key == "core":  # phase 5: promote (or keep in core) what self.core names
+            yes, no = schema["properties"]["core"]["enum"]
+            return {"core": yes if quoted[0] in self.core else no}
+        if key == "importance":
+            return {"importance": 3}
         raise AssertionError(f"unexpected question {key}")
 
     def asked(self, key: str) -> list[dict[str, Any]]:
@@ -310,3 +316,32 @@ def test_calibrate_is_asked_only_about_what_arithmetic_proposes(tmp_path, clock)
     assert not llm.asked("plan")
     phase = next(p for p in run.phases if p.name == "calibrate")
     assert phase.calls == 0 and "no model call" in phase.note
+
+
+def test_a_record_recalled_constantly_is_asked_about_and_promoted_by_a_small_question(
+        tmp_path, clock):
+    """Phase 5 with review="decide": one grammar-forced question per proposed record (no
+    open-ended call); "make core" becomes set_kind core through the safeguards; an unchanged
+    second night asks nothing."""
+    pill = "Takes 5 mg of bisoprolol every morning"
+    mem = open_memory(tmp_path, clock)
+    ids = load(mem, {"pill": {"content": pill, "created_at": OLD - 100 * DAY},
+                     "tea": {"content": "Likes green tea in the evening"}})
+    with mem.transaction() as w:
+        w.conn.execute("UPDATE memories SET access_count = 6, last_access_at = ? WHERE id = ?",
+                       (clock.now() - DAY, ids["pill"]))
+    mem.close()
+    mem = open_memory(tmp_path, clock)
+    llm = DecidingLLM()
+    llm.core = {pill}
+    s = sleeper(mem, llm, clock, review="decide")
+    run = s.run()
+    asked = llm.asked("core")
+    assert len(asked) == 1 and "recalled 6 times" in asked[0]["user"]
+    assert asked[0]["schema"]["properties"]["core"]["enum"] == ["make core", "leave as is"]
+    assert not llm.asked("plan")
+    assert live(mem)[ids["pill"]].kind is Kind.CORE
+    phase = next(p for p in run.phases if p.name == "calibrate")
+    assert phase.calls == 1 and any(o.op == "set_kind" and o.applied for o in run.ops)
+    clock.advance(DAY)
+    assert s.run().calls == 0

@@ -2,14 +2,17 @@
 candidates (:mod:`core.sleep.candidates`), each answered with a short JSON value.
 
 * duplicate — "do A and B say the same thing?" yes/no; on yes, the model writes the merged text
-  (one more call per group of duplicates). A merged text that loses what a member said is not
-  used: the richest member's own text stands for the group instead, and the safeguards
-  (:mod:`core.sleep.apply`) judge whatever is proposed;
-* supersede — "does the newer one replace the older?" yes/no/both true; on yes the older is
-  archived (``resolve``), or, when it is core or important or the pair was linked only
-  loosely, rewritten as dated history ("(until 2026-03-02) …") by the core — no model text;
-* events — "what lasting fact follows?", one derived fact or "none";
-* forgetting — the arithmetic's list; the model may only name the ones to keep.
+  (one more call per group of duplicates) unless one member already holds every word, number
+  and name of the others (then its text, no call). A merged text that loses what a member
+  said is not used: the richest member's own text stands for the group instead, and the
+  safeguards (:mod:`core.sleep.apply`) judge whatever is proposed;
+* supersede — "what is true now: both, or NEW?" with the newer record's own text as the
+  option, asked in the pair's language; NEW → the older is archived (``resolve``), or, when it
+  is core or important or the pair was linked only loosely, rewritten as dated history
+  ("(until 2026-03-02) …") by the core — no model text; both → both stay;
+* events — "what lasting fact follows?", one derived fact or "none" (about Russian events the
+  grammar admits a Russian sentence only);
+* forgetting — the arithmetic's list, one faded record at a time: forget or keep.
 
 Every question shows each record's date and how long ago it was ("3 months ago"), so the
 fresher fact is visible. The model never names an id: the questions speak of A/B or of list
@@ -522,3 +525,77 @@ def decide_forgetting(records: Sequence[Record], now: float, ask: Ask, tally: Ta
         if fate == "forget":
             forget.append(r.id)
     return forget, answered, log
+
+
+# ---------------------------------------------------------------------------- kinds, importance
+
+PROMOTE = "promote"  # a record recalled constantly: core?
+DEMOTE = "demote"  # core over its budget: still core?
+LOWER = "lower"  # importance that crept up: what is it worth?
+CORE_Q = (
+    "Question: core memories are always in the companion's prompt — who the owner is and how "
+    "to be with him; core must stay small. This memory is recalled constantly. Should it "
+    "become core?\n"
+    'Answer as JSON: {"core": "make core"} or {"core": "leave as is"}.'
+)
+DEMOTE_Q = (
+    "Question: core memories are always in the companion's prompt, and they have outgrown "
+    "their share of it. Is this core memory essential to who the owner is and how to be with "
+    "him, or an ordinary fact?\n"
+    'Answer as JSON: {"core": "essential"} or {"core": "ordinary fact"}.'
+)
+LOWER_Q = (
+    "Question: too many memories are marked important. This one is marked important but was "
+    "never recalled. How important is it really: 2 minor, 3 normal, 4 important, 5 essential "
+    "(health, safety, family)?\n"
+    'Answer as JSON: {"importance": 3}.'
+)
+
+
+def calibrate_question(r: Record, why: str, now: float
+                       ) -> tuple[list[Message], dict[str, Any]]:
+    if why == PROMOTE:
+        user = (f"The memory ({when(r, now)}, recalled {r.access_count} times, last "
+                f"{ago(now - r.recalled_at)}): {quote(r)}")
+        return _ask(CORE_Q, user), _enum_schema("core", ["make core", "leave as is"])
+    if why == DEMOTE:
+        return (_ask(DEMOTE_Q, f"The core memory ({when(r, now)}): {quote(r)}"),
+                _enum_schema("core", ["essential", "ordinary fact"]))
+    user = f"The memory ({when(r, now)}, importance {r.importance}, never recalled): {quote(r)}"
+    return _ask(LOWER_Q, user), {
+        "type": "object", "properties": {"importance": {"type": "integer", "enum": [2, 3, 4, 5]}},
+        "required": ["importance"], "additionalProperties": False}
+
+
+def decide_calibration(proposed: Sequence[tuple[Record, str]], now: float, ask: Ask,
+                       tally: Tally) -> tuple[list[dict[str, Any]], list[dict[str, Any]], int]:
+    """Phase 5 as small decisions: one question per record the arithmetic proposed (promote,
+    demote, lower) → (ops, journal entries, failed questions)."""
+    out: list[dict[str, Any]] = []
+    log: list[dict[str, Any]] = []
+    failed = 0
+    for r, why in proposed:
+        msgs, schema = calibrate_question(r, why, now)
+        key = next(iter(schema["properties"]))
+        answer, error, seconds = ask(msgs, schema)
+        value = answer.get(key) if answer is not None else None
+        if value not in schema["properties"][key]["enum"]:
+            failed += 1
+            tally.add("calibrate", None, seconds)
+            log.append({"kind": "calibrate", "ids": [r.id], "why": why,
+                        "error": error or f"no {key!r}", "seconds": round(seconds, 3)})
+            continue
+        tally.add("calibrate", str(value), seconds)
+        log.append({"kind": "calibrate", "ids": [r.id], "why": why, "answer": value,
+                    "seconds": round(seconds, 3)})
+        if why == PROMOTE and value == "make core":
+            out.append({"op": "set_kind", "id": r.id, "kind": "core",
+                        "why": f"recalled constantly ({r.access_count} times)"})
+        elif why == DEMOTE and value == "ordinary fact":
+            out.append({"op": "set_kind", "id": r.id, "kind": "fact",
+                        "why": "core outgrew its budget; an ordinary fact"})
+        elif why == LOWER and isinstance(value, int) and value < r.importance:
+            out.append({"op": "set_importance", "id": r.id, "importance": value,
+                        "why": "importance crept up; never recalled"})
+    return out, log, failed
+

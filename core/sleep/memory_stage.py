@@ -538,6 +538,11 @@ CREPT_SHARE = 0.3  # importance 4–5 above this share of the corpus has crept u
 
 def calibrate_candidates(corpus: dict[int, Record], config: MemoryConfig, now: float,
                          core_chars: int, core_budget: int) -> list[Record]:
+    return [r for r, _ in calibrate_proposals(corpus, config, now, core_chars, core_budget)]
+
+
+def calibrate_proposals(corpus: dict[int, Record], config: MemoryConfig, now: float,
+                        core_chars: int, core_budget: int) -> list[tuple[Record, str]]:
     """What phase 5 could change, by arithmetic (``review = "decide"``: the call shows only
     these, and is not made when there are none): a non-core record recalled at least
     ``PROMOTE_RECALLS`` times and within its half-life (promote?); every core record when core
@@ -545,16 +550,17 @@ def calibrate_candidates(corpus: dict[int, Record], config: MemoryConfig, now: f
     the corpus, the important records never recalled for two half-lives (lower?). Pinned
     records are the owner's: never shown."""
     pool = [r for r in corpus.values() if not r.pinned]
-    out = {r.id: r for r in pool if r.kind is not Kind.CORE
+    out = {r.id: (r, decisions.PROMOTE) for r in pool if r.kind is not Kind.CORE
            and r.access_count >= PROMOTE_RECALLS
            and now - r.recalled_at <= half_life_of(r.kind, config)}
     if core_chars > core_budget:
-        out.update((r.id, r) for r in pool if r.kind is Kind.CORE)
+        out.update((r.id, (r, decisions.DEMOTE)) for r in pool if r.kind is Kind.CORE)
     high = [r for r in pool if r.importance >= 4 and r.kind is not Kind.CORE]
     if corpus and len(high) > CREPT_SHARE * len(corpus):
-        out.update((r.id, r) for r in high if r.access_count == 0
-                   and now - r.recalled_at > 2 * half_life_of(r.kind, config))
-    return sorted(out.values(), key=lambda r: r.id)
+        out.update((r.id, (r, decisions.LOWER)) for r in high if r.access_count == 0
+                   and now - r.recalled_at > 2 * half_life_of(r.kind, config)
+                   and r.id not in out)
+    return [out[i] for i in sorted(out)]
 
 
 def calibrate(ctx: StageContext) -> None:
@@ -577,14 +583,17 @@ def calibrate(ctx: StageContext) -> None:
             # arithmetic proposes (issue 17): the call sees only what it could change — the
             # open-ended call over 12 000 characters took 536 s of a 30-minute first night
             # (1.5B, load ~9) and changed nothing
-            shown = calibrate_candidates(corpus, mem.config, now, core_chars, core_budget)
-            if not shown:
+            proposed = calibrate_proposals(corpus, mem.config, now, core_chars, core_budget)
+            if not proposed:
                 ctx.journal(PhaseLog(STAGE, "calibrate", "skipped", elapsed(), 0, [], [],
                                      "no record to promote, demote or recalibrate by "
                                      "arithmetic: no model call"))
                 if not ctx.dry_run:
                     ctx.store.meta_set(CALIBRATE_META, fp)
                 return
+            calibrate_decide(ctx, corpus, proposed[: ctx.calls_left], elapsed, core_chars,
+                             core_budget)
+            return
         else:
             shown = compact_selection(corpus, ctx.config.calibrate_chars)
         if not shown:
@@ -616,3 +625,33 @@ def calibrate(ctx: StageContext) -> None:
                         failed=res.plan is None)
         if res.plan is not None and not ctx.dry_run and not _transient_ids(result):
             ctx.store.meta_set(CALIBRATE_META, fingerprint(ctx.read_corpus().records))
+
+
+def calibrate_decide(ctx: StageContext, corpus: dict[int, Record],
+                     proposed: list[tuple[Record, str]], elapsed: Callable[[], float],
+                     core_chars: int, core_budget: int) -> None:
+    """Phase 5 with ``review = "decide"``: one small question per record the arithmetic
+    proposed (:func:`calibrate_proposals`), applied through the same safeguards. Measured on
+    dev (1.5B, load ~5): the open-ended call took over 3 minutes for 2 records."""
+    mem = ctx.memory
+    now = mem.clock.now()
+    ids = [r.id for r, _ in proposed]
+    versions = {r.id: ops.version_of(r) for r, _ in proposed}
+    ctx.progress("calibrate", 0, len(proposed), f"{len(proposed)} of {len(corpus)} record(s)")
+    c0 = ctx.calls
+    tally = decisions.Tally()
+    raw, log, failed = decisions.decide_calibration(proposed, now, ctx.decide, tally)
+    ctx.progress("calibrate", len(proposed), len(proposed), "applying")
+    note = (f"{len(proposed)} record(s) proposed by arithmetic; core uses {core_chars} of "
+            f"{core_budget} characters")
+    if failed:
+        note += f"; {failed} question(s) failed (nothing changed for them)"
+    plans = [{"decisions": log, "core_chars": core_chars, "core_budget": core_budget}]
+    proposals = [Proposal(op, frozenset(ids), versions) for op in raw]
+    guard = Safeguards(mem, ctx.config, ctx.budget, "calibrate", corpus, now,
+                       core_chars=core_chars, core_budget=core_budget)
+    result = _apply(ctx, guard, proposals, "calibrate", plans, elapsed, ctx.calls - c0, note,
+                    failed=failed == len(proposed))
+    if not failed and not ctx.dry_run and not _transient_ids(result):
+        ctx.store.meta_set(CALIBRATE_META, fingerprint(ctx.read_corpus().records))
+
