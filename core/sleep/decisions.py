@@ -175,14 +175,35 @@ KEEP = (
     "Question: this memory has faded: it is old, was never recalled and is of low importance. "
     "It will be forgotten (moved to an archive, restorable for a while) unless it still "
     "matters to the owner: health, family, money, debts, promises, plans, important places. "
-    "Passing trivia and small talk should be forgotten.\n"
+    "Passing trivia, a curious sight seen in passing and small talk should be forgotten.\n"
     'Answer as JSON: {"fate": "forget"} or {"fate": "keep"}.'
 )
 
 
+SAME_RU = (
+    "Вопрос: воспоминания A и B — это один и тот же факт, сказанный дважды? Ответь "
+    "\"same fact\", если они говорят одно и то же об одном и том же человеке или вещи — даже "
+    "другими словами или если одно добавляет мелкую деталь. Ответь \"different facts\", если "
+    "они о разных людях или вещах (хозяин или родственник, брат или коллега) или называют "
+    "разные значения (другой день, место или число).\n"
+    'Ответ в JSON: {"same": "same fact"} или {"same": "different facts"}.'
+)
+ACROSS = ("A and B are written in different languages: compare what they mean, as if both "
+          "were in one language.")
+
+
 def same_question(a: Record, b: Record, now: float) -> tuple[list[Message], dict[str, Any]]:
+    """Asked in the pair's language; a pair across languages is told so."""
+    schema = _enum_schema("same", ["same fact", "different facts"])
+    la, lb = language(a), language(b)
+    if la == lb == "ru":
+        user = (f"A (сохранено {when_ru(a, now)}): {quote(a)}\n"
+                f"B (сохранено {when_ru(b, now)}): {quote(b)}")
+        return _ask(SAME_RU, user), schema
     user = f"A ({when(a, now)}): {quote(a)}\nB ({when(b, now)}): {quote(b)}"
-    return _ask(SAME, user), _enum_schema("same", ["same fact", "different facts"])
+    if la != lb:
+        user += f"\n{ACROSS}"
+    return _ask(SAME, user), schema
 
 
 def merge_question(group: Sequence[Record], now: float, max_chars: int
@@ -241,7 +262,19 @@ def events_question(events: Sequence[Record], now: float, max_chars: int
     return _ask(EVENTS_Q, f"Events, oldest first:\n{lines}"), _text_schema("fact", max_chars)
 
 
+KEEP_RU = (
+    "Вопрос: это воспоминание поблёкло: оно старое, ни разу не вспоминалось и не важно. Оно "
+    "будет забыто (уйдёт в архив, откуда его какое-то время можно вернуть), если только оно "
+    "не важно хозяину: здоровье, семья, деньги, долги, обещания, планы, важные места. "
+    "Мелочи, любопытные случайные сцены и бытовые эпизоды нужно забыть.\n"
+    'Ответ в JSON: {"fate": "forget"} или {"fate": "keep"}.'
+)
+
+
 def keep_question(r: Record, now: float) -> tuple[list[Message], dict[str, Any]]:
+    if language(r) == "ru":
+        user = f"Воспоминание ({when_ru(r, now)}, ни разу не вспоминалось): {quote(r)}"
+        return _ask(KEEP_RU, user), _enum_schema("fate", ["forget", "keep"])
     user = f"The memory ({when(r, now)}, never recalled): {quote(r)}"
     return _ask(KEEP, user), _enum_schema("fate", ["forget", "keep"])
 
