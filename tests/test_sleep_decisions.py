@@ -345,3 +345,23 @@ def test_a_record_recalled_constantly_is_asked_about_and_promoted_by_a_small_que
     assert phase.calls == 1 and any(o.op == "set_kind" and o.applied for o in run.ops)
     clock.advance(DAY)
     assert s.run().calls == 0
+
+
+def test_across_languages_a_member_stands_for_the_group_only_when_the_vectors_agree():
+    """Issue 17 (nothing lost): a shared name and number do not make "Daughter Masha goes to
+    kindergarten number 5" hold "Дочь хозяина Маша учится играть на скрипке" (the held-out
+    night merged them so after a wrong "same fact"): across languages the vectors must agree;
+    in one language every word must be there."""
+    from core.sleep.decisions import holds_all
+
+    a = _rec(1, "Дочь хозяина Маша учится играть на скрипке")
+    b = _rec(2, "Daughter Masha goes to kindergarten number 5")
+    b = b.__class__(**{**b.__dict__, "created_at": ANCIENT + DAY})
+    assert holds_all([a, b]) is None  # no vectors: across languages, never
+    assert holds_all([a, b], lambda content, r: False) is None
+    assert holds_all([a, b], lambda content, r: True) is b  # the newest, when meaning agrees
+    c = _rec(3, "The owner's dog is a beagle named Toffee")
+    d = _rec(4, "Owner has a beagle called Toffee")
+    assert holds_all([c, d]) is None  # each has a word the other lacks
+    e = _rec(5, "The owner's dog Toffee is a beagle, named after a sweet")
+    assert holds_all([c, e]) is e
