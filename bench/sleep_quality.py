@@ -63,6 +63,14 @@ def parse_time(value: str | float | int | None) -> float | None:
     return datetime.fromisoformat(value.replace("Z", "+00:00")).timestamp()
 
 
+def keep_calibration(props: dict[str, Any]) -> dict[str, Any]:
+    """Phase 5's questions answered "change nothing"."""
+    if "core" in props:
+        options = props["core"]["enum"]
+        return {"core": "leave as is" if "leave as is" in options else "essential"}
+    return {"importance": max(props["importance"]["enum"])}
+
+
 class NoopPlanner(BaseNoopPlanner):
     """The baseline: every planning call answers "no changes" (every decision: "no", no
     fact, keep every faded record)."""
@@ -75,6 +83,8 @@ class NoopPlanner(BaseNoopPlanner):
         props = schema.get("properties", {})
         if "now" in props:
             return {"now": props["now"]["enum"][0]}  # "both"
+        if "core" in props or "importance" in props:
+            return keep_calibration(props)
         for key, value in (("same", "different facts"), ("fact", "none"), ("fate", "keep")):
             if key in props:
                 return {key: value}
@@ -172,6 +182,8 @@ class OraclePlanner(NoopPlanner):
         if "same" in props:
             pairs = {frozenset(p) for p in exp.get("duplicates", [])}
             return {"same": "same fact" if frozenset(quoted[:2]) in pairs else "different facts"}
+        if "core" in props or "importance" in props:  # the corpus labels no calibration
+            return keep_calibration(props)
         if "now" in props:  # "what is true now": "both" or the newer record's text
             pairs = {(c["old"], c["new"]) for c in exp.get("contradictions", [])}
             both, new = props["now"]["enum"][:2]
