@@ -63,6 +63,14 @@ def parse_time(value: str | float | int | None) -> float | None:
     return datetime.fromisoformat(value.replace("Z", "+00:00")).timestamp()
 
 
+def keep_calibration(props: dict[str, Any]) -> dict[str, Any]:
+    """Phase 5's questions answered "change nothing"."""
+    if "core" in props:
+        options = props["core"]["enum"]
+        return {"core": "leave as is" if "leave as is" in options else "essential"}
+    return {"importance": max(props["importance"]["enum"])}
+
+
 class NoopPlanner(BaseNoopPlanner):
     """The baseline: every planning call answers "no changes" (every decision: "no", no
     fact, keep every faded record)."""
@@ -73,8 +81,11 @@ class NoopPlanner(BaseNoopPlanner):
                       ) -> dict:
         self.calls += 1
         props = schema.get("properties", {})
-        for key, value in (("same", "different facts"), ("replaces", "different things"),
-                           ("fact", "none"), ("fate", "keep")):
+        if "now" in props:
+            return {"now": props["now"]["enum"][0]}  # "both"
+        if "core" in props or "importance" in props:
+            return keep_calibration(props)
+        for key, value in (("same", "different facts"), ("fact", "none"), ("fate", "keep")):
             if key in props:
                 return {key: value}
         if "text" in props:
@@ -171,9 +182,12 @@ class OraclePlanner(NoopPlanner):
         if "same" in props:
             pairs = {frozenset(p) for p in exp.get("duplicates", [])}
             return {"same": "same fact" if frozenset(quoted[:2]) in pairs else "different facts"}
-        if "replaces" in props:
+        if "core" in props or "importance" in props:  # the corpus labels no calibration
+            return keep_calibration(props)
+        if "now" in props:  # "what is true now": "both" or the newer record's text
             pairs = {(c["old"], c["new"]) for c in exp.get("contradictions", [])}
-            return {"replaces": "outdated" if tuple(quoted[:2]) in pairs else "still true"}
+            both, new = props["now"]["enum"][:2]
+            return {"now": new if tuple(quoted[:2]) in pairs else both}
         if "fact" in props:
             for run in exp.get("event_runs", []):
                 if len(set(quoted) & set(run)) >= 2:
@@ -342,6 +356,9 @@ def decisions_of(runs: list[Any]) -> dict[str, Any]:
                 for d in entries:
                     k = out.setdefault(d["kind"], {"asked": 0, "answers": {}, "failed": 0,
                                                    "seconds": 0.0})
+                    if d.get("asked") is False:  # settled by arithmetic, no model call
+                        k["without_call"] = k.get("without_call", 0) + 1
+                        continue
                     k["asked"] += 1
                     k["seconds"] += d.get("seconds", 0.0)
                     if "error" in d:
@@ -385,8 +402,16 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--decisions-log", default=None,
                     help="write every decision (kind, the records' keys, answer, seconds) "
                          "to this JSON file")
+    ap.add_argument("--part", default=None,
+                    help="run on one part of the corpus only (its memories and labels), e.g. "
+                         "dev while developing, so the held-out part stays unseen")
     args = ap.parse_args(argv)
     data = json.loads(Path(args.data).read_text(encoding="utf-8"))
+    if args.part:
+        data = {**part_of(data, args.part),
+                "memories": [m for m in data["memories"] if m.get("part", "dev") == args.part]}
+        if not data["memories"]:
+            ap.error(f"no memory of the corpus is in part {args.part!r}")
     planner = load_planner(args.model, data)
     embedder = load_embedder(args.embedder)
     with tempfile.TemporaryDirectory() as tmp:
@@ -434,7 +459,7 @@ def main(argv: list[str] | None = None) -> int:
         mem.close()
     out.update({"model": getattr(planner, "name", None), "model_calls": planner.calls,
                 "seconds": seconds, "memories": len(data["memories"]), "nights": nights,
-                "embedder": args.embedder, "review": args.review,
+                "embedder": args.embedder, "review": args.review, "part": args.part,
                 "config": {"max_ops": cfg.max_ops, "max_forget": cfg.max_forget,
                            "max_calls": cfg.max_calls}, "environment": environment()})
     print(json.dumps(rounded(out, 3), ensure_ascii=False, indent=2))

@@ -115,3 +115,23 @@ def test_loose_links_come_from_the_changed_records_only():
     # without the change word the loose cosine (0.45) does not link Kazan and Petersburg
     corpus[4] = rec(4, "Saint Petersburg in April is grey", days_ago=40)
     assert (3, 4) not in probe_links([4], corpus, stems, (ids, mat, 0.0)).weights
+
+
+def test_facts_about_different_people_are_told_apart_by_arithmetic():
+    """Issue 17 (decoys): a pair whose roles differ, or where one names a role the other lacks
+    and they share no name, is about different people — never a duplicate or an update; a
+    change to one person's fact (a shared name, the same role, or no role) still is."""
+    from core.sleep.candidates import different_people
+
+    assert different_people("Anna is the owner's sister, she teaches in Tver",
+                            "Anna is the owner's manager at work")
+    assert different_people("The owner's birthday is on March 3",
+                            "The owner's wife's birthday is on March 13")
+    assert different_people("Хозяин пьёт кофе по утрам", "Жена хозяина пьёт кофе только вечером")
+    assert different_people("Дочь Маша ходит на плавание", "Сын Тимур ходит на плавание")
+    assert not different_people("The owner's manager is Pavel",
+                                "Pavel left the company, the owner now reports to Oksana")
+    assert not different_people("Сестра Оля живёт в Риге", "Оля переехала из Риги в Вильнюс")
+    assert not different_people("Хозяин курит", "Хозяин бросил курить в январе")
+    assert not different_people("The owner's wife Olga is a pianist",
+                                "Жена хозяина Ольга — пианистка")

@@ -62,3 +62,37 @@ def test_a_real_model_answers_every_decision_inside_its_schema(tmp_path, model):
         assert o.applied or o.refused_reason or o.op == "embed"
     live = {r.id: r for r in mem.list(OWNER_TRUSTED, limit=100)}
     assert ids["filler"] in live  # never a candidate of anything
+
+
+RU = {
+    "swim_1": {"content": "В субботу утром плавал в бассейне «Лужники», 1 км", "kind": "event",
+               "importance": 2, "created_at": T0 - 21 * 86_400},
+    "swim_2": {"content": "Суббота: бассейн «Лужники», проплыл 1,2 км", "kind": "event",
+               "importance": 2, "created_at": T0 - 14 * 86_400},
+    "swim_3": {"content": "Снова утром в субботу бассейн «Лужники»", "kind": "event",
+               "importance": 2, "created_at": T0 - 7 * 86_400},
+    "smoke_old": {"content": "Хозяин курит", "created_at": T0 - 300 * 86_400},
+    "smoke_new": {"content": "Хозяин бросил курить в январе", "created_at": T0 - 60 * 86_400},
+}
+
+
+def test_russian_records_get_russian_questions_and_a_cyrillic_fact(tmp_path, model):
+    """Issue 17: questions about Russian records are asked in Russian, and the fact derived
+    from Russian events is admitted by the grammar in Cyrillic only (or "нет")."""
+    import re
+
+    clock = ManualClock(T0)
+    mem = open_memory(tmp_path, clock)
+    load(mem, RU)
+    run = sleeper(mem, model, clock, review="decide", call_timeout=1800).run()
+    assert run.status == "done", run.summary
+    review = next(p for p in run.phases if p.name == "review")
+    asked = [d for plan in review.plans for d in plan["decisions"]]
+    events = [d for d in asked if d["kind"] == "events"]
+    assert len(events) == 1 and "error" not in events[0], events
+    fact = events[0]["answer"]
+    assert re.fullmatch(r"[А-ЯЁа-яё][А-ЯЁа-яё0-9 ,.:;«»()—–-]*", fact), fact
+    for d in asked:
+        assert "error" not in d, d
+        if d["kind"] == "supersede":
+            assert d["answer"] in ("yes", "both true", "no")

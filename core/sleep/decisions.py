@@ -2,14 +2,17 @@
 candidates (:mod:`core.sleep.candidates`), each answered with a short JSON value.
 
 * duplicate — "do A and B say the same thing?" yes/no; on yes, the model writes the merged text
-  (one more call per group of duplicates). A merged text that loses what a member said is not
-  used: the richest member's own text stands for the group instead, and the safeguards
-  (:mod:`core.sleep.apply`) judge whatever is proposed;
-* supersede — "does the newer one replace the older?" yes/no/both true; on yes the older is
-  archived (``resolve``), or, when it is core or important or the pair was linked only
-  loosely, rewritten as dated history ("(until 2026-03-02) …") by the core — no model text;
-* events — "what lasting fact follows?", one derived fact or "none";
-* forgetting — the arithmetic's list; the model may only name the ones to keep.
+  (one more call per group of duplicates) unless one member already holds every word, number
+  and name of the others (then its text, no call). A merged text that loses what a member
+  said is not used: the richest member's own text stands for the group instead, and the
+  safeguards (:mod:`core.sleep.apply`) judge whatever is proposed;
+* supersede — "what is true now: both, or NEW?" with the newer record's own text as the
+  option, asked in the pair's language; NEW → the older is archived (``resolve``), or, when it
+  is core or important or the pair was linked only loosely, rewritten as dated history
+  ("(until 2026-03-02) …") by the core — no model text; both → both stay;
+* events — "what lasting fact follows?", one derived fact or "none" (about Russian events the
+  grammar admits a Russian sentence only);
+* forgetting — the arithmetic's list, one faded record at a time: forget or keep.
 
 Every question shows each record's date and how long ago it was ("3 months ago"), so the
 fresher fact is visible. The model never names an id: the questions speak of A/B or of list
@@ -67,6 +70,26 @@ def when(r: Record, now: float) -> str:
     return f"saved {ago(now - r.created_at)}, {_day(r.created_at)}"
 
 
+def ago_ru(seconds: float) -> str:
+    """"сегодня", "вчера", "5 дн. назад", "3 нед. назад", "4 мес. назад", "2 г. назад"."""
+    d = max(0.0, seconds) / 86_400
+    if d < 1:
+        return "сегодня"
+    if d < 2:
+        return "вчера"
+    if d < 14:
+        return f"{int(d)} дн. назад"
+    if d < 60:
+        return f"{int(d // 7)} нед. назад"
+    if d < 730:
+        return f"{int(d // 30)} мес. назад"
+    return f"{int(d // 365)} г. назад"
+
+
+def when_ru(r: Record, now: float) -> str:
+    return f"{ago_ru(now - r.created_at)}, {_day(r.created_at)}"
+
+
 def quote(r: Record) -> str:
     return "«" + " ".join(r.content.split()).replace("«", '"').replace("»", '"') + "»"
 
@@ -108,18 +131,27 @@ MERGE = (
     'Answer as JSON: {"text": "..."}.'
 )
 REPLACES = (
-    "Question: OLD and NEW are two memories about the owner; NEW was saved later. Is NEW an "
-    "update of the very same thing OLD says — the same person's home, job, manager, phone, "
-    "car, habit, a day or a number — so that OLD is no longer true?\n"
-    '"outdated": NEW changes that same thing (a move, a new job, another day or number, '
-    'something finished or stopped), so OLD is outdated.\n'
-    '"different things": they speak of different people or different things; both stay.\n'
-    '"still true": the same thing, and OLD is still true.\n'
-    'Answer as JSON: {"replaces": "different things"}, {"replaces": "outdated"} or '
-    '{"replaces": "still true"}.'
+    "Question: OLD and NEW are two memories about the owner; NEW was saved later. What is "
+    "true now? Most such pairs are both true. Answer with the text of NEW only when NEW is "
+    "about the same person and the same thing as OLD and changes it — a move, a new job or "
+    "manager, another day, number or car, a habit stopped, something finished — so that OLD "
+    "is no longer true. Answer \"both\" when both stay true: they speak of different people "
+    "(the owner, his wife, a son, a colleague) or of different things, or NEW only adds to "
+    "OLD.\n"
+    'Answer as JSON: {"now": "both"} or {"now": <the text of NEW>}.'
 )
+REPLACES_RU = (
+    "Вопрос: СТАРОЕ и НОВОЕ — два воспоминания о хозяине; НОВОЕ сохранено позже. Что верно "
+    "сейчас? Чаще всего верны оба. Ответь текстом НОВОГО, только если НОВОЕ о том же человеке "
+    "и о том же самом, что СТАРОЕ, и меняет это — переезд, новая работа или начальник, другой "
+    "день, число или машина, привычка брошена, что-то закончилось, — так что СТАРОЕ больше "
+    "не верно. Ответь «оба», если верны оба: они о разных людях (хозяин, его жена, сын, "
+    "коллега) или о разных вещах, или НОВОЕ лишь дополняет СТАРОЕ.\n"
+    'Ответ в JSON: {"now": "оба"} или {"now": <текст НОВОГО>}.'
+)
+BOTH = {"en": "both", "ru": "оба"}
 # the answers as the journal and the bench count them (issue 17: yes / no / both true)
-REPLACES_ANSWERS = {"outdated": "yes", "still true": "no", "different things": "both true"}
+REPLACES_ANSWERS = {"new": "yes", "old": "no", "both": "both true"}
 SAME_ANSWERS = {"same fact": "yes", "different facts": "no"}
 EVENTS_Q = (
     "Question: what lasting fact about the owner follows from these events of the owner's "
@@ -128,18 +160,50 @@ EVENTS_Q = (
     "events. Write \"none\" if nothing lasting follows.\n"
     'Answer as JSON: {"fact": "..."}.'
 )
+# a fact about Russian events is written in Russian: the grammar admits Cyrillic only (measured
+# on dev, 1.5B: asked in English it wrote "The owner has a regular place for swimming" for
+# «Лужники» and the fact was refused; asked in Russian it answered "none")
+EVENTS_RU = (
+    "Вопрос: какая постоянная привычка хозяина видна из этих событий — что он делает "
+    "регулярно, когда, где и с кем? Напиши её одним коротким предложением по-русски, "
+    "сохранив имена и места, без дат отдельных событий, например: «По средам хозяин играет в "
+    "теннис с Петром на кортах Динамо». Напиши «нет», если привычки не видно.\n"
+    'Ответ в JSON: {"fact": "..."}.'
+)
+CYRILLIC_TEXT = r"^(нет|[А-ЯЁа-яё][А-ЯЁа-яё0-9 ,.:;«»()—–-]{24,160})$"
 KEEP = (
     "Question: this memory has faded: it is old, was never recalled and is of low importance. "
     "It will be forgotten (moved to an archive, restorable for a while) unless it still "
     "matters to the owner: health, family, money, debts, promises, plans, important places. "
-    "Passing trivia and small talk should be forgotten.\n"
+    "Passing trivia, a curious sight seen in passing and small talk should be forgotten.\n"
     'Answer as JSON: {"fate": "forget"} or {"fate": "keep"}.'
 )
 
 
+SAME_RU = (
+    "Вопрос: воспоминания A и B — это один и тот же факт, сказанный дважды? Ответь "
+    "\"same fact\", если они говорят одно и то же об одном и том же человеке или вещи — даже "
+    "другими словами или если одно добавляет мелкую деталь. Ответь \"different facts\", если "
+    "они о разных людях или вещах (хозяин или родственник, брат или коллега) или называют "
+    "разные значения (другой день, место или число).\n"
+    'Ответ в JSON: {"same": "same fact"} или {"same": "different facts"}.'
+)
+ACROSS = ("A and B are written in different languages: compare what they mean, as if both "
+          "were in one language.")
+
+
 def same_question(a: Record, b: Record, now: float) -> tuple[list[Message], dict[str, Any]]:
+    """Asked in the pair's language; a pair across languages is told so."""
+    schema = _enum_schema("same", ["same fact", "different facts"])
+    la, lb = language(a), language(b)
+    if la == lb == "ru":
+        user = (f"A (сохранено {when_ru(a, now)}): {quote(a)}\n"
+                f"B (сохранено {when_ru(b, now)}): {quote(b)}")
+        return _ask(SAME_RU, user), schema
     user = f"A ({when(a, now)}): {quote(a)}\nB ({when(b, now)}): {quote(b)}"
-    return _ask(SAME, user), _enum_schema("same", ["same fact", "different facts"])
+    if la != lb:
+        user += f"\n{ACROSS}"
+    return _ask(SAME, user), schema
 
 
 def merge_question(group: Sequence[Record], now: float, max_chars: int
@@ -150,20 +214,67 @@ def merge_question(group: Sequence[Record], now: float, max_chars: int
     return _ask(MERGE, user), _text_schema("text", max_chars)
 
 
+def language(*records: Record) -> str:
+    """"ru" when the records are written mostly in Cyrillic, else "en" (the question is asked
+    in the records' language: measured on dev, the 1.5B answered English questions about
+    Russian pairs "still true" for "Хозяин курит" → "бросил курить")."""
+    return arith.script(" ".join(r.content for r in records))
+
+
+def option_text(r: Record) -> str:
+    return " ".join(r.content.split())
+
+
 def replace_question(old: Record, new: Record, now: float
                      ) -> tuple[list[Message], dict[str, Any]]:
-    user = f"OLD ({when(old, now)}): {quote(old)}\nNEW ({when(new, now)}): {quote(new)}"
-    return _ask(REPLACES, user), _enum_schema("replaces", ["different things", "outdated",
-                                                           "still true"])
+    """"What is true now: OLD, NEW or both?" — the records' own texts are the options (the
+    grammar forces one of them), asked in the language of the pair."""
+    lang = language(old, new)
+    if lang == "ru":
+        user = (f"СТАРОЕ (сохранено {when_ru(old, now)}): {quote(old)}\n"
+                f"НОВОЕ (сохранено {when_ru(new, now)}): {quote(new)}\n"
+                f"Варианты: «{BOTH[lang]}» / {quote(new)}")
+    else:
+        user = (f"OLD ({when(old, now)}): {quote(old)}\nNEW ({when(new, now)}): {quote(new)}\n"
+                f"Options: «{BOTH[lang]}» / {quote(new)}")
+    options = [BOTH[lang], option_text(new)]
+    return (_ask(REPLACES_RU if lang == "ru" else REPLACES, user),
+            _enum_schema("now", options))
+
+
+def replace_answer(old: Record, new: Record, value: str) -> str:
+    """The chosen option as "new" / "old" / "both" (the key of :data:`REPLACES_ANSWERS`)."""
+    if value == option_text(new):
+        return "new"
+    if value == option_text(old):
+        return "old"
+    return "both"
 
 
 def events_question(events: Sequence[Record], now: float, max_chars: int
                     ) -> tuple[list[Message], dict[str, Any]]:
+    if language(*events) == "ru":
+        lines = "\n".join(f"- ({when_ru(r, now)}) {quote(r)}" for r in events)
+        schema = _text_schema("fact", max_chars)
+        schema["properties"]["fact"]["pattern"] = CYRILLIC_TEXT
+        return _ask(EVENTS_RU, f"События, сначала старые:\n{lines}"), schema
     lines = "\n".join(f"- ({when(r, now)}) {quote(r)}" for r in events)
     return _ask(EVENTS_Q, f"Events, oldest first:\n{lines}"), _text_schema("fact", max_chars)
 
 
+KEEP_RU = (
+    "Вопрос: это воспоминание поблёкло: оно старое, ни разу не вспоминалось и не важно. Оно "
+    "будет забыто (уйдёт в архив, откуда его какое-то время можно вернуть), если только оно "
+    "не важно хозяину: здоровье, семья, деньги, долги, обещания, планы, важные места. "
+    "Мелочи, любопытные случайные сцены и бытовые эпизоды нужно забыть.\n"
+    'Ответ в JSON: {"fate": "forget"} или {"fate": "keep"}.'
+)
+
+
 def keep_question(r: Record, now: float) -> tuple[list[Message], dict[str, Any]]:
+    if language(r) == "ru":
+        user = f"Воспоминание ({when_ru(r, now)}, ни разу не вспоминалось): {quote(r)}"
+        return _ask(KEEP_RU, user), _enum_schema("fate", ["forget", "keep"])
     user = f"The memory ({when(r, now)}, never recalled): {quote(r)}"
     return _ask(KEEP, user), _enum_schema("fate", ["forget", "keep"])
 
@@ -210,6 +321,8 @@ def covers(content: str, r: Record, similar: Similar | None) -> bool:
         return False
     if text.stem_set(content) & text.stem_set(r.content):
         return True
+    if similar is not None and arith.script(content) != arith.script(r.content):
+        return similar(content, r)  # across languages a shared name is not enough
     if arith.shares_name(content, r.content):
         return True
     return similar is not None and similar(content, r)
@@ -268,7 +381,7 @@ def decide_units(units: Sequence[Sequence[Candidate]], corpus: Mapping[int, Reco
     state = [_Unit(c) for c in units]
 
     def one(u: _Unit, kind: str, msgs: list[Message], schema: dict[str, Any], key: str,
-            ids: Sequence[int]) -> Any:
+            ids: Sequence[int], mapper: Callable[[str], str] | None = None) -> Any:
         answer, error, seconds = ask(msgs, schema)
         value = answer.get(key) if answer is not None else None
         if value is None:
@@ -278,8 +391,10 @@ def decide_units(units: Sequence[Sequence[Candidate]], corpus: Mapping[int, Reco
                           "seconds": round(seconds, 3)})
             return None
         shown = value if isinstance(value, str) else str(value)
-        value = SAME_ANSWERS.get(shown, value) if key == "same" else (
-            REPLACES_ANSWERS.get(shown, value) if key == "replaces" else value)
+        if key == "same":
+            value = SAME_ANSWERS.get(shown, value)
+        elif mapper is not None:
+            value = mapper(shown)
         label = value if isinstance(value, str) else shown
         if kind == EVENTS:
             label = "none" if _NONE.match(shown) else "fact"
@@ -334,11 +449,12 @@ def decide_units(units: Sequence[Sequence[Candidate]], corpus: Mapping[int, Reco
             if a in u.replaced or b in u.replaced or a in u.grouped or b in u.grouped:
                 continue
             old, new = corpus[a], corpus[b]
-            verdict = one(u, SUPERSEDE, *replace_question(old, new, now), "replaces", c.ids)
-            if verdict == "no" and c.weight >= arith.DUP_COSINE and not (
-                    a in u.kept_new or b in u.kept_new):
-                # not a change: perhaps the same fact said twice ("15th of August" /
-                # "August 15")
+            verdict = one(u, SUPERSEDE, *replace_question(old, new, now), "now", c.ids,
+                          lambda v, o=old, n=new: REPLACES_ANSWERS[replace_answer(o, n, v)])
+            if (verdict in ("no", "both true") and c.weight >= arith.DUP_COSINE
+                    and c.why == arith.CUE and not (a in u.kept_new or b in u.kept_new)):
+                # not a change, and no value tells them apart: perhaps the same fact said
+                # twice
                 if one(u, DUPLICATE, *same_question(old, new, now), "same", c.ids) == "yes":
                     u.same(a, b)
                 continue
@@ -364,6 +480,14 @@ def decide_units(units: Sequence[Sequence[Candidate]], corpus: Mapping[int, Reco
             members.setdefault(u.groups.find(rid), []).append(rid)
         for ids in members.values():
             recs = [corpus[i] for i in ids]
+            holder = holds_all(recs, similar)
+            if holder is not None:
+                # one member already says everything the others say: its text, no call
+                u.log.append({"kind": "merge", "ids": list(ids), "answer": holder.content,
+                              "seconds": 0.0, "asked": False})
+                u.ops.append({"op": "merge", "ids": ids, "content": holder.content,
+                              "why": "the same fact, said more than once"})
+                continue
             merged = one(u, "merge", *merge_question(recs, now, max_chars), "text", ids)
             content = " ".join(merged.split()) if isinstance(merged, str) else ""
             if not content or not all(covers(content, r, similar) for r in recs):
@@ -376,6 +500,35 @@ def decide_units(units: Sequence[Sequence[Candidate]], corpus: Mapping[int, Reco
             u.ops.append({"op": "merge", "ids": ids, "content": content,
                           "why": "the same fact, said more than once"})
     return [ClusterDecisions(u.ops, u.log, u.failed) for u in state]
+
+
+def holds_all(group: Sequence[Record], similar: Similar | None = None) -> Record | None:
+    """The member of a group of duplicates that already holds what every other member says
+    — all its numbers and names, and all its words when they share a language; across
+    languages, its meaning by the vectors (``similar``; without vectors, never) — preferring the
+    newest; None when none does (then the model writes the merged text). The held-out night
+    showed why the vectors are needed: names and numbers alone let "Daughter Masha goes to
+    kindergarten number 5" stand for "Дочь хозяина Маша учится играть на скрипке", which the
+    model had wrongly called the same fact — the violin was lost."""
+    for r in sorted(group, key=lambda r: (r.created_at, r.id), reverse=True):
+        stems, nums = text.stem_set(r.content), arith.numbers(r.content)
+        lang = arith.script(r.content)
+
+        def holds(o: Record, r: Record = r, stems: frozenset[str] = stems,
+                  nums: frozenset[str] = nums, lang: str = lang) -> bool:
+            if o is r:
+                return True
+            if not arith.numbers(o.content) <= nums or not all(
+                    any(g & h for h in arith.name_groups(r.content))
+                    for g in arith.name_groups(o.content)):
+                return False
+            if arith.script(o.content) == lang:
+                return text.stem_set(o.content) <= stems
+            return similar is not None and similar(r.content, o)
+
+        if all(holds(o) for o in group):
+            return r
+    return None
 
 
 def covers_words(content: str, r: Record, similar: Similar | None) -> bool:
@@ -418,3 +571,77 @@ def decide_forgetting(records: Sequence[Record], now: float, ask: Ask, tally: Ta
         if fate == "forget":
             forget.append(r.id)
     return forget, answered, log
+
+
+# ---------------------------------------------------------------------------- kinds, importance
+
+PROMOTE = "promote"  # a record recalled constantly: core?
+DEMOTE = "demote"  # core over its budget: still core?
+LOWER = "lower"  # importance that crept up: what is it worth?
+CORE_Q = (
+    "Question: core memories are always in the companion's prompt — who the owner is and how "
+    "to be with him; core must stay small. This memory is recalled constantly. Should it "
+    "become core?\n"
+    'Answer as JSON: {"core": "make core"} or {"core": "leave as is"}.'
+)
+DEMOTE_Q = (
+    "Question: core memories are always in the companion's prompt, and they have outgrown "
+    "their share of it. Is this core memory essential to who the owner is and how to be with "
+    "him, or an ordinary fact?\n"
+    'Answer as JSON: {"core": "essential"} or {"core": "ordinary fact"}.'
+)
+LOWER_Q = (
+    "Question: too many memories are marked important. This one is marked important but was "
+    "never recalled. How important is it really: 2 minor, 3 normal, 4 important, 5 essential "
+    "(health, safety, family)?\n"
+    'Answer as JSON: {"importance": 3}.'
+)
+
+
+def calibrate_question(r: Record, why: str, now: float
+                       ) -> tuple[list[Message], dict[str, Any]]:
+    if why == PROMOTE:
+        user = (f"The memory ({when(r, now)}, recalled {r.access_count} times, last "
+                f"{ago(now - r.recalled_at)}): {quote(r)}")
+        return _ask(CORE_Q, user), _enum_schema("core", ["make core", "leave as is"])
+    if why == DEMOTE:
+        return (_ask(DEMOTE_Q, f"The core memory ({when(r, now)}): {quote(r)}"),
+                _enum_schema("core", ["essential", "ordinary fact"]))
+    user = f"The memory ({when(r, now)}, importance {r.importance}, never recalled): {quote(r)}"
+    return _ask(LOWER_Q, user), {
+        "type": "object", "properties": {"importance": {"type": "integer", "enum": [2, 3, 4, 5]}},
+        "required": ["importance"], "additionalProperties": False}
+
+
+def decide_calibration(proposed: Sequence[tuple[Record, str]], now: float, ask: Ask,
+                       tally: Tally) -> tuple[list[dict[str, Any]], list[dict[str, Any]], int]:
+    """Phase 5 as small decisions: one question per record the arithmetic proposed (promote,
+    demote, lower) → (ops, journal entries, failed questions)."""
+    out: list[dict[str, Any]] = []
+    log: list[dict[str, Any]] = []
+    failed = 0
+    for r, why in proposed:
+        msgs, schema = calibrate_question(r, why, now)
+        key = next(iter(schema["properties"]))
+        answer, error, seconds = ask(msgs, schema)
+        value = answer.get(key) if answer is not None else None
+        if value not in schema["properties"][key]["enum"]:
+            failed += 1
+            tally.add("calibrate", None, seconds)
+            log.append({"kind": "calibrate", "ids": [r.id], "why": why,
+                        "error": error or f"no {key!r}", "seconds": round(seconds, 3)})
+            continue
+        tally.add("calibrate", str(value), seconds)
+        log.append({"kind": "calibrate", "ids": [r.id], "why": why, "answer": value,
+                    "seconds": round(seconds, 3)})
+        if why == PROMOTE and value == "make core":
+            out.append({"op": "set_kind", "id": r.id, "kind": "core",
+                        "why": f"recalled constantly ({r.access_count} times)"})
+        elif why == DEMOTE and value == "ordinary fact":
+            out.append({"op": "set_kind", "id": r.id, "kind": "fact",
+                        "why": "core outgrew its budget; an ordinary fact"})
+        elif why == LOWER and isinstance(value, int) and value < r.importance:
+            out.append({"op": "set_importance", "id": r.id, "importance": value,
+                        "why": "importance crept up; never recalled"})
+    return out, log, failed
+

@@ -354,6 +354,8 @@ def review_decide(ctx: StageContext, state: ClusterState) -> None:
                                          for c in cands],
                           "decisions": got.log, "ops": got.ops})
             state.linked.update(i for raw in got.ops for i in op_ids(raw))
+            # a run of events whose fact was not derived is not forgetting material either
+            state.linked.update(i for c in cands if c.kind == candidates.EVENTS for i in c.ids)
             if got.failed:
                 continue
             answered[unit] = ids
@@ -377,6 +379,9 @@ def review_decide(ctx: StageContext, state: ClusterState) -> None:
             # records an op of this night named (e.g. the events a fact was derived from) are
             # not forgetting candidates until a half-life has passed, like a kept candidate
             named = {i for o in result.ops if o.applied for i in o.ids}
+            named |= {i for unit, _ids, cands in chosen if unit in answered
+                      and unit not in result.blocked_units
+                      for c in cands if c.kind == candidates.EVENTS for i in c.ids}
             journal.set_marks(tx.conn, MARK_FORGET, sorted(named & set(corpus)), tx.now)
 
         guard = Safeguards(mem, ctx.config, ctx.budget, "review", state.corpus, now,
@@ -419,9 +424,18 @@ def forgetting(ctx: StageContext, state: ClusterState) -> None:
         cands = forgetting_candidates(mem.config, corpus, clustered,
                                       ctx.config.keep_recent_seconds,
                                       ctx.store.marks(MARK_FORGET), now)
+        held: dict[int, str] = {}
+        if decide:
+            # a faded record that names money, a promise, a date or a person is not offered
+            # (issue 17: never lose a debt/promise/date/person record)
+            held = {r.id: why for r in cands if (why := candidates.still_matters(r.content))}
+            cands = [r for r in cands if r.id not in held]
         if not cands:
-            ctx.journal(PhaseLog(STAGE, "forgetting", "skipped", elapsed(), 0, [], [],
-                                 "no forgetting candidates"))
+            note = "no forgetting candidates"
+            if held:
+                note += f"; {len(held)} faded record(s) held back (they still matter)"
+            ctx.journal(PhaseLog(STAGE, "forgetting", "skipped", elapsed(), 0,
+                                 [{"held": held}] if held else [], [], note))
             return
         if ctx.planner is None or ctx.calls_left == 0:
             why = "no planner model is available" if ctx.planner is None else "max_calls reached"
@@ -463,6 +477,10 @@ def forgetting(ctx: StageContext, state: ClusterState) -> None:
         failed_calls = len(batches) - len(plans) + sum("error" in p for p in plans)
         if failed_calls:
             note += f"; {failed_calls} call(s) failed (nothing forgotten from them)"
+        if held:
+            note += (f"; {len(held)} faded record(s) held back (money, a promise, a date or a "
+                     f"person)")
+            plans.append({"held": held})
         if shown_n < len(cands):
             note += f"; {len(cands) - shown_n} wait for the next night (max_calls)"
 
@@ -514,6 +532,37 @@ def compact_selection(corpus: dict[int, Record], budget_chars: int) -> list[Reco
     return sorted(out, key=lambda r: r.id)
 
 
+PROMOTE_RECALLS = 5  # a non-core record recalled this often within a half-life: promote?
+CREPT_SHARE = 0.3  # importance 4–5 above this share of the corpus has crept up
+
+
+def calibrate_candidates(corpus: dict[int, Record], config: MemoryConfig, now: float,
+                         core_chars: int, core_budget: int) -> list[Record]:
+    return [r for r, _ in calibrate_proposals(corpus, config, now, core_chars, core_budget)]
+
+
+def calibrate_proposals(corpus: dict[int, Record], config: MemoryConfig, now: float,
+                        core_chars: int, core_budget: int) -> list[tuple[Record, str]]:
+    """What phase 5 could change, by arithmetic (``review = "decide"``: the call shows only
+    these, and is not made when there are none): a non-core record recalled at least
+    ``PROMOTE_RECALLS`` times and within its half-life (promote?); every core record when core
+    outgrew its budget (demote or shrink?); when importance 4–5 is more than ``CREPT_SHARE`` of
+    the corpus, the important records never recalled for two half-lives (lower?). Pinned
+    records are the owner's: never shown."""
+    pool = [r for r in corpus.values() if not r.pinned]
+    out = {r.id: (r, decisions.PROMOTE) for r in pool if r.kind is not Kind.CORE
+           and r.access_count >= PROMOTE_RECALLS
+           and now - r.recalled_at <= half_life_of(r.kind, config)}
+    if core_chars > core_budget:
+        out.update((r.id, (r, decisions.DEMOTE)) for r in pool if r.kind is Kind.CORE)
+    high = [r for r in pool if r.importance >= 4 and r.kind is not Kind.CORE]
+    if corpus and len(high) > CREPT_SHARE * len(corpus):
+        out.update((r.id, (r, decisions.LOWER)) for r in high if r.access_count == 0
+                   and now - r.recalled_at > 2 * half_life_of(r.kind, config)
+                   and r.id not in out)
+    return [out[i] for i in sorted(out)]
+
+
 def calibrate(ctx: StageContext) -> None:
     mem = ctx.memory
     with ctx.phase("calibrate") as elapsed:
@@ -528,15 +577,31 @@ def calibrate(ctx: StageContext) -> None:
             why = "no planner model is available" if ctx.planner is None else "max_calls reached"
             ctx.journal(PhaseLog(STAGE, "calibrate", "skipped", elapsed(), 0, [], [], why))
             return
-        shown = compact_selection(corpus, ctx.config.calibrate_chars)
+        core_chars = core_usage(corpus, now)
+        core_budget = int(mem.config.prompt_budget * mem.config.core_share)
+        if ctx.config.review == "decide":
+            # arithmetic proposes (issue 17): the call sees only what it could change — the
+            # open-ended call over 12 000 characters took 536 s of a 30-minute first night
+            # (1.5B, load ~9) and changed nothing
+            proposed = calibrate_proposals(corpus, mem.config, now, core_chars, core_budget)
+            if not proposed:
+                ctx.journal(PhaseLog(STAGE, "calibrate", "skipped", elapsed(), 0, [], [],
+                                     "no record to promote, demote or recalibrate by "
+                                     "arithmetic: no model call"))
+                if not ctx.dry_run:
+                    ctx.store.meta_set(CALIBRATE_META, fp)
+                return
+            calibrate_decide(ctx, corpus, proposed[: ctx.calls_left], elapsed, core_chars,
+                             core_budget)
+            return
+        else:
+            shown = compact_selection(corpus, ctx.config.calibrate_chars)
         if not shown:
             ctx.journal(PhaseLog(STAGE, "calibrate", "skipped", elapsed(), 0, [], [],
                                  "nothing to review (every record is pinned)"))
             return
         ids = [r.id for r in shown]
         versions = {r.id: ops.version_of(r) for r in shown}
-        core_chars = core_usage(corpus, now)
-        core_budget = int(mem.config.prompt_budget * mem.config.core_share)
         hist = Counter(r.importance for r in corpus.values())
         ctx.progress("calibrate", 0, 1, f"{len(shown)} of {len(corpus)} record(s)")
         c0 = ctx.calls
@@ -560,3 +625,33 @@ def calibrate(ctx: StageContext) -> None:
                         failed=res.plan is None)
         if res.plan is not None and not ctx.dry_run and not _transient_ids(result):
             ctx.store.meta_set(CALIBRATE_META, fingerprint(ctx.read_corpus().records))
+
+
+def calibrate_decide(ctx: StageContext, corpus: dict[int, Record],
+                     proposed: list[tuple[Record, str]], elapsed: Callable[[], float],
+                     core_chars: int, core_budget: int) -> None:
+    """Phase 5 with ``review = "decide"``: one small question per record the arithmetic
+    proposed (:func:`calibrate_proposals`), applied through the same safeguards. Measured on
+    dev (1.5B, load ~5): the open-ended call took over 3 minutes for 2 records."""
+    mem = ctx.memory
+    now = mem.clock.now()
+    ids = [r.id for r, _ in proposed]
+    versions = {r.id: ops.version_of(r) for r, _ in proposed}
+    ctx.progress("calibrate", 0, len(proposed), f"{len(proposed)} of {len(corpus)} record(s)")
+    c0 = ctx.calls
+    tally = decisions.Tally()
+    raw, log, failed = decisions.decide_calibration(proposed, now, ctx.decide, tally)
+    ctx.progress("calibrate", len(proposed), len(proposed), "applying")
+    note = (f"{len(proposed)} record(s) proposed by arithmetic; core uses {core_chars} of "
+            f"{core_budget} characters")
+    if failed:
+        note += f"; {failed} question(s) failed (nothing changed for them)"
+    plans = [{"decisions": log, "core_chars": core_chars, "core_budget": core_budget}]
+    proposals = [Proposal(op, frozenset(ids), versions) for op in raw]
+    guard = Safeguards(mem, ctx.config, ctx.budget, "calibrate", corpus, now,
+                       core_chars=core_chars, core_budget=core_budget)
+    result = _apply(ctx, guard, proposals, "calibrate", plans, elapsed, ctx.calls - c0, note,
+                    failed=failed == len(proposed))
+    if not failed and not ctx.dry_run and not _transient_ids(result):
+        ctx.store.meta_set(CALIBRATE_META, fingerprint(ctx.read_corpus().records))
+
