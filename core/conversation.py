@@ -579,7 +579,7 @@ class Conversation:
                 held = echo.finish()  # "" once released
                 wrong_language = echo.wrong_language
                 refused = echo.refused
-                echoed = bool(sofar) and echo.echoes(sofar)
+                echoed = bool(sofar) and (echo.copying or echo.echoes(sofar))
                 if not echo.released and not retried and (
                         not sofar or wrong_language or echoed or refused):
                     # nothing was shown: an empty reply, one in the other language, or one that
@@ -601,7 +601,7 @@ class Conversation:
                     # a small model may read the note back as its answer: that is an echo too
                     echo = EchoHold(text, None, also=[f"{nudge} {say}"])
                     continue
-                if held and not echo.echoes(sofar):
+                if held and not echoed:
                     st.first = st.first if st.first is not None else st.elapsed()
                     yield Token(held)
                 elif held or not sofar:
@@ -663,7 +663,7 @@ class Conversation:
                                          self.config.max_answer_tokens, temperature):
             if isinstance(ev, TextDelta):
                 yield from show(preamble.feed(script.feed(markup.feed(ev.text))))
-                if echo.wrong_language or echo.refused:
+                if echo.wrong_language or echo.refused or echo.copying:
                     break  # unseen, in the other language or a refusal: stop it, ask again
             elif isinstance(ev, ToolCall):
                 pending.append(ev)
