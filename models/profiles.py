@@ -38,8 +38,10 @@ PROFILES: dict[str, ModelProfile] = {
     # with "<tools>" markup; without them, 8 of 9 questions answered from memory. No repeat
     # penalty: it made the model spell a remembered "арахис" as "Araхис" (the memory's tokens
     # were penalised); echoes are caught by the reply guard instead.
+    # Grammar-forced JSON is greedy (structured_temperature 0): at 0.2 the same sleep pair was
+    # "same fact" one night and "different facts" the next (issue 17, two runs of one corpus).
     "qwen2.5-coder-1.5b": ModelProfile(
-        "qwen2.5-coder-1.5b", repeat_penalty=1.0, tool_calls=False,
+        "qwen2.5-coder-1.5b", repeat_penalty=1.0, tool_calls=False, structured_temperature=0.0,
         note="the default: replies without tools, memory by the structured step"),
     "qwen2.5-coder-0.5b": ModelProfile(
         "qwen2.5-coder-0.5b", repeat_penalty=1.1, tool_calls=False,
