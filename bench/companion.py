@@ -15,7 +15,10 @@ are capped at 60 tokens in this scenario (200 otherwise). Its other talk is a ``
 session: the owner's messages are stored in the chat with short canned replies from Eva instead
 of being generated (75 generated turns cost hours on a loaded 2-core machine); the facts, one
 turn after the other talk (which slides the window) and the questions are real turns, and the
-summaries and the memory step over each chunk are made by the real model.
+summaries and the memory step over each chunk are made by the real model. After a replay the
+chat's window is read into the model's cache (untimed), as those turns would have left it.
+Each turn row lists the memories its prompt carried (``recalled``, ``core``), and
+``summary_blocks`` the summary block each chat's prompt carried at the end.
 
 The scenario file (default ``bench/data/companion.json``)::
 
@@ -60,6 +63,7 @@ from core.clock import ManualClock
 from core.conversation import (
     Conversation,
     ConversationConfig,
+    MemoryUsed,
     Notice,
     Token,
     ToolFinished,
@@ -149,8 +153,12 @@ def _one_turn(conv: Conversation, text: str) -> dict[str, Any]:
     done: TurnDone | None = None
     error: str | None = None
     start = time.perf_counter()
+    recalled: list[int] = []
+    core_ids: list[int] = []
     for ev in conv.turn(text, OWNER_TRUSTED):
-        if isinstance(ev, Token):
+        if isinstance(ev, MemoryUsed):
+            recalled, core_ids = list(ev.section.recalled_ids), list(ev.section.core_ids)
+        elif isinstance(ev, Token):
             if first is None:
                 first = time.perf_counter() - start
             tokens.append(ev.text)
@@ -172,6 +180,9 @@ def _one_turn(conv: Conversation, text: str) -> dict[str, Any]:
         "prompt_tokens": done.prompt_tokens if done is not None else None,
         "evaluated_tokens": done.evaluated_tokens if done is not None else None,
         "ops": ops,
+        # the memories the prompt carried: recalled for this message, and core memory
+        "recalled": recalled,
+        "core": core_ids,
     }
     if notices:
         row["notices"] = notices
@@ -264,6 +275,10 @@ def run(model: Any, scenario: dict, writes: str = "structured",
                         replayed += 2
                     else:
                         play(session.get("chat", "chat"), session.get("day", 0), text, mem)
+                if session.get("replay") and summarise:
+                    # had these exchanges been turns, the model's cache would hold their
+                    # window: read it in now (not timed), as the app's warm-up would
+                    conversation(session.get("chat", "chat"), mem).warm_up(OWNER_TRUSTED)
             records = mem.list(OWNER_TRUSTED, limit=10_000)
             memories = [{"id": r.id, "content": r.content, "kind": r.kind.value,
                          "importance": r.importance, "private": r.private,
@@ -280,6 +295,7 @@ def run(model: Any, scenario: dict, writes: str = "structured",
             memories_after = len(mem.list(OWNER_TRUSTED, limit=10_000))
             in_use = {name: [(s.tier_name, s.status) for s in c.summaries.active(c.chat_id)]
                       for name, c in convs.items()}
+            blocks = {name: c.summary_block(OWNER_TRUSTED) for name, c in convs.items()}
             dialogue_saves = sum(1 for r in mem.list(OWNER_TRUSTED, limit=10_000)
                                  if r.source.value == "dialogue")
         finally:
@@ -307,6 +323,7 @@ def run(model: Any, scenario: dict, writes: str = "structured",
             "saved_on_leaving": sum(s["saved"] for s in summary_steps),
             "dialogue_saves": dialogue_saves,
             "summaries_in_use": in_use,
+            "summary_blocks": blocks,  # what the questions' prompts carried (at the end)
             "messages_before_questions": 2 * (len(turns) - len(questions)) + replayed,
             "replayed_messages": replayed,
         }

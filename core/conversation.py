@@ -253,6 +253,7 @@ class Conversation:
         self.writer = MemoryWriter(memory, model)
         self._last_lang: str | None = None  # a message with no letters keeps the last language
         self._summarizer: rolling.Summarizer | None = None
+        self._last_ctx: TurnContext | None = None  # whose prefix a new summary warms up
         chat = (self.chats.get(chat_id) if chat_id is not None
                 else self.chats.current(self.config.persona_id, channel, self.clock.now()))
         self.chat_id = chat.id
@@ -327,7 +328,16 @@ class Conversation:
             return self._window_start if target == self.chat_id else (
                 self.chats.get(target).window_start)
 
-        return self.summarizer.run(target, start, cancel, progress)
+        results = self.summarizer.run(target, start, cancel, progress)
+        if (target == self.chat_id and self._last_ctx is not None
+                and any(r.summary is not None for r in results)
+                and not self.summarizer.interrupt.is_set()
+                and not (cancel is not None and cancel.is_set())):
+            # A new summary changed the prompt's prefix: read it now, in the background, not
+            # in the owner's next turn (measured: 25 s before a first token on the default
+            # model); a turn that wants the model stops this at once (the model gives way).
+            self.warm_up(self._last_ctx)
+        return results
 
     def summary_progress(self, chat_id: int | None = None) -> rolling.Progress:
         target = self.chat_id if chat_id is None else chat_id
@@ -505,6 +515,7 @@ class Conversation:
                 cancel: threading.Event | None, user_stored: bool = False
                 ) -> Iterator[TurnEvent]:
         started = time.monotonic()
+        self._last_ctx = ctx
         lang = self._last_lang = language.detect(text, self._last_lang)
         window = self.window(ctx)  # once per turn; the turn keeps where it starts
         if window.start != self._window_start:

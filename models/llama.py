@@ -13,7 +13,9 @@
 - ``force_tool_call`` / ``generate_json`` constrain decoding with a GBNF grammar made from the
   JSON schema (``LlamaGrammar.from_json_schema``) and stop at a wall-clock deadline
   (→ :class:`core.llm.ModelError`).
-- Cancelling (``cancel`` event) is checked between tokens and between prompt batches.
+- Cancelling (``cancel`` event) is checked between tokens and between prompt batches; an
+  interruptible structured call (background work) is also stopped inside a decode, by
+  llama.cpp's abort callback (:class:`AbortHook`).
 
 One generation runs at a time per model (a lock); the TUI calls these from a worker thread.
 """
@@ -124,8 +126,60 @@ class KVSnapshots:
 # a turn stopping the background summariser waited for a whole 512-token batch)
 INTERRUPTIBLE_BATCH = 64
 
+
 class _Abort(Exception):
     """Raised inside prompt evaluation when the caller cancelled or the deadline passed."""
+
+
+class AbortHook:
+    """llama.cpp's abort callback for an interruptible call (issue 12): ``llama_decode`` asks it
+    between the compute graph's nodes, so a turn stopping the background summariser waits for
+    one node (milliseconds), not for the rest of a prompt batch or a generated token (measured
+    before: +100 % first-token p95 while summaries ran, most of it that wait). llama.cpp then
+    drops the aborted batch from the KV cache and ``llama_decode`` returns 2.
+
+    Armed only around interruptible calls: the callback is Python, so each node takes the GIL
+    (about a thousand a decode, microseconds each when the GIL is free); a turn's own decode,
+    with the TUI drawing its tokens, never pays for it."""
+
+    def __init__(self, llm: Any) -> None:
+        import llama_cpp
+
+        self._llm = llm
+        self._check: Callable[[], bool] | None = None
+        self.fired = False
+        self.calls = 0  # how many times llama.cpp asked (tests and benches)
+        self._cb = llama_cpp.ggml_abort_callback(self._ask)  # kept alive while the model is
+        self._null = llama_cpp.ggml_abort_callback(0)
+
+    def _ask(self, _data: Any) -> bool:
+        self.calls += 1
+        check = self._check
+        try:
+            if check is not None and check():
+                self.fired = True
+                return True
+        except Exception:  # noqa: BLE001 - never raise into C
+            return False
+        return False
+
+    @contextlib.contextmanager
+    def armed(self, check: Callable[[], bool]) -> Iterator[None]:
+        import logging
+
+        import llama_cpp
+
+        quiet = logging.getLogger("llama-cpp-python")
+        level = quiet.level
+        self._check, self.fired = check, False
+        llama_cpp.llama_set_abort_callback(self._llm._ctx.ctx, self._cb, None)
+        quiet.setLevel(logging.CRITICAL)  # llama.cpp logs each abort as an error; it is not
+        try:
+            yield
+        finally:
+            llama_cpp.llama_set_abort_callback(self._llm._ctx.ctx, self._null, None)
+            self._check = None
+            quiet.setLevel(level)
 
 
 def default_threads() -> int:
@@ -259,10 +313,13 @@ class LlamaChatModel:
         self.last_done: Done | None = None  # stats of the last call (also of the JSON calls)
         self.threads = threads
         self._lock = threading.Lock()
+        self._waiters = 0  # calls waiting for the lock: a warm-up under way gives way to them
+        self._waiters_lock = threading.Lock()
         self._n_batch = n_batch
         self._eval_batch = n_batch  # prompt tokens evaluated between two abort checks
         self._eval_count = 0
         self._abort: Callable[[], bool] | None = None
+        self._hook: AbortHook | None = None
         self._wrap_eval()
         self.snapshots = KVSnapshots()
 
@@ -298,7 +355,12 @@ class LlamaChatModel:
                 if self._abort is not None and self._abort():
                     raise _Abort()
                 chunk = tokens[i: i + step]
-                orig(chunk)
+                try:
+                    orig(chunk)
+                except RuntimeError:
+                    if self._hook is not None and self._hook.fired:
+                        raise _Abort() from None  # the abort callback stopped the decode
+                    raise
                 self._eval_count += len(chunk)
 
         self._llm.eval = eval_  # type: ignore[method-assign]
@@ -315,29 +377,65 @@ class LlamaChatModel:
             raise ModelError(f"cannot render the chat template: {e}") from e
 
     def warm_up(self, messages: list[Message], tools: list[dict[str, Any]] | None = None
-                ) -> None:
+                ) -> bool:
         """Evaluate the prompt prefix these messages render to (no generation prompt) into the
-        KV cache, reusing what is already there, as ``Llama.generate`` would."""
+        KV cache, reusing what is already there, as ``Llama.generate`` would. Background work:
+        it stops as soon as another call waits for the model (False)."""
         try:
             prompt = self._prefix_formatter(messages=prepare_messages(messages, tools)).prompt
         except Exception as e:
             raise ModelError(f"cannot render the chat template: {e}") from e
         tokens = self.tokenize(prompt)
         if len(tokens) >= self.context_size:
-            return
-        with self._lock:
-            self._eval_prefix(tokens)
+            return False
+        with self._model():
+            return self._eval_prefix(tokens)
 
-    def _eval_prefix(self, tokens: list[int]) -> None:
+    @contextlib.contextmanager
+    def _model(self) -> Iterator[None]:
+        """Hold the model (one call at a time), counted as waiting until it is ours: a warm-up
+        under way stops for any call that waits (it is background work, issue 12)."""
+        with self._waiters_lock:
+            self._waiters += 1
+        try:
+            self._lock.acquire()
+        finally:
+            with self._waiters_lock:
+                self._waiters -= 1
+        try:
+            yield
+        finally:
+            self._lock.release()
+
+    def _eval_prefix(self, tokens: list[int]) -> bool:
         """Make the KV cache hold exactly ``tokens``, evaluating only what it lacks (at least
-        the last token, so its logits are fresh). Must hold ``self._lock``."""
+        the last token, so its logits are fresh), then keep a snapshot of it. Gives way (False,
+        the cache keeps what was evaluated so far) as soon as another call waits for the
+        model. Must hold ``self._lock``."""
         llm = self._llm
         self._restore(tokens)
         keep = _common_prefix(llm._input_ids[: llm.n_tokens], tokens)
         keep = max(0, min(keep, len(tokens) - 1))
         llm.n_tokens = keep
         self._eval_count = 0
-        llm.eval(tokens[keep:])
+        if self._hook is None:
+            self._hook = AbortHook(self._llm)
+
+        def wanted() -> bool:
+            return self._waiters > 0
+
+        self._abort = wanted
+        self._eval_batch = min(self._n_batch, INTERRUPTIBLE_BATCH)
+        try:
+            with self._hook.armed(wanted):
+                llm.eval(tokens[keep:])
+        except _Abort:
+            return False
+        finally:
+            self._abort = None
+            self._eval_batch = self._n_batch
+        self._snapshot()  # a background call later evicts it; the next turn restores it
+        return True
 
     def _restore(self, tokens: list[int]) -> None:
         try:
@@ -373,9 +471,12 @@ class LlamaChatModel:
         cancel: threading.Event | None = None,
         deadline: float | None = None,
         stop_texts: tuple[str, ...] = (),
+        interruptible: bool = False,
     ) -> Iterator[str | Done]:
         """Run one generation; yields decoded text pieces, then one :class:`Done`.
-        Raises ModelError when the deadline passes. Must hold ``self._lock``."""
+        Raises ModelError when the deadline passes. ``interruptible`` (background work a turn
+        may stop) arms llama.cpp's abort callback: a cancel stops even a decode under way.
+        Must hold ``self._lock``."""
         n_prompt = len(tokens)
         room = self.context_size - n_prompt
         if room <= 0:
@@ -400,10 +501,15 @@ class LlamaChatModel:
         self._restore(tokens)
         self._eval_count = 0
         self._abort = abort
+        if interruptible and self._hook is None:
+            self._hook = AbortHook(self._llm)
+        armed = contextlib.ExitStack()
         gen = self._llm.generate(
             tokens, top_k=self.top_k, top_p=self.top_p, min_p=self.min_p, temp=temperature,
             repeat_penalty=self.repeat_penalty, grammar=grammar)
         try:
+            if interruptible and self._hook is not None:
+                armed.enter_context(self._hook.armed(abort))
             if budget == 0:
                 truncated = True
             else:
@@ -440,6 +546,7 @@ class LlamaChatModel:
         except _Abort:
             stopped = not timed_out
         finally:
+            armed.close()
             self._abort = None
             gen.close()
         if timed_out:
@@ -475,7 +582,7 @@ class LlamaChatModel:
         prompt = self.render(messages, tools)
         tokens = self.tokenize(prompt)
         splitter = ToolCallStream([tool_function(t)["name"] for t in tools]) if tools else None
-        with self._lock:
+        with self._model():
             done: Done | None = None
             for item in self._generate(tokens, max_tokens=max_tokens, temperature=temperature,
                                        cancel=cancel,
@@ -548,16 +655,18 @@ class LlamaChatModel:
         tokens = self.tokenize(prompt)
         deadline = None if timeout is None else time.monotonic() + timeout
         parts: list[str] = []
-        with self._lock:
+        with self._model():
             # An interruptible structured call (a summary, a sleep decision: background work a
             # turn may stop) checks its cancel every INTERRUPTIBLE_BATCH prompt tokens, not
-            # every n_batch: the turn waiting for the model gets it about a second sooner.
+            # every n_batch, and inside each decode through llama.cpp's abort callback
+            # (AbortHook): the turn waiting for the model gets it within milliseconds.
             if cancel is not None:
                 self._eval_batch = min(self._n_batch, INTERRUPTIBLE_BATCH)
             try:
                 for item in self._generate(tokens, max_tokens=max_tokens,
                                            temperature=self.structured_temperature,
-                                           grammar=grammar, deadline=deadline, cancel=cancel):
+                                           grammar=grammar, deadline=deadline, cancel=cancel,
+                                           interruptible=cancel is not None):
                     if isinstance(item, Done):
                         self.last_done = item
                     else:

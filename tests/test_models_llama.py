@@ -7,6 +7,7 @@ behaviour, never timings."""
 from __future__ import annotations
 
 import threading
+import time
 
 import pytest
 
@@ -285,3 +286,57 @@ def test_a_cancelled_background_call_stops_within_a_small_batch(qwen):
     text, _, done = run(qwen, [{"role": "user", "content": "Say OK."}], max_tokens=4,
                         temperature=0.0)
     assert done.completion_tokens >= 1
+
+
+class _CountingEvent(threading.Event):
+    """A cancel that reads as set from its ``after``-th check on: with llama.cpp's abort
+    callback asking between the compute graph's nodes, that is inside the first decode."""
+
+    def __init__(self, after: int) -> None:
+        super().__init__()
+        self.after, self.checks = after, 0
+
+    def is_set(self) -> bool:
+        self.checks += 1
+        return self.checks >= self.after or super().is_set()
+
+
+def test_a_cancel_stops_a_background_call_inside_a_decode(qwen):
+    """Issue 12 (first-token p95 while summaries run): a turn stopping the background
+    summariser no longer waits for the prompt batch under way — llama.cpp's abort callback,
+    armed only for interruptible calls, stops the decode between graph nodes; llama.cpp drops
+    the aborted batch from the KV cache, and the next call answers exactly as before."""
+    msgs = [{"role": "user", "content": "Say OK."}]
+    before, _, _ = run(qwen, msgs, max_tokens=6, temperature=0.0)
+    long_text = " ".join(f"Memory {i}: the owner likes item {i}." for i in range(120))
+    cancel = _CountingEvent(after=20)  # check 1 is before the first batch; 2.. are nodes
+    with pytest.raises(ModelError, match="cancelled"):
+        qwen.generate_json([{"role": "user", "content": long_text + " Answer as JSON."}],
+                           SLEEP_FINISH, timeout=600, max_tokens=50, cancel=cancel)
+    assert qwen._hook is not None and qwen._hook.fired
+    assert qwen.last_done is not None and qwen.last_done.stopped
+    assert qwen.last_done.evaluated_tokens == 0  # stopped inside its first batch
+    asked = qwen._hook.calls
+    after, _, done = run(qwen, msgs, max_tokens=6, temperature=0.0)
+    assert after == before and done.completion_tokens >= 1
+    assert qwen._hook.calls == asked  # a turn's own decode is never asked (not armed)
+
+
+def test_a_warm_up_gives_way_to_a_call_waiting_for_the_model(qwen):
+    """Issue 12: reading a new summary's prefix into the cache is background work; a turn that
+    wants the model stops it at once (the warm-up answers False) and is answered normally."""
+    long_text = " ".join(f"Line {i}: the owner once mentioned topic number {i}." for i in range(110))
+    prefix = [{"role": "system", "content": "You are Eva."},
+              {"role": "user", "content": long_text}]
+    out: list[bool] = []
+    asked = qwen._hook.calls if qwen._hook is not None else 0
+    t = threading.Thread(target=lambda: out.append(qwen.warm_up(prefix)))
+    t.start()
+    deadline = time.monotonic() + 120
+    while (qwen._hook is None or qwen._hook.calls <= asked) and time.monotonic() < deadline:
+        time.sleep(0.005)  # the warm-up is inside a decode now
+    text, _, done = run(qwen, [{"role": "user", "content": "Say OK."}], max_tokens=4,
+                        temperature=0.0)
+    t.join(60)
+    assert out == [False] and done.completion_tokens >= 1
+    assert qwen.warm_up(prefix[:1]) is True  # nothing waits: a warm-up completes

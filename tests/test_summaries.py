@@ -283,6 +283,43 @@ def test_a_private_summary_never_reaches_a_blind_turn(mem, clock):
     assert "Pavel" in blind and "Zqhouse" not in blind and "zqdiag" not in blind
 
 
+def test_a_new_summary_is_read_into_the_cache_before_the_next_turn(mem, clock):
+    """Issue 12 (first token while summaries run): a new summary changes the prompt's prefix;
+    the summariser reads the new prefix into the model's cache right after it, in the
+    background, so the owner's next turn evaluates only its own message — measured on the
+    default model without it: the whole window again, 25 s before the first token."""
+    import random
+
+    rng = random.Random(5)
+    replies = [["ok " + " ".join(f"{rng.getrandbits(30):x}" for _ in range(30))]
+               for _ in range(30)]
+    llm = SummaryLLM(replies, context_size=1024)
+    conv = Conversation(mem, llm, config=ConversationConfig(learning=False))
+    for i in range(12):
+        list(conv.turn(f"My friend Boris{i} turned {20 + i} " + "w " * 25, OWNER_TRUSTED))
+    warmed = len(llm.warmed)
+    assert any(r.summary is not None for r in conv.summarise())
+    assert len(llm.warmed) == warmed + 1
+    block = " ".join(llm.warmed[-1])
+    assert HEADER in block and "Boris0" in block  # the prefix with the new summary
+    list(conv.turn("what now?", OWNER_TRUSTED))
+    call = llm.calls[-1]
+    own = len(llm.render([call["messages"][-1]]))
+    assert call["evaluated"] <= own  # the rest came from the cache
+
+    # nothing new (idle), or a turn waiting for the model: no warm-up
+    warmed = len(llm.warmed)
+    assert conv.summarise() == [] and len(llm.warmed) == warmed
+    for i in range(6):
+        list(conv.turn(f"My friend Gleb{i} turned {40 + i} " + "w " * 25, OWNER_TRUSTED))
+    conv.summarizer.interrupt.set()
+    try:
+        assert [r.action for r in conv.summarise()] == ["paused"]
+    finally:
+        conv.summarizer.interrupt.clear()
+    assert len(llm.warmed) == warmed
+
+
 def test_a_turn_interrupts_the_worker_and_nothing_half_done_is_written(mem, clock):
     conv, s = make(mem, clock)
     ids = fill(mem, conv.chat_id, TURNS[:2])
