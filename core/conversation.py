@@ -590,7 +590,7 @@ class Conversation:
                 held = echo.finish()  # "" once released
                 wrong_language = echo.wrong_language
                 refused = echo.refused
-                echoed = bool(sofar) and (echo.copying or echo.echoes(sofar))
+                echoed = bool(sofar) and echo.echoes(sofar)
                 if not echo.released and not retried and (
                         not sofar or wrong_language or echoed or refused):
                     # nothing was shown: an empty reply, one in the other language, or one that
@@ -674,7 +674,7 @@ class Conversation:
                                          self.config.max_answer_tokens, temperature):
             if isinstance(ev, TextDelta):
                 yield from show(preamble.feed(script.feed(markup.feed(ev.text))))
-                if echo.wrong_language or echo.refused or echo.copying:
+                if echo.wrong_language or echo.refused:
                     break  # unseen, in the other language or a refusal: stop it, ask again
             elif isinstance(ev, ToolCall):
                 pending.append(ev)

@@ -24,8 +24,6 @@ _SPECIAL = re.compile(r"<\|[a-z_]{1,20}\|>")
 _MAX_TAG = max(len(t) for t in _OPENERS + _CLOSERS)
 ECHO_SIMILARITY = 0.8  # a reply this similar to the owner's message is an echo
 COPIED = 0.85  # … and so is one whose characters nearly all come from the message
-COPYING = 0.95  # a start of a reply to a statement this copied from it …
-COPYING_SHARE = 0.6  # … and this long against it is an echo before it ends (stopped there)
 
 
 def _json_call(text: str) -> bool:
@@ -238,10 +236,6 @@ class EchoHold:
         self.released = False
         self.wrong_language = False
         self.refused = False  # the reply opened with a refusal (held, never shown)
-        # the start already copies most of the owner's statement word for word: an echo for
-        # sure, stopped before it is finished (a retry then costs less; measured echoes of the
-        # default model ran 15-25 tokens, ~2 s)
-        self.copying = False
 
     def feed(self, piece: str) -> str:
         if self.released:
@@ -283,10 +277,7 @@ class EchoHold:
         sofar = _norm(self._held)
         if len(sofar) < self.MIN_HELD:
             return True
-        if (not self.question and len(sofar) >= COPYING_SHARE * len(self.message)
-                and _copied(sofar, self.message) >= COPYING):
-            self.copying = True
-            return True
+
         for ref in (self.message, *self.also, *(f"{a} {self.message}" for a in self.also)):
             if len(sofar) > 1.5 * len(ref) + 4:
                 continue  # too long to be ≥ 0.8 similar to it

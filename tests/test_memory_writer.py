@@ -548,19 +548,3 @@ def test_an_announced_echo_is_caught_as_an_echo(mem):
     assert "".join(e.text for e in events if isinstance(e, Token)) == "На квартиру."
     assert len(llm.calls) == 2
 
-
-def test_an_echo_of_a_statement_is_stopped_before_it_ends(mem):
-    """Issue 9 (first-token p95): a reply that copies most of the owner's statement word for word
-    is an echo for sure — its generation is stopped there (not run to the end) and the turn asks
-    again; what the owner sees is the retry."""
-    msg = "My dog is called Bublik, he is a corgi and he loves long walks in the park."
-    chunks: list[int] = []
-    llm = ScriptedLLM([["My dog is called ", "Bublik, he is ", "a corgi and he ", "loves long ",
-                        "walks ", "in the park."], ["Bublik sounds lovely! How old is he?"]],
-                      plans=SMALL_TALK)
-    llm.chunk_hook = chunks.append
-    events = run(Conversation(mem, llm), msg)
-    shown = "".join(e.text for e in events if isinstance(e, Token))
-    assert shown == "Bublik sounds lovely! How old is he?"
-    first_call_chunks = chunks[:chunks.index(1, 1)] if chunks.count(1) > 1 else chunks
-    assert max(first_call_chunks) < 6  # the echo was cut before its last piece
