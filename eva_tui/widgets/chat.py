@@ -119,9 +119,12 @@ class TurnView(Vertical):
         return self.query_one(AssistantMessage)
 
     async def write(self, chunk: str) -> None:
-        if self._stream is None:
-            self._stream = Markdown.get_stream(self.body)
         self.text += chunk
+        if self._stream is None:
+            bodies = self.query(AssistantMessage)
+            if not bodies:  # the app is closing and took the answer's body away: the reply is
+                return  # kept in the store by the core, nothing on screen to write to
+            self._stream = Markdown.get_stream(bodies.first())
         await self._stream.write(chunk)
 
     async def _end_stream(self) -> None:

@@ -423,3 +423,23 @@ async def test_the_app_owns_the_turn_state_and_quitting_cancels_a_turn(env_facto
         (cancel,) = app.cancels
         app.exit()
         assert cancel.is_set()
+
+
+@aio
+async def test_a_token_arriving_while_the_app_closes_is_not_a_crash():
+    """Issue 15/16 (seen in CI under load): the last tokens of a cancelled turn reached an
+    answer whose body the closing app had already removed — NoMatches crashed the quit. The
+    text is still kept (the core stores the reply); nothing is written on screen."""
+    from textual.app import App
+
+    from eva_tui.widgets.chat import AssistantMessage, TurnView
+
+    class Host(App):
+        def compose(self):
+            yield TurnView()
+
+    async with Host().run_test() as pilot:
+        view = pilot.app.query_one(TurnView)
+        await view.query_one(AssistantMessage).remove()
+        await view.write("Three")
+        assert view.text == "Three"
