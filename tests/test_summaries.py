@@ -107,10 +107,9 @@ def test_chunks_end_at_an_assistant_message_and_never_mix_privacy(mem, clock):
     assert s.chunk(pending[:3]) == pending[:2]  # a trailing user message waits for its answer
 
 
-def test_what_left_the_window_is_summarised_and_placed_between_prefix_and_window(mem, clock):
-    """§8.3: after the window slides, the messages that left it are summarised (not on the
-    send path: ``summarise`` is called separately) and the block sits after the system prompt
-    and before the live window."""
+def _slid_conversation(mem) -> tuple[SummaryLLM, Conversation]:
+    """A conversation whose window has slid: 12 turns about Boris0..11 with a small context, the
+    model's summary answers scripted (random hex, so no two are alike)."""
     import random
 
     rng = random.Random(5)
@@ -120,6 +119,14 @@ def test_what_left_the_window_is_summarised_and_placed_between_prefix_and_window
     conv = Conversation(mem, llm, config=ConversationConfig(learning=False))
     for i in range(12):
         list(conv.turn(f"My friend Boris{i} turned {20 + i} " + "w " * 25, OWNER_TRUSTED))
+    return llm, conv
+
+
+def test_what_left_the_window_is_summarised_and_placed_between_prefix_and_window(mem, clock):
+    """§8.3: after the window slides, the messages that left it are summarised (not on the
+    send path: ``summarise`` is called separately) and the block sits after the system prompt
+    and before the live window."""
+    llm, conv = _slid_conversation(mem)
     assert llm.summary_prompts == []  # turns never summarise
     results = conv.summarise()
     assert results and {r.action for r in results} == {"chunk"}
@@ -288,15 +295,7 @@ def test_a_new_summary_is_read_into_the_cache_before_the_next_turn(mem, clock):
     the summariser reads the new prefix into the model's cache right after it, in the
     background, so the owner's next turn evaluates only its own message — measured on the
     default model without it: the whole window again, 25 s before the first token."""
-    import random
-
-    rng = random.Random(5)
-    replies = [["ok " + " ".join(f"{rng.getrandbits(30):x}" for _ in range(30))]
-               for _ in range(30)]
-    llm = SummaryLLM(replies, context_size=1024)
-    conv = Conversation(mem, llm, config=ConversationConfig(learning=False))
-    for i in range(12):
-        list(conv.turn(f"My friend Boris{i} turned {20 + i} " + "w " * 25, OWNER_TRUSTED))
+    llm, conv = _slid_conversation(mem)
     warmed = len(llm.warmed)
     assert any(r.summary is not None for r in conv.summarise())
     assert len(llm.warmed) == warmed + 1
