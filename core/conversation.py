@@ -604,7 +604,7 @@ class Conversation:
                         nudge = REFUSAL_NUDGE
                     else:
                         nudge = (RETRY_NUDGE if not sofar else QUESTION_ECHO_NUDGE
-                                 if language.is_question(text) else ECHO_NUDGE)
+                                 if echo.question else ECHO_NUDGE)
                     if sofar and not wrong_language and not refused:  # its echo, then ask
                         messages.append({"role": "assistant", "content": sofar, "retry": True})
                     messages.append({"role": "system", "retry": True,

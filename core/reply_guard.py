@@ -231,6 +231,9 @@ class EchoHold:
         # texts that must never be read back either (the note of a retry), treated as the
         # owner's own words
         self.also = [_norm(a) for a in also or () if _norm(a)]
+        # a note read back with the owner's words after it (or before it), pieced together
+        self._pieced = [f"{a} {self.message}" for a in self.also]
+        self._said = " ".join([self.message, *self.also])  # every word a reply may repeat
         self.lang = lang
         self._held = ""
         self.released = False
@@ -277,8 +280,7 @@ class EchoHold:
         sofar = _norm(self._held)
         if len(sofar) < self.MIN_HELD:
             return True
-
-        for ref in (self.message, *self.also, *(f"{a} {self.message}" for a in self.also)):
+        for ref in (self.message, *self.also, *self._pieced):
             if len(sofar) > 1.5 * len(ref) + 4:
                 continue  # too long to be ≥ 0.8 similar to it
             if _copied(sofar, ref) >= 0.6:
@@ -291,13 +293,12 @@ class EchoHold:
         if any(similarity(reply, a) >= ECHO_SIMILARITY for a in self.also):
             return True
         mine = _norm(reply)
-        said = " ".join([self.message, *self.also])
-        if len(mine.split()) >= 3 and not brings_news(reply, said) and any(
-                _copied(mine, f"{a} {self.message}") >= COPIED
-                or _copied(mine, f"{self.message} {a}") >= COPIED for a in self.also):
+        if len(mine.split()) >= 3 and not brings_news(reply, self._said) and any(
+                _copied(mine, p) >= COPIED
+                for p in (*self._pieced, *(f"{self.message} {a}" for a in self.also))):
             return True  # the note and the owner's words pieced together (measured: 'The
             # owner wrote in English: "What's my dog's name?"')
-        if self.question and brings_news(reply, said):
+        if self.question and brings_news(reply, self._said):
             return False  # it answers: measured, "Я собираюсь поехать осенью в Japan." for
             # "Куда я собираюсь поехать осенью?" was 0.8 similar, dropped, and the retry empty
         if is_echo(reply, self.message):
@@ -377,7 +378,13 @@ _HEADS = (
     ("my", "answer|reply|response"),
     ("answer|reply|response",),
 )
-MAX_ANNOUNCE = 60  # characters after the head before its colon or line break
+MAX_ANNOUNCE = 100  # characters an announcement may take before its colon or line break
+
+
+def _bare_words(text: str) -> list[str]:
+    """The words of ``text``, lower-case, without the punctuation around them."""
+    words = (re.sub(r"^[^\w’']+|[^\w’']+$", "", w.lower()) for w in text.split())
+    return [w for w in words if w]
 
 
 def _head_state(words: list[str], partial: bool) -> str:
@@ -435,27 +442,18 @@ class PreambleFilter:
 
     def _decide(self, final: bool) -> str:
         text = self._held
-        words_raw = text.split()
+        if not _bare_words(text) and not final:
+            return ""  # nothing to judge yet
         partial = bool(text) and not text[-1].isspace() and not final
-        words = [re.sub(r"^[^\w’']+|[^\w’']+$", "", w.lower()) for w in words_raw]
-        words = [w for w in words if w]
-        if not words:
-            if final:
-                self._done = True
-                self._held = ""
-                return text
-            return ""
         # judge only the words before the first colon or line break
         cut = re.search(r"[:\n]", text)
-        head_text = text[:cut.start()] if cut else text
-        head_words = [re.sub(r"^[^\w’']+|[^\w’']+$", "", w.lower()) for w in head_text.split()]
-        head_words = [w for w in head_words if w]
-        state = _head_state(head_words, partial and cut is None)
-        if state == "head" and cut is not None and cut.start() <= MAX_ANNOUNCE + 40:
+        head_words = _bare_words(text[:cut.start()] if cut else text)
+        state = _head_state(head_words, partial and cut is None) if head_words else "no"
+        if state == "head" and cut is not None and cut.start() <= MAX_ANNOUNCE:
             out, self._held, self._done = text[cut.end():].lstrip(), "", True
             self._trim = not out
             return out
-        if not final and cut is None and len(text) <= MAX_ANNOUNCE + 40 and state != "no":
+        if not final and cut is None and len(text) <= MAX_ANNOUNCE and state != "no":
             return ""
         out, self._held, self._done = text, "", True
         return out
