@@ -418,24 +418,34 @@ class LlamaChatModel:
         keep = max(0, min(keep, len(tokens) - 1))
         llm.n_tokens = keep
         self._eval_count = 0
-        if self._hook is None:
-            self._hook = AbortHook(self._llm)
 
         def wanted() -> bool:
             return self._waiters > 0
 
         self._abort = wanted
-        self._eval_batch = min(self._n_batch, INTERRUPTIBLE_BATCH)
         try:
-            with self._hook.armed(wanted):
+            with self._interruptible(wanted):
                 llm.eval(tokens[keep:])
         except _Abort:
             return False
         finally:
             self._abort = None
-            self._eval_batch = self._n_batch
         self._snapshot()  # a background call later evicts it; the next turn restores it
         return True
+
+    @contextlib.contextmanager
+    def _interruptible(self, check: Callable[[], bool]) -> Iterator[None]:
+        """Background work a turn may stop (a warm-up, a summary, a sleep decision): the prompt
+        is read in batches of INTERRUPTIBLE_BATCH, not n_batch, and llama.cpp's abort callback
+        asks ``check`` inside each decode (:class:`AbortHook`). Must hold ``self._lock``."""
+        if self._hook is None:
+            self._hook = AbortHook(self._llm)
+        self._eval_batch = min(self._n_batch, INTERRUPTIBLE_BATCH)
+        try:
+            with self._hook.armed(check):
+                yield
+        finally:
+            self._eval_batch = self._n_batch
 
     def _restore(self, tokens: list[int]) -> None:
         try:
@@ -501,15 +511,13 @@ class LlamaChatModel:
         self._restore(tokens)
         self._eval_count = 0
         self._abort = abort
-        if interruptible and self._hook is None:
-            self._hook = AbortHook(self._llm)
         armed = contextlib.ExitStack()
         gen = self._llm.generate(
             tokens, top_k=self.top_k, top_p=self.top_p, min_p=self.min_p, temp=temperature,
             repeat_penalty=self.repeat_penalty, grammar=grammar)
         try:
-            if interruptible and self._hook is not None:
-                armed.enter_context(self._hook.armed(abort))
+            if interruptible:
+                armed.enter_context(self._interruptible(abort))
             if budget == 0:
                 truncated = True
             else:
@@ -656,23 +664,17 @@ class LlamaChatModel:
         deadline = None if timeout is None else time.monotonic() + timeout
         parts: list[str] = []
         with self._model():
-            # An interruptible structured call (a summary, a sleep decision: background work a
-            # turn may stop) checks its cancel every INTERRUPTIBLE_BATCH prompt tokens, not
-            # every n_batch, and inside each decode through llama.cpp's abort callback
-            # (AbortHook): the turn waiting for the model gets it within milliseconds.
-            if cancel is not None:
-                self._eval_batch = min(self._n_batch, INTERRUPTIBLE_BATCH)
-            try:
-                for item in self._generate(tokens, max_tokens=max_tokens,
-                                           temperature=self.structured_temperature,
-                                           grammar=grammar, deadline=deadline, cancel=cancel,
-                                           interruptible=cancel is not None):
-                    if isinstance(item, Done):
-                        self.last_done = item
-                    else:
-                        parts.append(item)
-            finally:
-                self._eval_batch = self._n_batch
+            # A structured call with a cancel (a summary, a sleep decision: background work a
+            # turn may stop) is interruptible: the turn waiting for the model gets it within
+            # milliseconds (see _interruptible).
+            for item in self._generate(tokens, max_tokens=max_tokens,
+                                       temperature=self.structured_temperature,
+                                       grammar=grammar, deadline=deadline, cancel=cancel,
+                                       interruptible=cancel is not None):
+                if isinstance(item, Done):
+                    self.last_done = item
+                else:
+                    parts.append(item)
         if cancel is not None and cancel.is_set():
             raise ModelError("the structured call was cancelled")
         text = "".join(parts).strip()
