@@ -70,6 +70,7 @@ from bench.common import (
     parse_int_list,
     peak_rss_mb,
 )
+from core.embedding import cosines_of
 
 GENERATOR_VERSION = 1
 DAY = 86_400.0
@@ -472,13 +473,8 @@ def measure(size: int, db: Path, seed: int, ops: int = OPS, profile: bool = Fals
             qvec = np.asarray(emb.embed([q]), dtype=np.float32)[0]
             t_embed.append(pc() - t0)
             t0 = pc()
-            vectors = mem._index.vectors
-            if vectors is not None:  # as recall takes them: through the embedder's compute
-                compute = getattr(emb, "compute", None)
-                if compute is not None:
-                    compute(lambda v=vectors, x=qvec: v.cosines(x))
-                else:
-                    vectors.cosines(qvec)
+            if mem._index.vectors is not None:  # as recall takes them
+                cosines_of(emb, mem._index.vectors, qvec)
             t_cos.append(pc() - t0)
     status = mem.status()
 

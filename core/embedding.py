@@ -38,6 +38,16 @@ def normalise_rows(m: np.ndarray) -> np.ndarray:
     return m / norms
 
 
+def cosines_of(embedder: object, vectors: VectorSpace, query: np.ndarray
+               ) -> tuple[np.ndarray, np.ndarray]:
+    """``vectors.cosines(query)``, run through the embedder's ``compute`` when it has one (the
+    way its runtime wants numpy run: one BLAS thread for USE)."""
+    compute = getattr(embedder, "compute", None)
+    if compute is None:
+        return vectors.cosines(query)
+    return compute(lambda: vectors.cosines(query))
+
+
 def calibrated(cos: np.ndarray, background: float | np.ndarray) -> np.ndarray:
     """Map raw cosine to 0..1 with the model's background cosine as zero (one ``b``, or one
     per cosine)."""

@@ -24,7 +24,14 @@ import numpy as np
 
 from core import language, lexical, records, text
 from core.config import MemoryConfig
-from core.embedding import Embedder, VectorSpace, calibrated, from_blob, to_blob
+from core.embedding import (
+    Embedder,
+    VectorSpace,
+    calibrated,
+    cosines_of,
+    from_blob,
+    to_blob,
+)
 from core.lexical import LexicalIndex
 from core.privacy import TurnContext
 from core.recall import Columns, Hit, cross_language, fuse, language_code, select
@@ -487,9 +494,7 @@ class RecallIndex:
             qvec = self.embed_one(query)
         if qvec is None or self.vectors is None:
             return lk, lv.astype(np.float64), lv.astype(np.float64), None
-        compute = getattr(self.embedder, "compute", None)  # the model's way to run numpy
-        vk, cos = (compute(lambda: self.vectors.cosines(qvec)) if compute is not None
-                   else self.vectors.cosines(qvec))
+        vk, cos = cosines_of(self.embedder, self.vectors, qvec)
         qcode = language_code(query)
         b = self.background()
         offset = self.cross_language_offset()

@@ -15,6 +15,7 @@ load; the app then runs recall lexically and says so (SPEC §6).
 
 from __future__ import annotations
 
+import functools
 import json
 import os
 import threading
@@ -110,14 +111,10 @@ class _BlasThreads:
                 self._set(before)
 
 
-_blas: _BlasThreads | None = None
-
-
+@functools.cache
 def _blas_threads() -> _BlasThreads:
-    global _blas
-    if _blas is None:
-        _blas = _BlasThreads()
-    return _blas
+    """The process's one :class:`_BlasThreads` (the library is looked up once)."""
+    return _BlasThreads()
 
 
 def _offline() -> None:
