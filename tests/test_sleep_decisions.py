@@ -295,7 +295,7 @@ def test_calibrate_is_asked_only_about_what_arithmetic_proposes(tmp_path, clock)
     (promote?), core when it outgrew its budget, important records never recalled when
     importance crept up — and is not made at all when there are none."""
     from core.config import MemoryConfig
-    from core.sleep.memory_stage import calibrate_candidates
+    from core.sleep.memory_stage import calibrate_proposals
 
     now = OLD
     cfg = MemoryConfig()
@@ -305,11 +305,11 @@ def test_calibrate_is_asked_only_about_what_arithmetic_proposes(tmp_path, clock)
               3: _rec(3, "The owner is Dmitry", kind=Kind.CORE),
               4: _rec(4, "Pinned and recalled", recalls=9, recalled_at=now - DAY, pinned=True),
               5: _rec(5, "Recalled often, long ago", recalls=9, recalled_at=ANCIENT)}
-    assert [r.id for r in calibrate_candidates(corpus, cfg, now, 100, 4800)] == [1]
-    assert [r.id for r in calibrate_candidates(corpus, cfg, now, 5000, 4800)] == [1, 3]
+    assert [r.id for r, _why in calibrate_proposals(corpus, cfg, now, 100, 4800)] == [1]
+    assert [r.id for r, _why in calibrate_proposals(corpus, cfg, now, 5000, 4800)] == [1, 3]
     crept = {i: _rec(i, f"important thing {i}", importance=5) for i in range(10, 14)}
     crept[14] = _rec(14, "a normal thing")
-    assert [r.id for r in calibrate_candidates(crept, cfg, now, 0, 4800)] == [10, 11, 12, 13]
+    assert [r.id for r, _why in calibrate_proposals(crept, cfg, now, 0, 4800)] == [10, 11, 12, 13]
     # a decide night on a corpus where nothing is recalled: no calibrate call at all
     llm = DecidingLLM()
     mem, ids, s, run = night(tmp_path, clock, llm)

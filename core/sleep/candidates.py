@@ -82,8 +82,8 @@ def _days(content: str) -> frozenset[int]:
     return frozenset(d for w in _WORDS.findall(content.lower()) if (d := _day(w)) is not None)
 
 
-def _names(content: str) -> list[frozenset[str]]:
-    """Names in both scripts (days of the week are not names)."""
+def name_groups(content: str) -> list[frozenset[str]]:
+    """A text's names in both scripts (days of the week are not names)."""
     days = {text.stem_token(w) for w in _WORDS.findall(content.lower()) if _day(w)}
     return [g for g in text.name_stems(content) if not g & days]
 
@@ -102,7 +102,7 @@ def text_change(a: str, b: str) -> str | None:
     da, db = _days(a), _days(b)
     if da and db and da != db:
         return "a day changed"
-    na, nb = _names(a), _names(b)
+    na, nb = name_groups(a), name_groups(b)
     if na and nb:
         fresh = [g for g in nb if not any(g & h for h in na)]
         gone = [g for g in na if not any(g & h for h in nb)]
@@ -171,7 +171,7 @@ _OWNER = re.compile(r"^(owner|хозя)", re.IGNORECASE)
 def _people(content: str) -> list[frozenset[str]]:
     """Names in both scripts, a sentence's first word included ("Pavel left the company"),
     without months, the owner and role words."""
-    return [g for g in _names("x " + content.replace(". ", ", "))
+    return [g for g in name_groups("x " + content.replace(". ", ", "))
             if not any(_MONTHS.match(v) or _OWNER.match(v) or roles(v) for v in g)]
 
 
@@ -204,20 +204,15 @@ def still_matters(content: str) -> str | None:
         return "money, a debt, a promise or an anniversary"
     if _DATE.search(content):
         return "a date"
-    if roles(content) or [g for g in _names(content)
+    if roles(content) or [g for g in name_groups(content)
                           if not any(_MONTHS.match(v) or _OWNER.match(v) for v in g)]:
         return "a person"
     return None
 
 
-def name_groups(content: str) -> list[frozenset[str]]:
-    """A text's names in both scripts (days of the week are not names)."""
-    return _names(content)
-
-
 def shares_name(a: str, b: str) -> bool:
     """Whether two texts name someone or something in common, in either script."""
-    return any(g & h for g in _names(a) for h in _names(b))
+    return any(g & h for g in name_groups(a) for h in name_groups(b))
 
 
 def _time(r: Record) -> tuple[float, int]:
@@ -322,7 +317,7 @@ def probe_links(probes: Iterable[int], corpus: Mapping[int, Record],
     live = [i for i in corpus if not corpus[i].pinned]
     cue = {i for i in probes if says_change(corpus[i].content)}
     # names, in both scripts
-    names = {i: _names(corpus[i].content) for i in live}
+    names = {i: name_groups(corpus[i].content) for i in live}
     by_name: dict[str, set[int]] = {}
     for i, groups in names.items():
         for g in groups:

@@ -505,15 +505,15 @@ def holds_all(group: Sequence[Record], similar: Similar | None = None) -> Record
     model had wrongly called the same fact — the violin was lost."""
     for r in sorted(group, key=lambda r: (r.created_at, r.id), reverse=True):
         stems, nums = text.stem_set(r.content), arith.numbers(r.content)
-        lang = arith.script(r.content)
+        lang, names = arith.script(r.content), arith.name_groups(r.content)
 
         def holds(o: Record, r: Record = r, stems: frozenset[str] = stems,
-                  nums: frozenset[str] = nums, lang: str = lang) -> bool:
+                  nums: frozenset[str] = nums, lang: str = lang,
+                  names: list[frozenset[str]] = names) -> bool:
             if o is r:
                 return True
             if not arith.numbers(o.content) <= nums or not all(
-                    any(g & h for h in arith.name_groups(r.content))
-                    for g in arith.name_groups(o.content)):
+                    any(g & h for h in names) for g in arith.name_groups(o.content)):
                 return False
             if arith.script(o.content) == lang:
                 return text.stem_set(o.content) <= stems

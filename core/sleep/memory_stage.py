@@ -536,11 +536,6 @@ PROMOTE_RECALLS = 5  # a non-core record recalled this often within a half-life:
 CREPT_SHARE = 0.3  # importance 4–5 above this share of the corpus has crept up
 
 
-def calibrate_candidates(corpus: dict[int, Record], config: MemoryConfig, now: float,
-                         core_chars: int, core_budget: int) -> list[Record]:
-    return [r for r, _ in calibrate_proposals(corpus, config, now, core_chars, core_budget)]
-
-
 def calibrate_proposals(corpus: dict[int, Record], config: MemoryConfig, now: float,
                         core_chars: int, core_budget: int) -> list[tuple[Record, str]]:
     """What phase 5 could change, by arithmetic (``review = "decide"``: the call shows only
@@ -594,8 +589,7 @@ def calibrate(ctx: StageContext) -> None:
             calibrate_decide(ctx, corpus, proposed[: ctx.calls_left], elapsed, core_chars,
                              core_budget)
             return
-        else:
-            shown = compact_selection(corpus, ctx.config.calibrate_chars)
+        shown = compact_selection(corpus, ctx.config.calibrate_chars)
         if not shown:
             ctx.journal(PhaseLog(STAGE, "calibrate", "skipped", elapsed(), 0, [], [],
                                  "nothing to review (every record is pinned)"))
