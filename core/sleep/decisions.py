@@ -540,6 +540,24 @@ def dated(content: str, until: float) -> str:
     return f"({word} {_day(until)}) {content.strip()}"
 
 
+def ask_choice(ask: Ask, tally: Tally, log: list[dict[str, Any]], kind: str,
+               msgs: list[Message], schema: dict[str, Any], ids: Sequence[int],
+               **extra: Any) -> Any:
+    """One question whose answer is one of its schema's options: the option (tallied and
+    journaled), or None when the question failed (journaled with why)."""
+    key = next(iter(schema["properties"]))
+    answer, error, seconds = ask(msgs, schema)
+    value = answer.get(key) if answer is not None else None
+    entry: dict[str, Any] = {"kind": kind, "ids": list(ids), **extra}
+    if value not in schema["properties"][key]["enum"]:
+        tally.add(kind, None, seconds)
+        log.append({**entry, "error": error or f"no {key!r}", "seconds": round(seconds, 3)})
+        return None
+    tally.add(kind, str(value), seconds)
+    log.append({**entry, "answer": value, "seconds": round(seconds, 3)})
+    return value
+
+
 def decide_forgetting(records: Sequence[Record], now: float, ask: Ask, tally: Tally
                       ) -> tuple[list[int], list[int], list[dict[str, Any]]]:
     """The arithmetic's forgetting list, shortened by the model one record at a time ("forget
@@ -549,17 +567,9 @@ def decide_forgetting(records: Sequence[Record], now: float, ask: Ask, tally: Ta
     answered: list[int] = []
     log: list[dict[str, Any]] = []
     for r in records:
-        msgs, schema = keep_question(r, now)
-        answer, error, seconds = ask(msgs, schema)
-        fate = answer.get("fate") if answer is not None else None
-        if fate not in ("forget", "keep"):
-            tally.add("trivia", None, seconds)
-            log.append({"kind": "trivia", "ids": [r.id], "error": error or "no 'fate'",
-                        "seconds": round(seconds, 3)})
+        fate = ask_choice(ask, tally, log, "trivia", *keep_question(r, now), [r.id])
+        if fate is None:
             continue
-        tally.add("trivia", fate, seconds)
-        log.append({"kind": "trivia", "ids": [r.id], "answer": fate,
-                    "seconds": round(seconds, 3)})
         answered.append(r.id)
         if fate == "forget":
             forget.append(r.id)
@@ -614,19 +624,11 @@ def decide_calibration(proposed: Sequence[tuple[Record, str]], now: float, ask: 
     log: list[dict[str, Any]] = []
     failed = 0
     for r, why in proposed:
-        msgs, schema = calibrate_question(r, why, now)
-        key = next(iter(schema["properties"]))
-        answer, error, seconds = ask(msgs, schema)
-        value = answer.get(key) if answer is not None else None
-        if value not in schema["properties"][key]["enum"]:
+        value = ask_choice(ask, tally, log, "calibrate", *calibrate_question(r, why, now),
+                           [r.id], why=why)
+        if value is None:
             failed += 1
-            tally.add("calibrate", None, seconds)
-            log.append({"kind": "calibrate", "ids": [r.id], "why": why,
-                        "error": error or f"no {key!r}", "seconds": round(seconds, 3)})
             continue
-        tally.add("calibrate", str(value), seconds)
-        log.append({"kind": "calibrate", "ids": [r.id], "why": why, "answer": value,
-                    "seconds": round(seconds, 3)})
         if why == PROMOTE and value == "make core":
             out.append({"op": "set_kind", "id": r.id, "kind": "core",
                         "why": f"recalled constantly ({r.access_count} times)"})
