@@ -172,6 +172,27 @@ class NoopPlanner:
         self.calls += 1
         return ToolCall("sleep_finish", {"reasoning": self.reasoning, "ops": []})
 
-    def generate_json(self, messages, schema, timeout=None, max_tokens=None) -> dict:
+    def generate_json(self, messages, schema, timeout=None, max_tokens=None, cancel=None
+                      ) -> dict:
+        """A plan with no ops; a small decision (issue 17) answered "change nothing": both
+        records stay true, different facts, no derived fact, keep, no new text."""
         self.calls += 1
+        props = schema.get("properties", {})
+        if "now" in props:
+            return {"now": props["now"]["enum"][0]}  # "both"
+        if "core" in props or "importance" in props:
+            return keep_calibration(props)
+        for key, value in (("same", "different facts"), ("fact", "none"), ("fate", "keep")):
+            if key in props:
+                return {key: value}
+        if "text" in props:
+            return {"text": "none"}
         return {"reasoning": "", "ops": []}
+
+
+def keep_calibration(props: dict[str, Any]) -> dict[str, Any]:
+    """Phase 5's questions answered "change nothing"."""
+    if "core" in props:
+        options = props["core"]["enum"]
+        return {"core": "leave as is" if "leave as is" in options else "essential"}
+    return {"importance": max(props["importance"]["enum"])}

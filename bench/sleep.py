@@ -30,8 +30,7 @@ from typing import Any
 
 import numpy as np
 
-from bench.common import environment, peak_rss_mb, rounded
-from bench.sleep_quality import NoopPlanner  # answers the small decisions too (issue 17)
+from bench.common import NoopPlanner, environment, peak_rss_mb, rounded
 from core import text as core_text
 from core.clock import ManualClock
 from core.config import MemoryConfig, SleepConfig

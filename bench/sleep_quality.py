@@ -43,7 +43,7 @@ from pathlib import Path
 from typing import Any
 
 from bench.common import NoopPlanner as BaseNoopPlanner
-from bench.common import environment, rounded
+from bench.common import environment, keep_calibration, rounded
 from core import text
 from core.clock import ManualClock
 from core.config import MemoryConfig, SleepConfig
@@ -63,34 +63,11 @@ def parse_time(value: str | float | int | None) -> float | None:
     return datetime.fromisoformat(value.replace("Z", "+00:00")).timestamp()
 
 
-def keep_calibration(props: dict[str, Any]) -> dict[str, Any]:
-    """Phase 5's questions answered "change nothing"."""
-    if "core" in props:
-        options = props["core"]["enum"]
-        return {"core": "leave as is" if "leave as is" in options else "essential"}
-    return {"importance": max(props["importance"]["enum"])}
-
-
 class NoopPlanner(BaseNoopPlanner):
     """The baseline: every planning call answers "no changes" (every decision: "no", no
     fact, keep every faded record)."""
 
     reasoning = "baseline: no changes"
-
-    def generate_json(self, messages, schema, timeout=None, max_tokens=None, cancel=None
-                      ) -> dict:
-        self.calls += 1
-        props = schema.get("properties", {})
-        if "now" in props:
-            return {"now": props["now"]["enum"][0]}  # "both"
-        if "core" in props or "importance" in props:
-            return keep_calibration(props)
-        for key, value in (("same", "different facts"), ("fact", "none"), ("fate", "keep")):
-            if key in props:
-                return {key: value}
-        if "text" in props:
-            return {"text": "none"}
-        return {"reasoning": "", "ops": []}
 
 
 class CountingPlanner:
