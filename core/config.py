@@ -26,6 +26,9 @@ class MemoryConfig:
     public_top_k: int = 3  # other people's turns
     name_links: int = 2  # a turn's section adds this many records naming whom its best recalled
     name_links_from: int = 3  # … ones (that many of them) name, newest first
+    # a record already recalled earlier in the live window is shown again when it is among the
+    # best this many of the new message's recall (a small model reads only the nearest lines)
+    repeat_best: int = 2
     recall_floor: float = 0.15  # relative to the best score of the same selection
     freshness_floor: float = 0.8  # what an old, never-used record keeps of its score (§4)
     lexical_weight: float | None = None  # BM25's share of hybrid relevance; None: the embedder's
@@ -52,6 +55,8 @@ class MemoryConfig:
             problems.append("event_half_life_factor must be in (0, 1]")
         if self.name_links < 0 or self.name_links_from < 0:
             problems.append("name_links and name_links_from must be >= 0")
+        if self.repeat_best < 0:
+            problems.append("repeat_best must be >= 0")
         if self.top_k < 1 or self.public_top_k < 0:
             problems.append("top_k must be >= 1 and public_top_k >= 0")
         if not 0 <= self.recall_floor < 1:

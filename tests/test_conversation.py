@@ -6,6 +6,7 @@ models); the structured memory-writing step has its own file, tests/test_memory_
 from __future__ import annotations
 
 import threading
+from dataclasses import replace
 
 import pytest
 
@@ -313,18 +314,26 @@ def test_trusted_messages_never_enter_an_untrusted_turns_window(mem):
     assert "zqsecret" not in str(llm.calls[1]["tools"])
 
 
-def test_records_recalled_in_the_window_are_not_repeated(mem):
-    """§5 + KV reuse: a record already recalled in the live window is not recalled again."""
-    r = mem.save("Owner's garden has twelve rose bushes", OWNER_TRUSTED)
-    llm = ScriptedLLM([["a"], ["b"]])
+def test_records_recalled_in_the_window_are_repeated_only_when_among_the_best(mem):
+    """§5 + KV reuse: a record already recalled in the live window is not recalled again —
+    unless it is among the new message's best ``memory.repeat_best`` (a small model reads only
+    the lines next to the message: the coffee record recalled for another question, then left
+    out when the owner asked about coffee, got "Я пью кофе в morning")."""
+    roses = mem.save("Owner's garden has twelve rose bushes", OWNER_TRUSTED)
+    coffee = mem.save("Owner drinks black coffee in the garden", OWNER_TRUSTED)
+    llm = ScriptedLLM([["a"], ["b"], ["c"]])
     conv = Conversation(mem, llm)
-    run(conv, "tell me about the rose bushes")
-    run(conv, "and the rose bushes again?")
-    first, second = llm.calls[0]["messages"][-1]["content"], llm.calls[1]["messages"][-1]["content"]
-    assert f"{r.id} | fact" in first
-    assert f"{r.id} | fact" not in second
+    run(conv, "tell me about the garden")  # both are recalled here
+    first = llm.calls[0]["messages"][-1]["content"]
+    assert f"{roses.id} | fact" in first and f"{coffee.id} | fact" in first
+    run(conv, "what coffee do I drink?")  # the best hit again; the roses are not repeated
+    second = llm.calls[1]["messages"][-1]["content"]
+    assert f"{coffee.id} | fact" in second and f"{roses.id} | fact" not in second
     # the first turn's user message is carried exactly as the model saw it
     assert llm.calls[1]["messages"][-3]["content"] == first
+    conv.memory.config = replace(conv.memory.config, repeat_best=0)
+    run(conv, "and the coffee again?")
+    assert f"{coffee.id} | fact" not in llm.calls[2]["messages"][-1]["content"]
 
 
 def test_regenerate_sends_the_same_prompt_as_the_original_turn(mem):
