@@ -26,8 +26,8 @@ class MemoryConfig:
     public_top_k: int = 3  # other people's turns
     name_links: int = 2  # a turn's section adds this many records naming whom its best recalled
     name_links_from: int = 3  # … ones (that many of them) name, newest first
-    # a record already recalled earlier in the live window is shown again when it is among the
-    # best this many of the new message's recall (a small model reads only the nearest lines)
+    # a record already recalled earlier in the live window is shown again for a question when it
+    # is among the best this many of its recall (a small model reads only the nearest lines)
     repeat_best: int = 2
     recall_floor: float = 0.15  # relative to the best score of the same selection
     freshness_floor: float = 0.8  # what an old, never-used record keeps of its score (§4)

@@ -493,13 +493,13 @@ class Memory:
 
     # ------------------------------------------------------------------ the prompt section
     def prompt_section(self, query: str, ctx: TurnContext, *, reinforce: bool = False,
-                       exclude: Iterable[int] = ()) -> ps.PromptSection:
+                       exclude: Iterable[int] = (), repeat_best: int | None = None
+                       ) -> ps.PromptSection:
         """The memory section a turn carries (§5). Passive weaving reinforces nothing.
         ``exclude``: records the conversation already shows (recalled in earlier messages of
         the live window) are not repeated — unless they are among the query's best
-        ``memory.repeat_best``: measured on bench.companion with the default model, "Какой кофе
-        я пью?" got no line at all (the coffee record had been recalled, six questions earlier,
-        for another question) and was answered "Я пью кофе в morning"."""
+        ``repeat_best`` (``memory.repeat_best`` when None; the conversation asks for it for a
+        question only)."""
         with self._lock:
             self.refresh()
             now = self.clock.now()
@@ -512,7 +512,7 @@ class Memory:
             hits = []
             if query and query.strip():
                 hits = self.recall(query, ctx, top_k=self.config.top_k + len(skip), now=now)
-                best = self.config.repeat_best  # the best few are repeated even if shown before
+                best = self.config.repeat_best if repeat_best is None else repeat_best
                 hits = [h for i, h in enumerate(hits)
                         if i < best or h.id not in skip][: self.config.top_k]
             recs = self._fetch_many(h.id for h in hits)

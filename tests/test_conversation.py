@@ -336,6 +336,19 @@ def test_records_recalled_in_the_window_are_repeated_only_when_among_the_best(me
     assert f"{coffee.id} | fact" not in llm.calls[2]["messages"][-1]["content"]
 
 
+def test_a_statement_does_not_repeat_records_the_window_recalled(mem):
+    """§5: a statement gets no earlier-recalled record again, however well it matches (measured
+    on the default model: "Меня зовут Дима" shown under every later statement made Eva greet
+    Dima again in 14 of 20 replies)."""
+    coffee = mem.save("Owner drinks black coffee in the garden", OWNER_TRUSTED)
+    llm = ScriptedLLM([["a"], ["b"]])
+    conv = Conversation(mem, llm)
+    run(conv, "what coffee do I drink?")
+    assert f"{coffee.id} | fact" in llm.calls[0]["messages"][-1]["content"]
+    run(conv, "I had black coffee in the garden today.")
+    assert f"{coffee.id} | fact" not in llm.calls[1]["messages"][-1]["content"]
+
+
 def test_regenerate_sends_the_same_prompt_as_the_original_turn(mem):
     """§8.4: regenerate answers the same message with the same prompt (recall included)."""
     mem.save("Owner's garden has twelve rose bushes", OWNER_TRUSTED)
