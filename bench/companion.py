@@ -40,7 +40,8 @@ then every question is one. Matching is case-insensitive substring matching.
 Prints JSON: ``facts_saved``/``facts_total``/``facts_missing`` (live memory after all sessions,
 before the questions), ``trivia_saved``, ``forgotten_still_saved``, ``answered``/``questions``/
 ``answer_rate`` (every ``expect`` group matched, no ``forbid`` word), reply hygiene
-(``markup_replies``, ``echo_replies``, ``language_mismatches``), first-token latency (the first
+(``markup_replies``, ``echo_replies``, ``language_mismatches``, ``repeated_replies``: a
+reply ≥ 0.8 similar to an earlier one of its chat), first-token latency (the first
 turn of the run on a fresh store, then p50/p95 of the later turns), ``seconds_per_turn``,
 ``model_calls_per_turn``, the live ``memories``, every turn, ``environment``, ``load_s`` and
 ``peak_rss_mb``.
@@ -113,6 +114,16 @@ def has_markup(reply: str) -> bool:
 
 
 is_echo_reply = is_echo  # the reply guard's own rule (≥ 0.8 similar to the message)
+
+
+def mark_repeats(turns: list[dict[str, Any]]) -> None:
+    """``repeated``: the reply is ≥ 0.8 similar to an earlier reply of the same chat, though the
+    owner's message repeats none of the chat's earlier ones (Eva copying herself)."""
+    for i, row in enumerate(turns):
+        before = [t for t in turns[:i] if t["chat"] == row["chat"]]
+        row["repeated"] = bool(row["reply"]) and not any(
+            is_echo(row["text"], t["text"]) for t in before) and any(
+            is_echo(row["reply"], t["reply"]) for t in before if t["reply"])
 
 
 def language_mismatch(reply: str, message: str) -> bool:
@@ -310,6 +321,7 @@ def run(model: Any, scenario: dict, writes: str = "structured",
         row["markup"] = has_markup(row["reply"])
         row["echo"] = is_echo_reply(row["reply"], row["text"])
         row["language_mismatch"] = language_mismatch(row["reply"], row["text"])
+    mark_repeats(turns)
     first_tokens = [t["first_token_s"] for t in turns[1:] if t["first_token_s"] is not None]
     summary = {}
     if summarise:
@@ -345,6 +357,7 @@ def run(model: Any, scenario: dict, writes: str = "structured",
         "markup_replies": sum(t["markup"] for t in turns),
         "echo_replies": sum(t["echo"] for t in turns),
         "language_mismatches": sum(t["language_mismatch"] for t in turns),
+        "repeated_replies": sum(t["repeated"] for t in turns),
         "first_token_first_turn_s": turns[0]["first_token_s"] if turns else None,
         "first_token_later_p50_s": _round(percentile(first_tokens, 50)),
         "first_token_later_p95_s": _round(percentile(first_tokens, 95)),

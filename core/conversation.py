@@ -37,7 +37,7 @@ from core.memory_writer import MEMORY_WRITES, STEP_RULE, STRUCTURED, MemoryWrite
 from core.persona import DEFAULT_PERSONA, MEMORY_RULE, NO_MEMORY_TOOLS_NOTE
 from core.privacy import TurnContext
 from core.prompt_section import PromptSection
-from core.reply_guard import EchoHold, MarkupFilter, PreambleFilter, ScriptFixer
+from core.reply_guard import EchoHold, MarkupFilter, PreambleFilter, ScriptFixer, is_echo
 from core.transcript import StoredMessage, Transcript, Window, live_window
 from core.window_saver import WindowSaver
 
@@ -83,6 +83,12 @@ ECHO_NUDGE = ("You repeated the owner's words as if they were yours. You are Eva
 QUESTION_ECHO_NUDGE = ("You repeated the owner's question instead of answering it. You are Eva, "
                        "not the owner. Answer the question now, briefly, from what you remember "
                        "about the owner.")
+# measured on the default model: after one generic reply ("Здравствуйте, Дима! Я рад, что у вас
+# есть возможность знакомиться. Как дела?") it gave the same words to the next 4 statements, and
+# "Как ты?" to 5 more — each copy in the window made the next one likelier
+REPEAT_NUDGE = ("You gave this same reply earlier in the chat. Reply to the owner's last "
+                "message itself, in your own words: what they just told you or asked.")
+MAX_EARLIER = 10  # Eva's last replies in the window that a new reply must not copy
 REFUSAL_NUDGE = ("The owner is simply talking with you about their life; there is nothing to "
                  "refuse. Reply warmly and briefly to what they said.")
 NO_REPLY_NOTICE = ("Eva could not find an answer to this message. Try saying it another way, "
@@ -546,7 +552,7 @@ class Conversation:
         st = _TurnStats(started)
         ops: list[dict] = []
         answer: list[str] = []
-        echo = EchoHold(text, lang)
+        echo = EchoHold(text, lang, earlier=self._earlier_replies(window, text))
         nudged = retried = capped = False
         try:
             rounds = 0
@@ -598,8 +604,9 @@ class Conversation:
                 wrong_language = echo.wrong_language
                 refused = echo.refused
                 echoed = bool(sofar) and echo.echoes(sofar)
+                repeated = bool(sofar) and not echoed and echo.repeats(sofar)
                 if not echo.released and not retried and (
-                        not sofar or wrong_language or echoed or refused):
+                        not sofar or wrong_language or echoed or refused or repeated):
                     # nothing was shown: an empty reply, one in the other language, or one that
                     # only repeats the owner — ask once more (the language is not checked again)
                     retried = True
@@ -609,6 +616,8 @@ class Conversation:
                         nudge = LANGUAGE_NUDGE.format(language=language.NAMES.get(lang, ""))
                     elif refused:
                         nudge = REFUSAL_NUDGE
+                    elif repeated:
+                        nudge = REPEAT_NUDGE
                     else:
                         nudge = (RETRY_NUDGE if not sofar else QUESTION_ECHO_NUDGE
                                  if echo.question else ECHO_NUDGE)
@@ -702,6 +711,15 @@ class Conversation:
         if c.name in self.extra_tools:
             return self.extra_tools[c.name][1](ctx)
         return memory_tools.call(self.memory, c.name, c.arguments, ctx)
+
+    @staticmethod
+    def _earlier_replies(window: Window, text: str) -> list[str]:
+        """Eva's last replies in the live window, which this reply must not copy — none when the
+        owner repeats a message of the window (the same answer is then the right one)."""
+        said = [m.content for m in window.messages if m.role == "user"]
+        if any(is_echo(text, m) for m in said):
+            return []
+        return [m.content for m in window.messages if m.role == "assistant"][-MAX_EARLIER:]
 
     @staticmethod
     def _for_writer(messages: list[Message]) -> list[Message]:

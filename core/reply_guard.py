@@ -225,8 +225,10 @@ class EchoHold:
     MIN_HELD = 30  # characters: an echo often opens with a greeting of its own ("Hello! I'm…")
 
     def __init__(self, message: str, lang: str | None = None,
-                 also: list[str] | None = None) -> None:
+                 also: list[str] | None = None, earlier: list[str] | None = None) -> None:
         self.message = _norm(message)
+        # Eva's own earlier replies in this chat: held while copied, and a copy is a repeat
+        self.earlier = [e for e in (_norm(x) for x in earlier or ()) if e]
         self.question = is_question(message)
         # texts that must never be read back either (the note of a retry), treated as the
         # owner's own words
@@ -280,7 +282,7 @@ class EchoHold:
         sofar = _norm(self._held)
         if len(sofar) < self.MIN_HELD:
             return True
-        for ref in (self.message, *self.also, *self._pieced):
+        for ref in (self.message, *self.also, *self._pieced, *self.earlier):
             if len(sofar) > 1.5 * len(ref) + 4:
                 continue  # too long to be ≥ 0.8 similar to it
             if _copied(sofar, ref) >= 0.6:
@@ -304,6 +306,10 @@ class EchoHold:
         if is_echo(reply, self.message):
             return True
         return len(mine.split()) >= 3 and _copied(mine, self.message) >= COPIED
+
+    def repeats(self, reply: str) -> bool:
+        """The reply is one Eva already gave in this chat (≥ 0.8 similar to an earlier one)."""
+        return any(similarity(reply, e) >= ECHO_SIMILARITY for e in self.earlier)
 
     def finish(self) -> str:
         """What is still held (the caller decides whether it is an echo). A reply that ended

@@ -74,7 +74,7 @@ REQUIRED_KEYS = {
     "trivia_saved", "answered", "questions", "answer_rate", "markup_replies", "echo_replies",
     "language_mismatches", "first_token_first_turn_s", "first_token_later_p50_s",
     "first_token_later_p95_s", "seconds_per_turn", "model_calls_per_turn", "memories", "turns",
-    "environment", "load_s", "peak_rss_mb", "forgotten_still_saved",
+    "environment", "load_s", "peak_rss_mb", "forgotten_still_saved", "repeated_replies",
 }
 TURN_KEYS = {"chat", "day", "text", "reply", "first_token_s", "seconds", "model_calls", "ops"}
 
@@ -177,6 +177,18 @@ def test_matching_helpers():
     assert not companion.has_markup("a < b")
     assert companion.is_echo_reply(ECHO_REPLY, ECHO_MSG)
     assert not companion.is_echo_reply("Bublik sounds like a wonderful friend!", ECHO_MSG)
+
+
+def test_a_reply_copied_from_an_earlier_one_of_its_chat_is_counted_as_repeated():
+    """Issue 9: ``repeated_replies`` counts Eva copying her own earlier reply of the same chat —
+    not the same answer to the same question, nor the same words in another chat."""
+    turns = [{"chat": "a", "text": "I have a dog.", "reply": "How nice! How are you?"},
+             {"chat": "a", "text": "My wife plays the piano.", "reply": "How nice! How are you?"},
+             {"chat": "b", "text": "I live in Kazan.", "reply": "How nice! How are you?"},
+             {"chat": "a", "text": "My wife plays the piano.", "reply": "How nice! How are you?"},
+             {"chat": "a", "text": "I like chess.", "reply": "Chess! Who do you play with?"}]
+    companion.mark_repeats(turns)
+    assert [t["repeated"] for t in turns] == [False, True, False, False, False]
 
 
 def test_empty_reply_is_a_language_mismatch():

@@ -548,3 +548,34 @@ def test_an_announced_echo_is_caught_as_an_echo(mem):
     assert "".join(e.text for e in events if isinstance(e, Token)) == "На квартиру."
     assert len(llm.calls) == 2
 
+
+
+def test_a_reply_eva_already_gave_in_the_chat_is_asked_again(mem):
+    """Issue 9: Eva does not copy her own earlier reply to a new message (measured on the
+    default model: one generic reply, then the same words to the next 4 statements). The copy
+    is held back unseen, and the turn asks once more with a note that says so."""
+    from core.conversation import REPEAT_NUDGE
+
+    generic = "Здравствуйте, Дима! Я рад, что у вас есть возможность знакомиться. Как дела?"
+    llm = ScriptedLLM([[generic], ["Здравствуйте, ", "Дима! Я рад, что у вас есть ",
+                                   "возможность знакомиться. Как дела?"],
+                       ["Корги — чудесные собаки! Сколько Бублику лет?"]], plans=SMALL_TALK)
+    conv = Conversation(mem, llm)
+    run(conv, "Привет, Ева! Меня зовут Дима.")
+    events = run(conv, "У меня есть пёс, корги по кличке Бублик.")
+    shown = "".join(e.text for e in events if isinstance(e, Token))
+    assert shown == "Корги — чудесные собаки! Сколько Бублику лет?"
+    notes = [m["content"] for m in llm.calls[2]["messages"] if m.get("retry")
+             and m["role"] == "system"]
+    assert notes and notes[0].startswith(REPEAT_NUDGE)
+    assert conv.history()[-1].content == shown
+
+
+def test_the_same_answer_to_the_same_question_is_not_a_repeat(mem):
+    """Issue 9: asked the same thing twice, Eva may answer the same way (no retry)."""
+    llm = ScriptedLLM([["Your dog is Bublik."], ["Your dog is Bublik."]], plans=SMALL_TALK)
+    conv = Conversation(mem, llm)
+    run(conv, "What's my dog's name?")
+    events = run(conv, "What's my dog's name?")
+    assert "".join(e.text for e in events if isinstance(e, Token)) == "Your dog is Bublik."
+    assert len(llm.calls) == 2
