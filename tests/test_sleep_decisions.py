@@ -174,6 +174,25 @@ def test_a_supersession_asks_whether_the_older_is_still_true_with_worked_example
     assert ids["old"] in live(mem) and ids["new"] in live(mem)  # "still true": both stay
 
 
+def test_a_change_is_decided_before_the_older_record_is_merged_with_a_look_alike(
+        tmp_path, clock):
+    """§7.3 "resolve a contradiction in favour of the fresher record": supersessions are asked
+    before duplicates. Asked the other way round, the two Kazan records were merged first and
+    the move was never asked about (a merged record is not asked again): the merged Kazan
+    record stayed beside the Moscow one."""
+    old, dup, new = (text_of("city_old"), "Owner's flat is near the Kremlin, he lives in Kazan",
+                     text_of("city_new"))
+    mem = open_memory(tmp_path, clock)
+    ids = load(mem, {"old": {"content": old, "created_at": OLD - 200 * DAY},
+                     "dup": {"content": dup, "created_at": OLD - 150 * DAY},
+                     "new": {"content": new}})
+    llm = DecidingLLM(same=[(old, dup)], replaces=[(old, new), (dup, new)])
+    sleeper(mem, llm, clock, review="decide").run()
+    now = live(mem)
+    assert ids["new"] in now
+    assert not [r for r in now.values() if "Kazan" in r.content and "until" not in r.content]
+
+
 def test_a_merged_text_that_loses_a_number_is_replaced_by_the_richest_member(tmp_path, clock):
     corpus_a = "The owner's dentist appointment is at 10:00 in clinic 5 with Dr. Petrova"
     corpus_b = "Owner's dentist appointment: clinic 5, Lenina street, at 10:00, cabinet 12"

@@ -350,8 +350,8 @@ def decide_units(units: Sequence[Sequence[Candidate]], corpus: Mapping[int, Reco
                  progress: Callable[[str, int, int], None] | None = None
                  ) -> list[ClusterDecisions]:
     """Ask about the clusters' candidates and turn the answers into ops, one list per
-    cluster. Questions go kind by kind over all clusters (runs of events, then duplicates,
-    then supersessions, then the merged texts), so consecutive questions share the cached
+    cluster. Questions go kind by kind over all clusters (runs of events, then supersessions,
+    then duplicates, then the merged texts), so consecutive questions share the cached
     instruction. A record takes part in at most one change: once merged or replaced, later
     questions about it are not asked."""
     state = [_Unit(c) for c in units]
@@ -403,19 +403,10 @@ def decide_units(units: Sequence[Sequence[Candidate]], corpus: Mapping[int, Reco
             u.ops.append({"op": "derive", "from": list(c.ids), "content": fact,
                           "kind": "fact", "importance": 3,
                           "why": f"a lasting fact from {len(events)} events"})
-    # 2. duplicates: same fact? (strongest pairs first; a pair already joined is not asked)
-    report("duplicates")
-    for u in state:
-        for c in u.cands:
-            if c.kind != DUPLICATE:
-                continue
-            a, b = c.ids
-            if u.groups.find(a) == u.groups.find(b):
-                continue
-            if one(u, DUPLICATE, *same_question(corpus[a], corpus[b], now), "same",
-                   c.ids) == "yes":
-                u.same(a, b)
-    # 3. supersessions: does the newer replace the older?
+    # 2. supersessions: is the older still true? Asked before the duplicates: a record that a
+    # newer one changed is not merged away first with a look-alike — the merge would hide the
+    # change (the older's question is not asked about a merged record) and keep what is no
+    # longer true
     report("supersessions")
     for u in state:
         for c in u.cands:
@@ -448,6 +439,19 @@ def decide_units(units: Sequence[Sequence[Candidate]], corpus: Mapping[int, Reco
             else:
                 u.ops.append({"op": "resolve", "keep": new.id, "drop": [old.id],
                               "why": f"replaced by the newer #{new.id} ({c.why})"})
+    # 3. duplicates: same fact? (strongest pairs first; a pair already joined, or with a member
+    # already replaced, is not asked)
+    report("duplicates")
+    for u in state:
+        for c in u.cands:
+            if c.kind != DUPLICATE:
+                continue
+            a, b = c.ids
+            if u.groups.find(a) == u.groups.find(b) or a in u.replaced or b in u.replaced:
+                continue
+            if one(u, DUPLICATE, *same_question(corpus[a], corpus[b], now), "same",
+                   c.ids) == "yes":
+                u.same(a, b)
     # 4. the merged text of each group of duplicates
     report("merging")
     for u in state:
