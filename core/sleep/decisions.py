@@ -213,9 +213,12 @@ def merge_question(group: Sequence[Record], now: float, max_chars: int
 
 
 def language(*records: Record) -> str:
-    """"ru" when the records are written mostly in Cyrillic, else "en" (the question is asked
-    in the records' language: measured on dev, the 1.5B answered English questions about
-    Russian pairs "still true" for "Хозяин курит" → "бросил курить")."""
+    """"ru" when the records are written mostly in Cyrillic, else "en": the same-fact, events
+    and forgetting questions are asked in the records' language (measured on dev, the 1.5B
+    answered an English question without examples "still true" for "Хозяин курит" → "бросил
+    курить"). The supersession question is the exception: with its worked examples in both
+    languages it is asked in English (a Russian version with the same examples found the same
+    changes, called more true pairs outdated and answered slower)."""
     return arith.script(" ".join(r.content for r in records))
 
 
