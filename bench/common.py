@@ -178,8 +178,8 @@ class NoopPlanner:
         records stay true, different facts, no derived fact, keep, no new text."""
         self.calls += 1
         props = schema.get("properties", {})
-        if "now" in props:
-            return {"now": props["now"]["enum"][0]}  # "both"
+        if "old" in props:
+            return {"old": "still true"}
         if "core" in props or "importance" in props:
             return keep_calibration(props)
         for key, value in (("same", "different facts"), ("fact", "none"), ("fate", "keep")):

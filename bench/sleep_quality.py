@@ -1,7 +1,7 @@
 """How well a night of sleep consolidates a labelled corpus (SPEC §7).
 
     python -m bench.sleep_quality --data bench/data/sleep_corpus.json [--model NAME]
-                                  [--embedder SPEC] [--nights 1] [--dry-run]
+                                  [--embedder SPEC] [--nights 1] [--dry-run] [--threads N]
 
 The corpus file::
 
@@ -161,10 +161,9 @@ class OraclePlanner(NoopPlanner):
             return {"same": "same fact" if frozenset(quoted[:2]) in pairs else "different facts"}
         if "core" in props or "importance" in props:  # the corpus labels no calibration
             return keep_calibration(props)
-        if "now" in props:  # "what is true now": "both" or the newer record's text
+        if "old" in props:  # "given NEW, is OLD still true today?"
             pairs = {(c["old"], c["new"]) for c in exp.get("contradictions", [])}
-            both, new = props["now"]["enum"][:2]
-            return {"now": new if tuple(quoted[:2]) in pairs else both}
+            return {"old": "no longer true" if tuple(quoted[-2:]) in pairs else "still true"}
         if "fact" in props:
             for run in exp.get("event_runs", []):
                 if len(set(quoted) & set(run)) >= 2:
@@ -176,22 +175,24 @@ class OraclePlanner(NoopPlanner):
         return {}
 
 
-def load_planner(spec: str | None, data: dict[str, Any] | None = None) -> Any:
+def load_planner(spec: str | None, data: dict[str, Any] | None = None,
+                 threads: int | None = None) -> Any:
     if not spec or spec == "none":
         return NoopPlanner()
     if spec == "oracle":
         return OraclePlanner(data or {"memories": []})
     from models.llama import load_chat_model  # lazy: the bench runs without models/
 
-    return CountingPlanner(load_chat_model(spec, seed=0, n_ctx=8192))
+    extra = {"n_threads": threads} if threads else {}
+    return CountingPlanner(load_chat_model(spec, seed=0, n_ctx=8192, **extra))
 
 
-def load_embedder(spec: str | None) -> Any:
+def load_embedder(spec: str | None, threads: int | None = None) -> Any:
     if not spec:
         return None
     from models.embedders import load_embedder as load  # lazy
 
-    return load(spec)
+    return load(spec, threads=threads)
 
 
 def build_store(path: Path, data: dict[str, Any], embedder: Any) -> tuple[Memory, ManualClock,
@@ -379,6 +380,9 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--decisions-log", default=None,
                     help="write every decision (kind, the records' keys, answer, seconds) "
                          "to this JSON file")
+    ap.add_argument("--threads", type=int, default=None,
+                    help="threads of the model and the embedder (default: the models' own "
+                         "choice, $EVA_LLM_THREADS or every core of an idle machine)")
     ap.add_argument("--part", default=None,
                     help="run on one part of the corpus only (its memories and labels), e.g. "
                          "dev while developing, so the held-out part stays unseen")
@@ -389,8 +393,8 @@ def main(argv: list[str] | None = None) -> int:
                 "memories": [m for m in data["memories"] if m.get("part", "dev") == args.part]}
         if not data["memories"]:
             ap.error(f"no memory of the corpus is in part {args.part!r}")
-    planner = load_planner(args.model, data)
-    embedder = load_embedder(args.embedder)
+    planner = load_planner(args.model, data, args.threads)
+    embedder = load_embedder(args.embedder, args.threads)
     with tempfile.TemporaryDirectory() as tmp:
         mem, clock, keys = build_store(Path(tmp) / "memory.db", data, embedder)
         if isinstance(planner, OraclePlanner):

