@@ -86,8 +86,8 @@ QUESTION_ECHO_NUDGE = ("You repeated the owner's question instead of answering i
 # measured on the default model: after one generic reply ("Здравствуйте, Дима! Я рад, что у вас
 # есть возможность знакомиться. Как дела?") it gave the same words to the next 4 statements, and
 # "Как ты?" to 5 more — each copy in the window made the next one likelier
-REPEAT_NUDGE = ("You gave this same reply earlier in the chat. Reply to the owner's last "
-                "message itself, in your own words: what they just told you or asked.")
+REPEAT_NUDGE = ("You already gave that same reply earlier in this chat. Now reply in new "
+                "words: a short warm comment or question about what the owner just said.")
 MAX_EARLIER = 10  # Eva's last replies in the window that a new reply must not copy
 REFUSAL_NUDGE = ("The owner is simply talking with you about their life; there is nothing to "
                  "refuse. Reply warmly and briefly to what they said.")
