@@ -108,6 +108,9 @@ class ConversationConfig:
     # it writes memory; "tools" — the model calls the memory tools in the loop (capable models)
     memory_writes: str = STRUCTURED
     retry_temperature: float = 0.3  # an empty or echoing reply is tried once more with this
+    # a question is answered from memory with careful sampling: measured on the default model at
+    # 0.7, "Моё дрессирейт на 14 марта", "она работает как панистка" — words garbled in flight
+    question_temperature: float = 0.3
     summaries: bool = True  # §8.3: what leaves the window is summarised (in the background)
 
     def __post_init__(self) -> None:
@@ -560,6 +563,7 @@ class Conversation:
                 rounds += 1
                 last_round = rounds > self.config.max_tool_rounds
                 temperature = (self.config.retry_temperature if retried
+                               else self.config.question_temperature if echo.question
                                else self.config.temperature)
                 pending: list[ToolCall] = []
                 round_text: list[str] = []
