@@ -23,7 +23,7 @@ memory stage applies through the same safeguards as any plan.
 from __future__ import annotations
 
 import re
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import Any
@@ -347,6 +347,14 @@ def decide_cluster(candidates: Sequence[Candidate], corpus: Mapping[int, Record]
     return decide_units([candidates], corpus, now, ask, tally, max_chars, similar)[0]
 
 
+def _of_kind(state: Sequence[Any], kind: str) -> Iterator[tuple[Any, Candidate]]:
+    """Each unit's candidates of one kind, unit by unit."""
+    for u in state:
+        for c in u.cands:
+            if c.kind == kind:
+                yield u, c
+
+
 def decide_units(units: Sequence[Sequence[Candidate]], corpus: Mapping[int, Record],
                  now: float, ask: Ask, tally: Tally, max_chars: int,
                  similar: Similar | None = None,
@@ -391,70 +399,61 @@ def decide_units(units: Sequence[Sequence[Candidate]], corpus: Mapping[int, Reco
 
     # 1. runs of events: one lasting fact or none
     report("events")
-    for u in state:
-        for c in u.cands:
-            if c.kind != EVENTS:
-                continue
-            events = [corpus[i] for i in c.ids]
-            fact = one(u, EVENTS, *events_question(events, now, max_chars), "fact", c.ids)
-            if not isinstance(fact, str) or _NONE.match(fact) or not fact.strip():
-                continue
-            fact = " ".join(fact.split())
-            if sum(covers_words(fact, r, similar) for r in events) < 2:
-                u.log[-1]["refused"] = "the fact shares nothing with the events"
-                continue
-            u.ops.append({"op": "derive", "from": list(c.ids), "content": fact,
-                          "kind": "fact", "importance": 3,
-                          "why": f"a lasting fact from {len(events)} events"})
+    for u, c in _of_kind(state, EVENTS):
+        events = [corpus[i] for i in c.ids]
+        fact = one(u, EVENTS, *events_question(events, now, max_chars), "fact", c.ids)
+        if not isinstance(fact, str) or _NONE.match(fact) or not fact.strip():
+            continue
+        fact = " ".join(fact.split())
+        if sum(covers_words(fact, r, similar) for r in events) < 2:
+            u.log[-1]["refused"] = "the fact shares nothing with the events"
+            continue
+        u.ops.append({"op": "derive", "from": list(c.ids), "content": fact,
+                      "kind": "fact", "importance": 3,
+                      "why": f"a lasting fact from {len(events)} events"})
     # 2. supersessions: is the older still true? Asked before the duplicates: a record that a
     # newer one changed is not merged away first with a look-alike — the merge would hide the
     # change (the older's question is not asked about a merged record) and keep what is no
     # longer true
     report("supersessions")
-    for u in state:
-        for c in u.cands:
-            if c.kind != SUPERSEDE:
-                continue
-            a, b = c.ids
-            if a in u.replaced or b in u.replaced or a in u.grouped or b in u.grouped:
-                continue
-            old, new = corpus[a], corpus[b]
-            verdict = one(u, SUPERSEDE, *replace_question(old, new, now), "old", c.ids,
-                          REPLACES_ANSWERS.get)
-            if (verdict in ("no", "both true") and c.weight >= arith.DUP_COSINE
-                    and c.why == arith.CUE and not (a in u.kept_new or b in u.kept_new)):
-                # not a change, and no value tells them apart: perhaps the same fact said
-                # twice
-                if one(u, DUPLICATE, *same_question(old, new, now), "same", c.ids) == "yes":
-                    u.same(a, b)
-                continue
-            if verdict != "yes":
-                continue
-            u.replaced.add(old.id)
-            u.kept_new.add(new.id)
-            if old.kind is Kind.CORE or old.importance >= DATED_IMPORTANCE or c.loose:
-                # kept as dated history: core, an important record, or a pair linked only
-                # loosely (measured on dev: the 1.5B called "plays chess on Saturdays"
-                # outdated by "board games moved to Fridays") — nothing is lost either way
-                u.ops.append({"op": "rewrite", "id": old.id,
-                              "content": dated(old.content, new.created_at),
-                              "why": f"replaced by #{new.id} ({c.why}); kept as dated history"})
-            else:
-                u.ops.append({"op": "resolve", "keep": new.id, "drop": [old.id],
-                              "why": f"replaced by the newer #{new.id} ({c.why})"})
+    for u, c in _of_kind(state, SUPERSEDE):
+        a, b = c.ids
+        if a in u.replaced or b in u.replaced or a in u.grouped or b in u.grouped:
+            continue
+        old, new = corpus[a], corpus[b]
+        verdict = one(u, SUPERSEDE, *replace_question(old, new, now), "old", c.ids,
+                      REPLACES_ANSWERS.get)
+        if (verdict in ("no", "both true") and c.weight >= arith.DUP_COSINE
+                and c.why == arith.CUE and not (a in u.kept_new or b in u.kept_new)):
+            # not a change, and no value tells them apart: perhaps the same fact said
+            # twice
+            if one(u, DUPLICATE, *same_question(old, new, now), "same", c.ids) == "yes":
+                u.same(a, b)
+            continue
+        if verdict != "yes":
+            continue
+        u.replaced.add(old.id)
+        u.kept_new.add(new.id)
+        if old.kind is Kind.CORE or old.importance >= DATED_IMPORTANCE or c.loose:
+            # kept as dated history: core, an important record, or a pair linked only
+            # loosely (measured on dev: the 1.5B called "plays chess on Saturdays"
+            # outdated by "board games moved to Fridays") — nothing is lost either way
+            u.ops.append({"op": "rewrite", "id": old.id,
+                          "content": dated(old.content, new.created_at),
+                          "why": f"replaced by #{new.id} ({c.why}); kept as dated history"})
+        else:
+            u.ops.append({"op": "resolve", "keep": new.id, "drop": [old.id],
+                          "why": f"replaced by the newer #{new.id} ({c.why})"})
     # 3. duplicates: same fact? (strongest pairs first; a pair already joined, or with a member
     # already replaced, is not asked)
     report("duplicates")
-    for u in state:
-        for c in u.cands:
-            if c.kind != DUPLICATE:
-                continue
-            a, b = c.ids
-            if u.groups.find(a) == u.groups.find(b) or a in u.replaced or b in u.replaced:
-                continue
-            if one(u, DUPLICATE, *same_question(corpus[a], corpus[b], now), "same",
-                   c.ids) == "yes":
-                u.same(a, b)
+    for u, c in _of_kind(state, DUPLICATE):
+        a, b = c.ids
+        if u.groups.find(a) == u.groups.find(b) or a in u.replaced or b in u.replaced:
+            continue
+        if one(u, DUPLICATE, *same_question(corpus[a], corpus[b], now), "same",
+               c.ids) == "yes":
+            u.same(a, b)
     # 4. the merged text of each group of duplicates
     report("merging")
     for u in state:
