@@ -406,3 +406,20 @@ def test_across_languages_a_member_stands_for_the_group_only_when_the_vectors_ag
     assert holds_all([c, d]) is None  # each has a word the other lacks
     e = _rec(5, "The owner's dog Toffee is a beagle, named after a sweet")
     assert holds_all([c, e]) is e
+
+
+def test_no_forgetting_question_is_asked_past_what_the_night_may_forget(tmp_path, clock):
+    """§7 max_forget per night: once the night may forget nothing more, the faded records are
+    not asked about (their answers would be refused); they wait, unasked, for the next night,
+    which forgets them (measured on the 130-memory corpus: 12 questions asked, then refused)."""
+    llm = DecidingLLM()
+    mem, ids, s, first = night(tmp_path, clock, llm, max_forget=1)
+    assert len(llm.asked("fate")) == 1  # the first answer "forget" used the night's budget
+    gone = {i for o in first.ops if o.op == "forget" and o.applied for i in o.ids}
+    assert len(gone) == 1 and gone < {ids["trivia_1"], ids["trivia_2"]}
+    assert not [o for o in first.ops if o.op == "forget" and not o.applied]
+    clock.advance(DAY)
+    second = s.run()
+    gone |= {i for o in second.ops if o.op == "forget" and o.applied for i in o.ids}
+    assert gone == {ids["trivia_1"], ids["trivia_2"]}
+    assert len(llm.asked("fate")) == 2

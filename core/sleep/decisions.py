@@ -547,15 +547,20 @@ def ask_choice(ask: Ask, tally: Tally, log: list[dict[str, Any]], kind: str,
     return value
 
 
-def decide_forgetting(records: Sequence[Record], now: float, ask: Ask, tally: Tally
+def decide_forgetting(records: Sequence[Record], now: float, ask: Ask, tally: Tally,
+                      limit: int | None = None
                       ) -> tuple[list[int], list[int], list[dict[str, Any]]]:
     """The arithmetic's forgetting list, shortened by the model one record at a time ("forget
     or keep?"): (the ids to forget, the ids answered, the journal entries). A record whose
-    question failed is neither forgotten nor marked."""
+    question failed is neither forgotten nor marked. Once ``limit`` records are to be
+    forgotten (what the night may still forget), the rest are not asked: they wait, unmarked,
+    for the next night."""
     forget: list[int] = []
     answered: list[int] = []
     log: list[dict[str, Any]] = []
     for r in records:
+        if limit is not None and len(forget) >= limit:
+            break
         fate = ask_choice(ask, tally, log, "trivia", *keep_question(r, now), [r.id])
         if fate is None:
             continue

@@ -442,6 +442,13 @@ def forgetting(ctx: StageContext, state: ClusterState) -> None:
             ctx.journal(PhaseLog(STAGE, "forgetting", "skipped", elapsed(), 0, [], [],
                                  f"{len(cands)} candidate(s); {why}"))
             return
+        room = ctx.budget.max_forget - ctx.budget.forgotten  # resolved contradictions count
+        if decide and room <= 0:  # nothing more may be forgotten tonight: ask nothing (measured
+            # on the 130-memory corpus: 12 questions asked whose answers the cap then refused)
+            ctx.journal(PhaseLog(STAGE, "forgetting", "skipped", elapsed(), 0, [], [],
+                                 f"{len(cands)} candidate(s) wait for the next night "
+                                 f"(max_forget {ctx.budget.max_forget} reached)"))
+            return
         batches = [cands[i: i + MAX_FORGET_LIST] for i in range(0, len(cands), MAX_FORGET_LIST)]
         batches = batches[: ctx.calls_left]
         c0 = ctx.calls
@@ -454,8 +461,8 @@ def forgetting(ctx: StageContext, state: ClusterState) -> None:
             ids = [r.id for r in shown]
             versions = {r.id: ops.version_of(r) for r in shown}
             if decide:
-                forget_ids, got, entries = decisions.decide_forgetting(shown, now, ctx.decide,
-                                                                       tally)
+                forget_ids, got, entries = decisions.decide_forgetting(
+                    shown, now, ctx.decide, tally, limit=room - len(proposals))
                 plans.append({"candidates": ids, "decisions": entries})
                 if not got:
                     continue
