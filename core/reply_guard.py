@@ -383,6 +383,11 @@ _HEADS = (
     ("here", "is", "?my|the|your", "answer|reply|response"),
     ("my", "answer|reply|response"),
     ("answer|reply|response",),
+    # a restatement announced: "Вот что я понял: между нами коплю на квартиру…" (measured on the
+    # default model) — the owner's words follow, and the echo hold must see them bare
+    ("вот", "что", "я", "понял|поняла"),
+    ("here's|here’s", "what", "i", "understood|heard"),
+    ("here", "is", "what", "i", "understood|heard"),
 )
 MAX_ANNOUNCE = 100  # characters an announcement may take before its colon or line break
 

@@ -123,6 +123,9 @@ def test_what_reads_as_a_refusal(reply, refusal):
     ("Вот это да! Отлично.", "Вот это да! Отлично."),
     ("Here is a thought: rest.", "Here is a thought: rest."),
     ("Here's what I remember: Bublik", "Here's what I remember: Bublik"),
+    ("Вот что я понял: коплю на квартиру.", "коплю на квартиру."),
+    ("Here's what I understood: you save for a flat.", "you save for a flat."),
+    ("Вот что я помню: Бублик", "Вот что я помню: Бублик"),
     ("My answer is no", "My answer is no"),
     ("Ответ", "Ответ"),
 ])
