@@ -383,11 +383,15 @@ _HEADS = (
     ("here", "is", "?my|the|your", "answer|reply|response"),
     ("my", "answer|reply|response"),
     ("answer|reply|response",),
-    # a restatement announced: "Вот что я понял: между нами коплю на квартиру…" (measured on the
-    # default model) — the owner's words follow, and the echo hold must see them bare
+    # a restatement announced: "Вот что я понял: между нами коплю на квартиру…", "Вот что вы
+    # написали: Я учитель физики…" (measured on the default model) — the owner's words follow,
+    # and the echo hold must see them bare
     ("вот", "что", "я", "понял|поняла"),
+    ("вот", "что", "вы|ты", "написали|написал|написала|сказали|сказал|сказала"),
     ("here's|here’s", "what", "i", "understood|heard"),
     ("here", "is", "what", "i", "understood|heard"),
+    ("here's|here’s", "what", "you", "wrote|said|told"),
+    ("here", "is", "what", "you", "wrote|said|told"),
 )
 MAX_ANNOUNCE = 100  # characters an announcement may take before its colon or line break
 

@@ -126,6 +126,8 @@ def test_what_reads_as_a_refusal(reply, refusal):
     ("Вот что я понял: коплю на квартиру.", "коплю на квартиру."),
     ("Here's what I understood: you save for a flat.", "you save for a flat."),
     ("Вот что я помню: Бублик", "Вот что я помню: Бублик"),
+    ("Вот что вы написали: Я учитель физики.", "Я учитель физики."),
+    ("Here's what you said:\nI teach physics.", "I teach physics."),
     ("My answer is no", "My answer is no"),
     ("Ответ", "Ответ"),
 ])
