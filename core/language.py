@@ -26,6 +26,11 @@ def _counts(text: str) -> tuple[int, int]:
     return cyr, lat
 
 
+def word_counts(text: str) -> tuple[int, int]:
+    """(words written in Cyrillic letters, words written in Latin letters)."""
+    return _counts(text)
+
+
 def detect(text: str, default: str | None = None) -> str | None:
     """``"ru"``, ``"en"``, or ``default`` when the text has no Cyrillic or Latin words. Mixed
     text is Russian when at least a third of its words are Cyrillic: a Russian message quoting

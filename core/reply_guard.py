@@ -13,7 +13,7 @@ import json
 import re
 from difflib import SequenceMatcher
 
-from core.language import detect, is_question
+from core.language import RUSSIAN, detect, is_question, word_counts
 from core.text import CYR2LAT, LAT2CYR, stems
 
 # Blocks dropped whole, with what is inside them.
@@ -254,15 +254,33 @@ class EchoHold:
         return out
 
     def _language_undecided(self) -> bool:
-        """True while the start is too short to tell its language (under 3 words); once it is
-        not, ``wrong_language`` says whether it is the other one."""
-        if self.lang is None:
+        """True while the start cannot tell its language yet; once it can, ``wrong_language``
+        says whether it is the other one. A start is in the other language when most of its
+        words are; a tie waits for more words (8 at most, then :func:`detect` judges). Measured
+        on the default model: "Аня lives in" (a Russian name, then English) was taken for
+        Russian by the whole-message rule (a third Cyrillic), cut there and shown as
+        "Аня lives in T". Once judged in the other language, a start stays so."""
+        if self.lang is None or self.wrong_language:
             return False
-        if len(self._held.split()) < 3:
+        words = len(self._held.split())
+        if words < 3:
             return True
-        found = detect(self._held)
-        self.wrong_language = found is not None and found != self.lang
+        other = self._mostly_other(self._held)
+        if other is None and words < 8:
+            return True
+        if other is None:
+            found = detect(self._held)
+            self.wrong_language = found is not None and found != self.lang
+        else:
+            self.wrong_language = other
         return False
+
+    def _mostly_other(self, text: str) -> bool | None:
+        """Most words of ``text`` are in the other language (True), in the owner's (False), or
+        as many in each (None)."""
+        cyr, lat = word_counts(text)
+        own, other = (cyr, lat) if self.lang == RUSSIAN else (lat, cyr)
+        return None if own == other else other > own
 
     def _could_refuse(self) -> bool:
         """The start reads like a refusal whose first sentence has not ended yet (held), or it
@@ -318,9 +336,11 @@ class EchoHold:
         out, self._held = self._held, ""
         if not self.released and is_refusal(out):
             self.refused = True
-        if not self.released and self.lang is not None and out.strip():
-            found = detect(out)
-            self.wrong_language = found is not None and found != self.lang
+        if not self.released and self.lang is not None and out.strip() and (
+                not self.wrong_language):  # a start judged in the other language stays so:
+            # the turn stopped it there (what arrived after was never generated); a whole
+            # reply as much in one language as in the other is let through
+            self.wrong_language = bool(self._mostly_other(out))
         return out
 
 

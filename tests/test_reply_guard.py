@@ -181,3 +181,33 @@ def test_a_retry_note_pieced_with_the_owners_question_is_an_echo():
     assert h.echoes(out + h.finish())
     assert not EchoHold("What's my dog's name?", None, also=[note]).echoes(
         "Your dog's name is Bublik.")
+
+
+@pytest.mark.parametrize("lang, message, pieces, shown", [
+    ("en", "Where does my sister live?", ["Аня", " lives", " in", " T", "bil", "isi", "."],
+     "Аня lives in Tbilisi."),
+    ("en", "Where does my sister live?", ["Аня", " lives", " in", " Т", "билиси", "."],
+     "Аня lives in Тбилиси."),
+    ("ru", "Как зовут мою собаку?", ["Bublik", " — это", " твой", " корги", "."],
+     "Bublik — это твой корги."),
+])
+def test_a_reply_opening_with_a_name_in_the_other_script_is_in_the_owners_language(
+        lang, message, pieces, shown):
+    """Issue 9: a start is in the other language only when most of its words are. Measured on
+    the default model: "Аня lives in" was taken for Russian (a third of its words Cyrillic), the
+    reply stopped there and "Аня lives in T" was shown and stored."""
+    echo = EchoHold(message, lang)
+    out = "".join(echo.feed(p) for p in pieces) + echo.finish()
+    assert out == shown and not echo.wrong_language
+
+
+def test_a_start_judged_in_the_other_language_stays_so_when_the_hold_ends():
+    """Issue 9: the turn stops a reply whose start is in the other language; ending the hold on
+    that start does not judge it again (a judgement that flipped let the cut start through)."""
+    echo = EchoHold("What's my dog's name?", "en")
+    for p in ["Твою", " собаку", " зовут", " Bublik"]:
+        echo.feed(p)
+    assert echo.wrong_language
+    echo.feed(" and he is a corgi from Tbilisi")  # more Latin words: the whole would be English
+    echo.finish()
+    assert echo.wrong_language
