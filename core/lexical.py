@@ -46,6 +46,9 @@ class LexicalIndex:
         self._main_len = np.zeros(0, dtype=np.float64)
         self._main_avgdl = 1.0
         self._main_idf: dict[str, float] = {}
+        # each main posting's term frequency, recovered once from bm25s's stored scores when
+        # the main is built (bm25s's own scores are dropped: a query rescores the postings)
+        self._main_tf = np.zeros(0, dtype=np.float32)
         # delta part: inverted index over documents not (correctly) in the main
         self._delta_post: dict[str, dict[int, int]] = {}
         self._delta_docs: set[int] = set()
@@ -139,7 +142,24 @@ class LexicalIndex:
         retriever = bm25s.BM25(k1=K1, b=B, method="lucene")
         retriever.index(bm25s.tokenization.Tokenized(ids=ids, vocab=vocab), show_progress=False)
         self._main_idf = {t: self.idf(t) for t in vocab}
+        self._main_tf = self._recover_tf(retriever)
         self._main = retriever
+
+    def _recover_tf(self, main: bm25s.BM25) -> np.ndarray:
+        """Every posting's term frequency, from the score bm25s stored for it with this main's
+        build-time idf and avgdl: ``tf / (tf + norm)`` (× idf) solved for tf. The stored scores
+        are then dropped (a query rescores each posting with the current statistics)."""
+        sc = main.scores
+        data, indices, indptr = sc.pop("data"), sc["indices"], sc["indptr"]
+        n_cols = len(indptr) - 1
+        idf_col = np.ones(n_cols, dtype=np.float64)
+        for t, i in main.vocab_dict.items():
+            if i < n_cols and t in self._main_idf:
+                idf_col[i] = self._main_idf[t]
+        x = data.astype(np.float64) / np.repeat(idf_col, np.diff(indptr))
+        dl = self._main_len[indices]
+        norm_then = K1 * (1 - B + B * dl / self._main_avgdl)
+        return np.rint(x * norm_then / (1.0 - x)).astype(np.float32)
 
     # ---- a persisted index (core.recall_index: saved at close, restored at open) --------------
     def state(self) -> dict[str, np.ndarray]:
@@ -154,7 +174,7 @@ class LexicalIndex:
         return {
             "lex_terms": _pack(terms),
             "lex_idf": np.asarray([self._main_idf.get(t, np.nan) for t in terms], np.float64),
-            "lex_data": sc["data"] if sc else np.zeros(0, np.float32),
+            "lex_tf": self._main_tf if sc else np.zeros(0, np.float32),
             "lex_indices": sc["indices"] if sc else np.zeros(0, np.int32),
             "lex_indptr": sc["indptr"] if sc else np.zeros(1, np.int64),
             "lex_keys": self._main_keys,
@@ -201,7 +221,7 @@ class LexicalIndex:
         inconsistent (the caller then rebuilds)."""
         terms = _unpack(st["lex_terms"])
         idf = st["lex_idf"]
-        data, indices, indptr = st["lex_data"], st["lex_indices"], st["lex_indptr"]
+        tf, indices, indptr = st["lex_tf"], st["lex_indices"], st["lex_indptr"]
         keys = st["lex_keys"].astype(np.int64)
         alive = st["lex_alive"].astype(bool)
         lens = st["lex_len"].astype(np.float64)
@@ -210,7 +230,7 @@ class LexicalIndex:
         df_counts = st["df_counts"]
         n_cols = len(indptr) - 1  # bm25s names one more term ("") than it has columns for
         if not (len(idf) == len(terms) and 0 <= n_cols <= len(terms)
-                and len(data) == len(indices) == int(indptr[-1]) and len(keys) == len(alive)
+                and len(tf) == len(indices) == int(indptr[-1]) and len(keys) == len(alive)
                 == len(lens) and len(df_terms) == len(df_counts) and int(num_docs) == len(keys)
                 and (len(indices) == 0 or 0 <= int(indices.min()) <= int(indices.max())
                      < len(keys))
@@ -238,10 +258,10 @@ class LexicalIndex:
         self._main_avgdl = avgdl
         self._main_idf = {t: v for t, v in zip(terms, idf.tolist(), strict=True) if v == v}
         self._main = None
+        self._main_tf = tf.astype(np.float32, copy=False)
         if has_main:
             main = bm25s.BM25(k1=K1, b=B, method="lucene")
-            main.scores = {"data": data, "indices": indices, "indptr": indptr,
-                           "num_docs": int(num_docs)}
+            main.scores = {"indices": indices, "indptr": indptr, "num_docs": int(num_docs)}
             main.vocab_dict = {t: i for i, t in enumerate(terms) if i < n_cols}
             self._main = main
         in_main = set(live_main)
@@ -270,40 +290,49 @@ class LexicalIndex:
         out_keys: list[np.ndarray] = []
         out_scores: list[np.ndarray] = []
         if self._main is not None:
-            # The main's stored scores carry the idf and avgdl of its build; documents added,
-            # changed or removed since then moved both. Each posting's tf is recovered from its
-            # stored score and rescored with the current statistics (the delta's formula).
-            # Postings are read straight from bm25s's sparse columns: O(postings), not O(N).
+            # Each posting of the query's terms (read straight from bm25s's sparse columns:
+            # O(postings), not O(N)) is scored with its term frequency and the *current* idf
+            # and avgdl (the delta's formula), so a result never depends on when the main was
+            # last built; all terms at once, one vectorised pass.
             sc = self._main.scores
-            indptr, indices, data = sc["indptr"], sc["indices"], sc["data"]
+            indptr, indices = sc["indptr"], sc["indices"]
             vocab = self._main.vocab_dict
-            avgdl_now = self.avgdl
-            docs_parts: list[np.ndarray] = []
-            score_parts: list[np.ndarray] = []
+            spans: list[tuple[int, int]] = []
+            idfs: list[float] = []
             for t in terms:
                 tid = vocab.get(t)
                 if tid is None:
                     continue
                 lo, hi = int(indptr[tid]), int(indptr[tid + 1])
-                if lo == hi:
-                    continue
-                pos = indices[lo:hi]
-                x = data[lo:hi].astype(np.float64) / self._main_idf[t]  # tf / (tf + norm then)
-                dl = self._main_len[pos]
-                norm_then = K1 * (1 - B + B * dl / self._main_avgdl)
-                tf = np.rint(x * norm_then / (1.0 - x))
-                norm_now = K1 * (1 - B + B * dl / avgdl_now)
-                docs_parts.append(pos)
-                score_parts.append(self.idf(t) * tf / (norm_now + tf))
-            if docs_parts:
-                pos = np.concatenate(docs_parts)
-                val = np.concatenate(score_parts)
-                uniq, inv = np.unique(pos, return_inverse=True)
-                acc = np.bincount(inv, weights=val, minlength=len(uniq))
-                alive = self._main_alive[uniq] & (acc > 0)
-                if alive.any():
-                    out_keys.append(self._main_keys[uniq[alive]])
-                    out_scores.append(acc[alive].astype(np.float32))
+                if lo < hi:
+                    spans.append((lo, hi))
+                    idfs.append(self.idf(t))
+            if spans:
+                if len(spans) == 1:
+                    lo, hi = spans[0]
+                    pos, tf = indices[lo:hi], self._main_tf[lo:hi]
+                else:
+                    pos = np.concatenate([indices[lo:hi] for lo, hi in spans])
+                    tf = np.concatenate([self._main_tf[lo:hi] for lo, hi in spans])
+                idf = np.repeat(np.asarray(idfs), [hi - lo for lo, hi in spans])
+                tf = tf.astype(np.float64)
+                norm_now = K1 * (1 - B + B * self._main_len[pos] / self.avgdl)
+                val = idf * tf / (norm_now + tf)
+                # a document's score sums its terms' (bincount adds in input order); its
+                # documents in main order, as a dense pass or, for few postings, a sort
+                n_main = len(self._main_keys)
+                if len(pos) * 16 < n_main:
+                    uniq, inv = np.unique(pos, return_inverse=True)
+                    acc = np.bincount(inv, weights=val, minlength=len(uniq))
+                    hit = np.flatnonzero(acc > 0)
+                    hit = hit[self._main_alive[uniq[hit]]]
+                    out_keys.append(self._main_keys[uniq[hit]])
+                else:
+                    acc = np.bincount(pos, weights=val, minlength=n_main)
+                    hit = np.flatnonzero(acc > 0)
+                    hit = hit[self._main_alive[hit]]
+                    out_keys.append(self._main_keys[hit])
+                out_scores.append(acc[hit].astype(np.float32))
         if self._delta_docs:
             avgdl = self.avgdl
             acc: dict[int, float] = {}

@@ -50,7 +50,7 @@ SHARE_POWER = 2.0
 # triggers of every write to stems, content, archive marks and vectors move in the writing
 # transaction) and for the code that derived it — this format, the BM25 constants and the
 # language detection its per-record language codes came from.
-SNAPSHOT_FORMAT = 1
+SNAPSHOT_FORMAT = 2
 
 
 def _fingerprint() -> str:
