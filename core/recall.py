@@ -104,6 +104,9 @@ class Columns:
         self.half_life = np.ones(0, dtype=np.float64)
         self.recalled_at = np.zeros(0, dtype=np.float64)
         self.reinforcements = np.zeros(0, dtype=np.float64)
+        # the formula's per-record factors, kept beside their fields (a query only gathers them)
+        self.importance_share = np.zeros(0, dtype=np.float64)  # importance / 3
+        self.bonus = np.ones(0, dtype=np.float64)  # frequency_bonus(reinforcements)
         self.scope = np.zeros(0, dtype=np.int32)
         self.language = np.zeros(0, dtype=np.int8)  # LANGUAGE_CODES of the content
         self._scope_codes: dict[str, int] = {}
@@ -113,7 +116,8 @@ class Columns:
             return
         cap = max(need, 2 * self._cap, 1024)
         for name in ("alive", "core", "private", "pinned", "importance", "half_life",
-                     "recalled_at", "reinforcements", "scope", "language"):
+                     "recalled_at", "reinforcements", "importance_share", "bonus", "scope",
+                     "language"):
             old = getattr(self, name)
             new = np.zeros(cap, dtype=old.dtype)
             new[: len(old)] = old
@@ -131,9 +135,9 @@ class Columns:
         self.private[i] = r.private
         self.pinned[i] = r.pinned
         self.importance[i] = r.importance
+        self.importance_share[i] = self.importance[i] / 3.0
         self.half_life[i] = half_life_of(r.kind, config)
-        self.recalled_at[i] = r.recalled_at
-        self.reinforcements[i] = r.access_count
+        self.put_access(r)
         self.scope[i] = self.scope_code(r.scope)
         self.language[i] = language_code(r.content)
 
@@ -157,6 +161,8 @@ class Columns:
             (c if a is None else a for a, c in zip(last, created, strict=True)), np.float64,
             len(ids))
         self.reinforcements[ids] = np.asarray(count, dtype=np.float64)
+        self.importance_share[ids] = self.importance[ids] / 3.0
+        self.bonus[ids] = frequency_bonus(self.reinforcements[ids])
         codes = {s: self.scope_code(s) for s in set(scopes)}
         self.scope[ids] = np.fromiter((codes[s] for s in scopes), np.int32, len(ids))
         self.language[ids] = language
@@ -165,6 +171,15 @@ class Columns:
         """Only the access fields of a record already here (a reinforcement)."""
         self.recalled_at[r.id] = r.recalled_at
         self.reinforcements[r.id] = r.access_count
+        self.bonus[r.id] = frequency_bonus(self.reinforcements[r.id: r.id + 1])[0]
+
+    def score(self, ids: np.ndarray, relevance: np.ndarray, now: float, freshness_floor: float
+              ) -> np.ndarray:
+        """:func:`score` of these records (the same operations in the same order, so the same
+        numbers), their importance share and frequency bonus read from their columns."""
+        return (relevance
+                * freshness(now - self.recalled_at[ids], self.half_life[ids], freshness_floor)
+                * self.importance_share[ids] * self.bonus[ids])
 
     def drop(self, record_id: int) -> None:
         if record_id < self._cap:
@@ -172,7 +187,7 @@ class Columns:
 
     def visible_mask(self, ids: np.ndarray, scopes: tuple[str, ...], sees_private: bool,
                      include_core: bool) -> np.ndarray:
-        ok = self.alive[ids].copy()
+        ok = self.alive[ids]  # a gather: a new array
         allowed = np.zeros(len(self._scope_codes) + 1, dtype=bool)  # by scope code: a lookup,
         allowed[[self._scope_codes[s] for s in scopes if s in self._scope_codes]] = True  # no sort
         ok &= allowed[self.scope[ids]]

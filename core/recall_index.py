@@ -35,7 +35,6 @@ from core.embedding import (
 from core.lexical import LexicalIndex
 from core.privacy import TurnContext
 from core.recall import Columns, Hit, cross_language, fuse, language_code, select
-from core.recall import score as recall_score
 from core.records import Record
 
 log = logging.getLogger("eva.memory")
@@ -488,12 +487,11 @@ class RecallIndex:
                   ) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray | None]:
         """(ids, relevance, lexical, semantic|None) of every record related to the query."""
         lk, lv = self.lexical.relevance(text.stems(query))
-        if not use_vectors:
-            return lk, lv.astype(np.float64), lv.astype(np.float64), None
-        if qvec is None and self.vectors is not None and len(self.vectors) > 0:
+        if qvec is None and use_vectors and self.vectors is not None and len(self.vectors) > 0:
             qvec = self.embed_one(query)
-        if qvec is None or self.vectors is None:
-            return lk, lv.astype(np.float64), lv.astype(np.float64), None
+        if not use_vectors or qvec is None or self.vectors is None:
+            lv = lv.astype(np.float64)
+            return lk, lv, lv, None  # lexical only: relevance is BM25 (one array, read only)
         vk, cos = cosines_of(self.embedder, self.vectors, qvec)
         qcode = language_code(query)
         b = self.background()
@@ -529,11 +527,11 @@ class RecallIndex:
         ids, rel, lex = ids[ok], rel[ok], lex[ok]
         sem = sem[ok] if sem is not None else None
         c = self.columns
-        s = recall_score(rel, now - c.recalled_at[ids], c.half_life[ids], c.importance[ids],
-                         c.reinforcements[ids], self.config.freshness_floor)
+        s = c.score(ids, rel, now, self.config.freshness_floor)
         keep = select(ids, s, k, self.config.recall_floor)
-        return [Hit(int(ids[i]), float(s[i]), float(rel[i]), float(lex[i]),
-                    None if sem is None else float(sem[i])) for i in keep]
+        sems = sem[keep].tolist() if sem is not None else [None] * len(keep)
+        return [Hit(*h) for h in zip(ids[keep].tolist(), s[keep].tolist(), rel[keep].tolist(),
+                                     lex[keep].tolist(), sems, strict=True)]
 
     def similar(self, content: str, ctx: TurnContext, exclude: int,
                 qvec: np.ndarray | None) -> list[int]:

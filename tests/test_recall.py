@@ -71,6 +71,47 @@ def test_score_formula_matches_hand_computation(tmp_path, clock):
     mem.close()
 
 
+def test_the_score_factors_kept_per_record_follow_every_change(tmp_path, clock):
+    """SPEC §4: recall gathers each record's importance/3 and frequency bonus from columns kept
+    beside its fields; they follow a save, a search's reinforcement, an edit, a rollback and a
+    reopening (persisted index or rebuild), and the scores are the formula's, bit for bit."""
+    from core.recall import score
+    from core.recall_index import snapshot_path
+
+    path = tmp_path / "m.db"
+
+    def check(mem: Memory) -> None:
+        cols, now = mem._index.columns, clock.now()
+        hits = mem.recall("Anna", OWNER_TRUSTED)
+        assert hits
+        for h in hits:
+            r = mem.get(h.id)
+            assert cols.importance_share[h.id] == r.importance / 3
+            assert cols.bonus[h.id] == frequency_bonus(r.access_count)
+            hl = HALF_LIFE / 4 if r.kind is Kind.EVENT else HALF_LIFE
+            assert h.score == score(h.relevance, now - r.recalled_at, hl, r.importance,
+                                    r.access_count, F)
+
+    mem = Memory.open(path, MemoryConfig(), clock)
+    a = mem.save("The owner's sister Anna lives in Kazan", importance=2).id
+    mem.save("Anna visited the owner in Moscow", kind="event", importance=4)
+    for turn in ("t1", "t2", "t3"):
+        clock.advance(DAY)
+        mem.search("Anna Kazan", OWNER_TRUSTED.with_turn(turn))
+    check(mem)
+    mem.rollback_turn("t3")
+    assert mem.get(a).access_count == 2
+    mem.update(a, OWNER_TRUSTED, importance=5)
+    check(mem)
+    mem.close()
+    for rebuild in (False, True):
+        if rebuild:
+            snapshot_path(path).unlink()
+        with Memory.open(path, MemoryConfig(), clock) as mem:
+            assert mem._index.loaded_from == ("store" if rebuild else "snapshot")
+            check(mem)
+
+
 def test_results_are_best_first(mem, clock):
     """SPEC §4: the selection is ordered by score, best first."""
     for i, imp in enumerate([1, 5, 3, 2, 4]):
