@@ -334,8 +334,7 @@ class RecallIndex:
     def accessed(self, recs: Iterable[Record]) -> None:
         """Records just reinforced: only their last access and count changed (no content, so
         neither the lexical index nor the vectors are touched)."""
-        for r in recs:
-            self.columns.put_access(r)
+        self.columns.put_accesses(recs)
 
     @_guarded
     def reindex(self, conn: sqlite3.Connection, ids: Iterable[int]) -> None:
