@@ -112,6 +112,43 @@ def test_the_score_factors_kept_per_record_follow_every_change(tmp_path, clock):
             check(mem)
 
 
+def test_only_records_that_can_reach_the_top_k_get_a_freshness(tmp_path, clock, monkeypatch):
+    """SPEC §4: freshness lies between the floor and 1, so a candidate whose score without it
+    falls below the k-th best lower bound is never selected — recall does not compute its
+    freshness (the costly part at 100k candidates), and the selection is exactly the one of
+    scoring every candidate (same ids, same scores, same order, floor included)."""
+    from core.recall import Columns, score, select
+
+    mem = _open(tmp_path, clock, recall_floor=0.0)
+    for i in range(300):
+        clock.advance(DAY / 3)
+        mem.save(f"Anna note {i}: " + " ".join(["garden"] * (1 + i % 4) + [f"w{i}"]),
+                 kind="event" if i % 3 else "fact", importance=1 + i % 5)
+    for i in range(0, 300, 7):
+        mem.search(f"w{i}")  # some reinforced, at various moments
+        clock.advance(DAY)
+    seen: list[int] = []
+    inner = Columns.score
+
+    def spy(self, ids, rel, now, floor):
+        seen.append(len(ids))
+        return inner(self, ids, rel, now, floor)
+
+    monkeypatch.setattr(Columns, "score", spy)
+    for query in ("Anna garden", "garden", "note garden w14"):
+        for k in (1, 8, 20):
+            seen.clear()
+            hits = mem._index.recall(query, OWNER_TRUSTED, k, clock.now())
+            ids, rel, _lex, _sem = mem._index.relevance(query)
+            c = mem._index.columns
+            full = score(rel, clock.now() - c.recalled_at[ids], c.half_life[ids],
+                         c.importance[ids], c.reinforcements[ids], F)
+            keep = select(ids, full, k, 0.0)
+            assert [(h.id, h.score) for h in hits] == \
+                [(int(ids[i]), float(full[i])) for i in keep]
+            assert len(ids) >= 290 and seen[0] < len(ids) // 2
+
+
 def test_results_are_best_first(mem, clock):
     """SPEC §4: the selection is ordered by score, best first."""
     for i, imp in enumerate([1, 5, 3, 2, 4]):
