@@ -40,7 +40,8 @@ class LexicalIndex:
         self._main: bm25s.BM25 | None = None
         self._main_keys = np.zeros(0, dtype=np.int64)
         self._main_alive = np.zeros(0, dtype=bool)
-        self._main_pos: dict[int, int] = {}
+        # each main document's position, by key (keys are record ids: dense), -1 for none
+        self._main_pos = np.zeros(0, dtype=np.int32)
         # the main's build-time statistics: its stored scores are rescored with the current ones,
         # so a result never depends on when the main was last built
         self._main_len = np.zeros(0, dtype=np.float64)
@@ -109,8 +110,8 @@ class LexicalIndex:
                     post.pop(key, None)
                     if not post:
                         del self._delta_post[term]
-        pos = self._main_pos.get(key)
-        if pos is not None and self._main_alive[pos]:
+        pos = int(self._main_pos[key]) if 0 <= key < len(self._main_pos) else -1
+        if pos >= 0 and self._main_alive[pos]:
             self._main_alive[pos] = False
 
     def _pending(self) -> int:
@@ -124,8 +125,8 @@ class LexicalIndex:
         keys = list(self.docs)
         self._delta_post = {}
         self._delta_docs = set()
-        self._main_pos = {k: i for i, k in enumerate(keys)}
         self._main_keys = np.asarray(keys, dtype=np.int64)
+        self._main_pos = _positions(self._main_keys)
         self._main_alive = np.ones(len(keys), dtype=bool)
         self._main_len = np.asarray([len(self.docs[k]) for k in keys], dtype=np.float64)
         self._main_avgdl = self.avgdl
@@ -254,7 +255,7 @@ class LexicalIndex:
         self.total_len = int(doc_lens[1].sum()) if doc_lens is not None else \
             sum(len(s) for s in docs.values())
         self._main_keys, self._main_alive, self._main_len = keys, alive, lens
-        self._main_pos = {int(k): i for i, k in enumerate(keys.tolist())}
+        self._main_pos = _positions(keys)
         self._main_avgdl = avgdl
         self._main_idf = {t: v for t, v in zip(terms, idf.tolist(), strict=True) if v == v}
         self._main = None
@@ -358,6 +359,15 @@ class LexicalIndex:
         if ceiling <= 0 or len(keys) == 0:
             return keys, raw
         return keys, np.clip(raw / ceiling, 0.0, 1.0)
+
+
+def _positions(keys: np.ndarray) -> np.ndarray:
+    """Position of each key in ``keys``, indexed by key (-1 where there is none)."""
+    if len(keys) and not 0 <= int(keys.min()) <= int(keys.max()) < 2**31:
+        raise ValueError("keys are record ids: from 0 to 2^31")
+    pos = np.full(int(keys.max()) + 1 if len(keys) else 0, -1, dtype=np.int32)
+    pos[keys] = np.arange(len(keys), dtype=np.int32)
+    return pos
 
 
 def _pack(words: list[str]) -> np.ndarray:

@@ -87,6 +87,24 @@ def test_the_main_keeps_term_frequencies_and_rescores_them_per_query():
         _assert_same(_as_dict(*idx.scores(qs)), reference_bm25(docs, qs))
 
 
+def test_main_positions_are_an_array_by_record_id():
+    """Issue 11 (100k records in ≤ 600 MB): the main finds a document's position through an
+    array indexed by key (4 bytes a record, not a dict of ints); removing a main document and
+    adding it back (to the delta) scores it as the reference does."""
+    docs = _corpus(3000)
+    idx = LexicalIndex()
+    idx.bulk_load(list(docs.items()))
+    assert isinstance(idx._main_pos, np.ndarray) and idx._main_pos.nbytes <= 4 * 3001
+    idx.remove(5)
+    idx.remove(5)
+    idx.remove(10**6)  # never there
+    docs[5] = text.stems("violin violin tea")
+    idx.upsert(5, docs[5])
+    for q in ("violin", "tea cat"):
+        qs = text.stems(q)
+        _assert_same(_as_dict(*idx.scores(qs)), reference_bm25(docs, qs))
+
+
 def test_delta_merges_lazily_not_per_write():
     """SPEC §4 (index kept in step cheaply): writes go to the delta; the main is rebuilt only
     when the delta outgrows its threshold, not on every write."""
