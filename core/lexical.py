@@ -40,6 +40,7 @@ class LexicalIndex:
         self._main: bm25s.BM25 | None = None
         self._main_keys = np.zeros(0, dtype=np.int64)
         self._main_alive = np.zeros(0, dtype=bool)
+        self._main_dead = 0  # main documents removed since it was built (False in _main_alive)
         # each main document's position, by key (keys are record ids: dense), -1 for none
         self._main_pos = np.zeros(0, dtype=np.int32)
         # the main's build-time statistics: its stored scores are rescored with the current ones,
@@ -113,9 +114,10 @@ class LexicalIndex:
         pos = int(self._main_pos[key]) if 0 <= key < len(self._main_pos) else -1
         if pos >= 0 and self._main_alive[pos]:
             self._main_alive[pos] = False
+            self._main_dead += 1
 
     def _pending(self) -> int:
-        return len(self._delta_docs) + int((~self._main_alive).sum()) if len(self._main_alive) else len(self._delta_docs)
+        return len(self._delta_docs) + self._main_dead
 
     def _maybe_merge(self) -> None:
         if self._pending() > max(self.min_merge, self.merge_ratio * len(self.docs)):
@@ -128,6 +130,7 @@ class LexicalIndex:
         self._main_keys = np.asarray(keys, dtype=np.int64)
         self._main_pos = _positions(self._main_keys)
         self._main_alive = np.ones(len(keys), dtype=bool)
+        self._main_dead = 0
         self._main_len = np.asarray([len(self.docs[k]) for k in keys], dtype=np.float64)
         self._main_avgdl = self.avgdl
         self._main_idf = {}
@@ -255,6 +258,7 @@ class LexicalIndex:
         self.total_len = int(doc_lens[1].sum()) if doc_lens is not None else \
             sum(len(s) for s in docs.values())
         self._main_keys, self._main_alive, self._main_len = keys, alive, lens
+        self._main_dead = len(alive) - int(np.count_nonzero(alive))
         self._main_pos = _positions(keys)
         self._main_avgdl = avgdl
         self._main_idf = {t: v for t, v in zip(terms, idf.tolist(), strict=True) if v == v}
@@ -330,8 +334,14 @@ class LexicalIndex:
                     out_keys.append(self._main_keys[uniq[hit]])
                 else:
                     acc = np.bincount(pos, weights=val, minlength=n_main)
-                    hit = np.flatnonzero(acc > 0)
-                    hit = hit[self._main_alive[hit]]
+                    # the documents with a score (every posting scores > 0): the postings'
+                    # distinct positions, sorted — a sort of the postings is much cheaper than
+                    # a scan of every document's score at 100k
+                    hit = np.sort(pos)
+                    if len(hit) > 1:
+                        hit = hit[np.concatenate(([True], hit[1:] != hit[:-1]))]
+                    if self._main_dead:
+                        hit = hit[self._main_alive[hit]]
                     out_keys.append(self._main_keys[hit])
                 out_scores.append(acc[hit].astype(np.float32))
         if self._delta_docs:
