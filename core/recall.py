@@ -108,6 +108,7 @@ class Columns:
         # the formula's per-record factors, kept beside their fields (a query only gathers them)
         self.importance_share = np.zeros(0, dtype=np.float64)  # importance / 3
         self.bonus = np.ones(0, dtype=np.float64)  # frequency_bonus(reinforcements)
+        self.weight = np.zeros(0, dtype=np.float64)  # their product: a score without freshness
         self.scope = np.zeros(0, dtype=np.int32)
         self.language = np.zeros(0, dtype=np.int8)  # LANGUAGE_CODES of the content
         self._scope_codes: dict[str, int] = {}
@@ -117,7 +118,7 @@ class Columns:
             return
         cap = max(need, 2 * self._cap, 1024)
         for name in ("alive", "core", "private", "pinned", "importance", "half_life",
-                     "recalled_at", "reinforcements", "importance_share", "bonus", "scope",
+                     "recalled_at", "reinforcements", "importance_share", "bonus", "weight", "scope",
                      "language"):
             old = getattr(self, name)
             new = np.zeros(cap, dtype=old.dtype)
@@ -164,6 +165,7 @@ class Columns:
         self.reinforcements[ids] = np.asarray(count, dtype=np.float64)
         self.importance_share[ids] = self.importance[ids] / 3.0
         self.bonus[ids] = frequency_bonus(self.reinforcements[ids])
+        self.weight[ids] = self.importance_share[ids] * self.bonus[ids]
         codes = {s: self.scope_code(s) for s in set(scopes)}
         self.scope[ids] = np.fromiter((codes[s] for s in scopes), np.int32, len(ids))
         self.language[ids] = language
@@ -181,6 +183,7 @@ class Columns:
         self.recalled_at[ids] = [r.recalled_at for r in recs]
         self.reinforcements[ids] = [r.access_count for r in recs]
         self.bonus[ids] = frequency_bonus(self.reinforcements[ids])
+        self.weight[ids] = self.importance_share[ids] * self.bonus[ids]
 
     def score(self, ids: np.ndarray, relevance: np.ndarray, now: float, freshness_floor: float
               ) -> np.ndarray:
@@ -197,9 +200,11 @@ class Columns:
     def visible_mask(self, ids: np.ndarray, scopes: tuple[str, ...], sees_private: bool,
                      include_core: bool) -> np.ndarray:
         ok = self.alive[ids]  # a gather: a new array
-        allowed = np.zeros(len(self._scope_codes) + 1, dtype=bool)  # by scope code: a lookup,
-        allowed[[self._scope_codes[s] for s in scopes if s in self._scope_codes]] = True  # no sort
-        ok &= allowed[self.scope[ids]]
+        n = len(self._scope_codes)
+        allowed = np.zeros(n + 1, dtype=bool)  # by scope code: a lookup, no sort
+        allowed[[self._scope_codes[s] for s in scopes if s in self._scope_codes]] = True
+        if not allowed[:n].all():  # some scope of the store is not this turn's
+            ok &= allowed[self.scope[ids]]
         if not sees_private:
             ok &= ~self.private[ids]
         if not include_core:

@@ -523,8 +523,11 @@ class RecallIndex:
         if len(ids) == 0:
             return []
         ok = self.columns.visible_mask(ids, ctx.scopes(), ctx.sees_private, include_core=False)
-        ids, rel, lex = ids[ok], rel[ok], lex[ok]
-        sem = sem[ok] if sem is not None else None
+        if not ok.all():
+            lexical_only = lex is rel  # one array: filtered once
+            ids, rel = ids[ok], rel[ok]
+            lex = rel if lexical_only else lex[ok]
+            sem = sem[ok] if sem is not None else None
         c = self.columns
         fresh_floor = self.config.freshness_floor
         if k > 0 and len(ids) > 4 * k and fresh_floor > 0:
@@ -533,7 +536,7 @@ class RecallIndex:
             # best lower bound cannot be selected and is not scored (the freshness's power is
             # most of a query's cost at 100k candidates). The rest are scored exactly as before,
             # so the selection is the same; the margin covers rounding.
-            bound = rel * c.importance_share[ids] * c.bonus[ids]
+            bound = rel * c.weight[ids]
             cut = np.partition(bound, len(bound) - k)[len(bound) - k] * fresh_floor
             maybe = np.flatnonzero(bound >= cut * (1 - 1e-9))
             ids, rel, lex = ids[maybe], rel[maybe], lex[maybe]

@@ -88,6 +88,7 @@ def test_the_score_factors_kept_per_record_follow_every_change(tmp_path, clock):
             r = mem.get(h.id)
             assert cols.importance_share[h.id] == r.importance / 3
             assert cols.bonus[h.id] == frequency_bonus(r.access_count)
+            assert cols.weight[h.id] == cols.importance_share[h.id] * cols.bonus[h.id]
             hl = HALF_LIFE / 4 if r.kind is Kind.EVENT else HALF_LIFE
             assert h.score == score(h.relevance, now - r.recalled_at, hl, r.importance,
                                     r.access_count, F)
