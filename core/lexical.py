@@ -43,11 +43,10 @@ class LexicalIndex:
         self._main_dead = 0  # main documents removed since it was built (False in _main_alive)
         # each main document's position, by key (keys are record ids: dense), -1 for none
         self._main_pos = np.zeros(0, dtype=np.int32)
-        # the main's build-time statistics: its stored scores are rescored with the current ones,
-        # so a result never depends on when the main was last built
+        # the main's documents' lengths, and their average when it was built (its postings are
+        # scored with the current statistics, so a result never depends on when it was built)
         self._main_len = np.zeros(0, dtype=np.float64)
         self._main_avgdl = 1.0
-        self._main_idf: dict[str, float] = {}
         # each main posting's term frequency, recovered once from bm25s's stored scores when
         # the main is built (bm25s's own scores are dropped: a query rescores the postings)
         self._main_tf = np.zeros(0, dtype=np.float32)
@@ -133,7 +132,6 @@ class LexicalIndex:
         self._main_dead = 0
         self._main_len = np.asarray([len(self.docs[k]) for k in keys], dtype=np.float64)
         self._main_avgdl = self.avgdl
-        self._main_idf = {}
         self.rebuilds += 1
         if not keys:
             self._main = None
@@ -145,11 +143,10 @@ class LexicalIndex:
             return
         retriever = bm25s.BM25(k1=K1, b=B, method="lucene")
         retriever.index(bm25s.tokenization.Tokenized(ids=ids, vocab=vocab), show_progress=False)
-        self._main_idf = {t: self.idf(t) for t in vocab}
-        self._main_tf = self._recover_tf(retriever)
+        self._main_tf = self._recover_tf(retriever, {t: self.idf(t) for t in vocab})
         self._main = retriever
 
-    def _recover_tf(self, main: bm25s.BM25) -> np.ndarray:
+    def _recover_tf(self, main: bm25s.BM25, idf: dict[str, float]) -> np.ndarray:
         """Every posting's term frequency, from the score bm25s stored for it with this main's
         build-time idf and avgdl: ``tf / (tf + norm)`` (× idf) solved for tf. The stored scores
         are then dropped (a query rescores each posting with the current statistics)."""
@@ -158,8 +155,8 @@ class LexicalIndex:
         n_cols = len(indptr) - 1
         idf_col = np.ones(n_cols, dtype=np.float64)
         for t, i in main.vocab_dict.items():
-            if i < n_cols and t in self._main_idf:
-                idf_col[i] = self._main_idf[t]
+            if i < n_cols and t in idf:
+                idf_col[i] = idf[t]
         x = data.astype(np.float64) / np.repeat(idf_col, np.diff(indptr))
         dl = self._main_len[indices]
         norm_then = K1 * (1 - B + B * dl / self._main_avgdl)
@@ -177,7 +174,6 @@ class LexicalIndex:
         sc = main.scores if main is not None else None
         return {
             "lex_terms": _pack(terms),
-            "lex_idf": np.asarray([self._main_idf.get(t, np.nan) for t in terms], np.float64),
             "lex_tf": self._main_tf if sc else np.zeros(0, np.float32),
             "lex_indices": sc["indices"] if sc else np.zeros(0, np.int32),
             "lex_indptr": sc["indptr"] if sc else np.zeros(1, np.int64),
@@ -224,7 +220,6 @@ class LexicalIndex:
         every document it does not hold alive goes to the delta. Raises ValueError on anything
         inconsistent (the caller then rebuilds)."""
         terms = _unpack(st["lex_terms"])
-        idf = st["lex_idf"]
         tf, indices, indptr = st["lex_tf"], st["lex_indices"], st["lex_indptr"]
         keys = st["lex_keys"].astype(np.int64)
         alive = st["lex_alive"].astype(bool)
@@ -233,7 +228,7 @@ class LexicalIndex:
         df_terms = df_words if df_words is not None else _unpack(st["df_terms"])
         df_counts = st["df_counts"]
         n_cols = len(indptr) - 1  # bm25s names one more term ("") than it has columns for
-        if not (len(idf) == len(terms) and 0 <= n_cols <= len(terms)
+        if not (0 <= n_cols <= len(terms)
                 and len(tf) == len(indices) == int(indptr[-1]) and len(keys) == len(alive)
                 == len(lens) and len(df_terms) == len(df_counts) and int(num_docs) == len(keys)
                 and (len(indices) == 0 or 0 <= int(indices.min()) <= int(indices.max())
@@ -261,7 +256,6 @@ class LexicalIndex:
         self._main_dead = len(alive) - int(np.count_nonzero(alive))
         self._main_pos = _positions(keys)
         self._main_avgdl = avgdl
-        self._main_idf = {t: v for t, v in zip(terms, idf.tolist(), strict=True) if v == v}
         self._main = None
         self._main_tf = tf.astype(np.float32, copy=False)
         if has_main:
