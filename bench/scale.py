@@ -410,17 +410,23 @@ def measure(size: int, db: Path, seed: int, ops: int = OPS, profile: bool = Fals
     loaded_from = mem._index.loaded_from
     live = mem.count()
 
-    contents = [r.content for r in mem.corpus() if r.kind != "core"]
+    # The floor's documents are the live non-core records' stems, oldest id first: the lists
+    # Eva's lexical index already holds (text.stems of each content), shared rather than made
+    # again from 100k fetched records — that copy belonged to the bench, not to Eva, and was
+    # most of the serving process's peak RSS beyond Eva's own. Only the query sources are read.
+    cols = mem._index.columns
+    live_ids = np.flatnonzero(cols.alive & ~cols.core)
     with Timer() as t_bm:
-        stem_lists = [T.stems(c) for c in contents]
-        retriever, vocab = _bare_bm25s(stem_lists)
-    del stem_lists
+        docs = mem._index.lexical.docs
+        retriever, vocab = _bare_bm25s([docs[int(i)] for i in live_ids])
 
     rng = np.random.default_rng(seed + 3)
-    sources = [contents[int(i)] for i in rng.integers(0, len(contents), ops)]
+    picked = [int(live_ids[int(i)]) for i in rng.integers(0, len(live_ids), ops)]
+    found = {r.id: r.content for r in mem.corpus(set(picked))}
+    sources = [found[i] for i in picked]
     queries = [corpus.query(rng, s) for s in sources]
     new_texts = corpus.records(ops, seed + 1000)  # unseen texts (a different stream)
-    del contents
+    del live_ids, picked, found
 
     def bm25s_top(q: str) -> np.ndarray:
         toks = [vocab[t] for t in T.stems(q) if t in vocab]

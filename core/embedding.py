@@ -73,19 +73,27 @@ class VectorSpace:
         self._mat = np.zeros((0, dim), dtype=np.float32)
         self._keys = np.zeros(0, dtype=np.int64)
         self._alive = np.zeros(0, dtype=bool)
-        self._pos: dict[int, int] = {}
+        # the row of each live key, by key (keys are record ids: dense), -1 for none — an
+        # array, not a dict: a dict of 100k ints holds ~10 MB
+        self._pos = np.zeros(0, dtype=np.int32)
+        self._live = 0
         self._n = 0
 
+    def _row(self, key: int) -> int:
+        return int(self._pos[key]) if 0 <= key < len(self._pos) else -1
+
     def __len__(self) -> int:
-        return len(self._pos)
+        return self._live
 
     def __contains__(self, key: int) -> bool:
-        return key in self._pos
+        return self._row(key) >= 0
 
     def set(self, key: int, vec: np.ndarray) -> None:
         vec = normalise_rows(vec)[0]
-        pos = self._pos.get(key)
-        if pos is None:
+        pos = self._row(key)
+        if pos < 0:
+            if not 0 <= key < 2**31:
+                raise ValueError(f"a vector's key is a record id, not {key}")
             if self._n == len(self._keys):
                 cap = self._n + self.room(self._n)
                 mat = np.empty((cap, self.dim), dtype=np.float32)  # np.resize would tile it
@@ -96,10 +104,16 @@ class VectorSpace:
                 alive = np.zeros(cap, dtype=bool)
                 alive[: self._n] = self._alive[: self._n]
                 self._keys, self._alive = keys, alive
+            if key >= len(self._pos):
+                grown = np.full(max(key + 1, len(self._pos) + self.room(len(self._pos))), -1,
+                                dtype=np.int32)
+                grown[: len(self._pos)] = self._pos
+                self._pos = grown
             pos = self._n
             self._n += 1
             self._pos[key] = pos
             self._keys[pos] = key
+            self._live += 1
         self._mat[pos] = vec
         self._alive[pos] = True
 
@@ -133,20 +147,27 @@ class VectorSpace:
         space._alive[:n] = alive
         space._n = n
         keys, alive = space._keys[:n], space._alive[:n]
-        space._pos = {int(k): i for i, k in zip(np.flatnonzero(alive).tolist(),
-                                                keys[alive].tolist(), strict=True)}
-        if len(space._pos) != int(alive.sum()):
+        live_keys, rows = keys[alive], np.flatnonzero(alive)
+        if len(live_keys) and not 0 <= int(live_keys.min()) <= int(live_keys.max()) < 2**31:
+            raise ValueError("persisted vectors of keys that are not record ids")
+        space._pos = np.full(int(live_keys.max()) + 1 if len(live_keys) else 0, -1,
+                             dtype=np.int32)
+        space._pos[live_keys] = rows
+        space._live = len(live_keys)
+        if int(np.count_nonzero(space._pos >= 0)) != space._live:
             raise ValueError("persisted vectors repeat a record")
         return space
 
     def remove(self, key: int) -> None:
-        pos = self._pos.pop(key, None)
-        if pos is not None:
+        pos = self._row(key)
+        if pos >= 0:
+            self._pos[key] = -1
             self._alive[pos] = False
+            self._live -= 1
 
     def get(self, key: int) -> np.ndarray | None:
-        pos = self._pos.get(key)
-        return None if pos is None else self._mat[pos]
+        pos = self._row(key)
+        return None if pos < 0 else self._mat[pos]
 
     def keys(self) -> np.ndarray:
         """The keys of every live vector."""
@@ -161,7 +182,7 @@ class VectorSpace:
 
     def cosines(self, query: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         """(keys, cosine) of every live vector against one normalised query vector."""
-        if not self._pos:
+        if not self._live:
             return np.zeros(0, dtype=np.int64), np.zeros(0, dtype=np.float32)
         n = self._n
         cos = self._mat[:n] @ normalise_rows(query)[0]

@@ -40,12 +40,16 @@ class LexicalIndex:
         self._main: bm25s.BM25 | None = None
         self._main_keys = np.zeros(0, dtype=np.int64)
         self._main_alive = np.zeros(0, dtype=bool)
-        self._main_pos: dict[int, int] = {}
-        # the main's build-time statistics: its stored scores are rescored with the current ones,
-        # so a result never depends on when the main was last built
+        self._main_dead = 0  # main documents removed since it was built (False in _main_alive)
+        # each main document's position, by key (keys are record ids: dense), -1 for none
+        self._main_pos = np.zeros(0, dtype=np.int32)
+        # the main's documents' lengths, and their average when it was built (its postings are
+        # scored with the current statistics, so a result never depends on when it was built)
         self._main_len = np.zeros(0, dtype=np.float64)
         self._main_avgdl = 1.0
-        self._main_idf: dict[str, float] = {}
+        # each main posting's term frequency, recovered once from bm25s's stored scores when
+        # the main is built (bm25s's own scores are dropped: a query rescores the postings)
+        self._main_tf = np.zeros(0, dtype=np.float32)
         # delta part: inverted index over documents not (correctly) in the main
         self._delta_post: dict[str, dict[int, int]] = {}
         self._delta_docs: set[int] = set()
@@ -106,12 +110,13 @@ class LexicalIndex:
                     post.pop(key, None)
                     if not post:
                         del self._delta_post[term]
-        pos = self._main_pos.get(key)
-        if pos is not None and self._main_alive[pos]:
+        pos = int(self._main_pos[key]) if 0 <= key < len(self._main_pos) else -1
+        if pos >= 0 and self._main_alive[pos]:
             self._main_alive[pos] = False
+            self._main_dead += 1
 
     def _pending(self) -> int:
-        return len(self._delta_docs) + int((~self._main_alive).sum()) if len(self._main_alive) else len(self._delta_docs)
+        return len(self._delta_docs) + self._main_dead
 
     def _maybe_merge(self) -> None:
         if self._pending() > max(self.min_merge, self.merge_ratio * len(self.docs)):
@@ -121,12 +126,12 @@ class LexicalIndex:
         keys = list(self.docs)
         self._delta_post = {}
         self._delta_docs = set()
-        self._main_pos = {k: i for i, k in enumerate(keys)}
         self._main_keys = np.asarray(keys, dtype=np.int64)
+        self._main_pos = _positions(self._main_keys)
         self._main_alive = np.ones(len(keys), dtype=bool)
+        self._main_dead = 0
         self._main_len = np.asarray([len(self.docs[k]) for k in keys], dtype=np.float64)
         self._main_avgdl = self.avgdl
-        self._main_idf = {}
         self.rebuilds += 1
         if not keys:
             self._main = None
@@ -138,8 +143,24 @@ class LexicalIndex:
             return
         retriever = bm25s.BM25(k1=K1, b=B, method="lucene")
         retriever.index(bm25s.tokenization.Tokenized(ids=ids, vocab=vocab), show_progress=False)
-        self._main_idf = {t: self.idf(t) for t in vocab}
+        self._main_tf = self._recover_tf(retriever, {t: self.idf(t) for t in vocab})
         self._main = retriever
+
+    def _recover_tf(self, main: bm25s.BM25, idf: dict[str, float]) -> np.ndarray:
+        """Every posting's term frequency, from the score bm25s stored for it with this main's
+        build-time idf and avgdl: ``tf / (tf + norm)`` (× idf) solved for tf. The stored scores
+        are then dropped (a query rescores each posting with the current statistics)."""
+        sc = main.scores
+        data, indices, indptr = sc.pop("data"), sc["indices"], sc["indptr"]
+        n_cols = len(indptr) - 1
+        idf_col = np.ones(n_cols, dtype=np.float64)
+        for t, i in main.vocab_dict.items():
+            if i < n_cols and t in idf:
+                idf_col[i] = idf[t]
+        x = data.astype(np.float64) / np.repeat(idf_col, np.diff(indptr))
+        dl = self._main_len[indices]
+        norm_then = K1 * (1 - B + B * dl / self._main_avgdl)
+        return np.rint(x * norm_then / (1.0 - x)).astype(np.float32)
 
     # ---- a persisted index (core.recall_index: saved at close, restored at open) --------------
     def state(self) -> dict[str, np.ndarray]:
@@ -153,8 +174,7 @@ class LexicalIndex:
         sc = main.scores if main is not None else None
         return {
             "lex_terms": _pack(terms),
-            "lex_idf": np.asarray([self._main_idf.get(t, np.nan) for t in terms], np.float64),
-            "lex_data": sc["data"] if sc else np.zeros(0, np.float32),
+            "lex_tf": self._main_tf if sc else np.zeros(0, np.float32),
             "lex_indices": sc["indices"] if sc else np.zeros(0, np.int32),
             "lex_indptr": sc["indptr"] if sc else np.zeros(1, np.int64),
             "lex_keys": self._main_keys,
@@ -200,8 +220,7 @@ class LexicalIndex:
         every document it does not hold alive goes to the delta. Raises ValueError on anything
         inconsistent (the caller then rebuilds)."""
         terms = _unpack(st["lex_terms"])
-        idf = st["lex_idf"]
-        data, indices, indptr = st["lex_data"], st["lex_indices"], st["lex_indptr"]
+        tf, indices, indptr = st["lex_tf"], st["lex_indices"], st["lex_indptr"]
         keys = st["lex_keys"].astype(np.int64)
         alive = st["lex_alive"].astype(bool)
         lens = st["lex_len"].astype(np.float64)
@@ -209,8 +228,8 @@ class LexicalIndex:
         df_terms = df_words if df_words is not None else _unpack(st["df_terms"])
         df_counts = st["df_counts"]
         n_cols = len(indptr) - 1  # bm25s names one more term ("") than it has columns for
-        if not (len(idf) == len(terms) and 0 <= n_cols <= len(terms)
-                and len(data) == len(indices) == int(indptr[-1]) and len(keys) == len(alive)
+        if not (0 <= n_cols <= len(terms)
+                and len(tf) == len(indices) == int(indptr[-1]) and len(keys) == len(alive)
                 == len(lens) and len(df_terms) == len(df_counts) and int(num_docs) == len(keys)
                 and (len(indices) == 0 or 0 <= int(indices.min()) <= int(indices.max())
                      < len(keys))
@@ -234,14 +253,14 @@ class LexicalIndex:
         self.total_len = int(doc_lens[1].sum()) if doc_lens is not None else \
             sum(len(s) for s in docs.values())
         self._main_keys, self._main_alive, self._main_len = keys, alive, lens
-        self._main_pos = {int(k): i for i, k in enumerate(keys.tolist())}
+        self._main_dead = len(alive) - int(np.count_nonzero(alive))
+        self._main_pos = _positions(keys)
         self._main_avgdl = avgdl
-        self._main_idf = {t: v for t, v in zip(terms, idf.tolist(), strict=True) if v == v}
         self._main = None
+        self._main_tf = tf.astype(np.float32, copy=False)
         if has_main:
             main = bm25s.BM25(k1=K1, b=B, method="lucene")
-            main.scores = {"data": data, "indices": indices, "indptr": indptr,
-                           "num_docs": int(num_docs)}
+            main.scores = {"indices": indices, "indptr": indptr, "num_docs": int(num_docs)}
             main.vocab_dict = {t: i for i, t in enumerate(terms) if i < n_cols}
             self._main = main
         in_main = set(live_main)
@@ -270,40 +289,55 @@ class LexicalIndex:
         out_keys: list[np.ndarray] = []
         out_scores: list[np.ndarray] = []
         if self._main is not None:
-            # The main's stored scores carry the idf and avgdl of its build; documents added,
-            # changed or removed since then moved both. Each posting's tf is recovered from its
-            # stored score and rescored with the current statistics (the delta's formula).
-            # Postings are read straight from bm25s's sparse columns: O(postings), not O(N).
+            # Each posting of the query's terms (read straight from bm25s's sparse columns:
+            # O(postings), not O(N)) is scored with its term frequency and the *current* idf
+            # and avgdl (the delta's formula), so a result never depends on when the main was
+            # last built; all terms at once, one vectorised pass.
             sc = self._main.scores
-            indptr, indices, data = sc["indptr"], sc["indices"], sc["data"]
+            indptr, indices = sc["indptr"], sc["indices"]
             vocab = self._main.vocab_dict
-            avgdl_now = self.avgdl
-            docs_parts: list[np.ndarray] = []
-            score_parts: list[np.ndarray] = []
+            spans: list[tuple[int, int]] = []
+            idfs: list[float] = []
             for t in terms:
                 tid = vocab.get(t)
                 if tid is None:
                     continue
                 lo, hi = int(indptr[tid]), int(indptr[tid + 1])
-                if lo == hi:
-                    continue
-                pos = indices[lo:hi]
-                x = data[lo:hi].astype(np.float64) / self._main_idf[t]  # tf / (tf + norm then)
-                dl = self._main_len[pos]
-                norm_then = K1 * (1 - B + B * dl / self._main_avgdl)
-                tf = np.rint(x * norm_then / (1.0 - x))
-                norm_now = K1 * (1 - B + B * dl / avgdl_now)
-                docs_parts.append(pos)
-                score_parts.append(self.idf(t) * tf / (norm_now + tf))
-            if docs_parts:
-                pos = np.concatenate(docs_parts)
-                val = np.concatenate(score_parts)
-                uniq, inv = np.unique(pos, return_inverse=True)
-                acc = np.bincount(inv, weights=val, minlength=len(uniq))
-                alive = self._main_alive[uniq] & (acc > 0)
-                if alive.any():
-                    out_keys.append(self._main_keys[uniq[alive]])
-                    out_scores.append(acc[alive].astype(np.float32))
+                if lo < hi:
+                    spans.append((lo, hi))
+                    idfs.append(self.idf(t))
+            if spans:
+                if len(spans) == 1:
+                    lo, hi = spans[0]
+                    pos, tf = indices[lo:hi], self._main_tf[lo:hi]
+                else:
+                    pos = np.concatenate([indices[lo:hi] for lo, hi in spans])
+                    tf = np.concatenate([self._main_tf[lo:hi] for lo, hi in spans])
+                idf = np.repeat(np.asarray(idfs), [hi - lo for lo, hi in spans])
+                tf = tf.astype(np.float64)
+                norm_now = K1 * (1 - B + B * self._main_len[pos] / self.avgdl)
+                val = idf * tf / (norm_now + tf)
+                # a document's score sums its terms' (bincount adds in input order); its
+                # documents in main order, as a dense pass or, for few postings, a sort
+                n_main = len(self._main_keys)
+                if len(pos) * 16 < n_main:
+                    uniq, inv = np.unique(pos, return_inverse=True)
+                    acc = np.bincount(inv, weights=val, minlength=len(uniq))
+                    hit = np.flatnonzero(acc > 0)
+                    hit = hit[self._main_alive[uniq[hit]]]
+                    out_keys.append(self._main_keys[uniq[hit]])
+                else:
+                    acc = np.bincount(pos, weights=val, minlength=n_main)
+                    # the documents with a score (every posting scores > 0): the postings'
+                    # distinct positions, sorted — a sort of the postings is much cheaper than
+                    # a scan of every document's score at 100k
+                    hit = np.sort(pos)
+                    if len(hit) > 1:
+                        hit = hit[np.concatenate(([True], hit[1:] != hit[:-1]))]
+                    if self._main_dead:
+                        hit = hit[self._main_alive[hit]]
+                    out_keys.append(self._main_keys[hit])
+                out_scores.append(acc[hit].astype(np.float32))
         if self._delta_docs:
             avgdl = self.avgdl
             acc: dict[int, float] = {}
@@ -329,6 +363,15 @@ class LexicalIndex:
         if ceiling <= 0 or len(keys) == 0:
             return keys, raw
         return keys, np.clip(raw / ceiling, 0.0, 1.0)
+
+
+def _positions(keys: np.ndarray) -> np.ndarray:
+    """Position of each key in ``keys``, indexed by key (-1 where there is none)."""
+    if len(keys) and not 0 <= int(keys.min()) <= int(keys.max()) < 2**31:
+        raise ValueError("keys are record ids: from 0 to 2^31")
+    pos = np.full(int(keys.max()) + 1 if len(keys) else 0, -1, dtype=np.int32)
+    pos[keys] = np.arange(len(keys), dtype=np.int32)
+    return pos
 
 
 def _pack(words: list[str]) -> np.ndarray:

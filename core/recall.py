@@ -19,6 +19,7 @@ numpy columns indexed by record id, so a query scores its candidates in one vect
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from dataclasses import dataclass
 
 import numpy as np
@@ -104,6 +105,10 @@ class Columns:
         self.half_life = np.ones(0, dtype=np.float64)
         self.recalled_at = np.zeros(0, dtype=np.float64)
         self.reinforcements = np.zeros(0, dtype=np.float64)
+        # the formula's per-record factors, kept beside their fields (a query only gathers them)
+        self.importance_share = np.zeros(0, dtype=np.float64)  # importance / 3
+        self.bonus = np.ones(0, dtype=np.float64)  # frequency_bonus(reinforcements)
+        self.weight = np.zeros(0, dtype=np.float64)  # their product: a score without freshness
         self.scope = np.zeros(0, dtype=np.int32)
         self.language = np.zeros(0, dtype=np.int8)  # LANGUAGE_CODES of the content
         self._scope_codes: dict[str, int] = {}
@@ -113,7 +118,8 @@ class Columns:
             return
         cap = max(need, 2 * self._cap, 1024)
         for name in ("alive", "core", "private", "pinned", "importance", "half_life",
-                     "recalled_at", "reinforcements", "scope", "language"):
+                     "recalled_at", "reinforcements", "importance_share", "bonus", "weight", "scope",
+                     "language"):
             old = getattr(self, name)
             new = np.zeros(cap, dtype=old.dtype)
             new[: len(old)] = old
@@ -131,9 +137,9 @@ class Columns:
         self.private[i] = r.private
         self.pinned[i] = r.pinned
         self.importance[i] = r.importance
+        self.importance_share[i] = self.importance[i] / 3.0
         self.half_life[i] = half_life_of(r.kind, config)
-        self.recalled_at[i] = r.recalled_at
-        self.reinforcements[i] = r.access_count
+        self.put_access(r)
         self.scope[i] = self.scope_code(r.scope)
         self.language[i] = language_code(r.content)
 
@@ -157,14 +163,35 @@ class Columns:
             (c if a is None else a for a, c in zip(last, created, strict=True)), np.float64,
             len(ids))
         self.reinforcements[ids] = np.asarray(count, dtype=np.float64)
+        self.importance_share[ids] = self.importance[ids] / 3.0
+        self.bonus[ids] = frequency_bonus(self.reinforcements[ids])
+        self.weight[ids] = self.importance_share[ids] * self.bonus[ids]
         codes = {s: self.scope_code(s) for s in set(scopes)}
         self.scope[ids] = np.fromiter((codes[s] for s in scopes), np.int32, len(ids))
         self.language[ids] = language
 
     def put_access(self, r: Record) -> None:
         """Only the access fields of a record already here (a reinforcement)."""
-        self.recalled_at[r.id] = r.recalled_at
-        self.reinforcements[r.id] = r.access_count
+        self.put_accesses([r])
+
+    def put_accesses(self, recs: Iterable[Record]) -> None:
+        """:meth:`put_access` of several records at once (one vectorised bonus)."""
+        recs = list(recs)
+        if not recs:
+            return
+        ids = np.fromiter((r.id for r in recs), np.int64, len(recs))
+        self.recalled_at[ids] = [r.recalled_at for r in recs]
+        self.reinforcements[ids] = [r.access_count for r in recs]
+        self.bonus[ids] = frequency_bonus(self.reinforcements[ids])
+        self.weight[ids] = self.importance_share[ids] * self.bonus[ids]
+
+    def score(self, ids: np.ndarray, relevance: np.ndarray, now: float, freshness_floor: float
+              ) -> np.ndarray:
+        """:func:`score` of these records (the same operations in the same order, so the same
+        numbers), their importance share and frequency bonus read from their columns."""
+        return (relevance
+                * freshness(now - self.recalled_at[ids], self.half_life[ids], freshness_floor)
+                * self.importance_share[ids] * self.bonus[ids])
 
     def drop(self, record_id: int) -> None:
         if record_id < self._cap:
@@ -172,10 +199,12 @@ class Columns:
 
     def visible_mask(self, ids: np.ndarray, scopes: tuple[str, ...], sees_private: bool,
                      include_core: bool) -> np.ndarray:
-        ok = self.alive[ids].copy()
-        allowed = np.zeros(len(self._scope_codes) + 1, dtype=bool)  # by scope code: a lookup,
-        allowed[[self._scope_codes[s] for s in scopes if s in self._scope_codes]] = True  # no sort
-        ok &= allowed[self.scope[ids]]
+        ok = self.alive[ids]  # a gather: a new array
+        n = len(self._scope_codes)
+        allowed = np.zeros(n + 1, dtype=bool)  # by scope code: a lookup, no sort
+        allowed[[self._scope_codes[s] for s in scopes if s in self._scope_codes]] = True
+        if not allowed[:n].all():  # some scope of the store is not this turn's
+            ok &= allowed[self.scope[ids]]
         if not sees_private:
             ok &= ~self.private[ids]
         if not include_core:

@@ -35,7 +35,6 @@ from core.embedding import (
 from core.lexical import LexicalIndex
 from core.privacy import TurnContext
 from core.recall import Columns, Hit, cross_language, fuse, language_code, select
-from core.recall import score as recall_score
 from core.records import Record
 
 log = logging.getLogger("eva.memory")
@@ -50,7 +49,7 @@ SHARE_POWER = 2.0
 # triggers of every write to stems, content, archive marks and vectors move in the writing
 # transaction) and for the code that derived it — this format, the BM25 constants and the
 # language detection its per-record language codes came from.
-SNAPSHOT_FORMAT = 1
+SNAPSHOT_FORMAT = 2
 
 
 def _fingerprint() -> str:
@@ -335,8 +334,7 @@ class RecallIndex:
     def accessed(self, recs: Iterable[Record]) -> None:
         """Records just reinforced: only their last access and count changed (no content, so
         neither the lexical index nor the vectors are touched)."""
-        for r in recs:
-            self.columns.put_access(r)
+        self.columns.put_accesses(recs)
 
     @_guarded
     def reindex(self, conn: sqlite3.Connection, ids: Iterable[int]) -> None:
@@ -488,12 +486,11 @@ class RecallIndex:
                   ) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray | None]:
         """(ids, relevance, lexical, semantic|None) of every record related to the query."""
         lk, lv = self.lexical.relevance(text.stems(query))
-        if not use_vectors:
-            return lk, lv.astype(np.float64), lv.astype(np.float64), None
-        if qvec is None and self.vectors is not None and len(self.vectors) > 0:
+        if qvec is None and use_vectors and self.vectors is not None and len(self.vectors) > 0:
             qvec = self.embed_one(query)
-        if qvec is None or self.vectors is None:
-            return lk, lv.astype(np.float64), lv.astype(np.float64), None
+        if not use_vectors or qvec is None or self.vectors is None:
+            lv = lv.astype(np.float64)
+            return lk, lv, lv, None  # lexical only: relevance is BM25 (one array, read only)
         vk, cos = cosines_of(self.embedder, self.vectors, qvec)
         qcode = language_code(query)
         b = self.background()
@@ -526,14 +523,29 @@ class RecallIndex:
         if len(ids) == 0:
             return []
         ok = self.columns.visible_mask(ids, ctx.scopes(), ctx.sees_private, include_core=False)
-        ids, rel, lex = ids[ok], rel[ok], lex[ok]
-        sem = sem[ok] if sem is not None else None
+        if not ok.all():
+            lexical_only = lex is rel  # one array: filtered once
+            ids, rel = ids[ok], rel[ok]
+            lex = rel if lexical_only else lex[ok]
+            sem = sem[ok] if sem is not None else None
         c = self.columns
-        s = recall_score(rel, now - c.recalled_at[ids], c.half_life[ids], c.importance[ids],
-                         c.reinforcements[ids], self.config.freshness_floor)
+        fresh_floor = self.config.freshness_floor
+        if k > 0 and len(ids) > 4 * k and fresh_floor > 0:
+            # Freshness lies in [floor, 1], so a record's score lies between its score without
+            # freshness times the floor and that score itself: one that cannot reach the k-th
+            # best lower bound cannot be selected and is not scored (the freshness's power is
+            # most of a query's cost at 100k candidates). The rest are scored exactly as before,
+            # so the selection is the same; the margin covers rounding.
+            bound = rel * c.weight[ids]
+            cut = np.partition(bound, len(bound) - k)[len(bound) - k] * fresh_floor
+            maybe = np.flatnonzero(bound >= cut * (1 - 1e-9))
+            ids, rel, lex = ids[maybe], rel[maybe], lex[maybe]
+            sem = sem[maybe] if sem is not None else None
+        s = c.score(ids, rel, now, fresh_floor)
         keep = select(ids, s, k, self.config.recall_floor)
-        return [Hit(int(ids[i]), float(s[i]), float(rel[i]), float(lex[i]),
-                    None if sem is None else float(sem[i])) for i in keep]
+        sems = sem[keep].tolist() if sem is not None else [None] * len(keep)
+        return [Hit(*h) for h in zip(ids[keep].tolist(), s[keep].tolist(), rel[keep].tolist(),
+                                     lex[keep].tolist(), sems, strict=True)]
 
     def similar(self, content: str, ctx: TurnContext, exclude: int,
                 qvec: np.ndarray | None) -> list[int]:

@@ -94,11 +94,20 @@ COLUMNS = (
 FROM = "memories m LEFT JOIN vectors v ON v.memory_id = m.id"
 
 
+_KINDS = {k.value: k for k in Kind}
+_SOURCES = {s.value: s for s in Source}
+
+
 def from_row(row: sqlite3.Row, accesses: Sequence[float] = ()) -> Record:
-    return Record(
+    kind, source = row["kind"], row["source"]
+    # Built without the frozen dataclass's __init__ (it sets every field through
+    # object.__setattr__: most of the cost of fetching a few records); the fields and values
+    # are exactly those Record(...) would hold, so it compares, hashes and prints the same.
+    r = object.__new__(Record)
+    r.__dict__.update(
         id=row["id"],
         content=row["content"],
-        kind=Kind(row["kind"]),
+        kind=_KINDS.get(kind) or Kind(kind),
         importance=row["importance"],
         private=bool(row["private"]),
         pinned=bool(row["pinned"]),
@@ -108,11 +117,12 @@ def from_row(row: sqlite3.Row, accesses: Sequence[float] = ()) -> Record:
         last_access_at=row["last_access_at"],
         access_count=row["access_count"],
         consolidated_at=row["consolidated_at"],
-        source=source_of(row["source"]),
+        source=_SOURCES.get(source) or source_of(source),
         source_turn=row["source_turn"],
         vector_model=row["vector_model"],
         accesses=tuple(accesses),
     )
+    return r
 
 
 def row(conn: sqlite3.Connection, record_id: int) -> sqlite3.Row | None:

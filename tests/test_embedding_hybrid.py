@@ -387,3 +387,36 @@ def test_background_order_calibrated_then_model_declared_then_config(tmp_path, c
     mem.set_background(0.31)
     assert mem.status().background == 0.31
     mem.close()
+
+
+def test_the_vector_space_finds_rows_through_an_array_by_record_id():
+    """Issue 11 (100k records with vectors in ≤ 600 MB): the vector space finds a record's row
+    through an array indexed by record id (4 bytes a record), not a dict of ints (~100 bytes
+    a record); set, replace, remove, re-add and a persisted round trip keep it consistent, and
+    a persisted space that repeats a record is refused."""
+    from core.embedding import VectorSpace
+
+    rng = np.random.default_rng(3)
+    space = VectorSpace(8)
+    for key in range(1, 20_001):
+        space.set(key, rng.standard_normal(8).astype(np.float32))
+    assert isinstance(space._pos, np.ndarray) and space._pos.nbytes <= 4 * 26_000
+    space.remove(7)
+    space.remove(7)  # twice: nothing more
+    replaced = rng.standard_normal(8).astype(np.float32)
+    space.set(9, replaced)
+    space.set(7, replaced)  # re-added: a new row
+    assert len(space) == 20_000 and 7 in space and 0 not in space and 30_000 not in space
+    assert np.allclose(space.get(7), replaced / np.linalg.norm(replaced))
+    assert space.get(-1) is None and space.get(10**9) is None
+    keys, cos = space.cosines(replaced)
+    assert sorted(keys.tolist()) == list(range(1, 20_001))
+    assert cos[keys == 7][0] == pytest.approx(1.0) and cos[keys == 9][0] == pytest.approx(1.0)
+    st = space.state()
+    back = VectorSpace.restore(8, {k: v.copy() for k, v in st.items()})
+    assert len(back) == len(space) and np.array_equal(back.get(7), space.get(7))
+    assert np.array_equal(np.sort(back.keys()), np.sort(space.keys()))
+    st["vec_keys"] = st["vec_keys"].copy()
+    st["vec_keys"][1] = st["vec_keys"][2]  # two rows of one record
+    with pytest.raises(ValueError):
+        VectorSpace.restore(8, st)

@@ -167,7 +167,7 @@ def test_a_corrupt_or_foreign_persisted_index_is_rebuilt(tmp_path, damage):
     if damage == "truncated":
         side.write_bytes(data[: len(data) // 2])
     elif damage.startswith("flipped"):
-        name = {"postings": "lex_data", "documents": "doc_terms", "vectors": "vec_mat"}[
+        name = {"postings": "lex_tf", "documents": "doc_terms", "vectors": "vec_mat"}[
             damage.split("-")[1]]
         f = _ArrayFile(side)
         pos = f._meta[name][2] + 3  # inside that stored array

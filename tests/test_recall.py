@@ -71,6 +71,85 @@ def test_score_formula_matches_hand_computation(tmp_path, clock):
     mem.close()
 
 
+def test_the_score_factors_kept_per_record_follow_every_change(tmp_path, clock):
+    """SPEC §4: recall gathers each record's importance/3 and frequency bonus from columns kept
+    beside its fields; they follow a save, a search's reinforcement, an edit, a rollback and a
+    reopening (persisted index or rebuild), and the scores are the formula's, bit for bit."""
+    from core.recall import score
+    from core.recall_index import snapshot_path
+
+    path = tmp_path / "m.db"
+
+    def check(mem: Memory) -> None:
+        cols, now = mem._index.columns, clock.now()
+        hits = mem.recall("Anna", OWNER_TRUSTED)
+        assert hits
+        for h in hits:
+            r = mem.get(h.id)
+            assert cols.importance_share[h.id] == r.importance / 3
+            assert cols.bonus[h.id] == frequency_bonus(r.access_count)
+            assert cols.weight[h.id] == cols.importance_share[h.id] * cols.bonus[h.id]
+            hl = HALF_LIFE / 4 if r.kind is Kind.EVENT else HALF_LIFE
+            assert h.score == score(h.relevance, now - r.recalled_at, hl, r.importance,
+                                    r.access_count, F)
+
+    mem = Memory.open(path, MemoryConfig(), clock)
+    a = mem.save("The owner's sister Anna lives in Kazan", importance=2).id
+    mem.save("Anna visited the owner in Moscow", kind="event", importance=4)
+    for turn in ("t1", "t2", "t3"):
+        clock.advance(DAY)
+        mem.search("Anna Kazan", OWNER_TRUSTED.with_turn(turn))
+    check(mem)
+    mem.rollback_turn("t3")
+    assert mem.get(a).access_count == 2
+    mem.update(a, OWNER_TRUSTED, importance=5)
+    check(mem)
+    mem.close()
+    for rebuild in (False, True):
+        if rebuild:
+            snapshot_path(path).unlink()
+        with Memory.open(path, MemoryConfig(), clock) as mem:
+            assert mem._index.loaded_from == ("store" if rebuild else "snapshot")
+            check(mem)
+
+
+def test_only_records_that_can_reach_the_top_k_get_a_freshness(tmp_path, clock, monkeypatch):
+    """SPEC §4: freshness lies between the floor and 1, so a candidate whose score without it
+    falls below the k-th best lower bound is never selected — recall does not compute its
+    freshness (the costly part at 100k candidates), and the selection is exactly the one of
+    scoring every candidate (same ids, same scores, same order, floor included)."""
+    from core.recall import Columns, score, select
+
+    mem = _open(tmp_path, clock, recall_floor=0.0)
+    for i in range(300):
+        clock.advance(DAY / 3)
+        mem.save(f"Anna note {i}: " + " ".join(["garden"] * (1 + i % 4) + [f"w{i}"]),
+                 kind="event" if i % 3 else "fact", importance=1 + i % 5)
+    for i in range(0, 300, 7):
+        mem.search(f"w{i}")  # some reinforced, at various moments
+        clock.advance(DAY)
+    seen: list[int] = []
+    inner = Columns.score
+
+    def spy(self, ids, rel, now, floor):
+        seen.append(len(ids))
+        return inner(self, ids, rel, now, floor)
+
+    monkeypatch.setattr(Columns, "score", spy)
+    for query in ("Anna garden", "garden", "note garden w14"):
+        for k in (1, 8, 20):
+            seen.clear()
+            hits = mem._index.recall(query, OWNER_TRUSTED, k, clock.now())
+            ids, rel, _lex, _sem = mem._index.relevance(query)
+            c = mem._index.columns
+            full = score(rel, clock.now() - c.recalled_at[ids], c.half_life[ids],
+                         c.importance[ids], c.reinforcements[ids], F)
+            keep = select(ids, full, k, 0.0)
+            assert [(h.id, h.score) for h in hits] == \
+                [(int(ids[i]), float(full[i])) for i in keep]
+            assert len(ids) >= 290 and seen[0] < len(ids) // 2
+
+
 def test_results_are_best_first(mem, clock):
     """SPEC §4: the selection is ordered by score, best first."""
     for i, imp in enumerate([1, 5, 3, 2, 4]):
