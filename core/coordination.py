@@ -105,9 +105,9 @@ def changed_ids(conn: sqlite3.Connection, watch: StoreWatch, index: Any) -> set[
     cost four small reads. A rollback of the newest turn's reinforcements alone (a regenerate
     whose turn wrote nothing) moves neither the sequence nor the generation, only the newest
     log id: then everything is compared. A rollback of an *older* turn's reinforcements alone
-    is not noticed at once: the other process's access counts may stay one access high until
-    its next look after a content write (which finds the log shorter than counted and compares
-    everything) — scoring only; privacy, scope and content are never involved."""
+    (a later owner edit wrote the newest log row) moves nothing of that either, so every
+    rollback moves the generation itself (``Memory.rollback_turn``): the log is then found
+    shorter than counted and everything is compared."""
     generation = _generation(conn)
     seq = _change_seq(conn)
     last = _last_change(conn)

@@ -684,6 +684,10 @@ class Memory:
                 done = records.rollback(conn, turn_id, self.clock.now())
                 for rid in done.reworded:  # the stored vector is of the undone wording
                     self._index.write_vector(conn, rid, None, IndexChanges())
+                if done.touched:  # other processes compare their index with the rows: a
+                    # rollback of reinforcements alone moves no content, so it says so itself
+                    conn.execute("UPDATE index_state SET generation = generation + 1 "
+                                 "WHERE id = 1")
             self._index.reindex(self._storage.conn, done.touched)
         if done.reworded and self.embedder is not None:
             ids = list(done.reworded)
