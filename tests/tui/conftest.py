@@ -5,6 +5,8 @@ from __future__ import annotations
 
 import asyncio
 import functools
+import shutil
+import tempfile
 from dataclasses import dataclass, replace
 from pathlib import Path
 
@@ -147,17 +149,24 @@ async def until(pilot, condition, rounds: int = 400) -> None:
 
 
 @pytest.fixture
-def env_factory(tmp_path):
+def env_factory():
+    # The data dir has the same path on every run (the welcome names it, and snapshots show
+    # the welcome): pytest's tmp_path grows a digit as runs pile up (pytest-9, pytest-62),
+    # which rewrapped the welcome text behind a modal and failed a snapshot.
+    data = Path(tempfile.gettempdir()) / "eva-tui-test"
+    shutil.rmtree(data, ignore_errors=True)
+    data.mkdir()
     made: list[Env] = []
 
     def make(*args, **kwargs) -> Env:
-        e = build(tmp_path, *args, **kwargs)
+        e = build(data, *args, **kwargs)
         made.append(e)
         return e
 
     yield make
     for e in made:
         e.memory.close()
+    shutil.rmtree(data, ignore_errors=True)
 
 
 __all__ = [

@@ -42,8 +42,7 @@ def label(pilot, selector: str) -> str:
 
 # ---------------------------------------------------------------------------- palette
 @aio
-async def test_palette_offers_owner_commands_and_export_backup_write_files(env_factory,
-                                                                           tmp_path):
+async def test_palette_offers_owner_commands_and_export_backup_write_files(env_factory):
     """Issue 13: the palette offers personas, add, save from dialogue, initialize, clear all,
     export and backup; export (without private) writes a JSON Lines file with no private
     content; backup writes a store copy."""
@@ -60,12 +59,12 @@ async def test_palette_offers_owner_commands_and_export_backup_write_files(env_f
         offered["Export memory (JSON Lines, without private)"].callback()
         offered["Backup now"].callback()
         await settle(pilot)
-    exports = list((tmp_path / "exports").glob("eva-export-*.jsonl"))
+    exports = list((env.services.data_dir / "exports").glob("eva-export-*.jsonl"))
     assert len(exports) == 1
     body = exports[0].read_text()
     assert "Murka" in body and "Anna" not in body  # SEED #2 (Anna) is private
     assert json.loads(body.splitlines()[0])["private_left_out"] == 1
-    assert len(list((tmp_path / "backups").glob("eva-backup-*.db"))) == 1
+    assert len(list((env.services.data_dir / "backups").glob("eva-backup-*.db"))) == 1
 
 
 # ---------------------------------------------------------------------------- personas
