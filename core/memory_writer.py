@@ -26,7 +26,7 @@ import threading
 from dataclasses import dataclass
 from typing import Any
 
-from core import text
+from core import language, text
 from core import tools as memory_tools
 from core.llm import ChatModel, Message, ModelError
 from core.memory import Memory
@@ -341,6 +341,18 @@ class MemoryWriter:
             related=("Related memories:" + lines) if lines else "",
         )
 
+    def _asked_about(self, ex: Exchange, record: Any, ctx: TurnContext) -> bool:
+        """The owner's request to forget is about this record: they share a word — or, the
+        record written in the other language, it is the request's best recall. Seen in an owner
+        session: "Забудь, пожалуйста, что я работаю в больнице." chose "I work as a nurse at the
+        city hospital." and was refused, sharing no word with it."""
+        if ex.stems & set(text.stems(record.content)):
+            return True
+        if language.detect(record.content) == language.detect(ex.text):
+            return False
+        hits = self.memory.recall(ex.text, ctx, top_k=1)  # pure: reinforces nothing
+        return bool(hits) and hits[0].id == record.id
+
     # ------------------------------------------------------------------ the step
     def run(self, messages: list[Message], owner_text: str, ctx: TurnContext,
             core_ids: tuple[int, ...] = (), cancel: threading.Event | None = None
@@ -438,7 +450,7 @@ class MemoryWriter:
                                         "memories shown to the step"))
                     continue
                 target = self.memory.visible([rid], ctx)
-                if not target or not ex.stems & set(text.stems(target[0].content)):
+                if not target or not self._asked_about(ex, target[0], ctx):
                     out.append(_refused("memory_forget", f"memory #{rid} is not what the owner "
                                         "asked to forget"))
                     continue

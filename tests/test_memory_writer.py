@@ -17,6 +17,7 @@ from core.conversation import (
 )
 from core.memory_writer import (
     STEP_RULE,
+    Related,
     asks_to_forget,
     asks_to_remember,
     may_carry_a_fact,
@@ -591,3 +592,28 @@ def test_the_same_answer_to_the_same_question_is_not_a_repeat(mem):
     events = run(conv, "What's my dog's name?")
     assert "".join(e.text for e in events if isinstance(e, Token)) == "Your dog is Bublik."
     assert len(llm.calls) == 2
+
+
+def test_a_forget_request_in_the_other_language_may_forget_its_best_recall(tmp_path):
+    """§3.1 forget: a request in Russian about a memory written in English shares no word with
+    it; it may forget the request's best recall, never another memory (seen in an owner
+    session: "Забудь, пожалуйста, что я работаю в больнице." was refused for "I work as a nurse
+    at the city hospital.")."""
+    from core import Memory, text
+    from tests.fakes import HashEmbedder
+
+    request = "Забудь, пожалуйста, что я работаю в больнице."
+    syn = dict(zip(text.stems("работаю больнице"), text.stems("work hospital"), strict=True))
+    mem = Memory.open(tmp_path / "m.db", embedder=HashEmbedder(synonyms=syn))
+    nurse = mem.save("I work as a nurse at the city hospital.", OWNER_TRUSTED).id
+    sister = mem.save("My sister Anna lives in Tbilisi.", OWNER_TRUSTED).id
+    for rid, ok in ((sister, False), (nurse, True)):
+        llm = ScriptedLLM([["Хорошо."]], plans=[{"ops": [{"op": "forget", "id": rid,
+                                                        "why": "asked"}]}])
+        conv = Conversation(mem, llm, channel=f"c{rid}")
+        conv.writer.related = lambda _t, _c: [
+            Related(r.id, "fact", "1d", r.content, False) for r in mem.list(OWNER_TRUSTED)]
+        fin = finished(run(conv, request))[0]
+        assert fin.result.ok is ok, fin.result.text
+    assert [r.id for r in mem.list(OWNER_TRUSTED)] == [sister]
+    mem.close()
