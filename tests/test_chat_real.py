@@ -27,8 +27,8 @@ def test_short_conversation_streams_and_reuses_the_prompt_prefix(mem, qwen):
     of turn N+1 reuses turn N's tokens from the model's KV cache."""
     mem.save("Owner's cat is called Murka", OWNER_TRUSTED, kind="fact", importance=3)
     mem.save("Owner's name is Ivan", OWNER_TRUSTED, kind="core", importance=5)
-    conv = Conversation(mem, qwen, config=ConversationConfig(max_answer_tokens=64, max_tool_rounds=2,
-                                                             temperature=0.0))
+    conv = Conversation(mem, qwen, config=ConversationConfig(
+        max_answer_tokens=64, max_tool_rounds=2, temperature=0.0, question_temperature=0.0))
     dones, core_changed = [], []
     for text in ["Hi Eva!", "Как зовут мою кошку?", "Thanks, see you."]:
         core_before = mem.prompt_section("", OWNER_TRUSTED).core_text
@@ -41,9 +41,9 @@ def test_short_conversation_streams_and_reuses_the_prompt_prefix(mem, qwen):
         dones.append(done)
     assert any(d.text for d in dones)
     # A turn whose model saved a core memory changes the system prompt (a legitimate cache
-    # break); every other turn must run only its new tokens.
-    checked = [done for i, done in enumerate(dones[1:], start=1)
-               if not core_changed[i - 1] and done.model_calls == 1]
+    # break); every other turn must run only its new tokens — a retried reply too (the 0.5B
+    # model echoes "Hi Eva!" and is asked again: its second call extends the first's prompt)
+    checked = [done for i, done in enumerate(dones[1:], start=1) if not core_changed[i - 1]]
     # issue 15: the reuse check must run on at least one turn (it was skipped vacuously when
     # every turn changed core or made a second call)
     assert checked, [(d.model_calls, c) for d, c in zip(dones, core_changed, strict=True)]
