@@ -14,7 +14,7 @@ NAMES = {RUSSIAN: "Russian", ENGLISH: "English"}
 
 
 @lru_cache(maxsize=256)  # a save's text is asked for by its columns and by its similar records
-def _counts(text: str) -> tuple[int, int]:
+def word_counts(text: str) -> tuple[int, int]:
     """Words written in Cyrillic and in Latin letters."""
     cyr = lat = 0
     for word in text.split():
@@ -26,17 +26,12 @@ def _counts(text: str) -> tuple[int, int]:
     return cyr, lat
 
 
-def word_counts(text: str) -> tuple[int, int]:
-    """(words written in Cyrillic letters, words written in Latin letters)."""
-    return _counts(text)
-
-
 def detect(text: str, default: str | None = None) -> str | None:
     """``"ru"``, ``"en"``, or ``default`` when the text has no Cyrillic or Latin words. Mixed
     text is Russian when at least a third of its words are Cyrillic: a Russian message quoting
     English names ("Я слушаю Pink Floyd") is Russian, an English one naming a Russian cat
     ("My cat Мурка is ill") is English."""
-    cyr, lat = _counts(text)
+    cyr, lat = word_counts(text)
     if cyr == 0 and lat == 0:
         return default
     return RUSSIAN if cyr * 2 >= lat else ENGLISH

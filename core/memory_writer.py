@@ -32,6 +32,7 @@ from core.llm import ChatModel, Message, ModelError
 from core.memory import Memory
 from core.privacy import TurnContext
 from core.prompt_section import human_age, quoted
+from core.records import Record
 from core.sleep import candidates as sleep_candidates
 
 STRUCTURED = "structured"
@@ -341,7 +342,7 @@ class MemoryWriter:
             related=("Related memories:" + lines) if lines else "",
         )
 
-    def _asked_about(self, ex: Exchange, record: Any, ctx: TurnContext) -> bool:
+    def _asked_about(self, ex: Exchange, record: Record, ctx: TurnContext) -> bool:
         """The owner's request to forget is about this record: they share a word — or, the
         record written in the other language, it is the request's best recall. Seen in an owner
         session: "Забудь, пожалуйста, что я работаю в больнице." chose "I work as a nurse at the

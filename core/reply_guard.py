@@ -310,7 +310,7 @@ class EchoHold:
     def echoes(self, reply: str) -> bool:
         """The reply echoes the owner's message: ≥ 0.8 similar, or a few words nearly all taken
         from it ("Какой сегодня погода?" for "Какая сегодня погода, как думаешь?")."""
-        if any(similarity(reply, a) >= ECHO_SIMILARITY for a in self.also):
+        if any(is_echo(reply, a) for a in self.also):
             return True
         mine = _norm(reply)
         if len(mine.split()) >= 3 and not brings_news(reply, self._said) and any(
@@ -327,7 +327,7 @@ class EchoHold:
 
     def repeats(self, reply: str) -> bool:
         """The reply is one Eva already gave in this chat (≥ 0.8 similar to an earlier one)."""
-        return any(similarity(reply, e) >= ECHO_SIMILARITY for e in self.earlier)
+        return any(is_echo(reply, e) for e in self.earlier)
 
     def finish(self) -> str:
         """What is still held (the caller decides whether it is an echo). A reply that ended

@@ -308,8 +308,8 @@ def test_a_save_stems_and_detects_the_language_of_its_text_once(mem, monkeypatch
         return real_tokens(t)
 
     monkeypatch.setattr(text, "tokens", tokens)
-    detections = language._counts.cache_info().misses
+    detections = language.word_counts.cache_info().misses
     res = mem.save(content)
     assert res.status == "created" and res.similar  # dedup ran, and similar records were found
     assert tokenised.count(content) == 1
-    assert language._counts.cache_info().misses - detections == 1
+    assert language.word_counts.cache_info().misses - detections == 1
