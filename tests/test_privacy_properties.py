@@ -185,6 +185,9 @@ def queries_for(stored: list[Stored]):
 def check_reads(mem: Memory, stored: list[Stored], ctx: TurnContext, q: str) -> None:
     cfg = mem.config
     sec = mem.prompt_section(q, ctx)
+    # a question in a chat whose window recalled every record before: its best come back
+    # again (§5, memory.repeat_best), the rest stay out
+    again = mem.prompt_section(q, ctx, exclude=[r.id for r in stored], repeat_best=cfg.top_k)
     recall = mem.recall(q, ctx)
     search_tool = memory_tools.call(mem, "memory_search", {"query": q}, ctx)
     if not ctx.sees_private:
@@ -192,6 +195,8 @@ def check_reads(mem: Memory, stored: list[Stored], ctx: TurnContext, q: str) -> 
         assert_no_leak(f"prompt core part [{where}]", sec.core_text, stored)
         assert_no_leak(f"prompt recalled part [{where}]", sec.recalled_text, stored)
         assert_no_private_ids(f"prompt ids [{where}]", sec.core_ids + sec.recalled_ids, stored)
+        assert_no_leak(f"prompt repeated part [{where}]", again.recalled_text, stored)
+        assert_no_private_ids(f"prompt repeated ids [{where}]", again.recalled_ids, stored)
         assert_no_private_ids(f"recall [{where}]", [h.id for h in recall], stored)
         assert_no_leak(f"memory_search [{where}]", search_tool.text, stored)
         assert_no_leak(f"memory_search data [{where}]", json.dumps(search_tool.data), stored)
@@ -218,6 +223,7 @@ def check_reads(mem: Memory, stored: list[Stored], ctx: TurnContext, q: str) -> 
     if not ctx.is_owner:
         assert len(recall) <= cfg.public_top_k
         assert len(sec.recalled_ids) <= cfg.public_top_k
+        assert len(again.recalled_ids) <= cfg.public_top_k
         assert len(search_tool.data.get("ids", [])) <= cfg.public_top_k
 
 
@@ -342,7 +348,8 @@ SETTINGS = settings(max_examples=30, deadline=None,
 @given(store=stores, data=st.data())
 def test_private_memory_never_reaches_a_blind_context(store, data):
     """SPEC §1/§5/§11: over generated stores and adversarial queries, in EVERY turn context no
-    private content reaches the prompt section (core and recalled parts), search, recall,
+    private content reaches the prompt section (core and recalled parts, and the best records a
+    question repeats from its window), search, recall,
     memory_search, memory_list, Memory.visible or the memories the memory step is shown; the footnote comes with every owner turn that cannot see
     private memory and never with the trusted one; other people's turns get at most
     public_top_k recalled records; the public preview carries nothing private."""
