@@ -31,6 +31,9 @@ class MemoryConfig:
     repeat_best: int = 2
     recall_floor: float = 0.15  # relative to the best score of the same selection
     freshness_floor: float = 0.8  # what an old, never-used record keeps of its score (§4)
+    # a question naming a time ("on 3 June", "в мае", "last week"): a record said then counts
+    # as this much more relevant, relevance × (1 + boost) (core.timeframe); 0 turns it off
+    timeframe_boost: float = 1.0
     lexical_weight: float | None = None  # BM25's share of hybrid relevance; None: the embedder's
     prompt_budget: int = 8000  # characters of the memory section
     core_share: float = 0.6  # at most this share of the budget for core + pinned
@@ -63,6 +66,8 @@ class MemoryConfig:
             problems.append("recall_floor must be in [0, 1)")
         if not 0 <= self.freshness_floor <= 1:
             problems.append("freshness_floor must be in [0, 1]")
+        if not 0 <= self.timeframe_boost <= 10:
+            problems.append("timeframe_boost must be in [0, 10]")
         if self.lexical_weight is not None and not 0 <= self.lexical_weight <= 1:
             problems.append("lexical_weight must be in [0, 1]")
         if self.prompt_budget < 200:

@@ -104,6 +104,7 @@ class Columns:
         self.importance = np.zeros(0, dtype=np.float64)
         self.half_life = np.ones(0, dtype=np.float64)
         self.recalled_at = np.zeros(0, dtype=np.float64)
+        self.said_at = np.zeros(0, dtype=np.float64)  # created_at: when the owner said it
         self.reinforcements = np.zeros(0, dtype=np.float64)
         # the formula's per-record factors, kept beside their fields (a query only gathers them)
         self.importance_share = np.zeros(0, dtype=np.float64)  # importance / 3
@@ -118,8 +119,8 @@ class Columns:
             return
         cap = max(need, 2 * self._cap, 1024)
         for name in ("alive", "core", "private", "pinned", "importance", "half_life",
-                     "recalled_at", "reinforcements", "importance_share", "bonus", "weight", "scope",
-                     "language"):
+                     "recalled_at", "said_at", "reinforcements", "importance_share", "bonus",
+                     "weight", "scope", "language"):
             old = getattr(self, name)
             new = np.zeros(cap, dtype=old.dtype)
             new[: len(old)] = old
@@ -139,6 +140,7 @@ class Columns:
         self.importance[i] = r.importance
         self.importance_share[i] = self.importance[i] / 3.0
         self.half_life[i] = half_life_of(r.kind, config)
+        self.said_at[i] = r.created_at
         self.put_access(r)
         self.scope[i] = self.scope_code(r.scope)
         self.language[i] = language_code(r.content)
@@ -162,6 +164,7 @@ class Columns:
         self.recalled_at[ids] = np.fromiter(
             (c if a is None else a for a, c in zip(last, created, strict=True)), np.float64,
             len(ids))
+        self.said_at[ids] = np.asarray(created, dtype=np.float64)
         self.reinforcements[ids] = np.asarray(count, dtype=np.float64)
         self.importance_share[ids] = self.importance[ids] / 3.0
         self.bonus[ids] = frequency_bonus(self.reinforcements[ids])

@@ -22,7 +22,7 @@ from pathlib import Path
 
 import numpy as np
 
-from core import language, lexical, records, text
+from core import language, lexical, records, text, timeframe
 from core.config import MemoryConfig
 from core.embedding import (
     Embedder,
@@ -529,6 +529,7 @@ class RecallIndex:
             lex = rel if lexical_only else lex[ok]
             sem = sem[ok] if sem is not None else None
         c = self.columns
+        rel = self._named_time(query, now, ids, rel)
         fresh_floor = self.config.freshness_floor
         if k > 0 and len(ids) > 4 * k and fresh_floor > 0:
             # Freshness lies in [floor, 1], so a record's score lies between its score without
@@ -546,6 +547,21 @@ class RecallIndex:
         sems = sem[keep].tolist() if sem is not None else [None] * len(keep)
         return [Hit(*h) for h in zip(ids[keep].tolist(), s[keep].tolist(), rel[keep].tolist(),
                                      lex[keep].tolist(), sems, strict=True)]
+
+    def _named_time(self, query: str, now: float, ids: np.ndarray, rel: np.ndarray
+                    ) -> np.ndarray:
+        """Relevance to a question that names a time (core.timeframe): a record said within it
+        counts ``timeframe_boost`` more. ``rel`` itself is never written (it may be the lexical
+        index's own array)."""
+        boost = self.config.timeframe_boost
+        named = timeframe.spans(query, now) if boost > 0 and len(ids) else []
+        if not named:
+            return rel
+        said = self.columns.said_at[ids]
+        within = np.zeros(len(ids), dtype=bool)
+        for start, end in named:
+            within |= (said >= start) & (said < end)
+        return np.where(within, rel * (1.0 + boost), rel) if within.any() else rel
 
     def similar(self, content: str, ctx: TurnContext, exclude: int,
                 qvec: np.ndarray | None) -> list[int]:
