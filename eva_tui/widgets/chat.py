@@ -137,7 +137,7 @@ class TurnView(Vertical):
         stops streaming and says so quietly until :meth:`finish`."""
         await self._end_stream()
         self.add_class("-remembering")
-        self.body.border_subtitle = REMEMBERING
+        self._subtitle(REMEMBERING)
 
     @property
     def is_remembering(self) -> bool:
@@ -146,7 +146,12 @@ class TurnView(Vertical):
     async def finish(self, subtitle: str = "") -> None:
         await self._end_stream()
         self.remove_class("-remembering")
-        self.body.border_subtitle = subtitle
+        self._subtitle(subtitle)
+
+    def _subtitle(self, text: str) -> None:
+        bodies = self.query(AssistantMessage)
+        if bodies:  # absent only while the app closes (a cancelled turn ends as it quits)
+            bodies.first().border_subtitle = text
 
     def add_note(self, tool: str, ok: bool, data: dict[str, Any]) -> MemoryNote | None:
         note = note_for(tool, ok, data)
