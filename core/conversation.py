@@ -68,18 +68,15 @@ MAX_CONTEXT_SHARE = 0.25
 TOOL_RESULT_TRAILER = ("(Memory tool result, for you only: the owner does not see it. Do not "
                        "repeat it; continue your reply to the owner's message.)")
 REPLY_NUDGE = "The memory operations are done. Now reply to the owner's message, in their language."
-# An empty or echoing reply is tried once more with safer sampling and one of these notes. The
-# echo is shown back to the model as its own attempt: measured on the default 1.5B model, that
-# turned 5 of 5 echoed statements into replies of their own (a bare retry echoed again).
+# An empty or echoing reply is tried once more with safer sampling and one of these notes (an
+# echoed question is shown back to the model as its own attempt; a statement is quoted instead,
+# REFRAME below).
 RETRY_NUDGE = "Your reply was empty. Answer the owner's message now, briefly."
 # not "The owner wrote in English: …": measured on the default model, that opening came back as
 # the reply with the owner's question after it, and the next replies copied the pattern
 LANGUAGE_NUDGE = "Your reply must be in {language}."
-ECHO_NUDGE = ("You repeated the owner's words as if they were yours. You are Eva, not the "
-              "owner. Now reply to the owner in your own words: a short warm comment or "
-              "question about what they said.")
-# for a question the "comment or question" of ECHO_NUDGE was itself the failure: measured on the
-# default model, an echoed "Куда я собираюсь поехать осенью?" came back as "Привет! Как дела?"
+# for a question "a short warm comment or question" (the note statements had) was itself the
+# failure: measured on the default model, an echoed "Куда я собираюсь поехать осенью?" came back as "Привет! Как дела?"
 QUESTION_ECHO_NUDGE = ("You repeated the owner's question instead of answering it. You are Eva, "
                        "not the owner. Answer the question now, briefly, from what you remember "
                        "about the owner.")
@@ -89,6 +86,15 @@ QUESTION_ECHO_NUDGE = ("You repeated the owner's question instead of answering i
 REPEAT_NUDGE = ("You already gave that same reply earlier in this chat. Now reply in new "
                 "words: a short warm comment or question about what the owner just said.")
 MAX_EARLIER = 10  # Eva's last replies in the window that a new reply must not copy
+# The retry after an echoed or empty reply to a statement. Measured on the default model, the
+# first reply forced to an echo on 16 first messages (8 RU/EN, twice): the echo kept in the
+# prompt with a note after it ("You repeated the owner's words as if they were yours … reply in
+# your own words: a short warm comment or question") gave 3 echoes or empty replies and answers in the owner's
+# voice ("о моем коте Барсике"); the message quoted as the owner's, 1, and most replies
+# addressed the owner by name ("Привет, Оля!", "Hi Tom!").
+REFRAME = ("The owner just told you: \u00ab{text}\u00bb\n\nThose are the owner's words about "
+           "their own life, not yours. Reply to the owner as Eva, in your own words: a short warm "
+           "comment or question about what they told you.")
 REFUSAL_NUDGE = ("The owner is simply talking with you about their life; there is nothing to "
                  "refuse. Reply warmly and briefly to what they said.")
 NO_REPLY_NOTICE = ("Eva could not find an answer to this message. Try saying it another way, "
@@ -622,15 +628,21 @@ class Conversation:
                         nudge = REFUSAL_NUDGE
                     elif repeated:
                         nudge = REPEAT_NUDGE
+                    elif not echo.question and (echoed or not sofar):
+                        nudge = ""  # the owner's words quoted as theirs, no echo to copy
                     else:
-                        nudge = (RETRY_NUDGE if not sofar else QUESTION_ECHO_NUDGE
-                                 if echo.question else ECHO_NUDGE)
-                    if sofar and not wrong_language and not refused:  # its echo, then ask
-                        messages.append({"role": "assistant", "content": sofar, "retry": True})
-                    messages.append({"role": "system", "retry": True,
-                                     "content": f"{nudge} {say}"})
+                        nudge = RETRY_NUDGE if not sofar else QUESTION_ECHO_NUDGE
+                    if not nudge:
+                        messages = reframed(messages, text)
+                        note = REFRAME.format(text=text)
+                    else:
+                        if sofar and not wrong_language and not refused:  # its echo, then ask
+                            messages.append({"role": "assistant", "content": sofar,
+                                             "retry": True})
+                        note = f"{nudge} {say}"
+                        messages.append({"role": "system", "retry": True, "content": note})
                     # a small model may read the note back as its answer: that is an echo too
-                    echo = EchoHold(text, None, also=[f"{nudge} {say}"])
+                    echo = EchoHold(text, None, also=[note])
                     continue
                 if held and not echoed:
                     st.first = st.first if st.first is not None else st.elapsed()
@@ -729,7 +741,8 @@ class Conversation:
     def _for_writer(messages: list[Message]) -> list[Message]:
         """The reply's prompt as the writer continues it (retry notes dropped: the reply that
         stands was written to the owner's message, and the next turn will not carry them)."""
-        return [m for m in messages if not m.get("retry")]
+        return [{k: v for k, v in m.items() if k != "original"} | {"content": m["original"]}
+                if "original" in m else m for m in messages if not m.get("retry")]
 
     def _set_meta(self, message_id: int, meta: dict) -> None:
         self._transcript.set_meta(message_id, meta)
@@ -742,6 +755,23 @@ class Conversation:
         if body and body[-1]["role"] == "user":
             return [messages[0], *body]
         return messages
+
+
+def reframed(messages: list[Message], text: str) -> list[Message]:
+    """The prompt again with the owner's last message quoted as the owner's (REFRAME; the
+    recalled lines and the language line stay): the retry after a statement the reply repeated
+    or left unanswered. The message keeps its form under ``original``: the memory step
+    continues the prompt as the owner's next turn will carry it."""
+    out = list(messages)
+    for i in range(len(out) - 1, -1, -1):
+        if out[i]["role"] == "user":
+            content = out[i]["content"]
+            head, sep, tail = content.rpartition(text)
+            quoted = f"{head}{REFRAME.format(text=text)}{tail}" if sep else \
+                f"{content}\n\n{REFRAME.format(text=text)}"
+            out[i] = {**out[i], "content": quoted, "original": content}
+            break
+    return out
 
 
 def user_prompt(user_text: str, section: PromptSection | None, lang: str | None = None) -> str:

@@ -539,7 +539,7 @@ def test_an_echoed_question_is_asked_to_be_answered_not_commented_on(mem):
     """Issue 9: a question the model echoes back is retried with a note to answer it (the note
     for statements, "a short comment or question", made the default model reply "Привет! Как
     дела?" to "Куда я собираюсь поехать осенью?")."""
-    from core.conversation import ECHO_NUDGE, QUESTION_ECHO_NUDGE
+    from core.conversation import QUESTION_ECHO_NUDGE, REFRAME
 
     mem.save("I'm planning a trip to Japan in October.", OWNER_TRUSTED)
     llm = ScriptedLLM([["Where am I going ", "this autumn?"], ["To Japan, in October."]],
@@ -549,7 +549,30 @@ def test_an_echoed_question_is_asked_to_be_answered_not_commented_on(mem):
     notes = [m["content"] for m in llm.calls[1]["messages"] if m.get("retry")
              and m["role"] == "system"]
     assert notes and notes[0].startswith(QUESTION_ECHO_NUDGE)
-    assert ECHO_NUDGE not in notes[0]
+    assert REFRAME.split("{")[0] not in str(llm.calls[1]["messages"])
+
+
+def test_an_echoed_statement_is_asked_again_with_the_owners_words_quoted_as_theirs(mem):
+    """The companion issue (seen in a real session: the first message "Привет! Меня зовут
+    Андрей…" came back word for word, and the retry ended in "(no answer)"): the retry quotes
+    the owner's message as the owner's (REFRAME), keeps the recalled lines and the language
+    line, and carries no copy of the echo; the memory step still sees the message as written."""
+    from core.conversation import REFRAME
+
+    mem.save("Owner's sister Lena lives in Kazan.", OWNER_TRUSTED)
+    said = "My sister Lena moved to Kazan last year, she loves it there."
+    llm = ScriptedLLM([[said], ["How lovely! Do you visit her often?"]],
+                      plans=news(save_op("Owner's sister Lena moved to Kazan last year")))
+    events = run(Conversation(mem, llm), said)
+    assert "".join(e.text for e in events if isinstance(e, Token)) == \
+        "How lovely! Do you visit her often?"
+    retry = llm.calls[1]["messages"]
+    last = retry[-1]
+    assert last["role"] == "user" and REFRAME.format(text=said) in last["content"]
+    assert "Lena lives in Kazan" in last["content"]  # the recalled line is still carried
+    assert not [m for m in retry if m["role"] == "assistant"]  # no echo to copy
+    first = llm.calls[0]["messages"]  # the prompt as written: what the memory step continues
+    assert llm.json_calls[0]["messages"][: len(first)] == first
 
 
 def test_an_announced_echo_is_caught_as_an_echo(mem):
