@@ -117,6 +117,16 @@ _THIS_MONTH = re.compile(r"\bthis month\b|(?<![а-яё])в\s+этом\s+меся
 _LAST_YEAR = re.compile(r"\blast year\b|(?<![а-яё])в\s+прошлом\s+году")
 
 
+# Every pattern above needs one of these (a digit, a month, a season, a unit or a relative
+# day): a question with none of them names no time, found with one search instead of all the
+# patterns (most questions; it was a quarter of a lexical recall's cost at 10k records).
+_ANY_TIME = re.compile(
+    r"\d|jan|feb|mar|apr|may|jun|jul|aug|sep|oct|nov|dec|spring|summer|autumn|fall|winter"
+    r"|day|night|morning|week|fortnight|month|year"
+    r"|" + "|".join(stem for stem, _ in _RU_MONTH_STEMS) + "|" + "|".join(_RU_MAY)
+    + r"|весн|лет|осен|зим|вчера|сегодня|дн|день|сутк|недел|выходн|месяц|год")
+
+
 def _midnight(d: date) -> float:
     return datetime(d.year, d.month, d.day).timestamp()
 
@@ -215,7 +225,7 @@ def _says_last(match: re.Match) -> bool:
 def spans(query: str, now: float) -> list[tuple[float, float]]:
     """The times ``query`` names, as [start, end) epoch seconds; empty when it names none."""
     text = " ".join(query.lower().replace("ё", "е").split())
-    if not text:
+    if not text or not _ANY_TIME.search(text):
         return []
     today = datetime.fromtimestamp(now).date()
     t0 = _midnight(today)
