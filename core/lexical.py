@@ -356,9 +356,12 @@ class LexicalIndex:
             return np.zeros(0, dtype=np.int64), np.zeros(0, dtype=np.float32)
         return np.concatenate(out_keys), np.concatenate(out_scores)
 
-    def relevance(self, query_stems: list[str]) -> tuple[np.ndarray, np.ndarray]:
-        """BM25 normalised by the query's ceiling, in 0..1: (keys, relevance)."""
-        keys, raw = self.scores(query_stems)
+    def relevance(self, query_stems: list[str],
+                  scored: tuple[np.ndarray, np.ndarray] | None = None
+                  ) -> tuple[np.ndarray, np.ndarray]:
+        """BM25 normalised by the query's ceiling, in 0..1: (keys, relevance); ``scored``: the
+        query's :meth:`scores`, when the caller has them already."""
+        keys, raw = self.scores(query_stems) if scored is None else scored
         ceiling = self.ceiling(query_stems)
         if ceiling <= 0 or len(keys) == 0:
             return keys, raw

@@ -40,7 +40,7 @@ from core.embedding import Embedder
 from core.errors import MemoryOpError, NotFound, Refused
 from core.privacy import OWNER_TRUSTED, PUBLIC, AccessDenied, TurnContext
 from core.recall import Hit
-from core.recall_index import IndexChanges, RecallIndex, RecallStatus, snapshot_path
+from core.recall_index import IndexChanges, RecallIndex, RecallStatus, Scored, snapshot_path
 from core.records import GLOBAL_SCOPE, Actor, ArchivedRecord, Kind, Record, Source
 from core.storage import Storage, connect
 
@@ -260,7 +260,8 @@ class Memory:
         with self._lock:
             self.refresh()
             now = self.clock.now()
-            dup = None if pinned else self._index.duplicate(new_stems, ctx, scope)
+            scored = self._index.scored(new_stems)  # once: for the dedup and the similar
+            dup = None if pinned else self._index.duplicate(new_stems, ctx, scope, scored)
             changes = IndexChanges()
             with self._storage.transaction() as conn:
                 if dup is not None:
@@ -292,15 +293,15 @@ class Memory:
             changes.upserts.append(record)
             self._index.apply(changes)
             try:
-                similar = self._similar(content, ctx, rid, now, vec)
+                similar = self._similar(content, ctx, rid, now, vec, scored)
             except Exception as e:  # the save is committed: never report it as failed
                 log.warning("similar records after save #%s unavailable: %s", rid, e)
                 similar = ()
             return SaveResult(rid, status, record, similar)
 
     def _similar(self, content: str, ctx: TurnContext, exclude: int, now: float,
-                 qvec: np.ndarray | None) -> tuple[Similar, ...]:
-        ids = self._index.similar(content, ctx, exclude, qvec)
+                 qvec: np.ndarray | None, scored: Scored | None = None) -> tuple[Similar, ...]:
+        ids = self._index.similar(content, ctx, exclude, qvec, scored)
         recs = self._fetch_many(ids)
         return tuple(Similar(r.id, r.kind, ps.human_age(now - r.updated_at), r.content)
                      for r in (recs[i] for i in ids))

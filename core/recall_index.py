@@ -202,6 +202,14 @@ class IndexChanges:
     vector_drops: list[int] = field(default_factory=list)
 
 
+@dataclass(frozen=True)
+class Scored:
+    """A text's stems and their raw BM25 scores (:meth:`LexicalIndex.scores`)."""
+    stems: list[str]
+    ids: np.ndarray
+    raw: np.ndarray
+
+
 class RecallIndex:
     def __init__(self, config: MemoryConfig, embedder: Embedder | None,
                  stored_background: Callable[[str], str | None],
@@ -509,10 +517,15 @@ class RecallIndex:
             w = float(declared) if declared is not None else 0.5
         return w * (self._share(query_code) if share is None else share) ** SHARE_POWER
 
-    def relevance(self, query: str, qvec: np.ndarray | None = None, use_vectors: bool = True
+    def relevance(self, query: str, qvec: np.ndarray | None = None, use_vectors: bool = True,
+                  scored: Scored | None = None
                   ) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray | None]:
-        """(ids, relevance, lexical, semantic|None) of every record related to the query."""
-        lk, lv = self.lexical.relevance(text.stems(query))
+        """(ids, relevance, lexical, semantic|None) of every record related to the query;
+        ``scored``: its stems' BM25 scores, when the caller has them already."""
+        if scored is None:
+            lk, lv = self.lexical.relevance(text.stems(query))
+        else:
+            lk, lv = self.lexical.relevance(scored.stems, (scored.ids, scored.raw))
         if qvec is None and use_vectors and self.vectors is not None and len(self.vectors) > 0:
             qvec = self.embed_one(query)
         if not use_vectors or qvec is None or self.vectors is None:
@@ -607,9 +620,10 @@ class RecallIndex:
         return np.where(within, rel * (1.0 + boost), rel) if within.any() else rel
 
     def similar(self, content: str, ctx: TurnContext, exclude: int,
-                qvec: np.ndarray | None) -> list[int]:
-        """The records this turn may see that are most related to a text just saved."""
-        ids, rel, _lex, _sem = self.relevance(content, qvec=qvec)
+                qvec: np.ndarray | None, scored: Scored | None = None) -> list[int]:
+        """The records this turn may see that are most related to a text just saved
+        (``scored``: its BM25 scores as :meth:`scored` read them before the save)."""
+        ids, rel, _lex, _sem = self.relevance(content, qvec=qvec, scored=scored)
         if len(ids) == 0:
             return []
         ok = self.columns.visible_mask(ids, ctx.scopes(), ctx.sees_private, include_core=True)
@@ -618,10 +632,19 @@ class RecallIndex:
         keep = select(ids, rel, self.config.similar_on_save, self.config.recall_floor)
         return [int(ids[i]) for i in keep]
 
-    def duplicate(self, new_stems: list[str], ctx: TurnContext, scope: str) -> int | None:
+    def scored(self, stems: list[str]) -> Scored:
+        """A text's BM25 scores, read once for a save: its duplicate and its similar records
+        are found from them (the similar ones with the store's statistics of just before the
+        save: one record more moves them by a hair, and the new record is left out anyway)."""
+        ids, raw = self.lexical.scores(stems)
+        return Scored(stems, ids, raw)
+
+    def duplicate(self, new_stems: list[str], ctx: TurnContext, scope: str,
+                  scored: Scored | None = None) -> int | None:
         """The record a save would reinforce instead of adding (§3.2): stem-set Jaccard ≥
         ``dedup_jaccard`` and compatible numbers, among what this turn may see."""
-        ids, raw = self.lexical.scores(new_stems)
+        ids, raw = (scored.ids, scored.raw) if scored is not None else \
+            self.lexical.scores(new_stems)
         if len(ids) == 0:
             return None
         ok = self.columns.visible_mask(ids, ctx.scopes() + (scope,), ctx.sees_private, True)

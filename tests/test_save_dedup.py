@@ -313,3 +313,19 @@ def test_a_save_stems_and_detects_the_language_of_its_text_once(mem, monkeypatch
     assert res.status == "created" and res.similar  # dedup ran, and similar records were found
     assert tokenised.count(content) == 1
     assert language.word_counts.cache_info().misses - detections == 1
+
+
+def test_a_save_scores_its_text_once(mem, monkeypatch):
+    """Issue 11: `save` scores its text once — the dedup check and the similar records listed
+    in its answer come from one BM25 pass over the store (it was two)."""
+    from core.lexical import LexicalIndex
+
+    mem.save("The owner's sister Anna lives in Kazan")
+    mem.save("Anna works as a nurse in a Kazan hospital")
+    calls = []
+    real = LexicalIndex.scores
+    monkeypatch.setattr(LexicalIndex, "scores",
+                        lambda self, stems: calls.append(stems) or real(self, stems))
+    res = mem.save("Anna moved from Kazan to Moscow")
+    assert res.status == "created" and len(res.similar) == 2
+    assert len(calls) == 1
