@@ -162,7 +162,10 @@ class Services:
             else:
                 try:
                     embedder = self.loader.embedder(spec)
-                    self.embedder = Component(getattr(embedder, "name", spec), "ready")
+                    # the status bar shows the label (usem3+minilm), not the vectors' model
+                    self.embedder = Component(
+                        getattr(embedder, "label", None) or getattr(embedder, "name", spec),
+                        "ready")
                 except ModelUnavailable as e:
                     self.embedder = Component(spec, "error", str(e))
             if embedder is None:

