@@ -76,7 +76,8 @@ RETRY_NUDGE = "Your reply was empty. Answer the owner's message now, briefly."
 # the reply with the owner's question after it, and the next replies copied the pattern
 LANGUAGE_NUDGE = "Your reply must be in {language}."
 # for a question "a short warm comment or question" (the note statements had) was itself the
-# failure: measured on the default model, an echoed "Куда я собираюсь поехать осенью?" came back as "Привет! Как дела?"
+# failure: measured on the default model, an echoed "Куда я собираюсь поехать осенью?" came
+# back as "Привет! Как дела?"
 QUESTION_ECHO_NUDGE = ("You repeated the owner's question instead of answering it. You are Eva, "
                        "not the owner. Answer the question now, briefly, from what you remember "
                        "about the owner.")
@@ -89,9 +90,9 @@ MAX_EARLIER = 10  # Eva's last replies in the window that a new reply must not c
 # The retry after an echoed or empty reply to a statement. Measured on the default model, the
 # first reply forced to an echo on 16 first messages (8 RU/EN, twice): the echo kept in the
 # prompt with a note after it ("You repeated the owner's words as if they were yours … reply in
-# your own words: a short warm comment or question") gave 3 echoes or empty replies and answers in the owner's
-# voice ("о моем коте Барсике"); the message quoted as the owner's, 1, and most replies
-# addressed the owner by name ("Привет, Оля!", "Hi Tom!").
+# your own words: a short warm comment or question") gave 3 echoes or empty replies, and
+# answers in the owner's voice ("о моем коте Барсике"); the message quoted as the owner's, 1,
+# and most replies addressed the owner by name ("Привет, Оля!", "Hi Tom!").
 REFRAME = ("The owner just told you: \u00ab{text}\u00bb\n\nThose are the owner's words about "
            "their own life, not yours. Reply to the owner as Eva, in your own words: a short warm "
            "comment or question about what they told you.")

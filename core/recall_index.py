@@ -522,10 +522,8 @@ class RecallIndex:
                   ) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray | None]:
         """(ids, relevance, lexical, semantic|None) of every record related to the query;
         ``scored``: its stems' BM25 scores, when the caller has them already."""
-        if scored is None:
-            lk, lv = self.lexical.relevance(text.stems(query))
-        else:
-            lk, lv = self.lexical.relevance(scored.stems, (scored.ids, scored.raw))
+        scored = scored or self.scored(text.stems(query))
+        lk, lv = self.lexical.relevance(scored.stems, (scored.ids, scored.raw))
         if qvec is None and use_vectors and self.vectors is not None and len(self.vectors) > 0:
             qvec = self.embed_one(query)
         if not use_vectors or qvec is None or self.vectors is None:
@@ -643,8 +641,8 @@ class RecallIndex:
                   scored: Scored | None = None) -> int | None:
         """The record a save would reinforce instead of adding (§3.2): stem-set Jaccard ≥
         ``dedup_jaccard`` and compatible numbers, among what this turn may see."""
-        ids, raw = (scored.ids, scored.raw) if scored is not None else \
-            self.lexical.scores(new_stems)
+        scored = scored or self.scored(new_stems)
+        ids, raw = scored.ids, scored.raw
         if len(ids) == 0:
             return None
         ok = self.columns.visible_mask(ids, ctx.scopes() + (scope,), ctx.sees_private, True)
