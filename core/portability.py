@@ -22,6 +22,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
+from core import ownership
 from core import validation as valid
 from core.errors import MemoryOpError
 from core.memory import ImportResult, Memory
@@ -280,9 +281,9 @@ def backup_name(now: float) -> str:
 
 def backup(memory: Memory, directory: str | Path, now: float | None = None) -> Path:
     """A consistent copy of the whole store (memories, archive, personas, chats, journal) in
-    ``directory`` (made if missing), named after the moment: ``eva-backup-YYYYmmdd-HHMMSS.db``."""
-    d = Path(directory).expanduser()
-    d.mkdir(parents=True, exist_ok=True)
+    ``directory`` (made if missing, 0700), named after the moment:
+    ``eva-backup-YYYYmmdd-HHMMSS.db`` (0600)."""
+    d = ownership.private_dir(directory, claim=False)
     now = time.time() if now is None else now
     dest = d / backup_name(now)
     k = 1

@@ -22,7 +22,7 @@ from pathlib import Path
 
 import numpy as np
 
-from core import language, lexical, records, text, timeframe
+from core import language, lexical, ownership, records, text, timeframe
 from core.config import MemoryConfig
 from core.embedding import (
     Embedder,
@@ -109,7 +109,7 @@ def _write_arrays(path: Path, header: dict, arrays: dict[str, np.ndarray]) -> No
     head = json.dumps({**header, "arrays": meta}).encode("utf-8")
     tmp = path.with_name(f"{path.name}.tmp{os.getpid()}")
     try:
-        with open(tmp, "wb") as f:
+        with ownership.open_private(tmp, "wb") as f:  # stems of private memories: 0600
             f.write(_MAGIC + len(head).to_bytes(8, "little") + head)
             for name, buf in blobs:
                 f.seek(meta[name][2])

@@ -17,6 +17,7 @@ from pathlib import Path
 
 import sqlite_utils
 
+from core import ownership
 from core.errors import StoreError
 
 __all__ = ["MIGRATIONS", "SCHEMA_VERSION", "Storage", "StoreError", "connect", "migrate"]
@@ -274,7 +275,10 @@ class Storage:
     ) -> None:
         self.path = Path(path)
         if str(path) != ":memory:":
-            self.path.parent.mkdir(parents=True, exist_ok=True)
+            # the owner's only (core.ownership): the file is made 0600 before SQLite opens it,
+            # and SQLite gives the -wal, -shm and -journal it makes the same bits
+            ownership.private_dir(self.path.parent, claim=False)
+            ownership.create_private(self.path)
         self.conn = connection_factory(path)
         self.db = sqlite_utils.Database(self.conn)
         if str(path) != ":memory:":
@@ -398,6 +402,7 @@ class Storage:
             raise FileExistsError(f"{dest} already exists")
         tmp = dest.with_name(dest.name + ".part")
         tmp.unlink(missing_ok=True)
+        ownership.create_private(tmp)  # 0600 before a page is written (and its journal too)
         if str(self.path) == ":memory:":
             with self.lock:
                 src = self.conn
