@@ -362,7 +362,7 @@ def cmd_doctor(config: cfg.EvaConfig, data_dir: Path) -> int:
     )
     # store
     try:
-        data_dir.mkdir(parents=True, exist_ok=True)
+        _own_data_dir(data_dir)
         if not os.access(data_dir, os.W_OK):
             raise OSError(f"{data_dir} is not writable")
         db = data_dir / "memory.db"
@@ -439,12 +439,23 @@ def _open_store(config: cfg.EvaConfig, data_dir: Path, *, must_exist: bool):
     if must_exist and not db.exists():
         _err(f"there is no memory store at {db} (give --data DIR)")
         return None
+    _own_data_dir(data_dir)
     return Memory.open(db, replace(config.memory, embedding_model=None))
+
+
+def _own_data_dir(data_dir: Path) -> None:
+    """Make the data dir the owner's (core.ownership); tell once if it was open to others."""
+    from core import ownership
+
+    note = ownership.tightened_note(data_dir, ownership.tighten(data_dir))
+    ownership.private_dir(data_dir)
+    if note:
+        _err_note(f"note: {note}")
 
 
 def cmd_export(config: cfg.EvaConfig, data_dir: Path, fmt: str, include_archive: bool,
                private: bool, output: str | None) -> int:
-    from core import portability
+    from core import ownership, portability
 
     mem = _open_store(config, data_dir, must_exist=True)
     if mem is None:
@@ -455,8 +466,7 @@ def cmd_export(config: cfg.EvaConfig, data_dir: Path, fmt: str, include_archive:
         out = Path(output).expanduser()
         tmp = out.with_name(out.name + ".part")
         try:
-            fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
-            with os.fdopen(fd, "w", encoding="utf-8") as f:
+            with ownership.open_private(tmp, "w", encoding="utf-8") as f:
                 f.writelines(ex.lines)
             os.replace(tmp, out)
         except OSError as e:

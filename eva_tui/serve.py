@@ -105,7 +105,9 @@ def is_loopback(host: str) -> bool:
 def ensure_token(data_dir: Path) -> tuple[str, Path]:
     """The owner token: created at first start (``serve.token``, mode 0600), read afterwards.
     A token file anyone else can read is narrowed to 0600."""
-    data_dir.mkdir(parents=True, exist_ok=True)
+    from core import ownership
+
+    ownership.private_dir(data_dir, claim=False)  # 0700 if new; opening the store narrows
     path = data_dir / TOKEN_FILE
     try:
         fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)

@@ -18,6 +18,7 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any, Protocol
 
+from core import ownership
 from core.chats import Chats
 from core.clock import Clock, SystemClock
 from core.conversation import Conversation, ConversationConfig
@@ -170,12 +171,20 @@ class Services:
                     self.embedder = Component(spec, "error", str(e))
             if embedder is None:
                 self.problems.append(f"Recall runs lexically: {self.embedder.detail}")
-        self.data_dir.mkdir(parents=True, exist_ok=True)
+        self.own_data_dir()
         config = self.config.memory
         if embedder is None and config.embedding_model:
             config = replace(config, embedding_model=None)
         self.memory = Memory.open(self.db_path, config, self.clock, embedder)
         return self.memory
+
+    def own_data_dir(self) -> None:
+        """The data dir is the owner's (issue 25): made 0700 when missing; one an older Eva
+        left open to other users is narrowed (0700, Eva's files 0600) and the owner told once."""
+        note = ownership.tightened_note(self.data_dir, ownership.tighten(self.data_dir))
+        ownership.private_dir(self.data_dir)
+        if note:
+            self.problems.append(note)
 
     def backfill(self, progress: Callable[[int, int], None] | None = None) -> int:
         """Embed records that have no vector of the active model (SPEC §6). Blocking."""

@@ -4,12 +4,11 @@ Each store call runs in a thread worker; results and refusals become notices."""
 
 from __future__ import annotations
 
-import os
 from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING, NamedTuple
 
-from core import portability
+from core import ownership, portability
 from core.errors import MemoryOpError
 from core.records import Actor, Record, Source
 from eva_tui import strings as S
@@ -185,11 +184,10 @@ def export_memory(app: EvaApp, private: bool) -> None:
     def run() -> str:
         now = app.services.clock.now()
         ex = portability.export(memory, include_archive=True, private=private)
-        folder.mkdir(parents=True, exist_ok=True)
+        ownership.private_dir(folder)
         name = portability.backup_name(now).replace("eva-backup-", "eva-export-")
         path = _unique(folder / name.replace(".db", ".jsonl"))
-        fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
-        with os.fdopen(fd, "w", encoding="utf-8") as f:
+        with ownership.open_private(path, "x", encoding="utf-8") as f:
             f.writelines(ex.lines)
         note = f"Exported {ex.records} memories to {path}"
         if ex.private_left_out:

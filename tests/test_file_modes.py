@@ -12,10 +12,11 @@ from pathlib import Path
 
 import pytest
 
-from core import ManualClock, Memory, MemoryConfig, ownership
+from core import ManualClock, Memory, MemoryConfig, ownership, portability
 from core.privacy import OWNER_TRUSTED
 from eva_tui import cli
 from eva_tui import config as cfg
+from eva_tui import serve as srv
 from eva_tui.services import Services
 from tests.fake_llm import ScriptedLLM
 
@@ -60,7 +61,42 @@ def services(data: Path, replies=None) -> Services:
     return Services(config, data, clock=ManualClock(NOW), chat_model=llm)
 
 
-# ---------------------------------------------------------------------------- the store
+# ---------------------------------------------------------------------------- a full session
+def test_a_full_session_leaves_only_the_owners_files(tmp_path, cli_env, capsys):
+    """The real paths of a session in a fresh data dir: open the store, save (private too),
+    a turn, a night, the index persisted at close, a backup, an export with -o into the data
+    dir, the serve token — then every directory is 0700 and every file 0600."""
+    data = tmp_path / "home" / "eva"
+    s = services(data)
+    s.open_memory()
+    s.finish()
+    assert s.take_problems() == []  # a fresh dir: nothing to tell
+    s.memory.save(SECRET, OWNER_TRUSTED, private=True, importance=4)
+    s.memory.save("The cat Murka likes salmon", OWNER_TRUSTED, importance=3)
+    s.memory.save("Went hiking along the Volga", OWNER_TRUSTED, kind="event")
+    list(s.conversation.turn("What does Murka like?", s.turn_context()))
+    # SQLite gives the WAL and the SHM the store's own bits: they are the owner's from birth
+    assert mode(data / "memory.db-wal") == 0o600 and mode(data / "memory.db-shm") == 0o600
+    s.sleeper.run(reason="manual")
+    backup = portability.backup(s.memory, data / "backups", NOW)
+    s.close()
+    assert (data / "memory.db.index").exists()  # persisted at close
+    assert cli.main(["--data", str(data), "export", "--private", "-o",
+                     str(data / "mine.jsonl")]) == 0
+    assert cli.main(["--data", str(data), "backup", str(data / "backups")]) == 0
+    assert "note:" not in capsys.readouterr().err
+    srv.ensure_token(data)
+
+    dirs, files = walk(data)
+    assert {"memory.db", "memory.db.index", "mine.jsonl", "serve.token",
+            os.path.relpath(backup, data)} <= set(files)
+    assert SECRET in (data / "mine.jsonl").read_text()
+    assert {k: v for k, v in dirs.items() if v != 0o700} == {}
+    assert {k: v for k, v in files.items() if v != 0o600} == {}
+    # the parent Eva made on the way is not the data dir: it is made as mkdir -p makes it
+    assert mode(tmp_path / "home") == 0o755
+
+
 def test_a_new_store_and_its_wal_are_0600(tmp_path):
     mem = Memory.open(tmp_path / "x" / "memory.db", MemoryConfig(), ManualClock(NOW))
     try:
@@ -71,6 +107,61 @@ def test_a_new_store_and_its_wal_are_0600(tmp_path):
     finally:
         mem.close()
     assert mode(tmp_path / "x" / "memory.db.index") == 0o600
+
+
+# ---------------------------------------------------------------------------- an old data dir
+def loosen(data: Path) -> None:
+    """What an older Eva left: a 0755 data dir of 0644 files, backups and exports too."""
+    mem = Memory.open(data / "memory.db", MemoryConfig(), ManualClock(NOW))
+    mem.save(SECRET, OWNER_TRUSTED, private=True)
+    portability.backup(mem, data / "backups", NOW)
+    mem.close()
+    (data / "exports").mkdir()
+    (data / "exports" / "eva-export-20260101-000000.jsonl").write_text("{}\n")
+    srv.ensure_token(data)
+    for root, ds, fs in os.walk(data):
+        for d in ds:
+            os.chmod(Path(root, d), 0o755)
+        for f in fs:
+            os.chmod(Path(root, f), 0o644)
+    os.chmod(data, 0o755)
+
+
+def test_an_open_data_dir_is_narrowed_at_open_and_the_owner_told_once(tmp_path):
+    data = tmp_path / "eva"
+    data.mkdir()
+    loosen(data)
+    (data / "notes.txt").write_text("the owner's own file")  # not Eva's: left as it is
+    os.chmod(data / "notes.txt", 0o644)
+
+    s = services(data)
+    s.open_memory()
+    s.finish()
+    notes = s.take_problems()
+    assert len(notes) == 1 and str(data) in notes[0] and "0700" in notes[0]
+    dirs, files = walk(data)
+    assert {k: v for k, v in dirs.items() if v != 0o700} == {}
+    assert {k: v for k, v in files.items() if v != 0o600} == {"notes.txt": 0o644}
+    s.close()
+
+    again = services(data)  # the next start has nothing to tell
+    again.open_memory()
+    again.finish()
+    assert again.take_problems() == []
+    again.close()
+
+
+def test_the_cli_narrows_an_open_store_and_says_so_once(tmp_path, cli_env, capsys):
+    data = tmp_path / "eva"
+    data.mkdir()
+    loosen(data)
+    assert cli.main(["--data", str(data), "export"]) == 0
+    err = capsys.readouterr().err
+    assert err.count("note: the data dir") == 1 and str(data) in err
+    assert mode(data) == 0o700 and mode(data / "memory.db") == 0o600
+    assert mode(data / "serve.token") == 0o600
+    assert cli.main(["--data", str(data), "export"]) == 0
+    assert "note: the data dir" not in capsys.readouterr().err
 
 
 # ---------------------------------------------------------------------------- the helpers
