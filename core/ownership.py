@@ -126,7 +126,7 @@ def tightened_note(directory: str | Path, loosened: list[str]) -> str | None:
         return None
     files = sum(1 for p in loosened if p != str(directory) and not Path(p).is_dir())
     what = f" ({files} file{'s' if files != 1 else ''} among them)" if files else ""
-    return (f"the data dir {directory} was open to other users{what}; it is now yours only "
+    return (f"The data dir {directory} was open to other users{what}; it is now yours only "
             "(0700, files 0600)")
 
 

@@ -157,11 +157,11 @@ def test_the_cli_narrows_an_open_store_and_says_so_once(tmp_path, cli_env, capsy
     loosen(data)
     assert cli.main(["--data", str(data), "export"]) == 0
     err = capsys.readouterr().err
-    assert err.count("note: the data dir") == 1 and str(data) in err
+    assert err.count("note: The data dir") == 1 and str(data) in err
     assert mode(data) == 0o700 and mode(data / "memory.db") == 0o600
     assert mode(data / "serve.token") == 0o600
     assert cli.main(["--data", str(data), "export"]) == 0
-    assert "note: the data dir" not in capsys.readouterr().err
+    assert "note: The data dir" not in capsys.readouterr().err
 
 
 # ---------------------------------------------------------------------------- the helpers
