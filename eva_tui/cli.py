@@ -88,6 +88,12 @@ def _serve_parser(sub, common) -> None:
                    help="a browser origin allowed to call the API, with CORS (repeatable)")
     s.add_argument("--rate-limit", type=float, default=20.0, metavar="N",
                    help="requests per second per client address (default 20; 0: no limit)")
+    s.add_argument("--max-connections", type=int, default=32, metavar="N",
+                   help="connections open at once; more are answered 503 (default 32)")
+    s.add_argument("--head-timeout", type=float, default=10.0, metavar="S",
+                   help="seconds a request's headers may take to arrive (default 10)")
+    s.add_argument("--keep-alive", type=float, default=5.0, metavar="S",
+                   help="seconds an idle connection is kept open (default 5)")
     s.add_argument("--no-chat", action="store_true",
                    help="do not load the chat model (memory and sleep journal only)")
 
@@ -249,10 +255,11 @@ def cmd_sleep(config: cfg.EvaConfig, data_dir: Path, dry_run: bool) -> int:
 
 # ---------------------------------------------------------------------------------- serve
 def cmd_serve(config: cfg.EvaConfig, data_dir: Path, args) -> int:
+    import math
     import threading
 
     from eva_tui import serve as srv
-    from eva_tui.services import Services
+    from eva_tui.services import Component, Services
 
     if not srv.is_loopback(args.host) and not args.allow_remote:
         _err(f"refusing to bind {args.host}: that is not loopback. Pass --allow-remote to "
@@ -262,6 +269,18 @@ def cmd_serve(config: cfg.EvaConfig, data_dir: Path, args) -> int:
     if not 0 < args.port < 65536:
         _err("--port must be 1..65535")
         return 2
+    if not (math.isfinite(args.rate_limit) and 0 <= args.rate_limit <= 1_000_000):
+        _err("--rate-limit must be a number of requests per second from 0 (no limit) to "
+             "1000000")
+        return 2
+    if not 1 <= args.max_connections <= 10_000:
+        _err("--max-connections must be 1..10000")
+        return 2
+    for flag, value in (("--head-timeout", args.head_timeout),
+                        ("--keep-alive", args.keep_alive)):
+        if not (math.isfinite(value) and 0 < value <= 3600):
+            _err(f"{flag} must be a number of seconds above 0, at most 3600")
+            return 2
     if not srv.is_loopback(args.host):
         _err(f"warning: binding {args.host}; the API is reachable from the network")
         if not args.allow_host:
@@ -270,10 +289,15 @@ def cmd_serve(config: cfg.EvaConfig, data_dir: Path, args) -> int:
     settings = srv.ServeSettings(host=args.host, port=args.port,
                                  allow_hosts=tuple(args.allow_host),
                                  allow_origins=tuple(args.allow_origin),
-                                 rate=max(0.0, args.rate_limit),
-                                 burst=max(1, int(3 * args.rate_limit)))
+                                 rate=args.rate_limit,
+                                 burst=max(1, int(3 * args.rate_limit)),
+                                 max_connections=args.max_connections,
+                                 head_timeout=args.head_timeout, keep_alive=args.keep_alive)
     token, token_path = srv.ensure_token(data_dir)
+    srv.setup_logging(data_dir)
     s = Services(config, data_dir)
+    if args.no_chat:  # not loading: /v1/chat says chat is off, not "loading"
+        s.model = Component(s.model.name, "off", "--no-chat")
     s.open_memory()
     s.finish()
     try:

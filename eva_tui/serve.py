@@ -30,8 +30,10 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import hmac
+import ipaddress
 import json
 import logging
+import logging.handlers
 import os
 import re
 import secrets
@@ -40,7 +42,7 @@ import stat
 import threading
 import time
 import uuid
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -52,7 +54,7 @@ from starlette.requests import Request
 from starlette.responses import JSONResponse
 from starlette.routing import Route
 
-from core import __version__
+from core import __version__, ownership
 from core.conversation import (
     Conversation,
     MemoryUsed,
@@ -87,6 +89,11 @@ class ServeSettings:
     rate: float = 20.0  # requests per second per client address (0: no limit)
     burst: int = 60
     max_waiting_chats: int = 8  # chat turns queued behind the running one; more get 503
+    # connections: open at once (more get 503), how long one may sit idle between requests,
+    # and how long a request's line and headers may take to arrive (then it is closed)
+    max_connections: int = 32
+    keep_alive: float = 5.0  # seconds
+    head_timeout: float = 10.0  # seconds
 
     def hosts(self) -> frozenset[str]:
         """Host header values accepted: the loopback names and the bound host (each bare and
@@ -97,35 +104,177 @@ class ServeSettings:
         return frozenset(x for n in names for x in (n.lower(), f"{n.lower()}:{self.port}"))
 
 
+def _address(host: str) -> ipaddress.IPv4Address | ipaddress.IPv6Address | None:
+    """The IP address ``host`` spells (``[::1]`` too; an IPv4-mapped IPv6 address as its IPv4
+    one), or None for a name or anything else."""
+    h = host.strip()
+    if h.startswith("[") and h.endswith("]"):
+        h = h[1:-1]
+    try:
+        ip = ipaddress.ip_address(h)
+    except ValueError:
+        return None
+    if isinstance(ip, ipaddress.IPv6Address) and ip.ipv4_mapped is not None:
+        return ip.ipv4_mapped
+    return ip
+
+
 def is_loopback(host: str) -> bool:
-    return host in LOOPBACK or host.startswith("127.")
+    """Whether binding ``host`` keeps the API on this machine: ``localhost``, an address in
+    127.0.0.0/8, ``::1`` or an IPv4-mapped loopback address. A name that merely starts with
+    "127." (``127.evil.example``) is not."""
+    if host.strip().lower() == "localhost":
+        return True
+    ip = _address(host)
+    return ip is not None and ip.is_loopback
+
+
+def client_key(host: str) -> str:
+    """The rate limit's bucket for a client address: all loopback addresses share one (a local
+    caller could otherwise use 127.0.0.2, 127.0.0.3… for fresh buckets), an IPv6 client is
+    counted by its /64 (one host usually owns the whole /64)."""
+    ip = _address(host)
+    if ip is None:
+        return host
+    if ip.is_loopback:
+        return "loopback"
+    if isinstance(ip, ipaddress.IPv6Address):
+        return str(ipaddress.IPv6Network((ip, 64), strict=False))
+    return str(ip)
+
+
+# ---------------------------------------------------------------------------------- the log
+LOG_FILE = "serve.log"
+LOG_BYTES = 1024 * 1024  # rotated at 1 MB, three old files kept
+LOG_BACKUPS = 3
+
+
+class PrivateLogFile(logging.handlers.RotatingFileHandler):
+    """A rotating log file created (and re-created at each rotation) with mode 0600: the data
+    dir is the owner's."""
+
+    def _open(self) -> Any:
+        return ownership.open_private(self.baseFilename, "a",
+                                      encoding=self.encoding or "utf-8")
+
+
+class TypeOnlyFormatter(logging.Formatter):
+    """Errors as their type name only, never a traceback: an exception's text or a frame's
+    source may quote memory."""
+
+    def formatException(self, ei: Any) -> str:  # noqa: N802 - logging's name
+        return f"({ei[0].__name__ if ei and ei[0] else 'error'}; traceback not logged)"
+
+    def formatStack(self, stack_info: str) -> str:  # noqa: N802 - logging's name
+        return ""
+
+
+def setup_logging(data_dir: Path, stderr: bool = True) -> list[logging.Handler]:
+    """``eva serve``'s log: ``<data>/serve.log`` (0600, rotated at 1 MB, three kept) gets the
+    access log — request id, method, path (never the query string), status, milliseconds — and
+    errors, by type name only; uvicorn's own warnings too. Neither the token nor memory
+    content nor a body is ever written. With ``stderr``, warnings and errors are also printed.
+    Returns the handlers installed (again: they replace the earlier ones)."""
+    ownership.private_dir(data_dir, claim=False)
+    fmt = TypeOnlyFormatter("%(asctime)s %(levelname)s %(message)s")
+    handler = PrivateLogFile(data_dir / LOG_FILE, maxBytes=LOG_BYTES, backupCount=LOG_BACKUPS,
+                             encoding="utf-8")
+    handlers: list[logging.Handler] = [handler]
+    if stderr:
+        handlers.append(logging.StreamHandler())
+        handlers[-1].setLevel(logging.WARNING)
+    for h in handlers:
+        h.setFormatter(fmt)
+        h.set_name("eva-serve-log")
+    for name, level in (("eva.serve", logging.INFO), ("uvicorn.error", logging.WARNING)):
+        logger = logging.getLogger(name)
+        for old in [h for h in logger.handlers if h.get_name() == "eva-serve-log"]:
+            logger.removeHandler(old)
+            old.close()
+        for h in handlers:
+            logger.addHandler(h)
+        if logger.level == logging.NOTSET or logger.level > level:
+            logger.setLevel(level)
+    return handlers
 
 
 # ---------------------------------------------------------------------------------- the token
 def ensure_token(data_dir: Path) -> tuple[str, Path]:
     """The owner token: created at first start (``serve.token``, mode 0600), read afterwards.
-    A token file anyone else can read is narrowed to 0600."""
-    from core import ownership
+    A token file anyone else can read is narrowed to 0600.
 
+    Servers starting at once agree on one token: the file only ever appears whole (written to
+    a private temporary file, then linked into place, which fails if another got there
+    first), and the check-and-create runs under a lock on the data dir where the system has
+    one. A short (truncated, hand-edited) file is re-read for a moment before it is replaced."""
     ownership.private_dir(data_dir, claim=False)  # 0700 if new; opening the store narrows
     path = data_dir / TOKEN_FILE
-    try:
-        fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
-    except FileExistsError:
-        mode = stat.S_IMODE(path.stat().st_mode)
-        if mode & 0o077:
-            os.chmod(path, 0o600)
-        token = path.read_text().strip()
-        if len(token) >= 32:
+    with _dir_lock(data_dir):
+        for attempt in range(50):
+            token = _read_token(path)
+            if token is not None and len(token) >= 32:
+                return token, path
+            if token is None:  # no file: create it whole, unless another process just did
+                token = secrets.token_urlsafe(32)
+                tmp = _private_tmp(data_dir, token)
+                try:
+                    os.link(tmp, path)
+                except FileExistsError:
+                    continue
+                finally:
+                    os.unlink(tmp)
+                return token, path
+            if attempt < 10:  # short: another writer mid-way? look again before replacing
+                time.sleep(0.02)
+                continue
+            token = secrets.token_urlsafe(32)
+            os.replace(_private_tmp(data_dir, token), path)
             return token, path
-        token = secrets.token_urlsafe(32)  # empty or truncated: a new one
-        path.write_text(token + "\n")
-        os.chmod(path, 0o600)
-        return token, path
-    token = secrets.token_urlsafe(32)
+    raise OSError(f"cannot settle the token in {path}")
+
+
+def _read_token(path: Path) -> str | None:
+    """The token file's text (narrowed to 0600 first if it was wider), or None if missing."""
+    try:
+        fd = os.open(path, os.O_RDONLY)
+    except FileNotFoundError:
+        return None
+    with os.fdopen(fd) as f:
+        if stat.S_IMODE(os.fstat(fd).st_mode) & 0o077:
+            os.fchmod(fd, 0o600)
+        return f.read().strip()
+
+
+def _private_tmp(data_dir: Path, token: str) -> Path:
+    tmp = data_dir / f".{TOKEN_FILE}.{os.getpid()}.{secrets.token_hex(4)}"
+    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
     with os.fdopen(fd, "w") as f:
         f.write(token + "\n")
-    return token, path
+        f.flush()
+        os.fsync(f.fileno())
+    return tmp
+
+
+@contextlib.contextmanager
+def _dir_lock(data_dir: Path) -> Iterator[None]:
+    """An exclusive lock on the data dir (flock) where the system has one; else nothing (the
+    linked-into-place file is enough against a torn read)."""
+    try:
+        import fcntl
+    except ImportError:  # pragma: no cover - Windows
+        yield
+        return
+    try:
+        fd = os.open(data_dir, os.O_RDONLY)
+    except OSError:  # pragma: no cover
+        yield
+        return
+    try:
+        with contextlib.suppress(OSError):
+            fcntl.flock(fd, fcntl.LOCK_EX)
+        yield
+    finally:
+        os.close(fd)  # closing releases the lock
 
 
 # ---------------------------------------------------------------------------------- errors
@@ -138,8 +287,8 @@ class ApiError(HTTPException):
 
 _CODES = {400: "bad_request", 401: "unauthorized", 403: "forbidden", 404: "not_found",
           405: "method_not_allowed", 409: "conflict", 413: "too_large",
-          415: "unsupported_media_type", 421: "misdirected", 429: "rate_limited",
-          500: "internal", 503: "unavailable"}
+          408: "timeout", 415: "unsupported_media_type", 421: "misdirected",
+          429: "rate_limited", 500: "internal", 503: "unavailable"}
 
 
 def error_body(status: int, detail: str, code: str | None, request_id: str) -> dict:
@@ -172,7 +321,7 @@ async def _crash(request: Request, exc: Exception) -> JSONResponse:
 
 # ---------------------------------------------------------------------------------- the guard
 class RateLimiter:
-    """A token bucket per client address."""
+    """A token bucket per key (:func:`client_key`: one for all of loopback)."""
 
     def __init__(self, rate: float, burst: int) -> None:
         self.rate, self.burst = rate, max(1, burst)
@@ -207,6 +356,9 @@ class Guard:
         self.origins = frozenset(o.rstrip("/").lower() for o in settings.allow_origins)
         self.limiter = RateLimiter(settings.rate, settings.burst)
         self.api: Any = None  # the endpoints behind this guard (set by build_app)
+        # whether more connections are open than settings.max_connections (set by make_server,
+        # which knows the server's connections)
+        self.busy: Any = lambda: False
 
     async def __call__(self, scope: dict, receive: Any, send: Any) -> None:
         if scope["type"] != "http":
@@ -232,9 +384,15 @@ class Guard:
                 await self._reject(send_with_id, code, detail, name, rid, extra)
                 return
             await self.app(scope, self._limited(receive), send_with_id)
+        except Exception as e:  # noqa: BLE001 - never to uvicorn, which logs a traceback
+            # (its text may quote memory); the app's handler has logged the type already
+            if not status[0]:
+                log.error("request %s failed: %s", rid, type(e).__name__)
+                await self._reject(send_with_id, 500, "internal error; see the server log "
+                                   "with this request id", "internal", rid, {})
         finally:
             # method and path only: the query string carries the caller's words
-            log.info("%s %s %s %d %.1fms", rid, scope.get("method"), scope.get("path"),
+            log.info("%s %s %s %d %.1fms", rid, scope.get("method"), _loggable(scope.get("path")),
                      status[0], 1000 * (time.monotonic() - started))
 
     def check(self, scope: dict) -> tuple[int, str, str, dict] | None:
@@ -247,8 +405,11 @@ class Guard:
         origin = headers.get("origin")
         if origin is not None and origin.rstrip("/").lower() not in self.origins:
             return 403, "cross-origin requests are refused", "bad_origin", {}
+        if self.busy():
+            return 503, "the server has too many connections open; try again soon", "busy", \
+                {"retry-after": "1"}
         client = (scope.get("client") or ("?", 0))[0]
-        wait = self.limiter.take(client)
+        wait = self.limiter.take(client_key(client))
         if wait:
             return 429, "too many requests; slow down", "rate_limited", \
                 {"retry-after": str(max(1, int(wait + 0.999)))}
@@ -287,6 +448,12 @@ class Guard:
         headers += [(k.encode(), v.encode()) for k, v in extra.items()]
         await send({"type": "http.response.start", "status": status, "headers": headers})
         await send({"type": "http.response.body", "body": body})
+
+
+def _loggable(path: object) -> str:
+    """A path for a log line: control characters escaped (no forged lines), cut to 200."""
+    text = str(path)[:200]
+    return text.encode("unicode_escape").decode("ascii") if not text.isprintable() else text
 
 
 # ---------------------------------------------------------------------------------- the API
@@ -410,16 +577,24 @@ class Api:
         return self.services.memory
 
     # ------------------------------------------------------------------ body
-    async def body(self, request: Request) -> dict:
+    async def body(self, request: Request, *, empty_ok: bool = False) -> dict:
+        """The JSON object sent, however it was sent (with a Content-Length or chunked); with
+        ``empty_ok`` no body at all is ``{}``. Bad JSON — nested past what the parser can
+        follow too — is a 400 ``bad_json``, never a crash."""
+        raw = await request.body()
+        if empty_ok and not raw.strip():
+            return {}
         ctype = request.headers.get("content-type", "").split(";")[0].strip().lower()
         if ctype != "application/json":
             raise ApiError(415, "send JSON (Content-Type: application/json)",
                            "unsupported_media_type")
-        raw = await request.body()
         try:
             data = json.loads(raw)
         except (ValueError, UnicodeDecodeError):
             raise ApiError(400, "the body is not valid JSON", "bad_json") from None
+        except RecursionError:
+            raise ApiError(400, "the body is not valid JSON: nested too deeply",
+                           "bad_json") from None
         if not isinstance(data, dict):
             raise ApiError(400, "the body must be a JSON object", "bad_json")
         return data
@@ -432,6 +607,7 @@ class Api:
             "status": "ok", "version": __version__,
             "memory": s.memory is not None,
             "chat": s.chat_model is not None,
+            "chat_loading": self.model_loading(),
             "sleeping": bool(sleeper is not None and sleeper.is_sleeping()),
         })
 
@@ -458,11 +634,8 @@ class Api:
     def memories(self, request: Request) -> JSONResponse:
         self.require_owner(request)
         qp = request.query_params
-        try:
-            limit = int(qp.get("limit", "100"))
-            offset = int(qp.get("offset", "0"))
-        except ValueError:
-            raise ApiError(400, "limit and offset are integers", "bad_request") from None
+        limit = _int_param(qp.get("limit", "100"), "limit", 1, MAX_LIST)
+        offset = _int_param(qp.get("offset", "0"), "offset", 0, MAX_ID)
         try:
             recs = self.memory.list(kind=qp.get("kind"), contains=qp.get("contains"),
                                     order=qp.get("order", "updated"), limit=limit,
@@ -487,6 +660,8 @@ class Api:
             rid = int(raw)
         except ValueError:
             raise ApiError(400, "the id is an integer", "bad_request") from None
+        if not 0 < rid <= MAX_ID:  # no memory has it (SQLite ids are positive 64-bit)
+            raise ApiError(404, f"memory #{rid} is not in the archive", "not_found")
         try:
             r = self.memory.restore(rid)
         except NotFound:
@@ -498,18 +673,14 @@ class Api:
     def runs(self, request: Request) -> JSONResponse:
         owner = self.is_owner(request)
         sleeper = self._sleeper()
-        try:
-            limit = max(1, min(100, int(request.query_params.get("limit", "30"))))
-        except ValueError:
-            raise ApiError(400, "limit is an integer", "bad_request") from None
+        limit = max(1, min(100, _int_param(request.query_params.get("limit", "30"), "limit")))
         runs = sleeper.runs(limit)
-        return JSONResponse({"runs": [_run(r if owner else r.redacted()) for r in runs],
+        return JSONResponse({"runs": [_run(r) if owner else _public_run(r) for r in runs],
                              "sleeping": sleeper.is_sleeping()})
 
     async def sleep(self, request: Request) -> JSONResponse:
         self.require_owner(request)
-        data = await self.body(request) if int(request.headers.get("content-length") or 0) \
-            else {}
+        data = await self.body(request, empty_ok=True)  # chunked or not; none: defaults
         dry_run = data.get("dry_run")
         if dry_run is not None and not isinstance(dry_run, bool):
             raise ApiError(400, "dry_run is true or false", "bad_request")
@@ -530,6 +701,13 @@ class Api:
         sleeper.wake()  # another process is asked to wake at its next heartbeat
         return JSONResponse({"woken": asleep,
                              "elsewhere": holder.describe(time.time()) if holder else None})
+
+    def model_loading(self) -> bool:
+        """Whether the chat model is on its way (``eva serve`` loads it in the background):
+        its component is pending or loading and no model is there yet."""
+        s = self.services
+        state = getattr(getattr(s, "model", None), "state", None)
+        return s.chat_model is None and state in ("pending", "loading")
 
     def _sleeper(self) -> Any:
         if self.services.sleeper is None:
@@ -553,6 +731,9 @@ class Api:
         ctx = self.context(request, audience, trusted)
         conv = self.hub.conversation(ctx, channel)
         if conv is None:
+            if self.model_loading():
+                raise ApiError(503, "the chat model is still loading; try again soon",
+                               "loading", {"retry-after": "5"})
             raise ApiError(503, "chat is off: no chat model is loaded", "unavailable")
         if self.hub.waiting >= self.settings.max_waiting_chats:
             raise ApiError(503, "too many chat turns are waiting; try again soon", "busy",
@@ -660,6 +841,22 @@ def _event(ev: Any) -> dict | None:
     return None  # ToolStarted: its ToolFinished follows
 
 
+MAX_ID = 2**63 - 1  # SQLite's largest integer
+MAX_LIST = 10_000  # memories one list call returns at most
+
+
+def _int_param(value: str, name: str, lo: int | None = None, hi: int | None = None) -> int:
+    """A whole number from the query or path, within [lo, hi] when given: anything else is a
+    400 that says so (never a 500 from an int too big for SQLite)."""
+    v = value.strip()
+    if not re.fullmatch(r"-?[0-9]{1,30}", v):
+        raise ApiError(400, f"{name} is a whole number (digits only)", "bad_request")
+    n = int(v)
+    if (lo is not None and n < lo) or (hi is not None and n > hi):
+        raise ApiError(400, f"{name} must be between {lo} and {hi}", "bad_request")
+    return n
+
+
 def _flag(value: str, name: str) -> bool:
     v = value.strip().lower()
     if v in ("1", "true", "yes"):
@@ -682,6 +879,7 @@ def _record(r: Any) -> dict:
 
 
 def _run(r: Any) -> dict:
+    """The owner's view of a night: everything the journal holds."""
     return {"id": r.id, "started_at": r.started_at, "finished_at": r.finished_at,
             "status": r.status, "dry_run": r.dry_run, "reason": r.reason, "model": r.model,
             "stages": r.stages, "notable": r.notable, "summary": r.summary,
@@ -692,7 +890,25 @@ def _run(r: Any) -> dict:
                        for p in r.phases]}
 
 
-def build_app(services: Any, settings: ServeSettings, token: str) -> Any:
+def _public_run(run: Any) -> dict:
+    """A night as anyone without the owner's token sees it (SPEC §11): only allowlisted fields
+    of the allowlist-built :meth:`SleepRun.redacted` — ids, counts, statuses, times, flags and
+    the code's own names. No free text that memory could be quoted in reaches it: whys, plans,
+    details, refusal reasons, notes and the model's name are blank, and the summary is counts."""
+    r = run.redacted()
+    return {"id": r.id, "started_at": r.started_at, "finished_at": r.finished_at,
+            "status": r.status, "dry_run": r.dry_run, "reason": r.reason, "model": None,
+            "stages": dict(r.stages), "notable": r.notable, "summary": r.summary,
+            "phases": [{"stage": p.stage, "name": p.name, "status": p.status,
+                        "seconds": p.seconds, "calls": p.calls,
+                        "ops": [{"op": o.op, "ids": list(o.ids), "applied": o.applied,
+                                 "why": "",
+                                 "refused_reason": None if o.refused_reason is None
+                                 else "refused"} for o in p.ops]}
+                       for p in r.phases]}
+
+
+def build_app(services: Any, settings: ServeSettings, token: str) -> Guard:
     """The ASGI app: the routes behind :class:`Guard` (and CORS only for configured origins)."""
     api = Api(services, settings, token)
     # sse-starlette logs every chunk it sends at DEBUG: those are Eva's words and memory notes
@@ -711,6 +927,7 @@ def build_app(services: Any, settings: ServeSettings, token: str) -> Any:
     ]
     app = Starlette(routes=routes, exception_handlers={HTTPException: _http_error,
                                                        Exception: _crash})
+    app.router.redirect_slashes = False  # /v1/health/ is a JSON 404, not a bare redirect
     app.state.api = api
     inner: Any = app
     if settings.allow_origins:
@@ -741,13 +958,93 @@ def listen(host: str, port: int) -> socket.socket:
 
 def make_server(services: Any, settings: ServeSettings, token: str) -> Any:
     """A uvicorn server for the app: no access log of its own (ours leaves the query string
-    out), no server header, no proxy headers."""
+    out), no server header, no proxy headers; idle connections closed after ``keep_alive``,
+    requests whose head is not in within ``head_timeout`` closed, more than
+    ``max_connections`` at once answered 503 (:func:`protocol_class`)."""
     import uvicorn
 
-    config = uvicorn.Config(build_app(services, settings, token), host=settings.host,
-                            port=settings.port, access_log=False, log_level="warning",
-                            server_header=False, lifespan="off", proxy_headers=False)
-    return uvicorn.Server(config)
+    guard = build_app(services, settings, token)
+    config = uvicorn.Config(guard, host=settings.host, port=settings.port, access_log=False,
+                            log_config=None,  # uvicorn's would drop setup_logging's
+                            log_level="warning", server_header=False, lifespan="off",
+                            proxy_headers=False, http=protocol_class(settings),
+                            timeout_keep_alive=settings.keep_alive)  # type: ignore[arg-type]
+    server = uvicorn.Server(config)
+    state = server.server_state
+    limit = settings.max_connections
+    # this request's own connection and task are counted: more than the limit is over it
+    guard.busy = lambda: len(state.connections) > limit or len(state.tasks) > limit
+    return server
+
+
+def protocol_class(settings: ServeSettings) -> type:
+    """uvicorn's h11 protocol with what it lacks: a request whose line and headers have not all
+    arrived ``head_timeout`` seconds after they began (or after the connection opened) is
+    answered 408 and closed — held half-sent requests would otherwise keep their sockets
+    forever — and a request uvicorn cannot parse gets a JSON 400 like every other error."""
+    import h11
+    from uvicorn.protocols.http.h11_impl import H11Protocol
+
+    head_timeout = settings.head_timeout
+
+    class EvaH11Protocol(H11Protocol):
+        _head_timer: asyncio.TimerHandle | None = None
+        _head_bytes = False
+
+        def connection_made(self, transport: Any) -> None:
+            super().connection_made(transport)
+            self._arm_head()
+
+        def data_received(self, data: bytes) -> None:
+            if self.conn.their_state is h11.IDLE:  # a request's head is coming
+                self._head_bytes = True
+                self._arm_head()
+            super().data_received(data)
+            if self.conn.their_state is not h11.IDLE:  # it is in
+                self._disarm_head()
+                self._head_bytes = False
+
+        def connection_lost(self, exc: Exception | None) -> None:
+            self._disarm_head()
+            super().connection_lost(exc)
+
+        def shutdown(self) -> None:
+            self._disarm_head()
+            super().shutdown()
+
+        def _arm_head(self) -> None:
+            if self._head_timer is None:
+                self._head_timer = self.loop.call_later(head_timeout, self._head_expired)
+
+        def _disarm_head(self) -> None:
+            if self._head_timer is not None:
+                self._head_timer.cancel()
+                self._head_timer = None
+
+        def _head_expired(self) -> None:
+            self._head_timer = None
+            if self.transport.is_closing() or self.conn.their_state is not h11.IDLE:
+                return
+            if self._head_bytes:  # half a request: say why before closing
+                self._write_error(408, "the request's headers did not arrive in time",
+                                  "timeout")
+            self.transport.close()
+
+        def send_400_response(self, msg: str) -> None:
+            self._write_error(400, "this is not a valid HTTP request", "bad_request")
+            self.transport.close()
+
+        def _write_error(self, status: int, detail: str, code: str) -> None:
+            rid = uuid.uuid4().hex[:16]
+            body = json.dumps(error_body(status, detail, code, rid)).encode()
+            reason = {400: "Bad Request", 408: "Request Timeout"}[status]
+            self.transport.write(
+                f"HTTP/1.1 {status} {reason}\r\ncontent-type: application/json\r\n"
+                f"content-length: {len(body)}\r\nx-request-id: {rid}\r\n"
+                "connection: close\r\n\r\n".encode() + body)
+            log.info("%s - - %d 0.0ms", rid, status)
+
+    return EvaH11Protocol
 
 
 def serve(services: Any, settings: ServeSettings, token: str, *,

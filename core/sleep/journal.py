@@ -11,10 +11,11 @@ remembers per record when a phase last reviewed it (e.g. a faded record the mode
 from __future__ import annotations
 
 import json
+import re
 import sqlite3
 from collections.abc import Iterable, Iterator, Sequence
 from contextlib import contextmanager
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field
 from typing import Any
 
 from core.storage import Storage
@@ -86,13 +87,42 @@ class SleepRun:
         return [o for p in self.phases for o in p.ops]
 
     def redacted(self) -> SleepRun:
-        """The run without memory contents (plans, op details and whys may quote private
-        memories): for anyone but the owner on a trusted surface (SPEC §11)."""
+        """The run as anyone but the owner on a trusted surface may see it (SPEC §11): built
+        from an allowlist — ids, counts, statuses, times, flags and the code's own words (stage,
+        phase, op and reason names). Every free-text field is blanked, whatever it holds:
+        plans, whys, op details, refused reasons (a refusal may quote a record's numbers: it
+        becomes the bare word ``refused``), phase notes, the model's name; the summary is
+        rebuilt from counts alone."""
         phases = [
-            replace(p, plans=[], ops=[replace(o, why="", detail={}) for o in p.ops])
+            PhaseLog(_word(p.stage), _word(p.name), _word(p.status), float(p.seconds),
+                     int(p.calls), plans=[],
+                     ops=[OpLog(_word(o.op), [int(i) for i in o.ids], bool(o.applied), "",
+                                None if o.refused_reason is None else "refused", {})
+                          for o in p.ops],
+                     note="")
             for p in self.phases
         ]
-        return replace(self, phases=phases)
+        ops = [o for p in phases for o in p.ops]
+        applied = sum(o.applied for o in ops)
+        refused = sum(o.refused_reason is not None for o in ops)
+        return SleepRun(
+            id=int(self.id), started_at=self.started_at, finished_at=self.finished_at,
+            status=_word(self.status), dry_run=bool(self.dry_run),
+            reason=self.reason if self.reason in RUN_REASONS else "other", model=None,
+            stages={_word(k): _word(v) for k, v in self.stages.items()}, phases=phases,
+            notable=bool(self.notable),
+            summary=f"{applied} applied, {refused} refused" if ops else "", seen=bool(self.seen))
+
+
+# why a night ran: the code's own words (anything else is shown to others as "other")
+RUN_REASONS = ("schedule", "manual", "tool", "requested", "api", "cron")
+_CODE_WORD = re.compile(r"[a-z][a-z0-9_]{0,31}")
+
+
+def _word(value: object) -> str:
+    """A name the code gave (a stage, phase, op or status) as it is; anything else — free
+    text that could quote memory — as ``other``."""
+    return value if isinstance(value, str) and _CODE_WORD.fullmatch(value) else "other"
 
 
 # ---------------------------------------------------------------------------- writing
