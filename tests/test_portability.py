@@ -277,6 +277,90 @@ def _store_with(data: Path, *contents: str, private: bool = False) -> None:
             mem.save(c, private=private)
 
 
+def test_export_o_refuses_an_existing_file_unless_force(tmp_path, monkeypatch, capsys):
+    """Issue 25 item B1 (SPEC §11): `eva export -o FILE` does not silently overwrite FILE: it
+    refuses (exit 2, FILE untouched) unless --force, which replaces it (mode 0600)."""
+    from eva_tui import cli
+
+    _cli_env(monkeypatch, tmp_path)
+    data = tmp_path / "data"
+    _store_with(data, "The cat Murka likes salmon")
+    out = tmp_path / "notes.txt"
+    out.write_text("the owner's precious notes")
+    assert cli.main(["--data", str(data), "export", "-o", str(out)]) == 2
+    err = capsys.readouterr().err
+    assert err.startswith("eva: ") and "already exists" in err and "--force" in err
+    assert out.read_text() == "the owner's precious notes"
+    assert cli.main(["--data", str(data), "export", "-o", str(out), "--force"]) == 0
+    assert "Murka" in out.read_text() and (out.stat().st_mode & 0o777) == 0o600
+    assert [p.name for p in tmp_path.iterdir() if p.name.endswith(".part")] == []
+
+
+@pytest.mark.parametrize("failure", [OSError(28, "No space left on device"), KeyboardInterrupt])
+def test_a_failed_export_o_leaves_no_part_file(tmp_path, monkeypatch, capsys, failure):
+    """Issue 25 item B2 (SPEC §11): an export that fails while it is written (a full disk, Ctrl+C)
+    leaves no temp file holding the private export behind, and FILE is not made."""
+    from eva_tui import cli
+
+    _cli_env(monkeypatch, tmp_path)
+    data = tmp_path / "data"
+    _store_with(data, "Sister Anna lives in Kazan, Pushkin street 12", private=True)
+    out = tmp_path / "exp" / "all.jsonl"
+    out.parent.mkdir()
+
+    def fail(*a, **kw):
+        raise failure
+
+    monkeypatch.setattr(cli.os, "replace", fail)
+    rc = cli.main(["--data", str(data), "export", "--private", "-o", str(out)])
+    err = capsys.readouterr().err
+    assert rc == (130 if failure is KeyboardInterrupt else 74)
+    assert "Traceback" not in err and err.startswith("eva: ")
+    assert list(out.parent.iterdir()) == []
+
+
+def test_export_o_result_is_0600_whatever_part_file_was_there(tmp_path, monkeypatch):
+    """Issue 25 item B3 (SPEC §11): a stale FILE.part of mode 0644 (from an older Eva, or
+    planted) does not lend its mode to the export: the result is 0600, and the stale file is
+    not ours to touch."""
+    from eva_tui import cli
+
+    _cli_env(monkeypatch, tmp_path)
+    data = tmp_path / "data"
+    _store_with(data, "Sister Anna lives in Kazan", private=True)
+    out = tmp_path / "all.jsonl"
+    stale = tmp_path / "all.jsonl.part"
+    stale.write_text("stale")
+    stale.chmod(0o644)
+    assert cli.main(["--data", str(data), "export", "--private", "-o", str(out)]) == 0
+    assert (out.stat().st_mode & 0o777) == 0o600 and "Anna" in out.read_text()
+
+
+@pytest.mark.parametrize("force", [False, True])
+def test_export_o_refuses_a_symlink(tmp_path, monkeypatch, capsys, force):
+    """Issue 25 item B4 (SPEC §11): an -o FILE that is a symbolic link is refused (exit 2), with
+    or without --force: the link is neither replaced nor written through."""
+    from eva_tui import cli
+
+    _cli_env(monkeypatch, tmp_path)
+    data = tmp_path / "data"
+    _store_with(data, "Sister Anna lives in Kazan", private=True)
+    target = tmp_path / "shared" / "public.txt"
+    target.parent.mkdir()
+    target.write_text("public")
+    link = tmp_path / "export.jsonl"
+    link.symlink_to(target)
+    args = ["--data", str(data), "export", "--private", "-o", str(link)]
+    assert cli.main(args + ["--force"] * force) == 2
+    err = capsys.readouterr().err
+    assert "symbolic link" in err and "Traceback" not in err
+    assert link.is_symlink() and target.read_text() == "public"
+    dangling = tmp_path / "dangling.jsonl"
+    dangling.symlink_to(tmp_path / "nowhere" / "x")
+    assert cli.main(["--data", str(data), "export", "-o", str(dangling)]) == 2
+    assert dangling.is_symlink() and not (tmp_path / "nowhere").exists()
+
+
 def test_a_line_repeated_in_one_file_is_imported_once(tmp_path):
     """Issue 25 item C1 (SPEC §11, §3.2): a line that repeats an earlier line of the same file —
     the same content at another time, or the same content after dedup's normalisation (case,
@@ -364,6 +448,20 @@ def test_markdown_export_survives_any_stored_time(tmp_path):
     body = "".join(pt.export(mem, "md").lines)
     assert body.count("not a valid time") >= 4 and "zq3x" in body
     mem.close()
+
+
+def test_a_refused_import_leaves_no_store_behind(tmp_path, monkeypatch, capsys):
+    """Issue 25 item C4 (SPEC §11): the file is checked before the store is opened: a refused
+    import into a data dir that has no store makes none (and no data dir)."""
+    from eva_tui import cli
+
+    _cli_env(monkeypatch, tmp_path)
+    bad = tmp_path / "bad.jsonl"
+    bad.write_text('{"content": "fine"}\n{"content": "x", "kind": "memo"}\n')
+    data = tmp_path / "new"
+    assert cli.main(["--data", str(data), "import", str(bad)]) == 1
+    assert "nothing was imported" in capsys.readouterr().err
+    assert not data.exists()
 
 
 @pytest.mark.parametrize("line", [
