@@ -22,3 +22,24 @@ class Refused(MemoryOpError):
 
 class StoreError(RuntimeError):
     """The store cannot be used (newer schema, corrupt file, …)."""
+
+
+CLIP = 80  # characters of a value an error message quotes at most (issue 25 item C5)
+
+
+def clip(value: object, limit: int = CLIP) -> str:
+    """``value`` as an error message quotes it: its repr, cut to ``limit`` characters with "…".
+    A megabyte of bad input is never echoed whole, and a number too long for ``str`` (Python's
+    4300-digit limit) is described instead of raising."""
+    if isinstance(value, str) and len(value) > limit:
+        value = value[: limit + 1]  # repr only what may be shown
+    try:
+        text = repr(value)
+    except ValueError:  # int too long to convert to a string
+        text = f"a {type(value).__name__} too long to show"
+    return text if len(text) <= limit else text[: limit - 1] + "…"
+
+
+def clip_text(text: str, limit: int = 4 * CLIP) -> str:
+    """A message (not a value) cut to ``limit`` characters with "…"."""
+    return text if len(text) <= limit else text[: limit - 1] + "…"

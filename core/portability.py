@@ -17,20 +17,27 @@ import json
 import math
 import time
 from collections.abc import Iterable
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
 from core import ownership
+from core import text as txt
 from core import validation as valid
-from core.errors import MemoryOpError
+from core.errors import MemoryOpError, clip, clip_text
 from core.memory import ImportResult, Memory
 from core.records import GLOBAL_SCOPE, Actor, Source
 
 FORMAT_VERSION = 1
 FORMATS = ("jsonl", "md")
 MAX_PROBLEMS = 20  # bad lines reported at most (the rest are counted)
+# Times an import accepts (issue 25 item C3): from the epoch to a day past now (a day of slack
+# for clocks that disagree). Eva's times are seconds since 1970, so nothing earlier can be a
+# moment Eva wrote, and a memory made in the future would be fresh forever and breaks the
+# arithmetic of decay; year 1 or 9999 came from a typo or a hostile file, not from an export.
+EARLIEST = 0.0
+FUTURE_SLACK = 86_400.0
 
 # A record line's fields. Unknown fields are refused: a typo such as "privat": true must not
 # import a private memory as a public one.
@@ -77,9 +84,15 @@ def _record_line(row: dict) -> dict[str, Any]:
 
 
 def _when(ts: float | None) -> str:
+    """A stored time for reading. Whatever the store holds (year 1, a far future, text written
+    by another tool) is shown, never raised on: the Markdown export must not fail on one bad
+    value (issue 25 item C3)."""
     if ts is None:
         return "never"
-    return datetime.fromtimestamp(ts, UTC).strftime("%Y-%m-%d %H:%M UTC")
+    try:
+        return datetime.fromtimestamp(ts, UTC).strftime("%Y-%m-%d %H:%M UTC")
+    except (OverflowError, OSError, ValueError, TypeError):
+        return f"{clip(ts)} (not a valid time)"
 
 
 def export(memory: Memory, fmt: str = "jsonl", *, include_archive: bool = False,
@@ -145,7 +158,8 @@ class ImportRefused(MemoryOpError):
     """The file has bad lines; nothing was written. ``problems``: (line number, reason)."""
 
     def __init__(self, problems: list[tuple[int, str]], total: int) -> None:
-        shown = problems[:MAX_PROBLEMS]
+        # a reason quotes at most a clipped value: a 1 MB bad line is never echoed whole
+        shown = [(n, clip_text(why)) for n, why in problems[:MAX_PROBLEMS]]
         more = total - len(shown)
         msg = "; ".join(f"line {n}: {why}" for n, why in shown)
         if more > 0:
@@ -155,23 +169,31 @@ class ImportRefused(MemoryOpError):
         self.total = total
 
 
-def _number(value: object, name: str, *, optional: bool = False) -> float | None:
+def _number(value: object, name: str, now: float, *, optional: bool = False) -> float | None:
+    """A time of a record line: seconds since the epoch or ISO 8601, between :data:`EARLIEST`
+    and ``now`` + :data:`FUTURE_SLACK`."""
     if value is None and optional:
         return None
-    if isinstance(value, bool) or not isinstance(value, int | float):
-        if isinstance(value, str):
-            try:
-                dt = datetime.fromisoformat(value.strip().replace("Z", "+00:00"))
-            except ValueError:
-                raise MemoryOpError(f"{name} must be a time (seconds or ISO 8601), "
-                                    f"got {value!r}") from None
+    if isinstance(value, str):
+        try:
+            dt = datetime.fromisoformat(value.strip().replace("Z", "+00:00"))
             if dt.tzinfo is None:
                 dt = dt.replace(tzinfo=UTC)
-            return dt.timestamp()
-        raise MemoryOpError(f"{name} must be a time (seconds or ISO 8601), got {value!r}")
-    if not math.isfinite(value) or not 0 <= value < 1e11:
-        raise MemoryOpError(f"{name} is out of range ({value!r})")
-    return float(value)
+            ts = dt.timestamp()
+        except (ValueError, OverflowError):
+            raise MemoryOpError(f"{name} must be a time (seconds or ISO 8601), "
+                                f"got {clip(value)}") from None
+    elif isinstance(value, bool) or not isinstance(value, int | float):
+        raise MemoryOpError(f"{name} must be a time (seconds or ISO 8601), got {clip(value)}")
+    else:
+        try:
+            ts = float(value)
+        except OverflowError:  # a 400-digit number
+            ts = math.inf
+    if not math.isfinite(ts) or not EARLIEST <= ts <= now + FUTURE_SLACK:
+        raise MemoryOpError(f"{name} is out of range ({clip(value)}): a time must lie between "
+                            "1970-01-01 and now")
+    return ts
 
 
 def check_line(obj: object, line: int, max_chars: int, now: float) -> dict[str, Any]:
@@ -180,33 +202,34 @@ def check_line(obj: object, line: int, max_chars: int, now: float) -> dict[str, 
         raise MemoryOpError("a record line must be a JSON object")
     unknown = sorted(set(obj) - FIELDS)
     if unknown:
-        raise MemoryOpError(f"unknown field {unknown[0]!r} (fields: content, kind, importance, "
+        raise MemoryOpError(f"unknown field {clip(unknown[0])} (fields: content, kind, importance, "
                             "private, pinned, scope, source, created_at, updated_at, "
                             "consolidated_at, accesses, archived)")
     if "content" not in obj:
         raise MemoryOpError("content is missing")
-    created = _number(obj.get("created_at", now), "created_at")
-    updated = _number(obj.get("updated_at", created), "updated_at")
+    created = _number(obj.get("created_at", now), "created_at", now)
+    updated = _number(obj.get("updated_at", created), "updated_at", now)
     accesses = obj.get("accesses", [])
     if not isinstance(accesses, list):
         raise MemoryOpError("accesses must be a list of times")
-    accesses = sorted(_number(a, "an access time") for a in accesses)
+    accesses = sorted(_number(a, "an access time", now) for a in accesses)
     try:
         source = Source(obj.get("source", Source.OWNER.value))
     except ValueError:
         raise MemoryOpError(f"source must be one of {', '.join(s.value for s in Source)} "
-                            f"(got {obj.get('source')!r})") from None
+                            f"(got {clip(obj.get('source'))})") from None
     archived = obj.get("archived")
     if archived is not None:
         if not isinstance(archived, dict) or "at" not in archived:
             raise MemoryOpError('archived must be null or {"at": time, "by": who, "why": text}')
         by = archived.get("by", Actor.OWNER.value)
         if by not in {a.value for a in Actor}:
-            raise MemoryOpError(f"archived.by must be one of model, owner, sleep (got {by!r})")
+            raise MemoryOpError(f"archived.by must be one of model, owner, sleep "
+                                f"(got {clip(by)})")
         why = archived.get("why", "")
         if not isinstance(why, str):
             raise MemoryOpError("archived.why must be text")
-        archived = (_number(archived["at"], "archived.at"), by, why[:500])
+        archived = (_number(archived["at"], "archived.at", now), by, why[:500])
     return {
         "line": line,
         "content": valid.content(obj["content"], max_chars),
@@ -218,7 +241,7 @@ def check_line(obj: object, line: int, max_chars: int, now: float) -> dict[str, 
         "source": source,
         "created_at": created,
         "updated_at": updated,
-        "consolidated_at": _number(obj.get("consolidated_at"), "consolidated_at",
+        "consolidated_at": _number(obj.get("consolidated_at"), "consolidated_at", now,
                                    optional=True),
         "accesses": accesses,
         "archived": archived,
@@ -238,32 +261,85 @@ def parse(lines: Iterable[str], max_chars: int, now: float) -> list[dict[str, An
         first, seen_any = not seen_any, True
         try:
             obj = json.loads(raw)
-        except ValueError as e:
+        except json.JSONDecodeError as e:
             problems.append((n, f"not JSON ({e.msg} at column {e.colno})"))
+            continue
+        except RecursionError:  # [[[[… thousands deep
+            problems.append((n, "not JSON Eva reads (nested too deeply)"))
+            continue
+        except ValueError as e:  # a number past Python's 4300-digit limit, and the like
+            problems.append((n, f"not JSON Eva reads ({clip_text(str(e).split(';')[0], 120)})"))
             continue
         if isinstance(obj, dict) and HEADER_KEY in obj:
             if not first:
                 problems.append((n, "an export header is allowed only on the first line"))
             elif obj[HEADER_KEY] != FORMAT_VERSION:
-                problems.append((n, f"export format {obj[HEADER_KEY]!r} is not one this Eva "
-                                    f"reads ({FORMAT_VERSION})"))
+                problems.append((n, f"export format {clip(obj[HEADER_KEY])} is not one this "
+                                    f"Eva reads ({FORMAT_VERSION})"))
             continue
         try:
             items.append(check_line(obj, n, max_chars, now))
         except MemoryOpError as e:
             problems.append((n, str(e)))
+        except (TypeError, ValueError, OverflowError, RecursionError) as e:
+            problems.append((n, f"cannot be read ({type(e).__name__})"))
     if problems:
         raise ImportRefused(problems, len(problems))
     return items
 
 
+def repeated_lines(items: list[dict[str, Any]]) -> tuple[list[dict[str, Any]], dict[int, int]]:
+    """The items without the lines that repeat an earlier line of the same file, and those
+    lines (line number → the earlier line's number). Issue 25 item C1: a line is a repeat when
+    the store's dedup would take it for the earlier line had that one been stored already —
+    the same content and creation time, or (both live) the same stem set (§3.2's normalisation:
+    case, punctuation, stop words and word endings aside) in the same scope or global."""
+    first: dict[tuple, int] = {}
+    keep: list[dict[str, Any]] = []
+    repeats: dict[int, int] = {}
+    for it in items:
+        mine = [("exact", it["content"], it["created_at"])]
+        look = list(mine)
+        stems = txt.stem_set(it["content"])
+        if it.get("archived") is None and stems:
+            mine.append(("live", it["scope"], stems))
+            look += [("live", it["scope"], stems), ("live", GLOBAL_SCOPE, stems)]
+        earlier = next((first[k] for k in look if k in first), None)
+        if earlier is not None:
+            repeats[it["line"]] = earlier
+            continue
+        for k in mine:
+            first.setdefault(k, it["line"])
+        keep.append(it)
+    return keep, repeats
+
+
+def import_items(memory: Memory, items: list[dict[str, Any]]) -> ImportResult:
+    """Write checked items (:func:`parse`) in one transaction (or nothing). A line repeating an
+    earlier line of the file is imported once and reported as a duplicate of the record the
+    earlier line made (or was found to duplicate)."""
+    keep, repeats = repeated_lines(items)
+    res = memory.import_exported(keep)
+    if not repeats:
+        return res
+    skipped = dict(res.duplicates)
+    made = iter(res.created)
+    record_of = {it["line"]: skipped[it["line"]] if it["line"] in skipped else next(made)
+                 for it in keep}
+    dups = [*res.duplicates, *((n, record_of[e]) for n, e in repeats.items())]
+    return replace(res, duplicates=tuple(sorted(dups)))
+
+
 def import_lines(memory: Memory, lines: Iterable[str]) -> ImportResult:
     """Check every line, then write them all in one transaction (or nothing)."""
     items = parse(lines, memory.config.max_chars, memory.clock.now())
-    return memory.import_exported(items)
+    return import_items(memory, items)
 
 
-def import_file(memory: Memory, path: str | Path) -> ImportResult:
+def read_lines(path: str | Path) -> list[str]:
+    """An import file's lines. Split on "\n" only (a "\r\n" ending tolerated), never with
+    ``str.splitlines``: an export writes U+2028, U+0085 and the like raw inside a content,
+    and they must come back as they were (issue 25 item C2)."""
     p = Path(path).expanduser()
     try:
         text = p.read_text(encoding="utf-8")
@@ -271,7 +347,15 @@ def import_file(memory: Memory, path: str | Path) -> ImportResult:
         raise MemoryOpError(f"{p} is not UTF-8 text ({e.reason} at byte {e.start})") from None
     except OSError as e:
         raise MemoryOpError(f"{p} cannot be read: {e.strerror or e}") from None
-    return import_lines(memory, text.splitlines())
+    return split_lines(text)
+
+
+def split_lines(text: str) -> list[str]:
+    return [ln[:-1] if ln.endswith("\r") else ln for ln in text.split("\n")]
+
+
+def import_file(memory: Memory, path: str | Path) -> ImportResult:
+    return import_lines(memory, read_lines(path))
 
 
 # ---------------------------------------------------------------------------- backup

@@ -5,28 +5,69 @@
     eva calibrate                         measure the embedder's background cosine on your corpus
     eva doctor                            check models, store and vectors; say what to fix
     eva serve [--host H] [--port N]       the HTTP API for other surfaces (loopback, token)
-    eva export [--format jsonl|md] [--include-archive] [--private] [-o FILE]
+    eva export [--format jsonl|md] [--include-archive] [--private] [-o FILE [--force]]
                                           write the memory out (stdout unless -o)
     eva import FILE                       read an export back: all or nothing, through dedup
     eva backup DIR                        a consistent copy of the store (SQLite online backup)
 
-A bad config is reported with the key and the reason (exit 2), never a traceback.
+Every command ends through one guard in :func:`main` (issue 25): a failure is one sentence on
+stderr prefixed "eva: " and one of the exit codes below, never a traceback — unless
+``EVA_DEBUG=1``, which prints the traceback as well. A bad config is reported with the key and
+the reason (exit 2).
 """
 
 from __future__ import annotations
 
 import argparse
+import contextlib
 import errno
 import importlib.util
 import os
 import sqlite3
 import sys
+import tempfile
+import time
+import traceback
 from dataclasses import replace
 from pathlib import Path
 
 from core import __version__
-from core.errors import StoreError
+from core.errors import MemoryOpError, StoreError, clip_text
 from eva_tui import config as cfg
+
+# Exit codes (README › The `eva` command › Exit codes; `eva --help` lists them too)
+EXIT_OK = 0
+EXIT_FAILED = 1  # the store, a file or a model could not be used; nothing was lost
+EXIT_USAGE = 2  # a bad flag, config file, EVA_ variable or value (argparse uses 2 as well)
+EXIT_OUTPUT = 74  # EX_IOERR: the output could not be written (stdout closed or full, -o FILE)
+EXIT_ASLEEP_ELSEWHERE = 75  # EX_TEMPFAIL: another process is sleeping; try again later
+EXIT_INTERRUPTED = 130  # Ctrl+C (128 + SIGINT)
+
+EXIT_CODES = f"""\
+exit codes:
+  {EXIT_OK:<4} done
+  {EXIT_FAILED:<4} failed: the store, a file or a model could not be used (nothing was lost)
+  {EXIT_USAGE:<4} usage or config error: a bad flag, config file, EVA_ variable or value,
+       or an export -o FILE that exists (--force) or is a symbolic link
+  {EXIT_OUTPUT:<4} the output could not be written: stdout closed (eva export | head) or
+       full, the -o FILE or the backup DIR
+  {EXIT_ASLEEP_ELSEWHERE:<4} Eva is asleep in another process (eva sleep); try again later
+  {EXIT_INTERRUPTED:<4} interrupted (Ctrl+C)
+
+An error is one line on stderr starting with "eva: "; EVA_DEBUG=1 adds its traceback.
+"""
+
+
+class UsageError(Exception):
+    """What was asked cannot be done as asked (exit 2): an -o FILE that exists, a link."""
+
+
+class OutputError(Exception):
+    """The output could not be written (exit 74): stdout (``stdout``) or the -o FILE."""
+
+    def __init__(self, message: str, *, stdout: bool = False) -> None:
+        super().__init__(message)
+        self.stdout = stdout
 
 
 def _common(suppress: bool) -> argparse.ArgumentParser:
@@ -54,6 +95,8 @@ def _parser() -> argparse.ArgumentParser:
         prog="eva",
         parents=[_common(False)],
         description="Eva, an offline companion with a careful memory",
+        epilog=EXIT_CODES,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
     )
     p.add_argument("--version", action="version", version=f"eva {__version__}")
     sub = p.add_subparsers(dest="cmd")
@@ -107,7 +150,10 @@ def _portability_parsers(sub, common: argparse.ArgumentParser) -> None:
     e.add_argument("--include-archive", action="store_true",
                    help="also the archived (forgotten, restorable) memories")
     e.add_argument("--private", action="store_true", help="include private memories")
-    e.add_argument("-o", "--output", metavar="FILE", help="write to FILE (default: stdout)")
+    e.add_argument("-o", "--output", metavar="FILE",
+                   help="write to FILE (default: stdout), mode 0600; an existing FILE is "
+                        "refused unless --force, a symbolic link always")
+    e.add_argument("--force", action="store_true", help="replace an existing -o FILE")
     i = sub.add_parser("import", parents=[common],
                        help="read an export back: all or nothing, through dedup")
     i.add_argument("file", metavar="FILE", help="a JSON Lines export (one memory per line)")
@@ -117,54 +163,121 @@ def _portability_parsers(sub, common: argparse.ArgumentParser) -> None:
 
 
 def _say(msg: str = "") -> None:
-    print(msg, flush=True)
+    """A line on stdout. A failed write is an :class:`OutputError` (exit 74), not a store
+    problem; a closed pipe stays a BrokenPipeError (quiet, exit 74)."""
+    try:
+        print(msg, flush=True)
+    except BrokenPipeError:
+        raise
+    except OSError as e:
+        raise OutputError(f"cannot write to stdout: {e.strerror or e}", stdout=True) from e
+
+
+MAX_MESSAGE = 1000  # characters of one error line at most (values in it are clipped already)
 
 
 def _err(msg: str) -> None:
-    print(f"eva: {msg}", file=sys.stderr, flush=True)
+    with contextlib.suppress(OSError, ValueError):  # stderr is gone: nothing left to tell
+        print(f"eva: {clip_text(msg, MAX_MESSAGE)}", file=sys.stderr, flush=True)
+
+
+def _debug() -> bool:
+    return os.environ.get("EVA_DEBUG", "").strip().lower() not in ("", "0", "false", "no", "off")
+
+
+def _quiet_stdout() -> None:
+    """After stdout broke (a closed pipe, a full disk), point it at /dev/null: the interpreter's
+    last flush at exit then has nowhere to fail, so no "Exception ignored" message follows
+    (the Python docs' note on SIGPIPE)."""
+    try:
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, sys.stdout.fileno())
+        os.close(devnull)
+    except (OSError, ValueError, AttributeError):
+        pass  # not a real file (tests capture it): nothing will be flushed to a broken pipe
 
 
 def main(argv: list[str] | None = None) -> int:
-    args = _parser().parse_args(argv)
+    """The ``eva`` command. Every subcommand runs inside one guard: whatever fails ends as one
+    sentence on stderr and a documented exit code (:data:`EXIT_CODES`)."""
+    args = _parser().parse_args(argv)  # a bad flag: argparse prints usage and exits 2
+    data_dir = Path(args.data).expanduser() if args.data else None
     try:
-        config = cfg.load(args.config)
-    except cfg.ConfigError as e:
+        data_dir = data_dir or cfg.default_data_dir()
+        return _run(args, data_dir)
+    except SystemExit:
+        raise
+    except BaseException as e:
+        if not isinstance(e, Exception | KeyboardInterrupt):
+            raise  # GeneratorExit and the like are not errors of a command
+        if _debug() and not isinstance(e, BrokenPipeError):
+            traceback.print_exc()
+        return _failure(e, data_dir or Path("."))
+
+
+def _run(args: argparse.Namespace, data_dir: Path) -> int:
+    config = cfg.load(args.config)
+    if args.cmd == "sleep":
+        return cmd_sleep(config, data_dir, args.dry_run)
+    if args.cmd == "calibrate":
+        return cmd_calibrate(config, data_dir)
+    if args.cmd == "doctor":
+        return cmd_doctor(config, data_dir)
+    if args.cmd == "serve":
+        return cmd_serve(config, data_dir, args)
+    if args.cmd == "export":
+        return cmd_export(config, data_dir, args.format, args.include_archive, args.private,
+                          args.output, force=args.force)
+    if args.cmd == "import":
+        return cmd_import(config, data_dir, args.file)
+    if args.cmd == "backup":
+        return cmd_backup(config, data_dir, args.dir)
+    return cmd_tui(config, data_dir)
+
+
+def _failure(e: BaseException, data_dir: Path) -> int:
+    """The one sentence and the exit code of a command that raised ``e``."""
+    if isinstance(e, KeyboardInterrupt):
+        _err("interrupted")
+        return EXIT_INTERRUPTED
+    if isinstance(e, BrokenPipeError):  # the reader left (eva export | head): quietly
+        _quiet_stdout()
+        return EXIT_OUTPUT
+    if isinstance(e, OutputError):
+        if e.stdout:
+            _quiet_stdout()
+        _err(str(e))
+        return EXIT_OUTPUT
+    if isinstance(e, cfg.ConfigError):
         _err(f"config error: {e}")
-        return 2
-    data_dir = Path(args.data).expanduser() if args.data else cfg.default_data_dir()
-    try:
-        if args.cmd in ("sleep", "calibrate"):
-            try:
-                if args.cmd == "sleep":
-                    return cmd_sleep(config, data_dir, args.dry_run)
-                return cmd_calibrate(config, data_dir)
-            except (OSError, sqlite3.Error, StoreError) as e:
-                _err(store_problem(e, data_dir))
-                return 1
-        if args.cmd == "doctor":
-            return cmd_doctor(config, data_dir)
-        if args.cmd == "serve":
-            return cmd_serve(config, data_dir, args)
-        if args.cmd == "export":
-            return cmd_export(config, data_dir, args.format, args.include_archive, args.private,
-                              args.output)
-        if args.cmd == "import":
-            return cmd_import(config, data_dir, args.file)
-        if args.cmd == "backup":
-            return cmd_backup(config, data_dir, args.dir)
-        return cmd_tui(config, data_dir)
-    except KeyboardInterrupt:
-        return 130
+        return EXIT_USAGE
+    if isinstance(e, UsageError):
+        _err(str(e))
+        return EXIT_USAGE
+    if isinstance(e, OSError | sqlite3.Error | StoreError):
+        _err(store_problem(e, data_dir))
+        return EXIT_FAILED
+    if isinstance(e, MemoryOpError):
+        _err(str(e))
+        return EXIT_FAILED
+    _err(f"unexpected error ({type(e).__name__}); run with EVA_DEBUG=1 for details")
+    return EXIT_FAILED
 
 
 def store_problem(e: BaseException, data_dir: Path) -> str:
     """One clear sentence for a store that cannot be opened or written (issue 15): what failed,
     where, and what to do — never a traceback."""
     db = data_dir / "memory.db"
-    msg = str(e) or type(e).__name__
+    msg = clip_text(str(e) or type(e).__name__)
     low = msg.lower()
     if isinstance(e, StoreError):
         return f"the memory store {db} cannot be used: {msg}"
+    if isinstance(e, NotADirectoryError | FileExistsError) or _is_file(data_dir):
+        return (f"the data directory {data_dir} cannot be made: a file is in the way ({msg}); "
+                "pass another --data DIR")
+    if _is_dir(db):
+        return (f"the memory store {db} is a directory, not a store file; move it aside or "
+                "pass another --data DIR")
     if isinstance(e, PermissionError) or "readonly" in low or "read-only" in low:
         return (f"the data directory {data_dir} is not writable ({msg}); fix its permissions "
                 "or pass another --data DIR")
@@ -178,6 +291,20 @@ def store_problem(e: BaseException, data_dir: Path) -> str:
         return (f"the memory store {db} cannot be opened ({msg}); check that {data_dir} exists "
                 "and is writable, or pass another --data DIR")
     return f"the memory store {db} cannot be used: {msg}"
+
+
+def _is_file(p: Path) -> bool:
+    try:
+        return any(q.is_file() for q in (p, *p.parents))
+    except OSError:
+        return False
+
+
+def _is_dir(p: Path) -> bool:
+    try:
+        return p.is_dir()
+    except OSError:
+        return False
 
 
 def cmd_tui(config: cfg.EvaConfig, data_dir: Path) -> int:
@@ -211,7 +338,6 @@ def _services(config: cfg.EvaConfig, data_dir: Path, *, model: bool):
 
 
 # ---------------------------------------------------------------------------------- sleep
-EXIT_ASLEEP_ELSEWHERE = 75  # EX_TEMPFAIL: another process is sleeping; try again later
 
 
 def cmd_sleep(config: cfg.EvaConfig, data_dir: Path, dry_run: bool) -> int:
@@ -478,27 +604,28 @@ def _own_data_dir(data_dir: Path) -> None:
 
 
 def cmd_export(config: cfg.EvaConfig, data_dir: Path, fmt: str, include_archive: bool,
-               private: bool, output: str | None) -> int:
-    from core import ownership, portability
+               private: bool, output: str | None, *, force: bool = False) -> int:
+    from core import portability
 
+    out = Path(output).expanduser() if output else None
+    if out is not None:
+        _check_output(out, force)  # before the store is read: a refusal costs nothing
     mem = _open_store(config, data_dir, must_exist=True)
     if mem is None:
         return 1
     with mem:
         ex = portability.export(mem, fmt, include_archive=include_archive, private=private)
-    if output:
-        out = Path(output).expanduser()
-        tmp = out.with_name(out.name + ".part")
-        try:
-            with ownership.open_private(tmp, "w", encoding="utf-8") as f:
-                f.writelines(ex.lines)
-            os.replace(tmp, out)
-        except OSError as e:
-            _err(f"cannot write {out}: {e.strerror or e}")
-            return 1
+    if out is not None:
+        _write_file(out, ex.lines, force)
     else:
-        sys.stdout.writelines(ex.lines)
-        sys.stdout.flush()
+        try:
+            sys.stdout.writelines(ex.lines)
+            sys.stdout.flush()
+        except BrokenPipeError:
+            raise
+        except OSError as e:  # /dev/full, a full disk under a redirect
+            raise OutputError(f"cannot write the export to stdout: {e.strerror or e}; it is "
+                              "incomplete", stdout=True) from e
     what = f"exported {ex.records - ex.archived} memories"
     if include_archive:
         what += f" and {ex.archived} archived"
@@ -512,32 +639,71 @@ def cmd_export(config: cfg.EvaConfig, data_dir: Path, fmt: str, include_archive:
     return 0
 
 
+def _check_output(out: Path, force: bool) -> None:
+    """Issue 25 item B: an -o FILE that is a symbolic link is refused (neither written through
+    nor replaced: it may point at something the owner did not mean to overwrite with private
+    memories); one that exists is refused unless --force."""
+    if out.is_symlink():
+        raise UsageError(f"{out} is a symbolic link; not writing through it or replacing it "
+                         "(give the path of a regular file)")
+    if out.is_dir():
+        raise UsageError(f"{out} is a directory; give a file name")
+    if out.exists() and not force:
+        raise UsageError(f"{out} already exists; not overwriting it (pass --force to replace "
+                         "it, or give another -o FILE)")
+
+
+def _write_file(out: Path, lines: list[str], force: bool) -> None:
+    """Write ``lines`` to ``out`` atomically with mode 0600: a temp file of a name of its own
+    (``.FILE.xxxx.part``, made by mkstemp with 0600) in the same directory, renamed into place.
+    On any failure the temp file is removed: an export holds private memories and must not be
+    left behind half-written."""
+    try:
+        fd, tmp = tempfile.mkstemp(dir=out.parent, prefix=f".{out.name}.", suffix=".part")
+    except OSError as e:
+        raise OutputError(f"cannot write {out}: {e.strerror or e}") from e
+    try:
+        with os.fdopen(fd, "w", encoding="utf-8") as f:
+            f.writelines(lines)
+            f.flush()
+            os.fsync(f.fileno())
+        _check_output(out, force)  # again: it may have appeared meanwhile
+        os.replace(tmp, out)
+    except BaseException as e:
+        with contextlib.suppress(OSError):
+            os.unlink(tmp)
+        if isinstance(e, OSError):
+            raise OutputError(f"cannot write {out}: {e.strerror or e}; nothing was written") from e
+        raise
+
+
 def _err_note(msg: str) -> None:
     """A note on stderr (stdout may carry the export itself)."""
-    print(msg, file=sys.stderr, flush=True)
+    with contextlib.suppress(OSError, ValueError):
+        print(clip_text(msg, MAX_MESSAGE), file=sys.stderr, flush=True)
 
 
 def cmd_import(config: cfg.EvaConfig, data_dir: Path, file: str) -> int:
+    """The file is read and checked whole before the store is opened: a refused import leaves
+    the store as it was, and makes none where there was none (issue 25 item C4)."""
     from core import portability
-    from core.errors import MemoryOpError
 
     if not Path(file).expanduser().is_file():
         _err(f"{file}: no such file")
         return 1
+    try:
+        items = portability.parse(portability.read_lines(file), config.memory.max_chars,
+                                  time.time())
+    except portability.ImportRefused as e:
+        _err("nothing was imported:")
+        for n, why in e.problems:
+            _err_note(f"  line {n}: {why}")
+        if e.total > len(e.problems):
+            _err_note(f"  … and {e.total - len(e.problems)} more bad lines")
+        return 1
     mem = _open_store(config, data_dir, must_exist=False)
     with mem:
-        try:
-            res = portability.import_file(mem, file)
-        except portability.ImportRefused as e:
-            _err("nothing was imported:")
-            for n, why in e.problems:
-                _err_note(f"  line {n}: {why}")
-            if e.total > len(e.problems):
-                _err_note(f"  … and {e.total - len(e.problems)} more bad lines")
-            return 1
-        except MemoryOpError as e:
-            _err(str(e))
-            return 1
+        res = portability.import_items(mem, items)
     _say(f"imported {len(res.created)} memor{'y' if len(res.created) == 1 else 'ies'}"
          + (f"; {len(res.duplicates)} already in the store (skipped: "
             + ", ".join(f"line {n} is #{rid}" for n, rid in res.duplicates[:10])
@@ -556,7 +722,7 @@ def cmd_backup(config: cfg.EvaConfig, data_dir: Path, directory: str) -> int:
             dest = portability.backup(mem, directory)
         except OSError as e:
             _err(f"cannot write the backup to {directory}: {e.strerror or e}")
-            return 1
+            return EXIT_OUTPUT
         n, a = mem.count(), mem.count(archived=True)
     _say(f"backup written: {dest} ({n} memories, {a} archived; "
          "see README › Backup and restore)")

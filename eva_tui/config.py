@@ -17,7 +17,9 @@ them::
 An environment variable ``EVA_<TABLE>__<KEY>`` overrides one key (``EVA_MEMORY__TOP_K=5``,
 ``EVA_LLM__MODEL__GENERAL=/models/x.gguf``); its value is read as a TOML value when it parses as
 one, else as a string. A bad file or value is a :class:`ConfigError` naming the key and the
-reason — never a traceback.
+reason (a quoted value clipped to 80 characters) — never a traceback. Any other ``EVA_``
+variable that is not one of :data:`OTHER_ENV` is an error too, with the spelling probably
+meant (``EVA_MEMORY_TOP_K`` → ``EVA_MEMORY__TOP_K``), never silently ignored (issue 25).
 """
 
 from __future__ import annotations
@@ -37,6 +39,7 @@ import tomlkit.exceptions
 
 from core.config import MemoryConfig, SleepConfig
 from core.conversation import DETAIL_LEVELS
+from core.errors import clip, clip_text
 from core.memory_writer import MEMORY_WRITES, STRUCTURED
 from eva_tui.keymap import binding_problem
 
@@ -160,7 +163,7 @@ def parse_duration(value: Any, key: str) -> float:
         if m:
             return float(m.group(1)) * _UNITS[(m.group(2) or "s").lower()]
     raise ConfigError(
-        f'{key}: must be seconds or a duration like "15m", "24h", "1d" (got {value!r})'
+        f'{key}: must be seconds or a duration like "15m", "24h", "1d" (got {clip(value)})'
     )
 
 
@@ -175,6 +178,12 @@ def format_duration(seconds: float) -> str:
 
 def _where(path: Path | None) -> str:
     return f"{path}: " if path else ""
+
+
+def _name(key: str) -> str:
+    """A key of the file as a message names it: cut like a quoted value (a 1 MB key is not
+    echoed whole)."""
+    return key if len(key) <= 80 else key[:79] + "…"
 
 
 # ---------------------------------------------------------------------------------- builder
@@ -192,19 +201,19 @@ def _coerce(value: Any, tp: Any, key: str) -> Any:
     if tp is bool:
         if isinstance(value, bool):
             return value
-        raise ConfigError(f"{key}: must be true or false (got {value!r})")
+        raise ConfigError(f"{key}: must be true or false (got {clip(value)})")
     if tp is int:
         if isinstance(value, int) and not isinstance(value, bool):
             return value
-        raise ConfigError(f"{key}: must be a whole number (got {value!r})")
+        raise ConfigError(f"{key}: must be a whole number (got {clip(value)})")
     if tp is float:
         if isinstance(value, int | float) and not isinstance(value, bool) and math.isfinite(value):
             return float(value)
-        raise ConfigError(f"{key}: must be a number (got {value!r})")
+        raise ConfigError(f"{key}: must be a number (got {clip(value)})")
     if tp is str:
         if isinstance(value, str):
             return value.strip()
-        raise ConfigError(f"{key}: must be text (got {value!r})")
+        raise ConfigError(f"{key}: must be text (got {clip(value)})")
     return value
 
 
@@ -235,14 +244,15 @@ def build(
     clean: dict[str, Any] = {}
     for key, value in table.items():
         if key not in known:
-            raise ConfigError(f"{where} {key}: unknown key (known: {', '.join(known)})")
+            raise ConfigError(f"{where} {_name(key)}: unknown key (known: {', '.join(known)})")
         label = f"{where} {key}"
         if convert and key in convert:
             value = convert[key](value, label)
         value = _coerce(value, hints[key], label)
         allowed = (choices or {}).get(key)
         if allowed and value not in allowed:
-            raise ConfigError(f"{label}: must be one of {', '.join(allowed)} (got {value!r})")
+            raise ConfigError(f"{label}: must be one of {', '.join(allowed)} "
+                              f"(got {clip(value)})")
         clean[key] = value
     try:
         return cls(**clean, **fixed)
@@ -302,11 +312,11 @@ def _build_keymap(table: dict[str, Any]) -> dict[str, str]:
         if isinstance(value, list) and all(isinstance(v, str) for v in value):
             value = ",".join(value)
         if not isinstance(value, str) or not value.strip():
-            raise ConfigError(f'[keymap] {key}: must be a key or keys, e.g. "ctrl+r,f5"')
+            raise ConfigError(f'[keymap] {_name(key)}: must be a key or keys, e.g. "ctrl+r,f5"')
         value = value.replace(" ", "")
         problem = binding_problem(key, value)
         if problem:
-            raise ConfigError(f"[keymap] {key}: {problem}")
+            raise ConfigError(f"[keymap] {_name(key)}: {clip_text(problem)}")
         out[key] = value
     return out
 
@@ -319,7 +329,7 @@ def from_mapping(
     for section in data:
         if section not in SECTIONS:
             raise ConfigError(
-                f"{_where(path)}[{section}]: unknown table (known: {', '.join(SECTIONS)})"
+                f"{_where(path)}[{_name(section)}]: unknown table (known: {', '.join(SECTIONS)})"
             )
         if not isinstance(data[section], dict):
             raise ConfigError(f"{_where(path)}{section}: must be a table")
@@ -348,7 +358,7 @@ def from_mapping(
 def parse_env_value(raw: str) -> Any:
     try:
         return tomllib.loads(f"v = {raw}")["v"]
-    except tomllib.TOMLDecodeError:
+    except (tomllib.TOMLDecodeError, RecursionError):  # "[[[[…" too deep is text, not a value
         return raw
 
 
@@ -385,24 +395,62 @@ def suggest(dotted: str) -> str | None:
 def _env_problem(name: str, dotted: str, why: str) -> ConfigError:
     hint = suggest(dotted)
     tail = f"; did you mean {env_name(hint)}?" if hint and env_name(hint) != name else ""
-    return ConfigError(f"environment variable {name}: {why}{tail}")
+    return ConfigError(f"environment variable {_name(name)}: {why}{tail}")
+
+
+# EVA_ variables that are not config keys, and who reads them. Any other EVA_ variable without
+# the "__" of EVA_<TABLE>__<KEY> is an error (issue 25 item D): EVA_MEMORY_TOP_K=5 (one
+# underscore) was silently ignored, so the owner believed top_k was 5.
+OTHER_ENV = {
+    "EVA_DEBUG": "eva_tui.cli: 1 shows the traceback of an error",
+    "EVA_MODELS_DIR": "models.packaged: where packaged model weights live",
+    "EVA_LLM_THREADS": "models.profiles: llama.cpp threads",
+    "EVA_CMAKE_ARGS": "scripts/cmake_args.sh: how llama-cpp-python is built",
+}
+
+
+def _env_spelling(name: str) -> str | None:
+    """The setting a variable without "__" most likely means: EVA_MEMORY_TOP_K →
+    EVA_MEMORY__TOP_K (the same letters), else the closest setting's name."""
+    import difflib
+
+    names = [env_name(k) for k in known_keys()]
+    flat = name.replace("_", "")
+    same = [n for n in names if n.replace("_", "") == flat]
+    if same:
+        return same[0]
+    close = difflib.get_close_matches(name, names + list(OTHER_ENV), 1, 0.8)
+    return close[0] if close else None
+
+
+def _not_a_setting(name: str) -> ConfigError:
+    hint = _env_spelling(name)
+    if hint:
+        return ConfigError(f"environment variable {_name(name)} is not a setting; did you mean "
+                           f"{hint}?")
+    return ConfigError(f"environment variable {_name(name)} is not a setting; unset it "
+                       "(settings are EVA_<TABLE>__<KEY>, with two underscores, e.g. "
+                       f"EVA_MEMORY__TOP_K; Eva also reads {', '.join(sorted(OTHER_ENV))})")
 
 
 def env_overrides(environ: Mapping[str, str]) -> list[tuple[list[str], Any, str]]:
     """(key path, value, variable) for every ``EVA_<TABLE>__<KEY>`` variable. A variable whose
-    table part is not a config table is an error naming it (with the likely meant one), never
-    silently ignored."""
+    table part is not a config table, or an ``EVA_`` variable that is neither a setting nor one
+    of :data:`OTHER_ENV` (``EVA_MEMORY_TOP_K``), is an error naming it (with the likely meant
+    one), never silently ignored."""
     out = []
     for name, raw in sorted(environ.items()):
-        if not name.startswith(ENV_PREFIX) or "__" not in name:
+        if not name.startswith(ENV_PREFIX) or name in OTHER_ENV:
             continue  # EVA_MODELS_DIR and friends belong to other parts
+        if "__" not in name:
+            raise _not_a_setting(name)
         parts = [p.lower() for p in name[len(ENV_PREFIX) :].split("__")]
         if len(parts) < 2 or not all(parts):
             raise _env_problem(name, ".".join(p for p in parts if p),
                                "expected EVA_<TABLE>__<KEY>, e.g. EVA_MEMORY__TOP_K")
         if parts[0] not in SECTIONS:
             raise _env_problem(name, ".".join(parts),
-                               f"{parts[0]!r} is not a config table "
+                               f"{clip(parts[0])} is not a config table "
                                f"(known: {', '.join(SECTIONS)})")
         if parts[0] == "keymap":
             # binding ids contain dots, which environment names cannot: EVA_KEYMAP__CHAT__STOP
@@ -418,17 +466,27 @@ def _check_threads_env(environ: Mapping[str, str]) -> None:
         return
     if not raw.strip().isdigit() or int(raw.strip()) < 1:
         raise ConfigError(f"environment variable EVA_LLM_THREADS: must be a whole number >= 1 "
-                          f"(got {raw!r}); or set [llm] threads in the config file")
+                          f"(got {clip(raw)}); or set [llm] threads in the config file")
 
 
 def load(path: str | Path | None = None, environ: Mapping[str, str] | None = None) -> EvaConfig:
     """Read the config file, then apply ``EVA_`` overrides. With no ``path``, a missing default
     file means defaults; a ``path`` given (``--config``) must exist. An override that makes the
-    config invalid is an error naming the variable, not the file."""
+    config invalid is an error naming the variable, not the file. Nesting too deep for Python's
+    recursion (``a = [[[[…`` in the file) is a ConfigError naming the file, never a
+    RecursionError (issue 25 item A)."""
     environ = os.environ if environ is None else environ
     p = Path(path).expanduser() if path is not None else default_config_path()
+    try:
+        return _load(p, path is not None, environ)
+    except RecursionError:
+        raise ConfigError(f"{p}: nested too deeply to be a config (tables or arrays inside "
+                          "each other hundreds of levels down)") from None
+
+
+def _load(p: Path, given: bool, environ: Mapping[str, str]) -> EvaConfig:
     data: dict[str, Any] = {}
-    if path is not None and not p.exists():
+    if given and not p.exists():
         raise ConfigError(f"{p}: no such config file (given with --config); create it, or leave "
                           "--config out to use the defaults")
     _check_threads_env(environ)
@@ -495,7 +553,9 @@ def document(path: str | Path) -> tomlkit.TOMLDocument:
     try:
         return tomlkit.parse(p.read_text(encoding="utf-8"))
     except (tomlkit.exceptions.TOMLKitError, OSError, UnicodeDecodeError) as e:
-        raise ConfigError(f"{p}: {e}") from None
+        raise ConfigError(f"{p}: {clip_text(str(e))}") from None
+    except RecursionError:
+        raise ConfigError(f"{p}: nested too deeply to be a config") from None
 
 
 def save(data: Mapping[str, Any], path: str | Path) -> Path:

@@ -268,3 +268,237 @@ def test_eva_export_import_backup_commands(tmp_path, monkeypatch, capsys):
     assert "backup written" in capsys.readouterr().out
     assert len(list((tmp_path / "bk").glob("eva-backup-*.db"))) == 1
     assert cli.main(["--data", str(tmp_path / "none"), "backup", str(tmp_path / "bk")]) == 1
+
+
+# ---------------------------------------------------------------------------- issue 25
+def _store_with(data: Path, *contents: str, private: bool = False) -> None:
+    with fresh(data / "memory.db") as mem:
+        for c in contents:
+            mem.save(c, private=private)
+
+
+def test_export_o_refuses_an_existing_file_unless_force(tmp_path, monkeypatch, capsys):
+    """Issue 25 item B1 (SPEC §11): `eva export -o FILE` does not silently overwrite FILE: it
+    refuses (exit 2, FILE untouched) unless --force, which replaces it (mode 0600)."""
+    from eva_tui import cli
+
+    _cli_env(monkeypatch, tmp_path)
+    data = tmp_path / "data"
+    _store_with(data, "The cat Murka likes salmon")
+    out = tmp_path / "notes.txt"
+    out.write_text("the owner's precious notes")
+    assert cli.main(["--data", str(data), "export", "-o", str(out)]) == 2
+    err = capsys.readouterr().err
+    assert err.startswith("eva: ") and "already exists" in err and "--force" in err
+    assert out.read_text() == "the owner's precious notes"
+    assert cli.main(["--data", str(data), "export", "-o", str(out), "--force"]) == 0
+    assert "Murka" in out.read_text() and (out.stat().st_mode & 0o777) == 0o600
+    assert [p.name for p in tmp_path.iterdir() if p.name.endswith(".part")] == []
+
+
+@pytest.mark.parametrize("failure", [OSError(28, "No space left on device"), KeyboardInterrupt])
+def test_a_failed_export_o_leaves_no_part_file(tmp_path, monkeypatch, capsys, failure):
+    """Issue 25 item B2 (SPEC §11): an export that fails while it is written (a full disk, Ctrl+C)
+    leaves no temp file holding the private export behind, and FILE is not made."""
+    from eva_tui import cli
+
+    _cli_env(monkeypatch, tmp_path)
+    data = tmp_path / "data"
+    _store_with(data, "Sister Anna lives in Kazan, Pushkin street 12", private=True)
+    out = tmp_path / "exp" / "all.jsonl"
+    out.parent.mkdir()
+
+    def fail(*a, **kw):
+        raise failure
+
+    monkeypatch.setattr(cli.os, "replace", fail)
+    rc = cli.main(["--data", str(data), "export", "--private", "-o", str(out)])
+    err = capsys.readouterr().err
+    assert rc == (130 if failure is KeyboardInterrupt else 74)
+    assert "Traceback" not in err and err.startswith("eva: ")
+    assert list(out.parent.iterdir()) == []
+
+
+def test_export_o_result_is_0600_whatever_part_file_was_there(tmp_path, monkeypatch):
+    """Issue 25 item B3 (SPEC §11): a stale FILE.part of mode 0644 (from an older Eva, or
+    planted) does not lend its mode to the export: the result is 0600, and the stale file is
+    not ours to touch."""
+    from eva_tui import cli
+
+    _cli_env(monkeypatch, tmp_path)
+    data = tmp_path / "data"
+    _store_with(data, "Sister Anna lives in Kazan", private=True)
+    out = tmp_path / "all.jsonl"
+    stale = tmp_path / "all.jsonl.part"
+    stale.write_text("stale")
+    stale.chmod(0o644)
+    assert cli.main(["--data", str(data), "export", "--private", "-o", str(out)]) == 0
+    assert (out.stat().st_mode & 0o777) == 0o600 and "Anna" in out.read_text()
+
+
+@pytest.mark.parametrize("force", [False, True])
+def test_export_o_refuses_a_symlink(tmp_path, monkeypatch, capsys, force):
+    """Issue 25 item B4 (SPEC §11): an -o FILE that is a symbolic link is refused (exit 2), with
+    or without --force: the link is neither replaced nor written through."""
+    from eva_tui import cli
+
+    _cli_env(monkeypatch, tmp_path)
+    data = tmp_path / "data"
+    _store_with(data, "Sister Anna lives in Kazan", private=True)
+    target = tmp_path / "shared" / "public.txt"
+    target.parent.mkdir()
+    target.write_text("public")
+    link = tmp_path / "export.jsonl"
+    link.symlink_to(target)
+    args = ["--data", str(data), "export", "--private", "-o", str(link)]
+    assert cli.main(args + ["--force"] * force) == 2
+    err = capsys.readouterr().err
+    assert "symbolic link" in err and "Traceback" not in err
+    assert link.is_symlink() and target.read_text() == "public"
+    dangling = tmp_path / "dangling.jsonl"
+    dangling.symlink_to(tmp_path / "nowhere" / "x")
+    assert cli.main(["--data", str(data), "export", "-o", str(dangling)]) == 2
+    assert dangling.is_symlink() and not (tmp_path / "nowhere").exists()
+
+
+def test_a_line_repeated_in_one_file_is_imported_once(tmp_path):
+    """Issue 25 item C1 (SPEC §11, §3.2): a line that repeats an earlier line of the same file —
+    the same content at another time, or the same content after dedup's normalisation (case,
+    punctuation, word endings) — is reported as a duplicate of the record the first made, not
+    imported twice. The file gives what importing its lines one by one gives: a persona's line
+    repeating a global one is a duplicate (a save there would reinforce it), a global line
+    repeating a persona's is not, and an archived copy of another time stays."""
+    lines = [json.dumps({"content": "The cat Murka likes salmon", "created_at": T0 - DAY}),
+             json.dumps({"content": "The cat Murka likes salmon", "created_at": T0 - 2 * DAY}),
+             json.dumps({"content": "the cat murka LIKES salmon!"}),
+             json.dumps({"content": "Plays chess on Tuesdays"}),
+             json.dumps({"content": "The cat Murka likes salmon", "scope": "work"}),
+             json.dumps({"content": "plays chess on tuesdays", "scope": "work"}),
+             json.dumps({"content": "Plays chess on Tuesdays", "created_at": T0 - 9 * DAY,
+                         "archived": {"at": T0 - 8 * DAY}}),
+             json.dumps({"content": "Owner likes green tea", "scope": "work"}),
+             json.dumps({"content": "Owner likes green tea!"})]
+    mem = fresh(tmp_path / "a.db")
+    res = pt.import_lines(mem, lines)
+    cat, chess, archived, tea_work, tea = res.created
+    assert mem.count() == 4 and mem.count(archived=True) == 1
+    assert res.duplicates == ((2, cat), (3, cat), (5, cat), (6, chess))
+    one_by_one = fresh(tmp_path / "b.db")
+    made = [pt.import_lines(one_by_one, [ln]).created for ln in lines]
+    assert [n for n, c in enumerate(made, 1) if c] == [1, 4, 7, 8, 9]
+    mem.close()
+    one_by_one.close()
+
+
+def test_line_separators_inside_a_content_round_trip(tmp_path, monkeypatch, capsys):
+    """Issue 25 item C2 (SPEC §11): an export holding U+2028, U+2029, U+0085, a form feed or a
+    vertical tab inside a content imports back as it was (lines are split on "\\n" only, a
+    "\\r\\n" file read too) — str.splitlines used to cut such a line in two."""
+    from eva_tui import cli
+
+    _cli_env(monkeypatch, tmp_path)
+    data = tmp_path / "data"
+    odd = ["Murka\u2028likes salmon", "Anna\u0085lives in Kazan", "chess\u2029on Tuesdays",
+           "Volga\x0chiking\x0btrip", "Lena\x1cplays piano"]
+    _store_with(data, *odd)
+    dump = tmp_path / "all.jsonl"
+    assert cli.main(["--data", str(data), "export", "-o", str(dump)]) == 0
+    assert cli.main(["--data", str(tmp_path / "other"), "import", str(dump)]) == 0
+    assert "imported 5 memories" in capsys.readouterr().out
+    with fresh(tmp_path / "other" / "memory.db") as mem:
+        assert sorted(r.content for r in mem.list()) == sorted(odd)
+    crlf = tmp_path / "crlf.jsonl"
+    crlf.write_bytes(dump.read_bytes().replace(b"\n", b"\r\n"))
+    assert cli.main(["--data", str(tmp_path / "third"), "import", str(crlf)]) == 0
+    with fresh(tmp_path / "third" / "memory.db") as mem:
+        assert sorted(r.content for r in mem.list()) == sorted(odd)
+
+
+@pytest.mark.parametrize("when", ["0001-01-01", "0001-01-01T00:00:00+01:00", "9999-12-31",
+                                  -1, -62135596800, 1e11, 253402300799, "1969-12-31T23:59:59Z",
+                                  T0 + 2 * DAY, 10 ** 400],
+                         ids=lambda w: str(w)[:24])
+def test_import_refuses_times_out_of_range(tmp_path, when):
+    """Issue 25 item C3 (SPEC §11): created_at (and every other time) must lie between
+    1970-01-01 and a day past now; year 1, year 9999, negative and 400-digit times are refused
+    with the line named, never stored."""
+    mem = fresh(tmp_path / "a.db")
+    for field in ("created_at", "updated_at", "accesses", "archived"):
+        value = {"accesses": [when], "archived": {"at": when}}.get(field, when)
+        line = json.dumps({"content": "The cat Murka likes salmon", field: value})
+        with pytest.raises(pt.ImportRefused) as e:
+            pt.import_lines(mem, [line])
+        assert e.value.problems[0][0] == 1 and "out of range" in e.value.problems[0][1], field
+    assert mem.count() == 0 and mem.count(archived=True) == 0
+    ok = pt.import_lines(mem, [json.dumps({"content": "x y", "created_at": "1970-01-01"}),
+                               json.dumps({"content": "z w", "created_at": T0 + DAY / 2})])
+    assert len(ok.created) == 2
+    mem.close()
+
+
+def test_markdown_export_survives_any_stored_time(tmp_path):
+    """Issue 25 item C3 (SPEC §11): whatever a store holds as a time (year 1, a far future, text
+    written by another tool), `eva export --format md` writes the page instead of crashing."""
+    mem = fresh(tmp_path / "a.db")
+    for k, bad in enumerate([-62135596800.0, 1e18, -1e300, "yesterday"]):
+        rec = mem.save(f"Memory number {k} zq{k}x")
+        with mem._storage.transaction() as conn:
+            conn.execute("UPDATE memories SET created_at = ?, updated_at = ? WHERE id = ?",
+                         (bad, bad, rec.id))
+    body = "".join(pt.export(mem, "md").lines)
+    assert body.count("not a valid time") >= 4 and "zq3x" in body
+    mem.close()
+
+
+def test_a_refused_import_leaves_no_store_behind(tmp_path, monkeypatch, capsys):
+    """Issue 25 item C4 (SPEC §11): the file is checked before the store is opened: a refused
+    import into a data dir that has no store makes none (and no data dir)."""
+    from eva_tui import cli
+
+    _cli_env(monkeypatch, tmp_path)
+    bad = tmp_path / "bad.jsonl"
+    bad.write_text('{"content": "fine"}\n{"content": "x", "kind": "memo"}\n')
+    data = tmp_path / "new"
+    assert cli.main(["--data", str(data), "import", str(bad)]) == 1
+    assert "nothing was imported" in capsys.readouterr().err
+    assert not data.exists()
+
+
+@pytest.mark.parametrize("line", [
+    "[" * 100_000 + "]" * 100_000,
+    '{"content": "x", "created_at": ' + "9" * 400 + "}",
+    '{"content": "x", "accesses": [' + "1" * 400 + "]}",
+    '{"content": "x", "importance": ' + "7" * 5000 + "}",
+    '{"content": "x", "kind": ' + "3" * 5000 + "}",
+], ids=["nested 100k", "created_at 400 digits", "access 400 digits", "importance 5000 digits",
+        "kind 5000 digits"])
+def test_hostile_json_is_a_bad_line_not_a_crash(tmp_path, monkeypatch, capsys, line):
+    """Issue 25 item A (SPEC §11): `eva import` of a line nested 100,000 deep (json's
+    RecursionError), or holding a 400-digit or a 5000-digit number (past Python's int-str
+    limit) is a bad line named in the refusal, exit 1 — never a traceback."""
+    from eva_tui import cli
+
+    _cli_env(monkeypatch, tmp_path)
+    f = tmp_path / "hostile.jsonl"
+    f.write_text('{"content": "fine"}\n' + line + "\n")
+    rc = cli.main(["--data", str(tmp_path / "data"), "import", str(f)])
+    err = capsys.readouterr().err
+    assert rc == 1 and "nothing was imported" in err and "line 2:" in err
+    assert "Traceback" not in err and len(err) < 1000
+
+
+@pytest.mark.parametrize("field", ["kind", "source", "private", "created_at", "scope_x"])
+def test_a_huge_bad_value_is_clipped_in_the_error(tmp_path, monkeypatch, capsys, field):
+    """Issue 25 item C5: a 1 MB bad value (or field name) is not echoed whole to stderr: every
+    value an error quotes is clipped (80 characters and "…")."""
+    from eva_tui import cli
+
+    _cli_env(monkeypatch, tmp_path)
+    huge = "k" * 1_000_000
+    obj = {"content": "x", field: huge} if field != "scope_x" else {"content": "x", huge: 1}
+    f = tmp_path / "huge.jsonl"
+    f.write_text(json.dumps(obj) + "\n")
+    rc = cli.main(["--data", str(tmp_path / "data"), "import", str(f)])
+    err = capsys.readouterr().err
+    assert rc == 1 and "line 1:" in err and "…" in err
+    assert len(err) < 600, len(err)

@@ -107,3 +107,81 @@ def test_keymap_values_and_ids_are_checked(tmp_path, key, value):
     p.write_text(f'[keymap]\n"{key}" = "{value}"\n')
     with pytest.raises(cfg.ConfigError, match=f"\\[keymap\\] {key}"):
         cfg.load(p, environ={})
+
+
+# ---------------------------------------------------------------------------------- issue 25
+@pytest.mark.parametrize(("var", "meant"), [
+    ("EVA_MEMORY_TOP_K", "EVA_MEMORY__TOP_K"),
+    ("EVA_LLM_MODEL_GENERAL", "EVA_LLM__MODEL__GENERAL"),
+    ("EVA_SLEEP_DRY_RUN", "EVA_SLEEP__DRY_RUN"),
+    ("EVA_MEMORY_TOPK", "EVA_MEMORY__TOP_K"),
+    ("EVA_MODEL_DIR", "EVA_MODELS_DIR"),
+])
+def test_an_eva_variable_that_is_not_a_setting_is_an_error_with_the_meant_one(tmp_path, var,
+                                                                               meant):
+    """Issue 25 item D: EVA_MEMORY_TOP_K=5 (one underscore) was silently ignored, so the owner
+    believed top_k was 5. An EVA_ variable that is neither a setting nor one Eva reads
+    elsewhere is an error naming it, with the spelling probably meant."""
+    with pytest.raises(cfg.ConfigError) as e:
+        cfg.load(None, environ={"XDG_CONFIG_HOME": str(tmp_path), var: "5"})
+    assert str(e.value).startswith(f"environment variable {var} is not a setting; "
+                                   f"did you mean {meant}?")
+
+
+def test_the_cli_refuses_a_misspelt_variable_with_exit_2(tmp_path, monkeypatch, capsys):
+    """Issue 25 item D: on the command line the misspelt variable is one sentence, exit 2."""
+    monkeypatch.setenv("XDG_CONFIG_HOME", str(tmp_path / "cfg"))
+    monkeypatch.setenv("EVA_MEMORY_TOP_K", "5")
+    rc = cli.main(["--data", str(tmp_path / "d"), "doctor"])
+    err = capsys.readouterr().err
+    assert rc == 2
+    assert "EVA_MEMORY_TOP_K is not a setting; did you mean EVA_MEMORY__TOP_K?" in err
+    monkeypatch.setenv("EVA_WHATEVER", "1")
+    monkeypatch.delenv("EVA_MEMORY_TOP_K")
+    assert cli.main(["--data", str(tmp_path / "d"), "doctor"]) == 2
+    assert "EVA_WHATEVER is not a setting" in capsys.readouterr().err
+
+
+def test_the_eva_variables_eva_reads_elsewhere_are_accepted(tmp_path):
+    """Issue 25 item D: EVA_DEBUG, EVA_MODELS_DIR, EVA_LLM_THREADS, EVA_CMAKE_ARGS are not
+    settings but are read by other parts: they pass; and every EVA_ name the code reads from
+    the environment is one of them (a new one must be added to OTHER_ENV)."""
+    import re
+    from pathlib import Path
+
+    env = {"XDG_CONFIG_HOME": str(tmp_path), "EVA_DEBUG": "1", "EVA_MODELS_DIR": "/m",
+           "EVA_LLM_THREADS": "2", "EVA_CMAKE_ARGS": "-DGGML_NATIVE=ON"}
+    assert cfg.load(None, environ=env).overrides == ()
+    root = Path(__file__).resolve().parents[2]
+    read = set()
+    for path in [*root.rglob("*.py"), *root.glob("scripts/*.sh")]:
+        if {"tests", ".venv", ".git"} & set(path.relative_to(root).parts):
+            continue
+        text = path.read_text(encoding="utf-8", errors="replace")
+        read |= set(re.findall(r"(?:environ\.get\(|getenv\(|environ\[)\s*['\"](EVA_[A-Z0-9_]+)",
+                               text))
+        read |= set(re.findall(r"\$\{?(EVA_[A-Z0-9_]+)", text))
+    assert read and read <= set(cfg.OTHER_ENV), read - set(cfg.OTHER_ENV)
+
+
+@pytest.mark.parametrize("where", ["file", "env"])
+def test_a_huge_bad_config_value_is_clipped(tmp_path, monkeypatch, capsys, where):
+    """Issue 25 item C5: a 1 MB bad value in the config file or an EVA_ variable is not echoed
+    whole: the error quotes 80 characters of it and "…"."""
+    huge = "x" * 1_000_000
+    monkeypatch.setenv("XDG_CONFIG_HOME", str(tmp_path / "cfg"))
+    args = ["--data", str(tmp_path / "d"), "doctor"]
+    if where == "file":
+        p = tmp_path / "c.toml"
+        p.write_text(f'[memory]\ntop_k = "{huge}"\n[chat]\n"{huge}" = 1\n')
+        args = ["--config", str(p), *args]
+    else:
+        monkeypatch.setenv("EVA_MEMORY__TOP_K", huge)
+    assert cli.main(args) == 2
+    err = capsys.readouterr().err
+    assert "top_k" in err and "…" in err and len(err) < 600, len(err)
+    if where == "file":
+        p.write_text(f'[chat]\n"{huge}" = 1\n')
+        assert cli.main(args) == 2
+        err = capsys.readouterr().err
+        assert "unknown key" in err and len(err) < 600, len(err)
