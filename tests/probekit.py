@@ -846,9 +846,15 @@ def _import_number(digits: int) -> Callable[[Path], dict]:
 
 
 def cli_serve_rate_nan(tmp: Path) -> dict:
+    """--rate-limit nan (and inf) is a usage error naming the flag (exit 2), not a traceback nor
+    a catch-all "unexpected error"."""
     _store(tmp / "data" / "memory.db")
     r = _serve_on(tmp, tmp / "data", "--rate-limit", "nan")
-    return _refused("serve_rate_limit_nan", r)
+    r2 = _serve_on(tmp, tmp / "data", "--rate-limit", "inf")
+    named = all(x.exit == 2 and "rate-limit" in x.err for x in (r, r2))
+    worst = r if not (r.exit == 2 and "rate-limit" in r.err) else r2
+    return _refused("serve_rate_limit_nan_inf", worst, extra_ok=named,
+                    note=f"nan: exit {r.exit}, inf: exit {r2.exit} (want 2, naming the flag)")
 
 
 def _deep_toml(kind: str) -> Callable[[Path], dict]:
