@@ -306,7 +306,7 @@ def main(argv: list[str] | None = None) -> int:
         disk = disk_full() if "disk" not in skip else {"faults": 0, "lost": 0}
         fz = fuzz(args.fuzz_examples) if "fuzz" not in skip else {"inputs": {}, "failures": {}}
         sk = soak(args.turns, work) if args.turns and "soak" not in skip else None
-        pr = probes() if "probes" not in skip else None
+        probed = probes() if "probes" not in skip else None
     finally:
         shutil.rmtree(work, ignore_errors=True)
     problems = [pr for r in k.values() for pr in r.get("problems", [])]
@@ -319,18 +319,18 @@ def main(argv: list[str] | None = None) -> int:
                  + disk["lost"]),
         "problems": problems[:20],
         "fuzz_failures": fz.get("failures", {}),
-        "http_probes": pr["http_probes"] if pr else 0,
-        "cli_probes": pr["cli_probes"] if pr else 0,
-        "leaks": pr["leaks"] if pr else 0,
-        "tracebacks": pr["tracebacks"] if pr else 0,
+        "http_probes": probed["http_probes"] if probed else 0,
+        "cli_probes": probed["cli_probes"] if probed else 0,
+        "leaks": probed["leaks"] if probed else 0,
+        "tracebacks": probed["tracebacks"] if probed else 0,
         "kill_matrix": k, "io_errors": io, "disk_full": disk, "fuzz": fz, "soak": sk,
-        "probes": ({"failed": pr["failed"], "seconds": pr["seconds"], "outcomes": pr["probes"]}
-                   if pr else None),
+        "probes": ({"failed": probed["failed"], "seconds": probed["seconds"],
+                    "outcomes": probed["probes"]} if probed else None),
         "seconds": round(time.monotonic() - started, 1), "load_after": _load(),
     })
     print(json.dumps(report, ensure_ascii=False, indent=1))
     ok = (report["lost"] == 0 and not problems and not report["fuzz_failures"]
-          and (sk is None or sk["rss_ok"]) and (pr is None or pr["failed"] == 0))
+          and (sk is None or sk["rss_ok"]) and (probed is None or probed["failed"] == 0))
     return 0 if ok else 1
 
 

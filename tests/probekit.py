@@ -1035,6 +1035,32 @@ def cli_env_one_underscore(tmp: Path) -> dict:
                    + f"; stderr {r.err.strip()[-200:]!r}")
 
 
+def cli_export_no_secret(tmp: Path) -> dict:
+    """``eva export`` without --private (jsonl and md, with and without the archive) carries no
+    private marker or number — the archive's ``why`` of a non-private record included (sleep
+    and memory_forget write the model's words there, which may quote a private memory)."""
+    data = tmp / "data"
+    sec = build_secret_store(data / "memory.db")
+    trusted = eva(tmp, "--data", str(data), "export", "--private", "--include-archive")
+    missing = sec.all_in(trusted.out)
+    found: dict[str, list[str]] = {}
+    tb = has_traceback(trusted.err)
+    codes = []
+    for fmt in ("jsonl", "md"):
+        for arch in ((), ("--include-archive",)):
+            r = eva(tmp, "--data", str(data), "export", "--format", fmt, *arch)
+            codes.append(r.exit)
+            tb |= has_traceback(r.err)
+            bad = sec.leaks(r.out + r.err)
+            if bad:
+                found[f"{fmt}{' ' + arch[0] if arch else ''}"] = bad
+    ok = not missing and all(c == 0 for c in codes)
+    return outcome("export_without_private_leaks_nothing", "cli", ok, leak=bool(found),
+                   traceback=tb, exit=max(c or 0 for c in codes),
+                   note=(f"--private lacks {missing}; " if missing else "")
+                   + f"leaks: {found or 'none'}")
+
+
 def cli_file_modes(tmp: Path) -> dict:
     """A session in a fresh data dir (a store with a private memory, a backup, a private
     export, the serve token): the dir 0700, every file in it 0600, and the backup and the
@@ -1076,7 +1102,8 @@ CLI_PROBES: list[Callable[[Path], dict]] = [
     _import_number(5000), cli_serve_rate_nan, _deep_toml("array"), _deep_toml("inline_table"),
     cli_export_overwrite, cli_export_fail_no_part, cli_export_part_mode, cli_export_symlink,
     cli_import_duplicates, cli_export_line_separators, cli_import_year_one,
-    cli_refused_import_no_db, cli_import_huge_value, cli_env_one_underscore, cli_file_modes,
+    cli_refused_import_no_db, cli_import_huge_value, cli_env_one_underscore,
+    cli_export_no_secret, cli_file_modes,
 ]
 
 
