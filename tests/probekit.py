@@ -363,9 +363,8 @@ def http_sleep_chunked_dry_run(env: HttpEnv) -> dict:
     return _http("sleep_chunked_dry_run", env, go)
 
 
-def _token_child(data_dir: str, barrier, q) -> None:
-    from eva_tui.serve import ensure_token
-
+def _token_child(ensure_token, data_dir: str, barrier, q) -> None:
+    # forked from a process with threads: no import here (another thread may hold its lock)
     try:
         barrier.wait(10)
         token, path = ensure_token(Path(data_dir))
@@ -377,6 +376,9 @@ def _token_child(data_dir: str, barrier, q) -> None:
 def http_token_race(env: HttpEnv, trials: int = 20, procs: int = 4) -> dict:
     """``eva serve`` started twice at once: both must end up with one token."""
     import multiprocessing as mp
+    import queue
+
+    from eva_tui.serve import ensure_token
 
     ctx = mp.get_context("fork")
     mark = env.log.mark()
@@ -387,13 +389,23 @@ def http_token_race(env: HttpEnv, trials: int = 20, procs: int = 4) -> dict:
         for t in range(trials):
             d = base / f"t{t}"
             barrier, q = ctx.Barrier(procs), ctx.Queue()
-            ps = [ctx.Process(target=_token_child, args=(str(d), barrier, q))
+            ps = [ctx.Process(target=_token_child, args=(ensure_token, str(d), barrier, q))
                   for _ in range(procs)]
             for p in ps:
                 p.start()
-            got = [q.get(timeout=30) for _ in ps]
+            got = []
+            with contextlib.suppress(queue.Empty):
+                for _ in ps:
+                    got.append(q.get(timeout=30))
             for p in ps:
                 p.join(10)
+                if p.is_alive():
+                    p.kill()
+                    p.join()
+            if len(got) < procs:
+                errors += 1
+                notes.append(f"{procs - len(got)} process(es) gave no answer in 30 s")
+                continue
             bad = [g[1] for g in got if g[0] != "ok"]
             if bad:
                 errors += 1
