@@ -14,6 +14,16 @@
 * ``inputs`` — fuzzed inputs tried (tests/fuzzkit.py: memory-step JSON, tool arguments, config
   files, ``EVA_`` variables, imported items).
 * ``lost`` — committed records lost or corrupted over all of it: must be 0.
+* ``http_probes`` / ``cli_probes`` — the probes of issue 25 run (tests/probekit.py): attacks on
+  a real ``eva serve`` (a store whose private records carry markers and numbers, a journal
+  quoting them) and on the ``eva`` command (broken stores, deep or huge inputs, ``-o`` onto
+  existing files and symlinks, ``/dev/full``, a closed pipe, file modes); ``leaks`` — probes
+  where private content or a private number reached an untrusted output, or a private file was
+  readable by others; ``tracebacks`` — probes that showed a traceback (stderr, server log);
+  ``probes`` — every probe's outcome. All must be 0 / ok::
+
+      python -m bench.faults --only probes       # just the probes (about a minute)
+
 * ``soak`` — scripted turns (a fake chat model, the real memory and sleep) with a night every
   24 hours of a manual clock: RSS after warm-up and at the end (growth must be ≤ 10 %), and the
   database's size against the text it holds.
@@ -258,15 +268,33 @@ def soak(turns: int, work: Path, warmup: int | None = None) -> dict:
             "seconds": round(time.monotonic() - started, 1)}
 
 
+# ---------------------------------------------------------------------------- probes
+def probes(kinds: tuple[str, ...] = ("http", "cli")) -> dict:
+    from tests import probekit
+
+    return probekit.run(kinds)  # logging stays on: the probes read the server's error records
+
+
 # ---------------------------------------------------------------------------- main
+PARTS = ("kills", "io", "disk", "fuzz", "soak", "probes")
+
+
 def main(argv: list[str] | None = None) -> int:
     p = argparse.ArgumentParser(description="Eva's fault campaign (issue 15)")
     p.add_argument("--turns", type=int, default=10_000, help="soak turns (0: no soak)")
     p.add_argument("--fuzz-examples", type=int, default=1000, help="inputs per fuzz target")
     p.add_argument("--stride", type=int, default=1, help="kill every n-th statement")
-    p.add_argument("--skip", default="", help="comma list of: kills,io,disk,fuzz,soak")
+    p.add_argument("--skip", default="", help=f"comma list of: {','.join(PARTS)}")
+    p.add_argument("--only", default="", help="comma list of the parts to run (the rest are "
+                                              "skipped), e.g. --only probes")
     args = p.parse_args(argv)
     skip = set(filter(None, args.skip.split(",")))
+    only = set(filter(None, args.only.split(",")))
+    unknown = (skip | only) - set(PARTS)
+    if unknown:
+        p.error(f"unknown part {sorted(unknown)[0]!r} (parts: {', '.join(PARTS)})")
+    if only:
+        skip |= set(PARTS) - only
     os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")
     sys.path.insert(0, str(REPO))
     work = Path(tempfile.mkdtemp(prefix="eva-faults-"))
@@ -278,6 +306,7 @@ def main(argv: list[str] | None = None) -> int:
         disk = disk_full() if "disk" not in skip else {"faults": 0, "lost": 0}
         fz = fuzz(args.fuzz_examples) if "fuzz" not in skip else {"inputs": {}, "failures": {}}
         sk = soak(args.turns, work) if args.turns and "soak" not in skip else None
+        probed = probes() if "probes" not in skip else None
     finally:
         shutil.rmtree(work, ignore_errors=True)
     problems = [pr for r in k.values() for pr in r.get("problems", [])]
@@ -290,12 +319,18 @@ def main(argv: list[str] | None = None) -> int:
                  + disk["lost"]),
         "problems": problems[:20],
         "fuzz_failures": fz.get("failures", {}),
+        "http_probes": probed["http_probes"] if probed else 0,
+        "cli_probes": probed["cli_probes"] if probed else 0,
+        "leaks": probed["leaks"] if probed else 0,
+        "tracebacks": probed["tracebacks"] if probed else 0,
         "kill_matrix": k, "io_errors": io, "disk_full": disk, "fuzz": fz, "soak": sk,
+        "probes": ({"failed": probed["failed"], "seconds": probed["seconds"],
+                    "outcomes": probed["probes"]} if probed else None),
         "seconds": round(time.monotonic() - started, 1), "load_after": _load(),
     })
     print(json.dumps(report, ensure_ascii=False, indent=1))
     ok = (report["lost"] == 0 and not problems and not report["fuzz_failures"]
-          and (sk is None or sk["rss_ok"]))
+          and (sk is None or sk["rss_ok"]) and (probed is None or probed["failed"] == 0))
     return 0 if ok else 1
 
 

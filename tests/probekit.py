@@ -1,0 +1,1167 @@
+"""The probes of issue 25: one small function per attack on ``eva serve`` and the ``eva``
+command, each returning an outcome
+
+    {"name", "kind": "http"|"cli", "ok", "leak", "traceback", "status"|"exit", "note"}
+
+``leak`` — private content or a private number reached an output the caller may not see, or a
+private file is readable by others; ``traceback`` — "Traceback" (or "Exception ignored") on a
+command's stderr, or a server log record with ``exc_info`` / "Traceback". ``ok`` is the probe's
+whole verdict (a probe can fail without leaking, e.g. a 500).
+
+HTTP probes run against a real uvicorn on loopback (tests/serve_kit.py) over a temporary store
+whose private records carry ``zq…`` markers and unique 7-9 digit numbers, and whose journal holds
+a night quoting them everywhere (plans, whys, op details, a refused op's reason, a phase note,
+the run's summary). CLI probes run ``python -m eva_tui.cli`` in subprocesses on temporary data
+dirs (``XDG_CONFIG_HOME`` in a temp dir, ``EVA_MEMORY__EMBEDDING_MODEL=none``, umask 022).
+
+    run(kinds=("http", "cli"))  -> {"http_probes", "cli_probes", "leaks", "tracebacks",
+                                    "failed", "probes": [outcome, …], "seconds"}
+
+``bench.faults --only probes`` prints it; tests/test_probes.py asserts no leak, no traceback and
+that every probe ran.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import logging
+import os
+import re
+import shutil
+import signal
+import socket
+import sqlite3
+import stat
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+from collections.abc import Callable, Iterator
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass, field
+from pathlib import Path
+
+REPO = Path(__file__).resolve().parent.parent
+T0 = 1_780_000_000.0
+PARTIAL_WAIT = 15.0  # seconds a half-sent or silent connection may stay open
+STDERR_LIMIT = 10_000  # bytes: a bad value is reported, not echoed whole
+
+
+# ---------------------------------------------------------------------------- outcomes
+def outcome(name: str, kind: str, ok: bool, *, leak: bool = False, traceback: bool = False,
+            status: int | None = None, exit: int | None = None, note: str = "") -> dict:
+    out = {"name": name, "kind": kind, "ok": bool(ok and not leak and not traceback),
+           "leak": bool(leak), "traceback": bool(traceback)}
+    if kind == "http":
+        out["status"] = status
+    else:
+        out["exit"] = exit
+    out["note"] = note[:600]
+    return out
+
+
+def has_traceback(text: str) -> bool:
+    return "Traceback" in text or "Exception ignored" in text
+
+
+# ---------------------------------------------------------------------------- secrets
+@dataclass
+class Secrets:
+    """What must never reach an untrusted output: marker strings and private numbers."""
+
+    markers: list[str] = field(default_factory=list)
+    numbers: list[str] = field(default_factory=list)
+
+    def leaks(self, text: str, typed: str = "") -> list[str]:
+        found = [m for m in self.markers if m in text and m not in typed]
+        for n in self.numbers:
+            pat = re.compile(rf"(?<!\d){n}(?!\d)")
+            if pat.search(text) and not pat.search(typed):
+                found.append(n)
+        return found
+
+    def all_in(self, text: str) -> list[str]:
+        """The secrets missing from ``text`` (a trusted output must show them all)."""
+        return [s for s in self.markers + self.numbers if s not in text]
+
+
+def seed_journal(mem, markers: list[str], numbers: list[str], ids: list[int]) -> None:
+    """A night whose every free-text field quotes private markers and numbers: plans, whys, op
+    details, a refused op's reason, a phase note and the run's summary."""
+    from core.sleep import journal
+    from core.sleep.journal import Journal, OpLog, PhaseLog
+
+    quote = " ".join(markers)
+    nums = " ".join(numbers)
+    a, b = (ids + ids)[:2] if ids else (1, 2)
+    j = mem.attach(Journal)
+    with j.transaction() as conn:
+        run = journal.start_run(conn, T0, False, "schedule", "scripted")
+        journal.write_phase(conn, run, 0, PhaseLog(
+            "memory", "review", "applied", 0.1, 2,
+            plans=[{"said": f"{quote} {nums}", "ops": [{"op": "merge", "ids": [a, b],
+                                                        "content": f"{quote} {nums}"}]}],
+            ops=[OpLog("merge", [a, b], True, f"the same as {quote} ({nums})",
+                       detail={"content": f"{quote} {nums}"}),
+                 OpLog("merge", [b, a], False, f"both say {quote}",
+                       refused_reason=f"the merged text loses the numbers {nums} of #{a} "
+                                      f"({quote})",
+                       detail={"content": quote})],
+            note=f"kept {quote} {nums} apart"))
+        journal.write_phase(conn, run, 1, PhaseLog(
+            "memory", "forget", "planned", 0.1, 1, plans=[{"why": nums}],
+            ops=[OpLog("forget", [a], False, f"faded {nums}", refused_reason=f"private {quote}",
+                       detail={"content": nums})], note=f"left {nums}"))
+        journal.finish_run(conn, run, T0 + 100, "done", {"memory": "done"}, True,
+                           f"merged 1 ({quote} {nums}) — 3 model calls", "scripted")
+
+
+PRIVATE_TEXTS = ("Owner's passport number is {n}", "Owner's bank PIN hint is {n}",
+                 "Owner's diagnosis code is {n}")
+PUBLIC_TEXTS = ("Owner plays the cello in the city orchestra",
+                "Owner's cat is called Murka and likes fish",
+                "Owner walks in the park on Sundays")
+
+
+def build_secret_store(path: Path) -> Secrets:
+    """A file store with private records (marker + number), public ones, a private core
+    memory, an archived public record whose why quotes private content, and the night."""
+    from core import OWNER_TRUSTED, ManualClock, Memory, MemoryConfig
+    from core.records import Actor
+
+    sec = Secrets()
+    ids = []
+    with Memory.open(path, MemoryConfig(), ManualClock(T0)) as mem:
+        for i, tpl in enumerate(PRIVATE_TEXTS):
+            n, m = str(48_213_970 + 7919 * i), f"zq{i:02x}x{0xa1b2c3 + i:06x}"
+            res = mem.save(f"{tpl.format(n=n)} {m}", OWNER_TRUSTED, private=True,
+                           importance=4, actor=Actor.OWNER)
+            ids.append(res.id)
+            sec.markers.append(m)
+            sec.numbers.append(n)
+        core_n, core_m = "7316042", "zqffx00c0de"
+        mem.save(f"Owner's safe code is {core_n} {core_m}", OWNER_TRUSTED, kind="core",
+                 private=True, actor=Actor.OWNER)
+        sec.markers.append(core_m)
+        sec.numbers.append(core_n)
+        for t in PUBLIC_TEXTS:
+            mem.save(t, OWNER_TRUSTED, importance=4, actor=Actor.OWNER)
+        old = mem.save("Owner used to walk in the old park", OWNER_TRUSTED, actor=Actor.OWNER)
+        mem.forget(old.id, f"superseded; see {sec.markers[0]} {sec.numbers[0]}", OWNER_TRUSTED,
+                   actor=Actor.MODEL)
+        seed_journal(mem, sec.markers, sec.numbers, ids)
+    return sec
+
+
+# ---------------------------------------------------------------------------- HTTP
+class Captured(logging.Handler):
+    """The server side's log records (eva.serve, uvicorn*, asyncio, root) and uncaught thread
+    exceptions."""
+
+    def __init__(self) -> None:
+        super().__init__(logging.DEBUG)
+        self.records: list[logging.LogRecord] = []
+        self.thread_errors: list[str] = []
+
+    def emit(self, record: logging.LogRecord) -> None:
+        if not any(r is record for r in self.records[-8:]):  # seen by a parent logger too
+            self.records.append(record)
+
+    def bad_since(self, mark: tuple[int, int]) -> list[str]:
+        out = []
+        for r in self.records[mark[0]:]:
+            msg = r.getMessage()
+            if r.exc_info or "Traceback" in msg:
+                out.append(f"{r.name}: {msg[:200]}")
+        return out + self.thread_errors[mark[1]:]
+
+    def mark(self) -> tuple[int, int]:
+        return len(self.records), len(self.thread_errors)
+
+
+class NullPlanner:
+    """A scripted sleep planner: plans nothing."""
+
+    name = "probe-planner"
+    context_size = 32_768
+
+    def count_tokens(self, text: str) -> int:
+        return len(text.split())
+
+    def force_tool_call(self, messages, tool, timeout=None, cancel=None):
+        from core.llm import ToolCall
+
+        return ToolCall("sleep_finish", {"reasoning": "probe", "ops": []})
+
+
+@dataclass
+class HttpEnv:
+    dir: Path
+    secrets: Secrets
+    services: object
+    server: object  # serve_kit.Running
+    log: Captured
+
+
+@contextlib.contextmanager
+def http_env() -> Iterator[HttpEnv]:
+    from core import ManualClock, Memory, MemoryConfig
+    from eva_tui import config as cfg
+    from eva_tui.services import Services
+    from tests.fake_llm import ScriptedLLM
+    from tests.serve_kit import running
+
+    d = Path(tempfile.mkdtemp(prefix="eva-probe-http-"))
+    cap = Captured()
+    names = ("", "eva", "uvicorn", "uvicorn.error", "uvicorn.access", "asyncio", "starlette")
+    old_hook = threading.excepthook
+
+    def hook(args) -> None:
+        cap.thread_errors.append(f"thread {args.thread.name if args.thread else '?'}: "
+                                 f"{args.exc_type.__name__}")
+        old_hook(args)
+
+    try:
+        secrets = build_secret_store(d / "memory.db")
+        clock = ManualClock(T0 + 3600)
+        mem = Memory.open(d / "memory.db", MemoryConfig(), clock)
+        llm = ScriptedLLM([["Sure", "."]] * 200, plans=[{"ops": []}] * 200)
+        s = Services(cfg.from_mapping({}, None), d, clock=clock, memory=mem, chat_model=llm)
+        if s.sleeper is not None:
+            s.sleeper.planner = NullPlanner()
+        threading.excepthook = hook
+        with running(s, d) as srv:
+            for n in names:  # after uvicorn configured its loggers
+                logging.getLogger(n).addHandler(cap)
+            try:
+                yield HttpEnv(d, secrets, s, srv, cap)
+            finally:
+                for n in names:
+                    logging.getLogger(n).removeHandler(cap)
+        s.close()
+    finally:
+        threading.excepthook = old_hook
+        shutil.rmtree(d, ignore_errors=True)
+
+
+def _json_error(resp) -> bool:
+    try:
+        body = resp.json()
+    except ValueError:
+        return False
+    return (resp.headers.get("content-type", "").startswith("application/json")
+            and isinstance(body, dict))
+
+
+def _http(name: str, env: HttpEnv, fn: Callable[[], tuple[bool, bool, int | None, str]]
+          ) -> dict:
+    mark = env.log.mark()
+    try:
+        ok, leak, status, note = fn()
+    except Exception as e:  # noqa: BLE001 - e.g. the server reset the connection
+        ok, leak, status, note = False, False, None, f"{type(e).__name__}: {str(e)[:300]}"
+    time.sleep(0.05)  # the server thread's log record of the request
+    bad = env.log.bad_since(mark)
+    if bad:
+        note = f"{note}; server log: {bad[:3]}"
+    return outcome(name, "http", ok, leak=leak, traceback=bool(bad), status=status, note=note)
+
+
+def http_sleep_runs_anonymous(env: HttpEnv) -> dict:
+    def go():
+        srv = env.server
+        with srv.client() as anon, srv.client(owner=True) as owner:
+            missing = env.secrets.all_in(owner.get("/v1/sleep/runs").text)
+            r = anon.get("/v1/sleep/runs")
+        leaked = env.secrets.leaks(r.text)
+        note = f"leaked {leaked}" if leaked else "redacted"
+        if missing:  # the check would be vacuous
+            return False, bool(leaked), r.status_code, f"owner view lacks {missing}; {note}"
+        return r.status_code == 200, bool(leaked), r.status_code, note
+    return _http("sleep_runs_anonymous", env, go)
+
+
+def http_chat_deep_json(env: HttpEnv) -> dict:
+    import httpx
+
+    def go():
+        srv = env.server
+        bodies = {"60000 open": '{"message": "hi", "x": ' + "[" * 60_000,
+                  "30000 closed": '{"message": "hi", "x": ' + "[" * 30_000 + "]" * 30_000 + "}"}
+        got = {}
+        with srv.client() as anon:
+            for k, body in bodies.items():
+                try:
+                    r = anon.post("/v1/chat", content=body,
+                                  headers={"Content-Type": "application/json"})
+                    got[k] = (r.status_code, _json_error(r))
+                except httpx.TransportError as e:
+                    got[k] = (599, f"connection: {type(e).__name__}")
+        ok = all(400 <= s < 500 and j is True for s, j in got.values())
+        worst = max(s for s, _ in got.values())
+        return ok, False, worst, f"status, JSON per body: {got}"
+    return _http("chat_deep_json", env, go)
+
+
+def http_restore_huge_id(env: HttpEnv) -> dict:
+    def go():
+        with env.server.client(owner=True) as owner:
+            r = owner.post("/v1/memories/archive/99999999999999999999/restore")
+        return (r.status_code in (400, 404) and _json_error(r), False, r.status_code,
+                r.text[:200])
+    return _http("restore_huge_id", env, go)
+
+
+def http_memories_huge_offset(env: HttpEnv) -> dict:
+    import httpx
+
+    def go():
+        got = {}
+        with env.server.client(owner=True) as owner:
+            for v in ("1e20", "99999999999999999999", "-99999999999999999999"):
+                for key in ("offset", "limit"):
+                    try:
+                        got[f"{key}={v}"] = owner.get("/v1/memories", params={key: v}
+                                                      ).status_code
+                    except httpx.TransportError as e:
+                        got[f"{key}={v}"] = 599
+                        got[f"{key}={v} error"] = type(e).__name__
+        codes = [s for s in got.values() if isinstance(s, int)]
+        ok = all(s in (200, 400) for s in codes)
+        return ok, False, max(codes), f"status per value (599: no answer): {got}"
+    return _http("memories_huge_offset", env, go)
+
+
+def http_sleep_chunked_dry_run(env: HttpEnv) -> dict:
+    def go():
+        sleeper = env.services.sleeper
+        before = sleeper.runs(1)[0].id if sleeper.runs(1) else 0
+
+        def chunks():
+            yield b'{"dry_run":'
+            yield b" true}"
+
+        with env.server.client(owner=True) as owner:
+            r = owner.post("/v1/sleep", content=chunks(),
+                           headers={"Content-Type": "application/json"})
+        if r.status_code != 202:
+            return False, False, r.status_code, r.text[:200]
+        deadline = time.monotonic() + 20
+        run = None
+        while time.monotonic() < deadline:
+            runs = sleeper.runs(1)
+            if runs and runs[0].id != before and runs[0].status != "running":
+                run = runs[0]
+                break
+            time.sleep(0.05)
+        if run is None:
+            return False, False, r.status_code, "no night was journaled within 20 s"
+        return run.dry_run is True, False, r.status_code, \
+            f"the night ran with dry_run={run.dry_run} (status {run.status})"
+    return _http("sleep_chunked_dry_run", env, go)
+
+
+def _token_child(ensure_token, data_dir: str, barrier, q) -> None:
+    # forked from a process with threads: no import here (another thread may hold its lock)
+    try:
+        barrier.wait(10)
+        token, path = ensure_token(Path(data_dir))
+        q.put(("ok", token))
+    except BaseException as e:  # noqa: BLE001 - reported to the parent
+        q.put(("error", f"{type(e).__name__}: {e}"))
+
+
+def http_token_race(env: HttpEnv, trials: int = 20, procs: int = 4) -> dict:
+    """``eva serve`` started twice at once: both must end up with one token."""
+    import multiprocessing as mp
+    import queue
+
+    from eva_tui.serve import ensure_token
+
+    ctx = mp.get_context("fork")
+    mark = env.log.mark()
+    split = errors = 0
+    notes = []
+    base = Path(tempfile.mkdtemp(prefix="eva-probe-token-"))
+    try:
+        for t in range(trials):
+            d = base / f"t{t}"
+            barrier, q = ctx.Barrier(procs), ctx.Queue()
+            ps = [ctx.Process(target=_token_child, args=(ensure_token, str(d), barrier, q))
+                  for _ in range(procs)]
+            for p in ps:
+                p.start()
+            got = []
+            with contextlib.suppress(queue.Empty):
+                for _ in ps:
+                    got.append(q.get(timeout=30))
+            for p in ps:
+                p.join(10)
+                if p.is_alive():
+                    p.kill()
+                    p.join()
+            if len(got) < procs:
+                errors += 1
+                notes.append(f"{procs - len(got)} process(es) gave no answer in 30 s")
+                continue
+            bad = [g[1] for g in got if g[0] != "ok"]
+            if bad:
+                errors += 1
+                notes.append(bad[0])
+                continue
+            on_disk = (d / "serve.token").read_text().strip()
+            if len({g[1] for g in got} | {on_disk}) != 1:
+                split += 1
+    finally:
+        shutil.rmtree(base, ignore_errors=True)
+    tb = any("Traceback" in n for n in notes)
+    bad_log = env.log.bad_since(mark)
+    return outcome("token_race", "http", split == 0 and errors == 0,
+                   traceback=tb or bool(bad_log), status=None,
+                   note=f"{split} of {trials} trials ({procs} processes each) ended with "
+                        f"different tokens; {errors} raised {notes[:2]}")
+
+
+def _free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def cli_env(tmp: Path, **extra: str) -> dict[str, str]:
+    env = {k: v for k, v in os.environ.items() if not k.startswith("EVA_")}
+    env.update({"PYTHONPATH": str(REPO), "XDG_CONFIG_HOME": str(tmp / "xdg-config"),
+                "XDG_DATA_HOME": str(tmp / "xdg-data"), "EVA_MEMORY__EMBEDDING_MODEL": "none",
+                "OPENBLAS_NUM_THREADS": "1", "PYTHONDONTWRITEBYTECODE": "1"})
+    env.update(extra)
+    return env
+
+
+def _eva_cmd(*args: str) -> list[str]:
+    return ["sh", "-c", 'umask 022; exec "$@"', "sh", sys.executable, "-m", "eva_tui.cli",
+            *args]
+
+
+def http_access_log(env: HttpEnv) -> dict:
+    """A real ``eva serve``: after requests, serve.log in the data dir holds the request lines,
+    never the token nor the query's words."""
+    import httpx
+
+    tmp = Path(tempfile.mkdtemp(prefix="eva-probe-log-"))
+    data = tmp / "data"
+    port = _free_port()
+    p = subprocess.Popen(_eva_cmd("--data", str(data), "serve", "--port", str(port), "--no-chat"),
+                         env=cli_env(tmp), stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                         text=True, cwd=tmp)
+    note, ok, leak, status = "", False, False, None
+    try:
+        url = f"http://127.0.0.1:{port}"
+        deadline = time.monotonic() + 30
+        while True:
+            try:
+                status = httpx.get(url + "/v1/health", timeout=5).status_code
+                break
+            except httpx.TransportError:
+                if time.monotonic() > deadline or p.poll() is not None:
+                    raise RuntimeError("eva serve did not start") from None
+                time.sleep(0.1)
+        token = (data / "serve.token").read_text().strip()
+        words = "zqlogwordx 90817263"
+        httpx.get(url + "/v1/memories/prompt", params={"q": words}, timeout=10)
+        httpx.get(url + "/v1/memories", params={"contains": words},
+                  headers={"Authorization": f"Bearer {token}"}, timeout=10)
+        httpx.get(url + "/v1/nowhere", headers={"Authorization": f"Bearer {token}"}, timeout=10)
+        time.sleep(0.3)
+        logs = [f for f in data.iterdir() if f.name.startswith("serve") and "log" in f.name]
+        if not logs:
+            note = f"no serve.log in the data dir (files: {sorted(f.name for f in data.iterdir())})"
+        else:
+            text = "".join(f.read_text(errors="replace") for f in logs)
+            has = all(x in text for x in ("/v1/health", "/v1/memories/prompt", "/v1/nowhere"))
+            secret = [x for x in (token, "zqlogwordx", "90817263") if x in text]
+            modes = {f.name: oct(stat.S_IMODE(f.stat().st_mode)) for f in logs}
+            wide = [f.name for f in logs if stat.S_IMODE(f.stat().st_mode) & 0o077]
+            leak = bool(secret) or bool(wide)
+            ok = has
+            note = (f"{[f.name for f in logs]} modes {modes}; request lines "
+                    f"{'present' if has else 'missing'}; holds {secret or 'no secrets'}")
+    except Exception as e:  # noqa: BLE001 - the probe's verdict
+        note = f"{type(e).__name__}: {e}"
+    finally:
+        p.send_signal(signal.SIGINT)
+        try:
+            _, err = p.communicate(timeout=20)
+        except subprocess.TimeoutExpired:
+            p.kill()
+            _, err = p.communicate()
+        shutil.rmtree(tmp, ignore_errors=True)
+    tb = has_traceback(err)
+    if tb:
+        note += f"; stderr: {err[-300:]}"
+    return outcome("access_log_file", "http", ok, leak=leak, traceback=tb, status=status,
+                   note=note)
+
+
+def http_partial_connections(env: HttpEnv) -> dict:
+    """A half-sent request line and a silent connection are closed within PARTIAL_WAIT."""
+    mark = env.log.mark()
+    port = env.server.port
+    socks = {"partial": socket.create_connection(("127.0.0.1", port)),
+             "silent": socket.create_connection(("127.0.0.1", port)),
+             "half-headers": socket.create_connection(("127.0.0.1", port))}
+    socks["partial"].sendall(b"GET /v1/hea")
+    socks["half-headers"].sendall(b"GET /v1/health HTTP/1.1\r\nHost: 127.0.0.1\r\n")
+    started = time.monotonic()
+    closed: dict[str, float | None] = dict.fromkeys(socks)
+    for s in socks.values():
+        s.setblocking(False)
+    try:
+        while time.monotonic() - started < PARTIAL_WAIT and None in closed.values():
+            for k, s in socks.items():
+                if closed[k] is not None:
+                    continue
+                try:
+                    chunk = s.recv(4096)
+                    if chunk == b"":
+                        closed[k] = time.monotonic() - started
+                    # an answer (408/400) is fine too: wait for the close after it
+                except BlockingIOError:
+                    pass
+                except OSError:
+                    closed[k] = time.monotonic() - started
+            time.sleep(0.05)
+    finally:
+        for s in socks.values():
+            s.close()
+    ok = None not in closed.values()
+    bad = env.log.bad_since(mark)
+    return outcome("partial_connections_time_out", "http", ok, traceback=bool(bad),
+                   note="closed after " + ", ".join(
+                       f"{k}: {f'{v:.1f}s' if v is not None else f'> {PARTIAL_WAIT:.0f}s (open)'}"
+                       for k, v in closed.items()))
+
+
+def http_rate_limit_loopback(env: HttpEnv) -> dict:
+    """127.0.0.1, 127.0.0.2, … are one client: one bucket."""
+    from eva_tui import serve as srv
+
+    guard = srv.Guard(None, srv.ServeSettings(rate=1, burst=3))
+    allowed = 0
+    for i in range(1, 11):
+        scope = {"type": "http", "client": (f"127.0.0.{i}", 40000 + i),
+                 "headers": [(b"host", b"127.0.0.1:8765")]}
+        if guard.check(scope) is None:
+            allowed += 1
+    return outcome("rate_limit_shared_across_loopback", "http", allowed <= 4,
+                   note=f"{allowed} of 10 requests from 127.0.0.1..10 passed a burst of 3")
+
+
+def http_is_loopback(env: HttpEnv) -> dict:
+    from eva_tui import serve as srv
+
+    got = {h: srv.is_loopback(h) for h in ("127.evil.example", "127.0.0.1", "::1")}
+    ok = got == {"127.evil.example": False, "127.0.0.1": True, "::1": True}
+    return outcome("is_loopback_rejects_127_names", "http", ok, note=str(got))
+
+
+def _raw(port: int, data: bytes, wait: float = 5.0) -> bytes:
+    with socket.create_connection(("127.0.0.1", port), timeout=wait) as s:
+        s.sendall(data)
+        out = b""
+        with contextlib.suppress(OSError):
+            while True:
+                chunk = s.recv(65536)
+                if not chunk:
+                    break
+                out += chunk
+    return out
+
+
+def http_garbage_is_json(env: HttpEnv) -> dict:
+    """uvicorn's own 400 (a request it cannot parse) answers JSON too."""
+    def go():
+        raw = _raw(env.server.port, b"\x16\x03\x01garbage here\r\n\r\n")
+        head, _, body = raw.partition(b"\r\n\r\n")
+        first = head.split(b"\r\n", 1)[0].decode("latin-1")
+        ctype = re.search(rb"(?im)^content-type:\s*([^\r\n;]+)", head)
+        try:
+            parsed = json.loads(body)
+            is_json = isinstance(parsed, dict) and "code" in parsed
+        except ValueError:
+            is_json = False
+        m = re.match(r"HTTP/1\.[01] (\d+)", first)
+        status = int(m.group(1)) if m else None
+        ok = status == 400 and is_json and ctype is not None \
+            and ctype.group(1).strip() == b"application/json"
+        return ok, False, status, f"{first!r} {ctype.group(1) if ctype else b''!r} " \
+                                  f"{body[:80]!r}"
+    return _http("garbage_request_answers_json", env, go)
+
+
+def http_trailing_slash_is_json(env: HttpEnv) -> dict:
+    def go():
+        with env.server.client() as anon:
+            r = anon.get("/v1/health/", follow_redirects=False)
+        return _json_error(r), False, r.status_code, \
+            f"{r.status_code} {r.headers.get('content-type')!r} {r.text[:80]!r}"
+    return _http("trailing_slash_answers_json", env, go)
+
+
+def http_chat_while_loading(env: HttpEnv) -> dict:
+    """The chat model is still loading: /v1/chat says so, with Retry-After."""
+    from eva_tui.services import Component
+
+    def go():
+        s = env.services
+        saved = s.chat_model, s.model, getattr(s, "model_loading", None)
+        s.chat_model = None
+        s.model = Component("probe-model", "loading")
+        s.model_loading = True
+        try:
+            with env.server.client(owner=True) as owner:
+                r = owner.post("/v1/chat", json={"message": "hi"})
+        finally:
+            s.chat_model, s.model = saved[0], saved[1]
+            if saved[2] is None:
+                del s.model_loading
+            else:
+                s.model_loading = saved[2]
+        body = r.text.lower()
+        ok = (r.status_code == 503 and "retry-after" in r.headers and "loading" in body
+              and _json_error(r))
+        return ok, False, r.status_code, \
+            f"retry-after={r.headers.get('retry-after')!r} {r.text[:160]}"
+    return _http("chat_while_model_loads", env, go)
+
+
+def http_anonymous_sweep(env: HttpEnv) -> dict:
+    """Every endpoint anonymously, and the owner's group/public views: no secret anywhere
+    (the chat's stream and the prompt the model was given included)."""
+    def go():
+        srv = env.server
+        sec = env.secrets
+        llm = env.services.chat_model
+        seen: dict[str, list[str]] = {}
+        statuses = []
+        q = "Owner's passport number bank PIN diagnosis safe code"
+        with srv.client() as anon, srv.client(owner=True) as owner:
+            missing = sec.all_in(owner.get("/v1/memories/prompt", params={"q": q}).text
+                                 + owner.get("/v1/sleep/runs").text)
+            reqs = [("anon", anon, "GET", "/v1/health", {}),
+                    ("anon", anon, "GET", "/openapi.json", {}),
+                    ("anon", anon, "GET", "/v1/sleep/runs", {}),
+                    ("anon", anon, "GET", "/v1/memories", {}),
+                    ("anon", anon, "GET", "/v1/memories/search?q=passport", {}),
+                    ("anon", anon, "POST", "/v1/memories/archive/1/restore", {}),
+                    ("anon", anon, "POST", "/v1/sleep", {}),
+                    ("anon", anon, "POST", "/v1/sleep/wake", {})]
+            for who, c, aud in (("anon", anon, {}), ("anon", anon, {"audience": "group"}),
+                                ("anon", anon, {"audience": "public"}),
+                                ("anon", anon, {"public": "true"}),
+                                ("owner", owner, {"audience": "group"}),
+                                ("owner", owner, {"audience": "public"}),
+                                ("owner", owner, {"public": "true"})):
+                reqs.append((who, c, "GET", "/v1/memories/prompt", {"q": q, **aud}))
+            for who, path_, method, c, params in ((r[0], r[3], r[2], r[1], r[4]) for r in reqs):
+                resp = c.request(method, path_, params=params or None)
+                statuses.append(resp.status_code)
+                bad = sec.leaks(resp.text)
+                if bad:
+                    seen[f"{who} {method} {path_} {params}"] = bad
+            for who, c, body in (("anon", anon, {"audience": "owner"}),
+                                 ("anon", anon, {"audience": "group"}),
+                                 ("anon", anon, {"audience": "public"}),
+                                 ("owner", owner, {"audience": "group"}),
+                                 ("owner", owner, {"audience": "public"}),
+                                 ("owner", owner, {"audience": "owner", "trusted": False})):
+                calls = len(llm.calls)
+                resp = c.post("/v1/chat", json={"message": f"Tell me: {q}", **body})
+                statuses.append(resp.status_code)
+                model_saw = json.dumps(llm.calls[calls:], ensure_ascii=False, default=str)
+                bad = sec.leaks(resp.text) + sec.leaks(model_saw)
+                if bad:
+                    seen[f"{who} chat {body}"] = bad
+        if missing:
+            return False, bool(seen), max(statuses), f"owner view lacks {missing}"
+        return (max(statuses) < 500, bool(seen), max(statuses),
+                f"{len(statuses)} requests; leaks: {seen or 'none'}")
+    return _http("anonymous_sweep", env, go)
+
+
+HTTP_PROBES: list[Callable[[HttpEnv], dict]] = [
+    http_sleep_runs_anonymous, http_anonymous_sweep, http_chat_deep_json, http_restore_huge_id,
+    http_memories_huge_offset, http_sleep_chunked_dry_run, http_token_race, http_access_log,
+    http_partial_connections, http_rate_limit_loopback, http_is_loopback, http_garbage_is_json,
+    http_trailing_slash_is_json, http_chat_while_loading,
+]
+
+
+# ---------------------------------------------------------------------------- CLI
+@dataclass
+class Ran:
+    exit: int | None
+    out: str
+    err: str
+    timed_out: bool = False
+
+
+def eva(tmp: Path, *args: str, env: dict | None = None, stdout=None, timeout: float = 60,
+        wrapper: list[str] | None = None) -> Ran:
+    cmd = _eva_cmd(*args) if wrapper is None else [*wrapper, *args]
+    try:
+        p = subprocess.run(cmd, env=env or cli_env(tmp), cwd=tmp, timeout=timeout,
+                           stdout=stdout if stdout is not None else subprocess.PIPE,
+                           stderr=subprocess.PIPE)
+    except subprocess.TimeoutExpired as e:
+        return Ran(None, (e.stdout or b"").decode(errors="replace"),
+                   (e.stderr or b"").decode(errors="replace"), True)
+    out = p.stdout.decode(errors="replace") if isinstance(p.stdout, bytes) else ""
+    return Ran(p.returncode, out, p.stderr.decode(errors="replace"))
+
+
+def _refused(name: str, r: Ran, *, extra_ok: bool = True, note: str = "",
+             leak: bool = False) -> dict:
+    """A command that must fail with one sentence: nonzero exit, a message, no traceback."""
+    tb = has_traceback(r.err) or has_traceback(r.out)
+    ok = (r.exit not in (0, None) and not r.timed_out and bool(r.err.strip()) and extra_ok)
+    last = r.err.strip().splitlines()[-1:] if r.err.strip() else []
+    what = "timed out (kept running)" if r.timed_out else f"exit {r.exit}"
+    return outcome(name, "cli", ok, leak=leak, traceback=tb, exit=r.exit,
+                   note=f"{what}; {note + '; ' if note else ''}stderr: "
+                        f"{(last[0] if last else '')[:300]!r}")
+
+
+def _store(path: Path, texts: list[tuple[str, bool]] | None = None) -> None:
+    from core import OWNER_TRUSTED, ManualClock, Memory, MemoryConfig
+
+    path.parent.mkdir(parents=True, exist_ok=True)
+    with Memory.open(path, MemoryConfig(embedding_model=None), ManualClock(T0)) as mem:
+        for t, private in texts or [("Owner's cat is called Murka", False),
+                                    ("Owner's PIN hint is 5550123 zqcli0x00aa11", True)]:
+            mem.save(t, OWNER_TRUSTED, private=private)
+
+
+def _big_store(path: Path, n: int = 300, filler: str = '\\"') -> None:
+    """Many records; with a control character as ``filler`` their export is several times the
+    database (it is six bytes in JSON, and indexes no word)."""
+    import random
+
+    from core import ManualClock, Memory, MemoryConfig, portability
+
+    rng = random.Random(25)
+    letters = "bcdfghjklmnpqrstvwxz"
+    lines = []
+    for i in range(n):
+        words = " ".join("".join(rng.choice(letters) for _ in range(9)) for _ in range(6))
+        lines.append(json.dumps({"content": f"note {i} {words} " + filler * (400 // len(filler)),
+                                 "created_at": T0 - i}))
+    path.parent.mkdir(parents=True, exist_ok=True)
+    with Memory.open(path, MemoryConfig(embedding_model=None), ManualClock(T0)) as mem:
+        portability.import_lines(mem, lines)
+        mem._storage.conn.execute("PRAGMA wal_checkpoint(TRUNCATE)")
+
+
+def _valid_import(tmp: Path) -> Path:
+    f = tmp / "ok.jsonl"
+    f.write_text(json.dumps({"content": "Owner likes green tea", "created_at": T0}) + "\n")
+    return f
+
+
+BROKEN = ("damaged", "directory", "future_schema", "unwritable")
+
+
+def _broken(tmp: Path, how: str) -> Path:
+    """A data dir whose store is broken ``how``."""
+    data = tmp / "data"
+    if how == "damaged":
+        data.mkdir(parents=True)
+        (data / "memory.db").write_bytes(b"SQLite format 3\x00" + b"\xde\xad junk " * 4000)
+    elif how == "directory":
+        (data / "memory.db").mkdir(parents=True)
+    elif how == "future_schema":
+        from core.storage import SCHEMA_VERSION
+
+        _store(data / "memory.db")
+        with contextlib.closing(sqlite3.connect(data / "memory.db")) as c:
+            c.execute(f"PRAGMA user_version = {SCHEMA_VERSION + 7}")
+            c.commit()
+    elif how == "unwritable":  # emulated as root: the data dir would be under a regular file
+        (tmp / "a-file").write_text("not a directory\n")
+        data = tmp / "a-file" / "data"
+    return data
+
+
+def _serve_on(tmp: Path, data: Path, *extra: str) -> Ran:
+    return eva(tmp, "--data", str(data), "serve", "--port", str(_free_port()), "--no-chat",
+               *extra, timeout=20)
+
+
+def cli_broken_store(how: str, command: str) -> Callable[[Path], dict]:
+    def probe(tmp: Path) -> dict:
+        data = _broken(tmp, how)
+        if command == "export":
+            r = eva(tmp, "--data", str(data), "export")
+        elif command == "import":
+            r = eva(tmp, "--data", str(data), "import", str(_valid_import(tmp)))
+        elif command == "backup":
+            r = eva(tmp, "--data", str(data), "backup", str(tmp / "bk"))
+        else:
+            r = _serve_on(tmp, data)
+        return _refused(f"{command}_on_{how}_store", r)
+    probe.__name__ = f"cli_{command}_on_{how}_store"
+    return probe
+
+
+def cli_export_dev_full(tmp: Path) -> dict:
+    _store(tmp / "data" / "memory.db")
+    with open("/dev/full", "w") as full:
+        r = eva(tmp, "--data", str(tmp / "data"), "export", stdout=full)
+    return _refused("export_to_dev_full", r)
+
+
+def cli_export_head(tmp: Path) -> dict:
+    _big_store(tmp / "data" / "memory.db")
+    p = subprocess.Popen(_eva_cmd("--data", str(tmp / "data"), "export"), env=cli_env(tmp),
+                         cwd=tmp, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    first = p.stdout.readline()
+    p.stdout.close()  # `| head -1`
+    try:
+        err = p.stderr.read().decode(errors="replace")
+        code = p.wait(timeout=60)
+    except subprocess.TimeoutExpired:
+        p.kill()
+        code, err = None, "(hung)"
+    tb = has_traceback(err)
+    return outcome("export_pipe_closed_early", "cli", bool(first) and code is not None,
+                   traceback=tb, exit=code,
+                   note=f"exit {code}; stderr: {err.strip().splitlines()[-1:] if err else ''}")
+
+
+def cli_import_deep_array(tmp: Path) -> dict:
+    f = tmp / "deep.jsonl"
+    f.write_text("[" * 100_000 + "\n")
+    r = eva(tmp, "--data", str(tmp / "data"), "import", str(f))
+    return _refused("import_nested_100000", r)
+
+
+def _import_number(digits: int) -> Callable[[Path], dict]:
+    def probe(tmp: Path) -> dict:
+        f = tmp / "num.jsonl"
+        n = "9" * digits
+        f.write_text(n + "\n" + '{"content": "a note", "created_at": ' + n + "}\n")
+        r = eva(tmp, "--data", str(tmp / "data"), "import", str(f))
+        return _refused(f"import_{digits}_digit_number", r)
+    probe.__name__ = f"cli_import_{digits}_digit_number"
+    return probe
+
+
+def cli_serve_rate_nan(tmp: Path) -> dict:
+    """--rate-limit nan (and inf) is a usage error naming the flag (exit 2), not a traceback nor
+    a catch-all "unexpected error"."""
+    _store(tmp / "data" / "memory.db")
+    r = _serve_on(tmp, tmp / "data", "--rate-limit", "nan")
+    r2 = _serve_on(tmp, tmp / "data", "--rate-limit", "inf")
+    named = all(x.exit == 2 and "rate-limit" in x.err for x in (r, r2))
+    worst = r if not (r.exit == 2 and "rate-limit" in r.err) else r2
+    return _refused("serve_rate_limit_nan_inf", worst, extra_ok=named,
+                    note=f"nan: exit {r.exit}, inf: exit {r2.exit} (want 2, naming the flag)")
+
+
+def _deep_toml(kind: str) -> Callable[[Path], dict]:
+    def probe(tmp: Path) -> dict:
+        _store(tmp / "data" / "memory.db")
+        f = tmp / "deep.toml"
+        if kind == "array":
+            f.write_text("a = " + "[" * 100_000 + "]" * 100_000 + "\n")
+        else:
+            f.write_text("a = " + "{b = " * 50_000 + "1" + "}" * 50_000 + "\n")
+        r = eva(tmp, "--config", str(f), "--data", str(tmp / "data"), "export")
+        return _refused(f"config_deep_toml_{kind}", r, extra_ok=r.exit == 2,
+                        note="expected exit 2 (config error)")
+    probe.__name__ = f"cli_config_deep_toml_{kind}"
+    return probe
+
+
+def cli_export_overwrite(tmp: Path) -> dict:
+    _store(tmp / "data" / "memory.db")
+    out = tmp / "out.jsonl"
+    out.write_text("the owner's notes\n")
+    r = eva(tmp, "--data", str(tmp / "data"), "export", "-o", str(out))
+    kept = out.read_text() == "the owner's notes\n"
+    return _refused("export_o_refuses_overwrite", r, extra_ok=kept,
+                    note="existing file kept" if kept else "existing file overwritten")
+
+
+def cli_export_fail_no_part(tmp: Path) -> dict:
+    """A write that fails half way (the file size limit: EFBIG) leaves no FILE.part behind."""
+    data = tmp / "data"
+    _big_store(data / "memory.db", filler="\x01")
+    size = sum(p.stat().st_size for p in data.iterdir())
+    limit = size + 64 * 1024  # the store's own writes fit; the export (~700 kB) does not
+    wrapper = ["sh", "-c", 'umask 022; exec "$@"', "sh", sys.executable, "-c",
+               "import resource, runpy, sys; "
+               f"resource.setrlimit(resource.RLIMIT_FSIZE, ({limit}, {limit})); "
+               "sys.argv = ['eva'] + sys.argv[1:]; "
+               "runpy.run_module('eva_tui.cli', run_name='__main__')"]
+    outdir = tmp / "out"
+    outdir.mkdir()
+    r = eva(tmp, "--data", str(data), "export", "-o", str(outdir / "export.jsonl"),
+            wrapper=wrapper)
+    left = sorted(p.name for p in outdir.iterdir())
+    return _refused("export_o_failure_leaves_no_part", r, extra_ok=not left,
+                    note=f"limit {limit} B; left behind: {left or 'nothing'}")
+
+
+def cli_export_part_mode(tmp: Path) -> dict:
+    _store(tmp / "data" / "memory.db")
+    out = tmp / "out.jsonl"
+    part = tmp / "out.jsonl.part"
+    part.write_text("stale\n")
+    os.chmod(part, 0o644)
+    r = eva(tmp, "--data", str(tmp / "data"), "export", "--private", "-o", str(out))
+    tb = has_traceback(r.err)
+    if not out.exists():
+        return outcome("export_o_stale_part_gives_0600", "cli", False, traceback=tb,
+                       exit=r.exit, note=f"no result; stderr {r.err.strip()[-200:]!r}")
+    mode = stat.S_IMODE(out.stat().st_mode)
+    return outcome("export_o_stale_part_gives_0600", "cli", r.exit == 0 and mode == 0o600,
+                   leak=bool(mode & 0o077), traceback=tb, exit=r.exit,
+                   note=f"result mode {oct(mode)} (a private export)")
+
+
+def cli_export_symlink(tmp: Path) -> dict:
+    _store(tmp / "data" / "memory.db")
+    target = tmp / "elsewhere.txt"
+    target.write_text("original\n")
+    link = tmp / "link.jsonl"
+    link.symlink_to(target)
+    r = eva(tmp, "--data", str(tmp / "data"), "export", "-o", str(link))
+    unchanged = (link.is_symlink() and os.readlink(link) == str(target)
+                 and target.read_text() == "original\n")
+    same_target = target.read_text() == "original\n"
+    return _refused("export_o_refuses_symlink", r, extra_ok=unchanged,
+                    note="link and target unchanged" if unchanged else
+                    f"link is {'still' if link.is_symlink() else 'no longer'} a symlink; "
+                    f"target {'unchanged' if same_target else 'changed'}")
+
+
+def _count(db: Path, content: str) -> int:
+    with contextlib.closing(sqlite3.connect(db)) as c:
+        return c.execute("SELECT COUNT(*) FROM memories WHERE content = ?",
+                         (content,)).fetchone()[0]
+
+
+def cli_import_duplicates(tmp: Path) -> dict:
+    line = json.dumps({"content": "Owner's bike is blue", "created_at": T0})
+    f = tmp / "dups.jsonl"
+    f.write_text(line + "\n" + line + "\n")
+    data = tmp / "data"
+    r = eva(tmp, "--data", str(data), "import", str(f))
+    n = _count(data / "memory.db", "Owner's bike is blue") if (data / "memory.db").is_file() \
+        else 0
+    return outcome("import_duplicates_in_one_file", "cli", r.exit == 0 and n == 1,
+                   traceback=has_traceback(r.err), exit=r.exit,
+                   note=f"stored {n} times; stdout {r.out.strip()[:200]!r}")
+
+
+def cli_export_line_separators(tmp: Path) -> dict:
+    content = "First part\u2028second part\u0085third part\u2029end zqsepx0a0b0c"
+    _store(tmp / "a" / "memory.db", [(content, False), ("A plain note", False)])
+    ea = eva(tmp, "--data", str(tmp / "a"), "export")
+    f = tmp / "a.jsonl"
+    f.write_text(ea.out, encoding="utf-8")
+    ib = eva(tmp, "--data", str(tmp / "b"), "import", str(f))
+    eb = eva(tmp, "--data", str(tmp / "b"), "export")
+
+    def contents(text: str) -> list[str]:
+        out = []
+        for raw in text.split("\n"):
+            if raw.strip():
+                with contextlib.suppress(ValueError):
+                    obj = json.loads(raw)
+                    if isinstance(obj, dict) and "content" in obj:
+                        out.append(obj["content"])
+        return sorted(out)
+
+    same = ea.exit == 0 and ib.exit == 0 and contents(ea.out) == contents(eb.out) \
+        and content in contents(eb.out)
+    tb = any(has_traceback(x.err) for x in (ea, ib, eb))
+    return outcome("export_import_round_trips_line_separators", "cli", same, traceback=tb,
+                   exit=ib.exit, note=f"import exit {ib.exit}: {ib.err.strip()[-200:]!r}")
+
+
+def cli_import_year_one(tmp: Path) -> dict:
+    notes, ok, tb, code = [], True, False, None
+    for i, when in enumerate(("0001-01-01", "0001-01-01T00:00:00+14:00")):
+        data = tmp / f"d{i}"
+        f = tmp / f"y{i}.jsonl"
+        f.write_text(json.dumps({"content": f"An ancient note {i}", "created_at": when}) + "\n")
+        r = eva(tmp, "--data", str(data), "import", str(f))
+        tb |= has_traceback(r.err)
+        code = r.exit
+        if r.exit == 0:
+            for fmt in ("md", "jsonl"):
+                e = eva(tmp, "--data", str(data), "export", "--format", fmt)
+                if e.exit != 0 or has_traceback(e.err):
+                    ok = False
+                    tb |= has_traceback(e.err)
+                    notes.append(f"{when}: imported; export {fmt} exit {e.exit} "
+                                 f"{e.err.strip().splitlines()[-1:]}")
+                else:
+                    notes.append(f"{when}: imported; export {fmt} fine")
+        else:
+            notes.append(f"{when}: refused ({r.err.strip()[-120:]!r})")
+            ok &= r.exit is not None
+    return outcome("import_year_one", "cli", ok, traceback=tb, exit=code, note="; ".join(notes))
+
+
+def cli_refused_import_no_db(tmp: Path) -> dict:
+    f = tmp / "bad.jsonl"
+    f.write_text("this is not json\n")
+    data = tmp / "new-data"
+    r = eva(tmp, "--data", str(data), "import", str(f))
+    made = (data / "memory.db").exists()
+    return _refused("refused_import_creates_no_store", r, extra_ok=not made,
+                    note=f"memory.db {'created' if made else 'not created'}")
+
+
+def cli_import_huge_value(tmp: Path) -> dict:
+    f = tmp / "huge.jsonl"
+    f.write_text(json.dumps({"content": "a note", "kind": "k" * 1_000_000}) + "\n")
+    r = eva(tmp, "--data", str(tmp / "data"), "import", str(f))
+    n = len(r.err.encode())
+    return _refused("import_huge_bad_value_not_echoed", r, extra_ok=n < STDERR_LIMIT,
+                    note=f"stderr {n} bytes")
+
+
+def cli_env_one_underscore(tmp: Path) -> dict:
+    _store(tmp / "data" / "memory.db")
+    r = eva(tmp, "--data", str(tmp / "data"), "export",
+            env=cli_env(tmp, EVA_MEMORY_TOP_K="5"))
+    said = "EVA_MEMORY_TOP_K" in r.err
+    return outcome("env_one_underscore_reported", "cli", said and r.exit is not None,
+                   traceback=has_traceback(r.err), exit=r.exit,
+                   note=("reported" if said else "silently ignored")
+                   + f"; stderr {r.err.strip()[-200:]!r}")
+
+
+def cli_export_no_secret(tmp: Path) -> dict:
+    """``eva export`` without --private (jsonl and md, with and without the archive) carries no
+    private marker or number — the archive's ``why`` of a non-private record included (sleep
+    and memory_forget write the model's words there, which may quote a private memory)."""
+    data = tmp / "data"
+    sec = build_secret_store(data / "memory.db")
+    trusted = eva(tmp, "--data", str(data), "export", "--private", "--include-archive")
+    missing = sec.all_in(trusted.out)
+    found: dict[str, list[str]] = {}
+    tb = has_traceback(trusted.err)
+    codes = []
+    for fmt in ("jsonl", "md"):
+        for arch in ((), ("--include-archive",)):
+            r = eva(tmp, "--data", str(data), "export", "--format", fmt, *arch)
+            codes.append(r.exit)
+            tb |= has_traceback(r.err)
+            bad = sec.leaks(r.out + r.err)
+            if bad:
+                found[f"{fmt}{' ' + arch[0] if arch else ''}"] = bad
+    ok = not missing and all(c == 0 for c in codes)
+    return outcome("export_without_private_leaks_nothing", "cli", ok, leak=bool(found),
+                   traceback=tb, exit=max(c or 0 for c in codes),
+                   note=(f"--private lacks {missing}; " if missing else "")
+                   + f"leaks: {found or 'none'}")
+
+
+def cli_file_modes(tmp: Path) -> dict:
+    """A session in a fresh data dir (a store with a private memory, a backup, a private
+    export, the serve token): the dir 0700, every file in it 0600, and the backup and the
+    private export 0600 too."""
+    data = tmp / "fresh"
+    f = tmp / "seed.jsonl"
+    f.write_text(json.dumps({"content": "Owner's PIN hint is 5550123", "private": True}) + "\n"
+                 + json.dumps({"content": "Owner likes green tea"}) + "\n")
+    runs = [eva(tmp, "--data", str(data), "import", str(f)),
+            eva(tmp, "--data", str(data), "backup", str(tmp / "backups")),
+            eva(tmp, "--data", str(data), "export", "--private", "-o", str(tmp / "mine.jsonl"))]
+    tok = subprocess.run(["sh", "-c", 'umask 022; exec "$@"', "sh", sys.executable, "-c",
+                          "import sys; from pathlib import Path; "
+                          "from eva_tui.serve import ensure_token; ensure_token(Path(sys.argv[1]))",
+                          str(data)], env=cli_env(tmp), capture_output=True, text=True,
+                         timeout=60)
+    tb = any(has_traceback(r.err) for r in runs) or has_traceback(tok.stderr)
+    wide = {}
+    if data.exists():
+        for p in [data, *data.rglob("*")]:
+            mode = stat.S_IMODE(p.lstat().st_mode)
+            want = 0o700 if p.is_dir() else 0o600
+            if mode & 0o077 or (p.is_dir() and mode != want):
+                wide[str(p.relative_to(tmp))] = oct(mode)
+    for p in [*(tmp / "backups").glob("*"), tmp / "mine.jsonl"]:
+        if p.exists() and stat.S_IMODE(p.stat().st_mode) & 0o077:
+            wide[str(p.relative_to(tmp))] = oct(stat.S_IMODE(p.stat().st_mode))
+    ran = all(r.exit == 0 for r in runs) and tok.returncode == 0
+    return outcome("file_modes_after_a_session", "cli", ran, leak=bool(wide), traceback=tb,
+                   exit=max((r.exit or 0) for r in runs),
+                   note=f"readable by others: {wide or 'nothing'}"
+                        + ("" if ran else f"; a step failed: {[r.exit for r in runs]}"))
+
+
+CLI_PROBES: list[Callable[[Path], dict]] = [
+    *(cli_broken_store(how, cmd) for how in BROKEN
+      for cmd in ("export", "import", "backup", "serve")),
+    cli_export_dev_full, cli_export_head, cli_import_deep_array, _import_number(400),
+    _import_number(5000), cli_serve_rate_nan, _deep_toml("array"), _deep_toml("inline_table"),
+    cli_export_overwrite, cli_export_fail_no_part, cli_export_part_mode, cli_export_symlink,
+    cli_import_duplicates, cli_export_line_separators, cli_import_year_one,
+    cli_refused_import_no_db, cli_import_huge_value, cli_env_one_underscore,
+    cli_export_no_secret, cli_file_modes,
+]
+
+
+# ---------------------------------------------------------------------------- running
+def _guarded(name: str, kind: str, fn: Callable[[], dict]) -> dict:
+    try:
+        return fn()
+    except Exception as e:  # noqa: BLE001 - a probe that could not finish is a failure
+        return outcome(name, kind, False, note=f"the probe itself failed: "
+                                               f"{type(e).__name__}: {str(e)[:300]}")
+
+
+def _cli_one(probe: Callable[[Path], dict], base: Path) -> dict:
+    name = probe.__name__.removeprefix("cli_")
+    tmp = Path(tempfile.mkdtemp(prefix=name[:20] + "-", dir=base))
+    try:
+        return _guarded(name, "cli", lambda: probe(tmp))
+    finally:
+        shutil.rmtree(tmp, ignore_errors=True)
+
+
+def run(kinds: tuple[str, ...] = ("http", "cli"), workers: int = 2) -> dict:
+    started = time.monotonic()
+    results: list[dict] = []
+    if "http" in kinds:
+        with http_env() as env:
+            for probe in HTTP_PROBES:
+                name = probe.__name__.removeprefix("http_")
+                results.append(_guarded(name, "http", lambda p=probe: p(env)))
+    if "cli" in kinds:
+        base = Path(tempfile.mkdtemp(prefix="eva-probe-cli-"))
+        try:
+            with ThreadPoolExecutor(max_workers=workers) as pool:
+                results += list(pool.map(lambda p: _cli_one(p, base), CLI_PROBES))
+        finally:
+            shutil.rmtree(base, ignore_errors=True)
+    return {
+        "http_probes": sum(r["kind"] == "http" for r in results),
+        "cli_probes": sum(r["kind"] == "cli" for r in results),
+        "leaks": sum(r["leak"] for r in results),
+        "tracebacks": sum(r["traceback"] for r in results),
+        "failed": sum(not r["ok"] for r in results),
+        "probes": results,
+        "seconds": round(time.monotonic() - started, 1),
+    }
+
+
+if __name__ == "__main__":
+    print(json.dumps(run(tuple(sys.argv[1:]) or ("http", "cli")), indent=1, ensure_ascii=False))
