@@ -101,6 +101,10 @@ def export(memory: Memory, fmt: str = "jsonl", *, include_archive: bool = False,
     if fmt not in FORMATS:
         raise MemoryOpError(f"format must be one of {', '.join(FORMATS)} (got {fmt!r})")
     rows, left_out = memory.exported(include_archive=include_archive, private=private)
+    if not private:
+        # an archive's why is the words of whoever archived it (the model at a merge or a
+        # forget, the owner): it may quote a private memory, so it leaves only with --private
+        rows = [{**r, "archived_why": ""} if r["archived_why"] else r for r in rows]
     now = memory.clock.now() if now is None else now
     n_arch = sum(1 for r in rows if r["archived_at"] is not None)
     if fmt == "jsonl":

@@ -135,7 +135,26 @@ def test_export_leaves_archive_out_unless_asked(tmp_path):
     live = records_of(pt.export(mem).lines)
     both = records_of(pt.export(mem, include_archive=True).lines)
     assert [r["content"] for r in live] == [keep.record.content]
-    assert [r["archived"] for r in both] == [None, {"at": T0, "by": "owner", "why": "old news"}]
+    assert [r["archived"] for r in both] == [None, {"at": T0, "by": "owner", "why": ""}]
+    full = records_of(pt.export(mem, include_archive=True, private=True).lines)
+    assert [r["archived"] for r in full] == [None, {"at": T0, "by": "owner", "why": "old news"}]
+    mem.close()
+
+
+def test_an_archive_why_quoting_a_private_memory_leaves_only_with_private(tmp_path):
+    """Issue 25 (redaction by construction), §1/§11: an archived public record's why is the
+    model's or the owner's words at the time (a merge, a forget) and may quote a private memory;
+    an export without --private leaves every why out, in JSON Lines and Markdown."""
+    mem = fresh(tmp_path / "a.db")
+    mem.save("My card PIN is 4417 zqpinmark", private=True)
+    gone = mem.save("Went hiking along the Volga", kind="event")
+    mem.forget(gone.id, "duplicate of the PIN 4417 zqpinmark note", actor=Actor.MODEL)
+    for fmt in pt.FORMATS:
+        body = "".join(pt.export(mem, fmt, include_archive=True).lines)
+        assert "Went hiking along the Volga" in body
+        assert "zqpinmark" not in body and "4417" not in body, fmt
+        full = "".join(pt.export(mem, fmt, include_archive=True, private=True).lines)
+        assert "duplicate of the PIN 4417 zqpinmark note" in full
     mem.close()
 
 
