@@ -513,6 +513,9 @@ def run(items: Sequence[dict[str, Any]], *, gate_name: str = DEFAULT_GATE,
                     "category": it["category"], "gate": g["gate"]})
         row["judge"] = judge(it, row)
         rows.append(row)
+        print(f"[{k + 1}/{len(items)}] {it['id']} {it['category']}: "
+              f"{row['judge']['groups_found']}/{row['judge']['groups']} kept, "
+              f"{len(row['saved'])} saved, {row['seconds']:.1f}s", file=sys.stderr, flush=True)
     result.update(grouped(rows, step_metrics))
     for key in SPLITS + ("overall",):
         if key in result:
