@@ -270,6 +270,39 @@ def outdated_by(message: str, content: str) -> str | None:
     return None
 
 
+def supersedes(new: str, old: str, message: str) -> str | None:
+    """Whether a memory saved from the owner's ``message`` (its text ``new``) replaces the shown
+    memory ``old`` (issue 26 item 2: "Update: Anna moved again, she now lives in Yerevan." was
+    kept beside "My sister Anna moved to Tbilisi last month.", and "Where does my sister live
+    now?" got "Tbilisi"). Stricter than :func:`outdated_by`, which only offers the model an
+    update: the message says something changed; both speak of the same someone (a name or a
+    role in common, not different people); a value changed (a number, a day, a name); and they
+    speak of the same thing — a word in common beyond the names, roles and numbers ("moved"),
+    so "Anna's birthday is on March 3" or "Anna started at Google" replace nothing. Pure
+    arithmetic (the sleep's supersession rules, :mod:`core.sleep.candidates`), or None."""
+    if not (corrects(message) or sleep_candidates.says_change(message)):
+        return None
+    if sleep_candidates.different_people(old, new):
+        return None
+    # names, a sentence's first word included ("Лена переехала в Казань")
+    names_old = sleep_candidates.name_groups("x " + old)
+    names_new = sleep_candidates.name_groups("x " + new)
+    roles_old, roles_new = sleep_candidates.roles(old), sleep_candidates.roles(new)
+    same_name = any(g & h for g in names_old for h in names_new)
+    owners = not (roles_old or roles_new or sleep_candidates.name_groups(old)
+                  or sleep_candidates.name_groups(new))  # both about the owner alone
+    if not (same_name or roles_old & roles_new or owners):
+        return None
+    change = sleep_candidates.text_change(old, new)
+    if change is None:
+        return None
+    subject = {v for g in names_old + names_new for v in g}
+    words = {w for w in text.stem_set(old) & text.stem_set(new)
+             if w not in subject and not any(ch.isdigit() for ch in w)
+             and not sleep_candidates.roles(w)}
+    return change if words else None
+
+
 def _op(name: str, **fields: Any) -> dict[str, Any]:
     """One op of the schema: ``{"op": name, **fields}``, every field required."""
     return {"type": "object", "properties": {"op": {"const": name}, **fields},
@@ -419,12 +452,19 @@ class MemoryWriter:
         ops = plan.get("ops") if isinstance(plan, dict) else None
         if not isinstance(ops, list):
             return WriteOutcome((), "the model's plan has no list of ops", 1)
-        return WriteOutcome(tuple(self.apply(ops[:MAX_OPS], ex, ctx, set(ids))), None, 1)
+        return WriteOutcome(tuple(self.apply(ops[:MAX_OPS], ex, ctx, set(ids), related)),
+                            None, 1)
 
-    def apply(self, ops: list[Any], ex: Exchange, ctx: TurnContext, shown: set[int]
+    def apply(self, ops: list[Any], ex: Exchange, ctx: TurnContext, shown: set[int],
+              related: list[Related] | tuple[Related, ...] = ()
               ) -> list[memory_tools.ToolResult]:
-        """Run each op through the memory tools; refuse, one by one, what breaks a rule."""
+        """Run each op through the memory tools; refuse, one by one, what breaks a rule. A save
+        that replaces a shown related memory (:func:`supersedes`) archives that memory, with
+        why: the live memory holds the new value only, the archive the old one."""
         out: list[memory_tools.ToolResult] = []
+        # the shown records an op of this plan changes itself: never archived for a save
+        touched = {op.get("id") for op in ops if isinstance(op, dict)
+                   and op.get("op") in ("update", "forget") and _among(op.get("id"), shown)}
         # the owner's words each save stands for; a save refused for privacy below stands for
         # nothing, so it cannot make another save of the same words look already kept
         contents = {i: ex.owner_words(op["content"]) for i, op in enumerate(ops)
@@ -459,7 +499,11 @@ class MemoryWriter:
                     out.append(_refused("memory_save", "not from the owner's words"))
                     continue
                 args["content"] = mine[: self.memory.config.max_chars]
-                out.append(memory_tools.call(self.memory, "memory_save", args, ctx))
+                saved = memory_tools.call(self.memory, "memory_save", args, ctx)
+                out.append(saved)
+                if saved.ok:
+                    out.extend(self._supersede(saved.data["id"], args["content"], ex, ctx,
+                                               related, touched))
             elif kind == "update":
                 rid = op.get("id")
                 if not _among(rid, shown):
@@ -473,6 +517,7 @@ class MemoryWriter:
                     continue
                 args = {"id": rid, "content": content}
                 out.append(memory_tools.call(self.memory, "memory_update", args, ctx))
+                touched.add(rid)
             elif kind == "forget":
                 rid = op.get("id")
                 if not ex.forget:
@@ -491,8 +536,33 @@ class MemoryWriter:
                     continue
                 args = {"id": rid, "why": op.get("why") or "the owner asked to forget it"}
                 out.append(memory_tools.call(self.memory, "memory_forget", args, ctx))
+                touched.add(rid)
             else:
                 out.append(_refused("memory_save", f"unknown op {kind!r}"))
+        return out
+
+    def _supersede(self, new_id: int, new: str, ex: Exchange, ctx: TurnContext,
+                   related: list[Related] | tuple[Related, ...], touched: set[int]
+                   ) -> list[memory_tools.ToolResult]:
+        """Archive the shown memories the saved one replaces (issue 26 item 2). Archived, not
+        rewritten: the old value stays findable (and restorable) in the archive with its why,
+        the live memory says only what is true now, and the new record keeps the owner's own
+        words and this turn's id (regenerate takes both back). The why names no content (the
+        new record may be private)."""
+        out: list[memory_tools.ToolResult] = []
+        for r in related:
+            if r.id == new_id or r.id in touched or not r.outdated:
+                continue
+            change = supersedes(new, r.content, ex.text)
+            if change is None:
+                continue
+            target = self.memory.visible([r.id], ctx)
+            if not target or target[0].pinned:
+                continue  # the owner's pinned memory is theirs to change
+            why = f"replaced by #{new_id}, the owner's correction ({change})"
+            out.append(memory_tools.call(self.memory, "memory_forget",
+                                         {"id": r.id, "why": why}, ctx))
+            touched.add(r.id)
         return out
 
 

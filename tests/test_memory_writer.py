@@ -723,3 +723,54 @@ def test_a_forget_of_one_of_two_similar_memories_keeps_the_other(mem):
     mem.restore(home)
     fins = finished(run(conv_showing_both("b"), "Forget everything about Anna."))
     assert [f.result.ok for f in fins] == [True, True] and live(mem) == []
+
+
+def test_a_correction_saved_as_new_replaces_the_old_value(mem):
+    """Issue 26 item 2: "Update: Anna moved again, she now lives in Yerevan." was saved beside
+    "My sister Anna moved to Tbilisi last month.", and "Where does my sister live now?" got
+    "Tbilisi". The model saves it as new; the step archives the record it replaces (the old
+    value stays in the archive with a why), so one live record says Yerevan."""
+    old = mem.save("My sister Anna moved to Tbilisi last month.", OWNER_TRUSTED).id
+    llm = ScriptedLLM([["Yerevan, wow!"]], plans=news(
+        save_op("Anna moved again, she now lives in Yerevan", kind="event")))
+    events = run(Conversation(mem, llm), "Update: Anna moved again, she now lives in Yerevan.")
+    fins = finished(events)
+    assert [(f.name, f.result.ok) for f in fins] == [("memory_save", True),
+                                                     ("memory_forget", True)]
+    assert live(mem) == ["Update: Anna moved again, she now lives in Yerevan."]
+    archived = mem.archive()
+    assert [a.record.id for a in archived] == [old]
+    assert f"replaced by #{fins[0].result.data['id']}" in archived[0].why
+    # regenerating the turn takes the correction back whole
+    mem.rollback_turn(events[-1].turn_id)
+    assert "My sister Anna moved to Tbilisi last month." in live(mem)
+
+
+def test_a_new_fact_about_the_same_person_replaces_nothing(mem):
+    """Issue 26 item 2: a message about Anna that changes nothing (her birthday) is saved
+    beside the move; a change of something else about her (a new job) too."""
+    mem.save("My sister Anna moved to Tbilisi last month.", OWNER_TRUSTED)
+    llm = ScriptedLLM([["Nice!"], ["Great!"]], plans=news(
+        save_op("Anna's birthday is on March 3")) + news(
+        save_op("Anna now works as a designer at Canva")))
+    conv = Conversation(mem, llm)
+    run(conv, "Anna's birthday is on March 3, she turns 30.")
+    fins = finished(run(conv, "Anna now works as a designer at Canva."))
+    assert [f.name for f in fins] == ["memory_save"]
+    assert len(live(mem)) == 3 and mem.archive() == []
+
+
+@pytest.mark.parametrize("old, new, replaces", [
+    ("Моя сестра Лена переехала в Москву в прошлом году.", "Лена переехала в Казань.", True),
+    ("Я работаю в школе №3.", "Теперь я работаю в школе №5.", True),
+    ("My sister Anna moved to Tbilisi last month.", "My brother Igor moved to Yerevan.", False),
+    ("Я работаю в школе №3.", "Теперь я бегаю по утрам 5 км.", False),
+    ("My sister Anna moved to Tbilisi last month.", "Anna visited Yerevan, we met there.",
+     False),
+])
+def test_what_a_saved_correction_replaces(old, new, replaces):
+    """The arithmetic behind it: the message says something changed, of the same someone (or
+    of the owner alone), a value changed, and they speak of the same thing."""
+    from core.memory_writer import supersedes
+
+    assert (supersedes(new, old, new) is not None) is replaces
