@@ -23,6 +23,7 @@ from __future__ import annotations
 
 import re
 import threading
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
@@ -355,11 +356,14 @@ class MemoryWriter:
     """Runs the structured memory-writing step for one exchange."""
 
     def __init__(self, memory: Memory, model: ChatModel, *, timeout: float | None = 120.0,
-                 max_tokens: int = 400) -> None:
+                 max_tokens: int = 400, gate: Callable[[str], bool] | None = None) -> None:
         self.memory = memory
         self.model = model
         self.timeout = timeout
         self.max_tokens = max_tokens
+        # "may this message carry a fact": None is may_carry_a_fact; bench.memory_step plugs
+        # other gates in here to measure them (asking to forget or remember passes regardless)
+        self.gate = gate
 
     # ------------------------------------------------------------------ what it is shown
     def related(self, owner_text: str, ctx: TurnContext) -> list[Related]:
@@ -429,7 +433,8 @@ class MemoryWriter:
         if not ctx.can_mutate:
             return WriteOutcome((), "memory is written only in the owner's turns")
         ex = Exchange.of(owner_text)
-        if not (ex.forget or ex.remember or ex.carries_fact):
+        carries = ex.carries_fact if self.gate is None else self.gate(owner_text)
+        if not (ex.forget or ex.remember or carries):
             return WriteOutcome((), None, 0)  # small talk: nothing to keep, no model call
         related = self.related(owner_text, ctx)
         ids = list(dict.fromkeys([r.id for r in related] + list(core_ids)))
