@@ -62,6 +62,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import re
 import sys
 import tempfile
 import time
@@ -199,13 +200,86 @@ class GateContext:
         return self._embedder
 
 
+# The keyword gate of the app before issue 26, kept here as a candidate to measure against: a
+# sentence speaking of the owner (first person), naming someone or holding a number, and not of
+# the weather or the mood of the moment.
+_OWNER = frozenset({
+    "я", "меня", "мне", "мной", "мой", "моя", "моё", "мое", "мои", "моего", "моей", "моим",
+    "моих", "мы", "нас", "нам", "нами", "наш", "наша", "наше", "наши",
+    "i", "i'm", "i’m", "i've", "i'd", "i'll", "me", "my", "mine", "myself", "we", "we're", "our",
+    "ours", "us"})
+_EVA = frozenset({"ева", "eva", "евочка"})
+_CHATTER = re.compile(
+    r"^(привет|здравствуй|добр|хай|пока|спасибо|благодар|ха|хе|ок|окей|ладно|угу|ага|ого|"
+    r"hi|hello|hey|thanks|thank|ha|lol|ok|okay|bye|good (morning|night|evening)|cool|nice|wow)",
+    re.IGNORECASE)
+_MOMENT = re.compile(
+    r"\b(погод|дожд|снег|снеж|метел|ветр|ветер|ветрен|холодн|жарк|жара|мороз|туман|гроз|"
+    r"слякот|солнечн|устал|скучн|weather|rain|snow|wind|cold|hot|sunny|storm|blizzard|freez|"
+    r"fog|tired|bored)", re.IGNORECASE)
+
+
+def keyword_sentences(text: str) -> list[str]:
+    """The sentences of a message that can tell something lasting about the owner: not a
+    question, not a greeting, thanks or laughter, not about the weather or the mood of the
+    moment, and speaking of the owner (first person), naming someone (a capital letter inside
+    the sentence) or holding a number."""
+    out = []
+    for sentence in memory_writer._SENTENCES.split(text.strip()):
+        s = sentence.strip()
+        if not s or s.endswith("?") or _MOMENT.search(s):
+            continue
+        words = memory_writer._WORD.findall(s)
+        if not words:
+            continue
+        lowered = {w.lower() for w in words}
+        if lowered & _OWNER:
+            out.append(s)
+            continue
+        if _CHATTER.match(s) and len(words) <= 4:
+            continue
+        named = any(w[:1].isupper() and w.lower() not in _EVA for w in words[1:])
+        if named or any(ch.isdigit() for ch in s):
+            out.append(s)
+    return out
+
+
+def keyword_gate(text: str) -> bool:
+    """Whether a message can tell something lasting about the owner (see fact_sentences)."""
+    return bool(keyword_sentences(text))
+
+
 Gate = Callable[[str], bool]
 GATES: dict[str, Callable[[GateContext], Gate]] = {
-    # what the app uses today (core.memory_writer.fact_sentences)
-    "app": lambda ctx: memory_writer.may_carry_a_fact,
+    # what the app uses (core.memory_writer.may_carry_a_fact: fact_sentences and the trained
+    # classifier over the embedder's USE vectors; without USE vectors fact_sentences alone)
+    "app": lambda ctx: (lambda embed: lambda text: memory_writer.may_carry_a_fact(text, embed))(
+        memory_writer.use_vectors(ctx.embedder)),
+    # the keyword gate the app used before issue 26 (keyword_gate below)
+    "keywords": lambda ctx: keyword_gate,
     # every message may carry a fact: the model decides alone (the ceiling of gate recall)
     "all": lambda ctx: lambda text: True,
 }
+# a permissive gate: any sentence that is not a question, greeting or thanks
+GATES["permissive"] = lambda ctx: lambda text: bool(memory_writer.fact_sentences(text))
+
+
+def _classifier(ctx: GateContext) -> Gate:
+    """The trained classifier over USE vectors (core/fact_gate.json, bench/train_fact_gate.py;
+    trained on dev only — its dev figures here are in-sample, the training script prints the
+    cross-validated ones)."""
+    gate = memory_writer.fact_gate()
+    embed = memory_writer.use_vectors(ctx.embedder)
+    if gate is None or embed is None:
+        raise ValueError("the classifier gate needs core/fact_gate.json and a USE embedder")
+    return lambda text: bool(gate.passes(text, embed))
+
+
+GATES["classifier"] = _classifier
+GATES["classifier_or_app"] = lambda ctx: (
+    lambda c: lambda text: c(text) or keyword_gate(text))(_classifier(ctx))
+GATES["classifier_and_permissive"] = lambda ctx: (
+    lambda c: lambda text: bool(memory_writer.fact_sentences(text)) and c(text))(_classifier(ctx))
 DEFAULT_GATE = "app"
 
 

