@@ -333,6 +333,7 @@ class ReplayModel:
         self.model = model
         self.reply = ""
         self.json_calls = 0
+        self.last_call: dict[str, Any] = {}  # the last memory step's cost (tokens, seconds)
 
     def __getattr__(self, name: str) -> Any:
         return getattr(self.model, name)
@@ -352,8 +353,16 @@ class ReplayModel:
     def generate_json(self, messages: Any, schema: Any, timeout: Any = None,
                       max_tokens: int | None = None, cancel: Any = None) -> dict:
         self.json_calls += 1
-        return self.model.generate_json(messages, schema, timeout=timeout,
-                                        max_tokens=max_tokens, cancel=cancel)
+        t0 = time.perf_counter()
+        try:
+            return self.model.generate_json(messages, schema, timeout=timeout,
+                                            max_tokens=max_tokens, cancel=cancel)
+        finally:
+            done = getattr(self.model, "last_done", None)
+            self.last_call = {"seconds": round(time.perf_counter() - t0, 2)} | (
+                {"prompt_tokens": done.prompt_tokens, "evaluated_tokens": done.evaluated_tokens,
+                 "completion_tokens": done.completion_tokens}
+                if isinstance(done, Done) else {})
 
 
 def turn_id(dia: str) -> str:
@@ -397,6 +406,7 @@ def _replay_session(n: int, turns: Sequence[Turn], owner: str, mem: Memory, mode
             continue
         clock.set(max(clock.now(), mine.at))
         model.reply = reply
+        model.last_call = {}
         calls_before = model.json_calls
         results: list[dict[str, Any]] = []
         notices: list[str] = []
@@ -415,6 +425,8 @@ def _replay_session(n: int, turns: Sequence[Turn], owner: str, mem: Memory, mode
                "model_calls": model.json_calls - calls_before, "results": results,
                "memory_ids": ids, "seconds": round(time.perf_counter() - t0, 3),
                "reply_altered": done is None or done.text.strip() != reply.strip()}
+        if model.last_call:
+            row["step"] = model.last_call
         if notices:
             row["notices"] = notices
         rows.append(row)
@@ -651,6 +663,9 @@ def run(model: Any, dialogue: Dialogue, *, questions: int | None = DEFAULT_QUEST
         "by_category": by_category,
         "by_evidence_speaker": by_speaker,
         "evidence_missed": missed,
+        "exchanges": [{k: e[k] for k in ("dia", "gate", "model_calls", "memory_ids", "seconds",
+                                         "step", "reply_altered") if k in e}
+                      for e in exchanges],
         "nights": {"n": len(night_rows), "calls": night_calls, "seconds": round(night_s, 2),
                    "runs": night_rows} if nights else None,
         "seconds": {"replay": round(replay_s, 2), "nights": round(night_s, 2),
