@@ -629,7 +629,7 @@ def run(model: Any, dialogue: Dialogue, *, questions: int | None = DEFAULT_QUEST
             continue
         e = by_dia.get(d, {})
         missed.append({"dia": d, "text": turns[d].text, "gate": e.get("gate"),
-                       "model_calls": e.get("model_calls"),
+                       "model_calls": e.get("model_calls"), "notices": e.get("notices", []),
                        "saved_then_lost": d in produced,  # its memory is gone (sleep, a forget)
                        "results": [{k: v for k, v in r.items() if k in ("tool", "ok", "status",
                                                                           "error")}
@@ -664,7 +664,7 @@ def run(model: Any, dialogue: Dialogue, *, questions: int | None = DEFAULT_QUEST
         "by_evidence_speaker": by_speaker,
         "evidence_missed": missed,
         "exchanges": [{k: e[k] for k in ("dia", "gate", "model_calls", "memory_ids", "seconds",
-                                         "step", "reply_altered") if k in e}
+                                         "step", "reply_altered", "notices") if k in e}
                       for e in exchanges],
         "nights": {"n": len(night_rows), "calls": night_calls, "seconds": round(night_s, 2),
                    "runs": night_rows} if nights else None,

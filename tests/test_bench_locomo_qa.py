@@ -131,6 +131,7 @@ def test_bench_runs_and_reports_every_key(capsys, monkeypatch, tmp_path):
     assert [m["dia"] for m in out["evidence_missed"]] == ["D2:2"]
     assert out["evidence_missed"][0]["gate"] is True
     assert out["evidence_missed"][0]["model_calls"] == 1
+    assert out["evidence_missed"][0]["notices"] == []
     assert out["memories"] == 2 and out["memories_per_message"] == 0.5
     assert sorted(m["dia"] for m in out["saved_memories"]) == [["D1:1"], ["D2:4"]]
     assert out["answer_f1"] == pytest.approx((1 / 3 + 0 + 0.4) / 3, abs=1e-3)
