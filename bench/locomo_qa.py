@@ -64,13 +64,17 @@ the memory a save created, reinforced or updated, still live before the question
 ``memories_per_message`` (live memories per owner message), ``evidence_missed`` (the owner's
 evidence turns that left nothing: the text, whether the gate let it through, what the step
 did), every question's replies, the memories with their dia_ids, ``seconds`` and
-``model_calls`` (replay / nights / questions / total), ``environment``, ``load_s``,
+``model_calls`` (replay / nights / questions / total), ``exchanges`` (each owner message:
+gate, calls, memory ids, the step's tokens and seconds, notices — a step timeout shows as
+"could not update her memory"), ``environment``, ``load_s``,
 ``peak_rss_mb``.
 
-Time: the defaults (``--sessions 3 --questions 15``) keep one conversation within ~15-20
-minutes on 2 shared cores with the default model: the replay costs one model call per owner
-message that passes the gate (~25 in 3 sessions), the questions three turns each (45).
-Every session adds ~10 owner messages, every question 3 turns; nights add their calls.
+Time: the defaults (``--sessions 2 --questions 6``) keep conversation 0 under 30 minutes on
+this machine (2 cores shared, load average 8-12): measured 19.8 min — the replay costs one
+memory-step call per owner message that passes the gate (13 of 17 in 2 sessions; 30-120 s
+each under that load, and the step's own 120 s timeout cut 6 of them), the questions three
+turns each (~5-40 s). Every session adds ~8-12 owner messages, every question 3 turns; nights
+add their calls. On an idle machine ``--sessions 3 --questions 15`` should fit.
 """
 
 from __future__ import annotations
@@ -112,8 +116,8 @@ from models.packaged import DEFAULT_CHAT_MODEL  # light: no model library is imp
 DAY = 86_400.0
 MINUTE = 60.0
 DATA_PATH = Path("shared") / "data" / "locomo" / "locomo-dev.json"
-DEFAULT_SESSIONS = 3
-DEFAULT_QUESTIONS = 15
+DEFAULT_SESSIONS = 2
+DEFAULT_QUESTIONS = 6
 MAX_ANSWER_TOKENS = 200  # bench.companion's cap
 NIGHT_HOUR = 3  # a night's sleep runs at 03:00 after a session
 CONDITIONS = ("memory", "no_memory", "oracle")
@@ -354,6 +358,7 @@ class ReplayModel:
                       max_tokens: int | None = None, cancel: Any = None) -> dict:
         self.json_calls += 1
         t0 = time.perf_counter()
+        before = getattr(self.model, "last_done", None)
         try:
             return self.model.generate_json(messages, schema, timeout=timeout,
                                             max_tokens=max_tokens, cancel=cancel)
@@ -362,7 +367,7 @@ class ReplayModel:
             self.last_call = {"seconds": round(time.perf_counter() - t0, 2)} | (
                 {"prompt_tokens": done.prompt_tokens, "evaluated_tokens": done.evaluated_tokens,
                  "completion_tokens": done.completion_tokens}
-                if isinstance(done, Done) else {})
+                if isinstance(done, Done) and done is not before else {})  # a timeout: no Done
 
 
 def turn_id(dia: str) -> str:
