@@ -21,13 +21,18 @@ with the ``before``: new records, befores whose content changed (updated), befor
 
 ``--reply`` chooses what the reply is:
 
-- ``canned`` (default): the turn's reply is a short canned line ("Mm, I see.") instead of a
-  generated one, and the memory step is the real model's. The step's JSON call then evaluates
-  the prompt itself (a generated reply would have left it in the KV cache), so the step costs
-  about what it costs in the app after a reply. Measured on 10 dev items (default model, 2
-  threads, a machine shared with other work): MEASURED_CANNED.
-- ``generated``: the reply is generated as in the app (capped at 120 tokens). Closest to the app,
-  several times slower; the step reads the model's own reply, which can change what it keeps.
+- ``generated`` (default): the reply is generated as in the app (capped at 120 tokens), then the
+  memory step's JSON call continues the reply's KV cache, as in the app.
+- ``canned``: the reply is a short canned line ("Mm, I see.") and only the step runs on the
+  model. Meant as the cheap mode, it measured slower: the step's call then evaluates the turn's
+  prompt itself, and under load it hit the step's 120 s timeout.
+
+Measured (issue 26) on the same 5 dev items (en-001, -026, -061, -086, -106; the fact gate stops
+two), default model, 2 threads, on a machine shared with other model runs (load average 8-11
+on 2 cores): ``canned`` 51 and 61 s per message in two runs (the step alone 70-125 s where it
+ran; en-001 and en-026 timed out in the second run and kept nothing); ``generated`` 25.5 s per
+message (the step 18-41 s where it ran, the reply 4-13 s), all three facts kept. So
+``generated`` is the default: closest to the app, and not slower.
 
 ``--gate-only`` runs no model at all: it evaluates the fact gate ("may this message carry a
 fact") on every item — for choosing the gate by its numbers. Gates are pluggable: ``GATES``
@@ -541,7 +546,7 @@ def _short(s: str, n: int = 120) -> str:
 
 def run(items: Sequence[dict[str, Any]], *, gate_name: str = DEFAULT_GATE,
         gate_only: bool = False, model: Any = None, embedder_spec: str = "usem3+minilm",
-        threads: int | None = None, reply: str = "canned", items_out: str | None = None,
+        threads: int | None = None, reply: str = "generated", items_out: str | None = None,
         train: Sequence[dict[str, Any]] = (), embedder: Any = None) -> dict[str, Any]:
     """Evaluate the gate (``gate_only``) or the whole step on ``items``. ``model`` is a chat
     model object or a packaged name / GGUF path (loaded here); ``train`` the dev items a
@@ -656,7 +661,7 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--model", default=DEFAULT_CHAT_MODEL, help="packaged model name or .gguf path")
     p.add_argument("--threads", type=int, default=None)
     p.add_argument("--embedder", choices=EMBEDDERS, default=EMBEDDERS[0])
-    p.add_argument("--reply", choices=REPLIES, default="canned")
+    p.add_argument("--reply", choices=REPLIES, default="generated")
     p.add_argument("--items", choices=("all", "misses", "none"), default=None,
                    help="per-item detail (default: all for a step run, misses for --gate-only)")
     a = p.parse_args(argv)
