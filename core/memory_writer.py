@@ -33,6 +33,7 @@ import numpy as np
 
 from core import language, text
 from core import tools as memory_tools
+from core.importance import importance_model
 from core.llm import ChatModel, Message, ModelError
 from core.memory import Memory
 from core.privacy import TurnContext
@@ -490,6 +491,15 @@ class MemoryWriter:
             return set()
         return {hits[0].id}
 
+    def _importance(self, content: str) -> int | None:
+        """The saved text's importance by the trained model (core.importance: the default
+        model gave nearly every save 5), or None where it has no USE vectors."""
+        weigh = importance_model()
+        embed = use_vectors(self.memory.embedder)
+        if weigh is None or embed is None:
+            return None
+        return weigh.predict(content, embed)
+
     # ------------------------------------------------------------------ the step
     def run(self, messages: list[Message], owner_text: str, ctx: TurnContext,
             core_ids: tuple[int, ...] = (), cancel: threading.Event | None = None
@@ -572,6 +582,9 @@ class MemoryWriter:
                     out.append(_refused("memory_save", "not from the owner's words"))
                     continue
                 args["content"] = mine[: self.memory.config.max_chars]
+                weight = self._importance(args["content"])
+                if weight is not None:
+                    args["importance"] = weight  # the model's own is the fallback
                 saved = memory_tools.call(self.memory, "memory_save", args, ctx)
                 out.append(saved)
                 if saved.ok:
