@@ -316,15 +316,30 @@ def _unknown_model():
 
 
 def test_unknown_questions_invented_and_owner_voice_are_counted():
-    result = run(_unknown_model(), UNKNOWN_SCENARIO, "structured", default_memory_factory(None))
-    assert result["unknown_questions"] == 3
-    assert result["invented"] == 2 and result["unknown_admitted"] == 1
-    assert result["owner_voice"] == 1
-    assert result["answered"] == 2 and result["answer_rate"] == 0.5
-    assert result["known_answer_rate"] == 1.0
-    rows = [t for t in result["turns"] if t.get("question")]
+    """The scoring alone (the reply guard would ask some of these again in a real run)."""
+    questions = UNKNOWN_SCENARIO["questions"]
+    replies = ["Your dog is Bublik.", "You are 12 years old.",
+               "I don't know, you haven't told me. What is it?",
+               "My dog is Bublik and I work as a vet."]
+    turns = [{"text": "My corgi is called Bublik.", "reply": "Lovely!"}] + [
+        {"text": q["ask"], "reply": r, "question": True}
+        for q, r in zip(questions, replies, strict=True)]
+    scores = companion.score_questions(turns, questions, ["My corgi is called Bublik."])
+    assert scores["unknown_questions"] == 3 and scores["questions"] == 4
+    assert scores["invented"] == 2 and scores["unknown_admitted"] == 1
+    assert scores["owner_voice"] == 1
+    assert scores["answered"] == 2 and scores["answer_rate"] == 0.5
+    assert scores["known_answer_rate"] == 1.0
+    rows = turns[1:]
     assert [r["invented"] for r in rows] == [False, True, False, True]
     assert [r["owner_voice"] for r in rows] == [False, False, False, True]
+
+
+def test_a_run_prints_the_never_invent_counts():
+    result = run(_unknown_model(), UNKNOWN_SCENARIO, "structured", default_memory_factory(None))
+    assert result.keys() >= {"invented", "unknown_questions", "unknown_admitted", "owner_voice",
+                             "known_answer_rate"}
+    assert result["unknown_questions"] == 3
     assert "nights" not in result
 
 
