@@ -678,7 +678,9 @@ class Conversation:
                     # a small model may read the note back as its answer: that is an echo too
                     echo = EchoHold(text, None, also=[note], support=support)
                     continue
-                if invented:  # asked again, it invented again: she says she does not know
+                if invented and echo.claims:  # asked again, it made a fact up again: she
+                    # says she does not know (a reply only in the wrong voice is shown: its
+                    # facts are the memory's, and an answer is not thrown away for grammar)
                     answer[:] = [DONT_KNOW.get(lang or "", DONT_KNOW[language.ENGLISH])]
                     st.first = st.first if st.first is not None else st.elapsed()
                     yield Token(answer[0])

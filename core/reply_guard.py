@@ -330,6 +330,7 @@ class EchoHold:
         # shown; the first sentence is held until it can be judged (:func:`invents`)
         self.support = support if support is not None and asks_about_owner(message) else None
         self.invented = False
+        self.claims: list[str] = []  # the numbers and names an invented reply made up
 
     def feed(self, piece: str) -> str:
         if self.released:
@@ -394,7 +395,9 @@ class EchoHold:
         held = self._held.strip()
         if not final and len(held) < MAX_JUDGED and not _SENTENCE_END.search(held):
             return True
-        self.invented = invents(first_sentence(held), self.support)
+        first = first_sentence(held)
+        self.invented = invents(first, self.support)
+        self.claims = unsupported(first, self.support) if self.invented else []
         return self.invented
 
     def _could_echo(self) -> bool:

@@ -121,3 +121,12 @@ def test_the_guard_helpers():
     assert hold.feed(". Верно?") == "" and hold.finish() and hold.invented
     hold = EchoHold("Сколько мне лет?", "ru", support="Мне 34 года.")
     assert hold.feed("Тебе 34 года, если я правильно помню. ") and not hold.invented
+
+
+def test_asked_again_a_reply_only_in_the_wrong_voice_is_shown_not_thrown_away(mem):
+    """An answer whose facts are the memory's is not replaced by "I don't know" for its voice
+    alone ("Я архитектор." to "Кем я работаю?" twice: shown, not lost)."""
+    mem.save("Я Марина, по профессии архитектор.", OWNER_TRUSTED, kind="core")
+    llm = ScriptedLLM([["Я архитектор, проектирую школы."], ["Я архитектор."]], plans=[])
+    assert run(Conversation(mem, llm), "Кем я работаю?") == "Я архитектор."
+    assert len(llm.calls) == 2
