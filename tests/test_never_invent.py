@@ -55,9 +55,10 @@ def test_a_made_up_answer_about_the_owner_is_never_shown_and_asked_again(mem, qu
     shown = run(Conversation(mem, llm), question)
     assert shown == "".join(honest)
     assert len(llm.calls) == 2
-    notes = [m["content"] for m in llm.calls[1]["messages"] if m.get("retry")]
-    assert notes and notes[0].startswith(INVENT_NUDGE)
-    assert made_up not in str(llm.calls[1]["messages"])  # the invention is not shown back
+    retry = llm.calls[1]["messages"]
+    assert retry[-1]["role"] == "user" and INVENT_NUDGE in retry[-1]["content"]
+    assert retry[-1]["content"].startswith(llm.calls[0]["messages"][-1]["content"])
+    assert made_up not in str(retry)  # the invention is not shown back
 
 
 def test_made_up_twice_she_says_she_does_not_know(mem):
