@@ -190,7 +190,11 @@ def _both_scripts(text: str) -> set[str]:
 
 
 def owner_voice(reply: str, question: str, memories: Sequence[str]) -> bool:
-    """The reply (to a question) claims one of the owner's remembered facts for Eva herself."""
+    """The reply (to a question) claims one of the owner's remembered facts for Eva herself.
+    A reply that admits not knowing ("I'm sorry, I don't know what you're asking about") is
+    not: its first person is Eva's own."""
+    if admits_unknown(reply) and not any(c in reply for c in "0123456789"):
+        return False
     memory_stems = set().union(*(_both_scripts(m) for m in memories)) if memories else set()
     asked = _both_scripts(question)
     for clause in _CLAUSE.split(reply.lower().replace("’", "'")):
