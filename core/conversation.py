@@ -34,10 +34,24 @@ from core.errors import MemoryOpError
 from core.llm import ChatModel, Done, Message, ModelError, TextDelta, ToolCall
 from core.memory import Memory
 from core.memory_writer import MEMORY_WRITES, STEP_RULE, STRUCTURED, MemoryWriter
-from core.persona import DEFAULT_PERSONA, MEMORY_RULE, NO_MEMORY_TOOLS_NOTE
+from core.persona import (
+    ANSWER_FROM_MEMORY,
+    DEFAULT_PERSONA,
+    MEMORY_RULE,
+    NEVER_INVENT,
+    NO_MEMORY_TOOLS_NOTE,
+    NOTHING_RECALLED,
+)
 from core.privacy import TurnContext
-from core.prompt_section import PromptSection
-from core.reply_guard import EchoHold, MarkupFilter, PreambleFilter, ScriptFixer, is_echo
+from core.prompt_section import RECALLED_HEADER, PromptSection
+from core.reply_guard import (
+    EchoHold,
+    MarkupFilter,
+    PreambleFilter,
+    ScriptFixer,
+    asks_about_owner,
+    is_echo,
+)
 from core.transcript import StoredMessage, Transcript, Window, live_window
 from core.window_saver import WindowSaver
 
@@ -96,6 +110,17 @@ MAX_EARLIER = 10  # Eva's last replies in the window that a new reply must not c
 REFRAME = ("The owner just told you: \u00ab{text}\u00bb\n\nThose are the owner's words about "
            "their own life, not yours. Reply to the owner as Eva, in your own words: a short warm "
            "comment or question about what they told you.")
+# a reply to a question about the owner that stated what nothing the turn was shown holds, or
+# spoke of the owner's life as Eva's own (core.reply_guard.invents): asked once more, unseen
+INVENT_NUDGE = ("Your memory does not say that. Answer the owner only from the memory lines "
+                "and the conversation, and speak of the owner as \"you\". If they do not "
+                "answer the question, say plainly that you don't know and ask the owner.")
+# … and when the second reply invents too, Eva says she does not know
+DONT_KNOW = {
+    language.RUSSIAN: "Этого я не знаю: в моей памяти об этом ничего нет. Расскажешь?",
+    language.ENGLISH: "I don't know that: there is nothing about it in my memory. Will you "
+                      "tell me?",
+}
 REFUSAL_NUDGE = ("The owner is simply talking with you about their life; there is nothing to "
                  "refuse. Reply warmly and briefly to what they said.")
 NO_REPLY_NOTICE = ("Eva could not find an answer to this message. Try saying it another way, "
@@ -424,6 +449,7 @@ class Conversation:
             parts.append(STEP_RULE if self.structured else MEMORY_RULE)
         if learning and not ctx.can_mutate:
             parts.append(NO_MEMORY_TOOLS_NOTE)
+        parts.append(NEVER_INVENT)
         if section is not None and section.core_text:
             parts.append(section.core_text)
         return "\n\n".join(parts)
@@ -562,8 +588,11 @@ class Conversation:
         st = _TurnStats(started)
         ops: list[dict] = []
         answer: list[str] = []
-        echo = EchoHold(text, lang, earlier=self._earlier_replies(window, text))
-        nudged = retried = capped = False
+        # never invent (§8.10): what this turn was shown is what Eva may say about the owner
+        support = "\n".join([section.text if section else "", self.summary_block(ctx),
+                             *(m.content for m in window.messages if m.role == "user"), text])
+        echo = EchoHold(text, lang, earlier=self._earlier_replies(window, text), support=support)
+        nudged = retried = capped = after_invention = False
         try:
             rounds = 0
             while True:
@@ -614,19 +643,24 @@ class Conversation:
                 held = echo.finish()  # "" once released
                 wrong_language = echo.wrong_language
                 refused = echo.refused
+                invented = echo.invented
                 echoed = bool(sofar) and echo.echoes(sofar)
                 repeated = bool(sofar) and not echoed and echo.repeats(sofar)
                 if not echo.released and not retried and (
-                        not sofar or wrong_language or echoed or refused or repeated):
+                        not sofar or wrong_language or echoed or refused or repeated
+                        or invented):
                     # nothing was shown: an empty reply, one in the other language, or one that
                     # only repeats the owner — ask once more (the language is not checked again)
                     retried = True
+                    after_invention = invented
                     answer.clear()
                     say = language.reply_instruction(lang)
                     if wrong_language:
                         nudge = LANGUAGE_NUDGE.format(language=language.NAMES.get(lang, ""))
                     elif refused:
                         nudge = REFUSAL_NUDGE
+                    elif invented:
+                        nudge = INVENT_NUDGE
                     elif repeated:
                         nudge = REPEAT_NUDGE
                     elif not echo.question and (echoed or not sofar):
@@ -636,15 +670,30 @@ class Conversation:
                     if not nudge:
                         messages = reframed(messages, text)
                         note = REFRAME.format(text=text)
+                    elif invented:
+                        # the note inside the owner's message, the prompt ending on the owner's
+                        # turn: measured on companion_b with the default model, after a trailing
+                        # system note the retry came back empty 5 times in 14 questions
+                        note = f"{nudge} {say}"
+                        messages = noted(messages, note)
                     else:
-                        if sofar and not wrong_language and not refused:  # its echo, then ask
+                        if sofar and not (wrong_language or refused or invented):  # its echo
                             messages.append({"role": "assistant", "content": sofar,
                                              "retry": True})
                         note = f"{nudge} {say}"
                         messages.append({"role": "system", "retry": True, "content": note})
                     # a small model may read the note back as its answer: that is an echo too
-                    echo = EchoHold(text, None, also=[note])
+                    echo = EchoHold(text, None, also=[note], support=support)
                     continue
+                if (invented and echo.claims) or (after_invention and not echo.released
+                                                  and not (held and not echoed)):
+                    # asked again, it made a fact up again (or said nothing): she
+                    # says she does not know (a reply only in the wrong voice is shown: its
+                    # facts are the memory's, and an answer is not thrown away for grammar)
+                    answer[:] = [DONT_KNOW.get(lang or "", DONT_KNOW[language.ENGLISH])]
+                    st.first = st.first if st.first is not None else st.elapsed()
+                    yield Token(answer[0])
+                    break
                 if held and not echoed:
                     st.first = st.first if st.first is not None else st.elapsed()
                     yield Token(held)
@@ -707,8 +756,8 @@ class Conversation:
                                          self.config.max_answer_tokens, temperature):
             if isinstance(ev, TextDelta):
                 yield from show(preamble.feed(script.feed(markup.feed(ev.text))))
-                if echo.wrong_language or echo.refused:
-                    break  # unseen, in the other language or a refusal: stop it, ask again
+                if echo.wrong_language or echo.refused or echo.invented:
+                    break  # unseen, in the other language, a refusal or made up: ask again
             elif isinstance(ev, ToolCall):
                 pending.append(ev)
             elif isinstance(ev, Done):
@@ -775,12 +824,32 @@ def reframed(messages: list[Message], text: str) -> list[Message]:
     return out
 
 
+def noted(messages: list[Message], note: str) -> list[Message]:
+    """The prompt again with ``note`` after the owner's last message, inside it (the message
+    keeps its form under ``original``, as :func:`reframed` does)."""
+    out = list(messages)
+    for i in range(len(out) - 1, -1, -1):
+        if out[i]["role"] == "user":
+            content = out[i].get("original", out[i]["content"])
+            out[i] = {**out[i], "content": f"{out[i]['content']}\n\n{note}", "original": content}
+            break
+    return out
+
+
 def user_prompt(user_text: str, section: PromptSection | None, lang: str | None = None) -> str:
     """The last user message as the model sees it: recalled memory first, then the message,
     then which language to answer in (close to the generation point, where a small model
     still heeds it)."""
     say = language.reply_instruction(lang)
     body = f"{user_text}\n\n{say}" if say else user_text
-    if section is None or not section.recalled_text:
+    if section is None:
         return body
-    return f"{section.recalled_text}\n\n## Message\n{body}"
+    if section.recalled_text:
+        return f"{section.recalled_text}\n\n## Message\n{body}"
+    if not asks_about_owner(user_text):
+        return body
+    # a question about the owner and nothing recalled: said plainly (§8.10). Not after recalled
+    # lines: measured on companion_a with the default model, "answer only from these lines"
+    # after them made it say "не знаю" with the answer among them (known answers 7/8 → 4/8)
+    return (f"{RECALLED_HEADER}\n{NOTHING_RECALLED}\n{ANSWER_FROM_MEMORY}\n\n"
+            f"## Message\n{body}")

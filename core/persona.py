@@ -25,6 +25,23 @@ scratchpad). One topic — one record. When a save shows a similar memory that t
 contradicts, fix it at once with memory_update or memory_forget. Use memory_search when the \
 memory section does not answer something the owner expects you to know."""
 
+# SPEC §8.10 (issue 26): Eva's core, not the operator's persona — placed in every turn's stable
+# prefix. Measured on the default model without it: "Сколько мне лет?" → "Мне 12 лет.",
+# "Какая у меня любимая книга?" → "Я не люблю никаких книг." (a fact made up, in Eva's voice).
+# No example fact in it: with '("you work at the radio")' the default model answered "Кем я
+# работаю?" (its job not recalled) with "Я работаю в радио." (companion_a).
+NEVER_INVENT = """## What you know about the owner
+Everything you know about the owner is in your memory lines, the summary and this conversation. \
+When the owner asks about their own life and none of these says it, you do not know it: say so \
+plainly and ask them. Never guess and never make up a fact about the owner. The owner's life is \
+theirs, not yours: speak of it to them as "you", never as "I"."""
+
+# the line after the recalled memory for a question about the owner (close to generation,
+# where a small model still heeds it)
+ANSWER_FROM_MEMORY = ("(Answer only from these memory lines. If they do not say it, say you "
+                      "don't know and ask.)")
+NOTHING_RECALLED = "Nothing in memory matches this message."
+
 NO_MEMORY_TOOLS_NOTE = (
     "You cannot change your memory in this conversation; do not promise to remember anything."
 )

@@ -14,7 +14,7 @@ import re
 from difflib import SequenceMatcher
 
 from core.language import RUSSIAN, detect, is_question, word_counts
-from core.text import CYR2LAT, LAT2CYR, stems
+from core.text import CYR2LAT, LAT2CYR, name_stems, numbers, stems, transliterate
 
 # Blocks dropped whole, with what is inside them.
 BLOCK_TAGS = ("tool_call", "tools", "tool_response", "function_call", "think")
@@ -215,6 +215,90 @@ def is_refusal(text: str) -> bool:
     return bool(_REFUSAL_START.match(first)) and bool(_REFUSAL.search(first))
 
 
+# ---------------------------------------------------------------------------- never invent
+# SPEC §8.10, issue 26: what Eva says about the owner comes from memory, the summaries or the
+# live window. Measured on the default model, for questions nothing remembered answers: "Сколько
+# мне лет?" → "Мне 12 лет.", "Какой спорт у моего сына?" → "Спорт у моего сына - футбол.",
+# "Which language am I learning these days?" → "I am learning Russian.", "Какая у меня любимая
+# книга?" → "Я не люблю никаких книг." Two signs need no word list of facts: the reply names a
+# number or a name that nothing the turn was shown holds, or it speaks of the owner's life in
+# the first person (Eva's own voice) — the grammar of the answer, not its topic.
+_FIRST_TEXT = (
+    "я мне меня мной мною мой моя моё мое мои моего моей моему моим моих моею мою моём моем "
+    "моими "
+    "i i'm i've i'd i'll me my mine myself")
+_SECOND_TEXT = (
+    "ты тебя тебе тобой тобою твой твоя твоё твое твои твоего твоей твоему твоим твоих твою "
+    "твоём твоем твоими вашу вашем вашими вы вас "
+    "вам вами ваш ваша ваше ваши вашего вашей вашему вашим ваших you you're you've you'd "
+    "you'll your yours yourself yourselves u")
+_FIRST_PERSON = frozenset(_FIRST_TEXT.split())  # closed word classes, not a list of facts
+_SECOND_PERSON = frozenset(_SECOND_TEXT.split())
+# a reply that says it does not know, or that the owner has not told it (then a question back)
+_ADMITS = re.compile(
+    r"не знаю|не помню|не уверен|не говорил|не рассказыв|не упомина|нет (информации|данных|"
+    r"сведений)|не в курсе|понятия не имею|нет в (моей )?памяти|не сохран|"
+    r"don't know|do not know|not sure|no idea|don't remember|do not remember|don't recall|"
+    r"can't recall|can't remember|haven't (told|mentioned|shared|said)|"
+    r"didn't (tell|mention|share|say)|never (told|mentioned)|not in my memory|"
+    r"don't have (that|this|any (information|info|record))|no information", re.IGNORECASE)
+MAX_JUDGED = 200  # characters of a first sentence held for the check (then judged as is)
+
+
+def _words(text: str) -> set[str]:
+    return set(re.findall(r"[\w']+", text.lower().replace("\u2019", "'")))
+
+
+def asks_about_owner(text: str) -> bool:
+    """A question about the owner's own life: "Сколько мне лет?", "Where does my sister
+    live?", "What do I do on weekends?" (a question holding the first person singular)."""
+    return is_question(text) and bool(_words(text) & _FIRST_PERSON)
+
+
+def admits_not_knowing(text: str) -> bool:
+    """The reply says it does not know, or asks back (it ends with a question mark)."""
+    return bool(_ADMITS.search(text.replace("\u2019", "'"))) or text.rstrip(
+        " )»\"'").endswith("?")
+
+
+def speaks_as_owner(text: str) -> bool:
+    """Eva's own voice where the owner's belongs: the text is in the first person singular and
+    never addresses the owner ("Мне 12 лет.", "I am learning Russian.")."""
+    w = _words(text)
+    return bool(w & _FIRST_PERSON) and not w & _SECOND_PERSON
+
+
+def _support_stems(support: str) -> set[str]:
+    other = " ".join(transliterate(w) for w in support.lower().split())
+    return set(stems(support)) | set(stems(other))
+
+
+def unsupported(text: str, support: str) -> list[str]:
+    """The numbers and names ``text`` states that ``support`` (what the turn was shown: memory,
+    summaries, the owner's messages) does not hold — a name in either script."""
+    out = sorted(numbers(text) - numbers(support))
+    known = _support_stems(support)
+    for group in name_stems(text):
+        if not group & known:
+            out.append(min(group))
+    return out
+
+
+def invents(text: str, support: str) -> bool:
+    """A reply (its first sentence) to a question about the owner invents: it admits nothing
+    and states an unsupported number or name, or speaks of the owner's life as Eva's own."""
+    if admits_not_knowing(text):
+        return False
+    return speaks_as_owner(text) or bool(unsupported(text, support))
+
+
+def first_sentence(text: str) -> str:
+    """``text`` up to the end of its first sentence (all of it when none ends)."""
+    t = text.strip()
+    m = _SENTENCE_END.search(t)
+    return t[: m.end()].strip() if m else t
+
+
 class EchoHold:
     """Holds the start of a reply back while it reads like the owner's own message; releases
     it the moment it diverges. A reply that ends while still held is an echo, never shown.
@@ -225,7 +309,8 @@ class EchoHold:
     MIN_HELD = 30  # characters: an echo often opens with a greeting of its own ("Hello! I'm…")
 
     def __init__(self, message: str, lang: str | None = None,
-                 also: list[str] | None = None, earlier: list[str] | None = None) -> None:
+                 also: list[str] | None = None, earlier: list[str] | None = None,
+                 support: str | None = None) -> None:
         self.message = _norm(message)
         # Eva's own earlier replies in this chat: held while copied, and a copy is a repeat
         self.earlier = [e for e in (_norm(x) for x in earlier or ()) if e]
@@ -241,13 +326,18 @@ class EchoHold:
         self.released = False
         self.wrong_language = False
         self.refused = False  # the reply opened with a refusal (held, never shown)
+        # never invent: for a question about the owner, ``support`` is everything the turn was
+        # shown; the first sentence is held until it can be judged (:func:`invents`)
+        self.support = support if support is not None and asks_about_owner(message) else None
+        self.invented = False
+        self.claims: list[str] = []  # the numbers and names an invented reply made up
 
     def feed(self, piece: str) -> str:
         if self.released:
             return piece
         self._held += piece
         if (self._language_undecided() or self.wrong_language or self._could_refuse()
-                or self._could_echo()):
+                or self._could_echo() or self._could_invent()):
             return ""
         self.released = True
         out, self._held = self._held, ""
@@ -295,6 +385,21 @@ class EchoHold:
         self.refused = is_refusal(held)
         return self.refused
 
+    def _could_invent(self, final: bool = False) -> bool:
+        """The first sentence of a reply about the owner is not complete yet (held), or it is
+        and it invents (``invented``: held for good)."""
+        if self.support is None:
+            return False
+        if self.invented:
+            return True
+        held = self._held.strip()
+        if not final and len(held) < MAX_JUDGED and not _SENTENCE_END.search(held):
+            return True
+        first = first_sentence(held)
+        self.invented = invents(first, self.support)
+        self.claims = unsupported(first, self.support) if self.invented else []
+        return self.invented
+
     def _could_echo(self) -> bool:
         """The start so far is mostly made of the owner's words (in any order of pieces)."""
         sofar = _norm(self._held)
@@ -333,6 +438,8 @@ class EchoHold:
         """What is still held (the caller decides whether it is an echo). A reply that ended
         while held has its language checked too, however short: measured on the default model,
         "What's my dog's name?" got "Бублик", the memory's own word."""
+        if not self.released and self._held.strip():
+            self._could_invent(final=True)
         out, self._held = self._held, ""
         if not self.released and is_refusal(out):
             self.refused = True

@@ -256,3 +256,133 @@ def test_tools_mode_counts_the_loop_saves():
     assert result["facts_saved"] == 1
     assert result["turns"][0]["ops"][0]["name"] == "memory_save"
     assert result["turns"][0]["model_calls"] == 2 and not model.json_calls
+
+
+# ---------------------------------------------------------------------------- issue 26
+
+
+def test_an_unknown_question_is_invented_unless_the_reply_admits_or_asks_back():
+    """Issue 26: the failures measured on the default model count as invented; honest replies
+    in either language (broad wording, or a question back) do not; a forbid word always does."""
+    q = {"ask": "Сколько мне лет?", "unknown": True, "expect": []}
+    for made_up in ("Мне 12 лет.", "Спорт у моего сына - футбол.", "I am learning Russian.",
+                    "I don't have any children.", "Я не люблю никаких книг.",
+                    "Your brother's name is Igor."):
+        assert companion.is_invented(made_up, q), made_up
+    for honest in ("Не знаю — ты мне этого не говорил.", "Ты не рассказывала мне об этом.",
+                   "Хм, не помню такого. Подскажешь?", "I don't know, you haven't told me.",
+                   "You didn't mention a brother. What's his name?", "I’m not sure!",
+                   "Сколько же тебе лет?"):
+        assert not companion.is_invented(honest, q), honest
+    known = {"ask": "What's my brother's name?", "expect": [], "forbid": ["igor"]}
+    assert companion.is_invented("Your brother is Igor, I don't know more.", known)
+    assert not companion.is_invented("Your husband is Oleg.", {"ask": "?", "expect": []})
+
+
+def test_owner_voice_is_a_first_person_clause_holding_a_remembered_fact():
+    memories = ["The owner works at the radio station.", "Готовится к марафону в мае.",
+                "My dog is called Bublik"]
+    assert companion.owner_voice("Я работаю на радио.", "Где я работаю?", memories)
+    assert companion.owner_voice("Мне сейчас готовлюсь к марафону!", "К чему я готовлюсь?",
+                                 memories)
+    assert companion.owner_voice("My dog is Bublik.", "What is my dog's name?", memories)
+    assert not companion.owner_voice("Ты работаешь на радио.", "Где я работаю?", memories)
+    assert not companion.owner_voice("I remember, you work at the radio.", "Where do I work?",
+                                     memories)
+    assert not companion.owner_voice("I'm glad to help!", "Where do I work?", memories)
+
+
+UNKNOWN_SCENARIO = {
+    "facts": [["bublik"]],
+    "sessions": [{"chat": "a", "day": 0, "say": ["My corgi is called Bublik."]},
+                 {"chat": "a", "day": 2, "say": ["So windy today."]}],
+    "questions": [
+        {"chat": "new", "day": 4, "ask": "What is my dog's name?", "expect": [["bublik"]]},
+        {"chat": "new", "day": 4, "ask": "How old am I?", "unknown": True, "expect": []},
+        {"chat": "new", "day": 4, "ask": "What's my brother's name?", "unknown": True,
+         "expect": []},
+        {"chat": "new", "day": 4, "ask": "Where do I work?", "unknown": True, "expect": []},
+    ],
+}
+
+
+def _unknown_model():
+    return ScriptedLLM(replies=[["What a lovely name!"], ["Stay warm!"],
+                                ["Your dog is Bublik."],
+                                ["You are 12 years old."],
+                                ["I don't know, you haven't told me. What is it?"],
+                                ["My dog is Bublik and I work as a vet."]],
+                       plans=[_save("My corgi is called Bublik.")])
+
+
+def test_unknown_questions_invented_and_owner_voice_are_counted():
+    """The scoring alone (the reply guard would ask some of these again in a real run)."""
+    questions = UNKNOWN_SCENARIO["questions"]
+    replies = ["Your dog is Bublik.", "You are 12 years old.",
+               "I don't know, you haven't told me. What is it?",
+               "My dog is Bublik and I work as a vet."]
+    turns = [{"text": "My corgi is called Bublik.", "reply": "Lovely!"}] + [
+        {"text": q["ask"], "reply": r, "question": True}
+        for q, r in zip(questions, replies, strict=True)]
+    scores = companion.score_questions(turns, questions, ["My corgi is called Bublik."])
+    assert scores["unknown_questions"] == 3 and scores["questions"] == 4
+    assert scores["invented"] == 2 and scores["unknown_admitted"] == 1
+    assert scores["owner_voice"] == 1
+    assert scores["answered"] == 2 and scores["answer_rate"] == 0.5
+    assert scores["known_answer_rate"] == 1.0
+    rows = turns[1:]
+    assert [r["invented"] for r in rows] == [False, True, False, True]
+    assert [r["owner_voice"] for r in rows] == [False, False, False, True]
+
+
+def test_a_run_prints_the_never_invent_counts():
+    result = run(_unknown_model(), UNKNOWN_SCENARIO, "structured", default_memory_factory(None))
+    assert result.keys() >= {"invented", "unknown_questions", "unknown_admitted", "owner_voice",
+                             "known_answer_rate"}
+    assert result["unknown_questions"] == 3
+    assert "nights" not in result
+
+
+def test_nights_sleep_at_every_day_boundary_the_scenario_crosses():
+    """--nights: the app's scheduler at each boundary (days 1, 2, 3, 4 here); with the default
+    config a store under ``min_memories`` skips the memory stage and costs no model call."""
+    result = run(_unknown_model(), UNKNOWN_SCENARIO, "structured", default_memory_factory(None),
+                 nights=True)
+    assert result["nights"] == 4
+    assert [n["day"] for n in result["night_runs"]] == [1, 2, 3, 4]
+    assert all(n["status"] == "skipped" for n in result["night_runs"])
+    assert result["night_calls"] == 0 and result["night_seconds"] >= 0
+    assert result["facts_saved"] == 1
+
+
+def test_runs_keep_the_mean_on_top_and_every_run_with_min():
+    a = {"answer_rate": 1.0, "invented": 0, "model": "m", "turns": [1], "memories": [],
+         "environment": {"cpus": 2}}
+    b = {"answer_rate": 0.5, "invented": 2, "model": "m", "turns": [2], "memories": [],
+         "environment": {"cpus": 2}}
+    out = companion.aggregate([a, b])
+    assert out["answer_rate"] == 0.75 and out["invented"] == 1
+    assert out["min"]["answer_rate"] == 0.5 and out["max"]["invented"] == 2
+    assert out["runs"] == [a, b] and out["runs_n"] == 2 and "turns" not in out
+    assert companion.aggregate([a]) is a
+
+
+def test_new_scenarios_are_well_formed():
+    """Issue 26: each scenario holds ≥ 9 facts, a correction, a private fact, a forget, ≥ 4
+    unknown questions, in both languages; the default one has ≥ 4 unknown questions too."""
+    data_dir = Path(companion.DEFAULT_SCENARIO).parent
+    default = json.loads(Path(companion.DEFAULT_SCENARIO).read_text(encoding="utf-8"))
+    assert sum(bool(q.get("unknown")) for q in default["questions"]) >= 4
+    for name in ("companion_a.json", "companion_b.json", "companion_c.json"):
+        data = json.loads((data_dir / name).read_text(encoding="utf-8"))
+        assert len(data["facts"]) >= 9 and data["private"] and data["forgotten"], name
+        assert sum(bool(q.get("unknown")) for q in data["questions"]) >= 4, name
+        said = [t for s in data["sessions"] for t in s["say"]]
+        langs = {companion.language.detect(t) for t in said + [q["ask"] for q in
+                                                                data["questions"]]}
+        assert langs == {"ru", "en"}, name
+        assert any(w in " ".join(said).lower() for w in ("forget", "забудь")), name
+        last = max(s["day"] for s in data["sessions"])
+        assert all(q["day"] > last for q in data["questions"]), name
+        for q in data["questions"]:
+            assert all(group for group in q["expect"]), name

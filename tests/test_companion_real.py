@@ -65,3 +65,26 @@ def test_small_talk_on_the_default_model_saves_nothing(mem):
     assert live == []
     assert done.model_calls <= 2  # the reply (and at most one retry), no memory step
     assert not MARKUP.search(shown)
+
+
+def test_an_unknown_question_on_the_default_model_is_not_answered_with_a_made_up_fact(mem):
+    """Issue 26 / SPEC §8.10: one fact is remembered, the owner asks what it never said ("Сколько
+    мне лет?" got "Мне 12 лет." on the default model): the reply admits not knowing or asks
+    back, and states no number the memory does not hold."""
+    from bench.companion import admits_unknown
+
+    mem.save("Меня зовут Тимур, я работаю ветеринаром в Самаре.", OWNER_TRUSTED, kind="fact",
+             importance=4)
+    model = load("qwen2.5-coder-1.5b")
+    try:
+        conv = Conversation(mem, model, config=ConversationConfig(max_answer_tokens=80))
+        conv.warm_up(OWNER_TRUSTED)
+        events = list(conv.turn("Сколько мне лет?", OWNER_TRUSTED))
+    finally:
+        model.close()
+    done = events[-1]
+    assert isinstance(done, TurnDone), events
+    shown = "".join(e.text for e in events if isinstance(e, Token)).strip()
+    assert shown and not MARKUP.search(shown), shown
+    assert admits_unknown(shown), shown
+    assert not re.search(r"\d", shown), shown

@@ -324,6 +324,7 @@ def test_markup_reply_is_retried_then_never_shown(mem):
 def test_a_question_is_answered_with_careful_sampling(mem):
     """Issue 9: a question is answered from memory at the lower question temperature (at the
     chat's 0.7 the default model garbled remembered words: "панистка" for пианистка)."""
+    mem.save("My dog is called Bublik.", OWNER_TRUSTED)  # what the answer comes from
     llm = ScriptedLLM([["Your dog is Bublik."], ["Lovely!"]], plans=SMALL_TALK)
     conv = Conversation(mem, llm)
     run(conv, "What's my dog's name?")
@@ -385,6 +386,7 @@ def test_a_short_reply_in_the_other_language_is_asked_again(mem):
     """Issue 9 (language mismatches ≤ 1): a reply too short to be judged while streaming
     ("Бублик" for "What's my dog's name?", measured on the default model) is judged when it
     ends, still unseen, and asked once more in the owner's language."""
+    mem.save("My dog is called Bublik.", OWNER_TRUSTED)  # what the answer comes from
     llm = ScriptedLLM([["Бублик"], ["Your dog is Bublik."]])
     events = run(Conversation(mem, llm), "What's my dog's name?")
     shown = "".join(e.text for e in events if isinstance(e, Token))
@@ -543,7 +545,7 @@ def test_an_echoed_question_is_asked_to_be_answered_not_commented_on(mem):
     дела?" to "Куда я собираюсь поехать осенью?")."""
     from core.conversation import QUESTION_ECHO_NUDGE, REFRAME
 
-    mem.save("I'm planning a trip to Japan in October.", OWNER_TRUSTED)
+    mem.save("This autumn I'm going to Japan, in October.", OWNER_TRUSTED)
     llm = ScriptedLLM([["Where am I going ", "this autumn?"], ["To Japan, in October."]],
                       plans=SMALL_TALK)
     events = run(Conversation(mem, llm), "Where am I going this autumn?")
@@ -611,6 +613,7 @@ def test_a_reply_eva_already_gave_in_the_chat_is_asked_again(mem):
 
 def test_the_same_answer_to_the_same_question_is_not_a_repeat(mem):
     """Issue 9: asked the same thing twice, Eva may answer the same way (no retry)."""
+    mem.save("My dog is called Bublik.", OWNER_TRUSTED)  # what the answer comes from
     llm = ScriptedLLM([["Your dog is Bublik."], ["Your dog is Bublik."]], plans=SMALL_TALK)
     conv = Conversation(mem, llm)
     run(conv, "What's my dog's name?")

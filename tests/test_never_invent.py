@@ -1,0 +1,142 @@
+"""Never invent (SPEC §8.10, issue 26): asked about their own life, the owner gets what Eva's
+memory holds, or an honest "I don't know" — never a made-up fact, never the owner's life told
+as Eva's own. The scripted replies are the ones the default model gave (issue 26)."""
+
+from __future__ import annotations
+
+import pytest
+
+from core import OWNER_TRUSTED
+from core.conversation import (
+    DONT_KNOW,
+    INVENT_NUDGE,
+    Conversation,
+    Token,
+    TurnDone,
+    user_prompt,
+)
+from core.persona import ANSWER_FROM_MEMORY, NEVER_INVENT, NOTHING_RECALLED
+from core.reply_guard import (
+    EchoHold,
+    admits_not_knowing,
+    asks_about_owner,
+    invents,
+    speaks_as_owner,
+    unsupported,
+)
+from tests.fake_llm import ScriptedLLM
+
+HONEST_RU = ["Не знаю — ты мне об этом не говорил. ", "Расскажешь?"]
+HONEST_EN = ["I don't know, you haven't told me. ", "Will you tell me?"]
+
+# (what the owner asked, what the default model answered: issue 26, what the store held)
+MADE_UP = [
+    ("Сколько мне лет?", "Мне 12 лет.", "Меня зовут Тимур, я ветеринар."),
+    ("Какой спорт у моего сына?", "Спорт у моего сына - футбол.", "У меня сын Марк."),
+    ("Which language am I learning these days?", "I am learning Russian.",
+     "My sister Anna lives in Yerevan."),
+    ("How many children do I have?", "I don't have any children.", "My husband is Igor."),
+    ("Какая у меня любимая книга?", "Я не люблю никаких книг.", "Я люблю грибной суп."),
+]
+
+
+def run(conv, text):
+    events = list(conv.turn(text, OWNER_TRUSTED))
+    assert isinstance(events[-1], TurnDone), events
+    return "".join(e.text for e in events if isinstance(e, Token))
+
+
+@pytest.mark.parametrize(("question", "made_up", "fact"), MADE_UP)
+def test_a_made_up_answer_about_the_owner_is_never_shown_and_asked_again(mem, question,
+                                                                         made_up, fact):
+    mem.save(fact, OWNER_TRUSTED)
+    honest = HONEST_RU if "ы" in question or "а" in question else HONEST_EN
+    llm = ScriptedLLM([[made_up[:6], made_up[6:]], honest], plans=[])
+    shown = run(Conversation(mem, llm), question)
+    assert shown == "".join(honest)
+    assert len(llm.calls) == 2
+    retry = llm.calls[1]["messages"]
+    assert retry[-1]["role"] == "user" and INVENT_NUDGE in retry[-1]["content"]
+    assert retry[-1]["content"].startswith(llm.calls[0]["messages"][-1]["content"])
+    assert made_up not in str(retry)  # the invention is not shown back
+
+
+def test_made_up_twice_she_says_she_does_not_know(mem):
+    mem.save("My sister Anna lives in Yerevan.", OWNER_TRUSTED)
+    llm = ScriptedLLM([["I am learning Russian."], ["You are learning Russian."]], plans=[])
+    shown = run(Conversation(mem, llm), "Which language am I learning these days?")
+    assert shown == DONT_KNOW["en"]
+    llm = ScriptedLLM([["Мне 12 лет."], ["Тебе 12 лет."]], plans=[])
+    assert run(Conversation(mem, llm, channel="b"), "Сколько мне лет?") == DONT_KNOW["ru"]
+
+
+def test_an_answer_the_memory_holds_is_shown_at_once(mem):
+    # core: always in the prompt (no embedder here to recall it across languages)
+    mem.save("My corgi is called Bublik, he is 3 years old.", OWNER_TRUSTED, kind="core")
+    llm = ScriptedLLM([["Your corgi is ", "Bublik, he is 3."]], plans=[])
+    assert run(Conversation(mem, llm), "What's my dog's name and age?") == (
+        "Your corgi is Bublik, he is 3.")
+    assert len(llm.calls) == 1
+    llm = ScriptedLLM([["Твоего корги зовут Бублик."]], plans=[])  # the name in the other script
+    assert run(Conversation(mem, llm, channel="b"), "Как зовут мою собаку?") == (
+        "Твоего корги зовут Бублик.")
+    assert len(llm.calls) == 1
+
+
+def test_small_talk_and_questions_about_eva_are_not_judged(mem):
+    llm = ScriptedLLM([["I'm great, thanks! I spent the day reading."]], plans=[])
+    assert run(Conversation(mem, llm), "How are you today?").startswith("I'm great")
+    assert len(llm.calls) == 1
+
+
+def test_the_prompt_says_plainly_what_memory_holds_for_a_question_about_the_owner(mem):
+    """The system prompt carries the rule in every turn; a question about the owner gets its
+    recalled lines, or plainly "nothing in memory matches — answer only from memory"."""
+    llm = ScriptedLLM([HONEST_RU], plans=[])
+    run(Conversation(mem, llm), "Сколько мне лет?")
+    system, last = llm.calls[0]["messages"][0]["content"], llm.calls[0]["messages"][-1]["content"]
+    assert NEVER_INVENT in system
+    assert NOTHING_RECALLED in last and ANSWER_FROM_MEMORY in last
+    assert last.rstrip().endswith("(Ответь по-русски.)")
+    mem.save("My husband Igor is a pilot.", OWNER_TRUSTED)
+    section = mem.prompt_section("What is my husband's job?", OWNER_TRUSTED)
+    prompt = user_prompt("What is my husband's job?", section, "en")
+    assert "Igor" in prompt and NOTHING_RECALLED not in prompt
+    assert ANSWER_FROM_MEMORY not in user_prompt("I like tea.", section, "en")
+
+
+def test_the_guard_helpers():
+    assert asks_about_owner("Сколько мне лет?") and asks_about_owner("Where does my sister live?")
+    assert asks_about_owner("What do I do on weekends?")
+    assert not asks_about_owner("How are you?") and not asks_about_owner("My dog is Bublik.")
+    assert speaks_as_owner("Мне 12 лет.") and speaks_as_owner("I am learning Russian.")
+    assert not speaks_as_owner("I remember: you work at the radio.")
+    assert admits_not_knowing("Не знаю. Сколько тебе лет?")
+    assert admits_not_knowing("You haven't told me that.")
+    assert not admits_not_knowing("I don't have any children.")
+    assert unsupported("You are 34, in Samara.", "Мне 34, живу в Самаре.") == []
+    assert unsupported("You are 12, in Kazan.", "Мне 34, живу в Самаре.") == ["12", "kazan"]
+    assert invents("Your brother is Oleg.", "Nothing.") and not invents("Your brother?", "")
+    hold = EchoHold("Сколько мне лет?", "ru", support="Меня зовут Тимур.")
+    assert hold.feed("Тебе ") == "" and hold.feed("12 лет") == ""  # held until judged
+    assert hold.feed(". Верно?") == "" and hold.finish() and hold.invented
+    hold = EchoHold("Сколько мне лет?", "ru", support="Мне 34 года.")
+    assert hold.feed("Тебе 34 года, если я правильно помню. ") and not hold.invented
+
+
+def test_asked_again_a_reply_only_in_the_wrong_voice_is_shown_not_thrown_away(mem):
+    """An answer whose facts are the memory's is not replaced by "I don't know" for its voice
+    alone ("Я архитектор." to "Кем я работаю?" twice: shown, not lost)."""
+    mem.save("Я Марина, по профессии архитектор.", OWNER_TRUSTED, kind="core")
+    llm = ScriptedLLM([["Я архитектор, проектирую школы."], ["Я архитектор."]], plans=[])
+    assert run(Conversation(mem, llm), "Кем я работаю?") == "Я архитектор."
+    assert len(llm.calls) == 2
+
+
+def test_asked_again_after_an_invention_and_silent_she_says_she_does_not_know(mem):
+    """Measured on companion_a: the retry after a made-up reply came back empty, and the owner
+    got no answer at all."""
+    mem.save("My sister Anna lives in Yerevan.", OWNER_TRUSTED)
+    llm = ScriptedLLM([["I am learning Russian."], [""]], plans=[])
+    shown = run(Conversation(mem, llm), "Which language am I learning these days?")
+    assert shown == DONT_KNOW["en"]
