@@ -196,3 +196,16 @@ def keep_calibration(props: dict[str, Any]) -> dict[str, Any]:
         options = props["core"]["enum"]
         return {"core": "leave as is" if "leave as is" in options else "essential"}
     return {"importance": max(props["importance"]["enum"])}
+
+
+def chat_model(model: Any, threads: int | None) -> tuple[Any, float, int | None]:
+    """``model`` as a chat model: a packaged name or a GGUF path is loaded here (n_ctx 8192,
+    ``threads``), an object is used as it is. Returns the model, the seconds its load took and
+    the threads it runs with."""
+    if not isinstance(model, str | Path):
+        return model, 0.0, threads
+    from models.llama import load_chat_model  # the benches are the one place with a real model
+
+    t0 = time.perf_counter()
+    loaded = load_chat_model(str(model), n_ctx=8192, n_threads=threads)
+    return loaded, time.perf_counter() - t0, loaded.threads

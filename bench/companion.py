@@ -73,7 +73,7 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
-from bench.common import environment, peak_rss_mb, percentile
+from bench.common import chat_model, environment, peak_rss_mb, percentile
 from core import language
 from core.clock import ManualClock
 from core.conversation import (
@@ -355,14 +355,7 @@ def run(model: Any, scenario: dict, writes: str = "structured",
     as its planner runs a night when one is due and the chat has been quiet ``idle_for``."""
     if writes not in WRITES:
         raise ValueError(f"writes must be one of {', '.join(WRITES)} (got {writes!r})")
-    load_s = 0.0
-    if isinstance(model, str | Path):
-        from models.llama import load_chat_model  # the bench is the one place with a real model
-
-        t0 = time.perf_counter()
-        model = load_chat_model(str(model), n_ctx=8192, n_threads=threads)
-        load_s = time.perf_counter() - t0
-        threads = model.threads  # what the model was loaded with
+    model, load_s, threads = chat_model(model, threads)
     memory_factory = memory_factory or default_memory_factory()
     clock = ManualClock(start)
     config = ConversationConfig(memory_writes=writes, max_answer_tokens=max_answer_tokens)

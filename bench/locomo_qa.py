@@ -94,7 +94,7 @@ from pathlib import Path
 from typing import Any
 
 from bench import companion
-from bench.common import ROOT, emit, environment, peak_rss_mb
+from bench.common import ROOT, chat_model, emit, environment, peak_rss_mb
 from bench.locomo import (
     ADVERSARIAL,
     CATEGORIES,
@@ -541,14 +541,7 @@ def run(model: Any, dialogue: Dialogue, *, questions: int | None = DEFAULT_QUEST
     """Replay ``dialogue`` on a fresh store, then ask its questions under the three conditions.
     ``model`` is a chat model object, or a packaged name / GGUF path loaded here."""
     t_start = time.perf_counter()
-    load_s = 0.0
-    if isinstance(model, str | Path):
-        from models.llama import load_chat_model  # the bench is the one place with a real model
-
-        t0 = time.perf_counter()
-        model = load_chat_model(str(model), n_ctx=8192, n_threads=threads)
-        load_s = time.perf_counter() - t0
-        threads = model.threads
+    model, load_s, threads = chat_model(model, threads)
     factory = companion.default_memory_factory(embedder)
     config = ConversationConfig(max_answer_tokens=max_answer_tokens)
     asked = pick_questions(dialogue.qa, questions)

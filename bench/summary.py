@@ -41,7 +41,7 @@ import time
 from pathlib import Path
 from typing import Any
 
-from bench.common import environment, peak_rss_mb, percentile
+from bench.common import chat_model, environment, peak_rss_mb, percentile
 from bench.locomo import load as load_locomo
 from core import summaries as rolling
 from core.clock import ManualClock
@@ -92,14 +92,7 @@ def run(model: Any, data: str, conversation: int, messages: int, *, chunk_messag
         probes: int = 6, pause: float = 3.0, threads: int | None = None,
         log=lambda msg: None) -> dict[str, Any]:
     env_start = {"loadavg_start": _loadavg()}
-    load_s = 0.0
-    if isinstance(model, str | Path):
-        from models.llama import load_chat_model
-
-        t0 = time.perf_counter()
-        model = load_chat_model(str(model), n_ctx=8192, n_threads=threads)
-        load_s = time.perf_counter() - t0
-        threads = model.threads
+    model, load_s, threads = chat_model(model, threads)
     convs = load_locomo(data)
     c = convs[conversation]
     turns = c.turns[:messages]
