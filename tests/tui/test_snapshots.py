@@ -17,7 +17,9 @@ OWNER_DATA = Path("/home/owner/.local/share/eva")
 OWNER_CONFIG = Path("/home/owner/.config/eva/config.toml")
 CHAT_SCRIPT = [
     ["Noted — I'll keep that between us."],
-    ["Here is what I know:\n\n- your cat **Murka** likes salmon\n- you hiked along the Volga"],
+    # only what the memory holds (SPEC §8.10: a name nothing shown holds is asked again)
+    ["Here is what I know:\n\n- your sister **Anna** lives in *Kazan*\n- you told me it is "
+     "private"],
 ]
 CHAT_PLANS = [  # the structured memory step (SPEC §3.1): one save, then nothing to keep
     {
