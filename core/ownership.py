@@ -22,8 +22,8 @@ import stat
 from pathlib import Path
 from typing import IO, Any
 
-__all__ = ["PRIVATE_DIR", "PRIVATE_FILE", "create_private", "open_private", "private_dir",
-           "tighten", "tightened_note"]
+__all__ = ["PRIVATE_DIR", "PRIVATE_FILE", "claim", "create_private", "open_private",
+           "private_dir", "tighten", "tightened_note"]
 
 log = logging.getLogger(__name__)
 
@@ -128,6 +128,15 @@ def tightened_note(directory: str | Path, loosened: list[str]) -> str | None:
     what = f" ({files} file{'s' if files != 1 else ''} among them)" if files else ""
     return (f"The data dir {directory} was open to other users{what}; it is now yours only "
             "(0700, files 0600)")
+
+
+def claim(directory: str | Path) -> str | None:
+    """Make the data dir the owner's before its store is opened: narrowed if others could read
+    it (:func:`tighten`), made 0700 if missing. The one line to tell the owner (None: nothing
+    was open)."""
+    note = tightened_note(directory, tighten(directory))
+    private_dir(directory)
+    return note
 
 
 # ---------------------------------------------------------------------------------- internals

@@ -597,8 +597,7 @@ def _own_data_dir(data_dir: Path) -> None:
     """Make the data dir the owner's (core.ownership); tell once if it was open to others."""
     from core import ownership
 
-    note = ownership.tightened_note(data_dir, ownership.tighten(data_dir))
-    ownership.private_dir(data_dir)
+    note = ownership.claim(data_dir)
     if note:
         _err_note(f"note: {note}")
 

@@ -247,8 +247,7 @@ def _read_token(path: Path) -> str | None:
 
 def _private_tmp(data_dir: Path, token: str) -> Path:
     tmp = data_dir / f".{TOKEN_FILE}.{os.getpid()}.{secrets.token_hex(4)}"
-    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
-    with os.fdopen(fd, "w") as f:
+    with ownership.open_private(tmp, "x", encoding="utf-8") as f:
         f.write(token + "\n")
         f.flush()
         os.fsync(f.fileno())

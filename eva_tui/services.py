@@ -181,8 +181,7 @@ class Services:
     def own_data_dir(self) -> None:
         """The data dir is the owner's (issue 25): made 0700 when missing; one an older Eva
         left open to other users is narrowed (0700, Eva's files 0600) and the owner told once."""
-        note = ownership.tightened_note(self.data_dir, ownership.tighten(self.data_dir))
-        ownership.private_dir(self.data_dir)
+        note = ownership.claim(self.data_dir)
         if note:
             self.problems.append(note)
 
