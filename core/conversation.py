@@ -812,26 +812,31 @@ def reframed(messages: list[Message], text: str) -> list[Message]:
     recalled lines and the language line stay): the retry after a statement the reply repeated
     or left unanswered. The message keeps its form under ``original``: the memory step
     continues the prompt as the owner's next turn will carry it."""
-    out = list(messages)
-    for i in range(len(out) - 1, -1, -1):
-        if out[i]["role"] == "user":
-            content = out[i]["content"]
-            head, sep, tail = content.rpartition(text)
-            quoted = f"{head}{REFRAME.format(text=text)}{tail}" if sep else \
-                f"{content}\n\n{REFRAME.format(text=text)}"
-            out[i] = {**out[i], "content": quoted, "original": content}
-            break
-    return out
+
+    def quote(content: str) -> str:
+        head, sep, tail = content.rpartition(text)
+        return f"{head}{REFRAME.format(text=text)}{tail}" if sep else \
+            f"{content}\n\n{REFRAME.format(text=text)}"
+
+    return _last_user_rewritten(messages, quote)
 
 
 def noted(messages: list[Message], note: str) -> list[Message]:
     """The prompt again with ``note`` after the owner's last message, inside it (the message
     keeps its form under ``original``, as :func:`reframed` does)."""
+    return _last_user_rewritten(messages, lambda content: f"{content}\n\n{note}")
+
+
+def _last_user_rewritten(messages: list[Message], rewrite: Callable[[str], str]
+                         ) -> list[Message]:
+    """The prompt with its last user message's content rewritten; the form it had before any
+    rewrite is kept under ``original``."""
     out = list(messages)
     for i in range(len(out) - 1, -1, -1):
         if out[i]["role"] == "user":
-            content = out[i].get("original", out[i]["content"])
-            out[i] = {**out[i], "content": f"{out[i]['content']}\n\n{note}", "original": content}
+            content = out[i]["content"]
+            out[i] = {**out[i], "content": rewrite(content),
+                      "original": out[i].get("original", content)}
             break
     return out
 
