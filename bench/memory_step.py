@@ -656,6 +656,8 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--lang", choices=("en", "ru", "all"), default="all")
     p.add_argument("--limit", type=int, default=None,
                    help="items per split, round-robin across categories")
+    p.add_argument("--category", default=None,
+                   help="only these categories (comma-separated, e.g. correction,forget)")
     p.add_argument("--gate-only", action="store_true", help="evaluate the gate alone, no model")
     p.add_argument("--gate", default=DEFAULT_GATE, help=f"one of {', '.join(GATES)}")
     p.add_argument("--model", default=DEFAULT_CHAT_MODEL, help="packaged model name or .gguf path")
@@ -670,7 +672,13 @@ def main(argv: list[str] | None = None) -> int:
     if a.limit is not None and a.limit < 1:
         p.error("--limit must be at least 1")
     everything = load_items(a.data)
-    items = select(everything, a.split, a.lang, a.limit)
+    wanted = set(a.category.split(",")) if a.category else set()
+    if a.category:
+        unknown = wanted - set(CATEGORIES)
+        if unknown:
+            p.error(f"unknown --category {', '.join(sorted(unknown))}")
+    pool = [it for it in everything if not a.category or it["category"] in wanted]
+    items = select(pool, a.split, a.lang, a.limit)
     train = [it for it in everything if it["split"] == "dev"
              and (a.lang == "all" or it["lang"] == a.lang)]
     result = run(items, gate_name=a.gate, gate_only=a.gate_only, model=a.model,
@@ -679,6 +687,7 @@ def main(argv: list[str] | None = None) -> int:
     result["data"] = a.data or sorted(str(f.relative_to(DATA_DIR.parent.parent))
                                       for f in DATA_DIR.glob(DATA_GLOB))
     result["split"], result["lang"], result["limit"] = a.split, a.lang, a.limit
+    result["category"] = a.category
     json.dump(result, sys.stdout, indent=2, ensure_ascii=False, default=str)
     print()
     return 0

@@ -33,6 +33,7 @@ import numpy as np
 
 from core import language, text
 from core import tools as memory_tools
+from core.corrections import correction_model
 from core.importance import importance_model
 from core.learned import Embed, Linear, use_vectors
 from core.llm import ChatModel, Message, ModelError
@@ -287,7 +288,8 @@ class Related:
     kind: str
     age: str
     content: str
-    outdated: str | None = None  # what this message seems to change of it (arithmetic)
+    outdated: str | None = None  # why this message seems to change it (the step's hint)
+    replaced: float | None = None  # the learned probability that it does (core.corrections)
 
 
 def outdated_by(message: str, content: str) -> str | None:
@@ -406,12 +408,24 @@ class MemoryWriter:
     # ------------------------------------------------------------------ what it is shown
     def related(self, owner_text: str, ctx: TurnContext) -> list[Related]:
         """The saved memories this message may change, as this audience may see them (pure:
-        reinforces nothing)."""
+        reinforces nothing). Each carries the learned probability that the message replaces
+        it (:mod:`core.corrections`); the step's hint ("may change this") comes from it, or
+        from the arithmetic (:func:`outdated_by`) where there are no USE vectors."""
         hits = self.memory.recall(owner_text, ctx, top_k=RELATED_SHOWN)
         now = self.memory.clock.now()
-        return [Related(r.id, r.kind.value, human_age(now - r.updated_at), r.content,
-                        outdated_by(owner_text, r.content))
-                for r in self.memory.visible([h.id for h in hits], ctx)]
+        records = self.memory.visible([h.id for h in hits], ctx)
+        model, embed = correction_model(), use_vectors(self.memory.embedder)
+        scores = (model.scores(owner_text, [r.content for r in records], embed)
+                  if model is not None and embed is not None else None)
+        out = []
+        for i, r in enumerate(records):
+            hint = outdated_by(owner_text, r.content)
+            p = scores[i] if scores is not None else None
+            if p is not None and model is not None and p >= max(p, *scores) and p >= model.hint:
+                hint = f"learned, p={p:.2f}"
+            out.append(Related(r.id, r.kind.value, human_age(now - r.updated_at), r.content,
+                               hint, p))
+        return out
 
     def instruction(self, ex: Exchange, ctx: TurnContext, related: list[Related],
                     allow_update: bool, allow_forget: bool) -> str:
@@ -606,10 +620,14 @@ class MemoryWriter:
         words and this turn's id (regenerate takes both back). The why names no content (the
         new record may be private)."""
         out: list[memory_tools.ToolResult] = []
+        model = correction_model()
         for r in related:
             if r.id == new_id or r.id in touched or not r.outdated:
                 continue
-            change = supersedes(new, r.content, ex.text)
+            if r.replaced is not None and model is not None and r.replaced >= model.threshold:
+                change = f"learned, p={r.replaced:.2f}"
+            else:
+                change = supersedes(new, r.content, ex.text)
             if change is None:
                 continue
             target = self.memory.visible([r.id], ctx)
