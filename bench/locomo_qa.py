@@ -457,7 +457,7 @@ def owner_name_record(mem: Memory, owner: str) -> None:
 def oracle_text(lines: Sequence[tuple[int, Turn]], now: float) -> str:
     """The evidence turns as the recalled part of the memory section, in prompt_section's line
     format (``id | kind | age | importance | content``, the content escaped)."""
-    body = [f"{i} | fact | {ps.human_age(now - t.at)} | 3 | {ps.escaped(t.line)}"
+    body = [f"{i} | fact | {ps.dated_age(t.at, now)} | 3 | {ps.escaped(t.line)}"
             for i, t in lines]
     return "\n".join([ps.RECALLED_HEADER, *body])
 

@@ -14,6 +14,7 @@ withheld-private footnote) goes close to the end of the prompt, next to the user
 
 from __future__ import annotations
 
+import time
 from collections.abc import Sequence
 from dataclasses import dataclass
 
@@ -68,10 +69,24 @@ def human_age(seconds: float, coarse: bool = False) -> str:
     return f"{int(days // 365)}y"
 
 
-def line(r: Record, now: float, coarse: bool = False, mark: str = "") -> str:
+def dated_age(at: float, now: float) -> str:
+    """The age column of a recalled line: the age, and from a day old the day it was said
+    ("3d, 29 Nov 2026"). Without the day, "When did I go to the support group?" could only be
+    answered "3d" (bench.locomo_qa: the temporal questions failed); the recalled part is
+    rebuilt every turn, so the date costs the KV cache nothing (the cached core part keeps
+    ``coarse`` ages)."""
+    age = human_age(now - at)
+    if now - at < 86_400:
+        return age
+    return f"{age}, {time.strftime('%d %b %Y', time.localtime(at)).lstrip('0')}"
+
+
+def line(r: Record, now: float, coarse: bool = False, mark: str = "",
+         dated: bool = False) -> str:
     """The one record line, ``id | kind | age | importance | "content"`` (the content quoted,
-    on one line): the prompt section's, and with ``mark="#"`` the memory tools' results."""
-    age = human_age(now - r.updated_at, coarse)
+    on one line): the prompt section's, and with ``mark="#"`` the memory tools' results.
+    ``dated``: the age carries the day (:func:`dated_age`), for the recalled part."""
+    age = dated_age(r.updated_at, now) if dated else human_age(now - r.updated_at, coarse)
     return f"{mark}{r.id} | {r.kind.value} | {age} | {r.importance} | {escaped(r.content)}"
 
 
@@ -149,7 +164,7 @@ def build(
     for r in recalled:
         if r.id in shown:
             continue
-        ln = line(r, now)
+        ln = line(r, now, dated=True)
         if used + 1 + len(ln) > remaining:
             break
         rec_lines.append(ln)

@@ -24,7 +24,8 @@ from core.config import DAY
 from core.privacy import WITHHELD_FOOTNOTE
 
 NOW = 1_780_000_000.0
-LINE = re.compile(r"^(\d+) \| (core|fact|event) \| (now|\d+(?:m|h|d|mo|y)) \| ([1-5]) \| (.+)$")
+LINE = re.compile(r"^(\d+) \| (core|fact|event) \| (now|\d+(?:m|h|d|mo|y))(?:, \d{1,2} [A-Z][a-z]{2} "
+                  r"\d{4})? \| ([1-5]) \| (.+)$")
 NOTICE = re.compile(r"(\d+) core records? did not fit")
 
 
@@ -67,6 +68,21 @@ def _open(tmp_path, clock, **cfg) -> Memory:
 def test_ages_are_human_readable(seconds, shown):
     """SPEC §5: age human-readable ("3d", "5mo")."""
     assert ps.human_age(seconds) == shown
+
+
+def test_a_recalled_line_carries_the_day_it_was_said():
+    """Issue 26 item 6: "When did I…?" needs the day, not "5mo" (the LoCoMo temporal questions
+    failed on ages alone). A recalled line from a day old carries the local date; a younger
+    one and the cached core lines keep the bare age (the KV cache)."""
+    import time
+
+    old = rec(7, "I went to the support group.", "event", 3, age_days=150)
+    day = time.strftime("%d %b %Y", time.localtime(NOW - 150 * DAY)).lstrip("0")
+    assert ps.line(old, NOW, dated=True) == (
+        f"7 | event | 5mo, {day} | 3 | I went to the support group.")
+    assert ps.line(rec(8, "Tea now.", age_days=0.1), NOW, dated=True).startswith("8 | fact | 2h |")
+    section = ps.build([rec(1, "Core.", "core")], [old], MemoryConfig(), NOW, False)
+    assert f"5mo, {day}" in section.recalled_text and day not in section.core_text
 
 
 def test_line_format_is_id_kind_age_importance_content():
@@ -145,7 +161,7 @@ def test_unused_core_share_goes_to_recalled_records():
     s = ps.build(core, recalled, cfg, NOW, False)
     assert len(s.recalled_text) > (1 - 0.6) * 1100  # more than the non-core 40 %
     assert len(s.text) <= 1100
-    assert s.core_ids == (1,) and len(s.recalled_ids) >= 8
+    assert s.core_ids == (1,) and len(s.recalled_ids) >= 7  # dated lines: ", 1 Dec 2026"
 
 
 def test_without_core_recalled_records_may_use_the_whole_budget():
