@@ -9,7 +9,8 @@ The corpus file::
      "memories": [{"key", "content", "kind", "importance", "created_at", "last_access_at",
                    "recalls", "private", "pinned"}, ...],
      "expect": {"duplicates": [[k, k]], "contradictions": [{"old": k, "new": k}],
-                "event_runs": [[k, k, k]], "trivia": [k], "keep": [k]}}
+                "event_runs": [[k, k, k]], "trivia": [k], "keep": [k], "current": [k],
+                "decoys": [[k, k]]}}
 
 A fresh store (temp file, :class:`ManualClock` at ``now``) gets the memories with their dates
 and access histories (``recalls`` reinforcements spread before ``last_access_at``); then
@@ -27,7 +28,30 @@ plans exactly what ``expect`` says (the ceiling, through the same safeguards). P
   least two of the run's events);
 * ``trivia_forgotten`` — share of trivia records forgotten (archived, not merged);
 * ``wrongly_lost`` — count of ``keep`` records that are neither live nor merged into a live one;
+* ``decoys_kept_apart`` (when the corpus labels ``decoys``) — share of look-alike pairs that are
+  both true and still two live records;
+* ``wrongly_outdated`` — count of records that must stay current (every ``keep`` record, every
+  ``current`` record, and the new side of each contradiction — never an old side) that are no
+  longer current: archived (``archived``; forgotten, or lost in a merge whose survivor is gone),
+  dropped by a resolve (``superseded``), or whose live text — their own, or their merge
+  survivor's — became dated history (``dated``: it now starts with the core's marker
+  "(until YYYY-MM-DD) " / "(до YYYY-MM-DD) ", or, with ``--review plan``, a rewrite op gave it a
+  history word it did not have: "until", "used to", "до", "раньше", …). ``outdated_keys`` lists
+  them, ``outdated_how`` says which of the three;
+* ``supersede_precision`` — of the night's "yes, OLD is no longer true" decisions on two corpus
+  records, the share whose (old, new) is a labelled contradiction in that order: a yes on any
+  other pair (a decoy, a duplicate, a pair the corpus does not label, a contradiction read
+  backwards) is a false yes; ``duplicate_precision`` — of the "same fact" decisions, the share
+  whose two records are labelled duplicates (of one group, the labelled pairs joined
+  transitively). Both come from the journaled decisions (with ``--review plan``, from the
+  planner's proposed resolve and merge ops: each (dropped, kept) pair, each pair of a merge),
+  answered whatever the safeguards then did; None when no such decision was made.
+  ``false_yes`` lists the pairs counted against them;
 * ``model_calls``, ``seconds`` (wall clock of the nights), and the night's summary and refusals.
+
+``expect`` may also hold ``"current": [k]``: records that must stay current (not dated, archived
+or superseded) though ``keep`` does not list them; the new side of each contradiction is current
+by default, and so is every ``keep`` record.
 """
 
 from __future__ import annotations
@@ -53,6 +77,12 @@ from core.privacy import OWNER_TRUSTED
 from core.sleep import Sleeper
 
 DAY = 86_400.0
+# dated history as the core writes it (core.sleep.decisions.dated): "(until 2026-03-02) …" /
+# "(до 2026-03-02) …"
+DATED = re.compile(r"^\s*\((?:until|до)\s+\d{4}-\d{2}-\d{2}\)", re.IGNORECASE)
+# what an open-ended planner's rewrite ("Lived in Kazan until 2024") may date a record with
+HISTORY = re.compile(r"(?<!\w)(until|till|used to|formerly|previously|no longer|до|раньше|"
+                     r"прежде|бывш\w*|больше не)(?!\w)", re.IGNORECASE)
 
 
 def parse_time(value: str | float | int | None) -> float | None:
@@ -228,13 +258,95 @@ def build_store(path: Path, data: dict[str, Any], embedder: Any) -> tuple[Memory
     return Memory.open(path, MemoryConfig(), clock, embedder=embedder), clock, keys
 
 
+def current_keys(exp: dict[str, Any]) -> list[str]:
+    """The records that must stay current: ``keep``, ``current`` and the new side of each
+    contradiction — never an old side (dating that one is the point)."""
+    contra = exp.get("contradictions", [])
+    olds = {c["old"] for c in contra}
+    keys = [*exp.get("keep", []), *exp.get("current", []), *(c["new"] for c in contra)]
+    return [k for k in dict.fromkeys(keys) if k not in olds]
+
+
+def is_dated(content: str, original: str, rewritten: bool = False) -> bool:
+    """A live text that became dated history: it starts with the core's marker now and did not
+    before, or (an open-ended planner's rewrite) it gained a history word."""
+    if DATED.match(content) and not DATED.match(original):
+        return True
+    return rewritten and bool(HISTORY.search(content)) and not HISTORY.search(original)
+
+
+def judged(runs: list[Any], data: dict[str, Any], keys: dict[str, int],
+           part: str | None = None) -> dict[str, Any]:
+    """``supersede_precision`` and ``duplicate_precision``: the night's yes decisions on two
+    corpus records against the labels (a yes on a pair not labelled so is a false yes), with
+    the false ones by key. Decided pairs come from the journaled decisions; a review phase
+    that journaled none (``--review plan``) is read from its planner's proposed ops. With
+    ``part``, only decisions whose first record is in that part count (as labels do)."""
+    name = {v: k for k, v in keys.items()}
+    where = {m["key"]: m.get("part", "dev") for m in data["memories"]}
+    exp = data.get("expect", {})
+    contra = {(c["old"], c["new"]) for c in exp.get("contradictions", [])}
+    group: dict[str, str] = {}
+
+    def find(k: str) -> str:
+        while group.get(k, k) != k:
+            k = group[k]
+        return k
+
+    for a, b in exp.get("duplicates", []):
+        group[find(a)] = find(b)
+    said: dict[str, list[tuple[str, str]]] = {"supersede": [], "duplicate": []}
+
+    def add(kind: str, a: Any, b: Any) -> None:
+        ka, kb = name.get(a), name.get(b)
+        if ka is None or kb is None or ka == kb:
+            return  # a record the corpus does not hold (e.g. derived): nothing to judge by
+        if part is None or where.get(ka) == part:
+            said[kind].append((ka, kb))
+
+    for run in runs:
+        for ph in run.phases:
+            for plan in ph.plans:
+                if "decisions" in plan:
+                    for d in plan["decisions"] or []:
+                        ids = d.get("ids") or []
+                        if (d.get("kind") in said and d.get("answer") == "yes"
+                                and len(ids) == 2):
+                            add(d["kind"], *ids)
+                elif ph.name == "review":
+                    for op in plan.get("ops") or []:
+                        if not isinstance(op, dict):
+                            continue
+                        if op.get("op") == "resolve":
+                            for old in op.get("drop") or []:
+                                add("supersede", old, op.get("keep"))
+                        elif op.get("op") == "merge":
+                            ids = list(op.get("ids") or [])
+                            for i, a in enumerate(ids):
+                                for b in ids[i + 1:]:
+                                    add("duplicate", a, b)
+    false = {"supersede": [[a, b] for a, b in said["supersede"] if (a, b) not in contra],
+             "duplicate": [[a, b] for a, b in said["duplicate"] if find(a) != find(b)]}
+
+    def precision(kind: str) -> float | None:
+        n = len(said[kind])
+        return (n - len(false[kind])) / n if n else None
+
+    return {"supersede_precision": precision("supersede"),
+            "duplicate_precision": precision("duplicate"),
+            "false_yes": false}
+
+
 def score(mem: Memory, sleeper: Sleeper, data: dict[str, Any], keys: dict[str, int],
-          originals: dict[int, str]) -> dict[str, Any]:
+          originals: dict[int, str], part: str | None = None) -> dict[str, Any]:
     live = {r.id: r for r in mem.list(OWNER_TRUSTED, limit=10_000)}
     merged_into: dict[int, int] = {}
     derived: list[set[int]] = []
     forgotten: set[int] = set()
-    for run in sleeper.runs(limit=1000):
+    superseded: set[int] = set()
+    rewritten: set[int] = set()
+    runs_done = sleeper.runs(limit=1000)
+    for run in runs_done:
         for op in run.ops:
             if not op.applied:
                 continue
@@ -248,6 +360,9 @@ def score(mem: Memory, sleeper: Sleeper, data: dict[str, Any], keys: dict[str, i
                 forgotten.update(op.ids)
             elif op.op == "resolve":
                 forgotten.update(op.detail.get("dropped", []))
+                superseded.update(op.detail.get("dropped", []))
+            elif op.op == "rewrite":
+                rewritten.update(op.ids)
 
     def home(rid: int) -> int | None:
         seen = set()
@@ -279,6 +394,14 @@ def score(mem: Memory, sleeper: Sleeper, data: dict[str, Any], keys: dict[str, i
     trivia = exp.get("trivia", [])
     triv_ok = sum(1 for k in trivia if keys[k] in forgotten and keys[k] not in live)
     lost = [k for k in exp.get("keep", []) if home(keys[k]) is None]
+    outdated: dict[str, str] = {}
+    for k in current_keys(exp):
+        rid = keys[k]
+        now_in = home(rid)  # itself, or the survivor it was merged into
+        if now_in is None:
+            outdated[k] = "superseded" if rid in superseded else "archived"
+        elif is_dated(live[now_in].content, originals.get(now_in, ""), now_in in rewritten):
+            outdated[k] = "dated"
     decoys = exp.get("decoys", [])
     apart = sum(1 for a, b in decoys if home(keys[a]) is not None
                 and home(keys[b]) is not None and home(keys[a]) != home(keys[b]))
@@ -293,6 +416,10 @@ def score(mem: Memory, sleeper: Sleeper, data: dict[str, Any], keys: dict[str, i
         "trivia_forgotten": share(triv_ok, len(trivia)),
         "wrongly_lost": len(lost),
         "lost_keys": lost,
+        "wrongly_outdated": len(outdated),
+        "outdated_keys": list(outdated),
+        "outdated_how": outdated,
+        **judged(runs_done, data, keys, part),
         **({"decoys_kept_apart": share(apart, len(decoys)),
             "decoys_joined": [[a, b] for a, b in decoys if not (
                 home(keys[a]) is not None and home(keys[b]) is not None
@@ -427,7 +554,7 @@ def main(argv: list[str] | None = None) -> int:
         out = score(mem, sleeper, data, keys, originals)
         parts = sorted({m.get("part", "dev") for m in data["memories"]})
         if len(parts) > 1:
-            out["parts"] = {p: score(mem, sleeper, part_of(data, p), keys, originals)
+            out["parts"] = {p: score(mem, sleeper, part_of(data, p), keys, originals, p)
                             for p in parts}
         out["decisions"] = decisions_of(night_runs)
         if args.decisions_log:

@@ -36,3 +36,157 @@ def test_quality_bench_scores_the_oracle_at_the_ceiling(capsys):
     data = json.loads(CORPUS.read_text(encoding="utf-8"))
     langs = {any("а" <= ch <= "я" for ch in m["content"].lower()) for m in data["memories"]}
     assert langs == {True, False} and 30 <= len(data["memories"]) <= 60
+
+
+# ---------------------------------------------------------------------------- harm and precision
+# (issue 27): a small corpus on which the arithmetic (no embedder) raises a supersession on two
+# true facts (Max lives in Berlin / Max moved his rehearsals; walks the dog in the mornings / now
+# in the evenings too), a duplicate question on one person with two attributes (Anna), and the
+# forgetting question on a faded record that must stay current ("current", not "keep")
+
+def _m(key: str, content: str, importance: int, created: str, kind: str = "fact") -> dict:
+    return {"key": key, "content": content, "kind": kind, "importance": importance,
+            "created_at": created + "T12:00:00Z"}
+
+
+HARM = {"now": "2026-06-01T12:00:00Z", "memories": [
+    _m("max1", "The owner's friend Max lives in Berlin", 4, "2025-06-01"),
+    _m("max2", "The owner's friend Max moved his band rehearsals to Fridays", 3, "2026-05-01"),
+    _m("job1", "Хозяин работает дизайнером в студии Лебедева", 3, "2025-03-01"),
+    _m("job2", "Хозяин ушёл из студии Лебедева и теперь работает дизайнером в Яндексе", 3,
+       "2026-04-01"),
+    _m("walk1", "Хозяин гуляет с собакой по утрам", 3, "2026-01-10"),
+    _m("walk2", "Хозяин теперь гуляет с собакой и по вечерам", 3, "2026-05-10"),
+    _m("spicy1", "Хозяин не ест острое", 3, "2025-08-01"),
+    _m("spicy2", "Хозяин совсем не ест острое", 3, "2026-02-01"),
+    _m("anna1", "The owner's sister Anna lives in Tver", 3, "2025-07-01"),
+    _m("anna2", "The owner's sister Anna teaches music in Tver", 3, "2026-03-01"),
+    _m("phone", "The owner's old phone lies in a drawer at the dacha", 1, "2025-01-05"),
+    _m("rain", "It rained all afternoon", 1, "2025-02-01", kind="event"),
+], "expect": {"duplicates": [["spicy1", "spicy2"]],
+              "contradictions": [{"old": "job1", "new": "job2"}],
+              "trivia": ["rain"],
+              "keep": ["max1", "max2", "walk1", "walk2", "anna1", "anna2", "spicy1", "spicy2"],
+              "current": ["phone"]}}
+
+
+class ScriptedPlanner(sleep_quality.OraclePlanner):
+    """The oracle, except for the questions it is told to answer wrongly: every supersession
+    "no longer true", every pair "the same fact", every faded record "forget"; with ``dated``,
+    the open-ended planner (``--review plan``) also rewrites "walks the dog in the mornings"
+    as past ("раньше")."""
+
+    name = "scripted"
+
+    def __init__(self, data: dict, supersede: bool = False, same: bool = False,
+                 forget: bool = False, dated: bool = False) -> None:
+        super().__init__(data)
+        self.wrong = {"old": supersede, "same": same, "fate": forget}
+        self.dated = dated
+
+    def generate_json(self, messages, schema, timeout=None, max_tokens=None, cancel=None):
+        props = schema.get("properties", {})
+        answers = {"old": "no longer true", "same": "same fact", "fate": "forget"}
+        for key, wrong in self.wrong.items():
+            if wrong and key in props:
+                self.calls += 1
+                return {key: answers[key]}
+        return super().generate_json(messages, schema, timeout, max_tokens, cancel)
+
+    def force_tool_call(self, messages, tool, timeout=None, cancel=None):
+        call = super().force_tool_call(messages, tool, timeout)
+        shown = json.dumps(tool["parameters"])
+        walk = self.keys.get("walk1")
+        if self.dated and "review" in tool["description"] and f"{walk}" in shown:
+            call.arguments["ops"].append({"op": "rewrite", "id": walk,
+                                          "content": "Хозяин раньше гулял с собакой по утрам",
+                                          "why": "an older habit"})
+        return call
+
+
+def _night(tmp_path, capsys, monkeypatch, planner=None, *extra: str) -> dict:
+    path = tmp_path / "harm.json"
+    path.write_text(json.dumps(HARM, ensure_ascii=False), encoding="utf-8")
+    if planner is not None:
+        monkeypatch.setattr(sleep_quality, "load_planner",
+                            lambda spec, data=None, threads=None: planner(data))
+    assert sleep_quality.main(["--data", str(path), "--model", "oracle", *extra]) == 0
+    return json.loads(capsys.readouterr().out)
+
+
+def test_a_clean_night_outdates_nothing_and_says_yes_only_to_labelled_pairs(
+        tmp_path, capsys, monkeypatch):
+    """The oracle (both review modes) dates, archives and supersedes nothing that must stay
+    current, and each of its yes decisions is on a labelled pair: precision 1.0, not None
+    (the night did decide about a contradiction and a duplicate)."""
+    for review in ("decide", "plan"):
+        out = _night(tmp_path, capsys, monkeypatch, None, "--review", review)
+        assert out["contradictions_resolved"] == 1.0 and out["duplicates_merged"] == 1.0
+        assert out["wrongly_outdated"] == 0 and out["outdated_keys"] == []
+        assert out["supersede_precision"] == 1.0 and out["duplicate_precision"] == 1.0
+        assert out["false_yes"] == {"supersede": [], "duplicate": []}
+
+
+def test_a_night_that_says_yes_to_every_supersession_outdates_current_facts(
+        tmp_path, capsys, monkeypatch):
+    """"No longer true" for every pair asked: Max in Berlin (importance 4) is kept as dated
+    history, the morning walks (importance 3) are archived by the resolve; both count in
+    wrongly_outdated, and the two unlabelled pairs are false yeses beside the one labelled
+    contradiction."""
+    out = _night(tmp_path, capsys, monkeypatch,
+                 lambda d: ScriptedPlanner(d, supersede=True))
+    assert out["outdated_how"] == {"max1": "dated", "walk1": "superseded"}
+    assert out["wrongly_outdated"] == 2 and sorted(out["outdated_keys"]) == ["max1", "walk1"]
+    assert out["wrongly_lost"] == 1  # walk1 only: max1 is still live, as history
+    assert out["supersede_precision"] == round(1 / 3, 3)
+    assert sorted(out["false_yes"]["supersede"]) == [["max1", "max2"], ["walk1", "walk2"]]
+    assert out["duplicate_precision"] == 1.0
+
+
+def test_a_night_that_merges_an_unlabelled_pair_lowers_duplicate_precision(
+        tmp_path, capsys, monkeypatch):
+    """"The same fact" for every pair asked: Anna who lives in Tver and Anna who teaches
+    music there, and the two true pairs the supersession question called "both true" (the
+    duplicate question follows it), are merged — three false yeses beside the labelled
+    duplicate; nothing is outdated (each merge keeps a live survivor)."""
+    out = _night(tmp_path, capsys, monkeypatch, lambda d: ScriptedPlanner(d, same=True))
+    assert out["duplicate_precision"] == 0.25
+    assert sorted(out["false_yes"]["duplicate"]) == [["anna1", "anna2"], ["max1", "max2"],
+                                                     ["walk1", "walk2"]]
+    assert out["supersede_precision"] == 1.0 and out["wrongly_outdated"] == 0
+
+
+def test_a_night_that_forgets_a_current_record_counts_it(tmp_path, capsys, monkeypatch):
+    """"Forget" for every faded record: the old phone, labelled "current" (not "keep"), is
+    archived — wrongly outdated, though wrongly_lost (keep only) does not see it."""
+    out = _night(tmp_path, capsys, monkeypatch, lambda d: ScriptedPlanner(d, forget=True))
+    assert out["outdated_how"] == {"phone": "archived"} and out["wrongly_outdated"] == 1
+    assert out["wrongly_lost"] == 0
+
+
+def test_an_open_ended_rewrite_into_the_past_counts_as_dated(tmp_path, capsys, monkeypatch):
+    """With --review plan, a rewrite that gives a current record a history word ("раньше")
+    counts as dated history."""
+    out = _night(tmp_path, capsys, monkeypatch, lambda d: ScriptedPlanner(d, dated=True),
+                 "--review", "plan")
+    assert out["outdated_how"] == {"walk1": "dated"}
+
+
+def test_dated_history_is_recognised_in_both_languages():
+    """The core's own marker (core.sleep.decisions.dated) in either language; a text that was
+    already dated, or a merely reworded one, is not newly outdated."""
+    from core.sleep.decisions import dated
+
+    for content in ("The owner lives in Moscow", "Хозяин переехал на Васильевский остров"):
+        assert sleep_quality.is_dated(dated(content, 1_779_000_000.0), content)
+        assert not sleep_quality.is_dated(content + ", near the metro", content)
+    old = "(до 2025-01-01) Хозяин жил в Казани"
+    assert not sleep_quality.is_dated(old, old)
+    assert sleep_quality.is_dated("Owner used to live in Kazan", "Owner lives in Kazan", True)
+    assert not sleep_quality.is_dated("Owner used to live in Kazan", "Owner lives in Kazan")
+
+
+def test_current_records_are_keep_current_and_new_sides_but_never_old_sides():
+    exp = {"keep": ["a", "old"], "current": ["b", "a"],
+           "contradictions": [{"old": "old", "new": "new"}]}
+    assert sleep_quality.current_keys(exp) == ["a", "b", "new"]
