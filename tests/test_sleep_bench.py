@@ -190,3 +190,52 @@ def test_current_records_are_keep_current_and_new_sides_but_never_old_sides():
     exp = {"keep": ["a", "old"], "current": ["b", "a"],
            "contradictions": [{"old": "old", "new": "new"}]}
     assert sleep_quality.current_keys(exp) == ["a", "b", "new"]
+
+
+def _refs(exp: dict) -> set[str]:
+    out: set[str] = set()
+    for label in exp.values():
+        for item in label:
+            if isinstance(item, dict):
+                out.update((item["old"], item["new"]))
+            elif isinstance(item, list):
+                out.update(item)
+            else:
+                out.add(item)
+    return out
+
+
+def test_the_corpora_reference_only_their_own_memories():
+    for name in ("sleep_corpus", "sleep_corpus_hard", "sleep_corpus_precision"):
+        data = json.loads((CORPUS.parent / f"{name}.json").read_text(encoding="utf-8"))
+        keys = [m["key"] for m in data["memories"]]
+        assert len(keys) == len(set(keys)), name
+        assert _refs(data["expect"]) <= set(keys), (name, _refs(data["expect"]) - set(keys))
+
+
+def test_the_precision_corpus_labels_every_figure_and_keeps_half_aside(capsys):
+    """sleep_corpus_precision.json (issue 27 item 2): 40–50 Russian and English memories, every
+    label kind present (so every figure has a denominator), about half held out, each label
+    inside one part; the oracle outdates nothing and its yeses are all right."""
+    path = CORPUS.parent / "sleep_corpus_precision.json"
+    data = json.loads(path.read_text(encoding="utf-8"))
+    mems, exp = data["memories"], data["expect"]
+    assert 40 <= len(mems) <= 50
+    langs = {any("а" <= ch <= "я" for ch in m["content"].lower()) for m in mems}
+    assert langs == {True, False}
+    for label in ("duplicates", "contradictions", "decoys", "event_runs", "trivia", "keep",
+                  "current"):
+        assert exp[label], label
+    part = {m["key"]: m["part"] for m in mems}
+    held = sum(p == "heldout" for p in part.values())
+    assert set(part.values()) == {"dev", "heldout"} and 0.4 <= held / len(mems) <= 0.6
+    for label in ("duplicates", "decoys", "event_runs"):
+        for group in exp[label]:
+            assert len({part[k] for k in group}) == 1, group
+    for c in exp["contradictions"]:
+        assert part[c["old"]] == part[c["new"]]
+    assert sleep_quality.main(["--data", str(path), "--model", "oracle"]) == 0
+    out = json.loads(capsys.readouterr().out)
+    assert out["wrongly_outdated"] == 0 and out["wrongly_lost"] == 0
+    assert out["supersede_precision"] == 1.0 and out["duplicate_precision"] == 1.0
+    assert set(out["parts"]) == {"dev", "heldout"}
