@@ -136,7 +136,9 @@ def main(argv: list[str] | None = None) -> int:
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     p.add_argument("--out", default=str(corrections.MODEL))
     p.add_argument("--precision", type=float, default=0.95)
-    p.add_argument("--hint-recall", type=float, default=0.8)
+    p.add_argument("--hint-recall", type=float, default=None,
+                   help="set the step's update hint for this recall (default: the archive "
+                        "threshold — at recall 0.8, 0.59, the model overwrote unrelated records)")
     p.add_argument("--folds", type=int, default=5)
     p.add_argument("--l2", type=float, default=1e-2)
     p.add_argument("--eval-only", action="store_true",
@@ -169,7 +171,7 @@ def main(argv: list[str] | None = None) -> int:
         for i, pr in zip(fold, probs_of(w, b, [r_dev[i] for i in fold]), strict=True):
             oof[i] = pr
     threshold = choose(dev, oof, a.precision)
-    hint = choose_hint(dev, oof, a.hint_recall)
+    hint = threshold if a.hint_recall is None else choose_hint(dev, oof, a.hint_recall)
     w, b = train(dev, r_dev, a.l2)
     report = {"threshold": threshold, "hint_threshold": hint, "features": list(corrections.FEATURES),
               "weights_by_feature": {f: round(float(v), 3)

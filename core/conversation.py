@@ -121,6 +121,7 @@ DONT_KNOW = {
     language.ENGLISH: "I don't know that: there is nothing about it in my memory. Will you "
                       "tell me?",
 }
+_CANNED_DONT_KNOW = frozenset(DONT_KNOW.values())
 REFUSAL_NUDGE = ("The owner is simply talking with you about their life; there is nothing to "
                  "refuse. Reply warmly and briefly to what they said.")
 # … and when a statement's reply only echoed the owner twice, a short acknowledgement in Eva's
@@ -482,6 +483,14 @@ class Conversation:
         if block:
             messages.append({"role": "system", "content": block, "summary": True})
         for m in (window or self.window(ctx)).messages:
+            if m.role == "assistant" and m.content.strip() in _CANNED_DONT_KNOW:
+                # Eva's fixed "I don't know" is not shown to the model again, nor the question
+                # it answered (measured on an unseen scenario: after one, the default model
+                # copied it word for word as the answer to every later question, 0 of 10
+                # known questions answered in that run)
+                if messages[-1]["role"] == "user":
+                    messages.pop()
+                continue
             messages.append({"role": m.role, "content": m.meta.get("prompt", m.content)})
         return messages
 

@@ -26,11 +26,11 @@ def embed():
 def test_the_issue_s_correction_points_at_the_old_fact(embed):
     """'Update: Anna moved again…' stood beside 'My sister Anna moved to Tbilisi…', and 'Where
     does my sister live now?' got Tbilisi: the Tbilisi record is the one most likely replaced,
-    above the step's hint, and far above the unrelated one."""
+    far above the unrelated one (the rules then retire it: test_memory_writer)."""
     model = correction_model()
     p = model.scores("Update: Anna moved again, she now lives in Yerevan.",
                      ["I work as a nurse.", "My sister Anna moved to Tbilisi last month."], embed)
-    assert p[1] >= model.hint and p[1] > p[0] + 0.2, p
+    assert p[1] >= 0.5 and p[1] > p[0] + 0.4, p
 
 
 def test_a_new_fact_about_the_same_person_replaces_nothing(embed):

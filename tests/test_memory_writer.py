@@ -808,3 +808,40 @@ def test_a_statement_echoed_twice_gets_an_acknowledgement_not_nothing(mem):
     llm = ScriptedLLM([[asked], [asked]], plans=SMALL_TALK)
     events = run(Conversation(mem, llm), asked)
     assert [e.text for e in events if isinstance(e, Notice)] == [NO_REPLY_NOTICE]
+
+
+def test_an_update_from_a_secret_makes_the_record_private(mem):
+    """§2 privacy (measured on an unseen scenario: "Между нами: я тайком ищу работу в
+    Норвегии…" was written by the model's update into the public record of the owner's wife,
+    and stayed public): an update op carrying a message the owner called a secret makes the
+    record private, as a save from it is."""
+    from core import PUBLIC
+
+    rid = mem.save("My wife Alesya is from Minsk.", OWNER_TRUSTED).id
+    said = "Между нами: я тайком ищу работу в Норвегии, Алеся пока ничего не знает."
+    conv = Conversation(mem, ScriptedLLM([["Понимаю."]], plans=news(
+        {"op": "update", "id": rid, "content": said})))
+    conv.writer.related = lambda _t, _c: [Related(rid, "fact", "1d", "My wife Alesya is from "
+                                                  "Minsk.", "the message may change it")]
+    run(conv, said)
+    [r] = mem.list(OWNER_TRUSTED, limit=10)
+    assert r.private and "Норвегии" in r.content
+    assert mem.visible([rid], PUBLIC) == []
+
+
+def test_a_forget_in_one_script_names_a_memory_in_the_other(mem):
+    """Issue 26 (an unseen scenario: "Забудь про укулеле, я бросил после двух уроков." forgot
+    nothing, and "What instrument am I learning?" got "the ukulele"): a request's word written
+    letter by letter in the other script names the record; the other record stays."""
+    uke = mem.save("I've taken up the ukulele, Fraser gives me lessons on Thursdays.",
+                   OWNER_TRUSTED).id
+    other = mem.save("Hibs are my team, I have a season ticket.", OWNER_TRUSTED).id
+    said = "Забудь про укулеле, я бросил после двух уроков."
+    conv = Conversation(mem, ScriptedLLM([["Хорошо, забыла."]], plans=[{"ops": [
+        {"op": "forget", "id": uke, "why": "the owner asked"},
+        {"op": "forget", "id": other, "why": "the owner asked"}]}]))
+    conv.writer.related = lambda _t, _c: [Related(r.id, "fact", "1d", r.content)
+                                          for r in mem.list(OWNER_TRUSTED)]
+    fins = finished(run(conv, said))
+    assert [f.result.ok for f in fins] == [True, False]
+    assert live(mem) == ["Hibs are my team, I have a season ticket."]

@@ -140,3 +140,19 @@ def test_asked_again_after_an_invention_and_silent_she_says_she_does_not_know(me
     llm = ScriptedLLM([["I am learning Russian."], [""]], plans=[])
     shown = run(Conversation(mem, llm), "Which language am I learning these days?")
     assert shown == DONT_KNOW["en"]
+
+
+def test_her_fixed_i_dont_know_is_not_shown_to_the_model_again(mem):
+    """§8.10, measured on an unseen scenario (companion_d) with the default model: after one
+    "I don't know that…", the model copied it word for word as the answer to every later
+    question (0 of 10 known questions answered in that run). The owner still sees it in the
+    chat, but the next prompts carry neither it nor the question it answered."""
+    mem.save("My corgi is called Bublik, he is 3 years old.", OWNER_TRUSTED, kind="core")
+    llm = ScriptedLLM([["I am learning Russian."], ["You are learning Russian."],
+                       ["Your corgi is Bublik."]], plans=[])
+    conv = Conversation(mem, llm)
+    assert run(conv, "Which language am I learning these days?") == DONT_KNOW["en"]
+    assert run(conv, "What's my dog's name?") == "Your corgi is Bublik."
+    later = str(llm.calls[2]["messages"])
+    assert DONT_KNOW["en"] not in later and "Which language am I learning" not in later
+    assert [m.content for m in conv.history()][-3] == DONT_KNOW["en"]  # the chat keeps it
