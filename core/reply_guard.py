@@ -249,10 +249,19 @@ def _words(text: str) -> set[str]:
     return set(re.findall(r"[\w']+", text.lower().replace("\u2019", "'")))
 
 
-def asks_about_owner(text: str) -> bool:
+def asks_about_owner(text: str, support: str = "") -> bool:
     """A question about the owner's own life: "Сколько мне лет?", "Where does my sister
-    live?", "What do I do on weekends?" (a question holding the first person singular)."""
-    return is_question(text) and bool(_words(text) & _FIRST_PERSON)
+    live?", "What do I do on weekends?" (a question holding the first person singular) — or
+    about someone of it the turn was shown by name: "How old is Isla?" when the memory holds
+    Isla, the owner's daughter (measured on an unseen scenario: "Isla is 6 years old", an age
+    nobody told). A name nothing shown holds (a public figure) leaves the question free."""
+    if not is_question(text):
+        return False
+    if _words(text) & _FIRST_PERSON:
+        return True
+    rest = support.replace(text, " ") if support else ""  # the question itself holds it
+    known = _support_stems(rest) if rest.strip() else set()
+    return any(group & known for group in name_stems(text))
 
 
 def admits_not_knowing(text: str) -> bool:
@@ -328,7 +337,8 @@ class EchoHold:
         self.refused = False  # the reply opened with a refusal (held, never shown)
         # never invent: for a question about the owner, ``support`` is everything the turn was
         # shown; the first sentence is held until it can be judged (:func:`invents`)
-        self.support = support if support is not None and asks_about_owner(message) else None
+        self.support = (support if support is not None and asks_about_owner(message, support)
+                        else None)
         self.invented = False
         self.claims: list[str] = []  # the numbers and names an invented reply made up
 

@@ -109,6 +109,11 @@ def test_the_guard_helpers():
     assert asks_about_owner("Сколько мне лет?") and asks_about_owner("Where does my sister live?")
     assert asks_about_owner("What do I do on weekends?")
     assert not asks_about_owner("How are you?") and not asks_about_owner("My dog is Bublik.")
+    # someone the turn was shown by name is the owner's life; a name nothing holds is not
+    shown = "4 | event | 2d | 3 | Isla got her yellow belt in judo on Saturday!"
+    assert asks_about_owner("How old is Isla?", f"{shown}\nHow old is Isla?")
+    assert not asks_about_owner("How old is Isla?", "How old is Isla?")
+    assert not asks_about_owner("When was Pushkin born?", f"{shown}\nWhen was Pushkin born?")
     assert speaks_as_owner("Мне 12 лет.") and speaks_as_owner("I am learning Russian.")
     assert not speaks_as_owner("I remember: you work at the radio.")
     assert admits_not_knowing("Не знаю. Сколько тебе лет?")
@@ -156,3 +161,12 @@ def test_her_fixed_i_dont_know_is_not_shown_to_the_model_again(mem):
     later = str(llm.calls[2]["messages"])
     assert DONT_KNOW["en"] not in later and "Which language am I learning" not in later
     assert [m.content for m in conv.history()][-3] == DONT_KNOW["en"]  # the chat keeps it
+
+
+def test_an_age_nobody_told_about_someone_the_memory_names_is_not_shown(mem):
+    """§8.10, measured on an unseen scenario (companion_d): "How old is Isla?" — Isla, the
+    owner's daughter, is in memory, her age is not — got "Isla is 6 years old." A question
+    naming someone the memory holds is judged like one about the owner."""
+    mem.save("Isla got her yellow belt in judo on Saturday!", OWNER_TRUSTED, kind="core")
+    llm = ScriptedLLM([["Isla is 6 years old."], ["Isla is 7 years old."]], plans=[])
+    assert run(Conversation(mem, llm), "How old is Isla?") == DONT_KNOW["en"]
