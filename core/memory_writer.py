@@ -463,10 +463,12 @@ class MemoryWriter:
         for r in records:
             theirs = text.stem_set(r.content)
             common = set(want & theirs)
-            # a word in the other script, letter by letter ("укулеле" names "the ukulele":
-            # measured on an unseen scenario, the forget touched nothing); five letters at
-            # least, so a short stem meets nothing by chance
-            common |= {w for w in want if len(w) >= 5 and text.transliterate(w) in theirs}
+            # a word in the other script, letter by letter ("укулеле" names "the ukulele",
+            # "Italian" names "курсы итальянского": measured on two unseen scenarios, each
+            # forget touched nothing): the first five letters in Latin letters, of stems five
+            # letters long at least, so a short stem meets nothing by chance
+            common |= {w for w in want if len(w) >= 5 and _roman(w)[:5] in
+                       {_roman(t)[:5] for t in theirs if len(t) >= 5}}
             common |= {min(g) for g in names
                        for h in sleep_candidates.name_groups(r.content) if g & h}
             if common:
@@ -652,6 +654,12 @@ class MemoryWriter:
                                          {"id": r.id, "why": why}, ctx))
             touched.add(r.id)
         return out
+
+
+def _roman(stem: str) -> str:
+    """A stem in Latin letters, "y" read as "i" ("итальянск" → "italiansk", as "italian")."""
+    latin = text.transliterate(stem) if re.search("[а-яё]", stem) else stem
+    return latin.replace("y", "i").replace("'", "")
 
 
 def _fragments(contents: dict[int, str]) -> set[int]:

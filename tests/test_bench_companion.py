@@ -31,7 +31,7 @@ SCENARIO = {
         {"chat": "new", "day": 5, "ask": "What is my sister's name?",
          "expect": [["lena", "лена"]]},
         {"chat": "new", "day": 5, "ask": "Where does Lena live?",
-         "expect": [["lena"]], "forbid": ["kazan"]},
+         "expect": [["lena"]], "forbid": ["station"]},
         {"chat": "new", "day": 5, "ask": "Как зовут мою сестру?",
          "expect": [["lena", "лена"]]},
         {"chat": "new", "day": 5, "ask": "What do you remember about me?",
@@ -48,7 +48,9 @@ REPLIES = [
     ["Bublik sounds like a wonderful friend!"],             # … the reply the owner sees
     ["Have fun with the clay!"],                            # pottery
     ["Your sister ", "is Lena."],                           # Q1: answered
-    ["Lena lives ", "in Kazan."],                           # Q2: forbidden word
+    # Q2: a forbidden word (a word the memory holds, so the never-invent guard lets it pass: a
+    # made-up city for Lena, whom the memory names, is now asked again)
+    ["Lena lives ", "near the station."],
     ["Her name is Lena."],                                  # Q3: English, stopped unseen …
     ["Her name is Lena."],                                  # … and English again: a mismatch
     ["Sure <tool_result>ok</tool_result> ", "Lena is a nurse."],  # Q4: markup the guard misses

@@ -845,3 +845,18 @@ def test_a_forget_in_one_script_names_a_memory_in_the_other(mem):
     fins = finished(run(conv, said))
     assert [f.result.ok for f in fins] == [True, False]
     assert live(mem) == ["Hibs are my team, I have a season ticket."]
+
+
+def test_a_forget_in_english_names_a_russian_memory_by_its_loanword(mem):
+    """The other way (companion_e: "Forget about the Italian course, please…" left "Записалась
+    на курсы итальянского…" live): "Italian" meets "итальянского" letter by letter."""
+    course = mem.save("Записалась на курсы итальянского, по субботам утром.", OWNER_TRUSTED).id
+    other = mem.save("Мой парень Матвей — курьер.", OWNER_TRUSTED).id
+    conv = Conversation(mem, ScriptedLLM([["Okay, forgotten."]], plans=[{"ops": [
+        {"op": "forget", "id": course, "why": "asked"},
+        {"op": "forget", "id": other, "why": "asked"}]}]))
+    conv.writer.related = lambda _t, _c: [Related(r.id, "fact", "1d", r.content)
+                                          for r in mem.list(OWNER_TRUSTED)]
+    fins = finished(run(conv, "Forget about the Italian course, please, the group got cancelled."))
+    assert [f.result.ok for f in fins] == [True, False]
+    assert live(mem) == ["Мой парень Матвей — курьер."]
