@@ -50,6 +50,7 @@ from core.reply_guard import (
     PreambleFilter,
     ScriptFixer,
     asks_about_owner,
+    brings_news,
     is_echo,
 )
 from core.transcript import StoredMessage, Transcript, Window, live_window
@@ -700,8 +701,19 @@ class Conversation:
                         note = f"{nudge} {say}"
                         messages.append({"role": "system", "retry": True, "content": note})
                     # a small model may read the note back as its answer: that is an echo too
-                    echo = EchoHold(text, None, also=[note], support=support)
+                    echo = EchoHold(text, None, also=[note], support=support,
+                                    earlier=self._earlier_replies(window, text))
                     continue
+                if retried and repeated and not echo.released:
+                    # asked again, it copied an earlier reply of the chat again (measured on an
+                    # unseen scenario: after "Ваша жена Alesya из Минска", the next Russian
+                    # questions — the dog, the mother, the repairs — got the same line): for a
+                    # question she says she does not know, for a statement she acknowledges it
+                    fixed = DONT_KNOW if echo.question else ACKNOWLEDGE
+                    answer[:] = [fixed.get(lang or "", fixed[language.ENGLISH])]
+                    st.first = st.first if st.first is not None else st.elapsed()
+                    yield Token(answer[0])
+                    break
                 if (invented and echo.claims) or (after_invention and not echo.released
                                                   and not (held and not echoed)):
                     # asked again, it made a fact up again (or said nothing): she
@@ -805,7 +817,9 @@ class Conversation:
         """Eva's last replies in the live window, which this reply must not copy — none when the
         owner repeats a message of the window (the same answer is then the right one)."""
         said = [m.content for m in window.messages if m.role == "user"]
-        if any(is_echo(text, m) for m in said):
+        # the same message, not one a word away: "Как зовут мою маму?" after "Как зовут мою
+        # жену?" is 0.8 similar, and its answer must not be the wife's again
+        if any(is_echo(text, m) and not brings_news(text, m) for m in said):
             return []
         return [m.content for m in window.messages if m.role == "assistant"][-MAX_EARLIER:]
 

@@ -170,3 +170,17 @@ def test_an_age_nobody_told_about_someone_the_memory_names_is_not_shown(mem):
     mem.save("Isla got her yellow belt in judo on Saturday!", OWNER_TRUSTED, kind="core")
     llm = ScriptedLLM([["Isla is 6 years old."], ["Isla is 7 years old."]], plans=[])
     assert run(Conversation(mem, llm), "How old is Isla?") == DONT_KNOW["en"]
+
+
+def test_a_reply_copied_from_earlier_twice_is_not_shown_as_an_answer(mem):
+    """§8.10, measured on an unseen scenario (companion_d) with the default model: after one
+    answer ("Ваша жена Alesya из Минска."), the next questions — the dog's name, the mother's
+    name — got the same line, again after the retry. A question whose reply copies an earlier
+    one twice gets "I don't know" instead of a wrong answer."""
+    mem.save("Моя жена Алеся из Минска.", OWNER_TRUSTED, kind="core")
+    wife = "Ваша жена Алеся из Минска."
+    llm = ScriptedLLM([[wife], [wife], ["Ваша жена — Алеся, из Минска."]], plans=[])
+    conv = Conversation(mem, llm)
+    assert run(conv, "Как зовут мою жену?") == wife
+    assert run(conv, "Как зовут мою маму?") == DONT_KNOW["ru"]
+    assert len(llm.calls) == 3  # the answer, the copy, the retry that copied again
