@@ -423,3 +423,66 @@ def test_no_forgetting_question_is_asked_past_what_the_night_may_forget(tmp_path
     gone |= {i for o in second.ops if o.op == "forget" and o.applied for i in o.ids}
     assert gone == {ids["trivia_1"], ids["trivia_2"]}
     assert len(llm.asked("fate")) == 2
+
+
+# ---------------------------------------------------------------------------- issue 27 item 3
+# "Ask only what can be true, and trust only a confident answer": a night answered the
+# supersession question "yes" 8 times of 8, dated a current fact and an event, took a duplicate
+# for a supersession and never asked about a private/public twin.
+
+
+def test_an_event_is_never_dated_or_archived_as_replaced(tmp_path, clock):
+    """Issue 27 item 3, "an event is never dated as history" (a night rewrote "Хозяин пробежал
+    5 km утром в понедельник" as "(до 2026-05-20) …"): an important event — a supersession
+    would keep it as dated history — beside a newer fact that changes its number is not asked
+    "is it still true?", though the model would answer "no longer true"; it stays as it was."""
+    ran = "Хозяин бегает по утрам в парке Горького, пробежал 5 км"
+    habit = "Хозяин теперь бегает по утрам в парке Горького по 10 км"
+    mem = open_memory(tmp_path, clock)
+    ids = load(mem, {"ran": {"content": ran, "kind": "event", "importance": 4,
+                             "created_at": OLD - 30 * DAY},
+                     "habit": {"content": habit}})
+    llm = DecidingLLM(replaces=[(ran, habit)])
+    run = sleeper(mem, llm, clock, review="decide").run()
+    review = next(p for p in run.phases if p.name == "review")
+    assert review.plans, "the two records must be reviewed together (a cluster)"
+    assert not llm.asked("old")
+    now = live(mem)
+    assert now[ids["ran"]].content == ran and now[ids["habit"]].content == habit
+    assert not [o for o in run.ops if o.op in ("rewrite", "resolve")]
+
+
+def test_a_pair_the_duplicate_test_would_merge_is_asked_same_fact_first(tmp_path, clock):
+    """Issue 27 item 3, "a pair that the duplicate test would merge is asked 'same fact?'
+    first" (a night archived "Сестру хозяина зовут Марина, она ветеринар." as replaced by
+    "Марина — сестра хозяина, работает ветеринаром в Казани."): a newer record that repeats
+    the older with a detail and a change word ("now") is asked "same fact?" before "is the
+    older still true?"; "same fact" merges them into the richer text and the supersession is
+    never asked — nothing is dated or archived as replaced. Answered "different facts", the
+    supersession question follows."""
+    old = "The owner's son Timur plays hockey"
+    new = "The owner's son Timur now plays hockey for the school team"
+    for same in (True, False):
+        mem = open_memory(tmp_path, clock, name=f"same{same}.db")
+        ids = load(mem, {"old": {"content": old, "created_at": OLD - 100 * DAY},
+                         "new": {"content": new}})
+        llm = DecidingLLM(same=[(old, new)] if same else [], replaces=[(old, new)])
+        run = sleeper(mem, llm, clock, review="decide").run()
+        keys = [q["key"] for q in llm.questions if q["key"] in ("same", "old")]
+        if same:
+            assert keys == ["same"]
+            now = live(mem)
+            assert [r.content for r in now.values()] == [new]
+            assert [o.op for o in run.ops if o.applied] == ["merge"]
+        else:
+            assert keys == ["same", "old"]
+            assert ids["old"] not in live(mem)  # "no longer true": archived as replaced
+        mem.close()
+    # the issue's pair: the name the newer opens with is no changed name
+    from core.sleep.candidates import DUPLICATE, propose
+    from tests.test_sleep_candidates import edges, rec
+
+    corpus = {1: rec(1, "Сестру хозяина зовут Марина, она ветеринар.", days_ago=200),
+              2: rec(2, "Марина — сестра хозяина, работает ветеринаром в Казани.",
+                     days_ago=20)}
+    assert [c.kind for c in propose([1, 2], corpus, edges((1, 2, 0.7)))] == [DUPLICATE]

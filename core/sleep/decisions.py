@@ -9,7 +9,9 @@ candidates (:mod:`core.sleep.candidates`), each answered with a short JSON value
 * supersede — "given NEW, is OLD still true today?", with worked examples; no longer true →
   the older is archived (``resolve``), or, when it is core or important or the pair was linked
   only loosely, rewritten as dated history ("(until 2026-03-02) …") by the core — no model
-  text; still true → both stay;
+  text; still true → both stay. An event is never the older side (never dated, never archived as
+  replaced); a pair the duplicate test would merge is asked "same fact?" first and, if so,
+  merged instead (issue 27);
 * events — "what lasting fact follows?", one derived fact or "none" (about Russian events the
   grammar admits a Russian sentence only);
 * forgetting — the arithmetic's list, one faded record at a time: forget or keep.
@@ -337,7 +339,6 @@ class _Unit:
         self.groups = _Groups()
         self.grouped: set[int] = set()
         self.replaced: set[int] = set()
-        self.kept_new: set[int] = set()
 
     def same(self, a: int, b: int) -> None:
         self.groups.union(a, b)
@@ -365,21 +366,23 @@ def decide_units(units: Sequence[Sequence[Candidate]], corpus: Mapping[int, Reco
                  progress: Callable[[str, int, int], None] | None = None
                  ) -> list[ClusterDecisions]:
     """Ask about the clusters' candidates and turn the answers into ops, one list per
-    cluster. Questions go kind by kind over all clusters (runs of events, then supersessions,
-    then duplicates, then the merged texts), so consecutive questions share the cached
+    cluster. Questions go kind by kind over all clusters (runs of events, then "same fact?"
+    for the supersessions the duplicate test would merge, then supersessions, then
+    duplicates, then the merged texts), so consecutive questions share the cached
     instruction. A record takes part in at most one change: once merged or replaced, later
     questions about it are not asked."""
     state = [_Unit(c) for c in units]
 
     def one(u: _Unit, kind: str, msgs: list[Message], schema: dict[str, Any], key: str,
-            ids: Sequence[int], mapper: Callable[[str], str] | None = None) -> Any:
+            ids: Sequence[int], mapper: Callable[[str], str] | None = None,
+            **extra: Any) -> Any:
         answer, error, seconds = ask(msgs, schema)
         value = answer.get(key) if answer is not None else None
         if value is None:
             u.failed += 1
             tally.add(kind, None, seconds)
             u.log.append({"kind": kind, "ids": list(ids), "error": error or f"no {key!r}",
-                          "seconds": round(seconds, 3)})
+                          "seconds": round(seconds, 3), **extra})
             return None
         shown = value if isinstance(value, str) else str(value)
         if key == "same":
@@ -393,7 +396,7 @@ def decide_units(units: Sequence[Sequence[Candidate]], corpus: Mapping[int, Reco
             label = "text"
         tally.add(kind, label, seconds)
         u.log.append({"kind": kind, "ids": list(ids), "answer": value,
-                      "seconds": round(seconds, 3)})
+                      "seconds": round(seconds, 3), **extra})
         report(f"{kind} {label!r} in {seconds:.1f} s")
         return value
 
@@ -415,7 +418,18 @@ def decide_units(units: Sequence[Sequence[Candidate]], corpus: Mapping[int, Reco
         u.ops.append({"op": "derive", "from": list(c.ids), "content": fact,
                       "kind": "fact", "importance": 3,
                       "why": f"a lasting fact from {len(events)} events"})
-    # 2. supersessions: is the older still true? Asked before the duplicates: a record that a
+    # 2. a supersession the duplicate test would merge (no value tells the two apart, only a
+    # change word, and they are as close as paraphrases): "same fact?" first — a duplicate
+    # with a detail is merged, never archived or dated as replaced by its twin (issue 27)
+    report("same fact first")
+    for u, c in _of_kind(state, SUPERSEDE):
+        a, b = c.ids
+        if not c.same_first or u.groups.find(a) == u.groups.find(b):
+            continue
+        if one(u, DUPLICATE, *same_question(corpus[a], corpus[b], now), "same",
+               c.ids, first=True) == "yes":
+            u.same(a, b)
+    # 3. supersessions: is the older still true? Asked before the duplicates: a record that a
     # newer one changed is not merged away first with a look-alike — the merge would hide the
     # change (the older's question is not asked about a merged record) and keep what is no
     # longer true
@@ -425,19 +439,13 @@ def decide_units(units: Sequence[Sequence[Candidate]], corpus: Mapping[int, Reco
         if a in u.replaced or b in u.replaced or a in u.grouped or b in u.grouped:
             continue
         old, new = corpus[a], corpus[b]
+        if old.kind is Kind.EVENT:
+            continue  # an event happened: never outdated (the arithmetic never proposes it)
         verdict = one(u, SUPERSEDE, *replace_question(old, new, now), "old", c.ids,
                       REPLACES_ANSWERS.get)
-        if (verdict in ("no", "both true") and c.weight >= arith.DUP_COSINE
-                and c.why == arith.CUE and not (a in u.kept_new or b in u.kept_new)):
-            # not a change, and no value tells them apart: perhaps the same fact said
-            # twice
-            if one(u, DUPLICATE, *same_question(old, new, now), "same", c.ids) == "yes":
-                u.same(a, b)
-            continue
         if verdict != "yes":
             continue
         u.replaced.add(old.id)
-        u.kept_new.add(new.id)
         if old.kind is Kind.CORE or old.importance >= DATED_IMPORTANCE or c.loose:
             # kept as dated history: core, an important record, or a pair linked only
             # loosely (measured on dev: the 1.5B called "plays chess on Saturdays"
@@ -448,7 +456,7 @@ def decide_units(units: Sequence[Sequence[Candidate]], corpus: Mapping[int, Reco
         else:
             u.ops.append({"op": "resolve", "keep": new.id, "drop": [old.id],
                           "why": f"replaced by the newer #{new.id} ({c.why})"})
-    # 3. duplicates: same fact? (strongest pairs first; a pair already joined, or with a member
+    # 4. duplicates: same fact? (strongest pairs first; a pair already joined, or with a member
     # already replaced, is not asked)
     report("duplicates")
     for u, c in _of_kind(state, DUPLICATE):
@@ -458,7 +466,7 @@ def decide_units(units: Sequence[Sequence[Candidate]], corpus: Mapping[int, Reco
         if one(u, DUPLICATE, *same_question(corpus[a], corpus[b], now), "same",
                c.ids) == "yes":
             u.same(a, b)
-    # 4. the merged text of each group of duplicates
+    # 5. the merged text of each group of duplicates
     report("merging")
     for u in state:
         members: dict[int, list[int]] = {}
@@ -525,6 +533,10 @@ def covers_words(content: str, r: Record, similar: Similar | None) -> bool:
 
 
 _CYR = re.compile(r"[а-яё]", re.IGNORECASE)
+
+
+# the marker of dated history that :func:`dated` writes
+DATED = re.compile(r"^\s*\((?:until|до)\s+\d{4}-\d{2}-\d{2}\)", re.IGNORECASE)
 
 
 def dated(content: str, until: float) -> str:
