@@ -29,6 +29,8 @@ What can be true (issue 27 item 3; a night answered the supersession question "y
   хозяина…" opens with the name "Сестру хозяина зовут Марина" has (a sentence's first word is
   no name to :func:`core.text.name_stems`), and a night archived the one as replaced by the
   other.
+
+The learned gate of :mod:`core.sleep.gate` then decides which supersessions are asked at all.
 """
 
 from __future__ import annotations
@@ -36,7 +38,7 @@ from __future__ import annotations
 import re
 from collections import Counter
 from collections.abc import Callable, Iterable, Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 import numpy as np
 
@@ -84,6 +86,7 @@ class Candidate:
     why: str  # what the arithmetic saw (journaled)
     loose: bool = False  # found by a loose change link only (weak evidence of one subject)
     same_first: bool = False  # SUPERSEDE that the duplicate test would merge: "same fact?" first
+    p: float | None = None  # the supersession gate's probability (None: not scored)
 
 
 def says_change(content: str) -> bool:
@@ -313,6 +316,12 @@ def propose(cluster: Sequence[int], corpus: Mapping[int, Record],
             out.append(Candidate(DUPLICATE, (older.id, newer.id), w,
                                  "similar, with nothing that tells them apart"))
     return out
+
+
+def as_duplicate(c: Candidate, why: str) -> Candidate:
+    """A supersession the duplicate test would merge, asked only "same fact?" (e.g. when the
+    gate says the newer cannot replace the older)."""
+    return replace(c, kind=DUPLICATE, why=f"{c.why}; {why}", same_first=False)
 
 
 # ---------------------------------------------------------------------------- loose links

@@ -9,7 +9,8 @@ candidates (:mod:`core.sleep.candidates`), each answered with a short JSON value
 * supersede — "given NEW, is OLD still true today?", with worked examples; no longer true →
   the older is archived (``resolve``), or, when it is core or important or the pair was linked
   only loosely, rewritten as dated history ("(until 2026-03-02) …") by the core — no model
-  text; still true → both stay. An event is never the older side (never dated, never archived as
+  text; still true → both stay. Only what the gate let through is asked
+  (:mod:`core.sleep.gate`); an event is never the older side (never dated, never archived as
   replaced); a pair the duplicate test would merge is asked "same fact?" first and, if so,
   merged instead (issue 27);
 * events — "what lasting fact follows?", one derived fact or "none" (about Russian events the
@@ -442,7 +443,7 @@ def decide_units(units: Sequence[Sequence[Candidate]], corpus: Mapping[int, Reco
         if old.kind is Kind.EVENT:
             continue  # an event happened: never outdated (the arithmetic never proposes it)
         verdict = one(u, SUPERSEDE, *replace_question(old, new, now), "old", c.ids,
-                      REPLACES_ANSWERS.get)
+                      REPLACES_ANSWERS.get, **({} if c.p is None else {"p": c.p}))
         if verdict != "yes":
             continue
         u.replaced.add(old.id)
