@@ -77,8 +77,10 @@ RU = {
 
 
 def test_russian_records_get_russian_questions_and_a_cyrillic_fact(tmp_path, model):
-    """Issue 17: questions about Russian records are asked in Russian, and the fact derived
-    from Russian events is admitted by the grammar in Cyrillic only (or "нет")."""
+    """Issue 17: the events and forgetting questions about Russian records are asked in
+    Russian (the supersession and same-fact questions in English, with examples in both —
+    issue 27), and the fact derived from Russian events is admitted by the grammar in Cyrillic
+    only (or "нет")."""
     import re
 
     clock = ManualClock(T0)

@@ -346,3 +346,24 @@ def test_facts_are_derived_only_from_runs_of_events(mem, clock):
                                        "why": "pattern"})])
     run = sleeper(mem, planner, clock).run()
     assert "run of events" in ops_of(run, "review")[0].refused_reason
+
+
+def test_an_event_is_never_dated_nor_dropped_as_replaced(mem, clock):
+    """Issue 27 item 3, "an event is never dated as history" (a night rewrote an event of a run,
+    "Хозяин пробежал 5 км утром в понедельник", as "(до 2026-05-20) …"): whatever a planner
+    proposes, a rewrite that dates an event and a resolve that drops one as replaced are
+    refused; a fact may still be dated."""
+    ran_text = "Хозяин бегал утром в парке Горького, 5 км"
+    runs_text = "Хозяин теперь бегает утром в парке Горького по 10 км"
+    ids = load(mem, {"ran": {"content": ran_text, "kind": "event"},
+                     "runs": {"content": runs_text}})
+    ran, runs = ids["ran"], ids["runs"]
+    planner = PlannerLLM(review=[plan(rewrite(ran, f"(до 2026-05-20) {ran_text}"),
+                                      resolve(runs, [ran]),
+                                      rewrite(runs, f"(до 2026-05-20) {runs_text}"))])
+    run = sleeper(mem, planner, clock).run()
+    dated, dropped, fact = ops_of(run, "review")
+    assert not dated.applied and "never dated as history" in dated.refused_reason
+    assert not dropped.applied and "is an event" in dropped.refused_reason
+    assert fact.applied
+    assert live(mem)[ran].content == ran_text

