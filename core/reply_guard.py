@@ -282,10 +282,33 @@ def _support_stems(support: str) -> set[str]:
     return set(stems(support)) | set(stems(other))
 
 
+_MONTH_WORDS = (r"(january|february|march|april|may|june|july|august|september|october|"
+                r"november|december|январ\w*|феврал\w*|март\w*|апрел\w*|ма[йяе]\w*|июн\w*|"
+                r"июл\w*|август\w*|сентябр\w*|октябр\w*|ноябр\w*|декабр\w*)")
+_DAY_OF = re.compile(r"\b([0-3]?\d)(?:st|nd|rd|th|-?го|-?е)?\s+(?:of\s+)?" + _MONTH_WORDS
+                     + r"|" + _MONTH_WORDS + r"\s+([0-3]?\d)(?:st|nd|rd|th)?\b", re.IGNORECASE)
+
+
+def _days_of_shown_months(text: str, support: str) -> set[str]:
+    """Day numbers ``text`` gives with a month the support names ("on 7 May" when a line is
+    dated "8 May 2023" and says "yesterday"): a date worked out from a dated memory, not made
+    up (measured on LoCoMo: "When did Caroline go to the support group?" was refused)."""
+    low = support.lower()
+    out = set()
+    for m in _DAY_OF.finditer(text):
+        day, month = (m.group(1), m.group(2)) if m.group(1) else (m.group(4), m.group(3))
+        if month and month.lower()[:3] in low:
+            out.add(day)
+    return out
+
+
 def unsupported(text: str, support: str) -> list[str]:
     """The numbers and names ``text`` states that ``support`` (what the turn was shown: memory,
-    summaries, the owner's messages) does not hold — a name in either script."""
-    out = sorted(numbers(text) - numbers(support))
+    summaries, the owner's messages) does not hold — a name in either script. A day of a month
+    the support names is not counted (:func:`_days_of_shown_months`)."""
+    days = _days_of_shown_months(text, support)
+    out = sorted(n for n in numbers(text) - numbers(support)
+                 if re.sub(r"\D", "", n) not in days or not days)
     known = _support_stems(support)
     for group in name_stems(text):
         if not group & known:

@@ -184,3 +184,17 @@ def test_a_reply_copied_from_earlier_twice_is_not_shown_as_an_answer(mem):
     assert run(conv, "Как зовут мою жену?") == wife
     assert run(conv, "Как зовут мою маму?") == DONT_KNOW["ru"]
     assert len(llm.calls) == 3  # the answer, the copy, the retry that copied again
+
+
+def test_a_day_worked_out_from_a_dated_memory_is_not_an_invention():
+    """§8.10 and issue 26 item 6: a recalled line dated "8 May 2023" that says "yesterday"
+    answers "When did I go?" with 7 May — measured on LoCoMo, that answer was refused as made up
+    and the owner got "I don't know". A day with a month the turn was shown is not counted; an
+    age nobody told still is, and so is a day of a month nothing shows."""
+    from core.reply_guard import unsupported
+
+    shown = "1 | event | 1mo, 8 May 2023 | 3 | I went to the LGBTQ support group yesterday."
+    assert unsupported("You went to the support group on May 7, 2023.", shown) == []
+    assert unsupported("On the 7th of May.", shown) == []
+    assert unsupported("Isla is 6 years old.", shown) == ["6"]
+    assert "7" in unsupported("It was on 7 June.", shown)
