@@ -726,9 +726,13 @@ class Conversation:
                 if held and not echoed:
                     st.first = st.first if st.first is not None else st.elapsed()
                     yield Token(held)
-                elif (held or not sofar) and retried and not echo.question:
-                    # a statement asked twice and still only echoed: she acknowledges it
-                    answer[:] = [ACKNOWLEDGE.get(lang or "", ACKNOWLEDGE[language.ENGLISH])]
+                elif (held or not sofar) and retried and (
+                        not echo.question or echo.support is not None):
+                    # a statement asked twice and still only echoed: she acknowledges it; a
+                    # question about the owner's life: she says she does not know (measured on
+                    # the default model: "Сколько мне лет?" echoed, then empty — a notice only)
+                    fixed = ACKNOWLEDGE if not echo.question else DONT_KNOW
+                    answer[:] = [fixed.get(lang or "", fixed[language.ENGLISH])]
                     st.first = st.first if st.first is not None else st.elapsed()
                     yield Token(answer[0])
                 elif held or not sofar:

@@ -804,7 +804,15 @@ def test_a_statement_echoed_twice_gets_an_acknowledgement_not_nothing(mem):
     llm = ScriptedLLM([[ru], [ru]], plans=SMALL_TALK)
     events = run(Conversation(mem, llm), ru)
     assert "".join(e.text for e in events if isinstance(e, Token)) == ACKNOWLEDGE["ru"]
+    # a question about the owner's life echoed twice: she does not know; any other question
+    # keeps the notice
+    from core.conversation import DONT_KNOW
+
     asked = "Where does Anna live now?"
+    llm = ScriptedLLM([[asked], [asked]], plans=SMALL_TALK)
+    events = run(Conversation(mem, llm), asked)
+    assert "".join(e.text for e in events if isinstance(e, Token)) == DONT_KNOW["en"]
+    asked = "What is the capital of France?"
     llm = ScriptedLLM([[asked], [asked]], plans=SMALL_TALK)
     events = run(Conversation(mem, llm), asked)
     assert [e.text for e in events if isinstance(e, Notice)] == [NO_REPLY_NOTICE]
