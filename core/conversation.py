@@ -606,6 +606,14 @@ class Conversation:
         st = _TurnStats(started)
         ops: list[dict] = []
         answer: list[str] = []
+
+        def own_line(lines: dict[str, str]) -> Token:
+            """One of Eva's fixed lines (DONT_KNOW, ACKNOWLEDGE) in the owner's language, as
+            the whole answer."""
+            answer[:] = [lines.get(lang or "", lines[language.ENGLISH])]
+            st.first = st.first if st.first is not None else st.elapsed()
+            return Token(answer[0])
+
         # never invent (§8.10): what this turn was shown is what Eva may say about the owner
         support = "\n".join([section.text if section else "", self.summary_block(ctx),
                              *(m.content for m in window.messages if m.role == "user"), text])
@@ -709,19 +717,14 @@ class Conversation:
                     # unseen scenario: after "Ваша жена Alesya из Минска", the next Russian
                     # questions — the dog, the mother, the repairs — got the same line): for a
                     # question she says she does not know, for a statement she acknowledges it
-                    fixed = DONT_KNOW if echo.question else ACKNOWLEDGE
-                    answer[:] = [fixed.get(lang or "", fixed[language.ENGLISH])]
-                    st.first = st.first if st.first is not None else st.elapsed()
-                    yield Token(answer[0])
+                    yield own_line(DONT_KNOW if echo.question else ACKNOWLEDGE)
                     break
                 if (invented and echo.claims) or (after_invention and not echo.released
                                                   and not (held and not echoed)):
                     # asked again, it made a fact up again (or said nothing): she
                     # says she does not know (a reply only in the wrong voice is shown: its
                     # facts are the memory's, and an answer is not thrown away for grammar)
-                    answer[:] = [DONT_KNOW.get(lang or "", DONT_KNOW[language.ENGLISH])]
-                    st.first = st.first if st.first is not None else st.elapsed()
-                    yield Token(answer[0])
+                    yield own_line(DONT_KNOW)
                     break
                 if held and not echoed:
                     st.first = st.first if st.first is not None else st.elapsed()
@@ -731,10 +734,7 @@ class Conversation:
                     # a statement asked twice and still only echoed: she acknowledges it; a
                     # question about the owner's life: she says she does not know (measured on
                     # the default model: "Сколько мне лет?" echoed, then empty — a notice only)
-                    fixed = ACKNOWLEDGE if not echo.question else DONT_KNOW
-                    answer[:] = [fixed.get(lang or "", fixed[language.ENGLISH])]
-                    st.first = st.first if st.first is not None else st.elapsed()
-                    yield Token(answer[0])
+                    yield own_line(DONT_KNOW if echo.question else ACKNOWLEDGE)
                 elif held or not sofar:
                     answer.clear()
                     yield Notice(NO_REPLY_NOTICE)

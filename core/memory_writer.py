@@ -417,11 +417,13 @@ class MemoryWriter:
         model, embed = correction_model(), use_vectors(self.memory.embedder)
         scores = (model.scores(owner_text, [r.content for r in records], embed)
                   if model is not None and embed is not None else None)
+        # only the most probable record may carry the learned hint
+        best = max(scores or (), default=None)
         out = []
         for i, r in enumerate(records):
             hint = outdated_by(owner_text, r.content)
             p = scores[i] if scores is not None else None
-            if p is not None and model is not None and p >= max(p, *scores) and p >= model.hint:
+            if p is not None and model is not None and p == best and p >= model.hint:
                 # (the hint invites the model's update op: at a recall-first threshold, 0.59,
                 # its precision was 0.53 on dev, and on an unseen scenario the model overwrote
                 # the wife's record with a secret about a job — so the hint is set where an

@@ -308,7 +308,7 @@ def unsupported(text: str, support: str) -> list[str]:
     the support names is not counted (:func:`_days_of_shown_months`)."""
     days = _days_of_shown_months(text, support)
     out = sorted(n for n in numbers(text) - numbers(support)
-                 if re.sub(r"\D", "", n) not in days or not days)
+                 if re.sub(r"\D", "", n) not in days)
     known = _support_stems(support)
     for group in name_stems(text):
         if not group & known:
