@@ -12,6 +12,9 @@ import json
 import sqlite3
 from dataclasses import dataclass, field
 
+from core import chat_search
+from core.chat_search import SearchHit
+from core.chats import UNTITLED
 from core.storage import Storage
 from core.summaries import invalidate_covering
 
@@ -26,6 +29,7 @@ class StoredMessage:
     tokens: int
     created_at: float
     meta: dict = field(default_factory=dict)
+    chat_id: int | None = None
 
 
 @dataclass(frozen=True)
@@ -108,6 +112,103 @@ class Transcript:
             + "ORDER BY id DESC LIMIT ?", (chat_id, limit))
         return [_message(r) for r in reversed(rows)]
 
+    def message(self, message_id: object, chat_id: int | None = None) -> StoredMessage | None:
+        """One live message (not archived, not discarded), of ``chat_id`` when given; None
+        when there is no such message."""
+        if isinstance(message_id, bool) or not isinstance(message_id, int):
+            return None
+        rows = self._storage.query(
+            "SELECT * FROM messages WHERE id = ? AND archived_at IS NULL "
+            "AND status != 'discarded'" + (" AND chat_id = ?" if chat_id is not None else ""),
+            (message_id, chat_id) if chat_id is not None else (message_id,))
+        return _message(rows[0]) if rows else None
+
+    def page(self, chat_id: int, *, before: int | None = None, after: int | None = None,
+             upto: int | None = None, limit: int = 100, sees_private: bool = True
+             ) -> list[StoredMessage]:
+        """Scrolling through a chat (issue 28 item 6): up to ``limit`` live messages, oldest
+        first — the ones just older than ``before`` (scrolling up), or just newer than
+        ``after`` and not past ``upto`` (scrolling down towards what was on screen), or from
+        ``after`` on when neither bound is given."""
+        where = ["chat_id = ?", "status != 'discarded'", "archived_at IS NULL"]
+        params: list[object] = [chat_id]
+        if not sees_private:
+            where.append("private_ok = 0")
+        if before is not None:
+            where.append("id < ?")
+            params.append(before)
+        if after is not None:
+            where.append("id > ?")
+            params.append(after)
+        if upto is not None:
+            where.append("id <= ?")
+            params.append(upto)
+        newest_first = after is None
+        rows = self._storage.query(
+            "SELECT * FROM messages WHERE " + " AND ".join(where)
+            + f" ORDER BY id {'DESC' if newest_first else 'ASC'} LIMIT ?",
+            (*params, max(1, int(limit))))
+        out = [_message(r) for r in rows]
+        return out[::-1] if newest_first else out
+
+    def around(self, chat_id: int, message_id: int, context: int = 10, most: int = 500,
+               sees_private: bool = True) -> tuple[list[StoredMessage], bool]:
+        """A chat opened at a search hit (issue 28 item 6): ``context`` messages before the
+        hit, the hit and what follows it to the end of the chat — at most ``most`` messages
+        after the first. Returns them (oldest first) and whether the chat goes on past them."""
+        earlier = self.page(chat_id, before=message_id, limit=context,
+                            sees_private=sees_private)
+        first = earlier[0].id if earlier else message_id
+        rest = self.page(chat_id, after=first - 1, limit=most + 1, sees_private=sees_private)
+        return rest[:most], len(rest) > most
+
+    def search(self, query: str, *, sees_private: bool = True, limit: int = chat_search.LIMIT,
+               chat_id: int | None = None) -> list[SearchHit]:
+        """Every live chat's live messages matching ``query`` (:mod:`core.chat_search`): the
+        exact words first, then what only their stems found; newest first within each.
+        A trusted-surface read (the messages are the owner's): with ``sees_private=False``
+        only messages written where private memory was hidden are searched."""
+        built = chat_search.queries(query)
+        if built is None:
+            return []
+        limit = max(1, min(int(limit), 500))
+        sql = (
+            "SELECT m.id, m.chat_id, m.role, m.created_at, c.persona, "
+            "snippet(messages_fts, 0, ?, ?, '…', 14) AS snip "
+            "FROM messages_fts JOIN messages m ON m.id = messages_fts.rowid "
+            "JOIN chats c ON c.id = m.chat_id "
+            "WHERE messages_fts MATCH ? AND m.archived_at IS NULL "
+            "AND m.status != 'discarded' AND c.archived_at IS NULL"
+            + ("" if sees_private else " AND m.private_ok = 0")
+            + (" AND m.chat_id = ?" if chat_id is not None else "")
+            + " ORDER BY m.id DESC LIMIT ?")
+        hits: dict[int, tuple[sqlite3.Row, bool]] = {}
+        with self._storage.reading() as conn:
+            for expr, exact in zip(built, (True, False), strict=True):
+                if not exact and expr == built[0]:
+                    break
+                params = (chat_search.MARK_START, chat_search.MARK_END, expr,
+                          *((chat_id,) if chat_id is not None else ()), limit)
+                for r in conn.execute(sql, params):
+                    hits.setdefault(r["id"], (r, exact))
+                if len(hits) >= limit:
+                    break
+            ids = sorted({r["chat_id"] for r, _ in hits.values()})
+            labels = {}
+            if ids:
+                marks = ",".join("?" * len(ids))
+                for r in conn.execute(
+                        f"SELECT c.id, c.title, (SELECT m.content FROM messages m WHERE "
+                        f"m.chat_id = c.id AND m.role = 'user' ORDER BY m.id LIMIT 1) AS first "
+                        f"FROM chats c WHERE c.id IN ({marks})", ids):
+                    labels[r["id"]] = _label(r["title"], r["first"])
+        stems = chat_search.query_stems(query)
+        ordered = sorted(hits.values(), key=lambda h: (
+            chat_search.tier(h[0]["snip"] or "", h[1], stems), -h[0]["id"]))[:limit]
+        return [SearchHit(r["id"], r["chat_id"], labels.get(r["chat_id"], ""), r["persona"],
+                          r["role"], r["created_at"], r["snip"] or "", exact)
+                for r, exact in ordered]
+
     def discard_answers(self, turn_id: str, at: float = 0.0) -> None:
         """Regenerate: the turn's answers leave the conversation (kept in the table), and the
         summaries covering them are no longer valid."""
@@ -150,4 +251,13 @@ class Transcript:
 
 def _message(r: sqlite3.Row) -> StoredMessage:
     return StoredMessage(r["id"], r["turn_id"], r["role"], r["content"], r["status"],
-                         r["tokens"] or 0, r["created_at"], json.loads(r["meta"] or "{}"))
+                         r["tokens"] or 0, r["created_at"], json.loads(r["meta"] or "{}"),
+                         r["chat_id"])
+
+
+def _label(title: str | None, first: str | None) -> str:
+    """A chat's name as :attr:`core.chats.Chat.label` gives it."""
+    if title:
+        return title
+    words = " ".join((first or "").split())
+    return (words[:40] + "…" if len(words) > 40 else words) or UNTITLED
