@@ -236,7 +236,11 @@ MIGRATIONS: list[list[str]] = [
     # "е", as core.text and every query write it. Triggers keep the index in step with every
     # insert, edit and delete, in the writing transaction; the step indexes the messages that
     # exist. Archived and discarded messages stay indexed; the query leaves them out.
+    # And chats brought in from elsewhere (issue 28 item 7): where a chat came from, and the
+    # first of its messages the owner has not yet been offered to draft memories from.
     [
+        "ALTER TABLE chats ADD COLUMN imported_from TEXT",
+        "ALTER TABLE chats ADD COLUMN review_from INTEGER",
         """CREATE VIRTUAL TABLE messages_fts USING fts5(content, content='messages',
             content_rowid='id', tokenize='unicode61 remove_diacritics 2')""",
         f"""INSERT INTO messages_fts (rowid, content) SELECT id, {_FTS_TEXT.format("content")}

@@ -209,6 +209,27 @@ class Transcript:
                           r["role"], r["created_at"], r["snip"] or "", exact)
                 for r, exact in ordered]
 
+    def exported(self, chat_ids: list[int], private: bool = False
+                 ) -> tuple[list[dict], int]:
+        """The live messages of these chats for an export (issue 28 item 7), oldest first, as
+        plain dicts (id, chat_id, role, content, status, created_at, private_ok); those written
+        where private memory was visible only with ``private``. Returns them and how many were
+        left out. One consistent read."""
+        if not chat_ids:
+            return [], 0
+        marks = ",".join("?" * len(chat_ids))
+        where = (f"chat_id IN ({marks}) AND archived_at IS NULL AND status != 'discarded' "
+                 "AND content != ''")
+        with self._storage.reading() as conn:
+            rows = [dict(r) for r in conn.execute(
+                "SELECT id, chat_id, role, content, status, created_at, private_ok FROM "
+                f"messages WHERE {where}" + ("" if private else " AND private_ok = 0")
+                + " ORDER BY chat_id, id", chat_ids)]
+            left = 0 if private else conn.execute(
+                f"SELECT COUNT(*) FROM messages WHERE {where} AND private_ok = 1",
+                chat_ids).fetchone()[0]
+        return rows, left
+
     def discard_answers(self, turn_id: str, at: float = 0.0) -> None:
         """Regenerate: the turn's answers leave the conversation (kept in the table), and the
         summaries covering them are no longer valid."""
