@@ -84,11 +84,10 @@ def query_stems(text: str) -> frozenset[str]:
     return frozenset(txt.stem_token(w) for w in kept)
 
 
-def tier(snippet: str, exact: bool, stems: frozenset[str]) -> int:
+def tier(content: str, exact: bool, stems: frozenset[str]) -> int:
     """How well a hit matches, for ordering: 0 the words themselves, 1 another form of them
-    (a marked word has the same stem: "котом" for "кот"), 2 only a longer word that starts
-    like them ("который" for "кот": kept, for a half-typed word, but last)."""
+    (a word of the message has the same stem: "котом" for "кот"), 2 only a longer word that
+    starts like them ("который" for "кот": kept, for a half-typed word, but last)."""
     if exact:
         return 0
-    marked = [part.split(MARK_END, 1)[0] for part in snippet.split(MARK_START)[1:]]
-    return 1 if any(txt.stem_token(t) in stems for m in marked for t in txt.tokens(m)) else 2
+    return 1 if any(txt.stem_token(t) in stems for t in txt.tokens(content)) else 2

@@ -165,49 +165,63 @@ class Transcript:
     def search(self, query: str, *, sees_private: bool = True, limit: int = chat_search.LIMIT,
                chat_id: int | None = None) -> list[SearchHit]:
         """Every live chat's live messages matching ``query`` (:mod:`core.chat_search`): the
-        exact words first, then what only their stems found; newest first within each.
+        exact words first, then other forms of them, then words that only start like them;
+        newest first within each.
         A trusted-surface read (the messages are the owner's): with ``sees_private=False``
         only messages written where private memory was hidden are searched."""
         built = chat_search.queries(query)
         if built is None:
             return []
         limit = max(1, min(int(limit), 500))
-        sql = (
-            "SELECT m.id, m.chat_id, m.role, m.created_at, c.persona, "
-            "snippet(messages_fts, 0, ?, ?, '…', 14) AS snip "
-            "FROM messages_fts JOIN messages m ON m.id = messages_fts.rowid "
+        # ids first (newest first), snippets only for the ids kept: a common word matches
+        # thousands of messages, and a snippet of each would cost more than the search
+        find = (
+            "SELECT m.id FROM messages_fts JOIN messages m ON m.id = messages_fts.rowid "
             "JOIN chats c ON c.id = m.chat_id "
             "WHERE messages_fts MATCH ? AND m.archived_at IS NULL "
             "AND m.status != 'discarded' AND c.archived_at IS NULL"
             + ("" if sees_private else " AND m.private_ok = 0")
             + (" AND m.chat_id = ?" if chat_id is not None else "")
-            + " ORDER BY m.id DESC LIMIT ?")
-        hits: dict[int, tuple[sqlite3.Row, bool]] = {}
+            + " ORDER BY messages_fts.rowid DESC LIMIT ?")
+        found: dict[int, tuple[str, bool]] = {}  # id → (the expression it matched, exact)
         with self._storage.reading() as conn:
             for expr, exact in zip(built, (True, False), strict=True):
-                if not exact and expr == built[0]:
+                if not exact and (expr == built[0] or len(found) >= limit):
                     break
-                params = (chat_search.MARK_START, chat_search.MARK_END, expr,
-                          *((chat_id,) if chat_id is not None else ()), limit)
-                for r in conn.execute(sql, params):
-                    hits.setdefault(r["id"], (r, exact))
-                if len(hits) >= limit:
-                    break
-            ids = sorted({r["chat_id"] for r, _ in hits.values()})
-            labels = {}
-            if ids:
+                # the widened pass looks further: its hits are ordered by how well they match
+                pool = limit if exact else 3 * limit
+                params = (expr, *((chat_id,) if chat_id is not None else ()), pool)
+                for (mid,) in conn.execute(find, params):
+                    found.setdefault(mid, (expr, exact))
+            if not found:
+                return []
+            marks = ",".join("?" * len(found))
+            rows = {r["id"]: r for r in conn.execute(
+                "SELECT m.id, m.chat_id, m.role, m.created_at, m.content, c.persona "
+                f"FROM messages m JOIN chats c ON c.id = m.chat_id WHERE m.id IN ({marks})",
+                list(found))}
+            stems = chat_search.query_stems(query)
+            ordered = sorted((m for m in found if m in rows), key=lambda m: (
+                chat_search.tier(rows[m]["content"], found[m][1], stems), -m))[:limit]
+            snips: dict[int, str] = {}  # only for the hits returned
+            for expr in {found[m][0] for m in ordered}:
+                ids = [m for m in ordered if found[m][0] == expr]
                 marks = ",".join("?" * len(ids))
                 for r in conn.execute(
-                        f"SELECT c.id, c.title, (SELECT m.content FROM messages m WHERE "
-                        f"m.chat_id = c.id AND m.role = 'user' ORDER BY m.id LIMIT 1) AS first "
-                        f"FROM chats c WHERE c.id IN ({marks})", ids):
-                    labels[r["id"]] = _label(r["title"], r["first"])
-        stems = chat_search.query_stems(query)
-        ordered = sorted(hits.values(), key=lambda h: (
-            chat_search.tier(h[0]["snip"] or "", h[1], stems), -h[0]["id"]))[:limit]
-        return [SearchHit(r["id"], r["chat_id"], labels.get(r["chat_id"], ""), r["persona"],
-                          r["role"], r["created_at"], r["snip"] or "", exact)
-                for r, exact in ordered]
+                        "SELECT rowid, snippet(messages_fts, 0, ?, ?, '…', 14) FROM "
+                        f"messages_fts WHERE messages_fts MATCH ? AND rowid IN ({marks})",
+                        (chat_search.MARK_START, chat_search.MARK_END, expr, *ids)):
+                    snips[r[0]] = r[1] or ""
+            chats = sorted({rows[m]["chat_id"] for m in ordered})
+            marks = ",".join("?" * len(chats))
+            labels = {r["id"]: _label(r["title"], r["first"]) for r in conn.execute(
+                "SELECT c.id, c.title, (SELECT f.content FROM messages f WHERE "
+                "f.chat_id = c.id AND f.role = 'user' ORDER BY f.id LIMIT 1) AS first "
+                f"FROM chats c WHERE c.id IN ({marks})", chats)}
+        return [SearchHit(m, rows[m]["chat_id"], labels.get(rows[m]["chat_id"], ""),
+                          rows[m]["persona"], rows[m]["role"], rows[m]["created_at"],
+                          snips.get(m, ""), found[m][1])
+                for m in ordered]
 
     def exported(self, chat_ids: list[int], private: bool = False
                  ) -> tuple[list[dict], int]:

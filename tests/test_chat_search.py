@@ -120,3 +120,17 @@ def test_pages_of_older_messages_and_a_chat_opened_at_a_hit(store):
     shown, more = tr.around(c, made[100], context=10, most=50)
     assert [m.id for m in shown] == made[90:140] and more
     assert tr.message(made[3], chat_id=other) is None and tr.message(made[3], chat_id=c)
+
+
+def test_bench_reports_search_latency_and_import_time():
+    """Issue 28 targets: ``python -m bench.chat_search`` prints p50/p95 over its messages and
+    queries, and the seconds a ChatGPT export takes to import (tiny sizes here: no timing
+    check, only that it measures what it promises)."""
+    from bench import chat_search
+
+    res = chat_search.run(messages=600, queries=12, import_messages=300)
+    assert res["messages"] == 600 and res["queries"] == 12
+    assert 0 < res["p50_ms"] <= res["p95_ms"] <= res["max_ms"]
+    assert res["queries_with_hits"] >= 8  # built from the messages' own words
+    assert res["import_messages"] == 300 and res["import_seconds"] > 0
+    assert set(res["targets"]) == {"search_p95_ms", "import_seconds"}
