@@ -293,8 +293,8 @@ def detect(text: str) -> str:
         obj = json.loads(first)
     except (ValueError, RecursionError):
         obj = None
-    if obj is None and stripped[0] == "{":  # one pretty-printed conversation
-        return CHATGPT
+    if obj is None and stripped[0] == "{" and '"mapping"' in stripped:
+        return CHATGPT  # one conversation, pretty-printed over many lines
     if isinstance(obj, dict):
         if HEADER_KEY in obj or obj.get("type") in ("chat", "message"):
             return EVA

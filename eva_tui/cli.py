@@ -716,8 +716,12 @@ def cmd_import(config: cfg.EvaConfig, data_dir: Path, file: str) -> int:
     if not Path(file).expanduser().is_file():
         _err(f"{file}: no such file")
         return 1
+    lines = portability.read_lines(file)
+    if _is_chat_file(lines):
+        raise UsageError(f"{file} holds chats, not memories: `eva import --chats {file}` "
+                         "reads it")
     try:
-        items = portability.parse(portability.read_lines(file), config.memory.max_chars,
+        items = portability.parse(lines, config.memory.max_chars,
                                   time.time())
     except portability.ImportRefused as e:
         _err("nothing was imported:")
@@ -835,6 +839,18 @@ def cmd_import_chats(config: cfg.EvaConfig, data_dir: Path, file: str, *,
          "is saved unless you keep it. Start Eva and choose “Draft memories from imported "
          "chats…” in the command palette (Ctrl+P).")
     return 0
+
+
+def _is_chat_file(lines: list[str]) -> bool:
+    """Whether an ``eva import`` file is one of the chat formats (issue 28 item 7)."""
+    from core import chat_io
+
+    head = "\n".join(ln for ln in lines[:50] if ln.strip())
+    try:
+        chat_io.detect(head)
+    except chat_io.ChatImportRefused:
+        return False
+    return True
 
 
 def cmd_backup(config: cfg.EvaConfig, data_dir: Path, directory: str) -> int:

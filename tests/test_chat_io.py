@@ -250,3 +250,10 @@ def test_eva_import_chats_and_export_chats_commands(tmp_path, monkeypatch, capsy
     assert "no chat #99" in capsys.readouterr().err
     assert cli.main(["--data", str(data), "export", "--chats", "--include-archive"]) == 2
     capsys.readouterr()
+    # a chat file given to the memory import is named for what it is, and nothing is read in
+    for fixture in ("sillytavern_chat.jsonl", "chatgpt_conversations.json", "eva_chats.jsonl"):
+        assert cli.main(["--data", str(data), "import", str(FIX / fixture)]) == 2
+        assert "holds chats, not memories: `eva import --chats" in capsys.readouterr().err
+    assert cli.main(["--data", str(data), "import", str(FIX / "eva_chats.jsonl"),
+                     "--dry-run"]) == 2
+    capsys.readouterr()
