@@ -15,8 +15,12 @@ summaries, so each of these moves is one transaction.
 
 from __future__ import annotations
 
+import json
 import sqlite3
+import uuid
+from collections.abc import Sequence
 from dataclasses import dataclass
+from typing import Any
 
 from core.errors import MemoryOpError
 from core.storage import Storage
@@ -44,6 +48,8 @@ class Chat:
     archived_at: float | None
     messages: int = 0  # live (not archived, not discarded) messages
     first_words: str = ""  # the first user message, for an unnamed chat's label
+    imported_from: str | None = None  # the app it was imported from (issue 28 item 7)
+    review_from: int | None = None  # the first message not yet offered for drafting
 
     @property
     def archived(self) -> bool:
@@ -235,6 +241,69 @@ class Chats:
             _delete_summaries(conn, "archived_at IS NOT NULL AND archived_at < ?", (cutoff,))
         return n
 
+    # ------------------------------------------------------------------ imports (issue 28)
+    def import_chats(self, chats: Sequence[Any], source: str, now: float,
+                     channel: str = DEFAULT_CHANNEL) -> tuple[list[int], int]:
+        """Write checked chats (:func:`core.chat_io.parse`: each with ``title``, ``persona``
+        and ``messages`` of ``role``, ``content``, ``created_at``, ``private``, ``status``) as
+        new chats of ``channel``, all in one transaction (or nothing). A persona this store
+        does not have becomes the default one. Each chat is marked for review from its first
+        message: the owner is offered drafts of memories from it, batch by batch, and nothing
+        is saved unless she keeps it. Returns the new chat ids and how many chats changed
+        persona."""
+        made: list[int] = []
+        moved = 0
+        batch = uuid.uuid4().hex[:12]
+        with self._storage.transaction() as conn:
+            personas = {r[0] for r in conn.execute("SELECT id FROM personas")}
+            for chat in chats:
+                persona = chat.persona if chat.persona in personas else DEFAULT_PERSONA
+                moved += persona != chat.persona
+                times = [m.created_at for m in chat.messages] or [now]
+                cur = conn.execute(
+                    "INSERT INTO chats (persona, channel, title, created_at, updated_at, "
+                    "imported_from) VALUES (?, ?, ?, ?, ?, ?)",
+                    (persona, channel, valid_title(chat.title), min(times), max(times),
+                     source))
+                chat_id = int(cur.lastrowid)
+                rows, turn = [], 0
+                for k, m in enumerate(chat.messages):
+                    if m.role == "user" or k == 0:
+                        turn += 1
+                    meta = {"imported": source, **({"owner": True} if m.role == "user"
+                                                  else {})}
+                    rows.append((persona, channel, int(m.private), f"import:{batch}:{chat_id}:"
+                                 f"{turn}", m.role, m.content, m.status,
+                                 max(1, len(m.content) // 3), m.created_at,
+                                 json.dumps(meta), chat_id))
+                conn.executemany(
+                    "INSERT INTO messages (persona, channel, private_ok, turn_id, role, "
+                    "content, status, tokens, created_at, meta, chat_id) "
+                    "VALUES (?,?,?,?,?,?,?,?,?,?,?)", rows)
+                conn.execute("UPDATE chats SET review_from = (SELECT MIN(id) FROM messages "
+                             "WHERE chat_id = ?) WHERE id = ?", (chat_id, chat_id))
+                made.append(chat_id)
+        return made, moved
+
+    def to_review(self) -> list[Chat]:
+        """Live imported chats with messages not yet offered for drafting, oldest first."""
+        rows = self._storage.query(_SELECT + " WHERE c.archived_at IS NULL AND "
+                                   "c.review_from IS NOT NULL ORDER BY c.id")
+        return [_chat(r) for r in rows]
+
+    def reviewed(self, chat_id: int, upto: int) -> None:
+        """The owner was offered drafts from this chat's messages up to ``upto``: the next
+        offer starts after it (or none is left)."""
+        with self._storage.transaction() as conn:
+            nxt = conn.execute(
+                "SELECT MIN(id) FROM messages WHERE chat_id = ? AND id > ? AND archived_at IS "
+                "NULL AND status != 'discarded'", (chat_id, upto)).fetchone()[0]
+            conn.execute("UPDATE chats SET review_from = ? WHERE id = ?", (nxt, chat_id))
+
+    def stop_review(self, chat_id: int) -> None:
+        with self._storage.transaction() as conn:
+            conn.execute("UPDATE chats SET review_from = NULL WHERE id = ?", (chat_id,))
+
     @staticmethod
     def _live(conn: sqlite3.Connection, chat_id: object) -> None:
         row = conn.execute("SELECT archived_at FROM chats WHERE id = ?", (chat_id,)).fetchone()
@@ -255,7 +324,7 @@ def _delete_summaries(conn: sqlite3.Connection, where: str, params: tuple) -> No
 def _chat(r: sqlite3.Row) -> Chat:
     return Chat(r["id"], r["persona"], r["channel"], r["title"], r["created_at"],
                 r["updated_at"], r["window_start"], r["archived_at"], r["n"] or 0,
-                r["first_words"] or "")
+                r["first_words"] or "", r["imported_from"], r["review_from"])
 
 
 def _archive_chat(conn: sqlite3.Connection, chat_id: int, now: float, why: str) -> None:

@@ -22,6 +22,9 @@ from core.errors import StoreError
 
 __all__ = ["MIGRATIONS", "SCHEMA_VERSION", "Storage", "StoreError", "connect", "migrate"]
 
+# The text the message search index (v7) is given for a message: "ё" as "е" (see v7).
+_FTS_TEXT = "replace(replace({0}, 'ё', 'е'), 'Ё', 'Е')"
+
 # Each migration moves the schema from version i to i+1; never edit a released one, append.
 MIGRATIONS: list[list[str]] = [
     # v1: records, access history, archive (as state of a record), vectors, change log, meta
@@ -225,6 +228,34 @@ MIGRATIONS: list[list[str]] = [
             updated_at REAL NOT NULL
         )""",
         "INSERT INTO personas (id, name, created_at, updated_at) VALUES ('default', 'Eva', 0, 0)",
+    ],
+    # v7: full-text search over every chat's messages (SPEC §8.12, issue 28 item 6). An FTS5
+    # index of the messages' text (external content: the text itself is not stored twice),
+    # case-folded for Russian and English alike (unicode61; remove_diacritics 2 folds Latin
+    # accents). unicode61 leaves "ё" as it is, so the index is given the text with "ё" written
+    # "е", as core.text and every query write it. Triggers keep the index in step with every
+    # insert, edit and delete, in the writing transaction; the step indexes the messages that
+    # exist. Archived and discarded messages stay indexed; the query leaves them out.
+    # And chats brought in from elsewhere (issue 28 item 7): where a chat came from, and the
+    # first of its messages the owner has not yet been offered to draft memories from.
+    [
+        "ALTER TABLE chats ADD COLUMN imported_from TEXT",
+        "ALTER TABLE chats ADD COLUMN review_from INTEGER",
+        """CREATE VIRTUAL TABLE messages_fts USING fts5(content, content='messages',
+            content_rowid='id', tokenize='unicode61 remove_diacritics 2')""",
+        f"""INSERT INTO messages_fts (rowid, content) SELECT id, {_FTS_TEXT.format("content")}
+            FROM messages""",
+        f"""CREATE TRIGGER messages_fts_insert AFTER INSERT ON messages BEGIN
+            INSERT INTO messages_fts (rowid, content)
+                VALUES (new.id, {_FTS_TEXT.format("new.content")}); END""",
+        f"""CREATE TRIGGER messages_fts_delete AFTER DELETE ON messages BEGIN
+            INSERT INTO messages_fts (messages_fts, rowid, content)
+                VALUES ('delete', old.id, {_FTS_TEXT.format("old.content")}); END""",
+        f"""CREATE TRIGGER messages_fts_update AFTER UPDATE OF content ON messages BEGIN
+            INSERT INTO messages_fts (messages_fts, rowid, content)
+                VALUES ('delete', old.id, {_FTS_TEXT.format("old.content")});
+            INSERT INTO messages_fts (rowid, content)
+                VALUES (new.id, {_FTS_TEXT.format("new.content")}); END""",
     ],
 ]
 

@@ -12,6 +12,9 @@ import json
 import sqlite3
 from dataclasses import dataclass, field
 
+from core import chat_search
+from core.chat_search import SearchHit
+from core.chats import UNTITLED
 from core.storage import Storage
 from core.summaries import invalidate_covering
 
@@ -26,6 +29,7 @@ class StoredMessage:
     tokens: int
     created_at: float
     meta: dict = field(default_factory=dict)
+    chat_id: int | None = None
 
 
 @dataclass(frozen=True)
@@ -108,6 +112,138 @@ class Transcript:
             + "ORDER BY id DESC LIMIT ?", (chat_id, limit))
         return [_message(r) for r in reversed(rows)]
 
+    def message(self, message_id: object, chat_id: int | None = None) -> StoredMessage | None:
+        """One live message (not archived, not discarded), of ``chat_id`` when given; None
+        when there is no such message."""
+        if isinstance(message_id, bool) or not isinstance(message_id, int):
+            return None
+        rows = self._storage.query(
+            "SELECT * FROM messages WHERE id = ? AND archived_at IS NULL "
+            "AND status != 'discarded'" + (" AND chat_id = ?" if chat_id is not None else ""),
+            (message_id, chat_id) if chat_id is not None else (message_id,))
+        return _message(rows[0]) if rows else None
+
+    def page(self, chat_id: int, *, before: int | None = None, after: int | None = None,
+             upto: int | None = None, limit: int = 100, sees_private: bool = True
+             ) -> list[StoredMessage]:
+        """Scrolling through a chat (issue 28 item 6): up to ``limit`` live messages, oldest
+        first — the ones just older than ``before`` (scrolling up), or just newer than
+        ``after`` and not past ``upto`` (scrolling down towards what was on screen), or from
+        ``after`` on when neither bound is given."""
+        where = ["chat_id = ?", "status != 'discarded'", "archived_at IS NULL"]
+        params: list[object] = [chat_id]
+        if not sees_private:
+            where.append("private_ok = 0")
+        if before is not None:
+            where.append("id < ?")
+            params.append(before)
+        if after is not None:
+            where.append("id > ?")
+            params.append(after)
+        if upto is not None:
+            where.append("id <= ?")
+            params.append(upto)
+        newest_first = after is None
+        rows = self._storage.query(
+            "SELECT * FROM messages WHERE " + " AND ".join(where)
+            + f" ORDER BY id {'DESC' if newest_first else 'ASC'} LIMIT ?",
+            (*params, max(1, int(limit))))
+        out = [_message(r) for r in rows]
+        return out[::-1] if newest_first else out
+
+    def around(self, chat_id: int, message_id: int, context: int = 10, most: int = 500,
+               sees_private: bool = True) -> tuple[list[StoredMessage], bool]:
+        """A chat opened at a search hit (issue 28 item 6): ``context`` messages before the
+        hit, the hit and what follows it to the end of the chat — at most ``most`` messages
+        after the first. Returns them (oldest first) and whether the chat goes on past them."""
+        earlier = self.page(chat_id, before=message_id, limit=context,
+                            sees_private=sees_private)
+        first = earlier[0].id if earlier else message_id
+        rest = self.page(chat_id, after=first - 1, limit=most + 1, sees_private=sees_private)
+        return rest[:most], len(rest) > most
+
+    def search(self, query: str, *, sees_private: bool = True, limit: int = chat_search.LIMIT,
+               chat_id: int | None = None) -> list[SearchHit]:
+        """Every live chat's live messages matching ``query`` (:mod:`core.chat_search`): the
+        exact words first, then other forms of them, then words that only start like them;
+        newest first within each.
+        A trusted-surface read (the messages are the owner's): with ``sees_private=False``
+        only messages written where private memory was hidden are searched."""
+        built = chat_search.queries(query)
+        if built is None:
+            return []
+        limit = max(1, min(int(limit), 500))
+        # ids first (newest first), snippets only for the ids kept: a common word matches
+        # thousands of messages, and a snippet of each would cost more than the search
+        find = (
+            "SELECT m.id FROM messages_fts JOIN messages m ON m.id = messages_fts.rowid "
+            "JOIN chats c ON c.id = m.chat_id "
+            "WHERE messages_fts MATCH ? AND m.archived_at IS NULL "
+            "AND m.status != 'discarded' AND c.archived_at IS NULL"
+            + ("" if sees_private else " AND m.private_ok = 0")
+            + (" AND m.chat_id = ?" if chat_id is not None else "")
+            + " ORDER BY messages_fts.rowid DESC LIMIT ?")
+        found: dict[int, tuple[str, bool]] = {}  # id → (the expression it matched, exact)
+        with self._storage.reading() as conn:
+            for expr, exact in zip(built, (True, False), strict=True):
+                if not exact and (expr == built[0] or len(found) >= limit):
+                    break
+                # the widened pass looks further: its hits are ordered by how well they match
+                pool = limit if exact else 3 * limit
+                params = (expr, *((chat_id,) if chat_id is not None else ()), pool)
+                for (mid,) in conn.execute(find, params):
+                    found.setdefault(mid, (expr, exact))
+            if not found:
+                return []
+            marks = ",".join("?" * len(found))
+            rows = {r["id"]: r for r in conn.execute(
+                "SELECT m.id, m.chat_id, m.role, m.created_at, m.content, c.persona "
+                f"FROM messages m JOIN chats c ON c.id = m.chat_id WHERE m.id IN ({marks})",
+                list(found))}
+            stems = chat_search.query_stems(query)
+            ordered = sorted((m for m in found if m in rows), key=lambda m: (
+                chat_search.tier(rows[m]["content"], found[m][1], stems), -m))[:limit]
+            snips: dict[int, str] = {}  # only for the hits returned
+            for expr in {found[m][0] for m in ordered}:
+                ids = [m for m in ordered if found[m][0] == expr]
+                marks = ",".join("?" * len(ids))
+                for r in conn.execute(
+                        "SELECT rowid, snippet(messages_fts, 0, ?, ?, '…', 14) FROM "
+                        f"messages_fts WHERE messages_fts MATCH ? AND rowid IN ({marks})",
+                        (chat_search.MARK_START, chat_search.MARK_END, expr, *ids)):
+                    snips[r[0]] = r[1] or ""
+            chats = sorted({rows[m]["chat_id"] for m in ordered})
+            marks = ",".join("?" * len(chats))
+            labels = {r["id"]: _label(r["title"], r["first"]) for r in conn.execute(
+                "SELECT c.id, c.title, (SELECT f.content FROM messages f WHERE "
+                "f.chat_id = c.id AND f.role = 'user' ORDER BY f.id LIMIT 1) AS first "
+                f"FROM chats c WHERE c.id IN ({marks})", chats)}
+        return [SearchHit(m, rows[m]["chat_id"], labels.get(rows[m]["chat_id"], ""),
+                          rows[m]["persona"], rows[m]["role"], rows[m]["created_at"],
+                          snips.get(m, ""), found[m][1])
+                for m in ordered]
+
+    def exported(self, chat_ids: list[int], private: bool = False
+                 ) -> tuple[list[dict], int]:
+        """The live messages of these chats for an export (issue 28 item 7), oldest first, as
+        plain dicts (id, chat_id, role, content, status, created_at, private_ok); those written
+        where private memory was visible only with ``private``. Returns them and how many were
+        left out. One consistent read."""
+        if not chat_ids:
+            return [], 0
+        marks = ",".join("?" * len(chat_ids))
+        where = (f"chat_id IN ({marks}) AND archived_at IS NULL AND status != 'discarded' "
+                 "AND content != ''")
+        with self._storage.reading() as conn:
+            rows = [dict(r) for r in conn.execute(
+                "SELECT id, chat_id, role, content, status, created_at, private_ok FROM "
+                f"messages WHERE {where}" + ("" if private else " AND private_ok = 0")
+                + " ORDER BY chat_id, id", chat_ids)]
+            left = 0 if private else conn.execute(
+                f"SELECT COUNT(*) FROM messages WHERE {where} AND private_ok = 1",
+                chat_ids).fetchone()[0]
+        return rows, left
+
     def discard_answers(self, turn_id: str, at: float = 0.0) -> None:
         """Regenerate: the turn's answers leave the conversation (kept in the table), and the
         summaries covering them are no longer valid."""
@@ -150,4 +286,13 @@ class Transcript:
 
 def _message(r: sqlite3.Row) -> StoredMessage:
     return StoredMessage(r["id"], r["turn_id"], r["role"], r["content"], r["status"],
-                         r["tokens"] or 0, r["created_at"], json.loads(r["meta"] or "{}"))
+                         r["tokens"] or 0, r["created_at"], json.loads(r["meta"] or "{}"),
+                         r["chat_id"])
+
+
+def _label(title: str | None, first: str | None) -> str:
+    """A chat's name as :attr:`core.chats.Chat.label` gives it."""
+    if title:
+        return title
+    words = " ".join((first or "").split())
+    return (words[:40] + "…" if len(words) > 40 else words) or UNTITLED

@@ -7,7 +7,11 @@
     eva serve [--host H] [--port N]       the HTTP API for other surfaces (loopback, token)
     eva export [--format jsonl|md] [--include-archive] [--private] [-o FILE [--force]]
                                           write the memory out (stdout unless -o)
+    eva export --chats [--chat ID] [--format jsonl|md] [--private] [-o FILE [--force]]
+                                          write the chats out (stdout unless -o)
     eva import FILE                       read an export back: all or nothing, through dedup
+    eva import --chats FILE [--dry-run]   bring chats in: Eva's JSONL, ChatGPT's
+                                          conversations.json, a SillyTavern .jsonl
     eva backup DIR                        a consistent copy of the store (SQLite online backup)
 
 Every command ends through one guard in :func:`main` (issue 25): a failure is one sentence on
@@ -149,14 +153,26 @@ def _portability_parsers(sub, common: argparse.ArgumentParser) -> None:
                    help="jsonl for round trips (default), md for reading")
     e.add_argument("--include-archive", action="store_true",
                    help="also the archived (forgotten, restorable) memories")
-    e.add_argument("--private", action="store_true", help="include private memories")
+    e.add_argument("--private", action="store_true",
+                   help="include private memories (with --chats: the messages written where "
+                        "private memory was visible)")
+    e.add_argument("--chats", action="store_true",
+                   help="export the chats (messages) instead of the memory")
+    e.add_argument("--chat", type=int, metavar="ID",
+                   help="with --chats: only this chat (its id, as `eva export --chats` shows)")
     e.add_argument("-o", "--output", metavar="FILE",
                    help="write to FILE (default: stdout), mode 0600; an existing FILE is "
                         "refused unless --force, a symbolic link always")
     e.add_argument("--force", action="store_true", help="replace an existing -o FILE")
     i = sub.add_parser("import", parents=[common],
                        help="read an export back: all or nothing, through dedup")
-    i.add_argument("file", metavar="FILE", help="a JSON Lines export (one memory per line)")
+    i.add_argument("file", metavar="FILE", help="a JSON Lines export (one memory per line); "
+                   "with --chats a chat file")
+    i.add_argument("--chats", action="store_true",
+                   help="import chats: Eva's chat export, ChatGPT's conversations.json or a "
+                        "SillyTavern chat .jsonl (detected); all or nothing")
+    i.add_argument("--dry-run", action="store_true",
+                   help="with --chats: check the file and show what it holds; write nothing")
     b = sub.add_parser("backup", parents=[common],
                        help="a consistent copy of the whole store (SQLite online backup)")
     b.add_argument("dir", metavar="DIR", help="directory the backup file is written to")
@@ -226,9 +242,19 @@ def _run(args: argparse.Namespace, data_dir: Path) -> int:
     if args.cmd == "serve":
         return cmd_serve(config, data_dir, args)
     if args.cmd == "export":
+        if args.chats or args.chat is not None:
+            if args.include_archive:
+                raise UsageError("--include-archive is for the memory; chats are exported "
+                                 "without the archive")
+            return cmd_export_chats(config, data_dir, args.format, args.chat, args.private,
+                                    args.output, force=args.force)
         return cmd_export(config, data_dir, args.format, args.include_archive, args.private,
                           args.output, force=args.force)
     if args.cmd == "import":
+        if args.chats:
+            return cmd_import_chats(config, data_dir, args.file, dry_run=args.dry_run)
+        if args.dry_run:
+            raise UsageError("--dry-run goes with --chats")
         return cmd_import(config, data_dir, args.file)
     if args.cmd == "backup":
         return cmd_backup(config, data_dir, args.dir)
@@ -690,8 +716,12 @@ def cmd_import(config: cfg.EvaConfig, data_dir: Path, file: str) -> int:
     if not Path(file).expanduser().is_file():
         _err(f"{file}: no such file")
         return 1
+    lines = portability.read_lines(file)
+    if _is_chat_file(lines):
+        raise UsageError(f"{file} holds chats, not memories: `eva import --chats {file}` "
+                         "reads it")
     try:
-        items = portability.parse(portability.read_lines(file), config.memory.max_chars,
+        items = portability.parse(lines, config.memory.max_chars,
                                   time.time())
     except portability.ImportRefused as e:
         _err("nothing was imported:")
@@ -708,6 +738,119 @@ def cmd_import(config: cfg.EvaConfig, data_dir: Path, file: str) -> int:
             + ", ".join(f"line {n} is #{rid}" for n, rid in res.duplicates[:10])
             + (", …" if len(res.duplicates) > 10 else "") + ")" if res.duplicates else ""))
     return 0
+
+
+def cmd_export_chats(config: cfg.EvaConfig, data_dir: Path, fmt: str, chat_id: int | None,
+                     private: bool, output: str | None, *, force: bool = False) -> int:
+    """``eva export --chats`` (issue 28 item 7): the live chats, or one, under the memory
+    export's private rule (messages written where private memory was visible only with
+    --private)."""
+    from core import chat_io
+    from core.chats import Chats
+    from core.transcript import Transcript
+
+    out = Path(output).expanduser() if output else None
+    if out is not None:
+        _check_output(out, force)
+    mem = _open_store(config, data_dir, must_exist=True)
+    if mem is None:
+        return 1
+    with mem:
+        ex = chat_io.export_chats(mem.attach(Chats), mem.attach(Transcript), fmt,
+                                  chat_id=chat_id, private=private, now=time.time())
+    if out is not None:
+        _write_file(out, ex.lines, force)
+    else:
+        try:
+            sys.stdout.writelines(ex.lines)
+            sys.stdout.flush()
+        except BrokenPipeError:
+            raise
+        except OSError as e:
+            raise OutputError(f"cannot write the export to stdout: {e.strerror or e}; it is "
+                              "incomplete", stdout=True) from e
+    _err_note(f"exported {ex.chats} chat{'s' if ex.chats != 1 else ''} with {ex.messages} "
+              f"message{'s' if ex.messages != 1 else ''}" + (f" to {output}" if output else ""))
+    if ex.private_left_out:
+        _err_note(f"{ex.private_left_out} message{'s' if ex.private_left_out != 1 else ''} "
+                  "written where private memory was visible "
+                  f"{'was' if ex.private_left_out == 1 else 'were'} left out (--private "
+                  "includes them)")
+    return 0
+
+
+def import_summary(plan) -> list[str]:
+    """What a checked chat import holds, for the owner (the CLI and the TUI's preview)."""
+    lines = [f"{plan.format_name}: {len(plan.chats)} chat{'s' if len(plan.chats) != 1 else ''}"
+             f", {plan.messages} message{'s' if plan.messages != 1 else ''}"]
+    if plan.skipped:
+        lines.append(f"{plan.skipped} message{'s are' if plan.skipped != 1 else ' is'} not "
+                     "yours or the assistant's words (system, tools, hidden, empty) and "
+                     "will not be imported")
+    if plan.empty_chats:
+        lines.append(f"{plan.empty_chats} chat{'s have' if plan.empty_chats != 1 else ' has'} "
+                     "nothing to import and will be left out")
+    if plan.times_guessed:
+        lines.append(f"{plan.times_guessed} message{'s have' if plan.times_guessed != 1 else ' has'}"
+                     " no readable time and will take the time of the message before")
+    return lines
+
+
+def cmd_import_chats(config: cfg.EvaConfig, data_dir: Path, file: str, *,
+                     dry_run: bool = False) -> int:
+    """``eva import --chats FILE`` (issue 28 item 7): the format is detected and named, the
+    whole file is checked before the store is opened, then one transaction writes it."""
+    from core import chat_io
+    from core.chats import Chats
+
+    try:
+        plan = chat_io.parse_file(file, time.time())
+    except chat_io.ChatImportRefused as e:
+        _err("nothing was imported" + (f" ({chat_io.FORMAT_NAMES[e.format]})" if e.format
+                                       else "") + ":")
+        for where, why in e.problems:
+            _err_note(f"  {where}: {why}" if where else f"  {why}")
+        if e.total > len(e.problems):
+            _err_note(f"  … and {e.total - len(e.problems)} more bad lines")
+        return 1
+    for line in import_summary(plan):
+        _say(line)
+    for c in plan.chats[:20]:
+        _say(f"  {c.title or '(untitled)'} — {len(c.messages)} messages, "
+             f"{chat_io.day_span(c.created_at, c.updated_at)}")
+    if len(plan.chats) > 20:
+        _say(f"  … and {len(plan.chats) - 20} more chats")
+    if dry_run:
+        _say("dry run: nothing was written")
+        return 0
+    if not plan.chats:
+        _say("nothing to import")
+        return 0
+    mem = _open_store(config, data_dir, must_exist=False)
+    with mem:
+        ids, moved = mem.attach(Chats).import_chats(plan.chats, plan.format, time.time())
+    _say(f"imported {len(ids)} chat{'s' if len(ids) != 1 else ''} with {plan.messages} "
+         f"message{'s' if plan.messages != 1 else ''} (chats #{ids[0]}–#{ids[-1]})"
+         if len(ids) > 1 else f"imported 1 chat with {plan.messages} messages (chat #{ids[0]})")
+    if moved:
+        _say(f"{moved} chat{'s' if moved != 1 else ''} named a persona this store does not "
+             "have and went to the default persona")
+    _say("Eva can draft memories from them for you to review, 20 messages at a time; nothing "
+         "is saved unless you keep it. Start Eva and choose “Draft memories from imported "
+         "chats…” in the command palette (Ctrl+P).")
+    return 0
+
+
+def _is_chat_file(lines: list[str]) -> bool:
+    """Whether an ``eva import`` file is one of the chat formats (issue 28 item 7)."""
+    from core import chat_io
+
+    head = "\n".join(ln for ln in lines[:50] if ln.strip())
+    try:
+        chat_io.detect(head)
+    except chat_io.ChatImportRefused:
+        return False
+    return True
 
 
 def cmd_backup(config: cfg.EvaConfig, data_dir: Path, directory: str) -> int:

@@ -17,7 +17,9 @@ NAV_IDS = ("app.chat", "app.memories", "app.archive", "app.journal", "app.previe
 BINDING_IDS: frozenset[str] = frozenset({
     *NAV_IDS, "app.wake", "app.dry_run", "app.sleep", "app.help", "help.close",
     "chat.stop", "chat.regenerate", "chat.copy", "chat.open_note",
-    "chat.new", "chat.chats", "chat.summary",
+    "chat.new", "chat.chats", "chat.summary", "chat.search",
+    "search.close", "search.results", "search.query",
+    "import.close", "import.check", "import.write", "review.later",
     "chats.close", "chats.open", "chats.new", "chats.rename", "chats.delete", "chats.clear",
     "chats.archived", "chats.restore", "chats.rename_cancel", "chats.confirm_cancel",
     "summary.close", "summary.edit", "summary.rebuild", "summary.edit_cancel",

@@ -701,6 +701,56 @@ class Api:
         return JSONResponse({"woken": asleep,
                              "elsewhere": holder.describe(time.time()) if holder else None})
 
+    # ------------------------------------------------------------------ messages (§8.12)
+    def _chat_message(self, request: Request) -> tuple[Any, int, int]:
+        """The transcript and the chat and message ids of ``/v1/chats/{chat}/messages/{id}``:
+        the message must be a live one of that live chat (404 otherwise, 409 for a chat in
+        the archive)."""
+        from core.chats import ChatNotFound, Chats
+        from core.transcript import Transcript
+
+        chat_id = _int_param(request.path_params["chat"], "the chat id", 1, MAX_ID)
+        message_id = _int_param(request.path_params["id"], "the message id", 1, MAX_ID)
+        memory = self.memory
+        try:
+            chat = memory.attach(Chats).get(chat_id)
+        except ChatNotFound:
+            raise ApiError(404, f"there is no chat #{chat_id}", "not_found") from None
+        if chat.archived:
+            raise ApiError(409, f"chat #{chat_id} is in the archive: restore it first",
+                           "conflict")
+        transcript = memory.attach(Transcript)
+        if transcript.message(message_id, chat_id) is None:
+            raise ApiError(404, f"chat #{chat_id} has no message #{message_id}", "not_found")
+        return transcript, chat_id, message_id
+
+    async def edit_message(self, request: Request) -> JSONResponse:
+        """The owner edits a message of a chat, hers or Eva's (issue 28 item 5); the summaries
+        covering it are invalidated (:meth:`core.transcript.Transcript.edit`)."""
+        self.require_owner(request)
+        transcript, chat_id, message_id = self._chat_message(request)
+        data = await self.body(request)
+        unknown = sorted(set(data) - {"content"})
+        if unknown:
+            raise ApiError(400, f"unknown field {unknown[0][:40]!r} (send {{\"content\": …}})",
+                           "bad_request")
+        content = data.get("content")
+        if not isinstance(content, str) or not content.strip():
+            raise ApiError(400, "give the new text as a non-empty 'content'", "bad_request")
+        try:
+            transcript.edit(message_id, content, self.services.clock.now())
+        except ValueError as e:
+            raise ApiError(400, str(e), "bad_request") from None
+        return JSONResponse({"message": _message(transcript.message(message_id, chat_id))})
+
+    def delete_message(self, request: Request) -> JSONResponse:
+        """The owner deletes a message of a chat (to the archive, as the TUI does; issue 28
+        item 5); the summaries covering it are invalidated."""
+        self.require_owner(request)
+        transcript, chat_id, message_id = self._chat_message(request)
+        transcript.delete(message_id, self.services.clock.now())
+        return JSONResponse({"deleted": message_id, "chat": chat_id})
+
     def model_loading(self) -> bool:
         """Whether the chat model is on its way (``eva serve`` loads it in the background):
         its component is pending or loading and no model is there yet."""
@@ -877,6 +927,11 @@ def _record(r: Any) -> dict:
             "last_access_at": r.last_access_at, "access_count": r.access_count}
 
 
+def _message(m: Any) -> dict:
+    return {"id": m.id, "chat": m.chat_id, "role": m.role, "content": m.content,
+            "status": m.status, "created_at": m.created_at}
+
+
 def _run(r: Any) -> dict:
     """The owner's view of a night: everything the journal holds."""
     return {"id": r.id, "started_at": r.started_at, "finished_at": r.finished_at,
@@ -922,6 +977,8 @@ def build_app(services: Any, settings: ServeSettings, token: str) -> Guard:
         Route("/v1/sleep", api.sleep, methods=["POST"]),
         Route("/v1/sleep/wake", api.wake, methods=["POST"]),
         Route("/v1/chat", api.chat, methods=["POST"]),
+        Route("/v1/chats/{chat}/messages/{id}", api.edit_message, methods=["PATCH"]),
+        Route("/v1/chats/{chat}/messages/{id}", api.delete_message, methods=["DELETE"]),
         Route("/openapi.json", api.openapi, methods=["GET"]),
     ]
     app = Starlette(routes=routes, exception_handlers={HTTPException: _http_error,
@@ -933,7 +990,7 @@ def build_app(services: Any, settings: ServeSettings, token: str) -> Guard:
         from starlette.middleware.cors import CORSMiddleware
 
         inner = CORSMiddleware(app, allow_origins=list(settings.allow_origins),
-                               allow_methods=["GET", "POST"],
+                               allow_methods=["GET", "POST", "PATCH", "DELETE"],
                                allow_headers=["authorization", "content-type"])
     guard = Guard(inner, settings)
     guard.api = api
@@ -1090,6 +1147,9 @@ def _q(name: str, required: bool = False, kind: str = "string") -> dict:
     return {"name": name, "in": "query", "required": required, "schema": {"type": kind}}
 
 
+_MESSAGE_PATH = [{"name": n, "in": "path", "required": True, "schema": {"type": "integer"}}
+                 for n in ("chat", "id")]
+
 OPENAPI: dict[str, Any] = {
     "openapi": "3.1.0",
     "info": {"title": "Eva", "version": __version__,
@@ -1124,6 +1184,15 @@ OPENAPI: dict[str, Any] = {
                                         "properties": {"dry_run": {"type": "boolean"}}},
                                   ok="202")},
         "/v1/sleep/wake": {"post": _op("Wake Eva (owner)", True)},
+        "/v1/chats/{chat}/messages/{id}": {
+            "patch": {**_op("Edit a message of a chat (owner); the summaries covering it are "
+                            "invalidated", True,
+                            body={"type": "object", "required": ["content"],
+                                  "properties": {"content": {"type": "string"}}}),
+                      "parameters": _MESSAGE_PATH},
+            "delete": {**_op("Delete a message of a chat to the archive (owner); the summaries "
+                             "covering it are invalidated", True),
+                       "parameters": _MESSAGE_PATH}},
         "/v1/chat": {"post": _op(
             "One chat turn as Server-Sent Events: sleeping, memory, token, remembering, "
             "memory_note, notice, error, done", body={

@@ -193,6 +193,8 @@ CMD_COPY_ANSWER = ("Copy the last answer", "To the clipboard")
 CMD_NEW_CHAT = ("New chat", "Start a new chat (Ctrl+N)")
 CMD_CHATS = ("Chats", "Switch, rename, delete or clear chats (Ctrl+O)")
 CMD_SUMMARY = ("Conversation summary", "View, edit or rebuild this chat's summaries (Ctrl+T)")
+CMD_SEARCH_CHATS = ("Search chats…", "Find words in every chat; Enter opens the chat at the "
+                    "message (Ctrl+G)")
 
 # ---------------------------------------------------------------------------- record dialogs
 def memory_title(rid: int, archived: bool = False) -> str:

@@ -44,6 +44,8 @@ from eva_tui.widgets import (
 )
 from eva_tui.widgets.actions import RecordActions
 from eva_tui.widgets.chat import WRITE_TOOLS
+from screens.chat_scrollback import Scrollback
+from screens.chat_search import ChatSearchScreen
 from screens.chats import ChatsScreen
 from screens.summary import SummaryPanel, start_summarising
 
@@ -98,6 +100,7 @@ class ChatScreen(RecordActions):
         Binding("ctrl+n", "new_chat", "New chat", id="chat.new", show=False),
         Binding("ctrl+o", "chats", "Chats", id="chat.chats", show=False),
         Binding("ctrl+t", "summary", "Summary", id="chat.summary", show=False),
+        Binding("ctrl+g", "search", "Search chats", id="chat.search", show=False),
     ]
 
     def __init__(self) -> None:
@@ -117,6 +120,7 @@ class ChatScreen(RecordActions):
         self._tail: Widget | None = None  # the last widget of the running turn in the log
         self._greeted = False  # the greeting (or the first run's welcome) is in the log
         self._persona_pending = False  # the persona changed during a turn: reload after it
+        self.scrollback = Scrollback(self)  # older messages, a search hit (issue 28 item 6)
 
     def compose(self) -> ComposeResult:
         yield NavBar("chat")
@@ -147,6 +151,7 @@ class ChatScreen(RecordActions):
         self.watch(self.app, "sleeping", self._sleep_changed, init=False)
         self._persona_seen = self.app.persona_version
         self.watch(self.app, "persona_version", self._persona_changed, init=False)
+        self.scrollback.watch()
         self.prompt.focus()
 
     # ------------------------------------------------------------------ services
@@ -232,7 +237,7 @@ class ChatScreen(RecordActions):
     def _load_history(self) -> None:
         conv = self.services.conversation
         if conv is not None:
-            messages = conv.history(limit=100)
+            messages = self.scrollback.first_page(conv)
             empty = not messages and self._store_empty()
             self.post_message(HistoryLoaded(messages, empty))
 
@@ -257,7 +262,7 @@ class ChatScreen(RecordActions):
                     w.add_note(op.get("tool", ""), bool(op.get("ok")), data)
                 if m.status == "stopped":
                     w.body.border_subtitle = S.STOPPED
-        self.log_view.scroll_end(animate=False)
+        self.scrollback.loaded(pairs)
         self._pump()
 
     # ------------------------------------------------------------------ sending
@@ -469,6 +474,9 @@ class ChatScreen(RecordActions):
     def action_summary(self) -> None:
         self.app.push_screen(SummaryPanel())
 
+    def action_search(self) -> None:
+        self.app.push_screen(ChatSearchScreen(), self.scrollback.jump)
+
     async def reload_chat(self) -> None:
         """Show the conversation's current chat (after a switch, a new chat or a clear)."""
         await self.log_view.remove_children()
@@ -562,5 +570,6 @@ class ChatScreen(RecordActions):
             PaletteCommand(*S.CMD_NEW_CHAT, self.action_new_chat),
             PaletteCommand(*S.CMD_CHATS, self.action_chats),
             PaletteCommand(*S.CMD_SUMMARY, self.action_summary),
+            PaletteCommand(*S.CMD_SEARCH_CHATS, self.action_search),
         ]
         return cmds

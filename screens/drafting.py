@@ -102,11 +102,12 @@ class SaveFromDialogue(ModalScreen[list[int] | None]):
     """
 
     def __init__(self, messages: list[StoredMessage], scopes: list[tuple[str, str]],
-                 scope: str) -> None:
+                 scope: str, select_all: bool = False) -> None:
         super().__init__(classes="modal")
         self.messages = messages[-40:]
         self.scopes = scopes
         self.scope = scope
+        self.select_all = select_all  # a batch of imported messages (issue 28 item 7)
 
     def compose(self) -> ComposeResult:
         last_turn = self.messages[-1].turn_id if self.messages else None
@@ -114,7 +115,7 @@ class SaveFromDialogue(ModalScreen[list[int] | None]):
             yield Label("Save from dialogue", classes="dialog-title")
             yield Label("", id="selected-info", classes="dim")
             yield SelectionList[int](
-                *[Selection(_label(m), k, m.turn_id == last_turn)
+                *[Selection(_label(m), k, self.select_all or m.turn_id == last_turn)
                   for k, m in enumerate(self.messages)], id="messages")
             yield VerticalScroll(id="drafts")
             with Horizontal(classes="fields"):

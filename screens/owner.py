@@ -8,10 +8,13 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING, NamedTuple
 
-from core import ownership, portability
+from core import chat_io, ownership, portability
+from core.chats import Chats
 from core.errors import MemoryOpError
 from core.records import Actor, Record, Source
+from core.transcript import StoredMessage, Transcript
 from eva_tui import strings as S
+from screens.chat_import import ImportChatsScreen, offer_review
 from screens.drafting import InitFromDescription, SaveFromDialogue
 from screens.memory_dialogs import (
     AddMemory,
@@ -197,6 +200,84 @@ def export_memory(app: EvaApp, private: bool) -> None:
     _in_thread(app, "exporting the memory", run)
 
 
+def export_chats(app: EvaApp, fmt: str, private: bool) -> None:
+    """Every live chat into <data dir>/exports (mode 0600), JSON Lines or Markdown, under the
+    memory export's private rule (issue 28 item 7)."""
+    if not _ready(app):
+        return
+    memory = app.services.memory
+    folder = app.services.data_dir / "exports"
+
+    def run() -> str:
+        now = app.services.clock.now()
+        ex = chat_io.export_chats(memory.attach(Chats), memory.attach(Transcript), fmt,
+                                  private=private, now=now)
+        ownership.private_dir(folder)
+        name = portability.backup_name(now).replace("eva-backup-", "eva-chats-")
+        path = _unique(folder / name.replace(".db", ".jsonl" if fmt == "jsonl" else ".md"))
+        with ownership.open_private(path, "x", encoding="utf-8") as f:
+            f.writelines(ex.lines)
+        note = f"Exported {ex.chats} chats ({ex.messages} messages) to {path}"
+        if ex.private_left_out:
+            note += (f"; {ex.private_left_out} messages written where private memory was "
+                     "visible were left out")
+        return note + "."
+
+    _in_thread(app, "exporting the chats", run)
+
+
+def import_chats(app: EvaApp, path: str = "") -> None:
+    """Issue 28 item 7: a file → its preview → one transaction; then drafts to review."""
+    if not _ready(app):
+        return
+
+    def done(ids: list[int] | None) -> None:
+        if not ids:
+            return
+        app.notify(f"Imported {len(ids)} chat{'s' if len(ids) != 1 else ''} (Ctrl+O lists "
+                   "them; Ctrl+G searches them).", timeout=8)
+        review_imported(app)
+
+    app.push_screen(ImportChatsScreen(path), done)
+
+
+def review_imported(app: EvaApp) -> None:
+    """Offer the imported messages, 20 at a time, for drafts the owner reviews: nothing is
+    saved unless she keeps it."""
+    if not _ready(app):
+        return
+
+    def open_drafts(batch: list[StoredMessage], after) -> None:
+        def saved(ids: list[int] | None) -> None:
+            if ids:
+                app.memory_changed()
+                app.notify(f"Saved {len(ids)} pinned memor{'y' if len(ids) == 1 else 'ies'}.",
+                           timeout=6)
+            after(ids)
+
+        app.push_screen(SaveFromDialogue(batch, _scopes(app), _active_scope(app),
+                                         select_all=True), saved)
+
+    if not offer_review(app, open_drafts):
+        app.notify("No imported messages wait for drafts.")
+
+
+def search_chats(app: EvaApp) -> None:
+    """The chat search, from anywhere: the chat screen opens it (Enter jumps there)."""
+    from screens.chat import ChatScreen
+
+    if isinstance(app.screen, ChatScreen):
+        app.screen.action_search()
+        return
+    app.action_go("chat")
+
+    def open_it() -> None:
+        if isinstance(app.screen, ChatScreen):
+            app.screen.action_search()
+
+    app.call_after_refresh(open_it)
+
+
 def _unique(path: Path) -> Path:
     k, out = 1, path
     while out.exists():
@@ -256,5 +337,21 @@ def owner_commands(app: EvaApp) -> list[OwnerCommand]:
                      lambda: export_memory(app, private=True)),
         OwnerCommand("Backup now", "A consistent copy of the store into the data dir's "
                      "backups/ (SQLite online backup)", lambda: backup_now(app)),
+        OwnerCommand("Search chats…", "Find words in every chat; Enter opens the chat at the "
+                     "message", lambda: search_chats(app)),
+        OwnerCommand("Import chats…", "Eva's chat export, ChatGPT's conversations.json or a "
+                     "SillyTavern .jsonl: a preview first, then all or nothing",
+                     lambda: import_chats(app)),
+        OwnerCommand("Draft memories from imported chats…", "20 imported messages at a time; "
+                     "you keep, edit or drop each draft", lambda: review_imported(app)),
+        OwnerCommand("Export chats (JSON Lines, without private)",
+                     "Into the data dir's exports/; messages written where private memory "
+                     "was visible are left out", lambda: export_chats(app, "jsonl", False)),
+        OwnerCommand("Export chats with private (JSON Lines)",
+                     "Into the data dir's exports/, mode 0600",
+                     lambda: export_chats(app, "jsonl", True)),
+        OwnerCommand("Export chats with private (Markdown)",
+                     "Into the data dir's exports/, mode 0600, for reading",
+                     lambda: export_chats(app, "md", True)),
     ]
 

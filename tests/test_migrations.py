@@ -186,7 +186,7 @@ def v2_messages_become_a_chat(mem: Memory) -> None:
 
     if mem._storage.schema_version() < 5:
         return
-    [old] = [c for c in mem.attach(Chats).list() if c.id != 7]
+    [old] = [c for c in mem.attach(Chats).list() if c.id not in (7, 8)]  # 8: v7's
     assert old.messages == 2 and old.first_words == "Привет, Ева"
     assert [m.content for m in mem.attach(Transcript).chat_history(old.id)] == [
         "Привет, Ева", "Hi!"]
@@ -210,6 +210,37 @@ def personas_check(mem: Memory) -> None:
     assert got["default"].text is None and got["default"].learning is None
 
 
+# ---------------------------------------------------------------------------- v7: message search
+def search_insert(conn: sqlite3.Connection) -> None:
+    conn.execute("INSERT INTO chats (id, persona, channel, title, created_at, updated_at) "
+                 "VALUES (8, 'default', 'tui', 'Ёлка', ?, ?)", (T0, T0))
+    conn.execute("INSERT INTO messages (id, turn_id, role, content, created_at, chat_id, "
+                 "private_ok) VALUES (200, 'turn-7', 'user', 'Купили ЁЛКУ для кота', ?, 8, 1)",
+                 (T0,))
+
+
+def search_check(mem: Memory) -> None:
+    """Issue 28 item 6: messages written before the index existed are found (the step indexed
+    them), and so are those written after (the triggers), in any case; an edit and a delete
+    keep the index in step."""
+    from core.transcript import Transcript
+
+    tr = mem.attach(Transcript)
+    version = mem._storage.schema_version()
+    assert version >= 7
+    found = {h.message_id for h in tr.search("елку")}
+    assert 200 in found
+    if mem._storage.query("SELECT 1 FROM messages WHERE id = 100"):  # v5's data is there
+        assert [h.message_id for h in tr.search("TBILISI")] == [100]
+        tr.edit(100, "We fly to Yerevan on 12 May", T0)
+        assert tr.search("tbilisi") == [] and [h.message_id for h in tr.search("yerevan")] == [100]
+    new = tr.add("default", "tui", "turn-8", "user", "Кот Пирожок спит", private_ok=True,
+                 status="ok", tokens=4, at=T0, meta={}, chat_id=8)
+    assert [h.message_id for h in tr.search("пирожок")] == [new]
+    mem._storage.conn.execute("DELETE FROM messages WHERE id = ?", (new,))
+    assert tr.search("пирожок") == []
+
+
 @dataclass(frozen=True)
 class Fixture:
     """Data that version k introduced (inserted right after migrating to k, with the columns
@@ -227,6 +258,7 @@ FIXTURES: dict[int, Fixture] = {
     4: Fixture(v4_insert, v4_check),
     5: Fixture(v5_insert, v5_check),
     6: Fixture(personas_insert, personas_check),
+    7: Fixture(search_insert, search_check),
 }
 
 
