@@ -44,6 +44,7 @@ from core.persona import (
 )
 from core.privacy import TurnContext
 from core.prompt_section import RECALLED_HEADER, PromptSection
+from core.records import Rollback
 from core.reply_guard import (
     EchoHold,
     MarkupFilter,
@@ -235,6 +236,8 @@ class TurnDone:
     first_token_seconds: float | None
     seconds: float
     model_calls: int
+    message_id: int | None = None  # the stored answer (issue 28 item 5: edit, alternatives)
+    user_message_id: int | None = None  # the owner's stored message
 
 
 @dataclass(frozen=True)
@@ -435,6 +438,54 @@ class Conversation:
         with ``sees_private=False`` only those written where private memory was hidden."""
         return self._transcript.chat_history(self.chat_id, limit, sees_private)
 
+    # ------------------------------------------------------------------ the owner's hands (§8.12)
+    def message(self, message_id: int) -> StoredMessage:
+        """A message of the current chat, or MemoryOpError."""
+        m = self._transcript.get(message_id, self.chat_id)
+        if m is None:
+            raise MemoryOpError(f"there is no message #{message_id} in this chat")
+        return m
+
+    def edit_message(self, message_id: int, content: str) -> StoredMessage:
+        """The owner edits a message of this chat, hers or Eva's (SPEC §8.12): the window and
+        the next summaries use the new words; the summaries covering it are invalidated."""
+        with self._busy:
+            self.message(message_id)
+            try:
+                self._transcript.edit(message_id, content, self.clock.now())
+            except ValueError as e:
+                raise MemoryOpError(str(e)) from None
+            return self.message(message_id)
+
+    def delete_message(self, message_id: int) -> None:
+        """A message of this chat goes to the archive (SPEC §8.12); the summaries covering it
+        are invalidated."""
+        with self._busy:
+            self.message(message_id)
+            self._transcript.delete(message_id, self.clock.now())
+
+    def alternatives(self, turn_id: str) -> list[StoredMessage]:
+        """The answers of one turn of this chat, oldest first: regenerate keeps the earlier
+        ones (SPEC §8.12); the one whose status is not ``discarded`` is the chosen one."""
+        return self._transcript.alternatives(turn_id)
+
+    def alternative_counts(self) -> dict[str, int]:
+        """turn id → number of answers, for this chat's turns with more than one."""
+        return self._transcript.alternative_counts(self.chat_id)
+
+    def choose_alternative(self, turn_id: str, message_id: int) -> Rollback:
+        """Make another answer of a turn the chosen one (the window and the summaries use it).
+        The memory writes of the answer it replaces are rolled back, as regenerate does (SPEC
+        §8.4), in the same transaction as the switch; the chosen one's own writes were rolled
+        back when it was discarded and are not redone."""
+        with self._busy:
+            alts = {m.id: m for m in self._transcript.alternatives(turn_id)}
+            if message_id not in alts:
+                raise MemoryOpError(f"message #{message_id} is not an answer of that turn")
+            return self.memory.rollback_turn(turn_id, also=lambda: self._transcript
+                                             .discard_answers(turn_id, self.clock.now(),
+                                                              keep=message_id))
+
     def window(self, ctx: TurnContext | None = None) -> Window:
         """The live window the next prompt carries (§8.1, §8.2), without moving it: a turn
         computes it once and keeps its start (see :func:`core.transcript.live_window`)."""
@@ -569,11 +620,12 @@ class Conversation:
                 yield Notice(f"Kept memory {ids} as it is: it changed after that answer "
                              "(an edit, a later turn or sleep), so regenerate left it alone.")
             yield from self._answer(last_user.content, ctx.with_turn(last_user.turn_id),
-                                    last_user.turn_id, cancel, user_stored=True)
+                                    last_user.turn_id, cancel, user_stored=True,
+                                    user_id=last_user.id)
 
     def _answer(self, text: str, ctx: TurnContext, turn_id: str,
-                cancel: threading.Event | None, user_stored: bool = False
-                ) -> Iterator[TurnEvent]:
+                cancel: threading.Event | None, user_stored: bool = False,
+                user_id: int | None = None) -> Iterator[TurnEvent]:
         started = time.monotonic()
         self._last_ctx = ctx
         lang = self._last_lang = language.detect(text, self._last_lang)
@@ -598,7 +650,7 @@ class Conversation:
         else:
             # The user's message is stored as the model saw it (with its recalled lines), so
             # the next turn's prompt repeats this one token for token: the KV cache holds.
-            self._persist(turn_id, "user", text, ctx, meta={
+            user_id = self._persist(turn_id, "user", text, ctx, meta={
                 "prompt": messages[-1]["content"],
                 "recalled": list(section.recalled_ids) if section else []})
         tools = self.offered_tools(ctx)
@@ -767,7 +819,7 @@ class Conversation:
             if ops:  # the step's notes join the answer's (shown again after a restart)
                 self._set_meta(msg_id, meta)
         yield TurnDone(turn_id, final, st.stopped, st.prompt_tokens, st.evaluated, st.completion,
-                       st.first, time.monotonic() - started, st.calls)
+                       st.first, time.monotonic() - started, st.calls, msg_id, user_id)
 
     def _round(self, messages: list[Message], tools: list[dict[str, Any]],
                cancel: threading.Event | None, temperature: float, st: _TurnStats,

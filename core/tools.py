@@ -181,6 +181,14 @@ def _only(args: dict[str, Any], allowed: set[str], required: set[str]) -> None:
         raise MemoryOpError(f"missing argument(s): {', '.join(missing)}")
 
 
+def _words(record: Any, ctx: TurnContext) -> dict[str, str]:
+    """The memory's words for the note under the reply (issue 28 item 2: the owner reads what
+    was kept, not an id); none for a private memory in a turn that cannot see it."""
+    if record.private and not ctx.sees_private:
+        return {}
+    return {"content": record.content}
+
+
 def call(memory: Memory, name: str, raw_args: Any, ctx: TurnContext) -> ToolResult:
     """Run one memory tool for the model. Never raises for bad input; errors are results."""
     try:
@@ -209,7 +217,7 @@ def call(memory: Memory, name: str, raw_args: Any, ctx: TurnContext) -> ToolResu
             return ToolResult(name, True, _save_text(res, ctx),
                               {"id": res.id, "status": res.status, "kind": res.record.kind.value,
                                "importance": res.record.importance,
-                               "private": res.record.private},
+                               "private": res.record.private, **_words(res.record, ctx)},
                               (res.id,))
         if name == "memory_update":
             fields = {k: args[k] for k in ("content", "kind", "importance", "private") if k in args}
@@ -217,11 +225,12 @@ def call(memory: Memory, name: str, raw_args: Any, ctx: TurnContext) -> ToolResu
             shown = "" if (r.private and not ctx.sees_private) else f": {r.content}"
             return ToolResult(name, True, f"Updated #{r.id} ({r.kind.value}, importance "
                                           f"{r.importance}){shown}",
-                              {"id": r.id, "status": "updated"}, (r.id,))
+                              {"id": r.id, "status": "updated", **_words(r, ctx)}, (r.id,))
         if name == "memory_forget":
             a = memory.forget(args["id"], args["why"], ctx)
             return ToolResult(name, True, f"Forgot #{a.record.id} (moved to the archive).",
-                              {"id": a.record.id, "status": "forgotten"}, (a.record.id,))
+                              {"id": a.record.id, "status": "forgotten",
+                               **_words(a.record, ctx)}, (a.record.id,))
         if name == "memory_search":
             hits = memory.search(args["query"], ctx)
             if not hits:

@@ -244,16 +244,50 @@ class Transcript:
                 chat_ids).fetchone()[0]
         return rows, left
 
-    def discard_answers(self, turn_id: str, at: float = 0.0) -> None:
-        """Regenerate: the turn's answers leave the conversation (kept in the table), and the
-        summaries covering them are no longer valid."""
+    def discard_answers(self, turn_id: str, at: float = 0.0, keep: int | None = None) -> None:
+        """Regenerate: the turn's answers leave the conversation (kept in the table as its
+        alternatives, issue 28 item 5: ``meta.status`` keeps what each was, ``meta.undone``
+        says its memory writes were rolled back), and the summaries covering them are no longer
+        valid. ``keep``: one answer of the turn that stays (or comes back) as the chosen one."""
         with self._storage.transaction() as conn:
             ids = [r[0] for r in conn.execute(
                 "SELECT id FROM messages WHERE turn_id = ? AND role = 'assistant' AND "
-                "status != 'discarded'", (turn_id,))]
-            conn.execute("UPDATE messages SET status = 'discarded' WHERE turn_id = ? AND "
-                         "role = 'assistant'", (turn_id,))
+                "status != 'discarded' AND id IS NOT ?", (turn_id, keep))]
+            conn.executemany(
+                "UPDATE messages SET meta = json_set(coalesce(meta, '{}'), '$.status', status, "
+                "'$.undone', json('true')), status = 'discarded' WHERE id = ?",
+                [(i,) for i in ids])
+            if keep is not None:
+                conn.execute(
+                    "UPDATE messages SET status = coalesce(json_extract(meta, '$.status'), "
+                    "'ok') WHERE id = ? AND turn_id = ? AND role = 'assistant' AND "
+                    "status = 'discarded'", (keep, turn_id))
+                ids.append(keep)
             invalidate_covering(conn, ids, at)
+
+    def alternatives(self, turn_id: str) -> list[StoredMessage]:
+        """Every answer of one turn still in its chat (the chosen one and the discarded ones),
+        oldest first (issue 28 item 5)."""
+        rows = self._storage.query(
+            "SELECT * FROM messages WHERE turn_id = ? AND role = 'assistant' AND "
+            "archived_at IS NULL ORDER BY id", (turn_id,))
+        return [_message(r) for r in rows]
+
+    def alternative_counts(self, chat_id: int) -> dict[str, int]:
+        """turn id → how many answers it has, for the turns of one chat with more than one."""
+        rows = self._storage.query(
+            "SELECT turn_id, count(*) AS n FROM messages WHERE chat_id = ? AND "
+            "role = 'assistant' AND archived_at IS NULL GROUP BY turn_id HAVING n > 1",
+            (chat_id,))
+        return {r["turn_id"]: int(r["n"]) for r in rows}
+
+    def get(self, message_id: int, chat_id: int | None = None) -> StoredMessage | None:
+        """One message still in its chat (of ``chat_id`` when given), or None."""
+        rows = self._storage.query(
+            "SELECT * FROM messages WHERE id = ? AND archived_at IS NULL"
+            + ("" if chat_id is None else " AND chat_id = ?"),
+            (message_id,) if chat_id is None else (message_id, chat_id))
+        return _message(rows[0]) if rows else None
 
     def edit(self, message_id: int, content: str, at: float) -> None:
         """The owner edits a stored message: its text (and the form the model saw) changes, and
@@ -266,6 +300,7 @@ class Transcript:
                 raise ValueError(f"there is no message #{message_id}")
             meta = json.loads(row["meta"] or "{}")
             meta.pop("prompt", None)
+            meta["edited"] = at  # the chat marks it edited (issue 28 item 5)
             conn.execute("UPDATE messages SET content = ?, meta = ? WHERE id = ?",
                          (content.strip(), json.dumps(meta), message_id))
             invalidate_covering(conn, [message_id], at)

@@ -11,7 +11,9 @@ from __future__ import annotations
 import contextlib
 import gc
 import threading
+import time
 from collections.abc import Callable, Iterable
+from dataclasses import replace
 from functools import partial
 from pathlib import Path
 from typing import Any
@@ -41,17 +43,32 @@ from screens.memories import MemoriesScreen
 from screens.preview import PreviewScreen
 from screens.settings import SettingsScreen
 
+# The screens are on Alt+1…6, which terminals pass through (issue 28 item 4); F2–F6 stay as
+# aliases. F1 is help, as terminals and desktops use it: Chat is Alt+1.
 NAV = tuple(
     (mode, S.NAV_TITLES[mode][1], key)
     for mode, key in (
-        ("chat", "f1"),
-        ("memories", "f2"),
-        ("archive", "f3"),
-        ("journal", "f4"),
-        ("preview", "f5"),
-        ("settings", "f6"),
+        ("chat", "alt+1"),
+        ("memories", "alt+2,f2"),
+        ("archive", "alt+3,f3"),
+        ("journal", "alt+4,f4"),
+        ("preview", "alt+5,f5"),
+        ("settings", "alt+6,f6"),
     )
 )
+QUIT_AGAIN_SECONDS = 4.0  # a second Ctrl+C within this quits
+
+
+def key_label(key: str) -> str:
+    """A key as the owner reads it: "f2" → "F2", "alt+1" → "Alt+1", "ctrl+c" → "Ctrl+C"."""
+    from textual.keys import format_key
+
+    *mods, name = key.split("+")
+    if (len(name) == 1 and mods) or (name[:1] == "f" and name[1:].isdigit()):
+        name = name.upper()
+    else:
+        name = {"escape": "Esc", "enter": "Enter", "delete": "Delete"}.get(name, format_key(name))
+    return "+".join([*(m.capitalize() for m in mods), name])
 
 
 class ServicesChanged(Message):
@@ -111,7 +128,12 @@ class EvaApp(App):
         Binding("f7", "wake", "Wake", show=False, id="app.wake"),
         Binding("f8", "sleep_now(True)", "Dry run now", show=False, id="app.dry_run"),
         Binding("f9", "sleep_now", "Sleep now", show=False, id="app.sleep"),
-        Binding("question_mark", "help", S.HELP_KEY_DESC, show=False, id="app.help"),
+        Binding("f1,question_mark", "help", S.HELP_KEY_DESC, show=False, id="app.help"),
+        # Ctrl+C stops a reply, else asks once and quits on the second (issue 28 item 3);
+        # priority: a text field's own Ctrl+C (copy) does not swallow it
+        Binding("ctrl+c", "interrupt", S.INTERRUPT_DESC, show=False, priority=True,
+                id="app.interrupt"),
+        Binding("ctrl+q", "quit", S.HELP_QUIT, show=False, priority=True, id="app.quit"),
     ]
 
     status_text: reactive[str] = reactive("")
@@ -145,11 +167,13 @@ class EvaApp(App):
         # The first run's welcome offers one button per entry (label, callback): the hook for
         # "initialize from a description" (issue 16). Empty: the welcome is text only.
         self.welcome_actions: list[tuple[str, Callable[[], object]]] = []
+        self._quit_asked: float | None = None  # when Ctrl+C last asked (monotonic)
 
     # ------------------------------------------------------------------ start-up
     def on_mount(self) -> None:
         if self.services.config.keymap:
             self.set_keymap(self.services.config.keymap)
+        self._apply_theme()
         s = self.services
         if self.start_loading and s.memory is None:
             self._bring_up_memory()
@@ -309,13 +333,80 @@ class EvaApp(App):
         self.last_activity = self.clock.now()
         self._schedule_worker: Worker | None = None
 
+    # ------------------------------------------------------------------ stop and quit
+    def action_interrupt(self) -> None:
+        """Ctrl+C like a terminal (issue 28 item 3): a running reply stops (what was streamed
+        stays, marked stopped); with nothing running it asks once, and a second Ctrl+C within a
+        few seconds quits. A text field's selection is copied instead (Textual's Ctrl+C)."""
+        if self.cancels:
+            for cancel in list(self.cancels):
+                cancel.set()
+            self._quit_asked = None
+            return
+        focused = self.focused
+        selected = getattr(focused, "selected_text", "") if focused is not None else ""
+        if selected:
+            self.copy_text(selected, S.THE_SELECTION)
+            return
+        now = time.monotonic()
+        if self._quit_asked is not None and now - self._quit_asked <= QUIT_AGAIN_SECONDS:
+            self.exit()
+            return
+        self._quit_asked = now
+        self.notify(S.quit_again(self.key_of("app.interrupt", "ctrl+c"),
+                                 self.key_of("app.quit", "ctrl+q")),
+                    title=S.QUIT_TITLE, timeout=QUIT_AGAIN_SECONDS)
+
+    def action_help_quit(self) -> None:
+        """Textual's own Ctrl+C (when ``app.interrupt`` was moved to other keys): the same."""
+        self.action_interrupt()
+
+    @staticmethod
+    def key_label(key: str) -> str:
+        return key_label(key)
+
+    def key_of(self, binding_id: str, default: str) -> str:
+        """How the first key of a binding reads ("Ctrl+C", "F2", "Alt+1"), keymap applied."""
+        key = self.services.config.keymap.get(binding_id, default).split(",")[0]
+        return key_label(key)
+
+    # ------------------------------------------------------------------ theme (issue 28 item 8)
+    def _apply_theme(self) -> None:
+        """The theme saved under ``[ui] theme`` (an unknown name is said, never fatal); then
+        every theme the owner picks (palette: "Change theme") is saved there."""
+        name = self.services.config.ui.theme
+        if name and name != self.theme:
+            if name in self.available_themes:
+                self.theme = name
+            else:
+                self.notify(S.unknown_theme(name), severity="warning", timeout=10)
+        self.watch(self, "theme", self._theme_chosen, init=False)
+
+    def _theme_chosen(self, name: str) -> None:
+        if name and name != self.services.config.ui.theme:
+            self._save_theme(name)
+
+    @work(thread=True, exit_on_error=False, name="saving the theme", group="theme")
+    def _save_theme(self, name: str) -> None:
+        from eva_tui import config as cfg
+
+        config = self.services.config
+        path = config.path or cfg.default_config_path()
+        try:
+            cfg.save_changes(path, {"ui.theme": name})
+        except cfg.ConfigError as e:
+            self.call_from_thread(self.notify, S.theme_not_saved(str(e)), severity="warning")
+            return
+        self.services.config = replace(config, ui=replace(config.ui, theme=name))
+
     # ------------------------------------------------------------------ navigation
     def nav_items(self) -> list[tuple[str, str, str]]:
         keymap = self.services.config.keymap
         out = []
         for mode, title, key in NAV:
-            keys = keymap.get(f"app.{mode}", key).split(",")[0]
-            out.append((mode, title, keys.upper() if keys.startswith("f") else keys))
+            # the shortest of its keys: the bar fits 80 columns ("F2" rather than "Alt+2")
+            keys = [key_label(k) for k in keymap.get(f"app.{mode}", key).split(",")]
+            out.append((mode, title, min(keys, key=len)))
         return out
 
     def action_go(self, mode: str) -> None:

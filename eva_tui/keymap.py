@@ -15,7 +15,8 @@ NAV_IDS = ("app.chat", "app.memories", "app.archive", "app.journal", "app.previe
            "app.settings")
 
 BINDING_IDS: frozenset[str] = frozenset({
-    *NAV_IDS, "app.wake", "app.dry_run", "app.sleep", "app.help", "help.close",
+    *NAV_IDS, "app.wake", "app.dry_run", "app.sleep", "app.help", "app.interrupt", "app.quit",
+    "help.close", "help.toggle",
     "chat.stop", "chat.regenerate", "chat.copy", "chat.open_note",
     "chat.new", "chat.chats", "chat.summary", "chat.search",
     "search.close", "search.results", "search.query",
@@ -33,6 +34,12 @@ BINDING_IDS: frozenset[str] = frozenset({
     "journal.sleep", "journal.dry_run", "journal.wake", "journal.copy",
     "preview.query", "preview.copy_trusted", "preview.copy_public",
     "settings.save", "settings.revert",
+    "personas.close", "personas.switch", "personas.new", "personas.edit", "personas.delete",
+    "persona_form.cancel", "persona_form.save", "persona_delete.cancel",
+    "dialogue.cancel", "dialogue.draft", "dialogue.save", "init.close", "init.draft",
+    "add.cancel", "add.save", "move.cancel", "clear.cancel", "clear_pinned.cancel",
+    "message.edit", "message.delete", "answer.edit", "answer.delete", "answer.previous",
+    "answer.next", "message_edit.cancel", "message_edit.save",
 })
 
 MODIFIERS = frozenset({"ctrl", "shift", "alt", "meta", "super", "hyper"})

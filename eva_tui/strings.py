@@ -91,6 +91,22 @@ HELP_THIS_SCREEN = "On this screen"
 HELP_EVERYWHERE = "Everywhere"
 HELP_PALETTE = "Command palette: every action, and memories by their words"
 HELP_QUIT = "Quit"
+INTERRUPT_DESC = "Stop the reply, or quit"
+QUIT_TITLE = "Quit Eva?"
+THE_SELECTION = "the selection"
+
+
+def quit_again(interrupt: str, quit_key: str) -> str:
+    """Ctrl+C with nothing running (issue 28 item 3): plain words, no markup."""
+    return f"Press {interrupt} again to quit ({quit_key} quits at once)."
+
+
+def unknown_theme(name: str) -> str:
+    return f"The theme {name!r} ([ui] theme) is not one Eva knows; the default is used."
+
+
+def theme_not_saved(error: str) -> str:
+    return f"The theme is in use but could not be saved: {error}"
 HELP_CLOSE = "Esc or ? closes this help."
 
 # ---------------------------------------------------------------------------- chat
@@ -119,12 +135,12 @@ carry in each case.
 **Your data stays here**, on this machine, in `{data_dir}`. Nothing is sent anywhere. \
 Forgotten memories wait in the archive (F3) before they are purged.
 
-Say hello to begin. **?** shows the keys of a screen (here in the chat: **Ctrl+P**, then \
-*Keys and help*); **Ctrl+P** finds every command."""
+Say hello to begin. **?** (in the chat: in the empty box) or **F1** shows the keys of a \
+screen; **Ctrl+P** finds every command."""
 
 
 WELCOME_ACTIONS_LABEL = "Start by telling Eva about yourself:"
-PROMPT_PLACEHOLDER = "Message Eva…  (Enter sends, Esc stops)"
+PROMPT_PLACEHOLDER = "Message Eva…  (Enter sends · Ctrl+J new line · ↑ earlier · Esc stops)"
 PROMPT_OFF_PLACEHOLDER = "Chat is off — what you type stays here until a chat model is available"
 
 
@@ -145,26 +161,37 @@ def chat_off(detail: str, config_path: object) -> str:
     )
 
 
+def composer_count(n: int, limit: int) -> str:
+    """The length of a long message against the limit, under the box."""
+    return f"{n} / {limit} characters"
+
+
+def too_long(n: int, limit: int) -> str:
+    return (f"This message is {n} characters; one message holds at most {limit} "
+            "([chat] max_message_chars). Nothing was sent: your text is still in the box, "
+            "shorten it or send it in parts.")
+
+
 def chat_off_kept(detail: str) -> str:
     return f"Chat is off ({detail}); your text stays in the box. Settings (F6) or `eva doctor`."
 
 
-# the inline notes under an answer: what the memory step wrote
-NOTE_VERBS = {"created": "saved", "reinforced": "reinforced", "updated": "updated"}
+# the inline notes under an answer: what the memory step kept, updated or forgot, in the
+# memory's own words (issue 28 item 2)
+NOTE_VERBS = {"created": "Kept", "reinforced": "Already kept", "updated": "Updated",
+              "forgotten": "Forgot"}
 NOTE_PRIVATE = "private"
-NOTE_REFUSED = "refused"
+NOTE_WORDS = 60  # characters of the memory shown in a note (the note opens it whole)
 
 
-def note_saved(status: str, rid: object) -> str:
-    return f"{NOTE_VERBS.get(status, status)} #{rid}"
-
-
-def note_forgot(rid: object) -> str:
-    return f"forgot #{rid}"
-
-
-def note_refused(what: str, error: str) -> str:
-    return f"✗ {what}: {error}"
+def note_kept(status: str, words: object, rid: object) -> str:
+    verb = NOTE_VERBS.get(status, status.capitalize())
+    if not words:  # a note stored before the words were kept with it
+        return f"{verb}: memory #{rid}"
+    text = " ".join(str(words).split())
+    if len(text) > NOTE_WORDS:
+        text = text[: NOTE_WORDS - 1].rstrip() + "…"
+    return f"{verb}: “{text}”"
 
 
 QUEUED = "queued"
@@ -184,6 +211,40 @@ def sleeping_banner(queued: int) -> str:
 
 
 STILL_ANSWERING = "Eva is still answering; Esc stops her first."
+ANSWER_PREVIOUS = "Earlier answer"
+ANSWER_NEXT = "Later answer"
+MESSAGE_NOT_STORED = "This message is not stored yet; try again once Eva has answered."
+NO_OTHER_ANSWER = "This is the only answer to that message; Ctrl+R writes another."
+FIRST_ANSWER = "This is the first answer; → shows the later ones."
+LAST_ANSWER = "This is the latest answer; ← shows the earlier ones."
+EDITED = "edited"
+MESSAGE_EDITED = "Message edited; the summaries that covered it will be redone."
+MESSAGE_DELETED = "Message deleted (kept in the chat archive)."
+DELETE_MESSAGE_TITLE = "Delete this message?"
+NOTHING_TO_EDIT = "There is no message to edit yet."
+MESSAGE_EMPTY = "A message cannot be empty; Delete (d) removes it instead."
+
+
+def alternative(index: int, count: int) -> str:
+    """Which answer of how many (issue 28 item 5): "‹ 2/3 ›", flipped with ← and →."""
+    return f"‹ {index}/{count} ›"
+
+
+def delete_message_text(text: str) -> str:
+    clipped = text if len(text) <= 300 else text[:299] + "…"
+    return (f"{clipped}\n\nIt leaves the chat and what Eva reads of it; the summaries that "
+            "covered it are redone. It stays in the chat archive.")
+
+
+def edit_message_title(mine: bool) -> str:
+    return "Edit your message" if mine else "Edit Eva's answer"
+
+
+def chosen_answer(index: int, count: int, kept: str) -> str:
+    out = f"Answer {index} of {count} is now the one Eva remembers the chat by."
+    if kept:
+        out += f" Kept memory {kept} as it is: it changed since that answer."
+    return out
 NOTHING_TO_REGENERATE = "There is nothing to regenerate yet."
 NO_ANSWER_TO_COPY = "There is no answer to copy yet."
 THE_ANSWER = "the answer"
@@ -195,6 +256,9 @@ CMD_CHATS = ("Chats", "Switch, rename, delete or clear chats (Ctrl+O)")
 CMD_SUMMARY = ("Conversation summary", "View, edit or rebuild this chat's summaries (Ctrl+T)")
 CMD_SEARCH_CHATS = ("Search chats…", "Find words in every chat; Enter opens the chat at the "
                     "message (Ctrl+G)")
+CMD_EDIT_MINE = ("Edit my last message", "Or Shift+Tab to any message, then e (d deletes)")
+CMD_EDIT_ANSWER = ("Edit Eva's last answer", "Or Shift+Tab to any answer, then e (← → flip "
+                   "through regenerated answers)")
 
 # ---------------------------------------------------------------------------- record dialogs
 def memory_title(rid: int, archived: bool = False) -> str:
@@ -221,6 +285,7 @@ RECORD_FIELDS = {
     "purge": "purged",
 }
 BTN_EDIT = "Edit"
+BTN_DELETE = "Delete"
 BTN_MARK_PRIVATE = "Mark private"
 BTN_UNMARK_PRIVATE = "Make public"
 BTN_PIN = "Pin"
@@ -450,7 +515,7 @@ PREVIEW_EMPTY = "(an empty section: nothing to carry)"
 PREVIEW_HIDDEN_MARK = "✗ "
 PREVIEW_HIDDEN_LEGEND = "✗ = a public turn does not see this line"
 CMD_PREVIEW = {
-    "trusted": ("Preview: copy the trusted section", "As the owner sees it (ctrl+y)"),
+    "trusted": ("Preview: copy the trusted section", "As the owner sees it (Alt+W)"),
     "public": ("Preview: copy the public section", "As a public turn sees it (ctrl+g)"),
     "query": ("Preview: type a message", "Focus the message box (/)"),
 }

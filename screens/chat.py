@@ -14,7 +14,7 @@ from textual.containers import Horizontal, VerticalScroll
 from textual.message import Message
 from textual.timer import Timer
 from textual.widget import Widget
-from textual.widgets import Button, Footer, Input, Label, Markdown
+from textual.widgets import Button, Footer, Label, Markdown
 
 from core.conversation import (
     MemoryUsed,
@@ -28,11 +28,12 @@ from core.conversation import (
     TurnEvent,
 )
 from core.conversation import Notice as NoticeEvent
+from core.errors import MemoryOpError
 from eva_tui import strings as S
 from eva_tui.config import default_config_path
 from eva_tui.messages import TurnFinished, TurnStarted
 from eva_tui.widgets import (
-    EvaInput,
+    Composer,
     MemoryNote,
     NavBar,
     Notice,
@@ -43,10 +44,12 @@ from eva_tui.widgets import (
     UserMessage,
 )
 from eva_tui.widgets.actions import RecordActions
-from eva_tui.widgets.chat import WRITE_TOOLS
+from eva_tui.widgets.chat import WRITE_TOOLS, MessageAction
+from eva_tui.widgets.modals import Confirm
 from screens.chat_scrollback import Scrollback
 from screens.chat_search import ChatSearchScreen
 from screens.chats import ChatsScreen
+from screens.message_dialogs import EditMessage
 from screens.summary import SummaryPanel, start_summarising
 
 GREETING = S.GREETING
@@ -66,10 +69,27 @@ class TurnEnded(Message):
 
 
 class HistoryLoaded(Message):
-    def __init__(self, messages: list[StoredMessage], empty_store: bool = False) -> None:
+    def __init__(self, messages: list[StoredMessage], empty_store: bool = False,
+                 alternatives: dict[str, list[int]] | None = None) -> None:
         super().__init__()
         self.messages = messages
         self.empty_store = empty_store
+        self.alternatives = alternatives or {}  # turn id → its answers' ids, when several
+
+
+class MessageChanged(Message):
+    """A message was edited, deleted, or another answer chosen (from a worker)."""
+
+    def __init__(self, widget: Widget, action: str, stored: StoredMessage | None = None,
+                 alternatives: list[StoredMessage] | None = None, kept: list[int] | None = None,
+                 error: str | None = None) -> None:
+        super().__init__()
+        self.widget = widget
+        self.action = action
+        self.stored = stored
+        self.alternatives = alternatives or []
+        self.kept = kept or []
+        self.error = error
 
 
 class WelcomeActions(Horizontal):
@@ -95,7 +115,8 @@ class ChatScreen(RecordActions):
     BINDINGS = [
         Binding("escape", "stop", "Stop", id="chat.stop"),
         Binding("ctrl+r", "regenerate", "Regenerate", id="chat.regenerate"),
-        Binding("ctrl+y", "copy_last", "Copy answer", id="chat.copy"),
+        # Alt+W copies (Emacs's copy): Ctrl+Y is readline's paste in the box (issue 28 item 4)
+        Binding("alt+w", "copy_last", "Copy answer", id="chat.copy"),
         # not in the footer (it stays as it was); the README and the palette list them
         Binding("ctrl+n", "new_chat", "New chat", id="chat.new", show=False),
         Binding("ctrl+o", "chats", "Chats", id="chat.chats", show=False),
@@ -126,7 +147,8 @@ class ChatScreen(RecordActions):
         yield NavBar("chat")
         yield VerticalScroll(id="log")
         yield SleepBanner()
-        yield EvaInput(placeholder=S.PROMPT_PLACEHOLDER, id="prompt")
+        yield Composer(max_chars=self.services.config.chat.max_message_chars,
+                       placeholder=S.PROMPT_PLACEHOLDER, id="prompt")
         yield StatusBar()
         yield Footer()
 
@@ -135,8 +157,8 @@ class ChatScreen(RecordActions):
         return self.query_one("#log", VerticalScroll)
 
     @property
-    def prompt(self) -> EvaInput:
-        return self.query_one("#prompt", EvaInput)
+    def prompt(self) -> Composer:
+        return self.query_one("#prompt", Composer)
 
     def on_screen_resume(self) -> None:
         if self.services.level_changed and self.services.chat_ready:
@@ -239,48 +261,66 @@ class ChatScreen(RecordActions):
         if conv is not None:
             messages = self.scrollback.first_page(conv)
             empty = not messages and self._store_empty()
-            self.post_message(HistoryLoaded(messages, empty))
+            alternatives = {turn: [m.id for m in conv.alternatives(turn)]
+                            for turn in conv.alternative_counts()}
+            self.post_message(HistoryLoaded(messages, empty, alternatives))
 
     async def on_history_loaded(self, event: HistoryLoaded) -> None:
         pairs = [
             (
                 m,
-                UserMessage(m.content)
+                UserMessage(m.content, message_id=m.id)
                 if m.role == "user"
-                else TurnView(m.content or NO_ANSWER, m.turn_id),
+                else TurnView(m.content or NO_ANSWER, m.turn_id, m.id),
             )
             for m in event.messages
         ]
         widgets = [w for _, w in pairs] or self._greeting(event.empty_store)
+        # ↑/↓ in the box walk this chat's earlier messages of the owner (issue 28 item 1)
+        earlier = [m.content for m in event.messages if m.role == "user"]
+        # a page of older messages (scrolled up to) goes before what the box already walks
+        self.prompt.earlier = (earlier + list(self.prompt.earlier)
+                               if self.scrollback.paging_older else earlier)
         # the greeting and old answers go first; messages typed while loading stay below
         first = self.log_view.children[0] if self.log_view.children else None
         await self.log_view.mount_all(widgets, before=first)
         for m, w in pairs:
+            if m.meta.get("edited"):
+                w.mark_edited()
             if isinstance(w, TurnView):
-                for op in m.meta.get("ops", []):
-                    data = {k: v for k, v in op.items() if k not in ("tool", "ok")}
-                    w.add_note(op.get("tool", ""), bool(op.get("ok")), data)
+                if not m.meta.get("undone"):  # an alternative's writes were rolled back
+                    self._add_notes(w, m)
+                ids = event.alternatives.get(m.turn_id, [])
+                if m.id in ids:
+                    w.show_alternative(ids.index(m.id) + 1, len(ids))
                 if m.status == "stopped":
-                    w.body.border_subtitle = S.STOPPED
+                    w.finish_subtitle(S.STOPPED)
         self.scrollback.loaded(pairs)
         self._pump()
 
     # ------------------------------------------------------------------ sending
-    def on_input_submitted(self, event: Input.Submitted) -> None:
-        if event.input.id != "prompt":
+    def on_composer_submitted(self, event: Composer.Submitted) -> None:
+        if event.composer.id != "prompt":
             return
         event.stop()
-        self.send(event.value)
+        self.send(event.text)
 
     def send(self, text: str) -> None:
+        """Send what the box holds, once (issue 28 item 1): the box is cleared only when the
+        message goes; a message over the limit, or with chat off, stays in the box."""
         text = text.strip()
         if not text:
+            return
+        limit = self.prompt.max_chars
+        if len(text) > limit:
+            self.notify(S.too_long(len(text), limit), severity="warning", timeout=10)
             return
         if self.chat_off:  # keep what was typed, say why it cannot go
             self.notify(S.chat_off_kept(self.services.model.detail or "no chat model"),
                         severity="warning", timeout=8)
             return
         self.prompt.value = ""
+        self.prompt.remember(text)
         self.app.touch()
         waiting = self.busy or self.app.sleeping or not self.services.chat_ready
         um = UserMessage(text, queued=waiting)
@@ -397,6 +437,11 @@ class ChatScreen(RecordActions):
         elif isinstance(ev, TurnDone):
             view = await self._view()
             view.turn_id = ev.turn_id
+            view.message_id = ev.message_id
+            if self.current_user is not None:
+                self.current_user.message_id = ev.user_message_id
+            if self.regenerating:  # the earlier answers are kept: say which one this is
+                self._show_alternatives(view)
             if not view.text:  # nothing was streamed (held back, or no answer at all)
                 await view.write(ev.text or (NO_ANSWER if not ev.stopped else "*(stopped)*"))
             await view.finish(self._subtitle(ev.stopped))
@@ -548,6 +593,147 @@ class ChatScreen(RecordActions):
                 await child.remove()
         self._start("", None, regenerate=True)
 
+    # ------------------------------------------------------------------ messages (issue 28 item 5)
+    @staticmethod
+    def _add_notes(view: TurnView, m: StoredMessage) -> None:
+        for op in m.meta.get("ops", []):
+            data = {k: v for k, v in op.items() if k not in ("tool", "ok")}
+            view.add_note(op.get("tool", ""), bool(op.get("ok")), data)
+
+    def on_message_action(self, event: MessageAction) -> None:
+        event.stop()
+        widget = event.widget
+        if self.busy:
+            self.notify(S.STILL_ANSWERING)
+            return
+        if self.services.conversation is None:
+            return
+        if widget.message_id is None:
+            self.notify(S.MESSAGE_NOT_STORED)
+            return
+        if event.action == "edit":
+            self._edit(widget)
+        elif event.action == "delete":
+            self._delete(widget)
+        elif event.action in ("previous", "next") and isinstance(widget, TurnView):
+            if widget.alternative is None or widget.turn_id is None:
+                self.notify(S.NO_OTHER_ANSWER)
+                return
+            index, count = widget.alternative
+            target = index - 1 if event.action == "previous" else index + 1
+            if not 1 <= target <= count:
+                self.notify(S.FIRST_ANSWER if target < 1 else S.LAST_ANSWER)
+                return
+            self._choose_worker(widget, widget.turn_id, target)
+
+    def _edit(self, widget: UserMessage | TurnView) -> None:
+        def done(text: str | None) -> None:
+            if text is not None:
+                self._change_worker(widget, "edit", text)
+
+        mine = isinstance(widget, UserMessage)
+        self.app.push_screen(EditMessage(widget.text, mine, self.prompt.max_chars), done)
+
+    def _delete(self, widget: UserMessage | TurnView) -> None:
+        def done(yes: bool | None) -> None:
+            if yes:
+                self._change_worker(widget, "delete")
+
+        self.app.push_screen(Confirm(S.DELETE_MESSAGE_TITLE, S.delete_message_text(widget.text),
+                                     S.BTN_DELETE, S.BTN_CANCEL, danger=True), done)
+
+    @work(thread=True, exit_on_error=False, name="changing a message", group="message")
+    def _change_worker(self, widget: UserMessage | TurnView, action: str,
+                       text: str = "") -> None:
+        conv = self.services.conversation
+        assert conv is not None and widget.message_id is not None
+        try:
+            if action == "edit":
+                stored = conv.edit_message(widget.message_id, text)
+                self.post_message(MessageChanged(widget, action, stored))
+            else:
+                conv.delete_message(widget.message_id)
+                self.post_message(MessageChanged(widget, action))
+        except MemoryOpError as e:
+            self.post_message(MessageChanged(widget, action, error=str(e)))
+
+    @work(thread=True, exit_on_error=False, name="choosing an answer", group="message")
+    def _choose_worker(self, view: TurnView, turn_id: str, target: int) -> None:
+        conv = self.services.conversation
+        assert conv is not None
+        try:
+            alts = conv.alternatives(turn_id)
+            undone = conv.choose_alternative(turn_id, alts[target - 1].id)
+            alts = conv.alternatives(turn_id)
+        except (MemoryOpError, IndexError) as e:
+            self.post_message(MessageChanged(view, "choose", error=str(e)))
+            return
+        self.post_message(MessageChanged(view, "choose", alternatives=alts, kept=undone.kept))
+
+    @work(thread=True, exit_on_error=False, name="reading the answers", group="message")
+    def _show_alternatives(self, view: TurnView) -> None:
+        conv = self.services.conversation
+        if conv is not None and view.turn_id is not None:
+            self.post_message(MessageChanged(view, "alternatives",
+                                             alternatives=conv.alternatives(view.turn_id)))
+
+    async def on_message_changed(self, event: MessageChanged) -> None:
+        widget = event.widget
+        if event.error:
+            self.notify(event.error, severity="warning")
+            return
+        if event.action == "edit" and event.stored is not None:
+            if isinstance(widget, TurnView):
+                await widget.set_text(event.stored.content)
+                widget.mark_edited()
+            elif isinstance(widget, UserMessage):
+                old = widget.text
+                widget.set_text(event.stored.content)
+                widget.mark_edited()
+                self.prompt.earlier = [event.stored.content if t == old else t
+                                       for t in self.prompt.earlier]
+            self.notify(S.MESSAGE_EDITED, timeout=4)
+        elif event.action == "delete":
+            await widget.remove()
+            self.notify(S.MESSAGE_DELETED, timeout=4)
+        elif isinstance(widget, TurnView) and event.alternatives:
+            alts = event.alternatives
+            chosen = next((i for i, m in enumerate(alts) if m.status != "discarded"), None)
+            if chosen is None:
+                return
+            m = alts[chosen]
+            widget.show_alternative(chosen + 1, len(alts))
+            if event.action == "choose":
+                widget.message_id = m.id
+                widget.edited = bool(m.meta.get("edited"))
+                widget.clear_notes()
+                await widget.set_text(m.content or NO_ANSWER)
+                if not m.meta.get("undone"):
+                    self._add_notes(widget, m)
+                widget.finish_subtitle(S.STOPPED if m.status == "stopped" else "")
+                self.app.memory_changed()  # the replaced answer's writes were rolled back
+                kept = ", ".join(f"#{i}" for i in event.kept)
+                self.notify(S.chosen_answer(chosen + 1, len(alts), kept), timeout=6)
+
+    def _last(self, kind: type[Widget]) -> Widget | None:
+        found = [w for w in self.log_view.query(kind)
+                 if getattr(w, "message_id", None) is not None]
+        return found[-1] if found else None
+
+    def action_edit_mine(self) -> None:
+        w = self._last(UserMessage)
+        if w is None:
+            self.notify(S.NOTHING_TO_EDIT)
+            return
+        w.post_message(MessageAction(w, "edit"))  # type: ignore[arg-type]
+
+    def action_edit_answer(self) -> None:
+        w = self._last(TurnView)
+        if w is None:
+            self.notify(S.NOTHING_TO_EDIT)
+            return
+        w.post_message(MessageAction(w, "edit"))  # type: ignore[arg-type]
+
     def action_copy_last(self) -> None:
         views = [v for v in self.log_view.query(TurnView) if v.turn_id]
         if not views:
@@ -571,5 +757,7 @@ class ChatScreen(RecordActions):
             PaletteCommand(*S.CMD_CHATS, self.action_chats),
             PaletteCommand(*S.CMD_SUMMARY, self.action_summary),
             PaletteCommand(*S.CMD_SEARCH_CHATS, self.action_search),
+            PaletteCommand(*S.CMD_EDIT_MINE, self.action_edit_mine),
+            PaletteCommand(*S.CMD_EDIT_ANSWER, self.action_edit_answer),
         ]
         return cmds

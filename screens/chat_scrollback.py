@@ -33,6 +33,11 @@ class Scrollback:
         self._older = False  # the next HistoryLoaded is a page of older messages
         self._watching = False
 
+    @property
+    def paging_older(self) -> bool:
+        """The load being shown is a page of older messages (not the chat's first page)."""
+        return self._older
+
     def _transcript(self) -> Transcript | None:
         memory = self.screen.services.memory
         return memory.attach(Transcript) if memory is not None else None

@@ -91,9 +91,12 @@ def _label(m: StoredMessage) -> str:
 class SaveFromDialogue(ModalScreen[list[int] | None]):
     """Select messages → drafts → saved pinned (source ``dialogue``). Returns the saved ids."""
 
-    BINDINGS = [HELP, Binding("escape", "cancel", "Cancel", show=False),
-                Binding("ctrl+d", "draft", "Draft", show=False, priority=True),
-                Binding("ctrl+s", "save", "Save", show=False, priority=True)]
+    # Ctrl+G drafts ("generate"): Ctrl+D deletes a character in a text field (issue 28 item 4)
+    BINDINGS = [HELP, Binding("escape", "cancel", "Cancel", show=False, id="dialogue.cancel"),
+                Binding("ctrl+g", "draft", "Draft", show=False, priority=True,
+                        id="dialogue.draft"),
+                Binding("ctrl+s", "save", "Save", show=False, priority=True,
+                        id="dialogue.save")]
     DEFAULT_CSS = """
     SaveFromDialogue #messages { height: auto; max-height: 14; }
     SaveFromDialogue #drafts { height: auto; max-height: 20; }
@@ -140,7 +143,7 @@ class SaveFromDialogue(ModalScreen[list[int] | None]):
         n = len(self.selected())
         over = n > dr.MAX_MESSAGES
         self.query_one("#selected-info", Label).update(
-            f"{n} of at most {dr.MAX_MESSAGES} messages selected (Space toggles; Ctrl+D drafts, "
+            f"{n} of at most {dr.MAX_MESSAGES} messages selected (Space toggles; Ctrl+G drafts, "
             "Ctrl+S saves)."
             + (" Too many: unselect some." if over else ""))
         self.query_one("#draft", Button).disabled = over or n == 0
@@ -217,7 +220,7 @@ class SaveFromDialogue(ModalScreen[list[int] | None]):
     # ------------------------------------------------------------------ saving
     def action_save(self) -> None:
         if not self.query(DraftRow):
-            self._error("Draft first (Ctrl+D), or keep the selection verbatim.")
+            self._error("Draft first (Ctrl+G), or keep the selection verbatim.")
             return
         if self.query_one("#save", Button).disabled:
             return  # saving already
@@ -251,8 +254,8 @@ class SaveFromDialogue(ModalScreen[list[int] | None]):
 class InitFromDescription(ModalScreen[list[int] | None]):
     """Write about yourself → drafts → confirm each (source ``init``). Returns saved ids."""
 
-    BINDINGS = [HELP, Binding("escape", "close", "Close", show=False),
-                Binding("ctrl+d", "draft", "Draft", show=False, priority=True)]
+    BINDINGS = [HELP, Binding("escape", "close", "Close", show=False, id="init.close"),
+                Binding("ctrl+g", "draft", "Draft", show=False, priority=True, id="init.draft")]
     DEFAULT_CSS = """
     InitFromDescription #description { height: 7; }
     InitFromDescription #init-drafts { height: auto; max-height: 18; }
@@ -274,7 +277,7 @@ class InitFromDescription(ModalScreen[list[int] | None]):
         with Vertical(classes="dialog"):
             yield Label("Tell Eva about yourself", classes="dialog-title")
             yield Label("Up to 1,000 characters: who you are, the people around you, what you "
-                        "like, how Eva should talk to you. Eva drafts memories (Ctrl+D); you "
+                        "like, how Eva should talk to you. Eva drafts memories (Ctrl+G); you "
                         "confirm each one.", classes="dim")
             yield EvaTextArea("", id="description", soft_wrap=True)
             yield Label("0 / 1000", id="description-count", classes="dim")

@@ -48,8 +48,8 @@ class AddMemory(ModalScreen[dict | None]):
 
     DEFAULT_CSS = DIALOG_CSS
 
-    BINDINGS = [HELP, Binding("escape", "cancel", "Cancel", show=False),
-                Binding("ctrl+s", "save", "Save", show=False)]
+    BINDINGS = [HELP, Binding("escape", "cancel", "Cancel", show=False, id="add.cancel"),
+                Binding("ctrl+s", "save", "Save", show=False, id="add.save")]
 
     def __init__(self, memory: Memory, scopes: list[tuple[str, str]], scope: str) -> None:
         super().__init__(classes="modal")
@@ -111,7 +111,7 @@ class MoveToScope(ModalScreen[str | None]):
 
     """Move a memory to global or a persona's scope. Returns the scope (or None)."""
 
-    BINDINGS = [HELP, Binding("escape", "cancel", "Cancel", show=False)]
+    BINDINGS = [HELP, Binding("escape", "cancel", "Cancel", show=False, id="move.cancel")]
 
     def __init__(self, record: Record, scopes: list[tuple[str, str]]) -> None:
         super().__init__(classes="modal")
@@ -149,7 +149,7 @@ class ClearAll(ModalScreen[str | None]):
     """Clear all of one scope (§8.8): its unpinned memories go to the archive (restorable);
     pinned ones stay. Returns the scope (or None)."""
 
-    BINDINGS = [HELP, Binding("escape", "cancel", "Cancel", show=False)]
+    BINDINGS = [HELP, Binding("escape", "cancel", "Cancel", show=False, id="clear.cancel")]
 
     def __init__(self, memory: Memory, scopes: list[tuple[str, str]], scope: str,
                  ttl_days: float) -> None:
@@ -203,7 +203,7 @@ class ClearAll(ModalScreen[str | None]):
 class ConfirmClearPinned(ModalScreen[bool]):
     """The second, explicit confirmation for the pinned memories of a scope (§8.8)."""
 
-    BINDINGS = [HELP, Binding("escape", "cancel", "Cancel", show=False)]
+    BINDINGS = [HELP, Binding("escape", "cancel", "Cancel", show=False, id="clear_pinned.cancel")]
 
     def __init__(self, scope: str, pinned: int) -> None:
         super().__init__(classes="modal")

@@ -39,8 +39,8 @@ class PersonasChanged(Message):
 class PersonaForm(ModalScreen[dict | None]):
     """Create or edit a persona. Returns the fields (or None)."""
 
-    BINDINGS = [HELP, Binding("escape", "cancel", "Cancel", show=False),
-                Binding("ctrl+s", "save", "Save", show=False)]
+    BINDINGS = [HELP, Binding("escape", "cancel", "Cancel", show=False, id="persona_form.cancel"),
+                Binding("ctrl+s", "save", "Save", show=False, id="persona_form.save")]
     DEFAULT_CSS = """
     PersonaForm #persona-text { height: 8; }
     PersonaForm .error, PersonaForm .dim { width: 100%; }
@@ -100,7 +100,8 @@ class PersonaForm(ModalScreen[dict | None]):
 
 
 class ConfirmDeletePersona(ModalScreen[bool]):
-    BINDINGS = [HELP, Binding("escape", "cancel", "Cancel", show=False)]
+    BINDINGS = [HELP, Binding("escape", "cancel", "Cancel", show=False,
+                              id="persona_delete.cancel")]
 
     def __init__(self, persona: Persona, memories: int) -> None:
         super().__init__(classes="modal")
@@ -131,11 +132,11 @@ class PersonasScreen(ModalScreen[None]):
 
     BINDINGS = [
         HELP,
-        Binding("escape", "close", "Close"),
-        Binding("enter", "switch", "Switch", show=False),
-        Binding("n", "new", "New"),
-        Binding("e", "edit", "Edit"),
-        Binding("d,delete", "delete", "Delete"),
+        Binding("escape", "close", "Close", id="personas.close"),
+        Binding("enter", "switch", "Switch", show=False, id="personas.switch"),
+        Binding("n", "new", "New", id="personas.new"),
+        Binding("e", "edit", "Edit", id="personas.edit"),
+        Binding("d,delete", "delete", "Delete", id="personas.delete"),
     ]
     DEFAULT_CSS = """
     PersonasScreen #personas { height: auto; max-height: 14; }

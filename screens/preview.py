@@ -72,7 +72,7 @@ def stats(s: PromptSection) -> str:
 class PreviewScreen(EvaScreen):
     BINDINGS = [
         Binding("slash", "focus_query", "Message", id="preview.query"),
-        Binding("ctrl+y", "copy('trusted')", "Copy trusted", id="preview.copy_trusted"),
+        Binding("alt+w", "copy('trusted')", "Copy trusted", id="preview.copy_trusted"),
         Binding("ctrl+g", "copy('public')", "Copy public", id="preview.copy_public"),
     ]
     DEBOUNCE = 0.3

@@ -9,6 +9,7 @@ from eva_tui.widgets.chat import (
     TurnView,
     UserMessage,
 )
+from eva_tui.widgets.composer import Composer
 from eva_tui.widgets.fmt import age, ago, clip, in_time
 from eva_tui.widgets.inputs import EvaInput, EvaTextArea
 from eva_tui.widgets.modals import ConfirmForget, EditRecord, RecordView
@@ -16,6 +17,7 @@ from eva_tui.widgets.nav import NavBar, StatusBar
 
 __all__ = [
     "AssistantMessage",
+    "Composer",
     "ConfirmForget",
     "EditRecord",
     "EvaInput",

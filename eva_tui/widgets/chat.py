@@ -20,36 +20,61 @@ REMEMBERING = S.REMEMBERING  # the answer's subtitle while the memory step runs 
 
 def note_for(tool: str, ok: bool, data: dict[str, Any]) -> tuple[str, int | None, bool] | None:
     """(text, record id, archived?) of the inline note for one memory tool call, or None for a
-    call that wrote nothing the owner needs to see."""
+    call that changed nothing the owner needs to see. The note says what was kept, updated or
+    forgotten in the memory's own words (issue 28 item 2); a refusal changed nothing and is not
+    shown in the chat (the turn's stored ops and the journal keep it)."""
+    if not ok or tool not in WRITE_TOOLS:
+        return None
     rid = data.get("id")
-    if not ok:
-        if tool not in WRITE_TOOLS:
-            return None
-        what = tool.removeprefix("memory_")
-        return S.note_refused(what, str(data.get("error", S.NOTE_REFUSED))), None, False
+    words = data.get("content")
     if tool == "memory_save":
-        status = data.get("status", "created")
-        parts = [S.note_saved(status, rid)]
-        if status != "reinforced":
-            parts += [str(data.get("kind", "")), str(data.get("importance", ""))]
+        status = str(data.get("status", "created"))
+        text = S.note_kept(status, words, rid)
         if data.get("private"):
-            parts.append(S.NOTE_PRIVATE)
-        return " · ".join(p for p in parts if p), rid, False
+            text += f" · {S.NOTE_PRIVATE}"
+        return text, rid, False
     if tool == "memory_update":
-        return S.note_saved("updated", rid), rid, False
-    if tool == "memory_forget":
-        return S.note_forgot(rid), rid, True
-    return None
+        return S.note_kept("updated", words, rid), rid, False
+    return S.note_kept("forgotten", words, rid), rid, True
 
 
-class UserMessage(Static):
-    def __init__(self, text: str, queued: bool = False) -> None:
+class MessageAction(Message):
+    """A key on a message of the chat (issue 28 item 5): ``action`` is "edit", "delete",
+    "previous" or "next" (another answer of the turn); the chat screen does it."""
+
+    def __init__(self, widget: UserMessage | TurnView, action: str) -> None:
+        super().__init__()
+        self.widget = widget
+        self.action = action
+
+
+class UserMessage(Static, can_focus=True):
+    """The owner's message. Focused (Shift+Tab from the box, or a click): `e` edits it, `d`
+    or Delete deletes it (issue 28 item 5)."""
+
+    BINDINGS = [
+        Binding("e", "act('edit')", S.BTN_EDIT, id="message.edit"),
+        Binding("d,delete", "act('delete')", S.BTN_DELETE, id="message.delete"),
+    ]
+
+    def __init__(self, text: str, queued: bool = False, message_id: int | None = None) -> None:
         super().__init__(
             text, markup=False, classes="user-message" + (" -queued" if queued else "")
         )
         self.text = text
+        self.message_id = message_id
         if queued:
             self.border_subtitle = S.QUEUED
+
+    def action_act(self, action: str) -> None:
+        self.post_message(MessageAction(self, action))
+
+    def set_text(self, text: str) -> None:
+        self.text = text
+        self.update(text)
+
+    def mark_edited(self) -> None:
+        self.border_subtitle = S.EDITED
 
     def mark_sent(self) -> None:
         self.remove_class("-queued")
@@ -100,16 +125,57 @@ class Notice(Static):
         super().__init__(text, markup=markup, classes="notice" + (" -error" if error else ""))
 
 
-class TurnView(Vertical):
+class TurnView(Vertical, can_focus=True):
     """One answer of Eva: the Markdown body (streamed through ``Markdown.get_stream``, so a
-    token appends to the document instead of re-rendering the whole reply) and its notes."""
+    token appends to the document instead of re-rendering the whole reply) and its notes.
+    Focused: `e` edits it, `d` or Delete deletes it, ←/→ flip through the answers regenerate
+    kept (issue 28 item 5); the subtitle shows which one of how many is chosen."""
 
-    def __init__(self, text: str = "", turn_id: str | None = None) -> None:
+    BINDINGS = [
+        Binding("e", "act('edit')", S.BTN_EDIT, id="answer.edit"),
+        Binding("d,delete", "act('delete')", S.BTN_DELETE, id="answer.delete"),
+        Binding("left", "act('previous')", S.ANSWER_PREVIOUS, id="answer.previous"),
+        Binding("right", "act('next')", S.ANSWER_NEXT, id="answer.next"),
+    ]
+
+    def __init__(self, text: str = "", turn_id: str | None = None,
+                 message_id: int | None = None) -> None:
         super().__init__(classes="turn")
         self.initial = text
         self.turn_id = turn_id
+        self.message_id = message_id
         self.text = text
         self._stream: MarkdownStream | None = None
+        self._subtitle_text = ""
+        self.alternative: tuple[int, int] | None = None  # (1-based index, count) when several
+        self.edited = False  # the owner edited this answer
+
+    def action_act(self, action: str) -> None:
+        self.post_message(MessageAction(self, action))
+
+    async def set_text(self, text: str) -> None:
+        """Show other words (an edit, another alternative): the body is rendered anew."""
+        await self._end_stream()
+        self.text = text
+        bodies = self.query(AssistantMessage)
+        if bodies:
+            await bodies.first().update(text)
+
+    def mark_edited(self, edited: bool = True) -> None:
+        self.edited = edited
+        self._subtitle(self._subtitle_text)
+
+    def show_alternative(self, index: int, count: int) -> None:
+        self.alternative = (index, count) if count > 1 else None
+        self._subtitle(self._subtitle_text)
+
+    def finish_subtitle(self, text: str) -> None:
+        """The subtitle after the answer (stopped, recalled…), the alternative kept before it."""
+        self._subtitle(text)
+
+    def clear_notes(self) -> None:
+        for notes in self.query(".notes"):
+            notes.remove()
 
     def compose(self) -> ComposeResult:
         yield AssistantMessage(self.initial)
@@ -149,6 +215,10 @@ class TurnView(Vertical):
         self._subtitle(subtitle)
 
     def _subtitle(self, text: str) -> None:
+        self._subtitle_text = text
+        parts = [S.alternative(*self.alternative) if self.alternative else "",
+                 S.EDITED if self.edited else "", text]
+        text = " · ".join(p for p in parts if p)
         bodies = self.query(AssistantMessage)
         if bodies:  # absent only while the app closes (a cancelled turn ends as it quits)
             bodies.first().border_subtitle = text
@@ -160,10 +230,10 @@ class TurnView(Vertical):
         text, rid, archived = note
         widget = MemoryNote(text, rid, archived, error=not ok)
         notes = self.query(".notes")
-        if notes:  # the row exists only once there is a note: less to lay out per frame
-            notes.first(Horizontal).mount(widget)
+        if notes:  # the list exists only once there is a note: less to lay out per frame
+            notes.first(Vertical).mount(widget)
         else:
-            self.mount(Horizontal(widget, classes="notes"))
+            self.mount(Vertical(widget, classes="notes"))
         return widget
 
     @property

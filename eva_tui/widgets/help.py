@@ -35,11 +35,11 @@ def everywhere_keys(app: Any) -> list[tuple[str, str]]:
     for binding in app.BINDINGS:
         if isinstance(binding, Binding) and binding.id in ("app.wake", "app.dry_run",
                                                             "app.sleep", "app.help"):
-            key = app.services.config.keymap.get(binding.id, binding.key).split(",")[0]
-            key = key.upper() if key[1:].isdigit() else app.get_key_display(Binding(key, "x"))
-            out.append((key, binding.description))
+            keys = app.services.config.keymap.get(binding.id, binding.key).split(",")
+            out.append((" ".join(app.key_label(k) for k in keys), binding.description))
     out.append(("Ctrl+P", S.HELP_PALETTE))
-    out.append(("Ctrl+Q", S.HELP_QUIT))
+    out.append((app.key_of("app.interrupt", "ctrl+c"), S.INTERRUPT_DESC))
+    out.append((app.key_of("app.quit", "ctrl+q"), S.HELP_QUIT))
     return out
 
 
@@ -61,7 +61,7 @@ class HelpScreen(ModalScreen[None]):
 
     BINDINGS = [
         Binding("escape", "close", S.BTN_CLOSE, id="help.close"),
-        Binding("question_mark", "close", S.BTN_CLOSE, show=False),
+        Binding("question_mark,f1", "close", S.BTN_CLOSE, show=False, id="help.toggle"),
     ]
 
     def __init__(self, title: str, sections: list[tuple[str, list[tuple[str, str]]]]) -> None:

@@ -23,7 +23,7 @@ from eva_tui.widgets.inputs import EvaInput, EvaTextArea
 
 KIND_OPTIONS = [(k.value, k.value) for k in Kind]
 # a dialog cuts off the app's keys: `?` (the same binding id, so a keymap moves it too) is here
-HELP = Binding("question_mark", "app.help", S.HELP_KEY_DESC, show=False, id="app.help")
+HELP = Binding("f1,question_mark", "app.help", S.HELP_KEY_DESC, show=False, id="app.help")
 IMPORTANCE_OPTIONS = [
     (f"{i} — {w}", i)
     for i, w in ((1, "trivia"), (2, "minor"), (3, "normal"), (4, "important"), (5, "essential"))

@@ -130,14 +130,14 @@ async def test_escape_stops_a_streaming_answer(env_factory, first):
 
 @aio
 async def test_memory_writes_appear_inline_and_open_the_record(env_factory):
-    """§9, §3.2 (memory_writes = "tools"): a turn's memory save shows as a small note
-    ("saved #1 · fact · 4") that opens the record."""
+    """§9, §3.2 (memory_writes = "tools"), issue 28 item 2: a turn's memory save shows as a
+    small note in the memory's words ("Kept: “…”") that opens the record."""
     env = env_factory([[SAVE], ["I'll remember that."]], chat=TOOLS)
     async with env.app.run_test(size=SIZE) as pilot:
         await settle(pilot)
         await send(pilot, "my sister Anna lives in Kazan")
         [note] = list(pilot.app.screen.query(MemoryNote))
-        assert str(note.render()) == "saved #1 · fact · 4"
+        assert str(note.render()) == "Kept: “The owner's sister Anna lives in Kazan”"
         await pilot.click(MemoryNote)
         await settle(pilot)
         assert isinstance(pilot.app.screen, RecordView)
@@ -225,12 +225,15 @@ async def test_messages_typed_while_answering_are_sent_in_order(env_factory):
 
 @aio
 async def test_copy_last_answer_uses_the_clipboard(env_factory):
-    """§9: copying a message goes through OSC 52 (App.copy_to_clipboard)."""
+    """§9: copying a message goes through OSC 52 (App.copy_to_clipboard); issue 28 item 4:
+    the key is Alt+W, and Ctrl+Y in the box is the box's own (it copies nothing)."""
     env = env_factory([["Copy me."]])
     async with env.app.run_test(size=SIZE) as pilot:
         await settle(pilot)
         await send(pilot, "hi")
         await pilot.press("ctrl+y")
+        assert pilot.app.clipboard != "Copy me."
+        await pilot.press("alt+w")
         assert pilot.app.clipboard == "Copy me."
 
 
@@ -294,7 +297,7 @@ async def test_structured_turn_shows_the_saved_memory_as_a_note(env_factory):
         assert view.text == "What a lovely name!"
         [record] = env.memory.list(OWNER_TRUSTED)
         assert record.content == "my dog is called Bublik"  # the owner's own words
-        assert notes_text(view) == [f"saved #{record.id} · fact · 3"]
+        assert notes_text(view) == ["Kept: “my dog is called Bublik”"]
         assert REMEMBERING not in str(view.body.border_subtitle)
         assert not view.is_remembering
         assert "1 memory" in pilot.app.status_text
@@ -338,7 +341,7 @@ async def test_a_message_sent_while_remembering_waits_for_the_memory_step(env_fa
             await settle(pilot)
             first, second = answers(pilot.app)
             assert (first.text, second.text) == ("Bublik is a fine name.", "Of course.")
-            assert notes_text(first) == ["saved #1 · fact · 3"]
+            assert notes_text(first) == ["Kept: “my dog is called Bublik”"]
             assert notes_text(second) == []
             assert not first.is_remembering and not second.is_remembering
             assert REMEMBERING not in str(first.body.border_subtitle)

@@ -311,7 +311,8 @@ async def test_first_run_offers_to_initialize_memories_once(env_factory):
 
 @aio
 async def test_drafting_dialogs_work_from_the_keyboard(env_factory):
-    """§9 (every action from the keyboard): Ctrl+D drafts; in the init dialog Enter saves the
+    """§9 (every action from the keyboard), issue 28 item 4: Ctrl+G drafts (Ctrl+D deletes a
+    character in the text box, as in readline); in the init dialog Enter saves the
     focused draft and the focus moves to the next one (Tab then Enter skips it); in save from
     dialogue Ctrl+S saves the drafts."""
     env = env_factory([["Noted."]])
@@ -321,7 +322,7 @@ async def test_drafting_dialogs_work_from_the_keyboard(env_factory):
         await settle(pilot)
         pilot.app.screen.query_one("#description", EvaTextArea).text = "I'm Sasha from Kazan."
         env.llm.plans[:] = [DRAFTS]
-        await pilot.press("ctrl+d")
+        await pilot.press("ctrl+g")
         await until(pilot, lambda: len(pilot.app.screen.query("#skip-2")) == 1)
         await settle(pilot)
         await pilot.press("enter")  # saves draft 0
@@ -339,7 +340,7 @@ async def test_drafting_dialogs_work_from_the_keyboard(env_factory):
         env.llm.plans[:] = [{"memories": DRAFTS["memories"][1:2]}]
         owner.save_from_dialogue(pilot.app)
         await settle(pilot)
-        await pilot.press("ctrl+d")
+        await pilot.press("ctrl+g")
         await until(pilot, lambda: len(pilot.app.screen.query(".draft-keep")) == 1)
         await pilot.press("ctrl+s")
         await until(pilot, lambda: env.memory.count() == 3)

@@ -17,7 +17,7 @@ from eva_tui.app import create_app
 from eva_tui.loader import packaged_chat_models
 from eva_tui.search import search_records
 from eva_tui.services import Services
-from eva_tui.widgets import EditRecord, RecordView
+from eva_tui.widgets import Composer, EditRecord, RecordView
 from eva_tui.widgets.help import HelpScreen
 from eva_tui.widgets.modals import Confirm
 from screens.chat import TurnView
@@ -177,7 +177,7 @@ async def test_chat_without_a_model_keeps_the_text_and_says_how_to_fix_it(env_fa
         [note] = list(pilot.app.screen.query(".chat-off"))
         assert "[llm.model]" in note.source and "general" in note.source
         assert str(env.config_path) in note.source and "eva doctor" in note.source
-        prompt = pilot.app.screen.query_one("#prompt", Input)
+        prompt = pilot.app.screen.query_one("#prompt", Composer)
         assert not prompt.disabled
         prompt.focus()
         await pilot.press(*"hello")
@@ -350,7 +350,7 @@ async def test_palette_words_are_the_owners(env_factory):
     env = env_factory(seed=SEED)
     texts = []
     async with env.app.run_test(size=SIZE) as pilot:
-        for key in ("f1", "f2", "f3", "f4", "f5", "f6"):
+        for key in ("alt+1", "f2", "f3", "f4", "f5", "f6"):
             await go(pilot, key)
             texts += [f"{c.title} {c.help}" for c in pilot.app.get_system_commands(
                 pilot.app.screen)]

@@ -6,11 +6,13 @@ report."""
 from __future__ import annotations
 
 import pytest
+from textual import events
 from textual.widgets import DataTable
 
 from core import OWNER_TRUSTED, ManualClock
 from core.records import Actor
-from tests.tui.conftest import NOW, SEED, send
+from eva_tui.widgets import TurnView
+from tests.tui.conftest import NOW, SEED, send, settle
 from tests.tui.fakes import FakeSleeper, night
 from tests.tui.test_snapshots import (
     CHAT_PLANS,
@@ -55,6 +57,63 @@ def test_chat_conversation(snap_compare, env_factory, size):
         await send(pilot, "What do you know about me?")
 
     assert snap_compare(env.app, terminal_size=size, run_before=quiet(talk))
+
+
+THREE_LINES = "First line of my note.\nSecond line: my cat is named Pirozhok.\nThird line."
+
+
+@pytest.mark.parametrize("size", SIZES)
+def test_chat_composer_with_three_lines(snap_compare, env_factory, size):
+    """Issue 28 items 1 and 9: a pasted three-line note shows whole in the box (its three lines,
+    the box grown to hold them) before it is sent."""
+    env = env_factory(CHAT_SCRIPT, plans=CHAT_PLANS, seed=SEED)
+
+    async def paste(pilot) -> None:
+        await send(pilot, "My sister Anna lives in Kazan")
+        pilot.app.post_message(events.Paste(THREE_LINES))
+
+    assert snap_compare(env.app, terminal_size=size, run_before=quiet(paste))
+
+
+@pytest.mark.parametrize("size", SIZES)
+def test_chat_edited_message(snap_compare, env_factory, size):
+    """Issue 28 items 5 and 9: the owner's message and Eva's answer after an edit (through the
+    keys: Shift+Tab to the answer, e, Ctrl+S), the focus back in the box."""
+    env = env_factory(CHAT_SCRIPT, plans=CHAT_PLANS, seed=SEED)
+
+    async def edit(pilot) -> None:
+        await send(pilot, "My sister Anna lives in Kazan")
+        view = [v for v in pilot.app.screen.query(TurnView) if v.turn_id][-1]
+        view.focus()
+        await pilot.press("e")
+        await settle(pilot)
+        pilot.app.screen.query_one("#message-text").text = (
+            "Noted — Anna in Kazan stays between us.")
+        await pilot.press("ctrl+s")
+        await settle(pilot)
+        pilot.app.screen.query_one("#prompt").focus()
+
+    assert snap_compare(env.app, terminal_size=size, run_before=quiet(edit))
+
+
+@pytest.mark.parametrize("size", SIZES)
+def test_chat_alternatives(snap_compare, env_factory, size):
+    """Issue 28 items 5 and 9: an answer regenerated twice, flipped back to the second of its
+    three versions with ← (the subtitle says ‹ 2/3 ›; the focused answer is outlined)."""
+    env = env_factory([["First answer."], ["Second answer, kept."], ["Third answer."]],
+                      seed=SEED)
+
+    async def flip(pilot) -> None:
+        await send(pilot, "Tell me something short")
+        for _ in range(2):
+            await pilot.press("ctrl+r")
+            await settle(pilot)
+        view = [v for v in pilot.app.screen.query(TurnView) if v.turn_id][-1]
+        view.focus()
+        await pilot.press("left")
+        await settle(pilot)
+
+    assert snap_compare(env.app, terminal_size=size, run_before=quiet(flip))
 
 
 @pytest.mark.parametrize("size", SIZES)
