@@ -34,6 +34,9 @@ class MemoryConfig:
     # a question naming a time ("on 3 June", "в мае", "last week"): a record said then counts
     # as this much more relevant, relevance × (1 + boost) (core.timeframe); 0 turns it off
     timeframe_boost: float = 1.0
+    # the best this many candidates of a recall are scored by their clauses too: a record that
+    # says several things is as relevant as its best clause (core.recall_parts); 0 turns it off
+    part_candidates: int = 48
     lexical_weight: float | None = None  # BM25's share of hybrid relevance; None: the embedder's
     prompt_budget: int = 8000  # characters of the memory section
     core_share: float = 0.6  # at most this share of the budget for core + pinned
@@ -66,6 +69,8 @@ class MemoryConfig:
             problems.append("recall_floor must be in [0, 1)")
         if not 0 <= self.freshness_floor <= 1:
             problems.append("freshness_floor must be in [0, 1]")
+        if not 0 <= self.part_candidates <= 10_000:
+            problems.append("part_candidates must be in [0, 10000]")
         if not 0 <= self.timeframe_boost <= 10:
             problems.append("timeframe_boost must be in [0, 10]")
         if self.lexical_weight is not None and not 0 <= self.lexical_weight <= 1:

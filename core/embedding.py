@@ -68,23 +68,40 @@ def primary_rows(embedder: object, m: np.ndarray) -> np.ndarray:
     return normalise_rows(np.asarray(m, dtype=np.float32)[:, :split])
 
 
-def part_cosines(embedder: object, vectors: VectorSpace, query: np.ndarray
-                 ) -> tuple[np.ndarray, np.ndarray, np.ndarray | None]:
-    """(keys, cosine of the multilingual halves, cosine of the English halves | None) of every
-    live vector against ``query``; for an embedder of one model, the plain cosine and None."""
+def _query_columns(embedder: object, query: np.ndarray) -> np.ndarray:
+    """The query as columns to multiply rows by: one column (the cosine) for an embedder of one
+    model; two for one of two models (the cosine of each half)."""
+    q = normalise_rows(query)[0]
     split = english_part(embedder)
     if split is None:
-        keys, cos = cosines_of(embedder, vectors, query)
-        return keys, cos, None
-    q = normalise_rows(query)[0]
+        return q[:, None]
     halves = np.zeros((len(q), 2), dtype=np.float32)
     # each half of a row and of the query is 1/√2 long: their product is half the cosine
     halves[:split, 0] = 2.0 * q[:split]
     halves[split:, 1] = 2.0 * q[split:]
+    return halves
+
+
+def part_cosines(embedder: object, vectors: VectorSpace, query: np.ndarray
+                 ) -> tuple[np.ndarray, np.ndarray, np.ndarray | None]:
+    """(keys, cosine of the multilingual halves, cosine of the English halves | None) of every
+    live vector against ``query``; for an embedder of one model, the plain cosine and None."""
+    if english_part(embedder) is None:
+        keys, cos = cosines_of(embedder, vectors, query)
+        return keys, cos, None
+    columns = _query_columns(embedder, query)
     compute = getattr(embedder, "compute", None)
-    keys, both = (vectors.products(halves) if compute is None
-                  else compute(lambda: vectors.products(halves)))
+    keys, both = (vectors.products(columns) if compute is None
+                  else compute(lambda: vectors.products(columns)))
     return keys, both[:, 0], both[:, 1]
+
+
+def row_cosines(embedder: object, rows: np.ndarray, query: np.ndarray
+                ) -> tuple[np.ndarray, np.ndarray | None]:
+    """:func:`part_cosines` of a few rows the embedder made (unit length), not of a space."""
+    columns = _query_columns(embedder, query)
+    out = np.asarray(rows, dtype=np.float32) @ columns
+    return out[:, 0], (out[:, 1] if columns.shape[1] == 2 else None)
 
 
 def calibrated(cos: np.ndarray, background: float | np.ndarray) -> np.ndarray:

@@ -214,6 +214,12 @@ class Memory:
         records.log_change(conn, now, actor, ctx.turn_id, op, record_id,
                            records.snapshot(conn, record_id))
 
+    def _contents(self, ids: list[int]) -> dict[int, str]:
+        """The contents of these records, by id (recall scores its best candidates' clauses)."""
+        marks = ",".join("?" * len(ids))
+        return dict(self._storage.conn.execute(
+            f"SELECT id, content FROM memories WHERE id IN ({marks})", ids).fetchall())
+
     def _fetch_many(self, ids: Iterable[int]) -> dict[int, Record]:
         return records.fetch_many(self._storage.conn, ids)
 
@@ -369,7 +375,7 @@ class Memory:
             k = top_k if top_k is not None else self.config.top_k
             if ctx.public_cut:
                 k = min(k, self.config.public_top_k)
-            return self._index.recall(query, ctx, k, now, use_vectors)
+            return self._index.recall(query, ctx, k, now, use_vectors, contents=self._contents)
 
     def search(self, query: object, ctx: TurnContext = OWNER_TRUSTED, *, reinforce: bool = True,
                top_k: int | None = None) -> list[Hit]:
