@@ -4,6 +4,7 @@ clock and a fake sleeper; no cursor blink, no timers."""
 from __future__ import annotations
 
 import asyncio
+import fcntl
 import functools
 import shutil
 import tempfile
@@ -153,20 +154,27 @@ def env_factory():
     # The data dir has the same path on every run (the welcome names it, and snapshots show
     # the welcome): pytest's tmp_path grows a digit as runs pile up (pytest-9, pytest-62),
     # which rewrapped the welcome text behind a modal and failed a snapshot.
+    # Two test runs at once (two checkouts on one machine) would share it: each test holds an
+    # exclusive lock on it for its life, so the other run waits for it instead of losing its
+    # store mid-test ("disk I/O error").
     data = Path(tempfile.gettempdir()) / "eva-tui-test"
-    shutil.rmtree(data, ignore_errors=True)
-    data.mkdir()
-    made: list[Env] = []
+    with open(Path(tempfile.gettempdir()) / "eva-tui-test.lock", "w") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        shutil.rmtree(data, ignore_errors=True)
+        data.mkdir()
+        made: list[Env] = []
 
-    def make(*args, **kwargs) -> Env:
-        e = build(data, *args, **kwargs)
-        made.append(e)
-        return e
+        def make(*args, **kwargs) -> Env:
+            e = build(data, *args, **kwargs)
+            made.append(e)
+            return e
 
-    yield make
-    for e in made:
-        e.memory.close()
-    shutil.rmtree(data, ignore_errors=True)
+        try:
+            yield make
+        finally:
+            for e in made:
+                e.memory.close()
+            shutil.rmtree(data, ignore_errors=True)
 
 
 __all__ = [
