@@ -50,6 +50,7 @@ from core.reply_guard import (
     MarkupFilter,
     PreambleFilter,
     ScriptFixer,
+    admits_not_knowing,
     asks_about_owner,
     brings_news,
     is_echo,
@@ -760,8 +761,11 @@ class Conversation:
                                              "retry": True})
                         note = f"{nudge} {say}"
                         messages.append({"role": "system", "retry": True, "content": note})
-                    # a small model may read the note back as its answer: that is an echo too
-                    echo = EchoHold(text, None, also=[note], support=support,
+                    # a small model may read the note back as its answer: that is an echo too.
+                    # After a reply in the other language the language is watched again (held
+                    # while wrong), so a second "I don't know" in it is said in the owner's
+                    echo = EchoHold(text, lang if wrong_language else None, also=[note],
+                                    support=support,
                                     earlier=self._earlier_replies(window, text))
                     continue
                 if retried and repeated and not echo.released:
@@ -776,6 +780,13 @@ class Conversation:
                     # asked again, it made a fact up again (or said nothing): she
                     # says she does not know (a reply only in the wrong voice is shown: its
                     # facts are the memory's, and an answer is not thrown away for grammar)
+                    yield own_line(DONT_KNOW)
+                    break
+                if (retried and wrong_language and echo.question and held
+                        and admits_not_knowing(held)):
+                    # asked again in the owner's language, it said it does not know in the
+                    # other one again (seen as the owner: "Какой у меня любимый фильм?" got
+                    # "I don't know what your favorite movie is."): her own words, in hers
                     yield own_line(DONT_KNOW)
                     break
                 if held and not echoed:

@@ -6,8 +6,9 @@ from __future__ import annotations
 
 import pytest
 
-from core import OWNER_IN_GROUP, OWNER_TRUSTED, PUBLIC, text
+from core import OWNER_IN_GROUP, OWNER_TRUSTED, PUBLIC, language, text
 from core.conversation import (
+    DONT_KNOW,
     Conversation,
     Notice,
     Remembering,
@@ -399,6 +400,24 @@ def test_a_short_reply_in_the_other_language_is_asked_again(mem):
     events = run(Conversation(mem, llm), "How is my dog called?")
     assert "".join(e.text for e in events if isinstance(e, Token)) == "Bublik!"
     assert len(llm.calls) == 1
+
+
+def test_i_dont_know_twice_in_the_other_language_is_said_in_the_owners(mem):
+    """Issue 9 and §8.10, seen as the owner: "Какой у меня любимый фильм?" got "I don't know
+    what your favorite movie is." twice. Asked again in the owner's language and still in the
+    other one, an admission of not knowing is said in Eva's own words in the owner's language;
+    a reply that states something is still shown (its facts are not thrown away for grammar)."""
+    llm = ScriptedLLM([["I don't know ", "what your favorite movie is."],
+                       ["I don't know ", "your favorite movie."]])
+    events = run(Conversation(mem, llm), "Какой у меня любимый фильм?")
+    shown = "".join(e.text for e in events if isinstance(e, Token))
+    assert shown == DONT_KNOW[language.RUSSIAN]
+    assert len(llm.calls) == 2
+    mem.save("Мой любимый фильм — «Амели».", OWNER_TRUSTED)
+    llm = ScriptedLLM([["Your favourite film ", "is Amelie."], ["Your favourite film is Amelie."]])
+    events = run(Conversation(mem, llm), "Какой у меня любимый фильм?")
+    assert "".join(e.text for e in events if isinstance(e, Token)) == (
+        "Your favourite film is Amelie.")
 
 
 def test_a_refusal_to_talk_is_held_back_and_asked_again(mem):
