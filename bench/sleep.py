@@ -1,6 +1,7 @@
 """Sleep at scale (SPEC §7): clustering time, cluster sizes, model calls, and a second night.
 
     python -m bench.sleep --memories 1000,10000 [--seed 7] [--dim 384] [--no-vectors]
+    python -m bench.sleep --memories 10000 --model qwen2.5-coder-1.5b [--changed 0.01] [--threads N]
 
 For each size a fresh store (a temp file, a :class:`ManualClock`) gets a synthetic corpus of
 mixed Russian/English records: unrelated "topics", near-duplicates of some of them (one or two
@@ -13,6 +14,15 @@ whole night with a no-op planner (every call answers "no changes") — its model
 timings and total time — and a second night one day later on the unchanged corpus, whose model
 calls must be 0 (settled clusters are not sent; kept forgetting candidates and an unchanged
 corpus for the kinds phase are not asked about again).
+
+``--model`` (issue 27 item 4, a night at scale): the first night settles the corpus with the
+no-op planner, as earlier nights would have; then ``--changed`` of it (1 % by default) changes
+since that night — half of it rewritten in place (a word changed), half new records that repeat
+an existing one with one value changed (what a supersession or a duplicate looks like) — and
+the next night runs with the real model as the planner. Printed under ``"changed_night"``:
+``candidate_seconds`` (the clustering phase plus the review's search for what to ask, before
+any call), ``model_calls``, ``seconds``, ``minutes``, the phases; and ``"after"``: one more
+night a day later on the unchanged store, whose calls must be 0.
 """
 
 from __future__ import annotations
@@ -22,6 +32,7 @@ import bisect
 import hashlib
 import json
 import random
+import re
 import sys
 import tempfile
 import time
@@ -31,6 +42,7 @@ from typing import Any
 import numpy as np
 
 from bench.common import NoopPlanner, environment, peak_rss_mb, rounded
+from core import OWNER_TRUSTED
 from core import text as core_text
 from core.clock import ManualClock
 from core.config import MemoryConfig, SleepConfig
@@ -174,7 +186,66 @@ def synthetic_corpus(n: int, seed: int = 7) -> list[dict[str, Any]]:
     return out[:n]
 
 
-def bench_size(n: int, seed: int, dim: int | None) -> dict[str, Any]:
+def _phases(run: Any) -> dict[str, Any]:
+    return {p.name: {"seconds": p.seconds, "calls": p.calls, "status": p.status}
+            for p in run.phases}
+
+
+def _candidate_seconds(run: Any) -> float | None:
+    """The clustering phase plus the review's candidate search (its journal note)."""
+    total, found = 0.0, False
+    for p in run.phases:
+        if p.name == "clustering":
+            total += p.seconds
+            found = True
+        m = re.search(r"candidates found in ([\d.]+) s", p.note or "")
+        if p.name == "review" and m:
+            total += float(m.group(1))
+    return total if found else None
+
+
+def changed_night(mem: Memory, sleeper: Sleeper, planner: Any, clock: ManualClock,
+                  changed: float, seed: int) -> dict[str, Any]:
+    """Change ``changed`` of the settled store, then a night with the real planner, then one
+    more on the unchanged store (see the module's doc)."""
+    rng = random.Random(seed + 1)
+    vocab = Vocabulary(rng)
+    live = [r for r in mem.corpus() if r.kind.value == "fact"]
+    k = max(2, round(changed * len(live)))
+    picked = rng.sample(live, k)
+    rewritten = added = 0
+    for i, r in enumerate(picked):
+        words = r.content.split()
+        words[rng.randrange(2, len(words))] = vocab.sample(1)[0]
+        if i % 2:
+            mem.update(r.id, OWNER_TRUSTED, content=" ".join(words))
+            rewritten += 1
+        else:
+            mem.save(" ".join(words), OWNER_TRUSTED)
+            added += 1
+    clock.advance(DAY)
+    c0 = planner.calls
+    t0 = time.perf_counter()
+    night = sleeper.run(reason="bench")
+    seconds = time.perf_counter() - t0
+    calls = planner.calls - c0
+    clock.advance(DAY)
+    c1 = planner.calls
+    t0 = time.perf_counter()
+    after = sleeper.run(reason="bench")
+    after_s = time.perf_counter() - t0
+    return {
+        "changed": {"records": k, "rewritten": rewritten, "added": added},
+        "changed_night": {"candidate_seconds": _candidate_seconds(night), "model_calls": calls,
+                          "seconds": seconds, "minutes": seconds / 60, "status": night.status,
+                          "phases": _phases(night)},
+        "after": {"model_calls": planner.calls - c1, "seconds": after_s,
+                  "status": after.status},
+    }
+
+
+def bench_size(n: int, seed: int, dim: int | None, model: Any = None, changed: float = 0.01
+               ) -> dict[str, Any]:
     with tempfile.TemporaryDirectory() as tmp:
         clock = ManualClock(T_NOW)
         emb = HashedEmbedder(dim) if dim else None
@@ -204,6 +275,8 @@ def bench_size(n: int, seed: int, dim: int | None) -> dict[str, Any]:
         night2 = sleeper.run(reason="bench")
         night2_s = time.perf_counter() - t0
         calls2 = planner.calls - calls1
+        at_scale = (changed_night(mem, Sleeper(mem, model, cfg, clock), model, clock, changed,
+                                  seed) if model is not None else {})
         mem.close()
     return {
         "memories": n,
@@ -218,12 +291,11 @@ def bench_size(n: int, seed: int, dim: int | None) -> dict[str, Any]:
             "size_histogram": {str(k): v for k, v in result.histogram().items()},
         },
         "night1": {"model_calls": calls1, "seconds": night1_s, "status": night1.status,
-                   "phases": {p.name: {"seconds": p.seconds, "calls": p.calls,
-                                       "status": p.status} for p in night1.phases}},
+                   "phases": _phases(night1)},
         "night2": {"model_calls": calls2, "seconds": night2_s, "status": night2.status,
-                   "phases": {p.name: {"seconds": p.seconds, "calls": p.calls,
-                                       "status": p.status} for p in night2.phases}},
+                   "phases": _phases(night2)},
         "second_night_zero_calls": calls2 == 0,
+        **at_scale,
     }
 
 
@@ -233,13 +305,28 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--seed", type=int, default=7)
     ap.add_argument("--dim", type=int, default=384, help="vector size of the hashed embedder")
     ap.add_argument("--no-vectors", action="store_true", help="lexical edges only")
+    ap.add_argument("--model", default=None,
+                    help="packaged model name or GGUF path: a night with it after --changed of "
+                         "the settled store changed")
+    ap.add_argument("--changed", type=float, default=0.01,
+                    help="share of the store changed before the --model night (default 0.01)")
+    ap.add_argument("--threads", type=int, default=None, help="the model's threads")
     args = ap.parse_args(argv)
+    if not 0 < args.changed <= 1:
+        ap.error("--changed must be in (0, 1]")
     sizes = [int(x) for x in args.memories.split(",") if x.strip()]
-    results = [bench_size(n, args.seed, None if args.no_vectors else args.dim) for n in sizes]
+    model = None
+    if args.model:
+        from bench.sleep_quality import load_planner
+
+        model = load_planner(args.model, threads=args.threads)
+    results = [bench_size(n, args.seed, None if args.no_vectors else args.dim, model,
+                          args.changed) for n in sizes]
     out = {"benchmark": "sleep", "environment": environment(), "results": results,
            "peak_rss_mb": peak_rss_mb()}
     print(json.dumps(rounded(out, 3), ensure_ascii=False, indent=2))
-    return 0 if all(r["second_night_zero_calls"] for r in results) else 1
+    return 0 if all(r["second_night_zero_calls"] and r.get("after", {}).get("model_calls", 0) == 0
+                    for r in results) else 1
 
 
 if __name__ == "__main__":

@@ -21,6 +21,21 @@ def test_scale_bench_second_night_costs_no_calls():
     assert r["night2"]["model_calls"] == 0 and r["second_night_zero_calls"]
 
 
+def test_scale_bench_asks_about_what_changed_since_the_last_night_and_then_nothing():
+    """Issue 27 item 4 (a night at scale), with the no-op planner standing for the model: after
+    a settled night, the records changed since it are asked about (calls, and the candidate
+    search timed), and one more night on the unchanged store makes no call."""
+    from bench.common import NoopPlanner
+
+    r = bench_sleep.bench_size(400, seed=3, dim=64, model=NoopPlanner(), changed=0.05)
+    assert r["changed"]["rewritten"] > 0 and r["changed"]["added"] > 0
+    night = r["changed_night"]
+    assert night["model_calls"] > 0 and night["status"] == "done"
+    assert night["candidate_seconds"] is not None and night["candidate_seconds"] > 0
+    assert night["candidate_seconds"] <= night["seconds"]
+    assert r["after"]["model_calls"] == 0
+
+
 def test_quality_bench_scores_the_oracle_at_the_ceiling(capsys):
     """The quality bench's metrics: a planner doing exactly what the corpus expects merges
     every duplicate, resolves every contradiction, derives every run, forgets every trivia

@@ -349,6 +349,7 @@ def review_decide(ctx: StageContext, state: ClusterState) -> None:
             chosen.append((unit, ids, cands))
             versions.update({i: ops.version_of(corpus[i]) for i in ids})
         asked_total = sum(len(c) for _, _, c in chosen)
+        found_in = elapsed()  # candidate generation: the links, the units, what to ask
 
         def prog(step: str, done: int, _total: int) -> None:
             ctx.progress("review", done, asked_total, f"{step}: {len(chosen)} cluster(s)")
@@ -381,6 +382,7 @@ def review_decide(ctx: StageContext, state: ClusterState) -> None:
             note += f"; {unanswered} cluster(s) with a failed question (nothing applied for them)"
         if waiting:
             note += f"; {waiting} cluster(s) wait for the next night (max_calls)"
+        note += f"; candidates found in {found_in:.2f} s"
 
         def mark(tx: SleepTxn, result: Applied) -> None:
             done = [i for unit, c in answered.items() if unit not in result.blocked_units
