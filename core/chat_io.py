@@ -36,6 +36,7 @@ from typing import Any
 
 from core.chats import MAX_TITLE, Chats
 from core.errors import MemoryOpError, clip, clip_text
+from core.portability import readable_time
 from core.transcript import Transcript
 
 FORMAT_VERSION = 1
@@ -64,15 +65,6 @@ class ChatExport:
     chats: int
     messages: int
     private_left_out: int  # messages written where private memory was visible, not exported
-
-
-def _when(ts: float | None) -> str:
-    if ts is None:
-        return "never"
-    try:
-        return datetime.fromtimestamp(ts, UTC).strftime("%Y-%m-%d %H:%M UTC")
-    except (OverflowError, OSError, ValueError, TypeError):
-        return f"{clip(ts)} (not a valid time)"
 
 
 def day_span(first: float, last: float) -> str:
@@ -114,7 +106,7 @@ def export_chats(chats: Chats, transcript: Transcript, fmt: str = "jsonl", *,
                                   "private": bool(m["private_ok"]), "status": m["status"]},
                                  ensure_ascii=False) + "\n" for m in by_chat[c.id]]
     else:
-        lines = [f"# Eva's chats — exported {_when(now)}\n", "\n",
+        lines = [f"# Eva's chats — exported {readable_time(now)}\n", "\n",
                  f"{len(kept)} chat{'s' if len(kept) != 1 else ''}, {n_msgs} "
                  f"message{'s' if n_msgs != 1 else ''}.\n"]
         if left_out:
@@ -125,11 +117,11 @@ def export_chats(chats: Chats, transcript: Transcript, fmt: str = "jsonl", *,
         lines.append("\n")
         for c in kept:
             lines.append(f"## {c.label} (#{c.id})\n\n")
-            lines.append(f"Persona {c.persona}; started {_when(c.created_at)}.\n\n")
+            lines.append(f"Persona {c.persona}; started {readable_time(c.created_at)}.\n\n")
             for m in by_chat[c.id]:
                 who = "You" if m["role"] == "user" else "Eva"
                 stopped = " (stopped)" if m["status"] == "stopped" else ""
-                lines.append(f"**{who}** · {_when(m['created_at'])}{stopped}\n\n")
+                lines.append(f"**{who}** · {readable_time(m['created_at'])}{stopped}\n\n")
                 lines.append(m["content"].rstrip() + "\n\n")
     return ChatExport(lines, len(kept), n_msgs, left_out)
 
@@ -611,3 +603,23 @@ def _parse_sillytavern(text: str, now: float) -> ImportPlan:
         except _Bad as e:
             problems.append((f"line {n}", str(e)))
     return _finish(plan, problems)
+
+
+def import_summary(plan: ImportPlan) -> list[str]:
+    """What a checked chat import holds, in the owner's words (the CLI and the TUI's preview
+    say the same)."""
+    n, m = len(plan.chats), plan.messages
+    lines = [f"{plan.format_name}: {n} chat{'s' if n != 1 else ''}, {m} "
+             f"message{'s' if m != 1 else ''}"]
+    if plan.skipped:
+        lines.append(f"{plan.skipped} message{'s are' if plan.skipped != 1 else ' is'} not "
+                     "yours or the assistant's words (system, tools, hidden, empty) and will "
+                     "not be imported")
+    if plan.empty_chats:
+        lines.append(f"{plan.empty_chats} chat{'s have' if plan.empty_chats != 1 else ' has'} "
+                     "nothing to import and will be left out")
+    if plan.times_guessed:
+        lines.append(f"{plan.times_guessed} message"
+                     f"{'s have' if plan.times_guessed != 1 else ' has'} no readable time and "
+                     "will take the time of the message before")
+    return lines

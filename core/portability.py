@@ -83,7 +83,7 @@ def _record_line(row: dict) -> dict[str, Any]:
     }
 
 
-def _when(ts: float | None) -> str:
+def readable_time(ts: float | None) -> str:
     """A stored time for reading. Whatever the store holds (year 1, a far future, text written
     by another tool) is shown, never raised on: the Markdown export must not fail on one bad
     value (issue 25 item C3)."""
@@ -119,7 +119,7 @@ def export(memory: Memory, fmt: str = "jsonl", *, include_archive: bool = False,
 
 
 def _markdown(rows: list[dict], left_out: int, include_archive: bool, now: float) -> list[str]:
-    out = [f"# Eva's memory — exported {_when(now)}\n", "\n"]
+    out = [f"# Eva's memory — exported {readable_time(now)}\n", "\n"]
     live = [r for r in rows if r["archived_at"] is None]
     arch = [r for r in rows if r["archived_at"] is not None]
     noun = "memory" if len(live) == 1 else "memories"
@@ -134,11 +134,12 @@ def _markdown(rows: list[dict], left_out: int, include_archive: bool, now: float
         flags = [r["kind"], f"importance {r['importance']}"]
         flags += [f for f, on in (("pinned", r["pinned"]), ("private", r["private"])) if on]
         lines = [f"- **#{r['id']}** {' · '.join(flags)} — {r['content']}\n",
-                 f"  created {_when(r['created_at'])}, updated {_when(r['updated_at'])}, "
-                 f"last recalled {_when(r['last_access_at'])}, reinforced "
+                 f"  created {readable_time(r['created_at'])}, "
+                 f"updated {readable_time(r['updated_at'])}, "
+                 f"last recalled {readable_time(r['last_access_at'])}, reinforced "
                  f"{len(r['accesses'])}×, source {r['source']}\n"]
         if r["archived_at"] is not None:
-            lines.append(f"  archived {_when(r['archived_at'])} by {r['archived_by']}: "
+            lines.append(f"  archived {readable_time(r['archived_at'])} by {r['archived_by']}: "
                          f"{r['archived_why'] or ''}\n")
         return lines
 

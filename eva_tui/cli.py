@@ -640,17 +640,7 @@ def cmd_export(config: cfg.EvaConfig, data_dir: Path, fmt: str, include_archive:
         return 1
     with mem:
         ex = portability.export(mem, fmt, include_archive=include_archive, private=private)
-    if out is not None:
-        _write_file(out, ex.lines, force)
-    else:
-        try:
-            sys.stdout.writelines(ex.lines)
-            sys.stdout.flush()
-        except BrokenPipeError:
-            raise
-        except OSError as e:  # /dev/full, a full disk under a redirect
-            raise OutputError(f"cannot write the export to stdout: {e.strerror or e}; it is "
-                              "incomplete", stdout=True) from e
+    _emit(ex.lines, out, force)
     what = f"exported {ex.records - ex.archived} memories"
     if include_archive:
         what += f" and {ex.archived} archived"
@@ -676,6 +666,21 @@ def _check_output(out: Path, force: bool) -> None:
     if out.exists() and not force:
         raise UsageError(f"{out} already exists; not overwriting it (pass --force to replace "
                          "it, or give another -o FILE)")
+
+
+def _emit(lines: list[str], out: Path | None, force: bool) -> None:
+    """An export's lines to ``out`` (see :func:`_write_file`), or to stdout."""
+    if out is not None:
+        _write_file(out, lines, force)
+        return
+    try:
+        sys.stdout.writelines(lines)
+        sys.stdout.flush()
+    except BrokenPipeError:
+        raise
+    except OSError as e:  # /dev/full, a full disk under a redirect
+        raise OutputError(f"cannot write the export to stdout: {e.strerror or e}; it is "
+                          "incomplete", stdout=True) from e
 
 
 def _write_file(out: Path, lines: list[str], force: bool) -> None:
@@ -758,17 +763,7 @@ def cmd_export_chats(config: cfg.EvaConfig, data_dir: Path, fmt: str, chat_id: i
     with mem:
         ex = chat_io.export_chats(mem.attach(Chats), mem.attach(Transcript), fmt,
                                   chat_id=chat_id, private=private, now=time.time())
-    if out is not None:
-        _write_file(out, ex.lines, force)
-    else:
-        try:
-            sys.stdout.writelines(ex.lines)
-            sys.stdout.flush()
-        except BrokenPipeError:
-            raise
-        except OSError as e:
-            raise OutputError(f"cannot write the export to stdout: {e.strerror or e}; it is "
-                              "incomplete", stdout=True) from e
+    _emit(ex.lines, out, force)
     _err_note(f"exported {ex.chats} chat{'s' if ex.chats != 1 else ''} with {ex.messages} "
               f"message{'s' if ex.messages != 1 else ''}" + (f" to {output}" if output else ""))
     if ex.private_left_out:
@@ -777,23 +772,6 @@ def cmd_export_chats(config: cfg.EvaConfig, data_dir: Path, fmt: str, chat_id: i
                   f"{'was' if ex.private_left_out == 1 else 'were'} left out (--private "
                   "includes them)")
     return 0
-
-
-def import_summary(plan) -> list[str]:
-    """What a checked chat import holds, for the owner (the CLI and the TUI's preview)."""
-    lines = [f"{plan.format_name}: {len(plan.chats)} chat{'s' if len(plan.chats) != 1 else ''}"
-             f", {plan.messages} message{'s' if plan.messages != 1 else ''}"]
-    if plan.skipped:
-        lines.append(f"{plan.skipped} message{'s are' if plan.skipped != 1 else ' is'} not "
-                     "yours or the assistant's words (system, tools, hidden, empty) and "
-                     "will not be imported")
-    if plan.empty_chats:
-        lines.append(f"{plan.empty_chats} chat{'s have' if plan.empty_chats != 1 else ' has'} "
-                     "nothing to import and will be left out")
-    if plan.times_guessed:
-        lines.append(f"{plan.times_guessed} message{'s have' if plan.times_guessed != 1 else ' has'}"
-                     " no readable time and will take the time of the message before")
-    return lines
 
 
 def cmd_import_chats(config: cfg.EvaConfig, data_dir: Path, file: str, *,
@@ -813,7 +791,7 @@ def cmd_import_chats(config: cfg.EvaConfig, data_dir: Path, file: str, *,
         if e.total > len(e.problems):
             _err_note(f"  … and {e.total - len(e.problems)} more bad lines")
         return 1
-    for line in import_summary(plan):
+    for line in chat_io.import_summary(plan):
         _say(line)
     for c in plan.chats[:20]:
         _say(f"  {c.title or '(untitled)'} — {len(c.messages)} messages, "

@@ -33,21 +33,7 @@ PREVIEW_ROWS = 200  # chats listed in the preview at most (the counts cover all)
 
 def summary_lines(plan: chat_io.ImportPlan) -> list[str]:
     """What a checked import holds, in the owner's words (the CLI says the same)."""
-    n, m = len(plan.chats), plan.messages
-    lines = [f"{plan.format_name}: {n} chat{'s' if n != 1 else ''}, {m} "
-             f"message{'s' if m != 1 else ''}."]
-    if plan.skipped:
-        lines.append(f"{plan.skipped} message{'s are' if plan.skipped != 1 else ' is'} not "
-                     "yours or the assistant's words (system, tools, hidden, empty) and will "
-                     "not be imported.")
-    if plan.empty_chats:
-        lines.append(f"{plan.empty_chats} chat{'s have' if plan.empty_chats != 1 else ' has'} "
-                     "nothing to import and will be left out.")
-    if plan.times_guessed:
-        lines.append(f"{plan.times_guessed} message"
-                     f"{'s have' if plan.times_guessed != 1 else ' has'} no readable time and "
-                     "will take the time of the message before.")
-    return lines
+    return [f"{line}." for line in chat_io.import_summary(plan)]
 
 
 class Checked(Message):
