@@ -413,7 +413,12 @@ class MemoryWriter:
         from the arithmetic (:func:`outdated_by`) where there are no USE vectors."""
         hits = self.memory.recall(owner_text, ctx, top_k=RELATED_SHOWN)
         now = self.memory.clock.now()
-        records = self.memory.visible([h.id for h in hits], ctx)
+        ids = [h.id for h in hits]
+        if asks_to_forget(owner_text):
+            # what the request names in the other script is shown first, recalled or not
+            named = self.named_in_other_script(owner_text)
+            ids = list(dict.fromkeys([*named, *ids]))[:max(RELATED_SHOWN, len(named))]
+        records = self.memory.visible(ids, ctx)
         model, embed = correction_model(), use_vectors(self.memory.embedder)
         scores = (model.scores(owner_text, [r.content for r in records], embed)
                   if model is not None and embed is not None else None)
@@ -432,6 +437,22 @@ class MemoryWriter:
             out.append(Related(r.id, r.kind.value, human_age(now - r.updated_at), r.content,
                                hint, p))
         return out
+
+    def named_in_other_script(self, owner_text: str) -> list[int]:
+        """Live records holding a word of a request in the other script ("Забудь про укулеле"
+        names "I've taken up the ukulele…"), by the first five Latin letters of stems five
+        letters long at least (as :meth:`named_by_request` matches them). Measured on an
+        unseen scenario: that request recalled only the asthma memory, so the ukulele was never
+        shown to the step and stayed. At most :data:`RELATED_SHOWN`, newest first; the caller
+        applies what the turn may see."""
+        want = {_roman(w)[:5] for w in text.stem_set(owner_text) - _ASKING if len(w) >= 5}
+        if not want:
+            return []
+        cyrillic = bool(re.search("[а-яё]", owner_text.lower()))
+        found = [rid for rid, stems in self.memory.stem_sets().items()
+                 if any(len(t) >= 5 and bool(re.search("[а-яё]", t)) != cyrillic
+                        and _roman(t)[:5] in want for t in stems)]
+        return sorted(found, reverse=True)[:RELATED_SHOWN]
 
     def instruction(self, ex: Exchange, ctx: TurnContext, related: list[Related],
                     allow_update: bool, allow_forget: bool) -> str:

@@ -730,6 +730,25 @@ def test_a_forget_in_the_other_language_still_forgets_the_named_memory(tmp_path)
     mem.close()
 
 
+def test_a_forget_names_a_memory_in_the_other_script_that_recall_did_not_find(mem):
+    """Issue 26, §8.10 ("a forget touches only what the owner named"), measured on an unseen
+    scenario: "Забудь про укулеле, я бросил после двух уроков." recalled only the asthma
+    memory, so "I've taken up the ukulele…" was never shown to the step and stayed. A word of
+    the request in the other script (the first five Latin letters) shows its memory to the step,
+    which forgets it; the asthma memory the model names as well stays."""
+    uke = mem.save("I've taken up the ukulele, a guy called Fraser gives me lessons on "
+                   "Thursdays.", OWNER_TRUSTED).id
+    asthma = mem.save("I've had asthma since I was a kid, my inhaler lives in my jacket pocket.",
+                      OWNER_TRUSTED).id
+    mem.save("Мы с женой по вечерам сами перекладываем плитку в ванной.", OWNER_TRUSTED)
+    request = "Забудь про укулеле, я бросил после двух уроков."
+    assert uke not in [h.id for h in mem.recall(request, OWNER_TRUSTED)]
+    llm = ScriptedLLM([["Хорошо, забыла."]], plans=_forget_plan(uke, asthma))
+    fins = finished(run(Conversation(mem, llm), request))
+    assert [f.result.ok for f in fins] == [True, False]
+    assert [r.id for r in mem.list(limit=10) if r.id in (uke, asthma)] == [asthma]
+
+
 def test_a_forget_of_one_of_two_similar_memories_keeps_the_other(mem):
     """Issue 26: "Forget that Anna lives in Tbilisi" names the record saying so, not every
     record about Anna; a request naming both ("forget everything about Anna") takes both."""
