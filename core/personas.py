@@ -32,6 +32,8 @@ from core.records import GLOBAL_SCOPE, Actor
 
 DEFAULT_ID = "default"
 ACTIVE_KEY = "persona.active"
+MODEL_KEY = "persona.model."  # + id: the chat model a persona names (issue 31), in ``meta``
+MAX_MODEL = 500
 DETAIL_LEVELS = ("key", "balanced", "detailed")  # core.conversation.DETAIL_LEVELS (a test checks)
 MAX_NAME = 40
 MAX_TEXT = 8000
@@ -157,6 +159,22 @@ class Personas:
         self._storage.meta_set(ACTIVE_KEY, p.id)
         return p
 
+    def model_of(self, persona_id: str) -> str | None:
+        """The chat model this persona names (a model spec as ``[llm.model] general`` takes);
+        None: the default model. Kept in ``meta``: no migration (issue 31)."""
+        return self._storage.meta_get(MODEL_KEY + persona_id) or None
+
+    def set_model(self, persona_id: str, spec: object) -> None:
+        """Name the persona's model (None or "" to use the default one)."""
+        p = self.get(persona_id)
+        if spec is None or (isinstance(spec, str) and not spec.strip()):
+            with self._storage.transaction() as conn:
+                conn.execute("DELETE FROM meta WHERE key = ?", (MODEL_KEY + p.id,))
+            return
+        if not isinstance(spec, str) or len(spec) > MAX_MODEL:
+            raise MemoryOpError(f"a model is named by text of at most {MAX_MODEL} characters")
+        self._storage.meta_set(MODEL_KEY + p.id, spec.strip())
+
     # ------------------------------------------------------------------ changes
     def create(self, name: object, now: float, *, persona_text: object = None,
                detail_level: object = None, learning: object = None) -> Persona:
@@ -238,4 +256,5 @@ class Personas:
             conn.execute("DELETE FROM personas WHERE id = ?", (persona_id,))
             if self._storage.meta_get(ACTIVE_KEY) == persona_id:
                 conn.execute("DELETE FROM meta WHERE key = ?", (ACTIVE_KEY,))
+            conn.execute("DELETE FROM meta WHERE key = ?", (MODEL_KEY + persona_id,))
         return ids, chats

@@ -27,11 +27,12 @@ from textual.screen import Screen
 from textual.worker import Worker, WorkerState
 
 from core.clock import Clock
+from core.locality import host_of
 from eva_tui import strings as S
 from eva_tui.config import EvaConfig, format_duration
 from eva_tui.messages import ScheduleRead, TurnFinished, TurnStarted
 from eva_tui.palette import MemoryProvider
-from eva_tui.services import Services, SleeperLike
+from eva_tui.services import Component, Services, SleeperLike
 from eva_tui.widgets.base import EvaScreen
 from eva_tui.widgets.fmt import in_time
 from eva_tui.widgets.help import HelpScreen
@@ -178,7 +179,10 @@ class EvaApp(App):
         if self.start_loading and s.memory is None:
             self._bring_up_memory()
         if self.start_loading and s.chat_model is None and s.config.llm.general:
-            self._bring_up_model()
+            if s.remote_model and not s.remote_confirmed():
+                self._ask_remote()  # issue 31: the owner agrees once before memory leaves
+            else:
+                self._bring_up_model()
         if s.memory is not None:
             self._services_changed()
         else:
@@ -219,6 +223,62 @@ class EvaApp(App):
                 self.post_message(ServicesChanged())
 
         self.services.load_model(progress)
+        self.post_message(ServicesChanged())
+
+    def _ask_remote(self) -> None:
+        from screens.models import RemoteConfirm
+
+        s = self.services
+
+        def answered(yes: bool | None) -> None:
+            if yes:
+                s.confirm_remote()
+                self._bring_up_model()
+                return
+            s.model = Component(s.model.name, "off", "declined: memory stays on this machine")
+            self.notify("Chat is off: the model server is not on this machine and you kept "
+                        "your memory here. Change [llm] base_url, or restart Eva to be asked "
+                        "again.", severity="warning", timeout=15)
+            self.refresh_status()
+
+        self.push_screen(RemoteConfirm(s.config.llm.base_url or ""), answered)
+
+    # ------------------------------------------------------------------ models (issue 31)
+    def action_pick_model(self) -> None:
+        from screens.models import ModelPicker
+
+        def picked(spec: str | None) -> None:
+            if spec:
+                self._switch_model(spec, None)
+
+        self.push_screen(ModelPicker(), picked)
+
+    def action_pick_persona_model(self) -> None:
+        from screens.models import ModelPicker
+
+        p = self.services.current_persona
+        name = p.name if p is not None else "Eva"
+
+        def picked(spec: str | None) -> None:
+            if spec and p is not None:
+                self._switch_model(spec, p.id)
+
+        self.push_screen(ModelPicker(f"The model {name} runs on"), picked)
+
+    @work(thread=True, exit_on_error=False, name="switching the model", group="model-switch",
+          exclusive=True)
+    def _switch_model(self, spec: str, persona_id: str | None) -> None:
+        s = self.services
+        try:
+            if persona_id is not None and s.personas is not None:
+                s.personas.set_model(persona_id, spec)
+            s.switch_model(spec, default=persona_id is None)
+        except Exception as e:  # ModelUnavailable, a store error: the current model stays
+            self.call_from_thread(self.notify, f"Staying on {s.model_label()}: {e}",
+                                  severity="error", timeout=12)
+            return
+        self.call_from_thread(self.notify, f"The next turn runs on {s.model_label()}.",
+                              timeout=6)
         self.post_message(ServicesChanged())
 
     @work(thread=True, exit_on_error=False, name="warming up the model", group="bring-up")
@@ -262,6 +322,8 @@ class EvaApp(App):
     def refresh_status(self) -> None:
         s = self.services
         parts = [f"model: {s.model_label()}", f"recall: {s.embedder_label()}"]
+        if s.remote_model:  # issue 31: said wherever the model is named
+            parts.insert(1, f"⚠ memory leaves this machine ({host_of(s.config.llm.base_url)})")
         if s.memory is not None:
             n = s.memory.live_count()  # in memory: the event loop runs no SQL (issue 15)
             parts.append(f"{n} memor{'y' if n == 1 else 'ies'}")
@@ -588,6 +650,11 @@ class EvaApp(App):
         yield SystemCommand(S.SLEEP_NOW, S.SLEEP_NOW_HELP, self.action_sleep_now)
         yield SystemCommand(S.DRY_RUN_NOW, S.DRY_RUN_HELP, partial(self.action_sleep_now, True))
         yield SystemCommand(S.WAKE, S.WAKE_HELP, self.action_wake)
+        yield SystemCommand("Switch model", "Run the chat on another model from the next turn "
+                            "(packaged, local GGUF or the server's); the chat and memory stay",
+                            self.action_pick_model)
+        yield SystemCommand("Persona's model", "Name the model the active persona runs on",
+                            self.action_pick_persona_model)
         for cmd in owner.owner_commands(self):  # issue 13: personas, add, clear, export, backup
             yield SystemCommand(cmd.title, cmd.help, cmd.callback)
         target = screen

@@ -549,7 +549,15 @@ def cmd_doctor(config: cfg.EvaConfig, data_dir: Path) -> int:
     except Exception as e:
         fail("store", f"{e} — check that {data_dir} is writable and not used by a broken copy")
         n = 0
-    # models
+    # models (issue 31: packaged names and GGUF paths run in-process; the server's by HTTP)
+    from core.locality import host_of
+    from eva_tui.loader import gpu_offload, route
+
+    llm = config.llm
+    if llm.base_url and llm.remote:
+        fail("remote model", f"memory leaves this machine: the model server {llm.base_url} is "
+             f"on {host_of(llm.base_url)} ([llm] allow_remote = true)", essential=False)
+    served: list[str] | None = None
     for what, spec in (
         ("chat model", config.llm.general),
         ("smartest", config.llm.smartest),
@@ -557,15 +565,39 @@ def cmd_doctor(config: cfg.EvaConfig, data_dir: Path) -> int:
     ):
         if spec is None and what != "chat model":
             continue
-        problem = loader.check_chat(spec)
+        backend, name = route(spec or "", llm.backend) if spec else (llm.backend, None)
+        if backend == "openai" and name:
+            if served is None:
+                try:
+                    served = loader.server_models(llm.base_url, llm.allow_remote,
+                                                  llm.api_key_env)
+                except ModelUnavailable as e:
+                    served = []
+                    fail(what, f"{e} — start the server or fix [llm] base_url",
+                         essential=what == "chat model")
+                    continue
+            if served and name not in served:
+                fail(what, f"{name!r} is not among the server's models "
+                     f"({', '.join(served[:8])})", essential=what == "chat model")
+            elif served:
+                ok(what, f"{name} on {llm.base_url}")
+            continue
+        problem = loader.check_chat(name)
         if problem:
             fail(what, problem, essential=what == "chat model")
         else:
             ok(what, f"{spec} (installed)")
     if importlib.util.find_spec("llama_cpp") is None:
-        fail("llama.cpp", "llama-cpp-python is not installed — run `make setup`")
+        fail("llama.cpp", "llama-cpp-python is not installed — run `make setup`",
+             essential=llm.backend == "llama.cpp")
     else:
-        ok("llama.cpp", "llama-cpp-python importable")
+        gpu = gpu_offload()
+        where = ("GPU offload: yes" if gpu else
+                 "GPU offload: no (a CPU build; see the README for CUDA, Metal, Vulkan)")
+        ok("llama.cpp", f"llama-cpp-python importable; {where}; gpu_layers = {llm.gpu_layers}")
+        if llm.gpu_layers and not gpu:
+            fail("gpu", f"[llm] gpu_layers = {llm.gpu_layers}, but this llama.cpp has no GPU "
+                 "backend: the layers run on the CPU", essential=False)
     # embedder and vectors
     spec = config.memory.embedding_model
     if not spec:

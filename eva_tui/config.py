@@ -6,8 +6,10 @@ directory is ``$XDG_DATA_HOME/eva`` (``~/.local/share/eva``). Tables and keys, a
 them::
 
     [memory]            # core.config.MemoryConfig: top_k, prompt_budget, embedding_model, …
-    [llm]               # context_size, threads
-    [llm.model]         # general, smartest (packaged names or .gguf paths)
+    [llm]               # context_size, threads, gpu_layers, backend, base_url, api_key_env,
+                        # allow_remote
+    [llm.model]         # general, smartest (packaged names or .gguf paths; with the openai
+                        # backend, the server's model names)
     [chat]              # detail_level, learning, memory_writes, persona_file, keep_days,
                         # summaries, max_message_chars
     [sleep]             # every, idle_for, dry_run, … (handed to core.sleep as they are)
@@ -87,18 +89,48 @@ class SleepModels:
     model: str | None = None
 
 
+BACKENDS = ("llama.cpp", "openai")
+_ENV_VAR = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
+
+
 @dataclass(frozen=True)
 class LLMSettings:
     general: str | None = DEFAULT_CHAT_MODEL  # None: no chat model configured
     smartest: str | None = None
     context_size: int = 8192
     threads: int | None = None
+    # issue 31: "llama.cpp" runs a GGUF in-process; "openai" talks to an OpenAI-compatible
+    # server (Ollama, llama-server, LM Studio) at base_url, where [llm.model] names its models
+    backend: str = "llama.cpp"
+    base_url: str | None = None
+    api_key_env: str | None = None  # the NAME of the variable holding the key, never the key
+    allow_remote: bool = False  # SPEC §9: a non-loopback base_url sends memory off the machine
+    gpu_layers: int = 0  # llama.cpp layers offloaded to the GPU (-1: all)
 
     def __post_init__(self) -> None:
         if not 512 <= self.context_size <= 1_048_576:
             raise ValueError(f"context_size: must be 512..1048576 (got {self.context_size})")
         if self.threads is not None and self.threads < 1:
             raise ValueError(f"threads: must be >= 1 (got {self.threads})")
+        if self.gpu_layers < -1:
+            raise ValueError(f"gpu_layers: must be 0 (CPU only), a number of layers, or -1 "
+                             f"for all (got {self.gpu_layers})")
+        if self.api_key_env is not None and not _ENV_VAR.match(self.api_key_env):
+            raise ValueError("api_key_env: must be the name of an environment variable that "
+                             "holds the key (e.g. OPENAI_API_KEY), never the key itself")
+        if self.backend == "openai" or self.base_url:
+            from core.locality import check_base_url
+
+            problem = check_base_url(self.base_url, self.allow_remote)
+            if problem:
+                raise ValueError(problem.removeprefix("[llm] "))
+
+    @property
+    def remote(self) -> bool:
+        """The server is not on this machine (allowed by allow_remote): memory leaves it."""
+        from core.locality import is_loopback
+
+        return bool(self.base_url) and not is_loopback(self.base_url or "")
 
 
 @dataclass(frozen=True)
@@ -286,7 +318,7 @@ def _build_llm(table: dict[str, Any]) -> LLMSettings:
         model = {"general": model}
     model = _table(model, "[llm.model]")
     models = build(LLMModels, model, "[llm.model]")
-    return build(LLMSettings, table, "[llm]",
+    return build(LLMSettings, table, "[llm]", choices={"backend": BACKENDS},
                  fixed={"general": models.general, "smartest": models.smartest})
 
 
@@ -382,7 +414,8 @@ def known_keys() -> list[str]:
     """Every dotted key the config understands (keymap excepted): what a misspelt ``EVA_``
     variable or file key is compared with."""
     out = [f"memory.{f.name}" for f in fields(MemoryConfig)]
-    out += ["llm.context_size", "llm.threads", "llm.model.general", "llm.model.smartest"]
+    out += [f"llm.{f.name}" for f in fields(LLMSettings) if f.name not in ("general", "smartest")]
+    out += ["llm.model.general", "llm.model.smartest"]
     out += [f"chat.{f.name}" for f in fields(ChatSettings)]
     out += [f"sleep.{f.name}" for f in fields(SleepConfig)
             if f.name not in ("smartest", "general", "memory_model")]

@@ -40,6 +40,7 @@ BINDING_IDS: frozenset[str] = frozenset({
     "add.cancel", "add.save", "move.cancel", "clear.cancel", "clear_pinned.cancel",
     "message.edit", "message.delete", "answer.edit", "answer.delete", "answer.previous",
     "answer.next", "message_edit.cancel", "message_edit.save",
+    "models.close", "remote.cancel",
 })
 
 MODIFIERS = frozenset({"ctrl", "shift", "alt", "meta", "super", "hyper"})

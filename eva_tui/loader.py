@@ -8,13 +8,16 @@ Tests replace the :class:`ModelLoader` with a fake of the same shape.
 
 from __future__ import annotations
 
+import contextlib
 from collections.abc import Callable
+from dataclasses import dataclass
 from pathlib import Path
 from types import ModuleType
 from typing import Any
 
 from core.embedding import Embedder
 from core.llm import ChatModel
+from core.locality import check_base_url
 
 Progress = Callable[[int, int], None]
 
@@ -47,6 +50,14 @@ def _llama() -> ModuleType:
     return llama
 
 
+def _openai() -> ModuleType:
+    try:
+        from models import openai_compat
+    except ImportError as e:
+        raise _missing("models.openai_compat", e) from None
+    return openai_compat
+
+
 def _embedders() -> ModuleType:
     try:
         from models import embedders
@@ -63,6 +74,53 @@ def packaged_chat_models() -> list[str]:
     except ModelUnavailable:
         return []
     return [n for n, m in packaged.REGISTRY.items() if not isinstance(m, packaged.FastembedDir)]
+
+
+SERVER_PREFIX = "openai:"  # a model of the [llm] base_url server, whatever the backend
+LOCAL_PREFIX = "llama.cpp:"  # a packaged name or GGUF path in-process, whatever the backend
+
+
+def route(spec: str, backend: str = "llama.cpp") -> tuple[str, str]:
+    """(backend, name) of a model spec (issue 31): ``openai:NAME`` is the server's model NAME,
+    ``llama.cpp:SPEC`` a packaged model or GGUF run in-process; a bare spec is the configured
+    backend's (with ``backend = "openai"``, the server's model names)."""
+    if spec.startswith(SERVER_PREFIX):
+        return "openai", spec[len(SERVER_PREFIX):]
+    if spec.startswith(LOCAL_PREFIX):
+        return "llama.cpp", spec[len(LOCAL_PREFIX):]
+    return backend, spec
+
+
+def spec_for(backend: str, name: str, configured: str) -> str:
+    """The spec that names ``name`` on ``backend`` from a config whose backend is
+    ``configured`` (bare when they agree, prefixed when not)."""
+    if backend == configured:
+        return name
+    return (SERVER_PREFIX if backend == "openai" else LOCAL_PREFIX) + name
+
+
+@dataclass(frozen=True)
+class ModelChoice:
+    """One entry of the model picker (issue 31 item 3)."""
+
+    spec: str  # what [llm.model] general is set to
+    label: str
+    source: str  # "packaged" | "local" | "server"
+    ready: bool = True  # installed / reachable
+    note: str = ""
+
+
+def gpu_offload() -> bool | None:
+    """Whether the installed llama.cpp was built with a GPU backend (CUDA, Metal, Vulkan…);
+    None when llama-cpp-python cannot be imported."""
+    try:
+        import llama_cpp
+    except ImportError:
+        return None
+    try:
+        return bool(llama_cpp.llama_supports_gpu_offload())
+    except Exception:  # noqa: BLE001 - an old binding without the call
+        return None
 
 
 class ModelLoader:
@@ -97,6 +155,7 @@ class ModelLoader:
         context_size: int = 8192,
         threads: int | None = None,
         progress: Progress | None = None,
+        gpu_layers: int = 0,
     ) -> ChatModel:
         problem = self.check_chat(spec)
         if problem:
@@ -110,10 +169,96 @@ class ModelLoader:
         kwargs: dict[str, Any] = {"n_ctx": context_size, "name": self.describe(spec)}
         if threads:
             kwargs["n_threads"] = threads
+        if gpu_layers:
+            kwargs["n_gpu_layers"] = gpu_layers
         try:
             return llama.load_chat_model(str(path), **kwargs)
         except Exception as e:  # llama.cpp failures: show the owner, keep the app alive
             raise ModelUnavailable(f"chat model {spec!r} failed to load: {e}") from None
+
+    # ------------------------------------------------------------------ a model server
+    def check_server(self, base_url: str | None, allow_remote: bool) -> str | None:
+        """None when Eva may talk to this server (no connection is made to decide)."""
+        return check_base_url(base_url, allow_remote)
+
+    def server_model(self, name: str, *, base_url: str | None, allow_remote: bool = False,
+                     api_key_env: str | None = None, context_size: int = 8192,
+                     probe: bool = True) -> ChatModel:
+        """The server's model ``name`` (issue 31). Refused before any connection when the
+        server is not on this machine and ``allow_remote`` is off; with ``probe``, the server
+        must answer ``GET /v1/models``."""
+        problem = self.check_server(base_url, allow_remote)
+        if problem:
+            raise ModelUnavailable(problem)
+        oc = _openai()
+        key = oc.api_key_from(api_key_env)
+        if api_key_env and key is None:
+            raise ModelUnavailable(f"[llm] api_key_env names {api_key_env}, which is not set "
+                                   "in the environment")
+        assert base_url is not None
+        model = oc.OpenAICompatModel(base_url, name, api_key=key, context_size=context_size,
+                                     allow_remote=allow_remote)
+        if probe:
+            try:
+                model.list_models()
+            except Exception as e:
+                raise ModelUnavailable(f"{e} — start the server or fix [llm] base_url"
+                                       ) from None
+        return model
+
+    def server_models(self, base_url: str | None, allow_remote: bool = False,
+                      api_key_env: str | None = None) -> list[str]:
+        """The model ids the server reports (``/v1/models``); raises ModelUnavailable."""
+        m = self.server_model("", base_url=base_url, allow_remote=allow_remote,
+                              api_key_env=api_key_env, probe=False)
+        try:
+            return m.list_models()  # type: ignore[attr-defined]
+        except Exception as e:
+            raise ModelUnavailable(str(e)) from None
+
+    def choices(self, llm: Any, extra_paths: tuple[str | None, ...] = ()) -> list[ModelChoice]:
+        """What the model picker lists: the packaged chat models, the GGUF files in the models
+        directory (and any configured path), and the server's models when one is set."""
+        out: list[ModelChoice] = []
+        try:
+            packaged = _packaged()
+        except ModelUnavailable:
+            packaged = None
+        seen: set[str] = set()
+        if packaged is not None:
+            for name in packaged_chat_models():
+                installed = packaged.is_installed(name)
+                m = packaged.REGISTRY[name]
+                out.append(ModelChoice(spec_for("llama.cpp", name, llm.backend), name,
+                                       "packaged", installed,
+                                       "" if installed else f"run `{m.make_target}`"))
+                with contextlib.suppress(Exception):
+                    seen.add(str(packaged.resolve_gguf(name)) if installed else name)
+            files: list[Path] = []
+            with contextlib.suppress(OSError):
+                files = sorted(packaged.models_dir().glob("*.gguf"))
+            for p in files:
+                if str(p) not in seen:
+                    seen.add(str(p))
+                    out.append(ModelChoice(spec_for("llama.cpp", str(p), llm.backend),
+                                           p.name, "local"))
+        for path in extra_paths:
+            if path and route(path, llm.backend)[0] == "llama.cpp":
+                name = route(path, llm.backend)[1]
+                if name.endswith(".gguf") and str(Path(name).expanduser()) not in seen:
+                    seen.add(str(Path(name).expanduser()))
+                    out.append(ModelChoice(spec_for("llama.cpp", name, llm.backend),
+                                           Path(name).name, "local",
+                                           Path(name).expanduser().is_file()))
+        if llm.base_url:
+            try:
+                names = self.server_models(llm.base_url, llm.allow_remote, llm.api_key_env)
+            except ModelUnavailable as e:
+                out.append(ModelChoice("", "the model server", "server", False, str(e)))
+            else:
+                out += [ModelChoice(spec_for("openai", n, llm.backend), n, "server")
+                        for n in names]
+        return out
 
     # ------------------------------------------------------------------ embedders
     def check_embedder(self, spec: str | None) -> str | None:

@@ -30,9 +30,12 @@ from core.personas import Persona, Personas
 from core.privacy import OWNER_TRUSTED, TurnContext
 from core.sleep import CONSOLIDATE_TOOL, Sleeper, consolidate_tool, resolve_planner
 from eva_tui.config import ChatSettings, EvaConfig
-from eva_tui.loader import ModelLoader, ModelUnavailable
+from eva_tui.loader import ModelLoader, ModelUnavailable, route
+from eva_tui.model_slot import LazyModel, ModelSlot
 
 DB_NAME = "memory.db"
+KEEP_MODELS = 2
+REMOTE_OK = "remote-model-ok"  # the base_url the owner agreed to send memory to (issue 31)
 
 
 class SleeperLike(Protocol):
@@ -94,7 +97,19 @@ class Services:
         self.clock: Clock = clock or (memory.clock if memory is not None else SystemClock())
         self.loader = loader or ModelLoader()
         self.memory = memory
-        self.chat_model = chat_model
+        # what the conversation, its writer and summariser hold: switching the model swaps
+        # what the slot points at, from the next call on (issue 31 item 3)
+        self.slot = ModelSlot(chat_model)
+        self.model_spec: str | None = config.llm.general if chat_model is None else getattr(
+            chat_model, "name", None)  # the spec of the loaded chat model
+        # the model of a persona that names none
+        self.default_spec = config.llm.general if chat_model is None else self.model_spec
+        self._planner: ChatModel | None = None
+        # the models loaded so far, most recent last: switching back reuses one (at most
+        # KEEP_MODELS are kept; an older one is closed)
+        self._models: dict[str, ChatModel] = {}
+        if chat_model is not None and self.model_spec:
+            self._models[self.model_spec] = chat_model
         self.conversation: Conversation | None = None
         self.sleeper = sleeper
         self._sleeper_factory = sleeper_factory or build_sleeper
@@ -202,6 +217,54 @@ class Services:
         self.vectors_todo = self.vectors_done = 0
         return done
 
+    @property
+    def chat_model(self) -> ChatModel | None:
+        """The chat model in use now (what the slot points at)."""
+        return self.slot.current
+
+    @chat_model.setter
+    def chat_model(self, model: ChatModel | None) -> None:
+        self.slot.current = model
+
+    @property
+    def remote_model(self) -> bool:
+        """The chat runs on a server that is not this machine: memory leaves it (SPEC §9)."""
+        llm = self.config.llm
+        uses_server = any(route(s, llm.backend)[0] == "openai"
+                          for s in (self.model_spec, self.config.planner_model) if s)
+        return uses_server and llm.remote
+
+    def remote_confirmed(self) -> bool:
+        """The owner agreed, once, to send memory to this server (kept in the data dir)."""
+        try:
+            return (self.data_dir / REMOTE_OK).read_text().strip() == self.config.llm.base_url
+        except OSError:
+            return False
+
+    def confirm_remote(self) -> None:
+        import os
+
+        self.data_dir.mkdir(parents=True, exist_ok=True)
+        fd = os.open(self.data_dir / REMOTE_OK, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+        with os.fdopen(fd, "w") as f:
+            f.write(f"{self.config.llm.base_url}\n")
+
+    def load_spec(self, spec: str, progress: Callable[[int, int], None] | None = None
+                  ) -> ChatModel:
+        """Load the model a spec names (a packaged name, a GGUF path, or the server's model:
+        :func:`eva_tui.loader.route`). Blocking. Raises ModelUnavailable with the fix."""
+        llm = self.config.llm
+        backend, name = route(spec, llm.backend)
+        if backend == "openai":
+            return self.loader.server_model(
+                name, base_url=llm.base_url, allow_remote=llm.allow_remote,
+                api_key_env=llm.api_key_env, context_size=llm.context_size)
+        problem = self.loader.check_chat(name)
+        if problem:
+            raise ModelUnavailable(problem)
+        return self.loader.chat_model(name, context_size=llm.context_size, threads=llm.threads,
+                                      progress=progress, gpu_layers=llm.gpu_layers)
+
     def load_model(self, progress: Callable[[int, int], None] | None = None) -> ChatModel | None:
         """Load the chat model (SPEC §8). Blocking: run in a worker. A missing model leaves the
         app running with chat disabled and the fix in ``model.detail``."""
@@ -210,12 +273,13 @@ class Services:
         spec = self.config.llm.general
         if not spec:
             return None
-        problem = self.loader.check_chat(spec)
+        backend, local = route(spec, self.config.llm.backend)
+        problem = self.loader.check_chat(local) if backend == "llama.cpp" else None
         if problem:
             self.model = Component(spec, "missing", problem)
             self.problems.append(f"Chat is off until a model is available: {problem}")
             return None
-        name = self.loader.describe(spec)
+        name = self.loader.describe(local)
         self.model = Component(name, "loading")
 
         def step(done: int, total: int) -> None:  # first use: the GGUF is assembled
@@ -224,18 +288,47 @@ class Services:
                 progress(done, total)
 
         try:
-            self.chat_model = self.loader.chat_model(
-                spec,
-                context_size=self.config.llm.context_size,
-                threads=self.config.llm.threads,
-                progress=step,
-            )
+            self.chat_model = self.load_spec(spec, step)
         except ModelUnavailable as e:
             self.model = Component(spec, "error", str(e))
             self.problems.append(f"Chat is off: {e}")
             return None
+        self.model_spec = spec
+        self._models[spec] = self.chat_model
         self.model = Component(getattr(self.chat_model, "name", spec), "ready")
         return self.chat_model
+
+    def switch_model(self, spec: str, *, default: bool = True) -> ChatModel:
+        """Run the chat on another model from the next turn on, without a restart (issue 31
+        item 3): the chat, its window and the memory stay. Blocking (a load): run it in a
+        worker. ``default``: it is also the model of personas that name none. Raises
+        ModelUnavailable (the current model stays in use)."""
+        spec = spec.strip()
+        if not spec:
+            raise ModelUnavailable("no model named")
+        if spec == self.model_spec and self.chat_model is not None:
+            if default:
+                self.default_spec = spec
+            return self.chat_model
+        new = self._models.pop(spec, None) or self.load_spec(spec)
+        self._models[spec] = new
+        self.chat_model = new
+        self.model_spec = spec
+        if default:
+            self.default_spec = spec
+        self.model = Component(getattr(new, "name", spec), "ready")
+        self.warmed = False
+        if self.conversation is None:
+            self.finish()
+        while len(self._models) > KEEP_MODELS:
+            oldest = next(iter(self._models))
+            old = self._models.pop(oldest)
+            if old is new or old is self._planner:
+                continue
+            close = getattr(old, "close", None)
+            if callable(close):  # waits for a call under way on it (its lock)
+                threading.Thread(target=close, name="eva-close-model", daemon=True).start()
+        return new
 
     def finish(self) -> None:
         """Make the conversation and the sleeper once memory (and maybe a model) are there.
@@ -267,7 +360,7 @@ class Services:
                     persona = load_persona(None)
             self.conversation = Conversation(
                 self.memory,
-                self.chat_model,
+                self.slot,  # type: ignore[arg-type]
                 persona,
                 self._conversation_config(self.config.chat),
                 clock=self.clock,
@@ -383,6 +476,25 @@ class Services:
             return
         self.conversation.use_persona(p.id, *self.persona_settings(p))
 
+    def persona_model(self, p: Persona) -> str | None:
+        """The model a persona names (issue 31; None: the default model)."""
+        ps = self.personas
+        return None if ps is None else ps.model_of(p.id)
+
+    def _persona_model_switch(self, p: Persona) -> None:
+        """Run on the persona's own model, or back on the default one. Blocking (a load); a
+        model that cannot load is a notice, and the current one stays."""
+        if self.chat_model is None:
+            return
+        want = self.persona_model(p) or self.default_spec
+        if not want or want == self.model_spec:
+            return
+        try:
+            self.switch_model(want, default=False)
+        except ModelUnavailable as e:
+            self.problems.append(f"{p.name}'s model {want!r} is not available ({e}); "
+                                 f"staying on {self.model_label()}")
+
     def switch_persona(self, persona_id: str) -> Persona:
         """Make a persona the active one; the next turn runs as it. Blocking (a store write)."""
         ps = self.personas
@@ -391,6 +503,7 @@ class Services:
         p = ps.set_active(persona_id)
         self.current_persona = p
         self._use_persona(p)
+        self._persona_model_switch(p)
         self.warmed = False
         return p
 
@@ -429,20 +542,34 @@ class Services:
     def close(self) -> None:
         if self.memory is not None:
             self.memory.close()
-        close = getattr(self.chat_model, "close", None)
-        if callable(close):
-            close()
+        kept = (self.chat_model, self._planner, *self._models.values())
+        for m in {id(x): x for x in kept if x is not None}.values():
+            close = getattr(m, "close", None)
+            if callable(close):
+                close()
 
 
 # ---------------------------------------------------------------------------------- sleep
 def planner_for(services: Services) -> ChatModel | None:
-    """The sleep planner among the loaded models, by the chain of SPEC §7
-    (sleep.memory.model → llm.model.smartest → llm.model.general)."""
-    model = services.chat_model
-    if model is None:
+    """The sleep planner by the chain of SPEC §7 (sleep.memory.model → llm.model.smartest →
+    llm.model.general). The chat model (through its slot: a switch reaches sleep too) when the
+    chain's first name is it; a model of its own, loaded at the first night that needs it
+    (issue 31), when the first name is another model that can be had; else the chat model."""
+    if services.chat_model is None:
         return None
-    found = resolve_planner({services.config.llm.general or "": model}, services.config.sleep)
-    return found[1] if found else model
+    slot = services.slot
+    chain = services.config.sleep.model_chain
+    first = chain[0] if chain else None
+    if first is None or first in (services.model_spec, services.config.llm.general):
+        found = resolve_planner({services.config.llm.general or "": slot},  # type: ignore
+                                services.config.sleep)
+        return found[1] if found else slot  # type: ignore[return-value]
+    backend, local = route(first, services.config.llm.backend)
+    if backend == "llama.cpp" and services.loader.check_chat(local) is not None:
+        return slot  # type: ignore[return-value]
+    if services._planner is None or services._planner.name != first:
+        services._planner = LazyModel(first, lambda: services.load_spec(first))  # type: ignore
+    return services._planner
 
 
 def build_sleeper(services: Services) -> SleeperLike | None:

@@ -284,8 +284,11 @@ class LlamaChatModel:
         min_p: float = 0.05,
         repeat_penalty: float = 1.05,
         structured_temperature: float = 0.2,
+        n_gpu_layers: int = 0,
         verbose: bool = False,
     ) -> None:
+        """``n_gpu_layers``: layers offloaded to the GPU ([llm] gpu_layers; -1 all). A
+        llama.cpp built without a GPU backend runs them on the CPU."""
         try:
             from llama_cpp import Llama
         except ImportError as e:  # pragma: no cover - depends on the install
@@ -299,7 +302,8 @@ class LlamaChatModel:
         try:
             self._llm = Llama(
                 model_path=str(path), n_ctx=n_ctx, n_batch=n_batch, n_threads=threads,
-                n_threads_batch=threads, seed=seed, n_gpu_layers=0, verbose=verbose,
+                n_threads_batch=threads, seed=seed, n_gpu_layers=n_gpu_layers,
+                verbose=verbose,
             )
         except Exception as e:  # llama.cpp reports a bad file as ValueError/RuntimeError
             raise ModelError(f"cannot load {path.name}: {e}") from e

@@ -7,7 +7,7 @@ force from an ``EVA_`` variable is never written unless the owner changes it her
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
@@ -23,6 +23,7 @@ from core.memory_writer import MEMORY_WRITES
 from eva_tui import config as cfg
 from eva_tui import strings as S
 from eva_tui.widgets import EvaInput, EvaScreen, NavBar, PaletteCommand, StatusBar
+from eva_tui.widgets.base import eva_app
 
 
 @dataclass(frozen=True)
@@ -42,7 +43,7 @@ def _field(key: str, kind: str, **kw: Any) -> Field:
 
 
 FIELDS = (
-    _field("llm.model.general", "text"),
+    _field("llm.model.general", "text", live=True),  # issue 31: switched at the next turn
     _field("llm.model.smartest", "text"),
     _field("memory.embedding_model", "text", empty="none"),
     _field("chat.detail_level", "select", options=DETAIL_LEVELS, live=True),
@@ -199,6 +200,11 @@ class SettingsScreen(EvaScreen):
         self.query_one("#settings-error", Label).update("")
         old, new = self.services.config, event.config
         self.services.apply_chat_settings(new.chat)
+        if new.llm.general and new.llm.general != old.llm.general:
+            self.services.config = replace(self.services.config, llm=new.llm)
+            app = eva_app(self)
+            if self.services.chat_model is not None:
+                app._switch_model(new.llm.general, None)
         restart = [
             f.label.lower()
             for f in FIELDS
@@ -229,4 +235,16 @@ class SettingsScreen(EvaScreen):
         return [
             PaletteCommand(*c["save"], self.action_save),
             PaletteCommand(*c["revert"], self.action_revert),
+            PaletteCommand("Choose the chat model", "List the packaged models, local GGUF "
+                           "files and the server's models; the choice fills Chat model",
+                           self.action_choose_model),
         ]
+
+    def action_choose_model(self) -> None:
+        from screens.models import ModelPicker
+
+        def fill(spec: str | None) -> None:
+            if spec:
+                self.query_one(f"#{_wid('llm.model.general')}", EvaInput).value = spec
+
+        self.app.push_screen(ModelPicker("Chat model (saved with Ctrl+S)"), fill)
