@@ -17,15 +17,18 @@ Prompt layout, stable first so the model's KV cache is reused from turn to turn:
 
 from __future__ import annotations
 
+import logging
 import threading
 import time
 import uuid
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, replace
+from datetime import datetime
 from typing import Any, Protocol
 
 from core import language
+from core import prompt_section as ps
 from core import summaries as rolling
 from core import tools as memory_tools
 from core.chats import Chat, Chats
@@ -44,7 +47,8 @@ from core.persona import (
 )
 from core.privacy import TurnContext
 from core.prompt_section import RECALLED_HEADER, PromptSection
-from core.records import Rollback
+from core.records import GLOBAL_SCOPE, Rollback
+from core.reminders import Reminder
 from core.reply_guard import (
     EchoHold,
     MarkupFilter,
@@ -57,6 +61,8 @@ from core.reply_guard import (
 )
 from core.transcript import StoredMessage, Transcript, Window, live_window
 from core.window_saver import WindowSaver
+
+log = logging.getLogger("eva.conversation")
 
 __all__ = [  # StoredMessage is re-exported for the chat screen
     "DETAIL_LEVELS", "Conversation", "ConversationConfig", "DetailLevel", "MemoryUsed", "Notice",
@@ -156,6 +162,8 @@ class ConversationConfig:
     # 0.7, "Моё дрессирейт на 14 марта", "она работает как панистка" — words garbled in flight
     question_temperature: float = 0.3
     summaries: bool = True  # §8.3: what leaves the window is summarised (in the background)
+    # §8.11: the day's first owner turn carries the most urgent reminder (0 days: off)
+    reminder_days: int = 3
 
     def __post_init__(self) -> None:
         if self.memory_writes not in MEMORY_WRITES:
@@ -522,10 +530,31 @@ class Conversation:
         return self.config.memory_writes == STRUCTURED
 
     def build_messages(self, user_text: str, ctx: TurnContext, section: PromptSection | None,
-                       lang: str | None = None, window: Window | None = None) -> list[Message]:
+                       lang: str | None = None, window: Window | None = None, *,
+                       reminder: Reminder | None = None) -> list[Message]:
         messages = self.prefix_messages(ctx, section, window)
-        messages.append({"role": "user", "content": user_prompt(user_text, section, lang)})
+        content = user_prompt(user_text, section, lang)
+        if reminder is not None:
+            content = f"{ps.reminder_block(reminder.content, reminder.when)}\n\n{content}"
+        messages.append({"role": "user", "content": content})
         return messages
+
+    def _day_reminder(self, ctx: TurnContext) -> Reminder | None:
+        """SPEC §8.11: the most urgent item coming up, for the owner's first turn of the day
+        (once a day, in whichever chat comes first; only what this audience may see, of the
+        global memory and this persona's)."""
+        if self.config.reminder_days <= 0 or not ctx.is_owner or not ctx.can_mutate:
+            return None
+        try:
+            items = self.memory.coming_up(ctx, days=self.config.reminder_days,
+                                          scopes=(GLOBAL_SCOPE, self.config.persona_id))
+        except Exception as e:  # noqa: BLE001 - a reminder is a courtesy, never a failed turn
+            log.warning("reminders unavailable: %s", type(e).__name__)
+            return None
+        day = datetime.fromtimestamp(self.clock.now()).date().isoformat()
+        if not items or not self.memory.first_time(f"reminder:{day}"):
+            return None
+        return items[0]
 
     def prefix_messages(self, ctx: TurnContext, section: PromptSection | None,
                         window: Window | None = None) -> list[Message]:
@@ -645,7 +674,8 @@ class Conversation:
                 text, ctx, exclude=window.recalled,
                 repeat_best=None if language.is_question(text) else 0)
             yield MemoryUsed(section)
-        messages = self.build_messages(text, ctx, section, lang, window)
+        reminder = self._day_reminder(ctx) if section is not None else None
+        messages = self.build_messages(text, ctx, section, lang, window, reminder=reminder)
         if user_stored:  # regenerate: the message is already in the window; drop that copy
             messages = self._drop_current_user(messages)
         else:
@@ -653,7 +683,8 @@ class Conversation:
             # the next turn's prompt repeats this one token for token: the KV cache holds.
             user_id = self._persist(turn_id, "user", text, ctx, meta={
                 "prompt": messages[-1]["content"],
-                "recalled": list(section.recalled_ids) if section else []})
+                "recalled": list(section.recalled_ids) if section else [],
+                **({"reminder": reminder.id} if reminder is not None else {})})
         tools = self.offered_tools(ctx)
         offered = {t["name"] for t in tools}
         st = _TurnStats(started)
@@ -669,6 +700,7 @@ class Conversation:
 
         # never invent (§8.10): what this turn was shown is what Eva may say about the owner
         support = "\n".join([section.text if section else "", self.summary_block(ctx),
+                             reminder.content if reminder is not None else "",
                              *(m.content for m in window.messages if m.role == "user"), text])
         echo = EchoHold(text, lang, earlier=self._earlier_replies(window, text), support=support)
         nudged = retried = capped = after_invention = False

@@ -25,13 +25,14 @@ import uuid
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass, field
+from datetime import date
 from functools import partial
 from pathlib import Path
 from typing import TypeVar
 
 import numpy as np
 
-from core import coordination, records, text
+from core import coordination, records, reminders, text
 from core import prompt_section as ps
 from core import validation as valid
 from core.clock import Clock, SystemClock
@@ -248,8 +249,10 @@ class Memory:
         scope: str | None = None,
         source: Source = Source.TOOL,
         actor: Actor = Actor.MODEL,
+        said_at: float | None = None,
     ) -> SaveResult:
-        """memory_save with dedup (§3.2). A record whose stem set has Jaccard ≥ dedup_jaccard
+        """memory_save with dedup (§3.2). The day the words point to is read against
+        ``said_at`` (when the owner said them; default now) and stored with them (§8.11). A record whose stem set has Jaccard ≥ dedup_jaccard
         with the new text (and compatible numbers) is reinforced instead of duplicated; the more
         detailed wording wins. The answer lists the most similar records this audience may see."""
         self._check_mutate(ctx, actor, "memory_save")
@@ -281,6 +284,7 @@ class Memory:
                             "source_turn = COALESCE(?, source_turn) WHERE id = ?",
                             (content, " ".join(new_stems), now, ctx.turn_id, dup),
                         )
+                        records.redate(conn, dup, content, now if said_at is None else said_at)
                         self._index.write_vector(conn, dup, vec, changes)
                         status = "updated"
                     if private and not target.private and not target.pinned:
@@ -291,8 +295,10 @@ class Memory:
                         self._check_pin_room(conn, scope)
                     rid = records.insert(conn, content, kind, importance, private=private,
                                          pinned=pinned, scope=scope, created_at=now,
-                                         updated_at=now, source=source, source_turn=ctx.turn_id)
+                                         updated_at=now, source=source, source_turn=ctx.turn_id,
+                                         said_at=said_at)
                     records.log_change(conn, now, actor, ctx.turn_id, "create", rid, None)
+                    self._moved_from(conn, rid, content, new_stems, ctx, actor, now)
                     self._index.write_vector(conn, rid, vec, changes)
                     status = "created"
                 record = records.fetch(conn, rid)
@@ -304,6 +310,94 @@ class Memory:
                 log.warning("similar records after save #%s unavailable: %s", rid, e)
                 similar = ()
             return SaveResult(rid, status, record, similar)
+
+    def _moved_from(self, conn, rid: int, content: str, new_stems, ctx: TurnContext,
+                    actor: Actor, now: float) -> None:
+        """A new record that says a dated thing moved ("встречу перенесли на 2 июня") ends the
+        reminder of the record it moves (§8.11: the old day is no longer due), in the save's
+        transaction: a one-off, open reminder of a live record this audience sees, in the same
+        scope, sharing the thing's words (stems beyond the days). Logged, so a regenerate puts
+        it back."""
+        new = conn.execute("SELECT due_on, scope FROM memories WHERE id = ?", (rid,)).fetchone()
+        if new["due_on"] is None or not reminders.says_moved(content):
+            return
+        mine = reminders.topic_stems(new_stems)
+        if not mine:
+            return
+        rows = conn.execute(
+            "SELECT id, stems, private FROM memories WHERE archived_at IS NULL AND id != ? "
+            "AND due_on IS NOT NULL AND due_every IS NULL AND remind_state IS NULL "
+            "AND scope = ? AND pinned = 0", (rid, new["scope"])).fetchall()
+        for r in rows:
+            if r["private"] and not ctx.sees_private:
+                continue
+            theirs = reminders.topic_stems(r["stems"].split())
+            shared = mine & theirs
+            if len(shared) >= 1 and len(shared) / len(mine | theirs) >= 0.25:
+                self._log(conn, now, actor, ctx, "update", r["id"])
+                conn.execute("UPDATE memories SET remind_state = ? WHERE id = ?",
+                             (reminders.DISMISSED, r["id"]))
+
+    # ------------------------------------------------------------------ reminders (§8.11)
+    def coming_up(self, ctx: TurnContext = OWNER_TRUSTED, *, days: int = 3,
+                  scopes: Iterable[str] | None = None, now: float | None = None
+                  ) -> list[reminders.Reminder]:
+        """What is due around now (:func:`core.reminders.coming_up`) among the live records
+        this audience may see (a private one only where private memory is visible)."""
+        with self._lock:
+            self.refresh()
+            now = self.clock.now() if now is None else now
+            sql = ("SELECT id, content, importance, private, updated_at, due_on, due_every, "
+                   "remind_state, remind_after, scope FROM memories "
+                   "WHERE archived_at IS NULL AND due_on IS NOT NULL")
+            if not ctx.sees_private:
+                sql += " AND private = 0"
+            rows = self._storage.query(sql)
+        if scopes is not None:
+            allowed = set(scopes)
+            rows = [r for r in rows if r["scope"] in allowed]
+        return reminders.coming_up(rows, now, days=days)
+
+    def remind(self, record_id: object, action: str, *, until: float | None = None
+               ) -> Record:
+        """The owner's answer to a reminder, one transaction: ``done`` (a one-off's words say
+        so: "(done 23.05.2026)"; a recurrence's current occurrence is over), ``snooze`` (not
+        before ``until``, default the next morning) or ``dismiss`` (a one-off never again; a
+        recurrence's current occurrence)."""
+        if action not in ("done", "snooze", "dismiss"):
+            raise MemoryOpError("action must be done, snooze or dismiss")
+        rid = valid.record_id(record_id)
+        with self._lock:
+            now = self.clock.now()
+            changes = IndexChanges()
+            vec = None
+            with self._storage.transaction() as conn:
+                r = self._live_target(conn, rid, OWNER_TRUSTED, Actor.OWNER)
+                if r.due_on is None:
+                    raise MemoryOpError(f"#{rid} has no day to be reminded of")
+                self._log(conn, now, Actor.OWNER, OWNER_TRUSTED, "update", rid)
+                on = date.fromisoformat(r.due_on)
+                if action == "snooze":
+                    after = until if until is not None else reminders.next_morning(now)
+                    conn.execute("UPDATE memories SET remind_after = ? WHERE id = ?", (after, rid))
+                elif r.due_every is not None:
+                    conn.execute("UPDATE memories SET remind_after = ? WHERE id = ?",
+                                 (reminders.after_occurrence(on, r.due_every, now), rid))
+                elif action == "dismiss":
+                    conn.execute("UPDATE memories SET remind_state = ? WHERE id = ?",
+                                 (reminders.DISMISSED, rid))
+                else:
+                    content = reminders.done_text(r.content, now, self.config.max_chars)
+                    vec = self._index.embed_one(content)
+                    conn.execute("UPDATE memories SET content = ?, stems = ?, updated_at = ?, "
+                                 "remind_state = ? WHERE id = ?",
+                                 (content, " ".join(text.stems(content)), now, reminders.DONE,
+                                  rid))
+                    self._index.write_vector(conn, rid, vec, changes)
+                record = records.fetch(conn, rid)
+            changes.upserts.append(record)
+            self._index.apply(changes)
+            return record
 
     def _similar(self, content: str, ctx: TurnContext, exclude: int, now: float,
                  qvec: np.ndarray | None, scored: Scored | None = None) -> tuple[Similar, ...]:

@@ -183,3 +183,12 @@ def build(
         dropped_core=dropped,
         withheld_footnote=bool(foot),
     )
+
+
+REMINDER_HEADER = "## Reminder (coming up — you may bring it up briefly, in your own words)"
+
+
+def reminder_block(content: str, when: str) -> str:
+    """The day's reminder in the first turn of the day (SPEC §8.11): one item, marked as a
+    reminder, with when it is due (\"today\", \"tomorrow\", \"overdue since …\")."""
+    return f"{REMINDER_HEADER}\n{when}: {content}"

@@ -8,9 +8,10 @@ import json
 import sqlite3
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
+from datetime import datetime
 from enum import StrEnum
 
-from core import text
+from core import reminders, text
 
 
 class Kind(StrEnum):
@@ -56,6 +57,11 @@ class Record:
     source_turn: str | None
     vector_model: str | None = None
     accesses: tuple[float, ...] = field(default=(), compare=False)
+    # the day it points to (SPEC §8.11, schema v8): ISO date, recurrence, the owner's answer
+    due_on: str | None = None
+    due_every: str | None = None
+    remind_state: str | None = None
+    remind_after: float | None = None
 
     @property
     def recalled_at(self) -> float:
@@ -89,7 +95,8 @@ class ArchivedRecord:
 COLUMNS = (
     "m.id, m.content, m.kind, m.importance, m.private, m.pinned, m.scope, m.created_at, "
     "m.updated_at, m.last_access_at, m.access_count, m.consolidated_at, m.source, "
-    "m.source_turn, m.stems, m.archived_at, m.archived_by, m.archived_why, v.model AS vector_model"
+    "m.source_turn, m.stems, m.archived_at, m.archived_by, m.archived_why, m.due_on, m.due_every, "
+    "m.remind_state, m.remind_after, v.model AS vector_model"
 )
 FROM = "memories m LEFT JOIN vectors v ON v.memory_id = m.id"
 
@@ -121,6 +128,10 @@ def from_row(row: sqlite3.Row, accesses: Sequence[float] = ()) -> Record:
         source_turn=row["source_turn"],
         vector_model=row["vector_model"],
         accesses=tuple(accesses),
+        due_on=row["due_on"],
+        due_every=row["due_every"],
+        remind_state=row["remind_state"],
+        remind_after=row["remind_after"],
     )
     return r
 
@@ -213,10 +224,11 @@ def pinned_count(conn: sqlite3.Connection, scope: str) -> int:
 def insert(conn: sqlite3.Connection, content: str, kind: Kind, importance: int, *,
            private: bool, pinned: bool, scope: str, created_at: float, updated_at: float,
            source: Source, source_turn: str | None, consolidated_at: float | None = None,
-           history: Sequence[float] = ()) -> int:
+           history: Sequence[float] = (), said_at: float | None = None) -> int:
     """The one INSERT INTO memories: a new live record (stems derived from its content) and,
     for a record split off another, that record's access history. The source is checked here
-    (there is no CHECK constraint on the column, and no migration adds one)."""
+    (there is no CHECK constraint on the column, and no migration adds one). The day the
+    words point to is read against ``said_at`` (default: its creation) and written with it."""
     source = Source(source)  # ValueError for a value that is not a Source
     kind = Kind(kind)
     cur = conn.execute(
@@ -225,6 +237,7 @@ def insert(conn: sqlite3.Connection, content: str, kind: Kind, importance: int, 
         (content, kind.value, importance, int(private), int(pinned), scope, created_at,
          updated_at, consolidated_at, source.value, source_turn, " ".join(text.stems(content))))
     rid = int(cur.lastrowid)
+    redate(conn, rid, content, created_at if said_at is None else said_at)
     if history:
         conn.executemany("INSERT INTO accesses (memory_id, at) VALUES (?, ?)",
                          [(rid, at) for at in history])
@@ -317,6 +330,53 @@ def update(conn: sqlite3.Connection, record_id: int, now: float, *, content: str
             sets.append(f"{column} = ?")
             args.append(value)
     conn.execute(f"UPDATE memories SET {', '.join(sets)} WHERE id = ?", (*args, record_id))
+    if content is not None:
+        redate(conn, record_id, content, now)
+
+
+def redate(conn: sqlite3.Connection, record_id: int, content: str, said_at: float, *,
+           keep_if_none: bool = False) -> None:
+    """The day a record's (new) words point to, read against ``said_at``, written in the
+    caller's transaction (SPEC §8.11: an update or a correction moves the date; the old one is
+    no longer due). Words that still carry the phrase the day was read from keep that day (a
+    relative "в субботу" stays the Saturday it meant when it was said); words without a day
+    clear it, unless ``keep_if_none`` (sleep rewording keeps the day it cannot read anew). A
+    moved day is a new reminder: the owner's done / snooze / dismiss of the old one goes."""
+    new = reminders.read(content, said_at)
+    old = conn.execute("SELECT due_on, due_every, due_read FROM memories WHERE id = ?",
+                       (record_id,)).fetchone()
+    if old is not None and old["due_on"] is not None:
+        if new is None and keep_if_none:
+            return
+        if new is not None and old["due_read"]:
+            try:
+                phrase = json.loads(old["due_read"]).get("phrase")
+            except (ValueError, AttributeError):
+                phrase = None
+            if phrase == new.phrase and (old["due_every"] or None) == new.every:
+                return
+    cols = new.columns() if new is not None else (None, None, None)
+    if old is not None and (old["due_on"], old["due_every"]) == cols[:2]:
+        conn.execute("UPDATE memories SET due_read = ? WHERE id = ?", (cols[2], record_id))
+        return
+    conn.execute("UPDATE memories SET due_on = ?, due_every = ?, due_read = ?, "
+                 "remind_state = NULL, remind_after = NULL WHERE id = ?", (*cols, record_id))
+
+
+def said_at(conn: sqlite3.Connection, record_id: int) -> float | None:
+    """When the words a record's day was read from were said (its reading's day, at noon), or
+    its creation: what a rewording of it is read against."""
+    r = conn.execute("SELECT due_read, created_at FROM memories WHERE id = ?",
+                     (record_id,)).fetchone()
+    if r is None:
+        return None
+    if r["due_read"]:
+        try:
+            day = json.loads(r["due_read"])["said"]
+            return datetime.fromisoformat(day).replace(hour=12).timestamp()
+        except (ValueError, KeyError, TypeError):
+            pass
+    return r["created_at"]
 
 
 def purge(conn: sqlite3.Connection, before: float, *, dry_run: bool = False) -> int:
@@ -351,7 +411,8 @@ NIGHT_UNDONE = "night undone"  # a whole night of sleep rolled back (turn id "sl
 # the columns a rollback puts back from a snapshot: the record's knowledge and flags, never its
 # access history (later turns' accesses stay theirs; a dedup's own access is taken back alone)
 _RESTORED = ("content", "kind", "importance", "private", "scope", "updated_at", "consolidated_at",
-             "source", "source_turn", "stems", "archived_at", "archived_by", "archived_why")
+             "source", "source_turn", "stems", "archived_at", "archived_by", "archived_why",
+             "due_on", "due_every", "due_read", "remind_state", "remind_after")
 
 
 def _changed_since(conn: sqlite3.Connection, record_id: int, turn_id: str, after: int) -> bool:

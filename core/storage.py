@@ -257,6 +257,23 @@ MIGRATIONS: list[list[str]] = [
             INSERT INTO messages_fts (rowid, content)
                 VALUES (new.id, {_FTS_TEXT.format("new.content")}); END""",
     ],
+    # v8: reminders (SPEC §8.11, issue 29). The day a memory points to, read from its words
+    # against when they were said (core.reminders): the first or only occurrence (ISO date),
+    # the recurrence (week, month, year; NULL: once) and how it was read (JSON: the words, the
+    # rule, the day they were said). And the owner's answer to it: done or dismissed (a one-off
+    # is then never shown again), or not before a moment (a snooze; for a recurrence, the end of
+    # the occurrence done). Records older than v8 carry no day: reading them now would be a
+    # migration's guess about when they were said.
+    [
+        "ALTER TABLE memories ADD COLUMN due_on TEXT",
+        """ALTER TABLE memories ADD COLUMN due_every TEXT
+            CHECK (due_every IS NULL OR due_every IN ('week', 'month', 'year'))""",
+        "ALTER TABLE memories ADD COLUMN due_read TEXT",
+        """ALTER TABLE memories ADD COLUMN remind_state TEXT
+            CHECK (remind_state IS NULL OR remind_state IN ('done', 'dismissed'))""",
+        "ALTER TABLE memories ADD COLUMN remind_after REAL",
+        "CREATE INDEX memories_due ON memories (due_on) WHERE due_on IS NOT NULL",
+    ],
 ]
 
 SCHEMA_VERSION = len(MIGRATIONS)

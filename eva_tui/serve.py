@@ -630,6 +630,22 @@ class Api:
             "context": _ctx_json(ctx),
         })
 
+    def reminders(self, request: Request) -> JSONResponse:
+        """SPEC §8.11: what is coming up. With the owner's token (audience "owner", the
+        default) private items and notable nights too; without it, or for another audience,
+        only what that audience may see, built from an allowlist of fields."""
+        from core.upcoming import upcoming
+
+        qp = request.query_params
+        days = _int_param(qp.get("days", str(self.services.config.reminders.days)), "days",
+                          0, 366)
+        ctx = self.context(request, qp.get("audience", "owner"))
+        items = upcoming(self.memory, ctx, days=days)
+        fields = ("id", "content", "due", "every", "days", "when", "private", "kind")
+        return JSONResponse({"items": [{k: i.to_json()[k] for k in fields} for i in items
+                                       if ctx.sees_private or not i.private],
+                             "days": days, "context": _ctx_json(ctx)})
+
     def memories(self, request: Request) -> JSONResponse:
         self.require_owner(request)
         qp = request.query_params
@@ -973,6 +989,7 @@ def build_app(services: Any, settings: ServeSettings, token: str) -> Guard:
         Route("/v1/memories/search", api.search, methods=["GET"]),
         Route("/v1/memories", api.memories, methods=["GET"]),
         Route("/v1/memories/archive/{id}/restore", api.restore, methods=["POST"]),
+        Route("/v1/reminders", api.reminders, methods=["GET"]),
         Route("/v1/sleep/runs", api.runs, methods=["GET"]),
         Route("/v1/sleep", api.sleep, methods=["POST"]),
         Route("/v1/sleep/wake", api.wake, methods=["POST"]),
@@ -1177,6 +1194,9 @@ OPENAPI: dict[str, Any] = {
             **_op("Restore an archived memory (owner)", True),
             "parameters": [{"name": "id", "in": "path", "required": True,
                             "schema": {"type": "integer"}}]}},
+        "/v1/reminders": {"get": _op("What is coming up: promises, dates, birthdays, notable "
+                                     "nights (private items and nights only with the token)",
+                                     params=[_q("days", kind="integer"), _q("audience")])},
         "/v1/sleep/runs": {"get": _op("The sleep journal (redacted without the token)",
                                       params=[_q("limit", kind="integer")])},
         "/v1/sleep": {"post": _op("Sleep now, in the background (owner)", True,

@@ -20,7 +20,8 @@ from typing import Any, Protocol
 
 from core import ownership
 from core.chats import Chats
-from core.clock import Clock, SystemClock
+from core.clock import Clock
+from core.clock import from_env as clock_from_env
 from core.conversation import Conversation, ConversationConfig
 from core.embedding import Embedder
 from core.llm import ChatModel
@@ -94,7 +95,7 @@ class Services:
     ) -> None:
         self.config = config
         self.data_dir = Path(data_dir).expanduser()
-        self.clock: Clock = clock or (memory.clock if memory is not None else SystemClock())
+        self.clock: Clock = clock or (memory.clock if memory is not None else clock_from_env())
         self.loader = loader or ModelLoader()
         self.memory = memory
         # what the conversation, its writer and summariser hold: switching the model swaps

@@ -241,6 +241,26 @@ def search_check(mem: Memory) -> None:
     assert tr.search("пирожок") == []
 
 
+# ---------------------------------------------------------------------------- v8: reminders
+def reminders_insert(conn: sqlite3.Connection) -> None:
+    """v1's "Concert with Anna on Friday" as a v8 Eva reads it: its Friday and how."""
+    conn.execute("UPDATE memories SET due_on = '2026-05-29', due_read = ? WHERE id = 4",
+                 ('{"how": "weekday", "phrase": "on friday", "said": "2026-05-28"}',))
+
+
+def reminders_check(mem: Memory) -> None:
+    """Issue 29: a record's day and how it was read survive; records older than v8 carry
+    none (never a migration's guess); the day is due on it."""
+    from datetime import datetime
+
+    if mem._storage.query("SELECT 1 FROM memories WHERE id = 4 AND due_read IS NOT NULL"):
+        r = mem.get(4)
+        assert r.due_on == "2026-05-29" and r.due_every is None and r.remind_state is None
+        friday = datetime(2026, 5, 29, 9).timestamp()
+        assert 4 in [x.id for x in mem.coming_up(now=friday)]
+    assert mem.get(1).due_on is None
+
+
 @dataclass(frozen=True)
 class Fixture:
     """Data that version k introduced (inserted right after migrating to k, with the columns
@@ -259,6 +279,7 @@ FIXTURES: dict[int, Fixture] = {
     5: Fixture(v5_insert, v5_check),
     6: Fixture(personas_insert, personas_check),
     7: Fixture(search_insert, search_check),
+    8: Fixture(reminders_insert, reminders_check),
 }
 
 

@@ -149,8 +149,11 @@ def _archive(tx: SleepTxn, rid: int, why: str) -> None:
 
 def _reword(tx: SleepTxn, rid: int, content: str, vec: np.ndarray | None) -> None:
     _log(tx, "update", rid)
+    said = records.said_at(tx.conn, rid)
     tx.conn.execute("UPDATE memories SET content = ?, stems = ?, consolidated_at = ? WHERE id = ?",
                     (content, " ".join(text.stems(content)), tx.now, rid))
+    # SPEC §8.11: a reworded record keeps its day (read anew against when it was said)
+    records.redate(tx.conn, rid, content, said, keep_if_none=True)
     tx.writes.vector(rid, vec)
     tx.touched.add(rid)
 
@@ -214,11 +217,29 @@ def merge(tx: SleepTxn, ids: Sequence[int], content: object, why: str,
          max(r.importance for r in members), int(any(r.private for r in members)),
          min(r.created_at for r in members), max(r.updated_at for r in members), tx.now,
          last, n, sid))
+    _merge_due(tx, sid, members, content)
     tx.writes.vector(sid, vec)
     for rid in others:
         _archive(tx, rid, f"merged into #{sid}: {why}")
     tx.touched.update(ids)
     return records.fetch(tx.conn, sid)
+
+
+def _merge_due(tx: SleepTxn, sid: int, members: Sequence[Record], content: str) -> None:
+    """SPEC §8.11: a merge keeps the day its members point to. The merged words are read
+    against when the latest-said dated member was said; words without a day keep that
+    member's day (with the owner's answer to it)."""
+    dated = [r for r in members if r.due_on is not None]
+    if not dated:
+        records.redate(tx.conn, sid, content, min(r.created_at for r in members))
+        return
+    last = max(dated, key=lambda r: (r.updated_at, r.id))
+    src = tx.conn.execute("SELECT due_on, due_every, due_read, remind_state, remind_after "
+                          "FROM memories WHERE id = ?", (last.id,)).fetchone()
+    tx.conn.execute("UPDATE memories SET due_on = ?, due_every = ?, due_read = ?, "
+                    "remind_state = ?, remind_after = ? WHERE id = ?", (*tuple(src), sid))
+    records.redate(tx.conn, sid, content, records.said_at(tx.conn, last.id) or last.created_at,
+                   keep_if_none=True)
 
 
 def rewrite(tx: SleepTxn, record_id: int, content: object, why: str,
