@@ -236,6 +236,24 @@ def test_an_unchanged_second_night_asks_nothing(tmp_path, clock):
     assert second.calls == 0, [(p.name, p.calls, p.note) for p in second.phases]
 
 
+def test_a_new_record_linked_to_a_settled_cluster_does_not_reask_its_old_questions(
+        tmp_path, clock):
+    """§7.3 / issue 27 item 4, measured at 10k records: a second night on a store where only a
+    new record appeared asked its neighbours' duplicate question again. A question about
+    records all reviewed since they last changed was answered then; only what involves the new
+    record may be asked."""
+    llm = DecidingLLM()  # every pair: different facts, both still true
+    mem, ids, s, first = night(tmp_path, clock, llm)
+    cats = {text_of("cat_a"), text_of("cat_b")}
+    assert any(set(q["quoted"][:2]) == cats for q in llm.asked("same"))
+    clock.advance(DAY)
+    mem.save("The owner's cat Murka likes fish and sleeps on the radiator", OWNER_TRUSTED)
+    llm.questions.clear()
+    second = s.run()
+    assert second.calls >= 1  # the new record is asked about
+    assert not any(set(q["quoted"][:2]) == cats for q in llm.questions if q.get("quoted"))
+
+
 def test_the_model_cannot_add_to_the_forgetting_list(tmp_path, clock):
     """The model is asked only about the arithmetic's candidates, one at a time, and can only
     answer forget or keep: nothing else can be forgotten (never a recalled or important

@@ -338,7 +338,12 @@ def review_decide(ctx: StageContext, state: ClusterState) -> None:
         # which supersessions can be true: the learned gate over the USE vectors (issue 27)
         screen = gate.for_vectors(mem.embedder, state.vectors)
         for unit, ids in enumerate(order):
-            cands = candidates.propose(ids, corpus, weights, change_only)
+            # a question about records that were all reviewed since they last changed was
+            # asked then: a new record linked to their cluster does not ask it again (measured
+            # at 10k records: a record of no cluster, linked on the second night, re-asked its
+            # neighbours' duplicate pair — a call on an unchanged store)
+            cands = [c for c in candidates.propose(ids, corpus, weights, change_only)
+                     if not all(settled(corpus[i]) for i in c.ids)]
             if screen is not None:
                 cands, gated[unit] = screen.screen(cands, ids, corpus)
             need = len(cands) + 1  # every candidate, and a merged text
