@@ -19,7 +19,9 @@ corpus for the kinds phase are not asked about again).
 no-op planner, as earlier nights would have; then ``--changed`` of it (1 % by default) changes
 since that night — half of it rewritten in place (a word changed), half new records that repeat
 an existing one with one value changed (what a supersession or a duplicate looks like) — and
-the next night runs with the real model as the planner. Printed under ``"changed_night"``:
+the next night runs with the real model as the planner, once the new records are
+``keep_recent`` old (a younger record is neither merged nor replaced, so sleep leaves its
+questions for a later night instead of asking them twice). Printed under ``"changed_night"``:
 ``candidate_seconds`` (the clustering phase plus the review's search for what to ask, before
 any call), ``model_calls``, ``seconds``, ``minutes``, the phases; and ``"after"``: one more
 night a day later on the unchanged store, whose calls must be 0.
@@ -223,7 +225,9 @@ def changed_night(mem: Memory, sleeper: Sleeper, planner: Any, clock: ManualCloc
         else:
             mem.save(" ".join(words), OWNER_TRUSTED)
             added += 1
-    clock.advance(DAY)
+    # the night comes once the new records are old enough to be merged or replaced
+    # (keep_recent): younger ones are left for a later night, not asked twice
+    clock.advance(max(DAY, sleeper.config.keep_recent_seconds))
     c0 = planner.calls
     t0 = time.perf_counter()
     night = sleeper.run(reason="bench")
@@ -236,11 +240,14 @@ def changed_night(mem: Memory, sleeper: Sleeper, planner: Any, clock: ManualCloc
     after_s = time.perf_counter() - t0
     return {
         "changed": {"records": k, "rewritten": rewritten, "added": added},
-        "changed_night": {"candidate_seconds": _candidate_seconds(night), "model_calls": calls,
+        "changed_night": {"asked": [plan for p in night.phases if p.calls for plan in p.plans],
+                          "notes": {p.name: p.note for p in night.phases},
+                          "candidate_seconds": _candidate_seconds(night), "model_calls": calls,
                           "seconds": seconds, "minutes": seconds / 60, "status": night.status,
                           "phases": _phases(night)},
         "after": {"model_calls": planner.calls - c1, "seconds": after_s,
-                  "status": after.status},
+                  "status": after.status, "phases": _phases(after),
+                  "asked": [plan for p in after.phases if p.calls for plan in p.plans]},
     }
 
 

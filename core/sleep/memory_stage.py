@@ -297,6 +297,22 @@ def similar_fn(ctx: StageContext, state: ClusterState) -> decisions.Similar | No
     return similar
 
 
+def _refused_young(c: candidates.Candidate, corpus: dict[int, Record], now: float,
+                   keep_recent: float) -> bool:
+    """The candidate's change could not be applied tonight (the safeguards keep a record
+    younger than ``keep_recent`` seconds from a merge, and an older record from being replaced
+    while it is that young): a duplicate with a young member, a supersession of a young
+    record. A run of events can be asked (a derived fact adds a record)."""
+    def young(i: int) -> bool:
+        return now - corpus[i].created_at < keep_recent
+
+    if c.kind == candidates.DUPLICATE:
+        return any(young(i) for i in c.ids)
+    if c.kind == candidates.SUPERSEDE:
+        return young(c.ids[0])
+    return False
+
+
 def review_decide(ctx: StageContext, state: ClusterState) -> None:
     """Phase 3 as small decisions (issue 17): each unsettled cluster's candidates
     (:mod:`core.sleep.candidates`) are asked about one by one (:mod:`core.sleep.decisions`);
@@ -334,6 +350,7 @@ def review_decide(ctx: StageContext, state: ClusterState) -> None:
         waiting = 0
         chosen: list[tuple[int, tuple[int, ...], list[candidates.Candidate]]] = []
         gated: dict[int, list[dict[str, Any]]] = {}
+        young = 0  # clusters left for a later night: an answer could not be applied yet
         budget = ctx.calls_left
         # which supersessions can be true: the learned gate over the USE vectors (issue 27)
         screen = gate.for_vectors(mem.embedder, state.vectors)
@@ -346,6 +363,14 @@ def review_decide(ctx: StageContext, state: ClusterState) -> None:
                      if not all(settled(corpus[i]) for i in c.ids)]
             if screen is not None:
                 cands, gated[unit] = screen.screen(cands, ids, corpus)
+            if any(_refused_young(c, corpus, now, ctx.config.keep_recent_seconds)
+                   for c in cands):
+                # its answer could not be applied yet (a record younger than keep_recent is
+                # neither merged nor replaced): asked once, when it is old enough — not asked
+                # tonight and again tomorrow (measured at 10k: a new duplicate's merge was
+                # decided, refused, and decided again the next night)
+                young += 1
+                continue
             need = len(cands) + 1  # every candidate, and a merged text
             if budget < need:
                 waiting += 1
@@ -387,6 +412,9 @@ def review_decide(ctx: StageContext, state: ClusterState) -> None:
             note += f"; {unanswered} cluster(s) with a failed question (nothing applied for them)"
         if waiting:
             note += f"; {waiting} cluster(s) wait for the next night (max_calls)"
+        if young:
+            note += (f"; {young} cluster(s) wait until their newest record is "
+                     f"{ctx.config.keep_recent:g} d old")
         note += f"; candidates found in {found_in:.2f} s"
 
         def mark(tx: SleepTxn, result: Applied) -> None:
