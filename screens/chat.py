@@ -235,6 +235,8 @@ class ChatScreen(RecordActions):
                     classes="chat-off",
                 )
                 self.log_view.mount_all([*self._greeting(self._store_empty()), self._chat_note])
+            if s.memory is not None and self.coming_up.checked_day is None:
+                self.coming_up.check()  # what is due soon does not need the chat model
 
     def _config_path(self):
         return self.services.config.path or default_config_path()

@@ -250,3 +250,41 @@ async def test_the_record_view_shows_the_due_day_and_answers_it(env_factory):
         assert isinstance(view, RecordView)
         text = str(view.query_one(".record-text").render())
         assert "· done" in text and "(сделано 28.05.2026)" in text
+
+
+@aio
+async def test_the_card_shows_with_chat_off_too(env_factory):
+    """SPEC §8.11: what is due soon needs the memory, not the chat model — with no model the
+    card still opens (under the note that says why chat is off)."""
+    env = env_factory(seed=SEED, model=False)
+    told(env)
+    async with env.app.run_test(size=(110, 32)) as pilot:
+        await settle(pilot)
+        assert pilot.app.screen.chat_off
+        await until(pilot, lambda: card(pilot) is not None)
+        assert items(pilot) == [PROMISE]
+
+
+@aio
+async def test_a_notable_night_is_on_the_card_and_dismiss_marks_it_seen(env_factory):
+    """Issue 29 item 4 / SPEC §8.11: a notable night not yet shown is on the card (Done and
+    Dismiss, no Snooze: `z` says why); `n` marks it seen through the sleeper."""
+    from core.sleep import journal
+    from core.sleep.journal import Journal
+
+    env = env_factory(seed=SEED)
+    with env.memory.attach(Journal).transaction() as conn:
+        run = journal.start_run(conn, NOW - 3600, False, "schedule", "scripted")
+        journal.finish_run(conn, run, NOW - 60, "done", {"memory": "done"}, True,
+                           "merged 2 records", "scripted")
+    async with env.app.run_test(size=(110, 32)) as pilot:
+        await settle(pilot)
+        night = await focus_item(pilot, "A notable night of sleep: merged 2 records")
+        assert night.night and not night.query(".remind-snooze")
+        await pilot.press("z")
+        await settle(pilot)
+        assert env.sleeper.seen == [] and night.is_attached
+        await pilot.press("n")
+        await settle(pilot)
+        assert env.sleeper.seen == [run]
+        assert card(pilot) is None
