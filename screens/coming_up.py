@@ -160,6 +160,10 @@ class ComingUp:
         card = self.card
         if item.is_attached:
             await item.remove()
+        if card is not None:  # the card was read again meanwhile: its copy of the item goes
+            again = card.item_for(item.reminder)
+            if again is not None:
+                await again.remove()
         if card is not None and not card.query(ReminderItem):
             await card.remove()
             self.screen.prompt.focus()
