@@ -876,6 +876,12 @@ class Memory:
             self._storage.meta_set(key, repr(self.clock.now()))
             return True
 
+    def noted(self, key: str) -> bool:
+        """True once :meth:`first_time` noted ``key`` in this store (reads only: e.g. the
+        chat's "Coming up" card the owner closed today, §8.11)."""
+        with self._lock:
+            return self._storage.meta_get(f"once:{key}") is not None
+
     def scope_stats(self) -> dict[str, tuple[int, int]]:
         """Per scope: (live records, of which pinned)."""
         with self._lock:

@@ -475,6 +475,17 @@ class EvaApp(App):
         if mode != self.current_mode:
             self.switch_mode(mode)
 
+    def action_coming_up(self) -> None:
+        """The palette's "Coming up" (SPEC §8.11): the chat's card, on demand."""
+        if self.current_mode != "chat":
+            self.switch_mode("chat")
+        self.call_after_refresh(self._open_coming_up)
+
+    def _open_coming_up(self) -> None:
+        chat = next((s for s in reversed(self.screen_stack) if isinstance(s, ChatScreen)), None)
+        if chat is not None:
+            chat.coming_up.check(on_demand=True)
+
     # ------------------------------------------------------------------ sleep
     def _tick(self) -> None:
         """On the timer: show whether Eva sleeps, and let the sleeper's schedule decide."""
@@ -650,6 +661,7 @@ class EvaApp(App):
         yield SystemCommand(S.SLEEP_NOW, S.SLEEP_NOW_HELP, self.action_sleep_now)
         yield SystemCommand(S.DRY_RUN_NOW, S.DRY_RUN_HELP, partial(self.action_sleep_now, True))
         yield SystemCommand(S.WAKE, S.WAKE_HELP, self.action_wake)
+        yield SystemCommand(*S.CMD_COMING_UP, self.action_coming_up)
         yield SystemCommand("Switch model", "Run the chat on another model from the next turn "
                             "(packaged, local GGUF or the server's); the chat and memory stay",
                             self.action_pick_model)

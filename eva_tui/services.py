@@ -413,13 +413,15 @@ class Services:
         return {"memory_consolidate": (CONSOLIDATE_TOOL,
                                        lambda ctx: consolidate_tool(sleeper, ctx))}
 
-    @staticmethod
-    def _conversation_config(chat: ChatSettings) -> ConversationConfig:
+    def _conversation_config(self, chat: ChatSettings) -> ConversationConfig:
+        """The chat's settings, and ``[reminders] days`` for the day's first turn (§8.11: the
+        most urgent item due within that many days is in its prompt; 0 turns it off)."""
         return ConversationConfig(
             detail_level=chat.detail_level,
             learning=chat.learning,
             memory_writes=chat.memory_writes,
             summaries=chat.summaries,
+            reminder_days=self.config.reminders.days,
         )
 
     def apply_chat_settings(self, chat: ChatSettings) -> None:

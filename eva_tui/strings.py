@@ -283,6 +283,7 @@ RECORD_FIELDS = {
     "why": "why",
     "when": "when",
     "purge": "purged",
+    "due": "due",
 }
 BTN_EDIT = "Edit"
 BTN_DELETE = "Delete"
@@ -608,3 +609,49 @@ def moved_memory(rid: int, scope: str) -> str:
 def nearly_the_same(rid: int, content: str) -> str:
     return (f"Memory #{rid} says nearly the same: “{content}”. Save again to reinforce it (a "
             "more detailed wording replaces it), or change the text.")
+
+
+# ---------------------------------------------------------------------------- coming up (§8.11)
+COMING_UP_TITLE = "Coming up"
+COMING_UP_HINT = "x done · z snooze · n dismiss · ⏎ open · c close (Shift+Tab)"
+COMING_UP_NOTHING = "Nothing is coming up: no promise, plan or birthday is due soon."
+BTN_DONE = "Done"
+BTN_SNOOZE = "Snooze"
+BTN_DISMISS = "Dismiss"
+BTN_CLOSE_CARD = "Close"
+CMD_COMING_UP = ("Coming up", "Promises, plans and birthdays due soon, with done, snooze and "
+                 "dismiss (the card the chat shows on the day's first open)")
+REMIND_ACTIONS = ("done", "snooze", "dismiss")
+NIGHT_CANNOT_SNOOZE = "A night of sleep cannot be snoozed: Done or Dismiss marks it seen."
+
+
+def reminder_line(when: str, content: str, private: bool, night: bool) -> str:
+    text = f"{when} · {content}"
+    return text + " · private" if private and not night else text
+
+
+def reminded(action: str, rid: int, night: bool = False) -> str:
+    if night:
+        return f"Night #{rid} marked seen."
+    return {"done": f"Memory #{rid} marked done: its words say so now.",
+            "snooze": f"Memory #{rid} snoozed until tomorrow.",
+            "dismiss": f"Memory #{rid} will not be brought up again."}[action]
+
+
+def due_text(on: str, every: str | None, state: str | None, quiet_until: str | None,
+             days: int | None = None) -> str:
+    """The record view's "due" row: the day (and how far it is), how it repeats, and the
+    owner's answer."""
+    text = on
+    if every is None and days is not None:
+        text += {0: " (today)", 1: " (tomorrow)", -1: " (yesterday)"}.get(
+            days, f" (in {days} days)" if days > 0 else f" ({-days} days ago)")
+    if every is not None:
+        text += f", every {every}"
+    if state == "done":
+        text += " · done"
+    elif state == "dismissed":
+        text += " · dismissed"
+    elif quiet_until:
+        text += f" · not brought up before {quiet_until}"
+    return text

@@ -45,10 +45,12 @@ from eva_tui.widgets import (
 )
 from eva_tui.widgets.actions import RecordActions
 from eva_tui.widgets.chat import WRITE_TOOLS, MessageAction
+from eva_tui.widgets.coming_up import ReminderAction
 from eva_tui.widgets.modals import Confirm
 from screens.chat_scrollback import Scrollback
 from screens.chat_search import ChatSearchScreen
 from screens.chats import ChatsScreen
+from screens.coming_up import ComingUp, ComingUpLoaded, ReminderAnswered
 from screens.message_dialogs import EditMessage
 from screens.summary import SummaryPanel, start_summarising
 
@@ -142,6 +144,7 @@ class ChatScreen(RecordActions):
         self._greeted = False  # the greeting (or the first run's welcome) is in the log
         self._persona_pending = False  # the persona changed during a turn: reload after it
         self.scrollback = Scrollback(self)  # older messages, a search hit (issue 28 item 6)
+        self.coming_up = ComingUp(self)  # the "Coming up" card (SPEC §8.11, issue 29)
 
     def compose(self) -> ComposeResult:
         yield NavBar("chat")
@@ -212,6 +215,8 @@ class ChatScreen(RecordActions):
             if not self._history_loaded:
                 self._history_loaded = True
                 self._load_history()
+                # Eva opens (or another persona's chat shows): what is due soon
+                self.coming_up.check()
                 if s.conversation is not None:  # resume summarising left unfinished last time
                     start_summarising(self.app, s.conversation)
             else:
@@ -230,6 +235,8 @@ class ChatScreen(RecordActions):
                     classes="chat-off",
                 )
                 self.log_view.mount_all([*self._greeting(self._store_empty()), self._chat_note])
+            if s.memory is not None and self.coming_up.checked_day is None:
+                self.coming_up.check()  # what is due soon does not need the chat model
 
     def _config_path(self):
         return self.services.config.path or default_config_path()
@@ -321,6 +328,7 @@ class ChatScreen(RecordActions):
             return
         self.prompt.value = ""
         self.prompt.remember(text)
+        self.coming_up.new_day()  # Eva left open overnight: the day's first message
         self.app.touch()
         waiting = self.busy or self.app.sleeping or not self.services.chat_ready
         um = UserMessage(text, queued=waiting)
@@ -508,6 +516,7 @@ class ChatScreen(RecordActions):
         conv.new_chat()
         self.notify("Started a new chat. Ctrl+O lists your chats.", timeout=4)
         await self.reload_chat()
+        self.coming_up.check()  # a chat starts: what is due soon, unless closed today
 
     def action_chats(self) -> None:
         async def done(changed: bool | None) -> None:
@@ -740,6 +749,17 @@ class ChatScreen(RecordActions):
             self.notify(S.NO_ANSWER_TO_COPY)
             return
         self.app.copy_text(views[-1].text, S.THE_ANSWER)
+
+    # ------------------------------------------------------------------ coming up (§8.11)
+    async def on_coming_up_loaded(self, event: ComingUpLoaded) -> None:
+        await self.coming_up.loaded(event)
+
+    async def on_reminder_action(self, event: ReminderAction) -> None:
+        event.stop()
+        await self.coming_up.action(event)
+
+    async def on_reminder_answered(self, event: ReminderAnswered) -> None:
+        await self.coming_up.answered(event)
 
     def on_memory_note_open(self, event: MemoryNote.Open) -> None:
         event.stop()

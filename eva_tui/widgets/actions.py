@@ -122,6 +122,8 @@ class RecordActions(EvaScreen):
             self.toggle_private(rec, shown)
         elif what == "pin":
             self.toggle_pin(rec, shown)
+        elif what in ("done", "snooze", "dismiss"):
+            self.answer_reminder(rec, what, shown)
 
     def _picked(self, rec: Record, action: str | None) -> None:
         if action == "edit":
@@ -196,6 +198,20 @@ class RecordActions(EvaScreen):
             f"{'pinning' if new else 'unpinning'} memory #{rec.id}",
             lambda: memory.pin(rec.id, new),
             S.memory_pinned(rec.id, new),
+            rec.id,
+            then,
+        )
+
+    def answer_reminder(self, rec: Record, action: str, then: Shown | None = None) -> None:
+        """Done (the words say so), snooze (until tomorrow) or dismiss the reminder of a
+        memory with a due day (SPEC §8.11), as ``Memory.remind`` does it."""
+        memory = self.services.memory
+        if memory is None:
+            return
+        self._write(
+            f"answering the reminder of memory #{rec.id}",
+            lambda: memory.remind(rec.id, action),
+            S.reminded(action, rec.id),
             rec.id,
             then,
         )

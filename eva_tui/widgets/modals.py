@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import difflib
 from collections.abc import Callable
+from datetime import date, datetime
 from typing import Any
 
 from rich.text import Text
@@ -43,6 +44,13 @@ def record_text(r: Record, now: float, archived: Any = None) -> Text:
     row("private", S.YES if r.private else S.NO)
     row("pinned", S.YES if r.pinned else S.NO)
     row("scope", r.scope)
+    if r.due_on:  # §8.11: the day it points to, near the top (an 80×24 dialog scrolls)
+        on = date.fromisoformat(r.due_on)
+        days = (on - datetime.fromtimestamp(now).date()).days
+        quiet = (datetime.fromtimestamp(r.remind_after).strftime("%a %d %b")
+                 if r.remind_after is not None and r.remind_after > now else None)
+        row("due", S.due_text(on.strftime("%a %d %b %Y"), r.due_every, r.remind_state, quiet,
+                              days))
     row("created", ago(r.created_at, now))
     row("updated", ago(r.updated_at, now))
     row("recalled", ago(r.last_access_at, now))
@@ -104,7 +112,10 @@ class RecordView(ModalScreen[str | None]):
     toggling private or pinned stays in the view and shows the new state (issue 16)."""
 
     HELP_NAME = "a memory"
-    STAYS = ("private", "pin")  # actions that keep the view open (with ``act``)
+    # actions that keep the view open (with ``act``); done / snooze / dismiss answer the
+    # reminder of a memory with a due day (SPEC §8.11)
+    STAYS = ("private", "pin", "done", "snooze", "dismiss")
+    REMIND = ("done", "snooze", "dismiss")
     BINDINGS = [
         Binding("escape", "dismiss_none", S.BTN_CLOSE, id="record.close"),
         Binding("e", "pick('edit')", S.BTN_EDIT, id="record.edit"),
@@ -112,6 +123,9 @@ class RecordView(ModalScreen[str | None]):
         Binding("p", "pick('pin')", S.BTN_PIN, id="record.pin"),
         Binding("d,delete", "pick('forget')", S.BTN_FORGET, id="record.forget"),
         Binding("c", "pick('copy')", S.BTN_COPY, id="record.copy"),
+        Binding("x", "pick('done')", S.BTN_DONE, id="record.done"),
+        Binding("z", "pick('snooze')", S.BTN_SNOOZE, id="record.snooze"),
+        Binding("n", "pick('dismiss')", S.BTN_DISMISS, id="record.dismiss"),
         HELP,
     ]
 
@@ -142,11 +156,23 @@ class RecordView(ModalScreen[str | None]):
                     yield Button(S.BTN_FORGET, id="forget", variant="error")
                 yield Button(S.BTN_COPY, id="copy")
                 yield Button(S.BTN_CLOSE, id="close")
+            if self.reminds:  # §8.11: the reminder of a memory with a due day
+                with Horizontal(classes="buttons remind-buttons"):
+                    yield Button(S.BTN_DONE, id="done", variant="primary", compact=True)
+                    yield Button(S.BTN_SNOOZE, id="snooze", compact=True)
+                    yield Button(S.BTN_DISMISS, id="dismiss", compact=True)
         yield Footer()
+
+    @property
+    def reminds(self) -> bool:
+        """A live memory with a due day: its reminder can be answered here."""
+        return self.archived is None and bool(self.record.due_on) and self.act is not None
 
     def check_action(self, action: str, parameters: tuple[object, ...]) -> bool | None:
         if action == "pick" and self.archived is not None:  # an archived record: copy only
             return parameters[:1] == ("copy",)
+        if action == "pick" and parameters[:1] and parameters[0] in self.REMIND:
+            return self.reminds
         return True
 
     def on_button_pressed(self, event: Button.Pressed) -> None:
@@ -158,6 +184,8 @@ class RecordView(ModalScreen[str | None]):
 
     def action_pick(self, what: str) -> None:
         if self.archived is not None and what not in ("copy", "restore"):
+            return
+        if what in self.REMIND and not self.reminds:
             return
         if what in self.STAYS and self.act is not None:
             self.act(what, self.record, self.show_record)

@@ -83,6 +83,7 @@ def build(
     sleeper: FakeSleeper | None | bool = True,
     keymap: dict | None = None,
     chat: dict | None = None,
+    reminders: dict | None = None,
     config_path: Path | None = None,
 ) -> Env:
     clock = ManualClock(NOW)
@@ -96,6 +97,8 @@ def build(
         data["keymap"] = keymap
     if chat:
         data["chat"] = chat
+    if reminders:
+        data["reminders"] = reminders
     config_path = config_path or tmp_path / "config.toml"
     config = cfg.from_mapping(data, config_path)
     if sleeper is True:

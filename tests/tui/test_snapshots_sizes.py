@@ -294,3 +294,46 @@ def test_add_memory_dialog(snap_compare, env_factory, size):
 
     env = env_factory(seed=SEED)
     assert snap_compare(env.app, terminal_size=size, run_before=quiet(_open(add_memory)))
+
+
+# ---------------------------------------------------------------------------- coming up (§8.11)
+def _due(env) -> list[int]:
+    """Issue 29: a promise told two days ago for "послезавтра" (due today), a private one told
+    yesterday for tomorrow, and a birthday in five days."""
+    from core.reminders import DAY as _DAY
+
+    now = env.clock.now()
+    said = [("Я обещал маме починить кран послезавтра", now - 2 * _DAY, False),
+            ("Promised to pay the rent to the landlord tomorrow", now - _DAY, True),
+            ("Brother's birthday is on June 2nd", now - 30 * _DAY, False)]
+    return [env.memory.save(c, OWNER_TRUSTED, private=p, said_at=at, actor=Actor.OWNER).id
+            for c, at, p in said]
+
+
+@pytest.mark.parametrize("size", SIZES)
+def test_coming_up_card(snap_compare, env_factory, size):
+    """Issue 29 item 3 (SPEC §8.11): Eva opens with the "Coming up" card — today, tomorrow
+    (private, marked), a birthday a week ahead — each with Done / Snooze / Dismiss; the first
+    item focused (Shift+Tab), the footer shows its keys."""
+    env = env_factory(seed=SEED)
+    _due(env)
+
+    async def focus(pilot) -> None:
+        from eva_tui.widgets.coming_up import ReminderItem
+
+        pilot.app.screen.query(ReminderItem).first().focus()
+
+    assert snap_compare(env.app, terminal_size=size, run_before=quiet(focus))
+
+
+@pytest.mark.parametrize("size", SIZES)
+def test_record_view_with_a_due_day(snap_compare, env_factory, size):
+    """Issue 29 item 3: the record view of a promise shows its due day and Done / Snooze /
+    Dismiss under the record's own buttons."""
+    env = env_factory(seed=SEED)
+    rid = _due(env)[0]
+
+    async def open_it(pilot) -> None:
+        pilot.app.screen.open_record(rid)
+
+    assert snap_compare(env.app, terminal_size=size, run_before=quiet(open_it))
