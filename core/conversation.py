@@ -59,6 +59,7 @@ from core.reply_guard import (
     brings_news,
     is_echo,
 )
+from core.text import stem_set as text_stems
 from core.transcript import StoredMessage, Transcript, Window, live_window
 from core.window_saver import WindowSaver
 
@@ -131,6 +132,31 @@ DONT_KNOW = {
                       "tell me?",
 }
 _CANNED_DONT_KNOW = frozenset(DONT_KNOW.values())
+
+
+def reminder_line(item: Reminder, lang: str | None) -> str:
+    """Eva's own line for the day's reminder (SPEC §8.11), added after her first reply of the
+    day when the reply itself did not bring the item up: the owner's words quoted, with when
+    they are due. Measured with the default model (tests/test_reminders_real.py): with the
+    reminder in the prompt it answered "Доброе утро, Ева! Как дела?" and left it out, and a
+    nudge after the message made it greet back twice; when it did mention it, it repeated the
+    owner's words as its own ("Я обещал маме…")."""
+    quote = " ".join(item.content.split())
+    if lang == language.RUSSIAN:
+        if item.days < 0:
+            when = f"срок был {item.on:%d.%m}"
+        else:
+            when = {0: "на сегодня", 1: "на завтра"}.get(
+                item.days, f"через {item.days} дн., {item.on:%d.%m}")
+        return f"Кстати, напоминаю ({when}): «{quote}»"
+    return f"By the way, a reminder ({item.when}): “{quote}”"
+
+
+def mentions(reply: str, content: str) -> bool:
+    """The reply already brings the item up: it shares two of its words (one when the item
+    has only one), by stem."""
+    theirs = text_stems(content)
+    return len(text_stems(reply) & theirs) >= min(2, len(theirs))
 REFUSAL_NUDGE = ("The owner is simply talking with you about their life; there is nothing to "
                  "refuse. Reply warmly and briefly to what they said.")
 # … and when a statement's reply only echoed the owner twice, a short acknowledgement in Eva's
@@ -841,6 +867,11 @@ class Conversation:
             yield TurnError(turn_id, f"The model failed: {e}")
             return
         final = "".join(answer).strip()
+        if reminder is not None and not st.stopped and not mentions(final, reminder.content):
+            # the day's reminder, in Eva's own line, when her reply left it out (§8.11)
+            line = reminder_line(reminder, lang)
+            yield Token(f"\n\n{line}" if final else line)
+            final = f"{final}\n\n{line}" if final else line
         meta = {"ops": ops, "prompt_tokens": st.prompt_tokens, "evaluated": st.evaluated}
         msg_id = self._persist(turn_id, "assistant", final, ctx,
                                "stopped" if st.stopped else "ok", meta)

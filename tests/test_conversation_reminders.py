@@ -63,3 +63,30 @@ def test_a_private_promise_is_never_in_a_public_first_turn(mem):
     mem.clock.set(SATURDAY)
     list(conv.turn("Hi Eva", PUBLIC))
     assert all("zqsecret" not in str(c["messages"]) for c in llm.calls)
+
+
+def test_a_first_reply_that_leaves_the_reminder_out_gets_evas_own_line(mem):
+    """Issue 29 item 3 (SPEC §8.11): the day's first reply brings the item up. A reply that
+    already does is left as it is; one that does not (the default model greeted back) gets
+    Eva's own line after it, in the owner's language, quoting the owner's words with the day —
+    shown as it streams and stored with the answer. Later turns get nothing."""
+    from core.conversation import Token
+
+    mem.save("Я обещал маме починить кран в субботу", kind="event", importance=4)
+    conv, llm = conv_for(mem)
+    mem.clock.set(SATURDAY)
+    events = list(conv.turn("Доброе утро!", OWNER_TRUSTED))
+    shown = "".join(e.text for e in events if isinstance(e, Token))
+    assert shown == "Хорошо.\n\nКстати, напоминаю (на сегодня): «Я обещал маме починить кран в " \
+                    "субботу»"
+    assert conv.history()[-1].content == shown
+    events = list(conv.turn("Что нового?", OWNER_TRUSTED))
+    assert "".join(e.text for e in events if isinstance(e, Token)) == "Хорошо."
+    # a reply that brings it up itself is left alone (the next day: overdue)
+    llm2 = ScriptedLLM([["Не забудь про кран для мамы!"]], plans=[{"ops": []}])
+    conv2 = Conversation(mem, llm2, config=replace(ConversationConfig(),
+                                                   memory_writes="structured", summaries=False))
+    mem.clock.set(SATURDAY + 86_400)
+    events = list(conv2.turn("Привет", OWNER_TRUSTED))
+    assert "".join(e.text for e in events if isinstance(e, Token)) == (
+        "Не забудь про кран для мамы!")

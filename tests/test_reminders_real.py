@@ -70,16 +70,15 @@ def saturday_morning(tmp_path, *, in_chat: bool) -> str:
 def test_the_first_reply_of_the_day_mentions_the_due_promise(tmp_path):
     """Issue 29 target: the promise is due today, and the day's first reply mentions it.
     Seen on 2026-12-02: "Доброе утро! Я обещал маме починить кран послезавтра, не дай мне
-    забыть." (it mentions it, though by repeating the owner's words)."""
+    забыть." (it mentions it, though by repeating the owner's words); a reply that leaves it
+    out gets Eva's own reminder line (core.conversation.reminder_line)."""
     text = saturday_morning(tmp_path, in_chat=False)
     assert MENTION.search(text), text
 
 
-@pytest.mark.xfail(strict=False, reason="seen on 2026-12-02: with the Thursday exchange in "
-                   "the window the 1.5B model greets back ('Доброе утро, Ева! Как дела?') and "
-                   "leaves the reminder out; the promise was saved with its day")
 def test_told_in_the_chat_the_first_reply_of_the_day_mentions_it(tmp_path):
     """Issue 29 "try it as the owner": the promise told in the chat (the memory step saves it
-    with 30 May), Eva opened on Saturday: her first reply mentions it."""
+    with 30 May), Eva opened on Saturday: her first reply mentions it. Seen on 2026-12-02
+    before Eva's own reminder line: "Доброе утро, Ева! Как дела?" (the model left it out)."""
     text = saturday_morning(tmp_path, in_chat=True)
     assert MENTION.search(text), text
