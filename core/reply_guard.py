@@ -534,8 +534,11 @@ class ScriptFixer:
 # A reply that announces itself before saying anything: measured on the default model, "Вот
 # ответ на ваш вопрос по-русски:\n\nНа что я сейчас коплю деньги?" — the announcement slipped
 # past the echo hold, and the owner's own question followed it as the "answer".
-# Each head: words in order; "?" marks an optional word; the last word names the answer.
-_HEADS = (
+# Each head: words in order; "?" marks an optional word; the last word names the answer. A head
+# may open with a word of assent (seen as the owner: "Конечно, вот ответ по-русски:\n\n«Вот что
+# я слышал: …»" — the assent hid the announcement).
+_ASSENT = "?конечно|хорошо|ладно|sure|okay|ok|certainly|alright"
+_HEADS_BARE = (
     ("вот", "?мой|наш|и", "ответ"),
     ("мой", "ответ"),
     ("ответ",),
@@ -553,6 +556,7 @@ _HEADS = (
     ("here's|here’s", "what", "you", "wrote|said|told"),
     ("here", "is", "what", "you", "wrote|said|told"),
 )
+_HEADS = tuple((_ASSENT, *head) for head in _HEADS_BARE)
 MAX_ANNOUNCE = 100  # characters an announcement may take before its colon or line break
 
 

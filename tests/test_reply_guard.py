@@ -130,6 +130,11 @@ def test_what_reads_as_a_refusal(reply, refusal):
     ("Here's what you said:\nI teach physics.", "I teach physics."),
     ("My answer is no", "My answer is no"),
     ("Ответ", "Ответ"),
+    # an announcement after a word of assent (seen as the owner on the default model)
+    ("Конечно, вот ответ по-русски:\n\nЯ помню про кран.", "Я помню про кран."),
+    ("Sure, here is my answer: you are 34.", "you are 34."),
+    ("Конечно, я помню!", "Конечно, я помню!"),
+    ("Хорошо, договорились: в субботу.", "Хорошо, договорились: в субботу."),
 ])
 def test_an_announcing_preamble_is_dropped_and_the_rest_kept(text, shown):
     """Issue 9: "Вот ответ на ваш вопрос:" (measured on the default model, followed by the
