@@ -140,14 +140,14 @@ def reminder_line(item: Reminder, lang: str | None) -> str:
     they are due. Measured with the default model (tests/test_reminders_real.py): with the
     reminder in the prompt it answered "Доброе утро, Ева! Как дела?" and left it out, and a
     nudge after the message made it greet back twice; when it did mention it, it repeated the
-    owner's words as its own ("Я обещал маме…")."""
+    owner's words as its own ("Я обещал маме…"). Only for an item still ahead (today, tomorrow,
+    in a few days): an overdue one may have been done without a word, and one read from a
+    complaint ("Соседи сверлят, и это в субботу!", measured on an unseen scenario) came back as
+    "срок был 06.06" in an answer about work — the card still lists it for the owner to dismiss."""
     quote = " ".join(item.content.split())
     if lang == language.RUSSIAN:
-        if item.days < 0:
-            when = f"срок был {item.on:%d.%m}"
-        else:
-            when = {0: "на сегодня", 1: "на завтра"}.get(
-                item.days, f"через {item.days} дн., {item.on:%d.%m}")
+        when = {0: "на сегодня", 1: "на завтра"}.get(
+            item.days, f"через {item.days} дн., {item.on:%d.%m}")
         return f"Кстати, напоминаю ({when}): «{quote}»"
     return f"By the way, a reminder ({item.when}): “{quote}”"
 
@@ -867,7 +867,8 @@ class Conversation:
             yield TurnError(turn_id, f"The model failed: {e}")
             return
         final = "".join(answer).strip()
-        if reminder is not None and not st.stopped and not mentions(final, reminder.content):
+        if (reminder is not None and reminder.days >= 0 and not st.stopped
+                and not mentions(final, reminder.content)):
             # the day's reminder, in Eva's own line, when her reply left it out (§8.11)
             line = reminder_line(reminder, lang)
             yield Token(f"\n\n{line}" if final else line)
