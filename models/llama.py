@@ -33,7 +33,7 @@ from pathlib import Path
 from typing import Any
 
 from core.llm import ChatEvent, Done, Message, ModelError, TextDelta, ToolCall
-from models.toolcalls import RESPONSE_OPEN, ToolCallStream
+from models.toolcalls import RESPONSE_OPEN, ToolCallStream, tool_function
 
 DEFAULT_SYSTEM = "You are a helpful assistant."
 CHATML_TEMPLATE = (
@@ -188,15 +188,6 @@ def default_threads() -> int:
     from models.profiles import auto_threads
 
     return auto_threads()
-
-
-def tool_function(tool: dict[str, Any]) -> dict[str, Any]:
-    """The function description of a tool given flat (``{"name", "description", "parameters"}``)
-    or OpenAI-style (``{"type": "function", "function": {...}}``)."""
-    fn = tool.get("function") if isinstance(tool.get("function"), dict) else tool
-    if not isinstance(fn, dict) or not isinstance(fn.get("name"), str):
-        raise ValueError(f"not a tool schema: {tool!r}")
-    return fn
 
 
 def tools_system_block(tools: list[dict[str, Any]]) -> str:

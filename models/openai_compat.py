@@ -45,7 +45,7 @@ from urllib.parse import urlsplit
 from core.llm import ChatEvent, Done, Message, ModelError, TextDelta, ToolCall
 from core.locality import check_base_url, is_loopback
 from models.schema_check import problem as schema_problem
-from models.toolcalls import RESPONSE_OPEN, ToolCallStream
+from models.toolcalls import RESPONSE_OPEN, ToolCallStream, tool_function
 
 BYTES_PER_TOKEN = 3.0  # the stated estimate when the server reports no usage
 SCHEMA_MODES = ("json_schema", "json_object", "none")
@@ -103,13 +103,6 @@ def openai_messages(messages: list[Message]) -> list[dict[str, Any]]:
                 msg["name"] = m["name"]
         out.append(msg)
     return out
-
-
-def _function(tool: dict[str, Any]) -> dict[str, Any]:
-    fn = tool.get("function") if isinstance(tool.get("function"), dict) else tool
-    if not isinstance(fn, dict) or not isinstance(fn.get("name"), str):
-        raise ValueError(f"not a tool schema: {tool!r}")
-    return fn
 
 
 class OpenAICompatModel:
@@ -306,7 +299,7 @@ class OpenAICompatModel:
             payload["max_tokens"] = max(1, max_tokens)
         if tools:
             if self.native_tools:
-                payload["tools"] = [{"type": "function", "function": _function(t)}
+                payload["tools"] = [{"type": "function", "function": tool_function(t)}
                                     for t in tools]
             else:
                 payload["messages"] = _tools_in_system(wire, tools)
@@ -400,7 +393,7 @@ class OpenAICompatModel:
         max_tokens: int | None = None,
         temperature: float = 0.7,
     ) -> Iterator[ChatEvent]:
-        splitter = ToolCallStream([_function(t)["name"] for t in tools]) if tools else None
+        splitter = ToolCallStream([tool_function(t)["name"] for t in tools]) if tools else None
         done: Done | None = None
         native: list[ToolCall] = []
         for item in self._call(messages, tools=tools, cancel=cancel, deadline=None,
@@ -453,7 +446,7 @@ class OpenAICompatModel:
         timeout: float | None = None,
         cancel: threading.Event | None = None,
     ) -> ToolCall:
-        fn = _function(tool)
+        fn = tool_function(tool)
         schema = fn.get("parameters") or {"type": "object"}
         note = (f"Answer by calling the function {fn['name']}: "
                 f"{fn.get('description', '').strip()} Reply with its arguments only, as one "

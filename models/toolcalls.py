@@ -419,3 +419,12 @@ def _open_fence(b: str) -> tuple[str, str]:
 def strip_tool_text(text: str) -> str:
     """Visible text with every tool-call block and hallucinated tool response removed."""
     return parse_tool_calls(text)[0]
+
+
+def tool_function(tool: dict[str, Any]) -> dict[str, Any]:
+    """The function description of a tool given flat (``{"name", "description", "parameters"}``)
+    or OpenAI-style (``{"type": "function", "function": {...}}``)."""
+    fn = tool.get("function") if isinstance(tool.get("function"), dict) else tool
+    if not isinstance(fn, dict) or not isinstance(fn.get("name"), str):
+        raise ValueError(f"not a tool schema: {tool!r}")
+    return fn
