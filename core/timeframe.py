@@ -27,7 +27,9 @@ boundary depends on the time zone) and a day before a named day.
 from __future__ import annotations
 
 import re
+from collections.abc import Callable
 from datetime import date, datetime
+from typing import Any
 
 __all__ = ["WEEKDAY", "day_mentions", "month_number", "spans", "weekday_number"]
 
@@ -189,33 +191,46 @@ def _day_span(text: str, match: re.Match, d: date) -> tuple[float, float]:
     return _midnight(d) - DAY, _midnight(d) + 2 * DAY
 
 
-def _named_days(text: str, today: date) -> tuple[list[tuple[float, float]], list[tuple[int, int]]]:
-    out: list[tuple[float, float]] = []
+def _scan_days(text: str, resolve: Callable[[re.Match, int | None, int, int], Any]
+               ) -> tuple[list[Any], list[tuple[int, int]]]:
+    """Every day ``text`` names by its date, each read by ``resolve(match, year or None, month,
+    day)``; a match it gives None for is skipped (and its words stay free for another pattern).
+    Returns what it gave, in the patterns' order, and the spans taken."""
+    out: list[Any] = []
     taken: list[tuple[int, int]] = []
     for pattern in _PATTERNS_DAY:
         for m in pattern.finditer(text):
             if any(a < m.end() and m.start() < b for a, b in taken):
                 continue
             g = m.groupdict()
-            try:
-                if g.get("iy"):
-                    d = date(int(g["iy"]), int(g["im"]), int(g["id"]))
-                elif g.get("dy"):
-                    d = date(int(g["dy"]), int(g["dm"]), int(g["dd"]))
-                else:
-                    month = _month_of(m)
-                    day = int(g["d"])
-                    if month is None or not 1 <= day <= 31:
-                        continue
-                    latest = _latest(today, month, day) if not g.get("y") else None
-                    d = date(int(g["y"]), month, day) if g.get("y") else latest
-                    if d is None:
-                        continue
-            except ValueError:
+            if g.get("iy"):
+                y, mo, d = int(g["iy"]), int(g["im"]), int(g["id"])
+            elif g.get("dy"):
+                y, mo, d = int(g["dy"]), int(g["dm"]), int(g["dd"])
+            else:
+                month = _month_of(m)
+                if month is None:
+                    continue
+                y, mo, d = (int(g["y"]) if g.get("y") else None), month, int(g["d"])
+            got = resolve(m, y, mo, d)
+            if got is None:
                 continue
             taken.append((m.start(), m.end()))
-            out.append(_day_span(text, m, d))
+            out.append(got)
     return out, taken
+
+
+def _named_days(text: str, today: date) -> tuple[list[tuple[float, float]], list[tuple[int, int]]]:
+    def span(m: re.Match, y: int | None, mo: int, d: int) -> tuple[float, float] | None:
+        if not 1 <= d <= 31:
+            return None
+        try:
+            day = date(y, mo, d) if y is not None else _latest(today, mo, d)
+        except ValueError:
+            return None
+        return None if day is None else _day_span(text, m, day)
+
+    return _scan_days(text, span)
 
 
 # Weekdays (issue 29: the reminders read "в субботу", "next Friday"): a pattern whose group
@@ -256,29 +271,16 @@ def day_mentions(text: str) -> list[tuple[int, int, int | None, int, int]]:
     read as :func:`spans` reads it (lower case, "ё" as "е"); which year a yearless date means
     is the caller's choice (a question looks back, a reminder forward)."""
     text = text.lower().replace("ё", "е")
-    out: list[tuple[int, int, int | None, int, int]] = []
-    taken: list[tuple[int, int]] = []
-    for pattern in _PATTERNS_DAY:
-        for m in pattern.finditer(text):
-            if any(a < m.end() and m.start() < b for a, b in taken):
-                continue
-            g = m.groupdict()
-            if g.get("iy"):
-                y, mo, d = int(g["iy"]), int(g["im"]), int(g["id"])
-            elif g.get("dy"):
-                y, mo, d = int(g["dy"]), int(g["dm"]), int(g["dd"])
-            else:
-                mo, d = _month_of(m), int(g["d"])
-                y = int(g["y"]) if g.get("y") else None
-                if mo is None:
-                    continue
-            try:
-                date(y or 2000, mo, d)  # 2000: a leap year, so 29 February stands
-            except ValueError:
-                continue
-            taken.append((m.start(), m.end()))
-            out.append((m.start(), m.end(), y, mo, d))
-    return sorted(out)
+
+    def mention(m: re.Match, y: int | None, mo: int, d: int
+                ) -> tuple[int, int, int | None, int, int] | None:
+        try:
+            date(y or 2000, mo, d)  # 2000: a leap year, so 29 February stands
+        except ValueError:
+            return None
+        return m.start(), m.end(), y, mo, d
+
+    return sorted(_scan_days(text, mention)[0])
 
 
 def _says_last(match: re.Match) -> bool:
