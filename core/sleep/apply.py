@@ -58,6 +58,12 @@ TRANSIENT = ("max_ops", "max_forget", "younger than keep_recent", "changed after
              "no longer exists")
 
 
+def is_young(r: Record, now: float, keep_recent: float) -> bool:
+    """Younger than ``keep_recent`` seconds: the safeguards neither merge, replace, rewrite nor
+    forget it yet (and the review does not ask what it could not apply)."""
+    return now - r.created_at < keep_recent
+
+
 @dataclass
 class NightBudget:
     """What one night may still do (``max_ops`` ops, ``max_forget`` records forgotten)."""
@@ -145,7 +151,7 @@ class Safeguards:
 
     # ------------------------------------------------------------------ policy
     def _young(self, r: Record) -> bool:
-        return self.now - r.created_at < self.config.keep_recent_seconds
+        return is_young(r, self.now, self.config.keep_recent_seconds)
 
     def _policy(self, op: dict[str, Any], allowed: frozenset[int]) -> str | None:
         name = op["op"]

@@ -51,6 +51,7 @@ from core.sleep.apply import (
     Proposal,
     Safeguards,
     embed_new_texts,
+    is_young,
     op_ids,
 )
 from core.sleep.clustering import Clustering
@@ -304,7 +305,7 @@ def _refused_young(c: candidates.Candidate, corpus: dict[int, Record], now: floa
     while it is that young): a duplicate with a young member, a supersession of a young
     record. A run of events can be asked (a derived fact adds a record)."""
     def young(i: int) -> bool:
-        return now - corpus[i].created_at < keep_recent
+        return is_young(corpus[i], now, keep_recent)
 
     if c.kind == candidates.DUPLICATE:
         return any(young(i) for i in c.ids)
