@@ -30,7 +30,6 @@ from core.embedding import (
     calibrated,
     english_part,
     from_blob,
-    normalise_rows,
     part_cosines,
     primary_rows,
     row_cosines,
@@ -633,7 +632,7 @@ class RecallIndex:
         where, rows = self.parts.rows(cand)
         if len(where) == 0:
             return rel, sem
-        cos, cos_en = row_cosines(self.embedder, normalise_rows(rows), qvec)
+        cos, cos_en = row_cosines(self.embedder, rows, qvec)
         share = self._share(qcode)
         psem = self._semantic(ids[pos][where], cos, cos_en, qcode, share)
         best = np.zeros(len(pos))

@@ -40,6 +40,8 @@ from collections.abc import Callable
 
 import numpy as np
 
+from core.embedding import normalise_rows
+
 MAX_PARTS = 8  # clauses kept per record (the first ones)
 MAX_CACHED = 50_000  # records whose parts are kept in memory at once
 _SPLIT = re.compile(r"(?<=[.!?;:…])\s+|,\s+|\s+[—–-]\s+")
@@ -87,12 +89,13 @@ class PartVectors:
         m = embed(texts) if texts else np.zeros((0, dim), dtype=np.float32)
         if m is None:
             return
+        rows = normalise_rows(m) if len(m) else np.asarray(m, dtype=np.float32)
         for rid, (a, b) in spans.items():
-            self.parts_of[rid] = np.ascontiguousarray(m[a:b], dtype=np.float32)
+            self.parts_of[rid] = np.ascontiguousarray(rows[a:b])
 
     def rows(self, record_ids: list[int]) -> tuple[np.ndarray, np.ndarray]:
-        """(position in ``record_ids`` of each part, the parts' rows) of these records' known
-        parts."""
+        """(position in ``record_ids`` of each part, the parts' rows, unit length) of these
+        records' known parts."""
         mats = [self.parts_of.get(rid) for rid in record_ids]
         counts = [0 if m is None else len(m) for m in mats]
         if not sum(counts):
