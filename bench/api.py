@@ -98,9 +98,9 @@ def worker_serve(data: Path, port: int) -> int:
 
     from core.config import MemoryConfig
     from core.memory import Memory
-    from eva_tui import config as cfg
+    from eva_runtime import config as cfg
+    from eva_runtime.services import Services
     from eva_tui import serve as srv
-    from eva_tui.services import Services
 
     config = cfg.from_mapping({}, None)
     config = replace(config, memory=MemoryConfig(embedding_model=None))

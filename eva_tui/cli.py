@@ -38,7 +38,7 @@ from pathlib import Path
 
 from core import __version__
 from core.errors import MemoryOpError, StoreError, clip_text
-from eva_tui import config as cfg
+from eva_runtime import config as cfg
 
 # Exit codes (README › The `eva` command › Exit codes; `eva --help` lists them too)
 EXIT_OK = 0
@@ -345,8 +345,8 @@ def _is_dir(p: Path) -> bool:
 
 
 def cmd_tui(config: cfg.EvaConfig, data_dir: Path) -> int:
+    from eva_runtime.services import Services
     from eva_tui.app import create_app
-    from eva_tui.services import Services
 
     services = Services(config, data_dir)
     services.first_run_offer = True  # an empty store: offer to initialize memories (issue 13)
@@ -359,7 +359,7 @@ def cmd_tui(config: cfg.EvaConfig, data_dir: Path) -> int:
 
 
 def _services(config: cfg.EvaConfig, data_dir: Path, *, model: bool):
-    from eva_tui.services import Services
+    from eva_runtime.services import Services
 
     if model and config.planner_model and config.planner_model != config.llm.general:
         # `eva sleep` needs only the planner: load it in the chat model's place
@@ -421,8 +421,8 @@ def cmd_serve(config: cfg.EvaConfig, data_dir: Path, args) -> int:
     import math
     import threading
 
+    from eva_runtime.services import Component, Services
     from eva_tui import serve as srv
-    from eva_tui.services import Component, Services
 
     if not srv.is_loopback(args.host) and not args.allow_remote:
         _err(f"refusing to bind {args.host}: that is not loopback. Pass --allow-remote to "
@@ -526,7 +526,7 @@ def cmd_calibrate(config: cfg.EvaConfig, data_dir: Path) -> int:
 # ---------------------------------------------------------------------------------- doctor
 def cmd_doctor(config: cfg.EvaConfig, data_dir: Path) -> int:
     from core.memory import Memory
-    from eva_tui.loader import ModelLoader, ModelUnavailable
+    from eva_runtime.loader import ModelLoader, ModelUnavailable
 
     loader = ModelLoader()
     bad = 0
@@ -562,7 +562,7 @@ def cmd_doctor(config: cfg.EvaConfig, data_dir: Path) -> int:
         n = 0
     # models (issue 31: packaged names and GGUF paths run in-process; the server's by HTTP)
     from core.locality import host_of
-    from eva_tui.loader import gpu_offload, route
+    from eva_runtime.loader import gpu_offload, route
 
     llm = config.llm
     if llm.base_url and llm.remote:
@@ -656,7 +656,7 @@ def cmd_remind(config: cfg.EvaConfig, data_dir: Path, days: int | None, fmt: str
     from core.memory import Memory
     from core.privacy import OWNER_TRUSTED, OWNER_UNTRUSTED
     from core.upcoming import upcoming
-    from eva_tui.services import DB_NAME
+    from eva_runtime.services import DB_NAME
 
     days = config.reminders.days if days is None else days
     if not 0 <= days <= 366:
@@ -686,7 +686,7 @@ def _open_store(config: cfg.EvaConfig, data_dir: Path, *, must_exist: bool):
     """The store alone (no models: export, import and backup need none; vectors of imported
     memories are made when Eva starts). None (and a message) when there is no store."""
     from core.memory import Memory
-    from eva_tui.services import DB_NAME
+    from eva_runtime.services import DB_NAME
 
     db = data_dir / DB_NAME
     if must_exist and not db.exists():

@@ -539,7 +539,7 @@ def chat_model_help(names: list[str]) -> str:
 
 
 def _chat_models() -> list[str]:
-    from eva_tui.loader import packaged_chat_models  # the list a bad path's error names
+    from eva_runtime.loader import packaged_chat_models  # the list a bad path's error names
 
     return packaged_chat_models()
 

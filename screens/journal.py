@@ -18,7 +18,7 @@ from eva_tui.widgets import EvaScreen, NavBar, PaletteCommand, StatusBar, ago
 from eva_tui.widgets.tables import keep_cursor, selected_id
 
 if TYPE_CHECKING:
-    from eva_tui.services import SleeperLike
+    from eva_runtime.services import SleeperLike
 
 COLUMNS = tuple(
     (S.JOURNAL_COLUMNS[key], key)

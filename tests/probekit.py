@@ -208,8 +208,8 @@ class HttpEnv:
 @contextlib.contextmanager
 def http_env() -> Iterator[HttpEnv]:
     from core import ManualClock, Memory, MemoryConfig
-    from eva_tui import config as cfg
-    from eva_tui.services import Services
+    from eva_runtime import config as cfg
+    from eva_runtime.services import Services
     from tests.fake_llm import ScriptedLLM
     from tests.serve_kit import running
 
@@ -611,7 +611,7 @@ def http_trailing_slash_is_json(env: HttpEnv) -> dict:
 
 def http_chat_while_loading(env: HttpEnv) -> dict:
     """The chat model is still loading: /v1/chat says so, with Retry-After."""
-    from eva_tui.services import Component
+    from eva_runtime.services import Component
 
     def go():
         s = env.services

@@ -14,10 +14,10 @@ import pytest
 
 from core import ManualClock, Memory, MemoryConfig, ownership, portability
 from core.privacy import OWNER_TRUSTED
+from eva_runtime import config as cfg
+from eva_runtime.services import Services
 from eva_tui import cli
-from eva_tui import config as cfg
 from eva_tui import serve as srv
-from eva_tui.services import Services
 from tests.fake_llm import ScriptedLLM
 
 NOW = 1_780_000_000.0

@@ -17,9 +17,9 @@ import pytest
 
 from core import ManualClock, Memory, MemoryConfig
 from core.privacy import OWNER_TRUSTED
-from eva_tui import config as cfg
+from eva_runtime import config as cfg
+from eva_runtime.services import Services
 from eva_tui import serve as srv
-from eva_tui.services import Services
 from tests.fake_llm import ScriptedLLM
 from tests.serve_kit import running, sse_events
 

@@ -20,9 +20,9 @@ import pytest
 
 from core.sleep import journal
 from core.sleep.journal import Journal, OpLog, PhaseLog
+from eva_runtime.services import Component
 from eva_tui import cli
 from eva_tui import serve as srv
-from eva_tui.services import Component
 from tests.serve_kit import running
 from tests.test_serve import assert_error, make_services
 

@@ -15,8 +15,8 @@ from pathlib import Path
 
 import pytest
 
+from eva_runtime import config as cfg
 from eva_tui import cli
-from eva_tui import config as cfg
 
 
 def _env(monkeypatch, tmp_path):

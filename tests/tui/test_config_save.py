@@ -9,7 +9,7 @@ from textual.widgets import Select
 
 from core import MemoryConfig
 from core.config import SleepConfig
-from eva_tui import config as cfg
+from eva_runtime import config as cfg
 from tests.tui.conftest import SEED, SIZE, aio, settle
 
 
@@ -165,8 +165,8 @@ def test_binding_ids_are_the_ones_the_app_declares():
 
     import eva_tui.widgets
     import screens
+    from eva_runtime.keymap import BINDING_IDS
     from eva_tui.app import EvaApp
-    from eva_tui.keymap import BINDING_IDS
 
     declared = {b.id for b in EvaApp.BINDINGS if isinstance(b, Binding)}
     for pkg in (screens, eva_tui.widgets):

@@ -1,4 +1,5 @@
-"""What the TUI runs on: the memory, the conversation, the models and sleep, wired together.
+"""What the TUI, the ``eva`` command and ``eva serve`` run on: the memory, the conversation, the
+models and sleep, wired together.
 
 :class:`Services` is built cheaply (no I/O) and brought up by the app in worker threads:
 ``open_memory`` (after the embedder, so recall gets vectors from the first query),
@@ -6,8 +7,8 @@
 build a :class:`Services` with everything already in place (a ScriptedLLM, a temporary store,
 a fake sleeper) and the app starts no loading at all.
 
-Screens reach the core only through these attributes (``memory``, ``conversation``,
-``sleeper``) and the core's public API.
+Screens and the HTTP server reach the core only through these attributes (``memory``,
+``conversation``, ``sleeper``), their public methods and the core's public API.
 """
 
 from __future__ import annotations
@@ -30,9 +31,9 @@ from core.persona import load_persona
 from core.personas import Persona, Personas
 from core.privacy import OWNER_TRUSTED, TurnContext
 from core.sleep import CONSOLIDATE_TOOL, Sleeper, consolidate_tool, resolve_planner
-from eva_tui.config import ChatSettings, EvaConfig
-from eva_tui.loader import ModelLoader, ModelUnavailable, route
-from eva_tui.model_slot import LazyModel, ModelSlot
+from eva_runtime.config import ChatSettings, EvaConfig
+from eva_runtime.loader import ModelLoader, ModelUnavailable, route
+from eva_runtime.model_slot import LazyModel, ModelSlot
 
 DB_NAME = "memory.db"
 KEEP_MODELS = 2
@@ -253,7 +254,7 @@ class Services:
     def load_spec(self, spec: str, progress: Callable[[int, int], None] | None = None
                   ) -> ChatModel:
         """Load the model a spec names (a packaged name, a GGUF path, or the server's model:
-        :func:`eva_tui.loader.route`). Blocking. Raises ModelUnavailable with the fix."""
+        :func:`eva_runtime.loader.route`). Blocking. Raises ModelUnavailable with the fix."""
         llm = self.config.llm
         backend, name = route(spec, llm.backend)
         if backend == "openai":
