@@ -408,9 +408,9 @@ def cmd_sleep(config: cfg.EvaConfig, data_dir: Path, dry_run: bool) -> int:
         except AlreadySleeping as e:
             _err(f"{e}; not starting a second night")
             return EXIT_ASLEEP_ELSEWHERE
-        from screens.journal import run_text
+        from eva_runtime.night_text import night_text
 
-        _say(run_text(run, s.clock.now()).plain)
+        _say(night_text(run, s.clock.now()))
         return 0 if run.status in ("done", "skipped") else 1
     finally:
         s.close()
