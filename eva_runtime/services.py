@@ -78,6 +78,8 @@ class Component:
 
 
 SleeperFactory = Callable[["Services"], SleeperLike | None]
+# tools a conversation gets beyond the memory's: name → (JSON schema, handler of a turn's context)
+ExtraTools = dict[str, tuple[dict[str, Any], Callable[[TurnContext], Any]]]
 
 
 class Services:
@@ -364,10 +366,10 @@ class Services:
                 self.memory,
                 self.slot,  # type: ignore[arg-type]
                 persona,
-                self._conversation_config(self.config.chat),
+                self.conversation_config(self.config.chat),
                 clock=self.clock,
                 sleep=self.sleeper,
-                extra_tools=self._sleep_tools(),
+                extra_tools=self.sleep_tools(),
             )
             self._use_persona(self.active_persona())
 
@@ -405,17 +407,18 @@ class Services:
         self.warmed = True
         self.conversation.warm_up(self.turn_context())
 
-    def _sleep_tools(self) -> dict:
+    def sleep_tools(self) -> ExtraTools:
         """``memory_consolidate`` for owner turns, when the core's sleeper runs (SPEC §3.2): the
-        tool queues a night on its ``request``."""
+        tool queues a night on its ``request``. The TUI's conversation and the server's owner
+        conversations get it."""
         if not isinstance(self.sleeper, Sleeper):
             return {}
         sleeper = self.sleeper
         return {"memory_consolidate": (CONSOLIDATE_TOOL,
                                        lambda ctx: consolidate_tool(sleeper, ctx))}
 
-    def _conversation_config(self, chat: ChatSettings) -> ConversationConfig:
-        """The chat's settings, and ``[reminders] days`` for the day's first turn (§8.11: the
+    def conversation_config(self, chat: ChatSettings) -> ConversationConfig:
+        """A conversation's settings (the TUI's and the server's): the chat's settings, and ``[reminders] days`` for the day's first turn (§8.11: the
         most urgent item due within that many days is in its prompt; 0 turns it off)."""
         return ConversationConfig(
             detail_level=chat.detail_level,
@@ -465,12 +468,21 @@ class Services:
         p = self.current_persona if self.current_persona is not None else self.active_persona()
         return OWNER_TRUSTED if p is None else p.context(OWNER_TRUSTED)
 
+    def persona_file_text(self) -> str:
+        """The persona ``[chat] persona_file`` names (the default persona when it cannot be
+        read): a persona without text of its own, the sleeper and the server's conversations
+        made before the TUI's run with it."""
+        try:
+            return load_persona(self.config.chat.persona_file)
+        except ValueError:
+            return load_persona(None)
+
     def persona_settings(self, p: Persona) -> tuple[str, str, bool]:
         """(text, detail level, learning) a persona runs with: its own, or the configured
         defaults where it sets none."""
         body = p.text
         if body is None:
-            body = self.persona if self.persona is not None else _persona_text(self)
+            body = self.persona if self.persona is not None else self.persona_file_text()
         level = p.detail_level or self.config.chat.detail_level
         learning = self.config.chat.learning if p.learning is None else p.learning
         return body, level, learning
@@ -586,12 +598,6 @@ def build_sleeper(services: Services) -> SleeperLike | None:
         planner_for(services),
         services.config.sleep,
         services.clock,
-        services.persona or _persona_text(services),
+        services.persona or services.persona_file_text(),
     )
 
-
-def _persona_text(services: Services) -> str:
-    try:
-        return load_persona(services.config.chat.persona_file)
-    except ValueError:
-        return load_persona(None)

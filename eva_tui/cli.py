@@ -128,7 +128,7 @@ def _parser() -> argparse.ArgumentParser:
 
 
 def _serve_parser(sub, common) -> None:
-    from eva_tui.serve import DEFAULT_PORT
+    from eva_api.guard import DEFAULT_PORT
 
     s = sub.add_parser("serve", parents=[common],
                        help="serve the HTTP API on loopback (SPEC §10)")
@@ -421,10 +421,13 @@ def cmd_serve(config: cfg.EvaConfig, data_dir: Path, args) -> int:
     import math
     import threading
 
+    from eva_api import token as tok
+    from eva_api.app import listen, serve
+    from eva_api.guard import ServeSettings, is_loopback
+    from eva_api.log import setup_logging
     from eva_runtime.services import Component, Services
-    from eva_tui import serve as srv
 
-    if not srv.is_loopback(args.host) and not args.allow_remote:
+    if not is_loopback(args.host) and not args.allow_remote:
         _err(f"refusing to bind {args.host}: that is not loopback. Pass --allow-remote to "
              "expose Eva's API beyond this machine (anyone who can reach it and has the token "
              "can read private memory)")
@@ -444,27 +447,27 @@ def cmd_serve(config: cfg.EvaConfig, data_dir: Path, args) -> int:
         if not (math.isfinite(value) and 0 < value <= 3600):
             _err(f"{flag} must be a number of seconds above 0, at most 3600")
             return 2
-    if not srv.is_loopback(args.host):
+    if not is_loopback(args.host):
         _err(f"warning: binding {args.host}; the API is reachable from the network")
         if not args.allow_host:
             _err("note: requests are accepted only with a loopback or the bound Host header; "
                  "add --allow-host NAME for the name clients use")
-    settings = srv.ServeSettings(host=args.host, port=args.port,
-                                 allow_hosts=tuple(args.allow_host),
-                                 allow_origins=tuple(args.allow_origin),
-                                 rate=args.rate_limit,
-                                 burst=max(1, int(3 * args.rate_limit)),
-                                 max_connections=args.max_connections,
-                                 head_timeout=args.head_timeout, keep_alive=args.keep_alive)
-    token, token_path = srv.ensure_token(data_dir)
-    srv.setup_logging(data_dir)
+    settings = ServeSettings(host=args.host, port=args.port,
+                             allow_hosts=tuple(args.allow_host),
+                             allow_origins=tuple(args.allow_origin),
+                             rate=args.rate_limit,
+                             burst=max(1, int(3 * args.rate_limit)),
+                             max_connections=args.max_connections,
+                             head_timeout=args.head_timeout, keep_alive=args.keep_alive)
+    token, token_path = tok.ensure_token(data_dir)
+    setup_logging(data_dir)
     s = Services(config, data_dir)
     if args.no_chat:  # not loading: /v1/chat says chat is off, not "loading"
         s.model = Component(s.model.name, "off", "--no-chat")
     s.open_memory()
     s.finish()
     try:
-        sock = srv.listen(args.host, args.port)
+        sock = listen(args.host, args.port)
     except OSError as e:
         s.close()
         _err(f"cannot listen on {args.host}:{args.port}: {e.strerror or e}")
@@ -487,7 +490,7 @@ def cmd_serve(config: cfg.EvaConfig, data_dir: Path, args) -> int:
         _say("loading the chat model in the background; /v1/chat answers 503 until it is ready")
         threading.Thread(target=load, name="eva-load-model", daemon=True).start()
     try:
-        srv.serve(s, settings, token, sockets=[sock])
+        serve(s, settings, token, sockets=[sock])
     finally:
         s.close()
     _say("Eva stopped serving")
