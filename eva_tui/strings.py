@@ -1,6 +1,8 @@
 """Every word the TUI shows the owner, in one place (issue 16), so that a translated UI can
 follow: a Russian ``strings_ru`` would give the same names. Screens and widgets import from
-here; plain constants for fixed text, small functions for text with values in it.
+here; plain constants for fixed text, small functions for text with values in it. The one
+exception is a night's detail, which ``eva sleep`` prints as well: its words are in
+``eva_runtime/night_text.py`` (the command imports no UI).
 
 The words are the owner's, not the SPEC's: no section numbers, no internal names."""
 
@@ -473,28 +475,7 @@ JOURNAL_COLUMNS = {
     "applied": "applied",
     "refused": "refused",
 }
-def night_title(run_id: int) -> str:
-    return f"Night #{run_id}"
-
-
-def night_timing(started: str, took: float | None, calls: int) -> str:
-    took_s = " · running" if took is None else f" · took {took:.0f}s"
-    return f"started {started}{took_s} · {calls} model call{'s' if calls != 1 else ''}"
-
-
-def phase_timing(status: str, seconds: float, calls: int) -> str:
-    return f" — {status} · {seconds:.1f}s · {calls} call{'s' if calls != 1 else ''}"
-
-
-def refused(reason: str) -> str:
-    return f"refused: {reason}"
-
-
-NOTABLE_NIGHT = "notable night"
-NO_PHASES = "No phases ran."
-NO_CHANGES = "no changes"
-MODE_REAL = "real"
-MODE_DRY = "dry run"
+# a night's detail (and `eva sleep`'s report): eva_runtime/night_text.py
 NO_NIGHTS = (
     "No nights yet. Eva sleeps once a day when the conversation is quiet; "
     "press s to sleep now or d for a dry run (plans only, nothing applied)."
@@ -539,7 +520,7 @@ def chat_model_help(names: list[str]) -> str:
 
 
 def _chat_models() -> list[str]:
-    from eva_tui.loader import packaged_chat_models  # the list a bad path's error names
+    from eva_runtime.loader import packaged_chat_models  # the list a bad path's error names
 
     return packaged_chat_models()
 

@@ -29,8 +29,8 @@ from core.conversation import (
 )
 from core.conversation import Notice as NoticeEvent
 from core.errors import MemoryOpError
+from eva_runtime.config import default_config_path
 from eva_tui import strings as S
-from eva_tui.config import default_config_path
 from eva_tui.messages import TurnFinished, TurnStarted
 from eva_tui.widgets import (
     Composer,

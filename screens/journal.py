@@ -13,12 +13,13 @@ from textual.containers import Horizontal, VerticalScroll
 from textual.message import Message
 from textual.widgets import Button, DataTable, Footer, ProgressBar, Static
 
+from eva_runtime.night_text import night_pieces, run_mode
 from eva_tui import strings as S
 from eva_tui.widgets import EvaScreen, NavBar, PaletteCommand, StatusBar, ago
 from eva_tui.widgets.tables import keep_cursor, selected_id
 
 if TYPE_CHECKING:
-    from eva_tui.services import SleeperLike
+    from eva_runtime.services import SleeperLike
 
 COLUMNS = tuple(
     (S.JOURNAL_COLUMNS[key], key)
@@ -32,55 +33,9 @@ class RunsLoaded(Message):
         self.runs = runs
 
 
-def _ids(ids: Any) -> str:
-    return " ".join(f"#{i}" for i in (ids or []))
-
-
-def run_mode(run: Any) -> str:
-    """The one word for a night's mode, in the table and in the detail (issue 16)."""
-    return S.MODE_DRY if run.dry_run else S.MODE_REAL
-
-
 def run_text(run: Any, now: float) -> Text:
-    """A night, phase by phase, every op with its why (and the refusal's reason)."""
-    t = Text()
-    mode = run_mode(run)
-    t.append(S.night_title(run.id), style="bold")
-    t.append(f" · {run.status} · {mode} · {run.reason}")
-    if run.model:
-        t.append(f" · {run.model}")
-    t.append("\n")
-    took = None if run.finished_at is None else run.finished_at - run.started_at
-    calls = sum(p.calls for p in run.phases)
-    t.append(S.night_timing(ago(run.started_at, now), took, calls) + "\n", style="dim")
-    if run.summary:
-        t.append(f"{run.summary}\n")
-    if run.notable:
-        t.append(S.NOTABLE_NIGHT + "\n", style="bold yellow")
-    if not run.phases:
-        t.append(f"\n{S.NO_PHASES}\n", style="dim")
-    for p in run.phases:
-        t.append(f"\n{p.stage} / {p.name}", style="bold")
-        t.append(S.phase_timing(p.status, p.seconds, p.calls) + "\n", style="dim")
-        if p.note:
-            t.append(f"  {p.note}\n", style="italic")
-        for o in p.ops:
-            if o.applied:
-                mark, style = "✓", "green"
-            elif o.refused_reason is not None:
-                mark, style = "✗", "red"
-            else:
-                mark, style = "○", "cyan"  # a dry run: would be applied
-            t.append(f"  {mark} ", style=style)
-            t.append(f"{o.op} {_ids(o.ids)}", style="bold")
-            if o.why:
-                t.append(f" — {o.why}")
-            if o.refused_reason:
-                t.append(f"  ({S.refused(o.refused_reason)})", style="red")
-            t.append("\n")
-        if not p.ops and p.status not in ("skipped",):
-            t.append(f"  {S.NO_CHANGES}\n", style="dim")
-    return t
+    """A night, phase by phase, every op with its why (and the refusal's reason), styled."""
+    return Text.assemble(*night_pieces(run, now))
 
 
 class JournalScreen(EvaScreen):

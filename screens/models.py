@@ -4,7 +4,7 @@ machine (item 2).
 The picker lists the packaged chat models, the GGUF files in the models directory (and any
 configured path) and the models the configured server reports (``/v1/models``), read in a
 worker. Choosing one runs the chat on it from the next turn — the chat, its window and the
-memory stay (:meth:`eva_tui.services.Services.switch_model`) — or names it as the active
+memory stay (:meth:`eva_runtime.services.Services.switch_model`) — or names it as the active
 persona's model.
 """
 
@@ -20,7 +20,7 @@ from textual.screen import ModalScreen
 from textual.widgets import Button, Label, OptionList, Static
 from textual.widgets.option_list import Option
 
-from eva_tui.loader import ModelChoice
+from eva_runtime.loader import ModelChoice
 from eva_tui.widgets.base import eva_app
 from eva_tui.widgets.modals import HELP
 

@@ -20,7 +20,7 @@ from textual.widgets import Button, Footer, Label, Select, Static, Switch
 
 from core.conversation import DETAIL_LEVELS
 from core.memory_writer import MEMORY_WRITES
-from eva_tui import config as cfg
+from eva_runtime import config as cfg
 from eva_tui import strings as S
 from eva_tui.widgets import EvaInput, EvaScreen, NavBar, PaletteCommand, StatusBar
 from eva_tui.widgets.base import eva_app

@@ -70,7 +70,7 @@ def save_until_full(size_kb: int = 2048) -> dict:
     """Saves with vectors until the disk is full: a clear error; every save that returned is
     in the store with its exact text; after room is made, the same Memory saves again."""
     from core import OWNER_TRUSTED, ManualClock, Memory, MemoryConfig
-    from eva_tui.cli import store_problem
+    from eva_runtime.cli_io import store_problem
 
     with small_fs(size_kb) as d:
         path = d / "memory.db"

@@ -192,7 +192,7 @@ def config_files(examples: int) -> None:
     """A config file of any text, or of any TOML made of likely keys: a config or ConfigError."""
     import tomlkit
 
-    from eva_tui import config as cfg
+    from eva_runtime import config as cfg
 
     with tempfile.TemporaryDirectory() as d:
         path = Path(d) / "config.toml"
@@ -247,7 +247,7 @@ def config_files(examples: int) -> None:
 
 def env_variables(examples: int) -> None:
     """Any ``EVA_`` variables (known keys, misspelt tables, odd values): config or ConfigError."""
-    from eva_tui import config as cfg
+    from eva_runtime import config as cfg
 
     names = st.one_of(st.sampled_from([cfg.env_name(k) for k in cfg.known_keys()]),
                       st.text(alphabet=string.ascii_uppercase + "_", min_size=1,

@@ -208,8 +208,8 @@ class HttpEnv:
 @contextlib.contextmanager
 def http_env() -> Iterator[HttpEnv]:
     from core import ManualClock, Memory, MemoryConfig
-    from eva_tui import config as cfg
-    from eva_tui.services import Services
+    from eva_runtime import config as cfg
+    from eva_runtime.services import Services
     from tests.fake_llm import ScriptedLLM
     from tests.serve_kit import running
 
@@ -378,7 +378,7 @@ def http_token_race(env: HttpEnv, trials: int = 20, procs: int = 4) -> dict:
     import multiprocessing as mp
     import queue
 
-    from eva_tui.serve import ensure_token
+    from eva_api.token import ensure_token
 
     ctx = mp.get_context("fork")
     mark = env.log.mark()
@@ -545,9 +545,9 @@ def http_partial_connections(env: HttpEnv) -> dict:
 
 def http_rate_limit_loopback(env: HttpEnv) -> dict:
     """127.0.0.1, 127.0.0.2, … are one client: one bucket."""
-    from eva_tui import serve as srv
+    from eva_api.guard import Guard, ServeSettings
 
-    guard = srv.Guard(None, srv.ServeSettings(rate=1, burst=3))
+    guard = Guard(None, ServeSettings(rate=1, burst=3))
     allowed = 0
     for i in range(1, 11):
         scope = {"type": "http", "client": (f"127.0.0.{i}", 40000 + i),
@@ -559,9 +559,9 @@ def http_rate_limit_loopback(env: HttpEnv) -> dict:
 
 
 def http_is_loopback(env: HttpEnv) -> dict:
-    from eva_tui import serve as srv
+    from eva_api.guard import is_loopback
 
-    got = {h: srv.is_loopback(h) for h in ("127.evil.example", "127.0.0.1", "::1")}
+    got = {h: is_loopback(h) for h in ("127.evil.example", "127.0.0.1", "::1")}
     ok = got == {"127.evil.example": False, "127.0.0.1": True, "::1": True}
     return outcome("is_loopback_rejects_127_names", "http", ok, note=str(got))
 
@@ -611,7 +611,7 @@ def http_trailing_slash_is_json(env: HttpEnv) -> dict:
 
 def http_chat_while_loading(env: HttpEnv) -> dict:
     """The chat model is still loading: /v1/chat says so, with Retry-After."""
-    from eva_tui.services import Component
+    from eva_runtime.services import Component
 
     def go():
         s = env.services
@@ -1086,7 +1086,7 @@ def cli_file_modes(tmp: Path) -> dict:
             eva(tmp, "--data", str(data), "export", "--private", "-o", str(tmp / "mine.jsonl"))]
     tok = subprocess.run(["sh", "-c", 'umask 022; exec "$@"', "sh", sys.executable, "-c",
                           "import sys; from pathlib import Path; "
-                          "from eva_tui.serve import ensure_token; ensure_token(Path(sys.argv[1]))",
+                          "from eva_api.token import ensure_token; ensure_token(Path(sys.argv[1]))",
                           str(data)], env=cli_env(tmp), capture_output=True, text=True,
                          timeout=60)
     tb = any(has_traceback(r.err) for r in runs) or has_traceback(tok.stderr)

@@ -10,7 +10,9 @@ from dataclasses import dataclass, replace
 
 import httpx
 
-from eva_tui import serve as srv
+from eva_api.app import listen, make_server
+from eva_api.guard import ServeSettings
+from eva_api.token import ensure_token
 
 
 @dataclass
@@ -19,7 +21,7 @@ class Running:
     token: str
     port: int
     services: object
-    settings: srv.ServeSettings
+    settings: ServeSettings
     api: object = None  # the endpoints (their ChatHub) behind the guard
 
     def client(self, owner: bool = False, **kw) -> httpx.Client:
@@ -29,12 +31,12 @@ class Running:
 
 
 @contextlib.contextmanager
-def running(services, data_dir, settings: srv.ServeSettings | None = None) -> Iterator[Running]:
-    sock = srv.listen("127.0.0.1", 0)
+def running(services, data_dir, settings: ServeSettings | None = None) -> Iterator[Running]:
+    sock = listen("127.0.0.1", 0)
     port = sock.getsockname()[1]
-    settings = replace(settings or srv.ServeSettings(rate=0), host="127.0.0.1", port=port)
-    token, _ = srv.ensure_token(data_dir)
-    server = srv.make_server(services, settings, token)
+    settings = replace(settings or ServeSettings(rate=0), host="127.0.0.1", port=port)
+    token, _ = ensure_token(data_dir)
+    server = make_server(services, settings, token)
     t = threading.Thread(target=server.run, kwargs={"sockets": [sock]}, daemon=True)
     t.start()
     deadline = time.monotonic() + 20

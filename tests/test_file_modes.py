@@ -14,10 +14,10 @@ import pytest
 
 from core import ManualClock, Memory, MemoryConfig, ownership, portability
 from core.privacy import OWNER_TRUSTED
+from eva_api.token import ensure_token
+from eva_runtime import config as cfg
+from eva_runtime.services import Services
 from eva_tui import cli
-from eva_tui import config as cfg
-from eva_tui import serve as srv
-from eva_tui.services import Services
 from tests.fake_llm import ScriptedLLM
 
 NOW = 1_780_000_000.0
@@ -85,7 +85,7 @@ def test_a_full_session_leaves_only_the_owners_files(tmp_path, cli_env, capsys):
                      str(data / "mine.jsonl")]) == 0
     assert cli.main(["--data", str(data), "backup", str(data / "backups")]) == 0
     assert "note:" not in capsys.readouterr().err
-    srv.ensure_token(data)
+    ensure_token(data)
 
     dirs, files = walk(data)
     assert {"memory.db", "memory.db.index", "mine.jsonl", "serve.token",
@@ -118,7 +118,7 @@ def loosen(data: Path) -> None:
     mem.close()
     (data / "exports").mkdir()
     (data / "exports" / "eva-export-20260101-000000.jsonl").write_text("{}\n")
-    srv.ensure_token(data)
+    ensure_token(data)
     for root, ds, fs in os.walk(data):
         for d in ds:
             os.chmod(Path(root, d), 0o755)

@@ -13,8 +13,8 @@ import pytest
 from core.conversation import Conversation, Notice, TurnDone, TurnError
 from core.llm import Done, ModelError, TextDelta, ToolCall
 from core.privacy import OWNER_TRUSTED
+from eva_runtime import config as cfg
 from eva_tui import cli
-from eva_tui import config as cfg
 from models.openai_compat import OpenAICompatModel, RemoteRefused, SchemaRefused
 from tests.openai_fake import Answer, FakeOpenAI
 

@@ -10,8 +10,8 @@ from core import OWNER_TRUSTED, ManualClock, Memory, MemoryConfig, Refused
 from core.conversation import DETAIL_LEVELS, MemoryUsed
 from core.personas import DEFAULT_ID, PersonaNotFound, Personas, slug
 from core.records import Actor
-from eva_tui import config as cfg
-from eva_tui.services import Services
+from eva_runtime import config as cfg
+from eva_runtime.services import Services
 from tests.fake_llm import ScriptedLLM
 
 T0 = 1_780_000_000.0

@@ -319,6 +319,7 @@ def test_export_o_refuses_an_existing_file_unless_force(tmp_path, monkeypatch, c
 def test_a_failed_export_o_leaves_no_part_file(tmp_path, monkeypatch, capsys, failure):
     """Issue 25 item B2 (SPEC §11): an export that fails while it is written (a full disk, Ctrl+C)
     leaves no temp file holding the private export behind, and FILE is not made."""
+    from eva_runtime import cli_files
     from eva_tui import cli
 
     _cli_env(monkeypatch, tmp_path)
@@ -330,7 +331,7 @@ def test_a_failed_export_o_leaves_no_part_file(tmp_path, monkeypatch, capsys, fa
     def fail(*a, **kw):
         raise failure
 
-    monkeypatch.setattr(cli.os, "replace", fail)
+    monkeypatch.setattr(cli_files.os, "replace", fail)
     rc = cli.main(["--data", str(data), "export", "--private", "-o", str(out)])
     err = capsys.readouterr().err
     assert rc == (130 if failure is KeyboardInterrupt else 74)

@@ -17,9 +17,10 @@ import pytest
 
 from core import ManualClock, Memory, MemoryConfig
 from core.privacy import OWNER_TRUSTED
-from eva_tui import config as cfg
-from eva_tui import serve as srv
-from eva_tui.services import Services
+from eva_api.guard import ServeSettings
+from eva_api.token import ensure_token
+from eva_runtime import config as cfg
+from eva_runtime.services import Services
 from tests.fake_llm import ScriptedLLM
 from tests.serve_kit import running, sse_events
 
@@ -58,11 +59,11 @@ def assert_error(resp: httpx.Response, status: int, code: str) -> dict:
 
 # ------------------------------------------------------------------------------ security
 def test_token_file_is_0600_and_stable(tmp_path):
-    token, path = srv.ensure_token(tmp_path)
+    token, path = ensure_token(tmp_path)
     assert stat.S_IMODE(path.stat().st_mode) == 0o600
     assert len(token) >= 32
     os.chmod(path, 0o644)  # widened by hand: narrowed again, same token
-    again, _ = srv.ensure_token(tmp_path)
+    again, _ = ensure_token(tmp_path)
     assert again == token and stat.S_IMODE(path.stat().st_mode) == 0o600
 
 
@@ -119,7 +120,7 @@ def test_security_checks_answer_exact_status_codes(server):
 
 def test_rate_limit_answers_429_with_retry_after(tmp_path):
     s = make_services(tmp_path)
-    with running(s, tmp_path, srv.ServeSettings(rate=1, burst=3)) as r, r.client() as c:
+    with running(s, tmp_path, ServeSettings(rate=1, burst=3)) as r, r.client() as c:
         codes = [c.get("/v1/health").status_code for _ in range(5)]
         assert codes[:3] == [200, 200, 200] and codes[3:] == [429, 429]
         resp = c.get("/v1/health")
@@ -130,7 +131,7 @@ def test_rate_limit_answers_429_with_retry_after(tmp_path):
 
 def test_configured_origin_gets_cors_and_others_do_not(tmp_path):
     s = make_services(tmp_path)
-    settings = srv.ServeSettings(rate=0, allow_origins=("http://app.local:3000",))
+    settings = ServeSettings(rate=0, allow_origins=("http://app.local:3000",))
     with running(s, tmp_path, settings) as r, r.client() as c:
         ok = c.get("/v1/health", headers={"Origin": "http://app.local:3000"})
         assert ok.status_code == 200

@@ -20,9 +20,12 @@ import pytest
 
 from core.sleep import journal
 from core.sleep.journal import Journal, OpLog, PhaseLog
+from eva_api import token as srv_token
+from eva_api.guard import Guard, ServeSettings, is_loopback
+from eva_api.log import LOG_FILE, PrivateLogFile, setup_logging
+from eva_api.token import TOKEN_FILE, ensure_token
+from eva_runtime.services import Component
 from eva_tui import cli
-from eva_tui import serve as srv
-from eva_tui.services import Component
 from tests.serve_kit import running
 from tests.test_serve import assert_error, make_services
 
@@ -118,7 +121,7 @@ def test_hostile_requests_get_4xx_never_a_500_or_a_traceback(tmp_path, all_logs)
     s = make_services(tmp_path)
     js = {"Content-Type": "application/json"}
     deep = [b"[" * 60_000, b'{"a":' * 12_000, b"[" * 30_000 + b"]" * 30_000]
-    with running(s, tmp_path, srv.ServeSettings(rate=0, max_body=200_000)) as r, \
+    with running(s, tmp_path, ServeSettings(rate=0, max_body=200_000)) as r, \
             r.client() as anon, r.client(owner=True) as owner:
         all_logs.watch_uvicorn()
         for body in deep:
@@ -187,7 +190,7 @@ def test_a_chunked_dry_run_request_is_a_dry_run(tmp_path):
 # ------------------------------------------------------------------------------ item 4
 def _racer(data_dir: str, barrier, out) -> None:
     barrier.wait()
-    out.put(srv.ensure_token(Path(data_dir))[0])
+    out.put(ensure_token(Path(data_dir))[0])
 
 
 def test_servers_starting_at_once_agree_on_one_token(tmp_path):
@@ -206,10 +209,10 @@ def test_servers_starting_at_once_agree_on_one_token(tmp_path):
             p.join(timeout=60)
             assert p.exitcode == 0
         assert len(tokens) == 1, (trial, tokens)
-        path = d / srv.TOKEN_FILE
+        path = d / TOKEN_FILE
         assert path.read_text().strip() == tokens.pop()
         assert stat.S_IMODE(path.stat().st_mode) == 0o600
-        assert [f.name for f in d.iterdir()] == [srv.TOKEN_FILE]  # no temporary files left
+        assert [f.name for f in d.iterdir()] == [TOKEN_FILE]  # no temporary files left
 
 
 # ------------------------------------------------------------------------------ item 5
@@ -219,14 +222,14 @@ def test_the_access_log_is_a_private_file_without_query_or_token(tmp_path):
     method, path, status, time — without the query string or the token, mode 0600, and its
     rotated files are 0600 too."""
     s = make_services(tmp_path)
-    handlers = srv.setup_logging(tmp_path, stderr=False)
+    handlers = setup_logging(tmp_path, stderr=False)
     try:
         with running(s, tmp_path) as r, r.client(owner=True) as owner:
             resp = owner.get("/v1/memories/prompt", params={"q": f"what about {MARK}"})
             assert resp.status_code == 200
             rid = resp.headers["x-request-id"]
             token = r.token
-        log_path = tmp_path / srv.LOG_FILE
+        log_path = tmp_path / LOG_FILE
         text = log_path.read_text()
         line = next(x for x in text.splitlines() if rid in x)
         assert "GET /v1/memories/prompt 200 " in line and line.endswith("ms")
@@ -237,7 +240,7 @@ def test_the_access_log_is_a_private_file_without_query_or_token(tmp_path):
             for name in ("eva.serve", "uvicorn.error"):
                 logging.getLogger(name).removeHandler(h)
             h.close()
-    small = srv.PrivateLogFile(tmp_path / "rot.log", maxBytes=200, backupCount=2)
+    small = PrivateLogFile(tmp_path / "rot.log", maxBytes=200, backupCount=2)
     rec = logging.LogRecord("eva.serve", logging.INFO, __file__, 1, "x" * 120, None, None)
     for _ in range(6):
         small.emit(rec)
@@ -257,7 +260,7 @@ def test_a_bad_rate_limit_is_a_one_line_error(tmp_path, monkeypatch, capsys, val
     def must_not_start(*a, **k):
         raise AssertionError("serve started with a bad --rate-limit")
 
-    monkeypatch.setattr(srv, "ensure_token", must_not_start)
+    monkeypatch.setattr(srv_token, "ensure_token", must_not_start)
     rc = cli.main(["--data", str(tmp_path / "data"), "serve", f"--rate-limit={value}"])
     err = capsys.readouterr().err
     assert rc == 2
@@ -292,7 +295,7 @@ def test_half_sent_requests_are_closed_and_others_still_answered(tmp_path):
     not arrive within head_timeout is answered 408 and closed (one that sends nothing is just
     closed), while held half-sent connections leave other clients answered."""
     s = make_services(tmp_path)
-    settings = srv.ServeSettings(rate=0, head_timeout=0.5, keep_alive=0.5, max_connections=8)
+    settings = ServeSettings(rate=0, head_timeout=0.5, keep_alive=0.5, max_connections=8)
     with running(s, tmp_path, settings) as r:
         held = [socket.create_connection(("127.0.0.1", r.port), timeout=20) for _ in range(5)]
         try:
@@ -323,7 +326,7 @@ def test_more_connections_than_the_limit_get_a_json_503(tmp_path):
     import http.client
 
     s = make_services(tmp_path)
-    settings = srv.ServeSettings(rate=0, max_connections=3, keep_alive=60, head_timeout=60)
+    settings = ServeSettings(rate=0, max_connections=3, keep_alive=60, head_timeout=60)
     with running(s, tmp_path, settings) as r:
         kept = []
         try:
@@ -357,7 +360,7 @@ def _scope(client: str, port: int = 8765) -> dict:
 def test_all_loopback_addresses_share_one_rate_limit_bucket():
     """SPEC §10 (rate limit, 429) / issue 25 item 8: 127.0.0.2, 127.0.0.3, ::1 and
     ::ffff:127.0.0.9 are one client to the rate limit; an IPv6 client counts by its /64."""
-    guard = srv.Guard(None, srv.ServeSettings(rate=0.001, burst=2))
+    guard = Guard(None, ServeSettings(rate=0.001, burst=2))
     assert guard.check(_scope("127.0.0.1")) is None
     assert guard.check(_scope("127.0.0.2")) is None
     for other in ("127.0.0.3", "::1", "::ffff:127.0.0.9", "127.1.2.3"):
@@ -376,10 +379,10 @@ def test_is_loopback_parses_addresses():
     IPv4-mapped loopback are loopback; a name starting with "127." is not."""
     for host in ("localhost", "127.0.0.1", "127.9.8.7", "::1", "[::1]", "::ffff:127.0.0.1",
                  "LOCALHOST"):
-        assert srv.is_loopback(host), host
+        assert is_loopback(host), host
     for host in ("127.evil.example", "127.0.0.1.evil.example", "0.0.0.0", "::", "10.0.0.1",
                  "::ffff:10.0.0.1", "localhost.evil.example", "", "127.0.0.256"):
-        assert not srv.is_loopback(host), host
+        assert not is_loopback(host), host
 
 
 # ------------------------------------------------------------------------------ item 10
@@ -451,7 +454,7 @@ def test_eva_serve_logs_to_a_private_file(tmp_path):
         assert r.status_code == 200 and r.json()["chat_loading"] is False
         resp = httpx.post(f"http://127.0.0.1:{port}/v1/chat", json={"message": "hi"})
         assert resp.json()["code"] == "unavailable"
-        log_path = data / srv.LOG_FILE
+        log_path = data / LOG_FILE
         text = log_path.read_text()
         assert f"{r.headers['x-request-id']} GET /v1/health 200 " in text
         assert MARK not in text

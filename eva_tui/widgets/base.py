@@ -10,8 +10,8 @@ from textual.screen import Screen
 from textual.worker import Worker, WorkerState
 
 if TYPE_CHECKING:
+    from eva_runtime.services import Services
     from eva_tui.app import EvaApp
-    from eva_tui.services import Services
 
 
 class InApp(Protocol):

@@ -14,9 +14,9 @@ from pathlib import Path
 import pytest
 
 from core import ManualClock, Memory, MemoryConfig
-from eva_tui import config as cfg
+from eva_runtime import config as cfg
+from eva_runtime.services import Services
 from eva_tui.app import EvaApp, create_app
-from eva_tui.services import Services
 from tests.fake_llm import ScriptedLLM
 from tests.tui.fakes import FakeLoader, FakeSleeper, PlannedLLM
 

@@ -165,7 +165,7 @@ class FakeSleeper:
 
 
 class FakeLoader:
-    """eva_tui.loader.ModelLoader's shape: nothing is installed."""
+    """eva_runtime.loader.ModelLoader's shape: nothing is installed."""
 
     def __init__(
         self, problem: str = "chat model 'qwen2.5-coder-1.5b' is not installed — run `make setup`"

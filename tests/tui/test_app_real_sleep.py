@@ -9,9 +9,9 @@ import threading
 
 from core import ManualClock, Memory, MemoryConfig
 from core.sleep import Sleeper
-from eva_tui import config as cfg
+from eva_runtime import config as cfg
+from eva_runtime.services import Services, build_sleeper
 from eva_tui.app import create_app
-from eva_tui.services import Services, build_sleeper
 from tests.tui.conftest import NOW, SEED, SIZE, aio, settle, until
 from tests.tui.fakes import PlannedLLM
 

@@ -382,8 +382,8 @@ def test_services_warm_the_model_once_with_the_chats_known_prefix(tmp_path):
     from core import Memory
     from core.clock import ManualClock
     from core.privacy import OWNER_TRUSTED
-    from eva_tui.config import EvaConfig
-    from eva_tui.services import Services
+    from eva_runtime.config import EvaConfig
+    from eva_runtime.services import Services
     from tests.fake_llm import ScriptedLLM
 
     clock = ManualClock()

@@ -245,7 +245,7 @@ def test_keep_days_retention_and_the_chat_archive_purge_run_at_start(env_factory
 def test_keep_days_must_be_positive():
     import pytest
 
-    from eva_tui import config as cfg
+    from eva_runtime import config as cfg
 
     with pytest.raises(cfg.ConfigError, match=r"\[chat\] keep_days: must be > 0 days"):
         cfg.from_mapping({"chat": {"keep_days": 0}})

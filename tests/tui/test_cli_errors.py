@@ -15,8 +15,9 @@ from pathlib import Path
 
 import pytest
 
+from eva_runtime import cli_files, cli_io, cli_memory
+from eva_runtime import config as cfg
 from eva_tui import cli
-from eva_tui import config as cfg
 
 
 def _env(monkeypatch, tmp_path):
@@ -84,14 +85,14 @@ def test_a_full_disk_during_sleep_is_a_clear_error(tmp_path, monkeypatch, capsys
     OSError(28, "No space left on device"),
 ])
 def test_each_store_problem_names_a_fix(tmp_path, problem):
-    msg = cli.store_problem(problem, tmp_path)
+    msg = cli_io.store_problem(problem, tmp_path)
     assert str(tmp_path) in msg
     assert any(w in msg for w in ("--data", "backup", "free some space"))
 
 
 # ---------------------------------------------------------------------------------- issue 25
 # Item A: one error path for every command. Each failure is one sentence on stderr prefixed
-# "eva: ", a documented exit code (cli.EXIT_CODES), and never a traceback unless EVA_DEBUG=1.
+# "eva: ", a documented exit code (cli_io.EXIT_CODES), and never a traceback unless EVA_DEBUG=1.
 ROOT = Path(__file__).resolve().parents[2]
 T0 = 1_780_000_000.0
 
@@ -213,7 +214,7 @@ def test_an_unexpected_error_is_one_sentence_and_eva_debug_shows_it(tmp_path, mo
     def boom(*a, **kw):
         raise TypeError("something nobody planned for")
 
-    monkeypatch.setattr(cli, "cmd_doctor", boom)
+    monkeypatch.setattr(cli_memory, "cmd_doctor", boom)
     rc = cli.main(["--data", str(tmp_path / "d"), "doctor"])
     err = capsys.readouterr().err
     assert rc == 1
@@ -231,7 +232,7 @@ def test_ctrl_c_is_exit_130_with_one_word(tmp_path, monkeypatch, capsys):
     def interrupted(*a, **kw):
         raise KeyboardInterrupt
 
-    monkeypatch.setattr(cli, "cmd_export", interrupted)
+    monkeypatch.setattr(cli_files, "cmd_export", interrupted)
     assert cli.main(["--data", str(tmp_path), "export"]) == 130
     assert capsys.readouterr().err == "eva: interrupted\n"
 
@@ -245,8 +246,8 @@ def test_the_exit_codes_are_in_help_and_readme(capsys):
     out = capsys.readouterr().out
     readme = (ROOT / "README.md").read_text(encoding="utf-8")
     section = readme.split("### Exit codes", 1)[1].split("\n#", 1)[0]
-    codes = [cli.EXIT_OK, cli.EXIT_FAILED, cli.EXIT_USAGE, cli.EXIT_OUTPUT,
-             cli.EXIT_ASLEEP_ELSEWHERE, cli.EXIT_INTERRUPTED]
+    codes = [cli_io.EXIT_OK, cli_io.EXIT_FAILED, cli_io.EXIT_USAGE, cli_io.EXIT_OUTPUT,
+             cli_io.EXIT_ASLEEP_ELSEWHERE, cli_io.EXIT_INTERRUPTED]
     assert codes == [0, 1, 2, 74, 75, 130]
     assert "exit codes:" in out and "EVA_DEBUG=1" in out and "EVA_DEBUG=1" in section
     for code in codes:

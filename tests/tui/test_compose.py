@@ -18,7 +18,7 @@ from textual.binding import Binding
 from textual.widgets import TextArea
 
 from core import OWNER_TRUSTED
-from eva_tui import config as cfg
+from eva_runtime import config as cfg
 from eva_tui.widgets import Composer, MemoryNote, TurnView, UserMessage
 from eva_tui.widgets.help import HelpScreen
 from eva_tui.widgets.modals import Confirm
@@ -327,7 +327,7 @@ def eva_bindings() -> list[tuple[str, Binding]]:
 def test_every_binding_has_an_id_the_readme_key_table_names():
     """Issue 28 item 4: every binding of every screen, dialog and widget has an id (so
     `[keymap]` can rebind it), the keymap accepts it, and the README's key table names it."""
-    from eva_tui.keymap import BINDING_IDS
+    from eva_runtime.keymap import BINDING_IDS
 
     readme = README.read_text(encoding="utf-8")
     table = readme[readme.index("### Binding ids"):]

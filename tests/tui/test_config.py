@@ -10,8 +10,8 @@ from dataclasses import replace
 import pytest
 
 from core import OWNER_TRUSTED, Memory, MemoryConfig
+from eva_runtime import config as cfg
 from eva_tui import cli
-from eva_tui import config as cfg
 from tests.fakes import HashEmbedder
 
 
@@ -200,7 +200,7 @@ def test_calibrate_measures_and_stores_the_background(tmp_path, monkeypatch, cap
         def check_embedder(self, spec):
             return None
 
-    monkeypatch.setattr("eva_tui.services.ModelLoader", Loader)
+    monkeypatch.setattr("eva_runtime.services.ModelLoader", Loader)
     _env(monkeypatch, tmp_path, EVA_MEMORY__EMBEDDING_MODEL="hash")
     rc = cli.main(["--data", str(data), "calibrate"])
     out = capsys.readouterr().out
@@ -209,7 +209,7 @@ def test_calibrate_measures_and_stores_the_background(tmp_path, monkeypatch, cap
 
 
 def cli_loader():
-    from eva_tui.loader import ModelLoader
+    from eva_runtime.loader import ModelLoader
 
     return ModelLoader
 
@@ -229,8 +229,8 @@ def test_an_install_without_minilm_keeps_use_not_lexical_recall(tmp_path):
     """§6 (embeddings best effort): the default pair usem3+minilm needs MiniLM, which an
     install set up before it was packaged lacks. Recall then keeps USE and its vectors —
     not lexical only — and the owner is told why, once."""
-    from eva_tui.loader import ModelLoader
-    from eva_tui.services import Services
+    from eva_runtime.loader import ModelLoader
+    from eva_runtime.services import Services
 
     loaded = []
 
@@ -256,8 +256,8 @@ def test_an_install_without_minilm_keeps_use_not_lexical_recall(tmp_path):
 def test_an_embedder_with_no_fallback_still_runs_recall_lexically(tmp_path):
     """§6: a configured model that cannot load, with nothing to fall back on, leaves recall
     lexical (and says so), as before."""
-    from eva_tui.loader import ModelLoader
-    from eva_tui.services import Services
+    from eva_runtime.loader import ModelLoader
+    from eva_runtime.services import Services
 
     class Loader(ModelLoader):
         def check_embedder(self, spec):
@@ -278,8 +278,8 @@ def test_the_status_bar_names_the_default_pair_as_configured(tmp_path):
     """Issue 16 (80×24) with the default pair: its vectors' model name
     ('usem3-multilingual-v3+fastembed:all-MiniLM-L6-v2-int8') was cut to 'usem3…', so the
     owner could not tell MiniLM was on; the status bar names it 'usem3+minilm'."""
-    from eva_tui.loader import ModelLoader
-    from eva_tui.services import Services
+    from eva_runtime.loader import ModelLoader
+    from eva_runtime.services import Services
     from eva_tui.widgets.nav import fit_status
     from models.embedders import DualEmbedder
 

@@ -8,8 +8,8 @@ from __future__ import annotations
 
 import pytest
 
+from eva_runtime import config as cfg
 from eva_tui import cli
-from eva_tui import config as cfg
 
 
 def test_config_naming_a_missing_file_is_an_error(tmp_path):

@@ -9,7 +9,7 @@ from textual.widgets import Select
 
 from core import MemoryConfig
 from core.config import SleepConfig
-from eva_tui import config as cfg
+from eva_runtime import config as cfg
 from tests.tui.conftest import SEED, SIZE, aio, settle
 
 
@@ -165,8 +165,8 @@ def test_binding_ids_are_the_ones_the_app_declares():
 
     import eva_tui.widgets
     import screens
+    from eva_runtime.keymap import BINDING_IDS
     from eva_tui.app import EvaApp
-    from eva_tui.keymap import BINDING_IDS
 
     declared = {b.id for b in EvaApp.BINDINGS if isinstance(b, Binding)}
     for pkg in (screens, eva_tui.widgets):
@@ -175,6 +175,26 @@ def test_binding_ids_are_the_ones_the_app_declares():
                 declared |= {b.id for b in cls.__dict__.get("BINDINGS", [])
                              if isinstance(b, Binding)}
     assert declared - {None} == BINDING_IDS
+
+
+def test_the_keymap_knows_the_key_names_textual_binds():
+    """Issue 16 item 2 / issue 30: the config checks [keymap] keys without importing Textual
+    (`eva sleep` and `eva serve` load no UI), so its list of key names must be Textual's own —
+    and a name it accepts by its Unicode name must be one Textual reads as that character."""
+    from textual.keys import KEY_TO_UNICODE_NAME, Keys, key_to_character
+
+    from eva_runtime.keymap import TEXTUAL_KEY_NAMES, key_problem
+
+    textual = {k.value for k in Keys} | set(KEY_TO_UNICODE_NAME)
+    assert {n for n in textual if "+" not in n} == TEXTUAL_KEY_NAMES
+    for name in ("question_mark", "full_stop", "colon", "apostrophe", "tilde", "banana",
+                 "latin_small_letter_a", "cyrillic_small_letter_a", "f25", "ctrl+banana"):
+        *_, last = name.split("+")
+        char = key_to_character(last)
+        textual_ok = last in textual or (char is not None and char.isascii())
+        if last in ("colon", "apostrophe", "tilde"):  # Eva's own extra names
+            textual_ok = True
+        assert (key_problem(name) is None) == textual_ok, name
 
 
 @aio

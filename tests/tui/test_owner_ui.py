@@ -11,12 +11,13 @@ from textual.widgets import Button, DataTable, Footer, Input, OptionList, Static
 
 from core import OWNER_TRUSTED, ManualClock
 from core.records import Actor
-from eva_tui import config as cfg
+from eva_runtime import config as cfg
+from eva_runtime.loader import packaged_chat_models
+from eva_runtime.night_text import MODE_DRY, MODE_REAL
+from eva_runtime.services import Services
 from eva_tui import strings as S
 from eva_tui.app import create_app
-from eva_tui.loader import packaged_chat_models
 from eva_tui.search import search_records
-from eva_tui.services import Services
 from eva_tui.widgets import Composer, EditRecord, RecordView
 from eva_tui.widgets.help import HelpScreen
 from eva_tui.widgets.modals import Confirm
@@ -288,7 +289,7 @@ async def test_the_journal_follows_the_new_night_with_one_word_for_its_mode(env_
         table.move_cursor(row=table.get_row_index("1"))
         await settle(pilot)
         assert text_of(pilot, "#run-text").startswith("Night #1 · skipped · real")
-        assert table.get_row("1")[3] == S.MODE_REAL and table.get_row("2")[3] == S.MODE_DRY
+        assert table.get_row("1")[3] == MODE_REAL and table.get_row("2")[3] == MODE_DRY
         await go(pilot, "s")
         await until(pilot, lambda: "Night #3" in text_of(pilot, "#run-text"))
         assert text_of(pilot, "#run-text").startswith("Night #3")
@@ -407,7 +408,7 @@ async def test_the_trusted_preview_marks_what_a_public_turn_does_not_see(env_fac
 def test_the_settings_help_lists_the_packaged_chat_models_the_error_lists():
     """Issue 16 item 15: the chat model's help names every packaged chat model — the same
     list the error for a bad model path gives."""
-    from eva_tui.loader import ModelLoader
+    from eva_runtime.loader import ModelLoader
 
     names = packaged_chat_models()
     assert len(names) >= 3

@@ -6,10 +6,10 @@ from __future__ import annotations
 import pytest
 
 from core import ManualClock, Memory, MemoryConfig
-from eva_tui import config as cfg
+from eva_runtime import config as cfg
+from eva_runtime.loader import ModelLoader
+from eva_runtime.services import Services
 from eva_tui.app import create_app
-from eva_tui.loader import ModelLoader
-from eva_tui.services import Services
 from eva_tui.widgets import TurnView
 from tests.tui.conftest import NOW, SIZE, aio, settle, until
 

