@@ -349,13 +349,6 @@ class _Unit:
         self.grouped.update((a, b))
 
 
-def decide_cluster(candidates: Sequence[Candidate], corpus: Mapping[int, Record], now: float,
-                   ask: Ask, tally: Tally, max_chars: int, similar: Similar | None = None
-                   ) -> ClusterDecisions:
-    """:func:`decide_units` for one cluster."""
-    return decide_units([candidates], corpus, now, ask, tally, max_chars, similar)[0]
-
-
 def _of_kind(state: Sequence[Any], kind: str) -> Iterator[tuple[Any, Candidate]]:
     """Each unit's candidates of one kind, unit by unit."""
     for u in state:
