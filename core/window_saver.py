@@ -24,7 +24,9 @@ from core.records import Source as RecordSource
 from core.summaries import Source
 
 KEPT = "kept_on_leaving"  # a user message's meta flag: the step ran over it as it left
-WRITE_TOOLS = ("memory_save", "memory_update")
+# the tools whose success means the turn kept something of the message (a forget keeps
+# nothing: the message may still tell a fact)
+KEEPING_TOOLS = ("memory_save", "memory_update")
 
 
 class _DialogueMemory:
@@ -60,7 +62,7 @@ class WindowSaver:
         if not may_carry_a_fact(user.content):
             return False
         ops = reply.meta.get("ops", []) if reply is not None else []
-        return not any(op.get("ok") and op.get("tool") in WRITE_TOOLS for op in ops)
+        return not any(op.get("ok") and op.get("tool") in KEEPING_TOOLS for op in ops)
 
     def keep(self, chunk: list[Source], cancel: threading.Event | None = None) -> int:
         """Run the step over the owner messages of ``chunk`` that need it. Returns how many

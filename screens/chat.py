@@ -44,7 +44,7 @@ from eva_tui.widgets import (
     UserMessage,
 )
 from eva_tui.widgets.actions import RecordActions
-from eva_tui.widgets.chat import WRITE_TOOLS, MessageAction
+from eva_tui.widgets.chat import MEMORY_CHANGING_TOOLS, MessageAction
 from eva_tui.widgets.coming_up import ReminderAction
 from eva_tui.widgets.modals import Confirm
 from screens.chat_scrollback import Scrollback
@@ -431,7 +431,7 @@ class ChatScreen(RecordActions):
         elif isinstance(ev, ToolFinished):
             view = await self._view()
             view.add_note(ev.name, ev.result.ok, {**ev.result.data})
-            if ev.result.ok and ev.name in WRITE_TOOLS:
+            if ev.result.ok and ev.name in MEMORY_CHANGING_TOOLS:
                 self.app.memory_changed()
         elif isinstance(ev, Remembering):
             # the reply is complete; the memory step's ops follow as ToolFinished (SPEC §3.1)
