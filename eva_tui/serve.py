@@ -521,7 +521,7 @@ class ChatHub:
 
 
 def _persona(services: Any) -> str:
-    from core.persona import load_persona
+    from core.instructions import load_persona
 
     try:
         return load_persona(services.config.chat.persona_file)

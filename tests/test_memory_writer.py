@@ -16,6 +16,7 @@ from core.conversation import (
     ToolFinished,
     TurnDone,
 )
+from core.instructions import MEMORY_RULE
 from core.memory_writer import (
     STEP_RULE,
     Related,
@@ -25,7 +26,6 @@ from core.memory_writer import (
     ops_schema,
     says_secret,
 )
-from core.persona import MEMORY_RULE
 from tests.fake_llm import ScriptedLLM
 
 
