@@ -10,7 +10,7 @@ from typing import Any
 
 from core.privacy import OWNER_TRUSTED
 from core.records import Kind
-from tests.test_sleep_kit import ANCIENT, DAY, OLD, load, open_memory, sleeper
+from tests.sleep_kit import ANCIENT, DAY, OLD, load, open_memory, sleeper
 
 CORPUS: dict[str, dict[str, Any]] = {
     "cat_a": {"content": "The owner's cat is called Murka and she likes fish",
