@@ -18,7 +18,8 @@ import threading
 from typing import Any
 
 from core.memory import Memory
-from core.memory_writer import STEP_RULE, MemoryWriter, may_carry_a_fact
+from core.memory_writer import STEP_RULE, MemoryWriter
+from core.owner_message import may_carry_a_fact
 from core.privacy import OWNER_TRUSTED, OWNER_UNTRUSTED
 from core.records import Source
 from core.summaries import SourceMessage
