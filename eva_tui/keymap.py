@@ -1,4 +1,5 @@
-"""The ``[keymap]`` table (issue 16): every binding id Eva has, and which key names are keys.
+"""The ``[keymap]`` table (issue 16): every binding id Eva has, which key names are keys, and
+how a key reads to the owner (:func:`key_label`: "Ctrl+C", "F2", "Alt+1").
 
 A user keymap maps a binding id to keys (``"chat.stop" = "escape,ctrl+g"``). An id Eva does not
 have, or a key name no terminal sends ("banana"), would be dropped silently by Textual and leave
@@ -88,3 +89,15 @@ def binding_problem(binding_id: str, keys: str) -> str | None:
         if problem:
             return problem
     return None
+
+
+def key_label(key: str) -> str:
+    """A key as the owner reads it: "f2" → "F2", "alt+1" → "Alt+1", "ctrl+c" → "Ctrl+C"."""
+    from textual.keys import format_key
+
+    *mods, name = key.split("+")
+    if (len(name) == 1 and mods) or (name[:1] == "f" and name[1:].isdigit()):
+        name = name.upper()
+    else:
+        name = {"escape": "Esc", "enter": "Enter", "delete": "Delete"}.get(name, format_key(name))
+    return "+".join([*(m.capitalize() for m in mods), name])
