@@ -11,7 +11,7 @@
   snippets and the chat labels). Target: p95 ≤ 50 ms over 10,000 messages.
 - **Import**: a ChatGPT ``conversations.json`` of ``--import-messages`` messages (100
   conversations, each a mapping tree with a system node, as ChatGPT writes them) is read,
-  checked and written into a fresh store (:mod:`core.chat_io`, one transaction), without
+  checked and written into a fresh store (:mod:`core.chat_import`, one transaction), without
   drafting. ``import_seconds`` is the whole of it. Target: ≤ 10 s for 5,000 messages.
 
 Prints JSON: ``messages``, ``queries``, ``p50_ms``, ``p95_ms``, ``max_ms``, ``mean_hits``,
@@ -32,7 +32,7 @@ import numpy as np
 from bench.common import Timer, emit, environment, latency_summary
 from bench.scale import Corpus
 from core import ManualClock, Memory, MemoryConfig
-from core import chat_io as io
+from core import chat_import as io
 from core import text as T
 from core.chats import Chats
 from core.transcript import Transcript

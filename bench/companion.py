@@ -385,7 +385,7 @@ def run(model: Any, scenario: dict, writes: str = "structured",
         """The app's scheduler at a day boundary (``Sleeper.tick``), timed and counted."""
         if not sleepers:
             from core.config import SleepConfig
-            from core.persona import DEFAULT_PERSONA
+            from core.instructions import DEFAULT_PERSONA
             from core.sleep import Sleeper
 
             sleepers.append(Sleeper(mem, model, SleepConfig(), clock, DEFAULT_PERSONA))

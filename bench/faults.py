@@ -174,7 +174,7 @@ class SoakPlanner:
 
     def force_tool_call(self, messages, tool, timeout=None):
         from core.llm import ToolCall
-        from tests.test_sleep_kit import tool_ids
+        from tests.sleep_kit import tool_ids
 
         ids = sorted(tool_ids(tool))
         d = tool["description"]

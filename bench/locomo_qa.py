@@ -108,7 +108,7 @@ from core.clock import ManualClock
 from core.conversation import Conversation, ConversationConfig, Notice, ToolFinished, TurnDone
 from core.llm import Done, TextDelta
 from core.memory import Memory
-from core.memory_writer import may_carry_a_fact
+from core.owner_message import may_carry_a_fact
 from core.privacy import OWNER_TRUSTED
 from core.records import Actor, Source
 from models.packaged import DEFAULT_CHAT_MODEL  # light: no model library is imported

@@ -77,8 +77,9 @@ from pathlib import Path
 from typing import Any
 
 from bench.common import environment, peak_rss_mb
-from core import memory_writer
+from core import owner_message
 from core.clock import ManualClock
+from core.learned import use_vectors
 from core.llm import Done, TextDelta
 from core.memory import Memory
 from core.privacy import OWNER_TRUSTED
@@ -230,11 +231,11 @@ def keyword_sentences(text: str) -> list[str]:
     moment, and speaking of the owner (first person), naming someone (a capital letter inside
     the sentence) or holding a number."""
     out = []
-    for sentence in memory_writer._SENTENCES.split(text.strip()):
+    for sentence in owner_message._SENTENCES.split(text.strip()):
         s = sentence.strip()
         if not s or s.endswith("?") or _MOMENT.search(s):
             continue
-        words = memory_writer._WORD.findall(s)
+        words = owner_message._WORD.findall(s)
         if not words:
             continue
         lowered = {w.lower() for w in words}
@@ -256,25 +257,25 @@ def keyword_gate(text: str) -> bool:
 
 Gate = Callable[[str], bool]
 GATES: dict[str, Callable[[GateContext], Gate]] = {
-    # what the app uses (core.memory_writer.may_carry_a_fact: fact_sentences and the trained
+    # what the app uses (core.owner_message.may_carry_a_fact: fact_sentences and the trained
     # classifier over the embedder's USE vectors; without USE vectors fact_sentences alone)
-    "app": lambda ctx: (lambda embed: lambda text: memory_writer.may_carry_a_fact(text, embed))(
-        memory_writer.use_vectors(ctx.embedder)),
+    "app": lambda ctx: (lambda embed: lambda text: owner_message.may_carry_a_fact(text, embed))(
+        use_vectors(ctx.embedder)),
     # the keyword gate the app used before issue 26 (keyword_gate below)
     "keywords": lambda ctx: keyword_gate,
     # every message may carry a fact: the model decides alone (the ceiling of gate recall)
     "all": lambda ctx: lambda text: True,
 }
 # a permissive gate: any sentence that is not a question, greeting or thanks
-GATES["permissive"] = lambda ctx: lambda text: bool(memory_writer.fact_sentences(text))
+GATES["permissive"] = lambda ctx: lambda text: bool(owner_message.fact_sentences(text))
 
 
 def _classifier(ctx: GateContext) -> Gate:
     """The trained classifier over USE vectors (core/fact_gate.json, bench/train_fact_gate.py;
     trained on dev only — its dev figures here are in-sample, the training script prints the
     cross-validated ones)."""
-    gate = memory_writer.fact_gate()
-    embed = memory_writer.use_vectors(ctx.embedder)
+    gate = owner_message.fact_gate()
+    embed = use_vectors(ctx.embedder)
     if gate is None or embed is None:
         raise ValueError("the classifier gate needs core/fact_gate.json and a USE embedder")
     return lambda text: bool(gate.passes(text, embed))
@@ -284,7 +285,7 @@ GATES["classifier"] = _classifier
 GATES["classifier_or_app"] = lambda ctx: (
     lambda c: lambda text: c(text) or keyword_gate(text))(_classifier(ctx))
 GATES["classifier_and_permissive"] = lambda ctx: (
-    lambda c: lambda text: bool(memory_writer.fact_sentences(text)) and c(text))(_classifier(ctx))
+    lambda c: lambda text: bool(owner_message.fact_sentences(text)) and c(text))(_classifier(ctx))
 DEFAULT_GATE = "app"
 
 
@@ -300,8 +301,8 @@ def make_gate(name: str, ctx: GateContext) -> Gate:
 
 def entry(gate: Gate, text: str) -> bool:
     """Whether the app's step would ask the model: the gate, or a request to forget/remember."""
-    return bool(gate(text) or memory_writer.asks_to_forget(text)
-                or memory_writer.asks_to_remember(text))
+    return bool(gate(text) or owner_message.asks_to_forget(text)
+                or owner_message.asks_to_remember(text))
 
 
 def gate_rows(items: Sequence[dict[str, Any]], gate: Gate) -> list[dict[str, Any]]:

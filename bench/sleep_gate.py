@@ -25,7 +25,7 @@ from typing import Any
 
 from bench import sleep_quality
 from core.config import SleepConfig
-from core.sleep import Sleeper, decisions, gate
+from core.sleep import Sleeper, gate, questions
 from core.sleep import candidates as arith
 
 DATA = Path(__file__).resolve().parent / "data"
@@ -72,11 +72,11 @@ def candidates_of(path: Path, part: str, embedder: Any, ask: Any = None
                            "p": None if p is None else round(p, 3),
                            "label": "contradiction" if (ko, kn) in contra else "other"}
                     if ask is not None:
-                        msgs, schema = decisions.replace_question(old, new, clock.now())
+                        msgs, schema = questions.replace_question(old, new, clock.now())
                         got = ask.generate_json(msgs, schema, timeout=120)
                         row["answer"] = got.get("old") if isinstance(got, dict) else None
                         # the same question with the two lines in the other order
-                        swapped, _ = decisions.replace_question(old, new, clock.now(),
+                        swapped, _ = questions.replace_question(old, new, clock.now(),
                                                                 swapped=True)
                         got = ask.generate_json(swapped, schema, timeout=120)
                         row["answer_swapped"] = got.get("old") if isinstance(got, dict) else None

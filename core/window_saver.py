@@ -18,13 +18,16 @@ import threading
 from typing import Any
 
 from core.memory import Memory
-from core.memory_writer import STEP_RULE, MemoryWriter, may_carry_a_fact
+from core.memory_writer import STEP_RULE, MemoryWriter
+from core.owner_message import may_carry_a_fact
 from core.privacy import OWNER_TRUSTED, OWNER_UNTRUSTED
-from core.records import Source as RecordSource
-from core.summaries import Source
+from core.records import Source
+from core.summaries import SourceMessage
 
 KEPT = "kept_on_leaving"  # a user message's meta flag: the step ran over it as it left
-WRITE_TOOLS = ("memory_save", "memory_update")
+# the tools whose success means the turn kept something of the message (a forget keeps
+# nothing: the message may still tell a fact)
+KEEPING_TOOLS = ("memory_save", "memory_update")
 
 
 class _DialogueMemory:
@@ -34,7 +37,7 @@ class _DialogueMemory:
         self._memory = memory
 
     def save(self, *args: Any, **kwargs: Any) -> Any:
-        kwargs["source"] = RecordSource.DIALOGUE
+        kwargs["source"] = Source.DIALOGUE
         return self._memory.save(*args, **kwargs)
 
     def __getattr__(self, name: str) -> Any:
@@ -50,7 +53,7 @@ class WindowSaver:
         self.mark = mark
 
     @staticmethod
-    def needs_step(user: Source, reply: Source | None) -> bool:
+    def needs_step(user: SourceMessage, reply: SourceMessage | None) -> bool:
         """An owner message that may tell a fact, whose turn saved nothing, and that was not
         already seen on its way out."""
         if user.role != "user" or user.meta.get(KEPT):
@@ -60,9 +63,9 @@ class WindowSaver:
         if not may_carry_a_fact(user.content):
             return False
         ops = reply.meta.get("ops", []) if reply is not None else []
-        return not any(op.get("ok") and op.get("tool") in WRITE_TOOLS for op in ops)
+        return not any(op.get("ok") and op.get("tool") in KEEPING_TOOLS for op in ops)
 
-    def keep(self, chunk: list[Source], cancel: threading.Event | None = None) -> int:
+    def keep(self, chunk: list[SourceMessage], cancel: threading.Event | None = None) -> int:
         """Run the step over the owner messages of ``chunk`` that need it. Returns how many
         memories it saved or updated."""
         saved = 0

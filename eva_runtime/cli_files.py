@@ -140,7 +140,7 @@ def cmd_export_chats(config: cfg.EvaConfig, data_dir: Path, fmt: str, chat_id: i
     """``eva export --chats`` (issue 28 item 7): the live chats, or one, under the memory
     export's private rule (messages written where private memory was visible only with
     --private)."""
-    from core import chat_io
+    from core import chat_export
     from core.chats import Chats
     from core.transcript import Transcript
 
@@ -151,7 +151,7 @@ def cmd_export_chats(config: cfg.EvaConfig, data_dir: Path, fmt: str, chat_id: i
     if mem is None:
         return 1
     with mem:
-        ex = chat_io.export_chats(mem.attach(Chats), mem.attach(Transcript), fmt,
+        ex = chat_export.export_chats(mem.attach(Chats), mem.attach(Transcript), fmt,
                                   chat_id=chat_id, private=private, now=time.time())
     _emit(ex.lines, out, force)
     err_note(f"exported {ex.chats} chat{'s' if ex.chats != 1 else ''} with {ex.messages} "
@@ -168,24 +168,24 @@ def cmd_import_chats(config: cfg.EvaConfig, data_dir: Path, file: str, *,
                      dry_run: bool = False) -> int:
     """``eva import --chats FILE`` (issue 28 item 7): the format is detected and named, the
     whole file is checked before the store is opened, then one transaction writes it."""
-    from core import chat_io
+    from core import chat_import
     from core.chats import Chats
 
     try:
-        plan = chat_io.parse_file(file, time.time())
-    except chat_io.ChatImportRefused as e:
-        err("nothing was imported" + (f" ({chat_io.FORMAT_NAMES[e.format]})" if e.format
+        plan = chat_import.parse_file(file, time.time())
+    except chat_import.ChatImportRefused as e:
+        err("nothing was imported" + (f" ({chat_import.FORMAT_NAMES[e.format]})" if e.format
                                        else "") + ":")
         for where, why in e.problems:
             err_note(f"  {where}: {why}" if where else f"  {why}")
         if e.total > len(e.problems):
             err_note(f"  … and {e.total - len(e.problems)} more bad lines")
         return 1
-    for line in chat_io.import_summary(plan):
+    for line in chat_import.import_summary(plan):
         say(line)
     for c in plan.chats[:20]:
         say(f"  {c.title or '(untitled)'} — {len(c.messages)} messages, "
-            f"{chat_io.day_span(c.created_at, c.updated_at)}")
+            f"{chat_import.day_span(c.created_at, c.updated_at)}")
     if len(plan.chats) > 20:
         say(f"  … and {len(plan.chats) - 20} more chats")
     if dry_run:
@@ -211,12 +211,12 @@ def cmd_import_chats(config: cfg.EvaConfig, data_dir: Path, file: str, *,
 
 def _is_chat_file(lines: list[str]) -> bool:
     """Whether an ``eva import`` file is one of the chat formats (issue 28 item 7)."""
-    from core import chat_io
+    from core import chat_import
 
     head = "\n".join(ln for ln in lines[:50] if ln.strip())
     try:
-        chat_io.detect(head)
-    except chat_io.ChatImportRefused:
+        chat_import.detect(head)
+    except chat_import.ChatImportRefused:
         return False
     return True
 

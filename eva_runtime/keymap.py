@@ -1,4 +1,5 @@
-"""The ``[keymap]`` table (issue 16): every binding id Eva has, and which key names are keys.
+"""The ``[keymap]`` table (issue 16): every binding id Eva has, which key names are keys, and
+how a key reads to the owner (:func:`key_label`: "Ctrl+C", "F2", "Alt+1").
 
 A user keymap maps a binding id to keys (``"chat.stop" = "escape,ctrl+g"``). An id Eva does not
 have, or a key name no terminal sends ("banana"), would be dropped silently by Textual and leave

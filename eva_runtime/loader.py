@@ -288,10 +288,6 @@ class ModelLoader:
         except Exception as e:
             raise ModelUnavailable(f"embedder {spec!r} failed to load: {e}") from None
 
-    # ------------------------------------------------------------------ tests and doctor
-    def provides(self, spec: str) -> bool:
-        return self.check_chat(spec) is None
-
     def describe(self, spec: str) -> str:
         """A short human name for the status bar ("qwen2.5-coder-1.5b", "my-model.gguf")."""
         return Path(spec).name if ("/" in spec or spec.endswith(".gguf")) else spec

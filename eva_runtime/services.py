@@ -25,9 +25,9 @@ from core.clock import Clock
 from core.clock import from_env as clock_from_env
 from core.conversation import Conversation, ConversationConfig
 from core.embedding import Embedder
+from core.instructions import load_persona
 from core.llm import ChatModel
 from core.memory import Memory
-from core.persona import load_persona
 from core.personas import Persona, Personas
 from core.privacy import OWNER_TRUSTED, TurnContext
 from core.sleep import CONSOLIDATE_TOOL, Sleeper, consolidate_tool, resolve_planner

@@ -21,7 +21,6 @@ from typing import Any
 from textual import work
 from textual.app import App, SystemCommand
 from textual.binding import Binding
-from textual.message import Message
 from textual.reactive import reactive
 from textual.screen import Screen
 from textual.worker import Worker, WorkerState
@@ -31,7 +30,18 @@ from core.locality import host_of
 from eva_runtime.config import EvaConfig, format_duration
 from eva_runtime.services import Component, Services, SleeperLike
 from eva_tui import strings as S
-from eva_tui.messages import ScheduleRead, TurnFinished, TurnStarted
+from eva_tui.keys import key_label
+from eva_tui.messages import (
+    MemoryFailed,
+    ScheduleRead,
+    ServicesChanged,
+    SleepFinished,
+    SleepProgressed,
+    SleepStarted,
+    TurnFinished,
+    TurnStarted,
+    Woken,
+)
 from eva_tui.palette import MemoryProvider
 from eva_tui.widgets.base import EvaScreen
 from eva_tui.widgets.fmt import in_time
@@ -58,54 +68,6 @@ NAV = tuple(
     )
 )
 QUIT_AGAIN_SECONDS = 4.0  # a second Ctrl+C within this quits
-
-
-def key_label(key: str) -> str:
-    """A key as the owner reads it: "f2" → "F2", "alt+1" → "Alt+1", "ctrl+c" → "Ctrl+C"."""
-    from textual.keys import format_key
-
-    *mods, name = key.split("+")
-    if (len(name) == 1 and mods) or (name[:1] == "f" and name[1:].isdigit()):
-        name = name.upper()
-    else:
-        name = {"escape": "Esc", "enter": "Enter", "delete": "Delete"}.get(name, format_key(name))
-    return "+".join([*(m.capitalize() for m in mods), name])
-
-
-class ServicesChanged(Message):
-    """A model, the embedder or the store changed state (from a bring-up worker)."""
-
-
-class MemoryFailed(Message):
-    """The store could not be opened (``error`` says why)."""
-
-    def __init__(self, error: str) -> None:
-        super().__init__()
-        self.error = error
-
-
-class Woken(Message):
-    """Eva was woken (from a worker)."""
-
-
-class SleepStarted(Message):
-    def __init__(self, dry_run: bool | None, reason: str) -> None:
-        super().__init__()
-        self.dry_run = dry_run
-        self.reason = reason
-
-
-class SleepProgressed(Message):
-    def __init__(self, progress: Any) -> None:
-        super().__init__()
-        self.progress = progress
-
-
-class SleepFinished(Message):
-    def __init__(self, run: Any = None, error: str | None = None) -> None:
-        super().__init__()
-        self.run = run
-        self.error = error
 
 
 class EvaApp(App):

@@ -201,6 +201,7 @@ THINKING = "Eva is thinking…"
 QUEUED_UNTIL_AWAKE = "queued until Eva wakes"
 NOT_SENT = "not sent"
 REMEMBERING = "remembering…"
+NO_ANSWER = "*(no answer)*"  # an answer with no text (held back, or none at all)
 STOPPED = "stopped"
 BTN_WAKE = "Wake"
 

@@ -44,6 +44,7 @@ from urllib.parse import urlsplit
 
 from core.llm import ChatEvent, Done, Message, ModelError, TextDelta, ToolCall
 from core.locality import check_base_url, is_loopback
+from models.chat_template import DEFAULT_SYSTEM, tools_system_block
 from models.schema_check import problem as schema_problem
 from models.toolcalls import RESPONSE_OPEN, ToolCallStream, tool_function
 
@@ -556,14 +557,12 @@ def _strip_fence(text: str) -> str:
 
 def _tools_in_system(wire: list[dict[str, Any]], tools: list[dict[str, Any]]
                      ) -> list[dict[str, Any]]:
-    from models.llama import tools_system_block
-
     block = tools_system_block(tools)
     out = [dict(m) for m in wire]
     if out and out[0]["role"] == "system":
         out[0]["content"] += block
     else:
-        out.insert(0, {"role": "system", "content": "You are a helpful assistant." + block})
+        out.insert(0, {"role": "system", "content": DEFAULT_SYSTEM + block})
     return out
 
 

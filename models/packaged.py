@@ -294,19 +294,6 @@ def is_verified(path: Path, sha256: str, size: int | None = None) -> bool:
             and data.get("mtime_ns") == st.st_mtime_ns and (size is None or st.st_size == size))
 
 
-def verify_file(path: Path, sha256: str, size: int | None = None,
-                progress: Progress | None = None) -> bool:
-    """Check a file against its expected hash (trusting a matching marker); marks it on success."""
-    if is_verified(path, sha256, size):
-        return True
-    if not path.is_file() or (size is not None and path.stat().st_size != size):
-        return False
-    if sha256_file(path, progress) != sha256:
-        return False
-    _write_marker(path, sha256)
-    return True
-
-
 def assemble_parts(parts: Sequence[Path], dest: Path, size: int, sha256: str,
                    progress: Progress | None = None) -> Path:
     """Concatenate ``parts`` in order into ``dest``, verifying size and sha256.

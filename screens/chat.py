@@ -28,7 +28,6 @@ from core.conversation import (
     TurnEvent,
 )
 from core.conversation import Notice as NoticeEvent
-from core.errors import MemoryOpError
 from eva_runtime.config import default_config_path
 from eva_tui import strings as S
 from eva_tui.messages import TurnFinished, TurnStarted
@@ -44,20 +43,16 @@ from eva_tui.widgets import (
     UserMessage,
 )
 from eva_tui.widgets.actions import RecordActions
-from eva_tui.widgets.chat import WRITE_TOOLS, MessageAction
+from eva_tui.widgets.chat import MEMORY_CHANGING_TOOLS, MessageAction
 from eva_tui.widgets.coming_up import ReminderAction
-from eva_tui.widgets.modals import Confirm
+from screens.chat_edits import MessageChanged, MessageEdits, add_notes
 from screens.chat_scrollback import Scrollback
 from screens.chat_search import ChatSearchScreen
 from screens.chats import ChatsScreen
 from screens.coming_up import ComingUp, ComingUpLoaded, ReminderAnswered
-from screens.message_dialogs import EditMessage
 from screens.summary import SummaryPanel, start_summarising
 
 GREETING = S.GREETING
-
-
-NO_ANSWER = "*(no answer)*"
 
 
 class TurnEventMessage(Message):
@@ -77,21 +72,6 @@ class HistoryLoaded(Message):
         self.messages = messages
         self.empty_store = empty_store
         self.alternatives = alternatives or {}  # turn id → its answers' ids, when several
-
-
-class MessageChanged(Message):
-    """A message was edited, deleted, or another answer chosen (from a worker)."""
-
-    def __init__(self, widget: Widget, action: str, stored: StoredMessage | None = None,
-                 alternatives: list[StoredMessage] | None = None, kept: list[int] | None = None,
-                 error: str | None = None) -> None:
-        super().__init__()
-        self.widget = widget
-        self.action = action
-        self.stored = stored
-        self.alternatives = alternatives or []
-        self.kept = kept or []
-        self.error = error
 
 
 class WelcomeActions(Horizontal):
@@ -145,6 +125,7 @@ class ChatScreen(RecordActions):
         self._persona_pending = False  # the persona changed during a turn: reload after it
         self.scrollback = Scrollback(self)  # older messages, a search hit (issue 28 item 6)
         self.coming_up = ComingUp(self)  # the "Coming up" card (SPEC §8.11, issue 29)
+        self.edits = MessageEdits(self)  # edit, delete, another answer (issue 28 item 5)
 
     def compose(self) -> ComposeResult:
         yield NavBar("chat")
@@ -278,7 +259,7 @@ class ChatScreen(RecordActions):
                 m,
                 UserMessage(m.content, message_id=m.id)
                 if m.role == "user"
-                else TurnView(m.content or NO_ANSWER, m.turn_id, m.id),
+                else TurnView(m.content or S.NO_ANSWER, m.turn_id, m.id),
             )
             for m in event.messages
         ]
@@ -296,7 +277,7 @@ class ChatScreen(RecordActions):
                 w.mark_edited()
             if isinstance(w, TurnView):
                 if not m.meta.get("undone"):  # an alternative's writes were rolled back
-                    self._add_notes(w, m)
+                    add_notes(w, m)
                 ids = event.alternatives.get(m.turn_id, [])
                 if m.id in ids:
                     w.show_alternative(ids.index(m.id) + 1, len(ids))
@@ -431,13 +412,13 @@ class ChatScreen(RecordActions):
         elif isinstance(ev, ToolFinished):
             view = await self._view()
             view.add_note(ev.name, ev.result.ok, {**ev.result.data})
-            if ev.result.ok and ev.name in WRITE_TOOLS:
+            if ev.result.ok and ev.name in MEMORY_CHANGING_TOOLS:
                 self.app.memory_changed()
         elif isinstance(ev, Remembering):
             # the reply is complete; the memory step's ops follow as ToolFinished (SPEC §3.1)
             view = await self._view()
             if not view.text:
-                await view.write(NO_ANSWER)
+                await view.write(S.NO_ANSWER)
             await view.remembering()
         elif isinstance(ev, NoticeEvent):
             await self._view()  # the notice follows the answer it is about
@@ -449,9 +430,9 @@ class ChatScreen(RecordActions):
             if self.current_user is not None:
                 self.current_user.message_id = ev.user_message_id
             if self.regenerating:  # the earlier answers are kept: say which one this is
-                self._show_alternatives(view)
+                self.edits.show_alternatives(view)
             if not view.text:  # nothing was streamed (held back, or no answer at all)
-                await view.write(ev.text or (NO_ANSWER if not ev.stopped else "*(stopped)*"))
+                await view.write(ev.text or (S.NO_ANSWER if not ev.stopped else "*(stopped)*"))
             await view.finish(self._subtitle(ev.stopped))
         elif isinstance(ev, TurnError):
             if self.current is not None:
@@ -603,126 +584,12 @@ class ChatScreen(RecordActions):
         self._start("", None, regenerate=True)
 
     # ------------------------------------------------------------------ messages (issue 28 item 5)
-    @staticmethod
-    def _add_notes(view: TurnView, m: StoredMessage) -> None:
-        for op in m.meta.get("ops", []):
-            data = {k: v for k, v in op.items() if k not in ("tool", "ok")}
-            view.add_note(op.get("tool", ""), bool(op.get("ok")), data)
-
     def on_message_action(self, event: MessageAction) -> None:
         event.stop()
-        widget = event.widget
-        if self.busy:
-            self.notify(S.STILL_ANSWERING)
-            return
-        if self.services.conversation is None:
-            return
-        if widget.message_id is None:
-            self.notify(S.MESSAGE_NOT_STORED)
-            return
-        if event.action == "edit":
-            self._edit(widget)
-        elif event.action == "delete":
-            self._delete(widget)
-        elif event.action in ("previous", "next") and isinstance(widget, TurnView):
-            if widget.alternative is None or widget.turn_id is None:
-                self.notify(S.NO_OTHER_ANSWER)
-                return
-            index, count = widget.alternative
-            target = index - 1 if event.action == "previous" else index + 1
-            if not 1 <= target <= count:
-                self.notify(S.FIRST_ANSWER if target < 1 else S.LAST_ANSWER)
-                return
-            self._choose_worker(widget, widget.turn_id, target)
-
-    def _edit(self, widget: UserMessage | TurnView) -> None:
-        def done(text: str | None) -> None:
-            if text is not None:
-                self._change_worker(widget, "edit", text)
-
-        mine = isinstance(widget, UserMessage)
-        self.app.push_screen(EditMessage(widget.text, mine, self.prompt.max_chars), done)
-
-    def _delete(self, widget: UserMessage | TurnView) -> None:
-        def done(yes: bool | None) -> None:
-            if yes:
-                self._change_worker(widget, "delete")
-
-        self.app.push_screen(Confirm(S.DELETE_MESSAGE_TITLE, S.delete_message_text(widget.text),
-                                     S.BTN_DELETE, S.BTN_CANCEL, danger=True), done)
-
-    @work(thread=True, exit_on_error=False, name="changing a message", group="message")
-    def _change_worker(self, widget: UserMessage | TurnView, action: str,
-                       text: str = "") -> None:
-        conv = self.services.conversation
-        assert conv is not None and widget.message_id is not None
-        try:
-            if action == "edit":
-                stored = conv.edit_message(widget.message_id, text)
-                self.post_message(MessageChanged(widget, action, stored))
-            else:
-                conv.delete_message(widget.message_id)
-                self.post_message(MessageChanged(widget, action))
-        except MemoryOpError as e:
-            self.post_message(MessageChanged(widget, action, error=str(e)))
-
-    @work(thread=True, exit_on_error=False, name="choosing an answer", group="message")
-    def _choose_worker(self, view: TurnView, turn_id: str, target: int) -> None:
-        conv = self.services.conversation
-        assert conv is not None
-        try:
-            alts = conv.alternatives(turn_id)
-            undone = conv.choose_alternative(turn_id, alts[target - 1].id)
-            alts = conv.alternatives(turn_id)
-        except (MemoryOpError, IndexError) as e:
-            self.post_message(MessageChanged(view, "choose", error=str(e)))
-            return
-        self.post_message(MessageChanged(view, "choose", alternatives=alts, kept=undone.kept))
-
-    @work(thread=True, exit_on_error=False, name="reading the answers", group="message")
-    def _show_alternatives(self, view: TurnView) -> None:
-        conv = self.services.conversation
-        if conv is not None and view.turn_id is not None:
-            self.post_message(MessageChanged(view, "alternatives",
-                                             alternatives=conv.alternatives(view.turn_id)))
+        self.edits.action(event)
 
     async def on_message_changed(self, event: MessageChanged) -> None:
-        widget = event.widget
-        if event.error:
-            self.notify(event.error, severity="warning")
-            return
-        if event.action == "edit" and event.stored is not None:
-            if isinstance(widget, TurnView):
-                await widget.set_text(event.stored.content)
-                widget.mark_edited()
-            elif isinstance(widget, UserMessage):
-                old = widget.text
-                widget.set_text(event.stored.content)
-                widget.mark_edited()
-                self.prompt.earlier = [event.stored.content if t == old else t
-                                       for t in self.prompt.earlier]
-            self.notify(S.MESSAGE_EDITED, timeout=4)
-        elif event.action == "delete":
-            await widget.remove()
-            self.notify(S.MESSAGE_DELETED, timeout=4)
-        elif isinstance(widget, TurnView) and event.alternatives:
-            alts = event.alternatives
-            chosen = next((i for i, m in enumerate(alts) if m.status != "discarded"), None)
-            if chosen is None:
-                return
-            m = alts[chosen]
-            widget.show_alternative(chosen + 1, len(alts))
-            if event.action == "choose":
-                widget.message_id = m.id
-                widget.edited = bool(m.meta.get("edited"))
-                widget.clear_notes()
-                await widget.set_text(m.content or NO_ANSWER)
-                if not m.meta.get("undone"):
-                    self._add_notes(widget, m)
-                widget.finish_subtitle(S.STOPPED if m.status == "stopped" else "")
-                self.app.memory_changed()  # the replaced answer's writes were rolled back
-                kept = ", ".join(f"#{i}" for i in event.kept)
-                self.notify(S.chosen_answer(chosen + 1, len(alts), kept), timeout=6)
+        await self.edits.changed(event)
 
     def _last(self, kind: type[Widget]) -> Widget | None:
         found = [w for w in self.log_view.query(kind)

@@ -20,7 +20,7 @@ from textual.message import Message
 from textual.screen import ModalScreen
 from textual.widgets import Button, DataTable, Input, Label, Static
 
-from core import chat_io
+from core import chat_import
 from core.chats import Chat, Chats
 from core.drafts import MAX_MESSAGES
 from core.errors import MemoryOpError
@@ -31,13 +31,13 @@ from eva_tui.widgets.modals import HELP
 PREVIEW_ROWS = 200  # chats listed in the preview at most (the counts cover all)
 
 
-def summary_lines(plan: chat_io.ImportPlan) -> list[str]:
+def summary_lines(plan: chat_import.ImportPlan) -> list[str]:
     """What a checked import holds, in the owner's words (the CLI says the same)."""
-    return [f"{line}." for line in chat_io.import_summary(plan)]
+    return [f"{line}." for line in chat_import.import_summary(plan)]
 
 
 class Checked(Message):
-    def __init__(self, plan: chat_io.ImportPlan | None, error: str = "") -> None:
+    def __init__(self, plan: chat_import.ImportPlan | None, error: str = "") -> None:
         super().__init__()
         self.plan = plan
         self.error = error
@@ -72,7 +72,7 @@ class ImportChatsScreen(ModalScreen[list[int] | None]):
     def __init__(self, path: str = "") -> None:
         super().__init__(classes="modal")
         self.initial = path
-        self.plan: chat_io.ImportPlan | None = None
+        self.plan: chat_import.ImportPlan | None = None
         self.checked_path = ""
 
     def compose(self) -> ComposeResult:
@@ -128,10 +128,10 @@ class ImportChatsScreen(ModalScreen[list[int] | None]):
           name="checking the import file")
     def _check_file(self, path: str, now: float) -> None:
         try:
-            self.post_message(Checked(chat_io.parse_file(Path(path).expanduser(), now)))
-        except chat_io.ChatImportRefused as e:
+            self.post_message(Checked(chat_import.parse_file(Path(path).expanduser(), now)))
+        except chat_import.ChatImportRefused as e:
             lines = ["Nothing will be imported"
-                     + (f" ({chat_io.FORMAT_NAMES[e.format]})" if e.format else "") + ":"]
+                     + (f" ({chat_import.FORMAT_NAMES[e.format]})" if e.format else "") + ":"]
             lines += [f"  {w}: {why}" if w else f"  {why}" for w, why in e.problems]
             if e.total > len(e.problems):
                 lines.append(f"  … and {e.total - len(e.problems)} more bad lines")
@@ -154,7 +154,7 @@ class ImportChatsScreen(ModalScreen[list[int] | None]):
         self.query_one("#import-summary", Static).update("\n".join(summary_lines(plan)))
         for k, c in enumerate(plan.chats[:PREVIEW_ROWS]):
             table.add_row(clip(c.title or "(untitled)", 50), str(len(c.messages)),
-                          chat_io.day_span(c.created_at, c.updated_at), key=str(k))
+                          chat_import.day_span(c.created_at, c.updated_at), key=str(k))
         table.display = bool(plan.chats)
         if len(plan.chats) > PREVIEW_ROWS:
             self._show_error(f"… and {len(plan.chats) - PREVIEW_ROWS} more chats (all are "
@@ -178,7 +178,7 @@ class ImportChatsScreen(ModalScreen[list[int] | None]):
 
     @work(thread=True, exclusive=True, exit_on_error=False, group="chat-import-write",
           name="importing chats")
-    def _write_plan(self, plan: chat_io.ImportPlan, now: float) -> None:
+    def _write_plan(self, plan: chat_import.ImportPlan, now: float) -> None:
         memory = self.app.services.memory
         try:
             ids, moved = memory.attach(Chats).import_chats(plan.chats, plan.format, now)

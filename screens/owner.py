@@ -8,7 +8,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING, NamedTuple
 
-from core import chat_io, ownership, portability
+from core import chat_export, ownership, portability
 from core.chats import Chats
 from core.errors import MemoryOpError
 from core.records import Actor, Record, Source
@@ -210,7 +210,7 @@ def export_chats(app: EvaApp, fmt: str, private: bool) -> None:
 
     def run() -> str:
         now = app.services.clock.now()
-        ex = chat_io.export_chats(memory.attach(Chats), memory.attach(Transcript), fmt,
+        ex = chat_export.export_chats(memory.attach(Chats), memory.attach(Transcript), fmt,
                                   private=private, now=now)
         ownership.private_dir(folder)
         name = portability.backup_name(now).replace("eva-backup-", "eva-chats-")

@@ -135,8 +135,8 @@ def _base(path: Path) -> None:
 
 def _sleep_base(path: Path) -> None:
     from core import ManualClock
+    from tests.sleep_kit import open_memory
     from tests.test_sleep_crash import corpus
-    from tests.test_sleep_kit import open_memory
 
     mem = open_memory(path.parent, ManualClock(T0), embedder=HashEmbedder(), name=path.name)
     mem.import_records(corpus())

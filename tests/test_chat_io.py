@@ -15,7 +15,8 @@ from pathlib import Path
 import pytest
 
 from core import ManualClock, Memory, MemoryConfig
-from core import chat_io as io
+from core import chat_import as io
+from core.chat_export import export_chats
 from core.chats import Chats
 from core.transcript import Transcript
 
@@ -183,16 +184,16 @@ def test_export_leaves_private_messages_out_unless_asked_and_round_trips(mem, tm
                                       ("assistant", "Good pick", False),
                                       ("user", "And my sister Anna zqsecret comes", True)])
     chats, tr = mem.attach(Chats), mem.attach(Transcript)
-    ex = io.export_chats(chats, tr, now=T0)
+    ex = export_chats(chats, tr, now=T0)
     text = "".join(ex.lines)
     assert (ex.chats, ex.messages, ex.private_left_out) == (1, 2, 3)
     assert "zqvitrolex" not in text and "Diagnosis" not in text and "zqsecret" not in text
     assert "Solaris" in text
-    md = "".join(io.export_chats(chats, tr, "md", now=T0).lines)
+    md = "".join(export_chats(chats, tr, "md", now=T0).lines)
     assert "zqvitrolex" not in md and "3 messages written where private memory was visible" in md
-    full = io.export_chats(chats, tr, private=True, now=T0)
+    full = export_chats(chats, tr, private=True, now=T0)
     assert full.private_left_out == 0 and full.messages == 5
-    one = io.export_chats(chats, tr, chat_id=secret, private=True, now=T0)
+    one = export_chats(chats, tr, chat_id=secret, private=True, now=T0)
     assert one.chats == 1 and "Solaris" not in "".join(one.lines)
     with Memory.open(":memory:", MemoryConfig(), ManualClock(T0)) as other:
         plan = io.parse("".join(full.lines), T0)
@@ -206,7 +207,7 @@ def test_export_leaves_private_messages_out_unless_asked_and_round_trips(mem, tm
         assert otr.search("solaris", sees_private=False)  # its flag came along
         assert not otr.search("zqvitrolex", sees_private=False)
     with pytest.raises(ValueError, match="format"):
-        io.export_chats(chats, tr, "csv", now=T0)
+        export_chats(chats, tr, "csv", now=T0)
 
 
 # ---------------------------------------------------------------------------- the commands

@@ -24,8 +24,8 @@ from core.conversation import (
     TurnError,
     window_budget,
 )
+from core.instructions import MEMORY_RULE
 from core.llm import ModelError, ToolCall
-from core.persona import MEMORY_RULE
 from core.privacy import WITHHELD_FOOTNOTE
 from tests.fake_llm import ScriptedLLM
 

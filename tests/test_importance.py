@@ -73,6 +73,6 @@ def test_a_broken_weights_file_is_no_model(tmp_path):
 
 
 def _exchange(text):
-    from core.memory_writer import Exchange
+    from core.owner_message import Exchange
 
     return Exchange.of(text)

@@ -16,16 +16,9 @@ from core.conversation import (
     ToolFinished,
     TurnDone,
 )
-from core.memory_writer import (
-    STEP_RULE,
-    Related,
-    asks_to_forget,
-    asks_to_remember,
-    may_carry_a_fact,
-    ops_schema,
-    says_secret,
-)
-from core.persona import MEMORY_RULE
+from core.instructions import MEMORY_RULE
+from core.memory_writer import STEP_RULE, Related, ops_schema
+from core.owner_message import asks_to_forget, asks_to_remember, may_carry_a_fact, says_secret
 from tests.fake_llm import ScriptedLLM
 
 

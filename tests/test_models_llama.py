@@ -15,7 +15,8 @@ from core import OWNER_TRUSTED
 from core import tools as memtools
 from core.llm import ChatModel, Done, ModelError, TextDelta, ToolCall
 from models import packaged
-from models.llama import LlamaChatModel, load_chat_model, prepare_messages, tools_system_block
+from models.chat_template import prepare_messages, tools_system_block
+from models.llama import LlamaChatModel, load_chat_model
 
 pytestmark = pytest.mark.real_model
 

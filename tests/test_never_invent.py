@@ -15,7 +15,7 @@ from core.conversation import (
     TurnDone,
     user_prompt,
 )
-from core.persona import ANSWER_FROM_MEMORY, NEVER_INVENT, NOTHING_RECALLED
+from core.instructions import ANSWER_FROM_MEMORY, NEVER_INVENT, NOTHING_RECALLED
 from core.reply_guard import (
     EchoHold,
     admits_not_knowing,

@@ -1,6 +1,6 @@
 """Sleep — consolidation (SPEC §7): the ops, the phases, the planner, the journal.
 
-The planner is scripted (tests.test_sleep_kit.PlannerLLM): these tests check what the core does
+The planner is scripted (tests.sleep_kit.PlannerLLM): these tests check what the core does
 with a plan, not how good a model's plan is."""
 
 from __future__ import annotations
@@ -17,11 +17,11 @@ from core.llm import ModelError, ToolCall
 from core.privacy import OWNER_TRUSTED, PUBLIC
 from core.records import Actor, Kind
 from core.sleep import STAGES, Sleeper, consolidate_tool, register_stage, resolve_planner
+from core.sleep.calibrate_phase import core_usage
 from core.sleep.journal import PhaseLog
-from core.sleep.memory_stage import core_usage
-from core.sleep.plan import REASONING_MAX, read_plan, review_tool
+from core.sleep.plan import REASONING_MAX, calibrate_tool, forget_tool, read_plan, review_tool
 from tests.fakes import HashEmbedder
-from tests.test_sleep_kit import (
+from tests.sleep_kit import (
     ANCIENT,
     CORPUS,
     DAY,
@@ -586,3 +586,21 @@ def test_memory_consolidate_is_the_owners_and_starts_sleep(mem, clock):
     assert s.tick(idle_seconds=0, generating=True) is False
     assert s.tick(idle_seconds=0, generating=False) is True
     assert s.runs()[0].reason == "tool" and not s.requested
+
+
+# ---------------------------------------------------------------------------- the scripted planner
+
+
+def test_planner_answers_each_phase_from_its_queue():
+    """The kit: replies are routed by the phase named in the sleep_finish tool (SPEC §7's three
+    model phases), and an exhausted queue answers with an empty plan."""
+    p = PlannerLLM(review=[plan(merge([1, 2], "x"))], calibrate=[RuntimeError("boom")])
+    assert p.force_tool_call([], review_tool([1, 2], 500)).arguments["ops"][0]["op"] == "merge"
+    assert p.force_tool_call([], forget_tool([3])).arguments["ops"] == []
+    try:
+        p.force_tool_call([], calibrate_tool([4]))
+        raise AssertionError("expected the scripted exception")
+    except RuntimeError:
+        pass
+    assert [c["phase"] for c in p.tool_calls] == ["review", "forgetting", "calibrate"]
+    assert p.enum_ids(0) == [1, 2] and p.enum_ids(1) == [3]

@@ -14,7 +14,7 @@ import pytest
 
 from core import ManualClock, text
 from core.sleep.clustering import cluster, components, lexical_edges, semantic_edges, strongest
-from tests.test_sleep_kit import T0, PlannerLLM, load, open_memory, sleeper, tool_ids
+from tests.sleep_kit import T0, PlannerLLM, load, open_memory, sleeper, tool_ids
 
 
 def brute_lexical(stems, t, groups=None):

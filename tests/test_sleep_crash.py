@@ -30,7 +30,7 @@ from core.llm import ToolCall
 from core.sleep import Sleeper
 from tests.crashkit import REPO, open_ro
 from tests.fakes import HashEmbedder
-from tests.test_sleep_kit import ANCIENT, OLD, T0, open_memory, tool_ids
+from tests.sleep_kit import ANCIENT, OLD, T0, open_memory, tool_ids
 
 PAIRS = 24
 TRIVIA = 8

@@ -10,7 +10,7 @@ from typing import Any
 
 from core.privacy import OWNER_TRUSTED
 from core.records import Kind
-from tests.test_sleep_kit import ANCIENT, DAY, OLD, load, open_memory, sleeper
+from tests.sleep_kit import ANCIENT, DAY, OLD, load, open_memory, sleeper
 
 CORPUS: dict[str, dict[str, Any]] = {
     "cat_a": {"content": "The owner's cat is called Murka and she likes fish",
@@ -166,7 +166,7 @@ def test_a_supersession_asks_whether_the_older_is_still_true_with_worked_example
     (q,) = llm.asked("old")
     assert q["schema"]["properties"]["old"]["enum"] == ["still true", "no longer true"]
     assert q["quoted"] == ["Хозяин курит", "Хозяин бросил курить в январе"]
-    from core.sleep.decisions import STILL_TRUE
+    from core.sleep.questions import STILL_TRUE
     examples = [line for line in STILL_TRUE.splitlines() if line.startswith("OLD «")]
     assert any(e.endswith("no longer true") for e in examples)
     assert any("→ still true" in e for e in examples)
@@ -360,7 +360,7 @@ def test_calibrate_is_asked_only_about_what_arithmetic_proposes(tmp_path, clock)
     (promote?), core when it outgrew its budget, important records never recalled when
     importance crept up — and is not made at all when there are none."""
     from core.config import MemoryConfig
-    from core.sleep.memory_stage import calibrate_proposals
+    from core.sleep.calibrate_phase import calibrate_proposals
 
     now = OLD
     cfg = MemoryConfig()

@@ -12,8 +12,8 @@ import pytest
 
 from core import ManualClock
 from core.privacy import OWNER_TRUSTED
+from tests.sleep_kit import T0, load, open_memory, sleeper
 from tests.test_sleep_decisions import CORPUS
-from tests.test_sleep_kit import T0, load, open_memory, sleeper
 
 pytestmark = pytest.mark.real_model
 

@@ -15,7 +15,7 @@ from core.config import SleepConfig
 from core.privacy import OWNER_TRUSTED
 from core.sleep import Sleeper
 from core.sleep.plan import check_op
-from tests.test_sleep_kit import ANCIENT, OLD, T0, load, open_memory
+from tests.sleep_kit import ANCIENT, OLD, T0, load, open_memory
 
 pytestmark = pytest.mark.real_model
 

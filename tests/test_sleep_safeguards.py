@@ -7,7 +7,7 @@ from __future__ import annotations
 
 from core.privacy import OWNER_TRUSTED
 from core.records import Actor, Kind
-from tests.test_sleep_kit import (
+from tests.sleep_kit import (
     ANCIENT,
     DAY,
     OLD,

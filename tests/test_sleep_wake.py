@@ -14,7 +14,7 @@ from core.privacy import OWNER_TRUSTED
 from core.sleep import AlreadySleeping
 from tests.fake_llm import ScriptedLLM
 from tests.fakes import HashEmbedder
-from tests.test_sleep_kit import (
+from tests.sleep_kit import (
     ANCIENT,
     DAY,
     PlannerLLM,

@@ -7,10 +7,15 @@ The package's public API is :class:`Sleeper` (schedule, runs, wake, journal) and
 ``sleeper``               the scheduler (the only one) and the night's stages
 ``stage``                 what a stage works with (:class:`StageContext`), the night's corpus
 ``memory_stage``          the ``memory`` stage: hygiene, clustering, review, forgetting, calibrate
+``phase``                 what the stage's phases share; applying a phase with its journal
+``review_phase``          phase 3, the clusters' review (decide or plan)
+``forgetting_phase``      phase 4, forgetting outside clusters
+``calibrate_phase``       phase 5, kinds, importance, the core budget
 ``clustering``            the similarity graph and its clusters (no model)
 ``candidates``            what the review asks about, by arithmetic (duplicate, supersede, runs)
 ``gate``                  which supersessions are asked at all (a learned score, issue 27)
-``decisions``             the small grammar-forced questions and what their answers become
+``questions``             the small grammar-forced questions: instruction, quoted records, schema
+``decisions``             asking them over the candidates and what their answers become
 ``plan``                  planner prompts, tool schemas, reading a plan, the planner chain
 ``apply``                 the safeguards an op must pass, applying a phase op by op
 ``ops``                   the write primitives (one transaction a phase, a savepoint an op)

@@ -146,7 +146,7 @@ class Safeguards:
         self.core_chars = core_chars
         self.core_budget = core_budget
         # a merged text in another language shares no words with a member: it keeps what the
-        # member says when their vectors agree (calibrated cosine, see memory_stage)
+        # member says when their vectors agree (calibrated cosine, see review_phase.similar_fn)
         self.similar = similar
 
     # ------------------------------------------------------------------ policy

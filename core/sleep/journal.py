@@ -54,14 +54,6 @@ class PhaseLog:
     ops: list[OpLog] = field(default_factory=list)
     note: str = ""
 
-    @property
-    def applied_ops(self) -> list[OpLog]:
-        return [o for o in self.ops if o.applied]
-
-    @property
-    def refused_ops(self) -> list[OpLog]:
-        return [o for o in self.ops if o.refused_reason is not None]
-
 
 @dataclass(frozen=True)
 class SleepRun:

@@ -32,9 +32,9 @@ from typing import Any
 from core.clock import Clock
 from core.config import SleepConfig
 from core.coordination import Lease, LeaseHeld, SleepLease
+from core.instructions import DEFAULT_PERSONA
 from core.llm import ChatModel
 from core.memory import Memory
-from core.persona import DEFAULT_PERSONA
 from core.privacy import TurnContext
 from core.sleep import journal
 from core.sleep.apply import NightBudget

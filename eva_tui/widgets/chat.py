@@ -14,7 +14,8 @@ from textual.widgets.markdown import MarkdownStream
 
 from eva_tui import strings as S
 
-WRITE_TOOLS = ("memory_save", "memory_update", "memory_forget")
+# the tools whose success changes memory: the chat shows a note, the app reloads its views
+MEMORY_CHANGING_TOOLS = ("memory_save", "memory_update", "memory_forget")
 REMEMBERING = S.REMEMBERING  # the answer's subtitle while the memory step runs (SPEC §3.1)
 
 
@@ -23,7 +24,7 @@ def note_for(tool: str, ok: bool, data: dict[str, Any]) -> tuple[str, int | None
     call that changed nothing the owner needs to see. The note says what was kept, updated or
     forgotten in the memory's own words (issue 28 item 2); a refusal changed nothing and is not
     shown in the chat (the turn's stored ops and the journal keep it)."""
-    if not ok or tool not in WRITE_TOOLS:
+    if not ok or tool not in MEMORY_CHANGING_TOOLS:
         return None
     rid = data.get("id")
     words = data.get("content")

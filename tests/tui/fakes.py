@@ -190,9 +190,6 @@ class FakeLoader:
     def describe(self, spec):
         return spec
 
-    def provides(self, spec):
-        return False
-
 
 NOTHING_TO_KEEP = {"ops": []}
 

@@ -1,4 +1,5 @@
-"""The persona (the operator's file) and Eva's own memory rule (SPEC §3.1).
+"""Eva's fixed instructions: the persona (the operator's file, or the default one), Eva's own
+memory rule (SPEC §3.1) and her rule never to invent the owner's facts (§8.10).
 
 The persona is the operator's text and may be read-only: Eva never writes it. The memory rule
 belongs to Eva's core: it is placed in the stable (cached) prefix of the system prompt, in owner

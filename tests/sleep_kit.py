@@ -1,5 +1,6 @@
 """Shared pieces of the sleep tests (SPEC §7): a scripted planner that answers each phase from
-its own queue, plan/op builders, and a small dated corpus. Its own tests check the kit."""
+its own queue, plan/op builders, and a small dated corpus. The kit's own test is in
+tests/test_sleep.py (test_planner_answers_each_phase_from_its_queue)."""
 
 from __future__ import annotations
 
@@ -181,22 +182,3 @@ def load(mem: Memory, corpus: dict[str, dict[str, Any]] | None = None,
     ids = mem.import_records(items)
     return dict(zip(corpus, ids, strict=True))
 
-
-# ---------------------------------------------------------------------------- the kit's own tests
-
-
-def test_planner_answers_each_phase_from_its_queue():
-    """The kit: replies are routed by the phase named in the sleep_finish tool (SPEC §7's three
-    model phases), and an exhausted queue answers with an empty plan."""
-    from core.sleep.plan import calibrate_tool, forget_tool, review_tool
-
-    p = PlannerLLM(review=[plan(merge([1, 2], "x"))], calibrate=[RuntimeError("boom")])
-    assert p.force_tool_call([], review_tool([1, 2], 500)).arguments["ops"][0]["op"] == "merge"
-    assert p.force_tool_call([], forget_tool([3])).arguments["ops"] == []
-    try:
-        p.force_tool_call([], calibrate_tool([4]))
-        raise AssertionError("expected the scripted exception")
-    except RuntimeError:
-        pass
-    assert [c["phase"] for c in p.tool_calls] == ["review", "forgetting", "calibrate"]
-    assert p.enum_ids(0) == [1, 2] and p.enum_ids(1) == [3]
