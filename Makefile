@@ -1,6 +1,7 @@
 # Eva — the two commands of the README:
 #   make run    set everything up, then start Eva
-#   make test   set everything up (with dev tools), then lint and run the whole test suite
+#   make test   set everything up (with dev tools), then lint (ruff, import-linter, mypy) and run
+#               the whole test suite
 PYTHON ?= python3
 VENV   ?= .venv
 BIN    := $(VENV)/bin
@@ -26,6 +27,7 @@ test: setup-dev lint
 lint:
 	$(BIN)/ruff check .
 	$(BIN)/lint-imports
+	$(BIN)/mypy core models eva_runtime eva_api eva_tui screens bench
 
 setup: $(VENV)/.eva-setup
 setup-dev: $(VENV)/.eva-setup-dev

@@ -18,6 +18,7 @@ import sys
 import tempfile
 import time
 from pathlib import Path
+from typing import Any
 
 from core import OWNER_TRUSTED, Memory
 from core.conversation import Conversation, ConversationConfig, Token, TurnDone, TurnError
@@ -74,7 +75,7 @@ def run(model_name: str, turns: int, n_ctx: int, max_answer_tokens: int) -> dict
             mem.save(content, OWNER_TRUSTED, kind=kind, importance=imp)
         conv = Conversation(mem, model, config=ConversationConfig(
             max_answer_tokens=max_answer_tokens, temperature=0.2))
-        rows = []
+        rows: list[dict[str, Any]] = []
         for i in range(turns):
             text = MESSAGES[i % len(MESSAGES)]
             start = time.perf_counter()

@@ -36,10 +36,12 @@ def latency_summary(seconds: Iterable[float], digits: int = 3) -> dict[str, Any]
     ms = [s * 1000.0 for s in seconds]
     if not ms:
         return {"n": 0, "p50_ms": None, "p95_ms": None, "max_ms": None, "mean_ms": None}
+    p50, p95 = percentile(ms, 50), percentile(ms, 95)
+    assert p50 is not None and p95 is not None  # there are values
     return {
         "n": len(ms),
-        "p50_ms": round(percentile(ms, 50), digits),
-        "p95_ms": round(percentile(ms, 95), digits),
+        "p50_ms": round(p50, digits),
+        "p95_ms": round(p95, digits),
         "max_ms": round(max(ms), digits),
         "mean_ms": round(sum(ms) / len(ms), digits),
     }
@@ -168,7 +170,10 @@ class NoopPlanner:
     def stream_chat(self, *a: Any, **k: Any):  # pragma: no cover - not used by sleep
         raise NotImplementedError
 
-    def force_tool_call(self, messages, tool, timeout=None) -> ToolCall:
+    def warm_up(self, messages, tools=None) -> None:
+        """Nothing to read in: there is no cache."""
+
+    def force_tool_call(self, messages, tool, timeout=None, cancel=None) -> ToolCall:
         self.calls += 1
         return ToolCall("sleep_finish", {"reasoning": self.reasoning, "ops": []})
 

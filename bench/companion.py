@@ -456,9 +456,10 @@ def run(model: Any, scenario: dict, writes: str = "structured",
                     # window: read it in now (not timed), as the app's warm-up would
                     conversation(session.get("chat", "chat"), mem).warm_up(OWNER_TRUSTED)
             records = mem.list(OWNER_TRUSTED, limit=10_000)
-            memories = [{"id": r.id, "content": r.content, "kind": r.kind.value,
-                         "importance": r.importance, "private": r.private,
-                         "day": round((r.created_at - start) / DAY, 3)} for r in records]
+            memories: list[dict[str, Any]] = [
+                {"id": r.id, "content": r.content, "kind": r.kind.value,
+                 "importance": r.importance, "private": r.private,
+                 "day": round((r.created_at - start) / DAY, 3)} for r in records]
             questions = scenario.get("questions", [])
             for q in questions:
                 go_to(q.get("day", 0), mem)

@@ -16,6 +16,7 @@ from __future__ import annotations
 import argparse
 import sys
 import time
+from typing import Any
 
 from bench.common import emit, environment, peak_rss_mb, rounded
 
@@ -52,7 +53,7 @@ def run(model_spec: str, turns: int, n_ctx: int, max_tokens: int, threads: int |
     tools = [memtools.SCHEMAS[n] for n in ("memory_save", "memory_search", "memory_update",
                                            "memory_forget")]
     messages: list[dict] = [{"role": "system", "content": SYSTEM}]
-    rows = []
+    rows: list[dict[str, Any]] = []
     for i in range(turns):
         messages.append({"role": "user", "content": USER_TURNS[i % len(USER_TURNS)]})
         # as the chat layer does: after tool calls, answer them and let the model go on (once)

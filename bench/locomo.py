@@ -220,12 +220,12 @@ def load_conversation(sample: dict, index: int = 0, captions: bool = True,
         for i, turn in enumerate(conv.get(f"session_{n}") or []):
             if not isinstance(turn, dict) or turn.get("speaker") in skip_speakers:
                 continue
-            ids = tuple(dia_ids(turn.get("dia_id")))
+            turn_ids = tuple(dia_ids(turn.get("dia_id")))
             text = turn_text(turn, captions)
-            if not ids or not text.strip():
+            if not turn_ids or not text.strip():
                 continue
-            known.update(ids)
-            turns.append(Item(text, ids, times[n] + i, turn_text(turn, captions=False)))
+            known.update(turn_ids)
+            turns.append(Item(text, turn_ids, times[n] + i, turn_text(turn, captions=False)))
 
     observations: list[Item] = []
     obs = sample.get("observation") or {}
@@ -241,15 +241,16 @@ def load_conversation(sample: dict, index: int = 0, captions: bool = True,
         for facts in value.values():
             for fact in facts if isinstance(facts, list) else ():
                 if isinstance(fact, list | tuple) and fact and isinstance(fact[0], str):
-                    text, ids = fact[0], dia_ids(list(fact[1:]))
+                    text, fact_ids = fact[0], dia_ids(list(fact[1:]))
                 elif isinstance(fact, str):
-                    text, ids = fact, []
+                    text, fact_ids = fact, []
                 else:
                     continue
                 text = " ".join(text.split())
                 if not text:
                     continue
-                observations.append(Item(text, tuple(d for d in ids if d in known), base + i))
+                observations.append(Item(text, tuple(d for d in fact_ids if d in known),
+                                         base + i))
                 i += 1
     observations.sort(key=lambda it: it.at)
 
@@ -357,7 +358,7 @@ def _bm25s_ranker(texts: list[str], stopwords: str | None):
     import Stemmer
 
     stemmer = Stemmer.Stemmer("english")
-    sw = stopwords or []
+    sw: str | list[str] = stopwords or []
     corpus = bm25s.tokenize(texts, stopwords=sw, stemmer=stemmer, show_progress=False)
     retriever = bm25s.BM25()
     retriever.index(corpus, show_progress=False)

@@ -262,6 +262,8 @@ def load_dialogue(sample: dict, owner: str | None = None, sessions: int | None =
                                    for t in conv.get(f"session_{n}") or []))
         speakers = (found + [None, None])[:2]
     owner = owner or speakers[0]
+    if not owner:
+        raise ValueError("this conversation names no speakers: no one to be Eva's owner")
     if owner not in speakers:
         raise ValueError(f"--owner {owner!r} is not a speaker of this conversation "
                          f"({', '.join(map(str, speakers))})")
@@ -285,7 +287,7 @@ def load_dialogue(sample: dict, owner: str | None = None, sessions: int | None =
             replayed.append((n, times[n], ts))
     known = {t.dia for _, _, ts in replayed for t in ts}
     qa: list[QA] = []
-    counts = Counter()
+    counts: Counter[str] = Counter()
     for item in sample.get("qa") or []:
         try:
             category = int(item.get("category"))

@@ -139,7 +139,7 @@ class OraclePlanner(NoopPlanner):
         self.keys: dict[str, int] = {}
         self.contents: dict[str, str] = {m["key"]: m["content"] for m in data["memories"]}
 
-    def force_tool_call(self, messages, tool, timeout=None) -> ToolCall:
+    def force_tool_call(self, messages, tool, timeout=None, cancel=None) -> ToolCall:
         self.calls += 1
         by_id = {v: k for k, v in self.keys.items()}
         ops_schema = tool["parameters"]["properties"]["ops"]["items"]["anyOf"]
@@ -192,8 +192,8 @@ class OraclePlanner(NoopPlanner):
         if "core" in props or "importance" in props:  # the corpus labels no calibration
             return keep_calibration(props)
         if "old" in props:  # "given NEW, is OLD still true today?"
-            pairs = {(c["old"], c["new"]) for c in exp.get("contradictions", [])}
-            return {"old": "no longer true" if tuple(quoted[-2:]) in pairs else "still true"}
+            changed = {(c["old"], c["new"]) for c in exp.get("contradictions", [])}
+            return {"old": "no longer true" if tuple(quoted[-2:]) in changed else "still true"}
         if "fact" in props:
             for run in exp.get("event_runs", []):
                 if len(set(quoted) & set(run)) >= 2:
@@ -229,6 +229,8 @@ def build_store(path: Path, data: dict[str, Any], embedder: Any) -> tuple[Memory
                                                                            dict[str, int]]:
     """The corpus in a fresh store, with dates and access histories as given."""
     now = parse_time(data["now"])
+    if now is None:
+        raise ValueError('the corpus says when it is read ("now"), as a time')
     clock = ManualClock(now)
     mem = Memory.open(path, MemoryConfig(), clock, embedder=None)
     items = []
@@ -238,7 +240,7 @@ def build_store(path: Path, data: dict[str, Any], embedder: Any) -> tuple[Memory
                       "pinned": m.get("pinned", False),
                       "created_at": parse_time(m.get("created_at")) or now})
     ids = mem.import_records(items)
-    keys = {m["key"]: rid for m, rid in zip(data["memories"], ids, strict=True)}
+    keys: dict[str, int] = {m["key"]: rid for m, rid in zip(data["memories"], ids, strict=True)}
     with mem.transaction() as w:  # the bench sets histories the way time would have
         conn = w.conn
         for m in data["memories"]:

@@ -38,7 +38,7 @@ def run_arm(data: dict[str, Any], model: Any, embedder: Any, arm: str) -> dict[s
     kept = {**data, "memories": [m for m in data["memories"] if m["key"] not in news]}
     original = memory_writer.outdated_by
     if arm == "old":
-        memory_writer.outdated_by = lambda message, content: None  # type: ignore[assignment]
+        memory_writer.outdated_by = lambda message, content: None
     items = []
     t0 = time.perf_counter()
     try:

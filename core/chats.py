@@ -15,6 +15,7 @@ summaries, so each of these moves is one transaction.
 
 from __future__ import annotations
 
+import builtins  # Chats.list() shadows the type in the class's later annotations
 import json
 import sqlite3
 import uuid
@@ -130,7 +131,8 @@ class Chats:
             cur = conn.execute(
                 "INSERT INTO chats (persona, channel, title, created_at, updated_at) "
                 "VALUES (?, ?, ?, ?, ?)", (persona, channel, title, now, now))
-            chat_id = int(cur.lastrowid)
+            assert cur.lastrowid is not None  # an INSERT sets it
+            chat_id = cur.lastrowid
         return self.get(chat_id)
 
     def rename(self, chat_id: int, title: object) -> Chat:
@@ -243,7 +245,7 @@ class Chats:
 
     # ------------------------------------------------------------------ imports (issue 28)
     def import_chats(self, chats: Sequence[Any], source: str, now: float,
-                     channel: str = DEFAULT_CHANNEL) -> tuple[list[int], int]:
+                     channel: str = DEFAULT_CHANNEL) -> tuple[builtins.list[int], int]:
         """Write checked chats (:func:`core.chat_import.parse`: each with ``title``, ``persona``
         and ``messages`` of ``role``, ``content``, ``created_at``, ``private``, ``status``) as
         new chats of ``channel``, all in one transaction (or nothing). A persona this store
@@ -265,7 +267,8 @@ class Chats:
                     "imported_from) VALUES (?, ?, ?, ?, ?, ?)",
                     (persona, channel, valid_title(chat.title), min(times), max(times),
                      source))
-                chat_id = int(cur.lastrowid)
+                assert cur.lastrowid is not None  # an INSERT sets it
+                chat_id = cur.lastrowid
                 rows, turn = [], 0
                 for k, m in enumerate(chat.messages):
                     if m.role == "user" or k == 0:
@@ -285,7 +288,7 @@ class Chats:
                 made.append(chat_id)
         return made, moved
 
-    def to_review(self) -> list[Chat]:
+    def to_review(self) -> builtins.list[Chat]:
         """Live imported chats with messages not yet offered for drafting, oldest first."""
         rows = self._storage.query(_SELECT + " WHERE c.archived_at IS NULL AND "
                                    "c.review_from IS NOT NULL ORDER BY c.id")

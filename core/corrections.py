@@ -74,7 +74,7 @@ def features(message: str, old: str, cosine: float, best_other: float) -> np.nda
 def pair_rows(message: str, memories: Sequence[str], vectors: np.ndarray) -> np.ndarray:
     """One feature row per memory; ``vectors`` holds the message's USE vector first, then one
     per memory (any length: only their directions count)."""
-    v = vectors.astype(np.float32)
+    v: np.ndarray = vectors.astype(np.float32)
     v = v / np.where((n := np.linalg.norm(v, axis=1, keepdims=True)) > 0, n, 1.0)
     cos = v[1:] @ v[0]
     rows = []

@@ -38,7 +38,7 @@ class ImportanceModel:
         """The importance 1..5 of ``content``, or None when no USE vector can be had."""
         m = embed([content])
         scores = self.linear.scores(m)
-        if scores is None or not np.any(m[0, : len(self.linear.weights)]):
+        if m is None or scores is None or not np.any(m[0, : len(self.linear.weights)]):
             return None
         return int(min(5, max(1, round(float(scores[0])))))
 

@@ -157,7 +157,7 @@ def _narrow(path: Path, st: os.stat_result) -> bool:
 
 
 def _narrow_files(d: Path, patterns: tuple[str, ...]) -> list[str]:
-    out = []
+    out: list[str] = []
     try:
         entries = list(os.scandir(d))
     except OSError:

@@ -311,14 +311,14 @@ def _candidates(text: str, said: date, direction: str) -> list[_Cand]:
             sat = said + timedelta(days=(5 - said.weekday()) % 7) if said.weekday() != 6 else said
             out.append(_Cand(m.start(), m.end(), sat, None, "relative"))
         for m in _MONTH_RE.finditer(text):
-            mo = month_number(m["m"] or m["rm"])
-            if mo is None or mo == said.month:
+            month = month_number(m["m"] or m["rm"])
+            if month is None or month == said.month:
                 continue
-            out.append(_Cand(m.start(), m.end(), _yearly(said, mo, 1), None, "month"))
+            out.append(_Cand(m.start(), m.end(), _yearly(said, month, 1), None, "month"))
     for m in _HOLIDAYS.finditer(text):
-        when = _holidays(said)
-        if when is not None:
-            out.append(_Cand(m.start(), m.end(), when, None, "holiday"))
+        holiday = _holidays(said)
+        if holiday is not None:
+            out.append(_Cand(m.start(), m.end(), holiday, None, "holiday"))
     return out
 
 

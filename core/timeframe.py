@@ -103,13 +103,13 @@ _PATTERN_BEFORE = re.compile(
     r"(?:\b" + _COUNT + r"\s+)?(?:the\s+)?\b" + _UNIT + r"\s+(?:before|prior\s+to|до|перед)\s*$")
 _PATTERN_AGO = re.compile(r"(?:\b" + _COUNT + r"\s+)?\b" + _UNIT + r"\s+(?:ago|назад)\b")
 
-_RELATIVE = (
+_RELATIVE_PHRASES = (
     # phrase, (start offset in days from today's midnight, length in days)
     (r"\bthe day before yesterday\b|(?<![а-яё])позавчера(?![а-яё])", (-2, 1)),
     (r"\byesterday\b|\blast night\b|(?<![а-яё])вчера(?![а-яё])", (-1, 1)),
     (r"\btoday\b|\btonight\b|\bthis morning\b|(?<![а-яё])сегодня(?![а-яё])", (0, 1)),
 )
-_RELATIVE = tuple((re.compile(p), v) for p, v in _RELATIVE)
+_RELATIVE = tuple((re.compile(p), v) for p, v in _RELATIVE_PHRASES)
 _LAST_WEEK = re.compile(r"\blast week\b|\bthe past week\b|(?<![а-яё])(?:на\s+)?прошлой\s+неделе")
 _THIS_WEEK = re.compile(r"\bthis week\b|(?<![а-яё])на\s+этой\s+неделе")
 _LAST_WEEKEND = re.compile(r"\b(?:last|this|past) weekend\b|(?<![а-яё])(?:в|на)\s+"
@@ -198,6 +198,7 @@ def _scan_days(text: str, resolve: Callable[[re.Match, int | None, int, int], An
     Returns what it gave, in the patterns' order, and the spans taken."""
     out: list[Any] = []
     taken: list[tuple[int, int]] = []
+    y: int | None
     for pattern in _PATTERNS_DAY:
         for m in pattern.finditer(text):
             if any(a < m.end() and m.start() < b for a, b in taken):
@@ -344,9 +345,10 @@ def spans(query: str, now: float) -> list[tuple[float, float]]:
         saturday = t0 - ((today.weekday() - 5) % 7) * DAY
         out.append((saturday - DAY, saturday + 3 * DAY))
     if _LAST_MONTH.search(text):
-        first = _month_start(today.year, today.month)
-        prev = _month_start(first.year - (first.month == 1), (first.month - 2) % 12 + 1)
-        out.append((_midnight(prev), _midnight(first) + DAY))
+        this_month = _month_start(today.year, today.month)
+        prev = _month_start(this_month.year - (this_month.month == 1),
+                            (this_month.month - 2) % 12 + 1)
+        out.append((_midnight(prev), _midnight(this_month) + DAY))
     if _THIS_MONTH.search(text):
         out.append((_midnight(_month_start(today.year, today.month)), t0 + 2 * DAY))
     if _LAST_YEAR.search(text):

@@ -17,6 +17,7 @@ from core.errors import MemoryOpError
 from core.memory import Memory, SaveResult, Similar
 from core.privacy import AccessDenied, TurnContext
 from core.prompt_section import COLUMNS, line, quoted
+from core.records import Record
 
 KIND_HELP = (
     "core: who the owner is and how to be with them — always in the prompt, keep it small; "
@@ -235,9 +236,12 @@ def call(memory: Memory, name: str, raw_args: Any, ctx: TurnContext) -> ToolResu
             hits = memory.search(args["query"], ctx)
             if not hits:
                 return ToolResult(name, True, "Nothing relevant found.", {"ids": []})
-            rows = "\n".join(line(h.record, now, mark="#") for h in hits)
-            return ToolResult(name, True, COLUMNS + "\n" + rows,
-                              {"ids": [h.record.id for h in hits]})
+            found: list[Record] = []
+            for h in hits:
+                assert h.record is not None, "memory.search gives every hit its record"
+                found.append(h.record)
+            rows = "\n".join(line(r, now, mark="#") for r in found)
+            return ToolResult(name, True, COLUMNS + "\n" + rows, {"ids": [r.id for r in found]})
         # memory_list
         limit = args.get("limit", 50)
         if isinstance(limit, bool) or not isinstance(limit, int) or not 1 <= limit <= 200:

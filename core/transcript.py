@@ -88,7 +88,8 @@ class Transcript:
                  json.dumps(meta), chat_id))
             if chat_id is not None:
                 conn.execute("UPDATE chats SET updated_at = ? WHERE id = ?", (at, chat_id))
-            return int(cur.lastrowid)
+            assert cur.lastrowid is not None  # an INSERT sets it
+            return cur.lastrowid
 
     def history(self, persona: str, channel: str, limit: int = 200,
                 sees_private: bool = True) -> list[StoredMessage]:

@@ -83,7 +83,7 @@ def openai_messages(messages: list[Message]) -> list[dict[str, Any]]:
         content = m.get("content")
         msg: dict[str, Any] = {"role": role, "content": "" if content is None else str(content)}
         if role == "assistant" and m.get("tool_calls"):
-            calls = []
+            calls: list[dict[str, Any]] = []
             for i, tc in enumerate(m["tool_calls"]):
                 if isinstance(tc, ToolCall):
                     name, args, cid = tc.name, tc.arguments, tc.id

@@ -303,9 +303,9 @@ class ToolCallStream:
             j = b.find(marker)
             if j >= 0 and (best[0] is None or j < best[0]):
                 best = (j, kind)
-        j = self._bare_start()
-        if j is not None and (best[0] is None or j < best[0]):
-            best = (j, "bare")
+        bare = self._bare_start()
+        if bare is not None and (best[0] is None or bare < best[0]):
+            best = (bare, "bare")
         return best
 
     def _partial_marker_tail(self) -> int:
@@ -385,8 +385,8 @@ class ToolCallStream:
             return (len(b), b) if final else None
         if not ok:
             return 1, b[0]  # ordinary text: release the bracket, go on scanning
-        end = json_end(b, 0)
-        if end is None:
+        block_end = json_end(b, 0)
+        if block_end is None:
             if not final:
                 return None
             calls = parse_call_block(b, self.known, strict=True)
@@ -394,11 +394,11 @@ class ToolCallStream:
                 self.calls.extend(calls)
                 return len(b), ""
             return len(b), b
-        calls = parse_call_block(b[:end], self.known, strict=True)
+        calls = parse_call_block(b[:block_end], self.known, strict=True)
         if calls:
             self.calls.extend(calls)
-            return end, ""
-        return end, b[:end]
+            return block_end, ""
+        return block_end, b[:block_end]
 
 
 def _tail_prefix(b: str, marker: str) -> int:

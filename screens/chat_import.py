@@ -26,6 +26,7 @@ from core.drafts import MAX_MESSAGES
 from core.errors import MemoryOpError
 from core.transcript import StoredMessage, Transcript
 from eva_tui.widgets import EvaInput, clip
+from eva_tui.widgets.base import eva_app
 from eva_tui.widgets.modals import HELP
 
 PREVIEW_ROWS = 200  # chats listed in the preview at most (the counts cover all)
@@ -122,7 +123,7 @@ class ImportChatsScreen(ModalScreen[list[int] | None]):
         self._show_error("")
         self.query_one("#import-summary", Static).update("Reading and checking every line…")
         self.checked_path = path
-        self._check_file(path, self.app.services.clock.now())
+        self._check_file(path, eva_app(self).services.clock.now())
 
     @work(thread=True, exclusive=True, exit_on_error=False, group="chat-import",
           name="checking the import file")
@@ -174,12 +175,13 @@ class ImportChatsScreen(ModalScreen[list[int] | None]):
             return
         button.disabled = True
         button.label = "Importing…"
-        self._write_plan(self.plan, self.app.services.clock.now())
+        self._write_plan(self.plan, eva_app(self).services.clock.now())
 
     @work(thread=True, exclusive=True, exit_on_error=False, group="chat-import-write",
           name="importing chats")
     def _write_plan(self, plan: chat_import.ImportPlan, now: float) -> None:
-        memory = self.app.services.memory
+        memory = eva_app(self).services.memory
+        assert memory is not None, "the import dialog opens only once the memory is open"
         try:
             ids, moved = memory.attach(Chats).import_chats(plan.chats, plan.format, now)
         except (MemoryOpError, OSError) as e:
@@ -217,10 +219,12 @@ class ReviewOffer(ModalScreen[str | None]):
 
     def __init__(self, chat: Chat, batch: list[StoredMessage], chats: int) -> None:
         super().__init__(classes="modal")
-        self.chat, self.batch, self.chats = chat, batch, chats
+        # (not ``self.batch``: that is Textual's own batch() of every widget, which a recompose
+        # of the screen calls)
+        self.chat, self.messages, self.chats = chat, batch, chats
 
     def compose(self) -> ComposeResult:
-        n = len(self.batch)
+        n = len(self.messages)
         with Vertical(classes="dialog"):
             yield Label("Memories from imported chats", classes="dialog-title")
             yield Static(
@@ -231,7 +235,7 @@ class ReviewOffer(ModalScreen[str | None]):
                 "Nothing is saved unless you keep it.", markup=False)
             yield Static("\n".join(f"{'You' if m.role == 'user' else 'Eva'}: "
                                    f"{clip(' '.join(m.content.split()), 70)}"
-                                   for m in self.batch[:4])
+                                   for m in self.messages[:4])
                          + ("\n…" if n > 4 else ""), markup=False, classes="dim")
             with Horizontal(classes="buttons"):
                 yield Button("Draft from these", id="draft", variant="primary")

@@ -24,6 +24,7 @@ from textual.widgets.option_list import Option
 from core.chat_search import MARK_END, MARK_START, SearchHit
 from core.transcript import StoredMessage, Transcript
 from eva_tui.widgets import EvaInput, clip
+from eva_tui.widgets.base import eva_app
 from eva_tui.widgets.modals import HELP
 
 CONTEXT = 2  # messages shown before and after the highlighted hit
@@ -128,7 +129,7 @@ class ChatSearchScreen(ModalScreen[tuple[int, int] | None]):
     @work(thread=True, exclusive=True, exit_on_error=False, group="chat-search",
           name="searching the chats")
     def _search_for(self, query: str) -> None:
-        memory = self.app.services.memory
+        memory = eva_app(self).services.memory
         if memory is None:
             return
         self.post_message(HitsFound(query, memory.attach(Transcript).search(query)))
@@ -165,7 +166,9 @@ class ChatSearchScreen(ModalScreen[tuple[int, int] | None]):
     @work(thread=True, exclusive=True, exit_on_error=False, group="chat-search-context",
           name="reading a hit's context")
     def _load_context(self, hit: SearchHit) -> None:
-        tr = self.app.services.memory.attach(Transcript)
+        memory = eva_app(self).services.memory
+        assert memory is not None, "a hit was found in the open memory"
+        tr = memory.attach(Transcript)
         before = tr.page(hit.chat_id, before=hit.message_id, limit=CONTEXT)
         this = tr.message(hit.message_id)
         after = tr.page(hit.chat_id, after=hit.message_id, limit=CONTEXT)

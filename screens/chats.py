@@ -19,6 +19,7 @@ from textual.widgets import Button, DataTable, Footer, Label, Static
 
 from core.chats import Chat
 from eva_tui.widgets import EvaInput, ago, clip, in_time
+from eva_tui.widgets.base import eva_app
 from eva_tui.widgets.modals import HELP
 
 COLUMNS = (("", "current"), ("chat", "label"), ("messages", "messages"), ("persona", "persona"),
@@ -129,7 +130,7 @@ class ChatsScreen(ModalScreen[bool]):
 
     @property
     def conversation(self) -> Any:
-        return self.app.services.conversation
+        return eva_app(self).services.conversation
 
     def compose(self) -> ComposeResult:
         with Vertical(classes="dialog chats-dialog"):
@@ -163,11 +164,11 @@ class ChatsScreen(ModalScreen[bool]):
         table = self.query_one("#chats", DataTable)
         keep = self._selected_id()
         table.clear()
-        now = self.app.services.clock.now()
+        now = eva_app(self).services.clock.now()
         self.items = {c.id: c for c in event.chats}
         self.current = event.current
         for c in event.chats:
-            used = in_time(c.archived_at + self._ttl(), now) if c.archived else ago(
+            used = in_time(c.archived_at + self._ttl(), now) if c.archived_at is not None else ago(
                 c.updated_at, now)
             table.add_row("▶" if c.id == event.current else "", clip(c.label, 40),
                           str(c.messages), c.persona, used, key=str(c.id))
@@ -188,7 +189,7 @@ class ChatsScreen(ModalScreen[bool]):
         self.query_one("#chats-info", Static).update(info)
 
     def _ttl(self) -> float:
-        mem = self.app.services.memory
+        mem = eva_app(self).services.memory
         return mem.config.archive_ttl_seconds if mem is not None else 30 * 86_400.0
 
     def _selected_id(self) -> int | None:
@@ -210,7 +211,7 @@ class ChatsScreen(ModalScreen[bool]):
 
     # ------------------------------------------------------------------ actions
     def _refuse_busy(self) -> bool:
-        busy = self.busy and self.app.generating  # live: the turn may end while this is open
+        busy = self.busy and eva_app(self).generating  # live: the turn may end while this is open
         if busy:
             self.notify("Eva is answering in this chat; wait for her (or Esc to stop her) "
                         "before changing chats.", severity="warning")

@@ -26,9 +26,10 @@ from core import drafts as dr
 from core.conversation import StoredMessage
 from core.errors import MemoryOpError
 from core.llm import ModelError
+from core.memory import Memory, SaveResult
 from core.records import Actor, Source
 from eva_tui.widgets import EvaTextArea, clip
-from eva_tui.widgets.base import eva_app
+from eva_tui.widgets.base import InApp, eva_app
 from eva_tui.widgets.modals import HELP
 
 KEEP_OPTIONS = [("keep", "keep"), ("drop", "drop")]
@@ -42,11 +43,21 @@ class Drafted(Message):
 
 
 class Saved(Message):
-    def __init__(self, result: object, error: str | None = None, row: int | None = None) -> None:
+    """The ids a save from dialogue saved, or the one record a confirmed draft became."""
+
+    def __init__(self, result: list[int] | SaveResult | None, error: str | None = None,
+                 row: int | None = None) -> None:
         super().__init__()
         self.result = result
         self.error = error
         self.row = row
+
+
+def _memory(node: InApp) -> Memory:
+    """The open memory: these dialogs are offered only once it is (``screens.owner``)."""
+    memory = eva_app(node).services.memory
+    assert memory is not None, "a drafting dialog opens only once the memory is open"
+    return memory
 
 
 class DraftRow(Horizontal):
@@ -176,7 +187,7 @@ class SaveFromDialogue(ModalScreen[list[int] | None]):
         self.query_one("#draft", Button).disabled = True
         self.query_one("#draft", Button).label = "Drafting…"
         pairs = [(m.role, m.content) for m in self.selected()]
-        self._draft(services.chat_model, pairs, services.memory.config.max_chars)
+        self._draft(services.chat_model, pairs, _memory(self).config.max_chars)
 
     @work(thread=True, exit_on_error=False, group="drafting", name="drafting memories")
     def _draft(self, model, pairs, max_chars) -> None:
@@ -211,7 +222,7 @@ class SaveFromDialogue(ModalScreen[list[int] | None]):
         msgs = self.selected()
         mine = [m.content.strip() for m in msgs if m.role == "user"] or [
             m.content.strip() for m in msgs]
-        max_chars = eva_app(self).services.memory.config.max_chars
+        max_chars = _memory(self).config.max_chars
         text = " ".join(" ".join(mine).split())[:max_chars].strip()
         if text:
             self._error("")
@@ -229,7 +240,7 @@ class SaveFromDialogue(ModalScreen[list[int] | None]):
             self._error("Every draft is dropped: nothing to save.")
             return
         scope = str(self.query_one("#scope", Select).value)
-        memory = eva_app(self).services.memory
+        memory = _memory(self)
         self.query_one("#save", Button).disabled = True
         self._save(memory, items, scope)
 
@@ -245,6 +256,7 @@ class SaveFromDialogue(ModalScreen[list[int] | None]):
             self.query_one("#save", Button).disabled = False
             self._error(f"Nothing was saved: {event.error}.")
             return
+        assert isinstance(event.result, list)  # save_pinned's ids
         self.dismiss(list(event.result))
 
     def action_cancel(self) -> None:
@@ -332,7 +344,7 @@ class InitFromDescription(ModalScreen[list[int] | None]):
         button = self.query_one("#draft", Button)
         button.disabled = True
         button.label = "Drafting…"
-        self._draft(services.chat_model, text, services.memory.config.max_chars)
+        self._draft(services.chat_model, text, _memory(self).config.max_chars)
 
     @work(thread=True, exit_on_error=False, group="drafting", name="drafting memories")
     def _draft(self, model, text, max_chars) -> None:
@@ -404,6 +416,7 @@ class InitFromDescription(ModalScreen[list[int] | None]):
             text.update(f"(not saved: {event.error}) {d.content}")
             return
         res = event.result
+        assert isinstance(res, SaveResult)  # memory.save's result
         self.saved.append(res.id)
         how = {"created": "saved", "reinforced": "already known",
                "updated": "updated"}.get(res.status, res.status)

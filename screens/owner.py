@@ -26,6 +26,7 @@ from screens.memory_dialogs import (
 from screens.personas import PersonasScreen
 
 if TYPE_CHECKING:
+    from core.memory import Memory
     from eva_tui.app import EvaApp
 
 INIT_OFFERED = "init.offered"  # meta key: the first-run offer was made
@@ -46,11 +47,12 @@ def _scopes(app: EvaApp) -> list[tuple[str, str]]:
     return scope_options(app.services.memory, app.services.personas)
 
 
-def _ready(app: EvaApp) -> bool:
-    if app.services.memory is None:
+def _memory(app: EvaApp) -> Memory | None:
+    """The open memory, or None with a notice while it is still opening."""
+    memory = app.services.memory
+    if memory is None:
         app.notify("The memory is still opening; try again in a moment.")
-        return False
-    return True
+    return memory
 
 
 def _in_thread(app: EvaApp, name: str, fn: Callable[[], str | None]) -> None:
@@ -68,14 +70,14 @@ def _in_thread(app: EvaApp, name: str, fn: Callable[[], str | None]) -> None:
 
 # ---------------------------------------------------------------------------------- actions
 def open_personas(app: EvaApp) -> None:
-    if _ready(app):
+    if _memory(app) is not None:
         app.push_screen(PersonasScreen())
 
 
 def add_memory(app: EvaApp) -> None:
-    if not _ready(app):
+    memory = _memory(app)
+    if memory is None:
         return
-    memory = app.services.memory
 
     def added(fields: dict | None) -> None:
         if not fields:
@@ -97,9 +99,9 @@ def add_memory(app: EvaApp) -> None:
 
 
 def move_to_scope(app: EvaApp, record: Record) -> None:
-    if not _ready(app):
+    memory = _memory(app)
+    if memory is None:
         return
-    memory = app.services.memory
 
     def moved(scope: str | None) -> None:
         if scope and scope != record.scope:
@@ -113,9 +115,9 @@ def move_to_scope(app: EvaApp, record: Record) -> None:
 
 
 def clear_all(app: EvaApp) -> None:
-    if not _ready(app):
+    memory = _memory(app)
+    if memory is None:
         return
-    memory = app.services.memory
 
     def second(scope: str, yes: bool | None) -> None:
         if not yes:
@@ -147,7 +149,7 @@ def clear_all(app: EvaApp) -> None:
 
 
 def save_from_dialogue(app: EvaApp) -> None:
-    if not _ready(app):
+    if _memory(app) is None:
         return
     conv = app.services.conversation
     messages = conv.history(limit=40) if conv is not None else []
@@ -165,7 +167,7 @@ def save_from_dialogue(app: EvaApp) -> None:
 
 
 def init_from_description(app: EvaApp) -> None:
-    if not _ready(app):
+    if _memory(app) is None:
         return
 
     def done(ids: list[int] | None) -> None:
@@ -179,9 +181,9 @@ def init_from_description(app: EvaApp) -> None:
 
 def export_memory(app: EvaApp, private: bool) -> None:
     """JSON Lines into <data dir>/exports (mode 0600), archive included."""
-    if not _ready(app):
+    memory = _memory(app)
+    if memory is None:
         return
-    memory = app.services.memory
     folder = app.services.data_dir / "exports"
 
     def run() -> str:
@@ -203,9 +205,9 @@ def export_memory(app: EvaApp, private: bool) -> None:
 def export_chats(app: EvaApp, fmt: str, private: bool) -> None:
     """Every live chat into <data dir>/exports (mode 0600), JSON Lines or Markdown, under the
     memory export's private rule (issue 28 item 7)."""
-    if not _ready(app):
+    memory = _memory(app)
+    if memory is None:
         return
-    memory = app.services.memory
     folder = app.services.data_dir / "exports"
 
     def run() -> str:
@@ -228,7 +230,7 @@ def export_chats(app: EvaApp, fmt: str, private: bool) -> None:
 
 def import_chats(app: EvaApp, path: str = "") -> None:
     """Issue 28 item 7: a file → its preview → one transaction; then drafts to review."""
-    if not _ready(app):
+    if _memory(app) is None:
         return
 
     def done(ids: list[int] | None) -> None:
@@ -244,7 +246,7 @@ def import_chats(app: EvaApp, path: str = "") -> None:
 def review_imported(app: EvaApp) -> None:
     """Offer the imported messages, 20 at a time, for drafts the owner reviews: nothing is
     saved unless she keeps it."""
-    if not _ready(app):
+    if _memory(app) is None:
         return
 
     def open_drafts(batch: list[StoredMessage], after) -> None:
@@ -288,9 +290,9 @@ def _unique(path: Path) -> Path:
 
 def backup_now(app: EvaApp) -> None:
     """A consistent copy of the store into <data dir>/backups (SQLite online backup)."""
-    if not _ready(app):
+    memory = _memory(app)
+    if memory is None:
         return
-    memory = app.services.memory
     folder = app.services.data_dir / "backups"
 
     def run() -> str:

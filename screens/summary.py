@@ -19,6 +19,7 @@ from textual.widgets import Button, DataTable, Footer, Label, Static
 
 from core.summaries import TIER_NAMES, Progress, Summary
 from eva_tui.widgets import EvaTextArea, clip
+from eva_tui.widgets.base import eva_app
 from eva_tui.widgets.modals import HELP
 
 COLUMNS = (("id", "id"), ("tier", "tier"), ("status", "status"), ("messages", "covers"),
@@ -126,7 +127,7 @@ class SummaryPanel(ModalScreen[None]):
 
     @property
     def conversation(self) -> Any:
-        return self.app.services.conversation
+        return eva_app(self).services.conversation
 
     def compose(self) -> ComposeResult:
         with Vertical(classes="dialog summary-dialog"):

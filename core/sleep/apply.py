@@ -92,6 +92,14 @@ class Screened:
     forgets: int  # records this op would forget (counted against max_forget)
     texts: list[str]  # new texts to embed before applying
 
+    @property
+    def well_formed(self) -> dict[str, Any]:
+        """The op as checked, for one screening did not refuse as malformed (only those are
+        judged further, counted and applied)."""
+        if self.op is None:
+            raise ValueError(f"a malformed op is neither judged nor applied: {self.refused}")
+        return self.op
+
 
 @dataclass
 class Applied:
@@ -274,7 +282,7 @@ class Safeguards:
             return f"max_ops ({self.budget.max_ops}) reached for this night"
         if s.forgets and self.budget.forgotten + s.forgets > self.budget.max_forget:
             return f"max_forget ({self.budget.max_forget}) would be exceeded this night"
-        op = s.op
+        op = s.well_formed
         if op["op"] == "set_kind" and self.core_budget is not None:
             r = self.records[op["id"]]
             if op["kind"] == "core" and r.kind is not Kind.CORE:
@@ -298,7 +306,7 @@ class Safeguards:
 
     def _do(self, tx: SleepTxn, s: Screened, vectors: Mapping[str, np.ndarray | None]
             ) -> dict[str, Any]:
-        op, v = s.op, s.proposal.versions
+        op, v = s.well_formed, s.proposal.versions
         name, why = op["op"], op["why"]
         vec = vectors.get(op.get("content", ""))
         if name == "merge":
@@ -326,12 +334,12 @@ class Safeguards:
             ops.forget(tx, op["id"], why, dict(v))
             return {}
         if name == "set_kind":
-            before = self.records[op["id"]].kind.value
+            old_kind = self.records[op["id"]].kind.value
             ops.set_fields(tx, op["id"], dict(v), kind=op["kind"])
-            return {"from": before, "to": op["kind"]}
-        before = self.records[op["id"]].importance
+            return {"from": old_kind, "to": op["kind"]}
+        old_importance = self.records[op["id"]].importance
         ops.set_fields(tx, op["id"], dict(v), importance=op["importance"])
-        return {"from": before, "to": op["importance"]}
+        return {"from": old_importance, "to": op["importance"]}
 
     def apply(self, tx: SleepTxn | None, screened: Iterable[Screened],
               vectors: Mapping[str, np.ndarray | None] | None = None) -> Applied:
@@ -347,7 +355,7 @@ class Safeguards:
             if reason is None and tx is not None and self._changed & set(s.ids):
                 # an earlier op of this phase changed a record this one names: judge it again
                 # on the records as they are now (a merge may have made a survivor core)
-                reason = self._policy(s.op, s.proposal.allowed)
+                reason = self._policy(s.well_formed, s.proposal.allowed)
             reason = reason or self._budget(s)
             detail: dict[str, Any] = {}
             core_delta = self._core_delta(s.op) if reason is None else 0
@@ -375,13 +383,14 @@ class Safeguards:
             self.budget.ops += 1
             self.budget.forgotten += s.forgets
             self.core_chars += core_delta
-            if s.op["op"] == "forget":
-                out.forgotten.add(s.op["id"])
+            op = s.well_formed
+            if op["op"] == "forget":
+                out.forgotten.add(op["id"])
             if tx is None:
                 detail["dry_run"] = True
-                detail.update({k: s.op[k] for k in ("content", "parts", "kind", "importance")
-                               if k in s.op})
-            out.ops.append(OpLog(name, s.ids, tx is not None, s.op["why"], None, detail))
+                detail.update({k: op[k] for k in ("content", "parts", "kind", "importance")
+                               if k in op})
+            out.ops.append(OpLog(name, s.ids, tx is not None, op["why"], None, detail))
         return out
 
 

@@ -303,16 +303,16 @@ def propose(cluster: Sequence[int], corpus: Mapping[int, Record],
             continue
         if different_people(older.content, newer.content):
             continue  # facts about different people: nothing to ask
-        events = (older.kind is Kind.EVENT) + (newer.kind is Kind.EVENT)
+        n_events = (older.kind is Kind.EVENT) + (newer.kind is Kind.EVENT)
         if change or cue:
             if older.kind is Kind.EVENT:
                 continue  # an event happened: it is never outdated by a newer record
-            same_first = (not change and not loose and events != 1
+            same_first = (not change and not loose and n_events != 1
                           and not adds(older.content, newer.content)
                           and (w >= DUP_COSINE or holds_words(older.content, newer.content)))
             out.append(Candidate(SUPERSEDE, (older.id, newer.id), w, change or CUE,
                                  loose=loose, same_first=same_first))
-        elif events != 1:  # an episode and a lasting fact are never the same fact
+        elif n_events != 1:  # an episode and a lasting fact are never the same fact
             out.append(Candidate(DUPLICATE, (older.id, newer.id), w,
                                  "similar, with nothing that tells them apart"))
     return out

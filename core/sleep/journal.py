@@ -125,7 +125,8 @@ def start_run(conn: sqlite3.Connection, now: float, dry_run: bool, reason: str,
     cur = conn.execute(
         "INSERT INTO sleep_runs (started_at, status, dry_run, reason, model) "
         "VALUES (?, 'running', ?, ?, ?)", (now, int(dry_run), reason, model))
-    return int(cur.lastrowid)
+    assert cur.lastrowid is not None  # an INSERT sets it
+    return cur.lastrowid
 
 
 def write_phase(conn: sqlite3.Connection, run_id: int, seq: int, phase: PhaseLog) -> int:
@@ -134,7 +135,8 @@ def write_phase(conn: sqlite3.Connection, run_id: int, seq: int, phase: PhaseLog
         "VALUES (?,?,?,?,?,?,?,?,?)",
         (run_id, seq, phase.stage, phase.name, phase.status, float(phase.seconds), phase.calls,
          json.dumps(phase.plans, ensure_ascii=False, default=str), phase.note))
-    pid = int(cur.lastrowid)
+    assert cur.lastrowid is not None  # an INSERT sets it
+    pid = cur.lastrowid
     conn.executemany(
         "INSERT INTO sleep_ops (phase_id, seq, op, ids, applied, why, refused_reason, detail) "
         "VALUES (?,?,?,?,?,?,?,?)",

@@ -127,7 +127,7 @@ def check(tx: SleepTxn, ids: Sequence[int], planned: dict[int, tuple], *, touch:
             raise Refused(
                 f"#{rid} changed after the plan was made (a write during sleep or an earlier "
                 "op of this night); the plan for it is stale")
-        r = records.fetch(tx.conn, rid, with_history=True)
+        r = _read(tx, rid, with_history=True)
         if touch and r.pinned:
             raise Refused(f"#{rid} is pinned by the owner; sleep never touches it")
         out[rid] = r
@@ -135,6 +135,13 @@ def check(tx: SleepTxn, ids: Sequence[int], planned: dict[int, tuple], *, touch:
 
 
 # ---------------------------------------------------------------------------- helpers
+
+
+def _read(tx: SleepTxn, rid: int, *, with_history: bool = False) -> Record:
+    """A record this op has checked or written inside its own transaction: it is there."""
+    r = records.fetch(tx.conn, rid, with_history=with_history)
+    assert r is not None, f"#{rid} was checked or written in this transaction"
+    return r
 
 
 def _log(tx: SleepTxn, op: str, rid: int) -> None:
@@ -150,6 +157,7 @@ def _archive(tx: SleepTxn, rid: int, why: str) -> None:
 def _reword(tx: SleepTxn, rid: int, content: str, vec: np.ndarray | None) -> None:
     _log(tx, "update", rid)
     said = records.said_at(tx.conn, rid)
+    assert said is not None, f"#{rid} was checked in this transaction"
     tx.conn.execute("UPDATE memories SET content = ?, stems = ?, consolidated_at = ? WHERE id = ?",
                     (content, " ".join(text.stems(content)), tx.now, rid))
     # SPEC §8.11: a reworded record keeps its day (read anew against when it was said)
@@ -222,7 +230,7 @@ def merge(tx: SleepTxn, ids: Sequence[int], content: object, why: str,
     for rid in others:
         _archive(tx, rid, f"merged into #{sid}: {why}")
     tx.touched.update(ids)
-    return records.fetch(tx.conn, sid)
+    return _read(tx, sid)
 
 
 def _merge_due(tx: SleepTxn, sid: int, members: Sequence[Record], content: str) -> None:
@@ -250,7 +258,7 @@ def rewrite(tx: SleepTxn, record_id: int, content: object, why: str,
     rid = int(record_id)
     check(tx, [rid], planned)
     _reword(tx, rid, content, vec)
-    return records.fetch(tx.conn, rid)
+    return _read(tx, rid)
 
 
 def split(tx: SleepTxn, record_id: int, parts: Sequence[object], why: str,
@@ -258,15 +266,15 @@ def split(tx: SleepTxn, record_id: int, parts: Sequence[object], why: str,
           ) -> list[int]:
     """Split a glued record: it keeps its id with the first part; each further part is a new
     record with the same kind, importance, flags, scope, creation and history."""
-    parts = [_content(tx, p) for p in parts]
-    if len(parts) < 2:
+    texts = [_content(tx, p) for p in parts]
+    if len(texts) < 2:
         raise MemoryOpError("a split needs at least two parts")
-    vecs = list(vecs) if vecs is not None else [None] * len(parts)
+    vecs = list(vecs) if vecs is not None else [None] * len(texts)
     rid = int(record_id)
     r = check(tx, [rid], planned)[rid]
-    _reword(tx, rid, parts[0], vecs[0])
+    _reword(tx, rid, texts[0], vecs[0])
     out = [rid]
-    for part, vec in zip(parts[1:], vecs[1:], strict=True):
+    for part, vec in zip(texts[1:], vecs[1:], strict=True):
         out.append(_insert(tx, part, r.kind, r.importance, r.private, r.scope, r.created_at,
                            r.updated_at, vec, r.accesses))
     return out
@@ -291,7 +299,7 @@ def derive(tx: SleepTxn, ids: Sequence[int], content: object, why: str,
            else max(r.importance for r in recs.values()))
     rid = _insert(tx, content, kind, imp, any(r.private for r in recs.values()), scopes.pop(),
                   tx.now, tx.now, vec)
-    return records.fetch(tx.conn, rid)
+    return _read(tx, rid)
 
 
 def set_fields(tx: SleepTxn, record_id: int, planned: dict[int, tuple], *, kind: object = None,
@@ -308,7 +316,7 @@ def set_fields(tx: SleepTxn, record_id: int, planned: dict[int, tuple], *, kind:
     tx.conn.execute("UPDATE memories SET kind = ?, importance = ? WHERE id = ?",
                     ((new_kind or r.kind).value, new_imp or r.importance, rid))
     tx.touched.add(rid)
-    return records.fetch(tx.conn, rid)
+    return _read(tx, rid)
 
 
 def forget(tx: SleepTxn, record_id: int, why: str, planned: dict[int, tuple]) -> None:

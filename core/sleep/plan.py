@@ -301,7 +301,7 @@ def check_op(raw: Any, allowed: Sequence[str]) -> tuple[dict[str, Any] | None, s
     if not isinstance(raw, dict):
         return None, "an op must be an object"
     name = raw.get("op")
-    if name not in allowed:
+    if not isinstance(name, str) or name not in allowed:
         return None, f"unknown op {name!r} here (allowed: {', '.join(allowed)})"
     why = raw.get("why")
     if not isinstance(why, str) or not why.strip():

@@ -36,9 +36,8 @@ class EvaScreen(Screen):
     """A screen of Eva. Subclasses list their actions in :meth:`commands` (the command palette
     shows them) and run blocking work in thread workers; a failed worker becomes a notice."""
 
-    @property
-    def app(self) -> EvaApp:
-        return cast("EvaApp", super().app)
+    if TYPE_CHECKING:
+        app: EvaApp  # textual's own ``app`` getter, typed: every Eva screen runs in EvaApp
 
     @property
     def services(self) -> Services:

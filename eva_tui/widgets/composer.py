@@ -12,7 +12,7 @@ nothing is sent until Enter.
 from __future__ import annotations
 
 from textual import events
-from textual.binding import Binding
+from textual.binding import Binding, BindingType
 from textual.message import Message
 from textual.widgets import TextArea
 
@@ -20,7 +20,7 @@ from eva_tui import strings as S
 
 # TextArea's own keys, less the F-keys it takes for selection (F6 select line, F7 select all):
 # those are Eva's screens and Wake everywhere else, and must stay so in the chat
-_KEPT = [
+_KEPT: list[BindingType] = [
     b for b in TextArea.BINDINGS
     if isinstance(b, Binding) and not set(b.key.split(",")) & {"f6", "f7"}
 ]

@@ -159,6 +159,28 @@ async def test_import_preview_then_import_then_drafts_to_review(env_factory):
 
 
 @aio
+async def test_the_review_offer_can_be_drawn_again(env_factory):
+    """Issue 28 item 7: the offer of imported messages is an ordinary screen: composed again
+    (Textual does it through the screen's own ``batch()``), it still offers the same
+    messages. It once kept them in ``self.batch``, hiding that method."""
+    env = env_factory()
+    async with env.app.run_test(size=SIZE) as pilot:
+        await settle(pilot)
+        owner.import_chats(pilot.app, str(FIX / "chatgpt_conversations.json"))
+        await settle(pilot)
+        await pilot.click("#import-write")
+        await settle(pilot)
+        offer = pilot.app.screen
+        assert isinstance(offer, ReviewOffer)
+        shown = [str(w.render()) for w in offer.query(Static)]
+        await offer.recompose()
+        await settle(pilot)
+        assert pilot.app.screen is offer
+        assert [str(w.render()) for w in offer.query(Static)] == shown
+        assert any("the next 4 messages not yet reviewed" in text for text in shown)
+
+
+@aio
 async def test_a_bad_file_is_refused_with_its_line_and_writes_nothing(env_factory, tmp_path):
     env = env_factory()
     bad = tmp_path / "chat.jsonl"
