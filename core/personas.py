@@ -17,6 +17,7 @@ The table is this module's (v6 in :mod:`core.storage`); it shares the store thro
 
 from __future__ import annotations
 
+import builtins
 import re
 import sqlite3
 from collections.abc import Callable
@@ -226,7 +227,7 @@ class Personas:
                              (*sets.values(), now, persona_id))
         return self.get(persona_id)
 
-    def delete(self, persona_id: str, memory: Memory) -> tuple[list[int], int]:
+    def delete(self, persona_id: str, memory: Memory) -> tuple[builtins.list[int], int]:
         """Delete a persona (never the default): its memories turn global — live and archived
         ones, each change logged — and its chats are archived, in one transaction. Refused,
         with nothing changed, when its pinned memories would not fit among the global pinned

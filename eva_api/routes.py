@@ -143,7 +143,7 @@ class Api:
         except MemoryOpError as e:
             raise bad_request(str(e)) from None
         return JSONResponse({"hits": [{"score": h.score, **record_json(h.record)}
-                                      for h in hits]})
+                                      for h in hits if h.record is not None]})
 
     def restore(self, request: Request) -> JSONResponse:
         self.caller.require_owner(request)
@@ -224,7 +224,10 @@ class Api:
             transcript.edit(message_id, data["content"], self.services.clock.now())
         except ValueError as e:
             raise bad_request(str(e)) from None
-        return JSONResponse({"message": message_json(transcript.message(message_id, chat_id))})
+        edited = transcript.message(message_id, chat_id)
+        if edited is None:  # deleted by another process between the edit and the read
+            raise ApiError(404, f"chat #{chat_id} has no message #{message_id}", "not_found")
+        return JSONResponse({"message": message_json(edited)})
 
     def delete_message(self, request: Request) -> JSONResponse:
         """The owner deletes a message of a chat (to the archive, as the TUI does; issue 28

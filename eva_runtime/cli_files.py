@@ -126,6 +126,7 @@ def cmd_import(config: cfg.EvaConfig, data_dir: Path, file: str) -> int:
             err_note(f"  … and {e.total - len(e.problems)} more bad lines")
         return 1
     mem = open_store(config, data_dir, must_exist=False)
+    assert mem is not None, "a store that need not exist is created, never None"
     with mem:
         res = portability.import_items(mem, items)
     say(f"imported {len(res.created)} memor{'y' if len(res.created) == 1 else 'ies'}"
@@ -195,6 +196,7 @@ def cmd_import_chats(config: cfg.EvaConfig, data_dir: Path, file: str, *,
         say("nothing to import")
         return 0
     mem = open_store(config, data_dir, must_exist=False)
+    assert mem is not None, "a store that need not exist is created, never None"
     with mem:
         ids, moved = mem.attach(Chats).import_chats(plan.chats, plan.format, time.time())
     say(f"imported {len(ids)} chat{'s' if len(ids) != 1 else ''} with {plan.messages} "

@@ -33,10 +33,10 @@ import math
 import os
 import re
 import tomllib
-from collections.abc import Callable, Mapping, MutableMapping
+from collections.abc import Callable, Collection, Mapping, MutableMapping
 from dataclasses import dataclass, field, fields, replace
 from pathlib import Path
-from typing import Any, TypeVar, get_args, get_type_hints
+from typing import TYPE_CHECKING, Any, TypeVar, get_args, get_type_hints
 
 import tomlkit
 import tomlkit.exceptions
@@ -52,7 +52,10 @@ DEFAULT_EMBEDDER = "usem3+minilm"
 ENV_PREFIX = "EVA_"
 SECTIONS = ("memory", "llm", "chat", "sleep", "ui", "keymap", "reminders")
 OFF = ("", "none", "off", "false")
-T = TypeVar("T")
+if TYPE_CHECKING:
+    from _typeshed import DataclassInstance
+
+T = TypeVar("T", bound="DataclassInstance")
 _CHECK_PREFIX = re.compile(r"^\w+ config: ")  # "memory config: top_k must be >= 1"
 
 
@@ -290,7 +293,7 @@ def build(
     where: str,
     *,
     convert: Mapping[str, Callable[[Any, str], Any]] | None = None,
-    choices: Mapping[str, tuple[str, ...]] | None = None,
+    choices: Mapping[str, Collection[str]] | None = None,
     fixed: Mapping[str, Any] | None = None,
 ) -> T:
     """The one way a TOML table becomes a config dataclass (core's or the app's).
@@ -383,10 +386,10 @@ def _build_keymap(table: dict[str, Any]) -> dict[str, str]:
 
 
 def from_mapping(
-    data: Mapping[str, Any], path: Path | None = None, overrides: tuple[str, ...] = ()
+    merged: Mapping[str, Any], path: Path | None = None, overrides: tuple[str, ...] = ()
 ) -> EvaConfig:
     """Validate a merged mapping into an :class:`EvaConfig` (errors name the key)."""
-    data = copy.deepcopy(dict(data))
+    data: dict[str, Any] = copy.deepcopy(dict(merged))
     for section in data:
         if section not in SECTIONS:
             raise ConfigError(

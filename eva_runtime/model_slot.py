@@ -31,11 +31,11 @@ class ModelSlot:
         return m
 
     @property
-    def name(self) -> str:  # type: ignore[override]
+    def name(self) -> str:
         return getattr(self.current, "name", "model")
 
     @property
-    def context_size(self) -> int:  # type: ignore[override]
+    def context_size(self) -> int:
         return self._m().context_size
 
     def count_tokens(self, text: str) -> int:
@@ -77,7 +77,7 @@ class LazyModel(ModelSlot):
         self._lock = threading.Lock()
 
     @property
-    def name(self) -> str:  # type: ignore[override]
+    def name(self) -> str:
         return self._name
 
     def _m(self) -> ChatModel:

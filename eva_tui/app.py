@@ -285,7 +285,7 @@ class EvaApp(App):
         s = self.services
         parts = [f"model: {s.model_label()}", f"recall: {s.embedder_label()}"]
         if s.remote_model:  # issue 31: said wherever the model is named
-            parts.insert(1, f"⚠ memory leaves this machine ({host_of(s.config.llm.base_url)})")
+            parts.insert(1, f"⚠ memory leaves this machine ({host_of(s.config.llm.base_url or '')})")
         if s.memory is not None:
             n = s.memory.live_count()  # in memory: the event loop runs no SQL (issue 15)
             parts.append(f"{n} memor{'y' if n == 1 else 'ies'}")
@@ -303,7 +303,7 @@ class EvaApp(App):
             return "sleep: unavailable" if self.services.memory is not None else "sleep: —"
         if self.sleep_running or self.sleeping:
             p = self.sleep_progress
-            if p is not None and getattr(p, "total", 0):
+            if p is not None and p.total:
                 return f"sleeping… {p.stage}/{p.phase} {p.done}/{p.total}"
             return "sleeping…"
         if not self.services.schedule_read:  # read in a worker, never on the event loop
@@ -355,7 +355,7 @@ class EvaApp(App):
     def touch(self) -> None:
         """The owner did something: the conversation is not idle (sleep waits for quiet)."""
         self.last_activity = self.clock.now()
-        self._schedule_worker: Worker | None = None
+        self._schedule_worker = None
 
     # ------------------------------------------------------------------ stop and quit
     def action_interrupt(self) -> None:
@@ -509,7 +509,7 @@ class EvaApp(App):
             run = sl.run(
                 dry_run=dry_run,
                 reason=reason,
-                progress=lambda p: self.post_message(SleepProgressed(p)),
+                progress=lambda p: (self.post_message(SleepProgressed(p)), None)[1],
             )
         except Exception as e:
             self.services.refresh_schedule()
@@ -629,15 +629,15 @@ class EvaApp(App):
                             self.action_pick_model)
         yield SystemCommand("Persona's model", "Name the model the active persona runs on",
                             self.action_pick_persona_model)
-        for cmd in owner.owner_commands(self):  # issue 13: personas, add, clear, export, backup
-            yield SystemCommand(cmd.title, cmd.help, cmd.callback)
-        target = screen
+        for owner_cmd in owner.owner_commands(self):  # issue 13: personas, add, clear, export, backup
+            yield SystemCommand(owner_cmd.title, owner_cmd.help, owner_cmd.callback)
+        target: Screen | None = screen
         if not isinstance(target, EvaScreen):  # a modal: offer the screen under it
             stack = self.screen_stack
             target = next((s for s in reversed(stack) if isinstance(s, EvaScreen)), None)
         if isinstance(target, EvaScreen):
-            for cmd in target.commands():
-                yield SystemCommand(cmd.title, cmd.help, cmd.callback)
+            for screen_cmd in target.commands():
+                yield SystemCommand(screen_cmd.title, screen_cmd.help, screen_cmd.callback)
 
     # ------------------------------------------------------------------ help
     def action_help(self) -> None:

@@ -28,6 +28,7 @@ from core.conversation import (
     TurnEvent,
 )
 from core.conversation import Notice as NoticeEvent
+from core.prompt_section import PromptSection
 from eva_runtime.config import default_config_path
 from eva_tui import strings as S
 from eva_tui.messages import TurnFinished, TurnStarted
@@ -114,10 +115,10 @@ class ChatScreen(RecordActions):
         self.cancel: threading.Event | None = None
         self.current: TurnView | None = None
         self.current_user: UserMessage | None = None
-        self.section = None
+        self.section: PromptSection | None = None
         self.waiting_for_wake = False
         self._history_loaded = False
-        self._chat_note: Notice | None = None
+        self._chat_note: Widget | None = None
         self._pending: list[str] = []  # tokens not yet written to the Markdown stream
         self._flush_timer: Timer | None = None
         self._tail: Widget | None = None  # the last widget of the running turn in the log

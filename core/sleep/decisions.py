@@ -162,7 +162,7 @@ def decide_units(units: Sequence[Sequence[Candidate]], corpus: Mapping[int, Reco
     state = [_Unit(c) for c in units]
 
     def one(u: _Unit, kind: str, msgs: list[Message], schema: dict[str, Any], key: str,
-            ids: Sequence[int], mapper: Callable[[str], str] | None = None,
+            ids: Sequence[int], mapper: Callable[[str], str | None] | None = None,
             **extra: Any) -> Any:
         answer, error, seconds = ask(msgs, schema)
         value = answer.get(key) if answer is not None else None
@@ -229,12 +229,14 @@ def decide_units(units: Sequence[Sequence[Candidate]], corpus: Mapping[int, Reco
         old, new = corpus[a], corpus[b]
         if old.kind is Kind.EVENT:
             continue  # an event happened: never outdated (the arithmetic never proposes it)
-        verdict = one(u, SUPERSEDE, *replace_question(old, new, now), "old", c.ids,
-                      REPLACES_ANSWERS.get, **({} if c.p is None else {"p": c.p}))
+        msgs, schema = replace_question(old, new, now)
+        verdict = one(u, SUPERSEDE, msgs, schema, "old", c.ids, REPLACES_ANSWERS.get,
+                      **({} if c.p is None else {"p": c.p}))
         if verdict == "yes" and c.p is not None and c.p < CONFIRM:
             # a doubtful pair: the yes counts only if the question in the other order agrees
-            verdict = one(u, SUPERSEDE, *replace_question(old, new, now, swapped=True), "old",
-                          c.ids, REPLACES_ANSWERS.get, p=c.p, confirm=True)
+            msgs, schema = replace_question(old, new, now, swapped=True)
+            verdict = one(u, SUPERSEDE, msgs, schema, "old", c.ids, REPLACES_ANSWERS.get,
+                          p=c.p, confirm=True)
         if verdict != "yes":
             continue
         u.replaced.add(old.id)
