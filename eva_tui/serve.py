@@ -55,8 +55,8 @@ from starlette.responses import JSONResponse
 from starlette.routing import Route
 
 from core import __version__, ownership
-from core.conversation import (
-    Conversation,
+from core.chat.conversation import Conversation
+from core.chat.events import (
     MemoryUsed,
     Notice,
     Remembering,

@@ -33,7 +33,7 @@ from collections.abc import Iterable
 from typing import Any
 
 from core.llm import ToolCall
-from core.reply_guard import json_end  # the one string-aware JSON scanner
+from core.chat.filters import json_end  # the one string-aware JSON scanner
 
 OPEN_TAG = "<tool_call>"
 CLOSE_TAG = "</tool_call>"

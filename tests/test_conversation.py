@@ -11,9 +11,8 @@ from dataclasses import replace
 import pytest
 
 from core import OWNER_IN_GROUP, OWNER_TRUSTED, OWNER_UNTRUSTED, PUBLIC, Memory
-from core.conversation import (
-    DETAIL_LEVELS,
-    ConversationConfig,
+from core.chat.conversation import DETAIL_LEVELS, ConversationConfig, window_budget
+from core.chat.events import (
     MemoryUsed,
     Notice,
     Sleeping,
@@ -22,7 +21,6 @@ from core.conversation import (
     ToolStarted,
     TurnDone,
     TurnError,
-    window_budget,
 )
 from core.llm import ModelError, ToolCall
 from core.persona import MEMORY_RULE
@@ -36,7 +34,7 @@ def Conversation(memory, model, config=None, **kw):  # noqa: N802 - stands in fo
     """The engine in the in-loop tool mode these tests are about."""
     from dataclasses import replace
 
-    from core.conversation import Conversation as Engine
+    from core.chat.conversation import Conversation as Engine
 
     config = replace(config or ConversationConfig(), memory_writes="tools")
     return Engine(memory, model, config=config, **kw)
