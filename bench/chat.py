@@ -21,7 +21,8 @@ from pathlib import Path
 from typing import Any
 
 from core import OWNER_TRUSTED, Memory
-from core.conversation import Conversation, ConversationConfig, Token, TurnDone, TurnError
+from core.chat.conversation import Conversation, ConversationConfig
+from core.chat.events import Token, TurnDone, TurnError
 
 MEMORIES = [
     ("Владелец живёт в Казани с 2021 года", "fact", 4),

@@ -38,7 +38,7 @@ The scenario file (default ``bench/data/companion.json``)::
      "questions": [{"chat": "new", "day": 10, "ask": "…",
                     "expect": [["lena", "лена"], ["14"]], "forbid": ["tbilisi"]}, …]}
 
-Each chat name is its own :class:`core.conversation.Conversation` (its own channel, so a new
+Each chat name is its own :class:`core.chat.conversation.Conversation` (its own channel, so a new
 name starts with an empty live window) over one shared fresh store, with a manual clock set to
 ``day`` days after the start (a few minutes more per message). Every ``say`` is an owner turn;
 then every question is one. Matching is case-insensitive substring matching.
@@ -80,20 +80,12 @@ from typing import Any
 
 from bench.common import chat_model, environment, peak_rss_mb, percentile
 from core import language
+from core.chat.conversation import Conversation, ConversationConfig
+from core.chat.events import MemoryUsed, Notice, Token, ToolFinished, TurnDone, TurnError
+from core.chat.judge import is_echo
 from core.clock import ManualClock
-from core.conversation import (
-    Conversation,
-    ConversationConfig,
-    MemoryUsed,
-    Notice,
-    Token,
-    ToolFinished,
-    TurnDone,
-    TurnError,
-)
 from core.memory import Memory
 from core.privacy import OWNER_TRUSTED
-from core.reply_guard import is_echo
 from core.text import stems, transliterate
 from models.packaged import DEFAULT_CHAT_MODEL  # light: no model library is imported
 

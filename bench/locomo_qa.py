@@ -9,7 +9,7 @@ One speaker of a LoCoMo conversation is the owner (``--owner``, default the firs
 replayed on a fresh store, one chat per session (a session is a talk of its own, weeks apart),
 with a manual clock at the session's date (``session_N_date_time``) plus one minute per message:
 
-* every owner message is a real :meth:`core.conversation.Conversation.turn` whose "generation"
+* every owner message is a real :meth:`core.chat.conversation.Conversation.turn` whose "generation"
   is the other speaker's real next message(s): the turn runs on :class:`ReplayModel`, which
   streams that stored text instead of generating and hands every other call (the structured
   memory step's ``generate_json``) to the real model. So the owner's message is stored in the
@@ -104,8 +104,9 @@ from bench.locomo import (
     turn_text,
 )
 from core import prompt_section as ps
+from core.chat.conversation import Conversation, ConversationConfig
+from core.chat.events import Notice, ToolFinished, TurnDone
 from core.clock import ManualClock
-from core.conversation import Conversation, ConversationConfig, Notice, ToolFinished, TurnDone
 from core.llm import Done, TextDelta
 from core.memory import Memory
 from core.owner_message import may_carry_a_fact

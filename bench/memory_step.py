@@ -14,10 +14,11 @@ would give it, and optionally which stored memory it corrects (``corrects``) or 
 on; every figure is printed for both splits and overall, and ``by_category``.
 
 Each item runs on a fresh store with a manual clock: its ``before`` memories are saved as the
-owner's (two days earlier), then ``say`` is one owner turn of :class:`core.conversation.
-Conversation` — the real turn, so the memory step sees what it sees in the app (the prompt with
-the recalled memories, the reply, the related records, the core ids). Then the store is compared
-with the ``before``: new records, befores whose content changed (updated), befores archived.
+owner's (two days earlier), then ``say`` is one owner turn of
+:class:`core.chat.conversation.Conversation` — the real turn, so the memory step sees what it sees
+in the app (the prompt with the recalled memories, the reply, the related records, the core
+ids). Then the store is compared with the ``before``: new records, befores whose content changed
+(updated), befores archived.
 
 ``--reply`` chooses what the reply is:
 
@@ -380,15 +381,8 @@ def run_item(item: dict[str, Any], model: CountingModel, embedder: Any = None,
              gate: Gate | None = None, reply: str | None = None,
              max_answer_tokens: int = GENERATED_TOKENS) -> dict[str, Any]:
     """One item on a fresh store: the befores saved, ``say`` as one owner turn, the diff."""
-    from core.conversation import (
-        Conversation,
-        ConversationConfig,
-        Notice,
-        Remembering,
-        Token,
-        TurnDone,
-        TurnError,
-    )
+    from core.chat.conversation import Conversation, ConversationConfig
+    from core.chat.events import Notice, Remembering, Token, TurnDone, TurnError
 
     clock = ManualClock(START - 2 * DAY)
     with tempfile.TemporaryDirectory() as tmp:

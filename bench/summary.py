@@ -44,8 +44,9 @@ from typing import Any
 from bench.common import chat_model, environment, peak_rss_mb, percentile
 from bench.locomo import load as load_locomo
 from core import summaries as rolling
+from core.chat.conversation import Conversation, ConversationConfig
+from core.chat.events import Token, TurnDone
 from core.clock import ManualClock
-from core.conversation import Conversation, ConversationConfig, Token, TurnDone
 from core.memory import Memory
 from core.privacy import OWNER_TRUSTED
 from core.transcript import Transcript

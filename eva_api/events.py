@@ -8,7 +8,7 @@ import json
 from collections.abc import AsyncGenerator, AsyncIterator
 from typing import Any
 
-from core.conversation import (
+from core.chat.events import (
     MemoryUsed,
     Notice,
     Remembering,

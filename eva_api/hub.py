@@ -12,7 +12,8 @@ from collections.abc import AsyncGenerator
 from dataclasses import dataclass, field
 from typing import Any
 
-from core.conversation import Conversation, Sleeping
+from core.chat.conversation import Conversation
+from core.chat.events import Sleeping
 from core.privacy import TurnContext
 from eva_api.protocol import ApiServices
 from eva_runtime.services import SleeperLike

@@ -6,8 +6,8 @@ from __future__ import annotations
 
 from typing import Protocol
 
+from core.chat.conversation import Conversation, ConversationConfig
 from core.clock import Clock
-from core.conversation import Conversation, ConversationConfig
 from core.llm import ChatModel
 from core.memory import Memory
 from eva_runtime.config import ChatSettings, EvaConfig

@@ -41,8 +41,8 @@ from typing import TYPE_CHECKING, Any, TypeVar, get_args, get_type_hints
 import tomlkit
 import tomlkit.exceptions
 
+from core.chat.conversation import DETAIL_LEVELS
 from core.config import MemoryConfig, SleepConfig
-from core.conversation import DETAIL_LEVELS
 from core.errors import clip, clip_text
 from core.memory_writer import MEMORY_WRITES, STRUCTURED
 from eva_runtime.keymap import binding_problem

@@ -20,10 +20,10 @@ from pathlib import Path
 from typing import Any, Protocol
 
 from core import ownership
+from core.chat.conversation import Conversation, ConversationConfig
 from core.chats import Chats
 from core.clock import Clock
 from core.clock import from_env as clock_from_env
-from core.conversation import Conversation, ConversationConfig
 from core.embedding import Embedder
 from core.instructions import load_persona
 from core.llm import ChatModel

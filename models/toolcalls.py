@@ -32,8 +32,8 @@ import re
 from collections.abc import Iterable
 from typing import Any
 
+from core.chat.filters import json_end  # the one string-aware JSON scanner
 from core.llm import ToolCall
-from core.reply_guard import json_end  # the one string-aware JSON scanner
 
 OPEN_TAG = "<tool_call>"
 CLOSE_TAG = "</tool_call>"
@@ -414,11 +414,6 @@ def _open_fence(b: str) -> tuple[str, str]:
     if nl < 0:
         return b[len(FENCE):].strip(), ""
     return b[len(FENCE):nl].strip(), b[nl + 1:]
-
-
-def strip_tool_text(text: str) -> str:
-    """Visible text with every tool-call block and hallucinated tool response removed."""
-    return parse_tool_calls(text)[0]
 
 
 def tool_function(tool: dict[str, Any]) -> dict[str, Any]:

@@ -16,18 +16,18 @@ from textual.timer import Timer
 from textual.widget import Widget
 from textual.widgets import Button, Footer, Label, Markdown
 
-from core.conversation import (
+from core.chat.conversation import StoredMessage
+from core.chat.events import (
     MemoryUsed,
     Remembering,
     Sleeping,
-    StoredMessage,
     Token,
     ToolFinished,
     TurnDone,
     TurnError,
     TurnEvent,
 )
-from core.conversation import Notice as NoticeEvent
+from core.chat.events import Notice as NoticeEvent
 from core.prompt_section import PromptSection
 from eva_runtime.config import default_config_path
 from eva_tui import strings as S

@@ -4,7 +4,7 @@ message of either side, and walk a regenerated turn's answers (‹ 2/3 ›) to c
 A helper of :class:`screens.chat.ChatScreen`, kept apart from it like
 :mod:`screens.chat_scrollback`: the screen hands it each ``MessageAction`` (:meth:`action`) and
 each ``MessageChanged`` its workers post (:meth:`changed`). The store changes in thread workers
-(:meth:`core.conversation.Conversation.edit_message`, ``delete_message``,
+(:meth:`core.chat.conversation.Conversation.edit_message`, ``delete_message``,
 ``choose_alternative``); the widgets change on the event loop."""
 
 from __future__ import annotations

@@ -23,7 +23,7 @@ from textual.widgets import Button, Label, Select, SelectionList, Static
 from textual.widgets.selection_list import Selection
 
 from core import drafts as dr
-from core.conversation import StoredMessage
+from core.chat.conversation import StoredMessage
 from core.errors import MemoryOpError
 from core.llm import ModelError
 from core.memory import Memory, SaveResult

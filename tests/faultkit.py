@@ -147,7 +147,7 @@ def _regenerate_base(path: Path) -> None:
     from dataclasses import replace
 
     from core import OWNER_TRUSTED
-    from core.conversation import Conversation, ConversationConfig
+    from core.chat.conversation import Conversation, ConversationConfig
     from core.llm import ToolCall
     from tests.fake_llm import ScriptedLLM
 
@@ -205,7 +205,7 @@ def _op_regenerate(mem) -> Any:
     from dataclasses import replace
 
     from core import OWNER_TRUSTED
-    from core.conversation import Conversation, ConversationConfig
+    from core.chat.conversation import Conversation, ConversationConfig
     from tests.fake_llm import ScriptedLLM
 
     conv = Conversation(mem, ScriptedLLM([["Second answer."]]),
@@ -223,7 +223,7 @@ def _op_import(mem) -> Any:
 def _summarise_base(path: Path) -> None:
     """A chat whose first exchanges left the live window: one owner fact its turn did not save
     (the window saver reads it), then talk with names and numbers to summarise."""
-    from core.conversation import Conversation, ConversationConfig
+    from core.chat.conversation import Conversation, ConversationConfig
     from core.transcript import Transcript
     from tests.fake_llm import ScriptedLLM
 
@@ -247,7 +247,7 @@ def _summarise_base(path: Path) -> None:
 def _op_summarise(mem) -> Any:
     """Issue 12's background work: the memory step over a chunk that leaves the window
     (extraction), then its summary, tier by tier."""
-    from core.conversation import Conversation, ConversationConfig
+    from core.chat.conversation import Conversation, ConversationConfig
     from tests.test_summaries import SummaryLLM
 
     plan = {"ops": [{"op": "save", "content": "My sister Olga lives in Riga", "kind": "fact",

@@ -10,7 +10,7 @@ import pytest
 
 from bench import locomo_qa
 from bench.locomo_qa import answer_contains, answer_f1, multi_f1, normalize_answer, token_f1
-from core.conversation import ACKNOWLEDGE
+from core.chat.retry import ACKNOWLEDGE
 from tests.fake_llm import ScriptedLLM
 
 SAMPLE = {
@@ -163,9 +163,9 @@ def test_bench_runs_and_reports_every_key(capsys, monkeypatch, tmp_path):
 
 
 def test_replay_stores_the_chat_with_turn_ids(tmp_path):
+    from core.chat.conversation import ConversationConfig
     from core.chats import Chats
     from core.clock import ManualClock
-    from core.conversation import ConversationConfig
     from core.memory import Memory
     from core.privacy import OWNER_TRUSTED
     from core.transcript import Transcript

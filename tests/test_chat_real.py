@@ -5,7 +5,8 @@ from __future__ import annotations
 import pytest
 
 from core import OWNER_TRUSTED, PUBLIC
-from core.conversation import Conversation, ConversationConfig, Token, TurnDone
+from core.chat.conversation import Conversation, ConversationConfig
+from core.chat.events import Token, TurnDone
 
 pytestmark = pytest.mark.real_model
 

@@ -6,8 +6,8 @@ from __future__ import annotations
 import pytest
 
 from core import OWNER_TRUSTED
+from core.chat.conversation import Conversation, ConversationConfig
 from core.chats import Chats
-from core.conversation import Conversation, ConversationConfig
 from core.errors import MemoryOpError
 from core.summaries import SummaryStore
 from tests.fake_llm import ScriptedLLM

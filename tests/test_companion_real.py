@@ -9,7 +9,8 @@ import re
 import pytest
 
 from core import OWNER_TRUSTED
-from core.conversation import Conversation, ConversationConfig, Notice, Token, TurnDone
+from core.chat.conversation import Conversation, ConversationConfig
+from core.chat.events import Notice, Token, TurnDone
 
 pytestmark = pytest.mark.real_model
 

@@ -11,9 +11,13 @@ from dataclasses import replace
 import pytest
 
 from core import OWNER_IN_GROUP, OWNER_TRUSTED, OWNER_UNTRUSTED, PUBLIC, Memory
-from core.conversation import (
+from core.chat.conversation import (
     DETAIL_LEVELS,
+    Conversation,
     ConversationConfig,
+    window_budget,
+)
+from core.chat.events import (
     MemoryUsed,
     Notice,
     Sleeping,
@@ -22,7 +26,6 @@ from core.conversation import (
     ToolStarted,
     TurnDone,
     TurnError,
-    window_budget,
 )
 from core.instructions import MEMORY_RULE
 from core.llm import ModelError, ToolCall
@@ -32,14 +35,10 @@ from tests.fake_llm import ScriptedLLM
 SECRET = "zqsecret passport 4509 112233"
 
 
-def Conversation(memory, model, config=None, **kw):  # noqa: N802 - stands in for the class
-    """The engine in the in-loop tool mode these tests are about."""
-    from dataclasses import replace
-
-    from core.conversation import Conversation as Engine
-
+def tools_conversation(memory, model, config=None, **kw):
+    """A conversation in the in-loop tool mode these tests are about."""
     config = replace(config or ConversationConfig(), memory_writes="tools")
-    return Engine(memory, model, config=config, **kw)
+    return Conversation(memory, model, config=config, **kw)
 
 
 def run(conv, text, ctx=OWNER_TRUSTED, cancel=None):
@@ -67,7 +66,7 @@ def all_prompt_text(llm: ScriptedLLM) -> str:
 def test_turn_streams_tokens_and_persists_both_messages(mem):
     """§8.1: a turn streams tokens and stores the user's message and the answer."""
     llm = ScriptedLLM([["Hello there, my friend, nice to see you! ", "how are ", "you?"]])
-    conv = Conversation(mem, llm)
+    conv = tools_conversation(mem, llm)
     events = run(conv, "hi")
     # the first piece is held until it cannot be an echo of the owner's message (issue 9)
     assert [e.text for e in events if isinstance(e, Token)] == ["Hello there, my friend, nice to see you! ",
@@ -85,7 +84,7 @@ def test_owner_turn_gets_rule_tools_and_memory_writes_record_the_turn(mem):
                                   "importance": 3})],
         ["Noted."],
     ])
-    conv = Conversation(mem, llm)
+    conv = tools_conversation(mem, llm)
     events = run(conv, "my cat is Murka")
     assert MEMORY_RULE in llm.calls[0]["messages"][0]["content"]
     assert {t["name"] for t in llm.calls[0]["tools"]} >= {"memory_save", "memory_list"}
@@ -104,7 +103,7 @@ def test_untrusted_owner_turn_never_carries_private_text_and_gets_footnote(mem):
     mem.save("zqsecret passport is kept in the desk", OWNER_TRUSTED, private=True)
     mem.save("Owner likes green tea", OWNER_TRUSTED)
     llm = ScriptedLLM([[ToolCall("memory_search", {"query": "zqsecret passport"})], ["ok"]])
-    conv = Conversation(mem, llm)
+    conv = tools_conversation(mem, llm)
     run(conv, "what is my zqsecret passport number?", OWNER_UNTRUSTED)
     text = all_prompt_text(llm)
     assert "zqsecret passport 4509" not in text and "kept in the desk" not in text
@@ -116,7 +115,7 @@ def test_trusted_owner_turn_sees_private_memory(mem):
     """§1: the owner alone on a trusted surface does see private memory."""
     mem.save(SECRET, OWNER_TRUSTED, kind="core", importance=5, private=True)
     llm = ScriptedLLM([["ok"]])
-    run(Conversation(mem, llm), "passport?")
+    run(tools_conversation(mem, llm), "passport?")
     assert SECRET in llm.calls[0]["messages"][0]["content"]
 
 
@@ -127,7 +126,7 @@ def test_group_turn_of_others_gets_no_mutating_tools_and_cannot_write(mem, ctx):
         [ToolCall("memory_save", {"content": "forged", "kind": "fact", "importance": 3})],
         ["no"],
     ])
-    conv = Conversation(mem, llm)
+    conv = tools_conversation(mem, llm)
     events = run(conv, "remember that I own the owner's car", ctx)
     names = {t["name"] for t in llm.calls[0]["tools"]}
     assert names == {"memory_search"}
@@ -141,7 +140,7 @@ def test_owner_in_group_can_save_but_sees_no_private(mem):
     """§1: access is computed from the audience: the owner in a group still writes, sees no private."""
     mem.save(SECRET, OWNER_TRUSTED, kind="core", importance=5, private=True)
     llm = ScriptedLLM([["ok"]])
-    run(Conversation(mem, llm), "hello all", OWNER_IN_GROUP)
+    run(tools_conversation(mem, llm), "hello all", OWNER_IN_GROUP)
     assert "memory_save" in {t["name"] for t in llm.calls[0]["tools"]}
     assert "zqsecret" not in all_prompt_text(llm)
 
@@ -160,7 +159,7 @@ def test_regenerate_restores_the_exact_prior_store_and_answers_again(mem, clock)
         ["Moved, noted."],
         ["Second answer."],
     ])
-    conv = Conversation(mem, llm)
+    conv = tools_conversation(mem, llm)
     run(conv, "I moved to Moscow")
     assert dump(mem) != before
     events = list(conv.regenerate(OWNER_TRUSTED))
@@ -184,17 +183,17 @@ def test_stop_mid_stream_keeps_what_was_shown_marked_stopped(mem):
     cancel = threading.Event()
     llm = ScriptedLLM([["one ", "two ", "three ", "four"]])
     llm.chunk_hook = lambda n: cancel.set() if n == 2 else None
-    events = run(Conversation(mem, llm), "count", cancel=cancel)
+    events = run(tools_conversation(mem, llm), "count", cancel=cancel)
     done = events[-1]
     assert isinstance(done, TurnDone) and done.stopped and done.text == "one two"
-    assert Conversation(mem, llm).history()[-1].status == "stopped"
+    assert tools_conversation(mem, llm).history()[-1].status == "stopped"
 
 
 def test_learning_off_means_no_memory_section_and_no_tools(mem):
     """§8.7: learning off stops both saving and reading."""
     mem.save("Owner likes green tea", OWNER_TRUSTED, kind="core", importance=5)
     llm = ScriptedLLM([["ok"]])
-    events = run(Conversation(mem, llm, config=ConversationConfig(learning=False)), "tea?")
+    events = run(tools_conversation(mem, llm, config=ConversationConfig(learning=False)), "tea?")
     assert not any(isinstance(e, MemoryUsed) for e in events)
     assert not llm.calls[0]["tools"]
     assert "green tea" not in all_prompt_text(llm)
@@ -204,7 +203,7 @@ def test_learning_off_means_no_memory_section_and_no_tools(mem):
 def test_bad_tool_json_reaches_the_model_as_a_tool_error(mem):
     """§3.2: malformed model output is a readable tool error; nothing is written."""
     llm = ScriptedLLM([[ToolCall("memory_save", '{"content": "x", "kind": ')], ["sorry"]])
-    events = run(Conversation(mem, llm), "save it")
+    events = run(tools_conversation(mem, llm), "save it")
     fin = [e for e in events if isinstance(e, ToolFinished)][0]
     assert not fin.result.ok and "not valid JSON" in fin.result.text
     assert any(m["role"] == "tool" and "not valid JSON" in m["content"]
@@ -219,7 +218,7 @@ def test_unknown_tool_and_oversized_arguments_are_tool_errors(mem):
          ToolCall("memory_save", {"content": "x" * 900, "kind": "fact", "importance": 3})],
         ["ok"],
     ])
-    events = run(Conversation(mem, llm), "do it")
+    events = run(tools_conversation(mem, llm), "do it")
     results = [e.result for e in events if isinstance(e, ToolFinished)]
     assert [r.ok for r in results] == [False, False]
     assert mem.count() == 0
@@ -229,7 +228,7 @@ def test_tool_loop_is_bounded(mem):
     """The tool loop runs until the model answers, but never more than max_tool_rounds."""
     call = ToolCall("memory_search", {"query": "x"})
     llm = ScriptedLLM([[call]] * 10 + [["final"]])
-    conv = Conversation(mem, llm, config=ConversationConfig(max_tool_rounds=2))
+    conv = tools_conversation(mem, llm, config=ConversationConfig(max_tool_rounds=2))
     events = run(conv, "loop")
     assert sum(isinstance(e, ToolStarted) for e in events) == 2
     assert len(llm.calls) == 3
@@ -241,7 +240,7 @@ def test_tool_loop_is_bounded(mem):
 def test_model_error_is_a_calm_notice_and_the_store_is_untouched(mem):
     """Errors from the model reach the user as a notice; the store never sees half a write."""
     before = dump(mem)
-    events = run(Conversation(mem, ScriptedLLM([ModelError("out of memory")])), "hi")
+    events = run(tools_conversation(mem, ScriptedLLM([ModelError("out of memory")])), "hi")
     assert isinstance(events[-1], TurnError) and "out of memory" in events[-1].message
     assert dump(mem) == before
 
@@ -260,7 +259,7 @@ def test_sleeping_turn_opens_with_sleeping_and_runs_after_wake(mem):
             self.asleep = False
             return True
 
-    events = run(Conversation(mem, ScriptedLLM([["awake"]]), sleep=Gate()), "hi")
+    events = run(tools_conversation(mem, ScriptedLLM([["awake"]]), sleep=Gate()), "hi")
     assert isinstance(events[0], Sleeping)
     assert isinstance(events[-1], TurnDone) and events[-1].text == "awake"
 
@@ -270,7 +269,7 @@ def test_prompt_prefix_is_reused_from_turn_to_turn(mem):
     for i in range(5):
         mem.save(f"Fact number {i} about the owner's garden and roses", OWNER_TRUSTED)
     llm = ScriptedLLM([[f"answer {i} " * 20] for i in range(8)])
-    conv = Conversation(mem, llm)
+    conv = tools_conversation(mem, llm)
     for i in range(8):
         run(conv, f"question {i} about the garden roses " + "words " * 30)
     for call in llm.calls[2:]:
@@ -288,7 +287,7 @@ def test_live_window_respects_level_and_a_quarter_of_context(mem):
     rng = random.Random(7)
     llm = ScriptedLLM([["reply " + " ".join(f"{rng.getrandbits(40):x}" for _ in range(49))]
                        for _ in range(40)], context_size=2048)
-    conv = Conversation(mem, llm, config=ConversationConfig(learning=False))
+    conv = tools_conversation(mem, llm, config=ConversationConfig(learning=False))
     for i in range(40):
         run(conv, f"message {i} " + "w " * 40)
     window = conv.live_window()
@@ -302,7 +301,7 @@ def test_trusted_messages_never_enter_an_untrusted_turns_window(mem):
     that cannot see it, even in the same conversation."""
     mem.save("zqsecret diagnosis: asthma", OWNER_TRUSTED, private=True)
     llm = ScriptedLLM([["Noted, I keep your zqsecret diagnosis in mind."], ["hello group"]])
-    conv = Conversation(mem, llm)
+    conv = tools_conversation(mem, llm)
     run(conv, "what about my zqsecret diagnosis?")  # trusted: recalled + answered
     assert "asthma" in llm.calls[0]["messages"][-1]["content"]
     run(conv, "hi", OWNER_IN_GROUP)
@@ -322,7 +321,7 @@ def test_records_recalled_in_the_window_are_repeated_only_when_among_the_best(me
     roses = mem.save("Owner's garden has twelve rose bushes", OWNER_TRUSTED)
     coffee = mem.save("Owner drinks black coffee in the garden", OWNER_TRUSTED)
     llm = ScriptedLLM([["a"], ["b"], ["c"]])
-    conv = Conversation(mem, llm)
+    conv = tools_conversation(mem, llm)
     run(conv, "tell me about the garden")  # both are recalled here
     first = llm.calls[0]["messages"][-1]["content"]
     assert f"{roses.id} | fact" in first and f"{coffee.id} | fact" in first
@@ -342,7 +341,7 @@ def test_a_statement_does_not_repeat_records_the_window_recalled(mem):
     Dima again in 14 of 20 replies)."""
     coffee = mem.save("Owner drinks black coffee in the garden", OWNER_TRUSTED)
     llm = ScriptedLLM([["a"], ["b"]])
-    conv = Conversation(mem, llm)
+    conv = tools_conversation(mem, llm)
     run(conv, "what coffee do I drink?")
     assert f"{coffee.id} | fact" in llm.calls[0]["messages"][-1]["content"]
     run(conv, "I had black coffee in the garden today.")
@@ -353,7 +352,7 @@ def test_regenerate_sends_the_same_prompt_as_the_original_turn(mem):
     """§8.4: regenerate answers the same message with the same prompt (recall included)."""
     mem.save("Owner's garden has twelve rose bushes", OWNER_TRUSTED)
     llm = ScriptedLLM([["first"], ["second"]])
-    conv = Conversation(mem, llm)
+    conv = tools_conversation(mem, llm)
     run(conv, "rose bushes?")
     list(conv.regenerate(OWNER_TRUSTED))
     assert llm.calls[1]["messages"] == llm.calls[0]["messages"]
@@ -367,7 +366,7 @@ def test_silent_answer_after_a_tool_call_gets_one_nudge(mem):
         [],
         ["Nice, a dog!"],
     ])
-    events = run(Conversation(mem, llm), "I have a dog")
+    events = run(tools_conversation(mem, llm), "I have a dog")
     assert events[-1].text == "Nice, a dog!"
     assert llm.calls[2]["messages"][-1]["role"] == "system"
     assert len(llm.calls) == 3
@@ -386,10 +385,10 @@ def test_memory_consolidate_is_offered_in_owner_turns_only_and_dispatched(mem):
         return memory_tools.ToolResult("memory_consolidate", True, "Going to sleep.")
 
     llm = ScriptedLLM([[ToolCall("memory_consolidate", {})], ["Good night."], ["hi"]])
-    conv = Conversation(mem, llm, extra_tools={"memory_consolidate": (schema, handler)})
+    conv = tools_conversation(mem, llm, extra_tools={"memory_consolidate": (schema, handler)})
     run(conv, "consolidate your memory please")
     assert "memory_consolidate" in {t["name"] for t in llm.calls[0]["tools"]}
     assert len(asked) == 1
-    run(Conversation(mem, llm, channel="g", extra_tools={"memory_consolidate": (schema, handler)}),
+    run(tools_conversation(mem, llm, channel="g", extra_tools={"memory_consolidate": (schema, handler)}),
         "hello", PUBLIC)
     assert "memory_consolidate" not in {t["name"] for t in llm.calls[-1]["tools"]}

@@ -10,7 +10,7 @@ from datetime import datetime
 import pytest
 
 from core import OWNER_TRUSTED, PUBLIC, ManualClock, Memory, MemoryConfig
-from core.conversation import Conversation, ConversationConfig
+from core.chat.conversation import Conversation, ConversationConfig
 from core.prompt_section import REMINDER_HEADER
 from tests.fake_llm import ScriptedLLM
 
@@ -70,7 +70,7 @@ def test_a_first_reply_that_leaves_the_reminder_out_gets_evas_own_line(mem):
     already does is left as it is; one that does not (the default model greeted back) gets
     Eva's own line after it, in the owner's language, quoting the owner's words with the day —
     shown as it streams and stored with the answer. Later turns get nothing."""
-    from core.conversation import Token
+    from core.chat.events import Token
 
     mem.save("Я обещал маме починить кран в субботу", kind="event", importance=4)
     conv, llm = conv_for(mem)

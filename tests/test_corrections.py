@@ -54,7 +54,7 @@ def test_the_step_archives_what_the_learned_model_says_is_replaced(tmp_path, emb
     learned model retires the April record — archived with its why, restorable — while the
     unrelated record stays. A scripted model: the decision is the step's, not the model's."""
     from core import OWNER_TRUSTED, Memory, MemoryConfig
-    from core.conversation import Conversation
+    from core.chat.conversation import Conversation
     from models.embedders import load_embedder
     from tests.fake_llm import ScriptedLLM
 

@@ -7,15 +7,9 @@ from __future__ import annotations
 import pytest
 
 from core import OWNER_IN_GROUP, OWNER_TRUSTED, PUBLIC, language, text
-from core.conversation import (
-    DONT_KNOW,
-    Conversation,
-    Notice,
-    Remembering,
-    Token,
-    ToolFinished,
-    TurnDone,
-)
+from core.chat.conversation import Conversation
+from core.chat.events import Notice, Remembering, Token, ToolFinished, TurnDone
+from core.chat.retry import DONT_KNOW
 from core.instructions import MEMORY_RULE
 from core.memory_writer import STEP_RULE, Related, ops_schema
 from core.owner_message import asks_to_forget, asks_to_remember, may_carry_a_fact, says_secret
@@ -331,7 +325,7 @@ def test_a_question_is_answered_with_careful_sampling(mem):
 def test_echo_reply_is_retried_and_a_second_echo_is_never_shown(mem):
     """Issue 9: a reply that repeats the owner is never shown; after one retry that echoes too,
     Eva acknowledges the statement in her own words (issue 26: before, a notice and nothing)."""
-    from core.conversation import ACKNOWLEDGE
+    from core.chat.retry import ACKNOWLEDGE
 
     msg = "My dog is called Bublik, he is a corgi."
     llm = ScriptedLLM([["My dog is called ", "Bublik, he is a corgi."],
@@ -523,7 +517,7 @@ def test_esc_while_the_start_is_held_keeps_it_shown(mem):
 def test_a_retry_that_reads_the_note_back_is_not_shown(mem):
     """Issue 9 (seen with the 0.5B model): the retry's instruction read back as the answer is
     an echo too — never shown; a calm notice instead."""
-    from core.conversation import RETRY_NUDGE
+    from core.chat.retry import RETRY_NUDGE
 
     llm = ScriptedLLM([[""], [RETRY_NUDGE + " (Reply in English.)"]])
     events = run(Conversation(mem, llm), "What's up?")
@@ -558,7 +552,7 @@ def test_an_echoed_question_is_asked_to_be_answered_not_commented_on(mem):
     """Issue 9: a question the model echoes back is retried with a note to answer it (the note
     for statements, "a short comment or question", made the default model reply "Привет! Как
     дела?" to "Куда я собираюсь поехать осенью?")."""
-    from core.conversation import QUESTION_ECHO_NUDGE, REFRAME
+    from core.chat.retry import QUESTION_ECHO_NUDGE, REFRAME
 
     mem.save("This autumn I'm going to Japan, in October.", OWNER_TRUSTED)
     llm = ScriptedLLM([["Where am I going ", "this autumn?"], ["To Japan, in October."]],
@@ -576,7 +570,7 @@ def test_an_echoed_statement_is_asked_again_with_the_owners_words_quoted_as_thei
     Андрей…" came back word for word, and the retry ended in "(no answer)"): the retry quotes
     the owner's message as the owner's (REFRAME), keeps the recalled lines and the language
     line, and carries no copy of the echo; the memory step still sees the message as written."""
-    from core.conversation import REFRAME
+    from core.chat.retry import REFRAME
 
     mem.save("Owner's sister Lena lives in Kazan.", OWNER_TRUSTED)
     said = "My sister Lena moved to Kazan last year, she loves it there."
@@ -609,7 +603,7 @@ def test_a_reply_eva_already_gave_in_the_chat_is_asked_again(mem):
     """Issue 9: Eva does not copy her own earlier reply to a new message (measured on the
     default model: one generic reply, then the same words to the next 4 statements). The copy
     is held back unseen, and the turn asks once more with a note that says so."""
-    from core.conversation import REPEAT_NUDGE
+    from core.chat.retry import REPEAT_NUDGE
 
     generic = "Здравствуйте, Дима! Я рад, что у вас есть возможность знакомиться. Как дела?"
     llm = ScriptedLLM([[generic], ["Здравствуйте, ", "Дима! Я рад, что у вас есть ",
@@ -821,7 +815,8 @@ def test_a_statement_echoed_twice_gets_an_acknowledgement_not_nothing(mem):
     the retry, and the owner saw only "Eva could not find an answer"): a statement whose reply
     only repeats the owner twice is acknowledged in Eva's voice and the owner's language; the
     memory step still runs. A question echoed twice still gets the notice."""
-    from core.conversation import ACKNOWLEDGE, NO_REPLY_NOTICE, Notice
+    from core.chat.events import Notice
+    from core.chat.retry import ACKNOWLEDGE, NO_REPLY_NOTICE
 
     said = "Update: Anna moved again, she now lives in Yerevan."
     llm = ScriptedLLM([["Anna moved again, she now lives in Yerevan."], [said]],
@@ -837,7 +832,7 @@ def test_a_statement_echoed_twice_gets_an_acknowledgement_not_nothing(mem):
     assert "".join(e.text for e in events if isinstance(e, Token)) == ACKNOWLEDGE["ru"]
     # a question about the owner's life echoed twice: she does not know; any other question
     # keeps the notice
-    from core.conversation import DONT_KNOW
+    from core.chat.retry import DONT_KNOW
 
     asked = "Where does Anna live now?"
     llm = ScriptedLLM([[asked], [asked]], plans=SMALL_TALK)

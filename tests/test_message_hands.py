@@ -10,7 +10,8 @@ from dataclasses import replace
 import pytest
 
 from core import OWNER_TRUSTED
-from core.conversation import Conversation, ConversationConfig, TurnDone
+from core.chat.conversation import Conversation, ConversationConfig
+from core.chat.events import TurnDone
 from core.errors import MemoryOpError
 from core.llm import ToolCall
 from core.summaries import INVALID, Summarizer

@@ -7,23 +7,19 @@ from __future__ import annotations
 import pytest
 
 from core import OWNER_TRUSTED
-from core.conversation import (
-    DONT_KNOW,
-    INVENT_NUDGE,
-    Conversation,
-    Token,
-    TurnDone,
-    user_prompt,
-)
-from core.instructions import ANSWER_FROM_MEMORY, NEVER_INVENT, NOTHING_RECALLED
-from core.reply_guard import (
-    EchoHold,
+from core.chat.conversation import Conversation
+from core.chat.events import Token, TurnDone
+from core.chat.judge import (
+    ReplyJudge,
     admits_not_knowing,
     asks_about_owner,
     invents,
     speaks_as_owner,
     unsupported,
 )
+from core.chat.prompt import user_prompt
+from core.chat.retry import DONT_KNOW, INVENT_NUDGE
+from core.instructions import ANSWER_FROM_MEMORY, NEVER_INVENT, NOTHING_RECALLED
 from tests.fake_llm import ScriptedLLM
 
 HONEST_RU = ["Не знаю — ты мне об этом не говорил. ", "Расскажешь?"]
@@ -122,10 +118,10 @@ def test_the_guard_helpers():
     assert unsupported("You are 34, in Samara.", "Мне 34, живу в Самаре.") == []
     assert unsupported("You are 12, in Kazan.", "Мне 34, живу в Самаре.") == ["12", "kazan"]
     assert invents("Your brother is Oleg.", "Nothing.") and not invents("Your brother?", "")
-    hold = EchoHold("Сколько мне лет?", "ru", support="Меня зовут Тимур.")
+    hold = ReplyJudge("Сколько мне лет?", "ru", support="Меня зовут Тимур.")
     assert hold.feed("Тебе ") == "" and hold.feed("12 лет") == ""  # held until judged
     assert hold.feed(". Верно?") == "" and hold.finish() and hold.invented
-    hold = EchoHold("Сколько мне лет?", "ru", support="Мне 34 года.")
+    hold = ReplyJudge("Сколько мне лет?", "ru", support="Мне 34 года.")
     assert hold.feed("Тебе 34 года, если я правильно помню. ") and not hold.invented
 
 
@@ -191,7 +187,7 @@ def test_a_day_worked_out_from_a_dated_memory_is_not_an_invention():
     answers "When did I go?" with 7 May — measured on LoCoMo, that answer was refused as made up
     and the owner got "I don't know". A day with a month the turn was shown is not counted; an
     age nobody told still is, and so is a day of a month nothing shows."""
-    from core.reply_guard import unsupported
+    from core.chat.judge import unsupported
 
     shown = "1 | event | 1mo, 8 May 2023 | 3 | I went to the LGBTQ support group yesterday."
     assert unsupported("You went to the support group on May 7, 2023.", shown) == []

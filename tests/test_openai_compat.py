@@ -10,7 +10,8 @@ import time
 
 import pytest
 
-from core.conversation import Conversation, Notice, TurnDone, TurnError
+from core.chat.conversation import Conversation
+from core.chat.events import Notice, TurnDone, TurnError
 from core.llm import Done, ModelError, TextDelta, ToolCall
 from core.privacy import OWNER_TRUSTED
 from eva_runtime import config as cfg

@@ -17,7 +17,8 @@ import time
 import pytest
 
 from core import OWNER_TRUSTED
-from core.conversation import Conversation, Token, TurnDone, TurnError
+from core.chat.conversation import Conversation
+from core.chat.events import Token, TurnDone, TurnError
 from core.llm import Done, ModelError, TextDelta
 from core.sleep.plan import forget_tool
 from models.openai_compat import OpenAICompatModel

@@ -7,7 +7,8 @@ from __future__ import annotations
 import pytest
 
 from core import OWNER_TRUSTED, ManualClock, Memory, MemoryConfig, Refused
-from core.conversation import DETAIL_LEVELS, MemoryUsed
+from core.chat.conversation import DETAIL_LEVELS
+from core.chat.events import MemoryUsed
 from core.personas import DEFAULT_ID, PersonaNotFound, Personas, slug
 from core.records import Actor
 from eva_runtime import config as cfg

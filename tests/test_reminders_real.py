@@ -12,7 +12,8 @@ from datetime import date, datetime
 import pytest
 
 from core import OWNER_TRUSTED, ManualClock, Memory, MemoryConfig
-from core.conversation import Conversation, ConversationConfig, Token, TurnDone
+from core.chat.conversation import Conversation, ConversationConfig
+from core.chat.events import Token, TurnDone
 from core.records import Actor
 
 pytestmark = pytest.mark.real_model
@@ -71,7 +72,7 @@ def test_the_first_reply_of_the_day_mentions_the_due_promise(tmp_path):
     """Issue 29 target: the promise is due today, and the day's first reply mentions it.
     Seen on 2026-12-02: "Доброе утро! Я обещал маме починить кран послезавтра, не дай мне
     забыть." (it mentions it, though by repeating the owner's words); a reply that leaves it
-    out gets Eva's own reminder line (core.conversation.reminder_line)."""
+    out gets Eva's own reminder line (core.chat.reminder.reminder_line)."""
     text = saturday_morning(tmp_path, in_chat=False)
     assert MENTION.search(text), text
 

@@ -6,15 +6,9 @@ import re
 
 import pytest
 
+from core.chat.filters import MarkupFilter, PreambleFilter
+from core.chat.judge import ReplyJudge, is_echo, is_refusal, similarity
 from core.language import ENGLISH, RUSSIAN, detect, is_question
-from core.reply_guard import (
-    EchoHold,
-    MarkupFilter,
-    PreambleFilter,
-    is_echo,
-    is_refusal,
-    similarity,
-)
 
 
 def stream(pieces, f=None):
@@ -51,11 +45,11 @@ def test_echo_is_held_until_it_diverges():
     """A reply that starts like the owner's message is held; one that answers is released at
     once; a whole echo stays held (the turn retries)."""
     msg = "My dog is called Bublik, he is a corgi."
-    h = EchoHold(msg)
+    h = ReplyJudge(msg)
     assert h.feed("My dog is ") == "" and h.feed("called Bublik") == ""
     assert not h.released
     assert is_echo(h.finish() + ", he is a corgi.", msg)
-    h = EchoHold(msg)
+    h = ReplyJudge(msg)
     assert h.feed("What a ") == "" and h.feed("lovely name for a corgi!") != ""
     assert h.released and h.feed(" More") == " More"
 
@@ -79,7 +73,7 @@ def test_language_by_script():
 def test_a_word_in_two_scripts_is_written_in_one():
     """Issue 9: "Bubлик" and "Araхис" (the default model, answering across languages) reach the
     owner as "Бублик" and "Арахис"; ordinary words in either script are untouched."""
-    from core.reply_guard import ScriptFixer, fix_mixed_word
+    from core.chat.filters import ScriptFixer, fix_mixed_word
 
     assert fix_mixed_word("Bubлик") == "Бублик"
     assert fix_mixed_word("Araхис") == "Арахис"
@@ -93,10 +87,10 @@ def test_a_word_in_two_scripts_is_written_in_one():
 def test_a_short_reply_made_of_the_owners_words_is_an_echo():
     """Issue 9 (seen in a real session): "Какой сегодня погода?" to "Какая сегодня погода, как
     думаешь?" is under 0.8 similar but nearly all the owner's own words — an echo."""
-    h = EchoHold("Какая сегодня погода, как думаешь?")
+    h = ReplyJudge("Какая сегодня погода, как думаешь?")
     assert h.echoes("Какой сегодня погода?")
     assert not h.echoes("Не знаю, посмотри в окно!")
-    assert not EchoHold("What's my dog's name?").echoes("Your dog's name is Бублик.")
+    assert not ReplyJudge("What's my dog's name?").echoes("Your dog's name is Бублик.")
 
 
 @pytest.mark.parametrize("reply, refusal", [
@@ -168,7 +162,7 @@ def test_an_answer_that_repeats_the_question_words_is_not_an_echo():
     """Issue 9 (measured on the default model): "Я собираюсь поехать осенью в Japan." to "Куда я
     собираюсь поехать осенью?" is 0.8 similar but brings the answer — it was dropped as an echo
     and the retry came back empty. A repeat of the question with nothing new stays an echo."""
-    h = EchoHold("Куда я собираюсь поехать осенью?")
+    h = ReplyJudge("Куда я собираюсь поехать осенью?")
     assert not h.echoes("Я собираюсь поехать осенью в Japan.")
     assert h.echoes("Куда ты собираешься поехать осенью?")
     assert h.echoes("Куда я собираюсь поехать осенью")
@@ -179,12 +173,12 @@ def test_a_retry_note_pieced_with_the_owners_question_is_an_echo():
     wrote in English: "What's my dog's name?"' — the note and the question pieced together; it
     is held and never shown, even though its words are new to the question."""
     note = "Your reply must be in English. (Reply in English.)"
-    h = EchoHold("What's my dog's name?", None, also=[note])
+    h = ReplyJudge("What's my dog's name?", None, also=[note])
     out = "".join(h.feed(p) for p in ["Your reply must be ", "in English: ", '"What\'s my dog\'s',
                                       ' name?"'])
     assert out == ""
     assert h.echoes(out + h.finish())
-    assert not EchoHold("What's my dog's name?", None, also=[note]).echoes(
+    assert not ReplyJudge("What's my dog's name?", None, also=[note]).echoes(
         "Your dog's name is Bublik.")
 
 
@@ -201,7 +195,7 @@ def test_a_reply_opening_with_a_name_in_the_other_script_is_in_the_owners_langua
     """Issue 9: a start is in the other language only when most of its words are. Measured on
     the default model: "Аня lives in" was taken for Russian (a third of its words Cyrillic), the
     reply stopped there and "Аня lives in T" was shown and stored."""
-    echo = EchoHold(message, lang)
+    echo = ReplyJudge(message, lang)
     out = "".join(echo.feed(p) for p in pieces) + echo.finish()
     assert out == shown and not echo.wrong_language
 
@@ -209,7 +203,7 @@ def test_a_reply_opening_with_a_name_in_the_other_script_is_in_the_owners_langua
 def test_a_start_judged_in_the_other_language_stays_so_when_the_hold_ends():
     """Issue 9: the turn stops a reply whose start is in the other language; ending the hold on
     that start does not judge it again (a judgement that flipped let the cut start through)."""
-    echo = EchoHold("What's my dog's name?", "en")
+    echo = ReplyJudge("What's my dog's name?", "en")
     for p in ["Твою", " собаку", " зовут", " Bublik"]:
         echo.feed(p)
     assert echo.wrong_language

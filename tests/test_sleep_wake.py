@@ -9,7 +9,8 @@ import threading
 
 import pytest
 
-from core.conversation import Conversation, Sleeping
+from core.chat.conversation import Conversation
+from core.chat.events import Sleeping
 from core.privacy import OWNER_TRUSTED
 from core.sleep import AlreadySleeping
 from tests.fake_llm import ScriptedLLM

@@ -10,7 +10,7 @@ import re
 import pytest
 
 from core import OWNER_IN_GROUP, OWNER_TRUSTED
-from core.conversation import Conversation, ConversationConfig
+from core.chat.conversation import Conversation, ConversationConfig
 from core.llm import ModelError
 from core.summaries import (
     FALLBACK,

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import pytest
 
-from core.conversation import Conversation, ConversationConfig
+from core.chat.conversation import Conversation, ConversationConfig
 from core.summaries import FALLBACK, OK, RECENT, fidelity
 from core.transcript import Transcript
 

@@ -8,7 +8,8 @@ from dataclasses import replace
 
 from core import OWNER_TRUSTED, MemoryConfig
 from core import tools as memory_tools
-from core.conversation import Conversation, ConversationConfig, Notice
+from core.chat.conversation import Conversation, ConversationConfig
+from core.chat.events import Notice
 from core.llm import ToolCall
 from core.records import Actor
 from tests.fake_llm import ScriptedLLM

@@ -1,168 +1,35 @@
-"""Never show markup to the owner (issue 9, SPEC §3.1): what a small model leaks into a reply —
-``<tools>``, ``<tool_call>…</tool_call>``, ``<|im_end|>``, a raw JSON call — is cut from the
-stream before the owner sees it, and a reply that only repeats the owner's message is held back
-so the turn can try again.
+"""The one judge of a reply (issue 9, SPEC §3.1, §8.10): before the owner sees a word, is the
+reply what it should be? :class:`ReplyJudge` holds the start of a streamed reply back while it
+could still be one of the failures, and at the end says which it was, as a :class:`Verdict`:
 
-Both filters work on a stream of text pieces: :meth:`feed` returns what may be shown now,
-:meth:`finish` the rest. They hold back only what may still turn out to be markup (or an echo).
+- ``empty`` — nothing came;
+- ``echo`` — it repeats the owner's message (or the retry note with the owner's words); an
+  answer that repeats the question's words but adds a new one is not an echo;
+- ``repeat`` — it copies one of Eva's earlier replies in this chat;
+- ``wrong language`` — it is in the other language, however short;
+- ``refusal`` — it opens by refusing to go on;
+- ``invented`` — asked about the owner's life, it states what nothing the turn was shown holds,
+  or tells the owner's life as Eva's own (never invent, §8.10);
+- ``ok`` — none of these.
+
+What to do about a verdict is :mod:`core.chat.retry`'s; the filters before the judge are
+:mod:`core.chat.filters`.
 """
 
 from __future__ import annotations
 
-import json
 import re
+from collections.abc import Sequence
+from dataclasses import dataclass
 from difflib import SequenceMatcher
+from enum import Enum
+from typing import Protocol
 
 from core.language import RUSSIAN, detect, is_question, word_counts
-from core.text import CYR2LAT, LAT2CYR, name_stems, numbers, stems, transliterate
+from core.text import name_stems, numbers, stems, transliterate
 
-# Blocks dropped whole, with what is inside them.
-BLOCK_TAGS = ("tool_call", "tools", "tool_response", "function_call", "think")
-_OPENERS = tuple(f"<{t}>" for t in BLOCK_TAGS)
-_CLOSERS = tuple(f"</{t}>" for t in BLOCK_TAGS)
-_SPECIAL = re.compile(r"<\|[a-z_]{1,20}\|>")
-_MAX_TAG = max(len(t) for t in _OPENERS + _CLOSERS)
 ECHO_SIMILARITY = 0.8  # a reply this similar to the owner's message is an echo
 COPIED = 0.85  # … and so is one whose characters nearly all come from the message
-
-
-def _json_call(text: str) -> bool:
-    """A JSON object that is a tool call or a memory plan, not words for the owner."""
-    t = text.strip().strip("`").removeprefix("json").strip()
-    try:
-        value = json.loads(t)
-    except ValueError:
-        return False
-    if isinstance(value, list) and value and all(isinstance(v, dict) for v in value):
-        value = value[0]
-    return isinstance(value, dict) and bool(
-        {"name", "arguments"} <= value.keys() or "ops" in value or "tool" in value
-        or "function" in value)
-
-
-class MarkupFilter:
-    """Cuts tool/chat-template markup out of a streamed reply."""
-
-    def __init__(self) -> None:
-        self._buf = ""
-        self._inside: str | None = None  # the closing tag we are dropping text up to
-        self._line_start = True  # the next character begins a line (a JSON call may start)
-
-    def feed(self, piece: str) -> str:
-        self._buf += piece
-        return self._drain(final=False)
-
-    def finish(self) -> str:
-        return self._drain(final=True)
-
-    def _drain(self, final: bool) -> str:
-        out: list[str] = []
-        buf = self._buf
-        while buf:
-            if self._inside is not None:
-                j = buf.find(self._inside)
-                if j < 0:  # drop all but a tail that may be the start of the closing tag
-                    keep = 0 if final else min(len(buf), len(self._inside) - 1)
-                    buf = buf[len(buf) - keep:]
-                    break
-                buf = buf[j + len(self._inside):]
-                self._inside = None
-                continue
-            if self._line_start:
-                stripped = buf.lstrip(" \t")
-                if not stripped:
-                    if final:
-                        out.append(buf)
-                        buf = ""
-                    break
-                if stripped[0] in "{[" or stripped.startswith("```json"):
-                    end = json_end(stripped)
-                    if end is None and not final:
-                        break  # still arriving
-                    candidate = stripped if end is None else stripped[:end]
-                    if _json_call(candidate):
-                        buf = stripped[len(candidate):]
-                        continue
-                self._line_start = False
-            lt = buf.find("<")
-            nl = buf.find("\n")
-            if lt < 0:
-                if nl >= 0:
-                    out.append(buf[: nl + 1])
-                    buf = buf[nl + 1:]
-                    self._line_start = True
-                    continue
-                out.append(buf)
-                buf = ""
-                break
-            if 0 <= nl < lt:
-                out.append(buf[: nl + 1])
-                buf = buf[nl + 1:]
-                self._line_start = True
-                continue
-            out.append(buf[:lt])
-            buf = buf[lt:]
-            tag = self._match_tag(buf)
-            if tag is None:  # could still become a tag: wait for more
-                if final:  # the reply ended inside it: a cut tag ("</tools") is markup too
-                    if len(buf) < 3:
-                        out.append(buf)
-                    buf = ""
-                break
-            if tag == "":  # not markup: an ordinary "<"
-                out.append("<")
-                buf = buf[1:]
-                continue
-            buf = buf[len(tag):]
-            if tag in _OPENERS:
-                self._inside = "</" + tag[1:]
-        self._buf = buf
-        return "".join(out)
-
-    @staticmethod
-    def _match_tag(buf: str) -> str | None:
-        """The markup tag at the start of ``buf``; "" when it is no tag; None when undecided."""
-        m = _SPECIAL.match(buf)
-        if m:
-            return m.group(0)
-        for t in _OPENERS + _CLOSERS:
-            if buf.startswith(t):
-                return t
-        head = buf[: _MAX_TAG + 22]
-        if any(t.startswith(head) for t in _OPENERS + _CLOSERS):
-            return None
-        if head.startswith("<|") and "|>" not in head and len(head) < 24 and re.fullmatch(
-                r"<\|[a-z_]*\|?", head):
-            return None
-        return ""
-
-
-def json_end(text: str, start: int = 0) -> int | None:
-    """Index just past the JSON object/array (or ```json fence) that starts at ``text[start]``
-    (string-aware bracket balance), or None while it is still open."""
-    if text.startswith("```", start):
-        j = text.find("```", start + 3)
-        return None if j < 0 else j + 3
-    depth = 0
-    in_str = esc = False
-    for i in range(start, len(text)):
-        ch = text[i]
-        if in_str:
-            if esc:
-                esc = False
-            elif ch == "\\":
-                esc = True
-            elif ch == '"':
-                in_str = False
-        elif ch == '"':
-            in_str = True
-        elif ch in "{[":
-            depth += 1
-        elif ch in "}]":
-            depth -= 1
-            if depth == 0:
-                return i + 1
-    return None
 
 
 def _norm(text: str) -> str:
@@ -331,12 +198,15 @@ def first_sentence(text: str) -> str:
     return t[: m.end()].strip() if m else t
 
 
-class EchoHold:
-    """Holds the start of a reply back while it reads like the owner's own message; releases
-    it the moment it diverges. A reply that ends while still held is an echo, never shown.
+class ReplyJudge:
+    """Judges one reply as it streams. Holds its start back while it reads like the owner's own
+    message (or an earlier reply of Eva's); releases it the moment it diverges. A reply that
+    ends while still held is an echo, never shown.
 
     With ``lang`` set, a start in the other language is held too (``wrong_language``): the turn
-    stops that reply and asks again, before the owner has seen a word of it."""
+    stops that reply and asks again, before the owner has seen a word of it. So is a start that
+    refuses (``refused``) and, for a question about the owner, a first sentence that invents
+    (``invented``). :meth:`verdict` ends the hold and says what the whole reply was."""
 
     MIN_HELD = 30  # characters: an echo often opens with a greeting of its own ("Hello! I'm…")
 
@@ -483,161 +353,88 @@ class EchoHold:
             self.wrong_language = bool(self._mostly_other(out))
         return out
 
+    @property
+    def stops(self) -> bool:
+        """The rest of the reply is not wanted: it is in the other language, a refusal or made
+        up, and will be asked again unseen."""
+        return self.wrong_language or self.refused or self.invented
 
-_MIXED_WORD = re.compile(r"\w+", re.UNICODE)
-
-
-def _is_cyr(ch: str) -> bool:
-    return "\u0400" <= ch <= "\u04ff"
-
-
-def _convert(ch: str, table: dict[str, str]) -> str:
-    low = ch.lower()
-    if low not in table:
-        return ch
-    out = table[low]
-    return out[:1].upper() + out[1:] if ch != low else out
-
-
-def fix_mixed_word(word: str) -> str:
-    """A word spelled half in Latin, half in Cyrillic ("Bubлик", "Araхис" — the default model
-    does this when it answers in one language about a memory in the other) is written in the
-    script most of its letters use (Cyrillic on a tie)."""
-    cyr = sum(_is_cyr(c) for c in word)
-    lat = sum(c.isascii() and c.isalpha() for c in word)
-    if not cyr or not lat:
-        return word
-    if cyr >= lat:
-        return "".join(_convert(c, LAT2CYR) if c.isascii() else c for c in word)
-    return "".join(_convert(c, CYR2LAT) if _is_cyr(c) else c for c in word)
+    def verdict(self, reply: str) -> Verdict:
+        """End the hold (:meth:`finish`) and judge the whole ``reply`` (the turn's text so far,
+        stripped)."""
+        held = self.finish()
+        echoed = bool(reply) and self.echoes(reply)
+        repeated = bool(reply) and not echoed and self.repeats(reply)
+        return Verdict(
+            kind=_kind(reply, echoed=echoed, repeated=repeated, wrong_language=self.wrong_language,
+                       refused=self.refused, invented=self.invented),
+            reply=reply, held=held, shown=self.released, question=self.question,
+            about_owner=self.support is not None, echoed=echoed, repeated=repeated,
+            wrong_language=self.wrong_language, refused=self.refused, invented=self.invented,
+            claims=tuple(self.claims))
 
 
-class ScriptFixer:
-    """Streams text through :func:`fix_mixed_word`, holding back only a word still arriving."""
+class Kind(Enum):
+    """What a whole reply was (:class:`Verdict`)."""
 
-    def __init__(self) -> None:
-        self._tail = ""
-
-    def feed(self, piece: str) -> str:
-        text = self._tail + piece
-        cut = len(text)
-        while cut > 0 and (text[cut - 1].isalnum() or text[cut - 1] == "_"):
-            cut -= 1
-        self._tail = text[cut:]
-        return _MIXED_WORD.sub(lambda m: fix_mixed_word(m.group(0)), text[:cut])
-
-    def finish(self) -> str:
-        out, self._tail = self._tail, ""
-        return _MIXED_WORD.sub(lambda m: fix_mixed_word(m.group(0)), out)
+    OK = "ok"
+    EMPTY = "empty"
+    ECHO = "echo"
+    REPEAT = "repeat"
+    WRONG_LANGUAGE = "wrong language"
+    REFUSAL = "refusal"
+    INVENTED = "invented"
 
 
-# A reply that announces itself before saying anything: measured on the default model, "Вот
-# ответ на ваш вопрос по-русски:\n\nНа что я сейчас коплю деньги?" — the announcement slipped
-# past the echo hold, and the owner's own question followed it as the "answer".
-# Each head: words in order; "?" marks an optional word; the last word names the answer. A head
-# may open with a word of assent (seen as the owner: "Конечно, вот ответ по-русски:\n\n«Вот что
-# я слышал: …»" — the assent hid the announcement).
-_ASSENT = "?конечно|хорошо|ладно|sure|okay|ok|certainly|alright"
-_HEADS_BARE = (
-    ("вот", "?мой|наш|и", "ответ"),
-    ("мой", "ответ"),
-    ("ответ",),
-    ("here's|here’s", "?my|the|your", "answer|reply|response"),
-    ("here", "is", "?my|the|your", "answer|reply|response"),
-    ("my", "answer|reply|response"),
-    ("answer|reply|response",),
-    # a restatement announced: "Вот что я понял: между нами коплю на квартиру…", "Вот что вы
-    # написали: Я учитель физики…" (measured on the default model) — the owner's words follow,
-    # and the echo hold must see them bare
-    ("вот", "что", "я", "понял|поняла"),
-    ("вот", "что", "вы|ты", "написали|написал|написала|сказали|сказал|сказала"),
-    ("here's|here’s", "what", "i", "understood|heard"),
-    ("here", "is", "what", "i", "understood|heard"),
-    ("here's|here’s", "what", "you", "wrote|said|told"),
-    ("here", "is", "what", "you", "wrote|said|told"),
-)
-_HEADS = tuple((_ASSENT, *head) for head in _HEADS_BARE)
-MAX_ANNOUNCE = 100  # characters an announcement may take before its colon or line break
+@dataclass(frozen=True)
+class Verdict:
+    """The judge's word on a whole reply. ``kind`` is the one finding a retry answers (the first
+    that holds of wrong language, refusal, invented, repeat, echo, empty); the flags are every
+    finding, which decide what follows a retry (:func:`core.chat.retry.settle`)."""
+
+    kind: Kind
+    reply: str  # the whole reply, stripped
+    held: str = ""  # what the judge still held at the end ("" once the reply was shown)
+    shown: bool = False  # some of the reply reached the owner: it can no longer be taken back
+    question: bool = False  # the owner's message is a question
+    about_owner: bool = False  # … about the owner's life: the never-invent check ran (§8.10)
+    echoed: bool = False
+    repeated: bool = False
+    wrong_language: bool = False
+    refused: bool = False
+    invented: bool = False
+    claims: tuple[str, ...] = ()  # the numbers and names an invented reply made up
 
 
-def _bare_words(text: str) -> list[str]:
-    """The words of ``text``, lower-case, without the punctuation around them."""
-    words = (re.sub(r"^[^\w’']+|[^\w’']+$", "", w.lower()) for w in text.split())
-    return [w for w in words if w]
+def _kind(reply: str, *, echoed: bool, repeated: bool, wrong_language: bool, refused: bool,
+          invented: bool) -> Kind:
+    if wrong_language:
+        return Kind.WRONG_LANGUAGE
+    if refused:
+        return Kind.REFUSAL
+    if invented:
+        return Kind.INVENTED
+    if repeated:
+        return Kind.REPEAT
+    if echoed:
+        return Kind.ECHO
+    return Kind.OK if reply else Kind.EMPTY
 
 
-def _head_state(words: list[str], partial: bool) -> str:
-    """"no" (not an announcement), "maybe" (could still become one) or "head" (the words
-    open with a whole head: an announcement if a colon or line break follows soon)."""
-    best = "no"
-    for head in _HEADS:
-        i = 0
-        state = "maybe"
-        for k, w in enumerate(words):
-            last = partial and k == len(words) - 1
-            while i < len(head):
-                opt = head[i].startswith("?")
-                options = head[i].lstrip("?").split("|")
-                if any((o.startswith(w) if last else o == w) for o in options):
-                    i += 1
-                    break
-                if not opt:
-                    state = "no"
-                    break
-                i += 1
-            else:
-                state = "head" if not last else "maybe"  # words beyond a complete head
-                break
-            if state == "no":
-                break
-        else:
-            if i == len(head) and not partial:
-                state = "head"
-        if state == "head":
-            return "head"
-        if state == "maybe":
-            best = "maybe"
-    return best
+MAX_EARLIER = 10  # Eva's last replies in the window that a new reply must not copy
 
 
-class PreambleFilter:
-    """Drops an opening that only announces the reply ("Вот ответ на ваш вопрос:", "Here's my
-    answer:"), so what follows is judged (and shown) as the reply. Holds the start back only
-    while it could still be such an announcement, so other replies stream at once."""
+class _Said(Protocol):
+    role: str
+    content: str
 
-    def __init__(self) -> None:
-        self._held = ""
-        self._done = False
-        self._trim = False  # an announcement was dropped: drop the blank space after it too
 
-    def feed(self, piece: str) -> str:
-        if self._done:
-            if self._trim:
-                piece = piece.lstrip()
-                self._trim = not piece
-            return piece
-        self._held += piece
-        return self._decide(final=False)
-
-    def _decide(self, final: bool) -> str:
-        text = self._held
-        if not _bare_words(text) and not final:
-            return ""  # nothing to judge yet
-        partial = bool(text) and not text[-1].isspace() and not final
-        # judge only the words before the first colon or line break
-        cut = re.search(r"[:\n]", text)
-        head_words = _bare_words(text[:cut.start()] if cut else text)
-        state = _head_state(head_words, partial and cut is None) if head_words else "no"
-        if state == "head" and cut is not None and cut.start() <= MAX_ANNOUNCE:
-            out, self._held, self._done = text[cut.end():].lstrip(), "", True
-            self._trim = not out
-            return out
-        if not final and cut is None and len(text) <= MAX_ANNOUNCE and state != "no":
-            return ""
-        out, self._held, self._done = text, "", True
-        return out
-
-    def finish(self) -> str:
-        if self._done:
-            return ""
-        return self._decide(final=True)
+def earlier_replies(window: Sequence[_Said], text: str) -> list[str]:
+    """Eva's last replies in the live window, which this reply must not copy — none when the
+    owner repeats a message of the window (the same answer is then the right one)."""
+    said = [m.content for m in window if m.role == "user"]
+    # the same message, not one a word away: "Как зовут мою маму?" after "Как зовут мою
+    # жену?" is 0.8 similar, and its answer must not be the wife's again
+    if any(is_echo(text, m) and not brings_news(text, m) for m in said):
+        return []
+    return [m.content for m in window if m.role == "assistant"][-MAX_EARLIER:]

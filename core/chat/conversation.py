@@ -1,0 +1,560 @@
+"""Chat turns (SPEC §1, §3, §5, §8.1, §8.2, §8.4, §8.7): one call per user message, a stream of
+typed events out (:mod:`core.chat.events`). A surface (the TUI, the HTTP API) drives it; the
+model is any :class:`core.llm.ChatModel`.
+
+A turn, top to bottom (:meth:`Conversation._answer`):
+
+1. :meth:`~Conversation._start` — the live window (computed once; the turn keeps where it
+   starts), the memory section, the day's reminder, and the prompt, built by
+   :mod:`core.chat.prompt` (its layout is there); the owner's message is stored as the model
+   saw it. The result is a :class:`core.chat.turn.Turn`.
+2. :meth:`~Conversation._reply` — model calls until the reply stands. Each call's text goes
+   through the stream filters (:mod:`core.chat.filters`) and the judge
+   (:mod:`core.chat.judge`) before the owner sees it; tool calls run between calls (tools
+   mode); the judge's verdict on the whole reply goes to :func:`core.chat.retry.decide` (ask
+   once more, with which note) and then :func:`core.chat.retry.settle` (what stands).
+3. :meth:`~Conversation._finish` — the day's reminder line, the answer stored, the structured
+   memory step (§3.1), :class:`TurnDone`.
+
+The current chat and its window start are :class:`core.chat.switching.CurrentChat`'s.
+"""
+
+from __future__ import annotations
+
+import threading
+import time
+import uuid
+from collections.abc import Callable, Generator, Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass, replace
+from typing import Any, Protocol
+
+from core import language
+from core import summaries as rolling
+from core import tools as memory_tools
+from core.chat import prompt
+from core.chat.events import (
+    MemoryUsed,
+    Notice,
+    Remembering,
+    Sleeping,
+    Token,
+    ToolFinished,
+    TurnDone,
+    TurnError,
+    TurnEvent,
+    capped_notice,
+)
+from core.chat.judge import ReplyJudge, earlier_replies
+from core.chat.reminder import day_reminder, mentions, reminder_line
+from core.chat.reply import Reply
+from core.chat.switching import CurrentChat
+from core.chat.turn import Turn, TurnStats
+from core.chats import Chat, Chats
+from core.clock import Clock, SystemClock
+from core.errors import MemoryOpError
+from core.instructions import DEFAULT_PERSONA
+from core.llm import ChatModel, Message, ModelError, ToolCall
+from core.memory import Memory
+from core.memory_writer import MEMORY_WRITES, STRUCTURED, MemoryWriter
+from core.privacy import TurnContext
+from core.prompt_section import PromptSection
+from core.records import Rollback
+from core.reminders import Reminder
+from core.transcript import StoredMessage, Transcript, Window, live_window
+from core.window_saver import WindowSaver
+
+__all__ = [  # StoredMessage is re-exported for the chat screen
+    "DETAIL_LEVELS", "Conversation", "ConversationConfig", "DetailLevel", "SleepGate",
+    "StoredMessage", "window_budget",
+]
+
+# ---------------------------------------------------------------------------- detail levels
+
+
+@dataclass(frozen=True)
+class DetailLevel:
+    name: str
+    window_tokens: int
+    window_messages: int
+
+
+DETAIL_LEVELS = {
+    "key": DetailLevel("key", 6_000, 30),
+    "balanced": DetailLevel("balanced", 10_000, 50),
+    "detailed": DetailLevel("detailed", 16_000, 80),
+}
+MAX_CONTEXT_SHARE = 0.25
+
+
+
+@dataclass(frozen=True)
+class ConversationConfig:
+    detail_level: str = "balanced"
+    learning: bool = True  # per persona: off → no memory section and no memory tools (§8.7)
+    max_tool_rounds: int = 4
+    max_answer_tokens: int | None = None
+    temperature: float = 0.7
+    persona_id: str = "default"
+    slide_keep: float = 0.75  # when the window overflows it drops to this share (cache-friendly)
+    # §3.1: "structured" — the reply has no tool schemas and one grammar-forced JSON step after
+    # it writes memory; "tools" — the model calls the memory tools in the loop (capable models)
+    memory_writes: str = STRUCTURED
+    retry_temperature: float = 0.3  # an empty or echoing reply is tried once more with this
+    # a question is answered from memory with careful sampling: measured on the default model at
+    # 0.7, "Моё дрессирейт на 14 марта", "она работает как панистка" — words garbled in flight
+    question_temperature: float = 0.3
+    summaries: bool = True  # §8.3: what leaves the window is summarised (in the background)
+    # §8.11: the day's first owner turn carries the most urgent reminder (0 days: off)
+    reminder_days: int = 3
+
+    def __post_init__(self) -> None:
+        if self.memory_writes not in MEMORY_WRITES:
+            raise ValueError(f"memory_writes must be one of {', '.join(MEMORY_WRITES)} "
+                             f"(got {self.memory_writes!r})")
+        if self.detail_level not in DETAIL_LEVELS:
+            raise ValueError(
+                f"detail_level must be one of {', '.join(DETAIL_LEVELS)} (got {self.detail_level!r})"
+            )
+        if not 1 <= self.max_tool_rounds <= 16:
+            raise ValueError("max_tool_rounds must be 1..16")
+        if not 0.1 <= self.slide_keep <= 1.0:
+            raise ValueError("slide_keep must be in [0.1, 1]")
+
+
+def window_budget(level: DetailLevel, context_size: int) -> tuple[int, int]:
+    """(tokens, messages) the live window may hold with this model."""
+    return min(level.window_tokens, int(context_size * MAX_CONTEXT_SHARE)), level.window_messages
+
+
+
+class SleepGate(Protocol):
+    """What a turn needs from sleep (SPEC §7): is she asleep, and wait until she wakes."""
+
+    def is_sleeping(self) -> bool: ...
+
+    def wait_awake(self, cancel: threading.Event | None) -> bool:
+        """Block until awake; False if cancelled first."""
+        ...
+
+
+# ---------------------------------------------------------------------------- the engine
+
+
+class Conversation:
+    def __init__(
+        self,
+        memory: Memory,
+        model: ChatModel,
+        persona: str = DEFAULT_PERSONA,
+        config: ConversationConfig | None = None,
+        clock: Clock | None = None,
+        sleep: SleepGate | None = None,
+        channel: str = "tui",
+        extra_tools: dict[str, tuple[dict[str, Any], Callable[[TurnContext], Any]]] | None = None,
+        chat_id: int | None = None,
+    ) -> None:
+        self.memory = memory
+        self.model = model
+        self.persona = persona
+        self.config = config or ConversationConfig()
+        self.clock = clock or memory.clock or SystemClock()
+        self.sleep = sleep
+        self.channel = channel  # one conversation per place (the TUI, a group, a DM bridge…)
+        # tools of later layers, e.g. {"memory_consolidate": (schema, handler(ctx) -> ToolResult)};
+        # offered under the same rules as the memory tools (SPEC §1)
+        self.extra_tools = dict(extra_tools or {})
+        self._transcript = memory.attach(Transcript)
+        self.chats = memory.attach(Chats)
+        self.summaries = memory.attach(rolling.SummaryStore)
+        self._busy = threading.Lock()
+        self.writer = MemoryWriter(memory, model)
+        self._last_lang: str | None = None  # a message with no letters keeps the last language
+        self._summarizer: rolling.Summarizer | None = None
+        self._last_ctx: TurnContext | None = None  # whose prefix a new summary warms up
+        self._current = CurrentChat.open(self.chats, self.clock, self.config.persona_id,
+                                         channel, self._busy, chat_id)
+
+    # ------------------------------------------------------------------ chats (§8.9)
+    @property
+    def chat_id(self) -> int:
+        return self._current.id
+
+    @property
+    def _window_start(self) -> int | None:
+        """First message id of the live window (a turn moves it when the window slides;
+        reading the window never does)."""
+        return self._current.window_start
+
+    @_window_start.setter
+    def _window_start(self, start: int | None) -> None:
+        self._current.window_start = start
+
+    @property
+    def chat(self) -> Chat:
+        return self._current.chat
+
+    def switch_chat(self, chat_id: int) -> Chat:
+        """Continue another live chat (its window starts where it was left)."""
+        return self._current.switch(chat_id)
+
+    def new_chat(self, title: str = "") -> Chat:
+        """Start a new chat of this persona and channel and switch to it."""
+        return self._current.new(self.config.persona_id, title)
+
+    def clear_chat(self) -> int:
+        """Clear this chat's history (messages and summaries to the archive)."""
+        return self._current.clear()
+
+    def delete_chat(self, chat_id: int) -> Chat:
+        """Delete a chat (to the archive). Deleting the current one switches to the most
+        recent other chat, or a new one."""
+        return self._current.delete(chat_id, self.config.persona_id)
+
+    # ------------------------------------------------------------------ summaries (§8.3)
+    @property
+    def summarizer(self) -> rolling.Summarizer:
+        """The background summariser of this conversation's chats (one per conversation; the
+        structured memory step runs over each chunk first when learning is on)."""
+        if self._summarizer is None:
+            saver = WindowSaver(self.memory, self.writer, self._transcript.set_meta)
+            self._summarizer = rolling.Summarizer(
+                self.summaries, self.model, clock=self.clock,
+                detail_level=self.config.detail_level, writer=saver)
+        s = self._summarizer
+        s.detail_level = self.config.detail_level
+        if s.writer is not None and not (self.config.learning and self.structured):
+            s.writer = None
+        elif s.writer is None and self.config.learning and self.structured:
+            s.writer = WindowSaver(self.memory, self.writer, self._transcript.set_meta)
+        return s
+
+    def summarise(self, cancel: threading.Event | None = None,
+                  progress: Callable[[rolling.StepResult], None] | None = None,
+                  chat_id: int | None = None) -> list[rolling.StepResult]:
+        """Summarise what has left the window of a chat (this one by default), until there is
+        nothing left, a turn wants the model (it interrupts), or ``cancel``. Blocking: run it
+        in a background worker, never on the send path."""
+        if not self.config.summaries:
+            return []
+        target = self.chat_id if chat_id is None else chat_id
+        results = self.summarizer.run(target, lambda: self._current.window_start_of(target),
+                                      cancel, progress)
+        if (target == self.chat_id and self._last_ctx is not None
+                and any(r.summary is not None for r in results)
+                and not self.summarizer.interrupt.is_set()
+                and not (cancel is not None and cancel.is_set())):
+            # A new summary changed the prompt's prefix: read it now, in the background, not
+            # in the owner's next turn (measured: 25 s before a first token on the default
+            # model); a turn that wants the model stops this at once (the model gives way).
+            self.warm_up(self._last_ctx)
+        return results
+
+    def summary_progress(self, chat_id: int | None = None) -> rolling.Progress:
+        target = self.chat_id if chat_id is None else chat_id
+        return self.summarizer.progress(target, self._current.window_start_of(target))
+
+    def summary_block(self, ctx: TurnContext) -> str:
+        """The summary block this turn's prompt carries ("" when none)."""
+        return rolling.render(self.summaries.for_prompt(self.chat_id, ctx.sees_private))
+
+    def use_persona(self, persona_id: str, persona_text: str, detail_level: str,
+                    learning: bool) -> None:
+        """Run the next turns as this persona (SPEC §8.6): its text, detail level (§8.2) and
+        learning toggle (§8.7), and its own chats: a change of persona continues its most recent
+        chat (or starts one). The caller's turn context carries ``persona=persona_id`` so recall
+        sees its memories plus global ones."""
+        if persona_id != self.config.persona_id:  # its own chats: the most recent one, or new
+            self._current.follow(persona_id)
+        self.persona = persona_text
+        self.config = replace(self.config, persona_id=persona_id, detail_level=detail_level,
+                              learning=learning)
+
+    # ------------------------------------------------------------------ messages
+    def _persist(self, turn_id: str, role: str, content: str, ctx: TurnContext,
+                 status: str = "ok", meta: dict | None = None) -> int:
+        """Store one message. ``private_ok`` records whether the turn could see private memory:
+        such a message (its recalled lines, the owner's words) never enters the window of a turn
+        that cannot."""
+        meta = meta or {}
+        tokens = self.model.count_tokens(meta.get("prompt", content)) if content else 0
+        if role == "user":
+            meta = {**meta, "owner": ctx.is_owner}
+        return self._transcript.add(self.config.persona_id, self.channel, turn_id, role,
+                                    content, private_ok=ctx.sees_private, status=status,
+                                    tokens=tokens, at=self.clock.now(), meta=meta,
+                                    chat_id=self.chat_id)
+
+    def history(self, limit: int = 200, sees_private: bool = True) -> list[StoredMessage]:
+        """Messages of the current chat, oldest first, discarded and archived ones excluded;
+        with ``sees_private=False`` only those written where private memory was hidden."""
+        return self._transcript.chat_history(self.chat_id, limit, sees_private)
+
+    # ------------------------------------------------------------------ the owner's hands (§8.12)
+    def message(self, message_id: int) -> StoredMessage:
+        """A message of the current chat, or MemoryOpError."""
+        m = self._transcript.get(message_id, self.chat_id)
+        if m is None:
+            raise MemoryOpError(f"there is no message #{message_id} in this chat")
+        return m
+
+    def edit_message(self, message_id: int, content: str) -> StoredMessage:
+        """The owner edits a message of this chat, hers or Eva's (SPEC §8.12): the window and
+        the next summaries use the new words; the summaries covering it are invalidated."""
+        with self._busy:
+            self.message(message_id)
+            try:
+                self._transcript.edit(message_id, content, self.clock.now())
+            except ValueError as e:
+                raise MemoryOpError(str(e)) from None
+            return self.message(message_id)
+
+    def delete_message(self, message_id: int) -> None:
+        """A message of this chat goes to the archive (SPEC §8.12); the summaries covering it
+        are invalidated."""
+        with self._busy:
+            self.message(message_id)
+            self._transcript.delete(message_id, self.clock.now())
+
+    def alternatives(self, turn_id: str) -> list[StoredMessage]:
+        """The answers of one turn of this chat, oldest first: regenerate keeps the earlier
+        ones (SPEC §8.12); the one whose status is not ``discarded`` is the chosen one."""
+        return self._transcript.alternatives(turn_id)
+
+    def alternative_counts(self) -> dict[str, int]:
+        """turn id → number of answers, for this chat's turns with more than one."""
+        return self._transcript.alternative_counts(self.chat_id)
+
+    def choose_alternative(self, turn_id: str, message_id: int) -> Rollback:
+        """Make another answer of a turn the chosen one (the window and the summaries use it).
+        The memory writes of the answer it replaces are rolled back, as regenerate does (SPEC
+        §8.4), in the same transaction as the switch; the chosen one's own writes were rolled
+        back when it was discarded and are not redone."""
+        with self._busy:
+            alts = {m.id: m for m in self._transcript.alternatives(turn_id)}
+            if message_id not in alts:
+                raise MemoryOpError(f"message #{message_id} is not an answer of that turn")
+            return self.memory.rollback_turn(turn_id, also=lambda: self._transcript
+                                             .discard_answers(turn_id, self.clock.now(),
+                                                              keep=message_id))
+
+    def window(self, ctx: TurnContext | None = None) -> Window:
+        """The live window the next prompt carries (§8.1, §8.2), without moving it: a turn
+        computes it once and keeps its start (see :func:`core.transcript.live_window`)."""
+        level = DETAIL_LEVELS[self.config.detail_level]
+        max_tokens, max_msgs = window_budget(level, self.model.context_size)
+        sees_private = ctx.sees_private if ctx is not None else True
+        return live_window(self.history(max_msgs * 2 + 2, sees_private), self._window_start,
+                           max_tokens, max_msgs, self.config.slide_keep)
+
+    def live_window(self, ctx: TurnContext | None = None) -> list[StoredMessage]:
+        """The earlier messages the next prompt carries."""
+        return self.window(ctx).messages
+
+
+    # ------------------------------------------------------------------ prompt
+    def system_prompt(self, ctx: TurnContext, section: PromptSection | None) -> str:
+        """The first system message (:func:`core.chat.prompt.system_prompt`)."""
+        return prompt.system_prompt(self.persona, self._rule(ctx), section)
+
+    def _rule(self, ctx: TurnContext) -> str | None:
+        return prompt.memory_rule(self.config.learning, ctx.can_mutate, self.structured)
+
+    @property
+    def structured(self) -> bool:
+        """Memory is written by the structured step after the reply, not by tools (§3.1)."""
+        return self.config.memory_writes == STRUCTURED
+
+    def build_messages(self, user_text: str, ctx: TurnContext, section: PromptSection | None,
+                       lang: str | None = None, window: Window | None = None, *,
+                       reminder: Reminder | None = None) -> list[Message]:
+        """The whole prompt for ``user_text`` (:func:`core.chat.prompt.build_messages`)."""
+        return prompt.build_messages(
+            persona=self.persona, rule=self._rule(ctx), section=section,
+            summary=self.summary_block(ctx), window=(window or self.window(ctx)).messages,
+            user_text=user_text, lang=lang, reminder=reminder)
+
+    def prefix_messages(self, ctx: TurnContext, section: PromptSection | None,
+                        window: Window | None = None) -> list[Message]:
+        """The system prompt and the live window: the part of the next prompt that is already
+        known before the owner writes."""
+        return prompt.prefix_messages(self.system_prompt(ctx, section), self.summary_block(ctx),
+                                      (window or self.window(ctx)).messages)
+
+    def warm_up(self, ctx: TurnContext) -> None:
+        """Evaluate the known part of the next prompt now (at start-up, while the owner types),
+        so the first message pays only for itself. Best effort: never raises."""
+        section = None
+        try:
+            if self.config.learning:
+                section = self.memory.prompt_section("", ctx)
+            self.model.warm_up(self.prefix_messages(ctx, section), self.offered_tools(ctx) or None)
+        except Exception:  # noqa: BLE001 - a warm-up is an optimisation, never a failure
+            return
+
+    def offered_tools(self, ctx: TurnContext) -> list[dict[str, Any]]:
+        if not self.config.learning or self.structured:
+            return []
+        extra = {name: schema for name, (schema, _handler) in self.extra_tools.items()}
+        return memory_tools.tools_for(ctx, extra)
+
+    # ------------------------------------------------------------------ turns
+    def turn(self, text: str, ctx: TurnContext, cancel: threading.Event | None = None
+             ) -> Iterator[TurnEvent]:
+        """Run one turn. Yields events; never raises for model or tool failures."""
+        turn_id = ctx.turn_id or uuid.uuid4().hex
+        ctx = ctx.with_turn(turn_id)
+        if not isinstance(text, str) or not text.strip():
+            yield TurnError(turn_id, "The message is empty.")
+            return
+        if self.sleep is not None and self.sleep.is_sleeping():
+            yield Sleeping()
+            if not self.sleep.wait_awake(cancel):
+                yield TurnError(turn_id, "Cancelled while Eva was sleeping; nothing was sent.")
+                return
+        with self._wanting_model(), self._busy:
+            yield from self._answer(text.strip(), ctx, turn_id, cancel)
+
+    @contextmanager
+    def _wanting_model(self) -> Iterator[None]:
+        """A turn interrupts the background summariser's model call (it resumes after)."""
+        s = self._summarizer
+        if s is not None:
+            s.interrupt.set()
+        try:
+            yield
+        finally:
+            if s is not None:
+                s.interrupt.clear()
+
+    def regenerate(self, ctx: TurnContext, cancel: threading.Event | None = None
+                   ) -> Iterator[TurnEvent]:
+        """Discard the last answer, roll back the memory writes of its turn (pinned records
+        and records changed since excepted, SPEC §8.4; what it created goes to the archive),
+        and answer the same message again."""
+        hist = self.history(limit=4)
+        last_user = next((m for m in reversed(hist) if m.role == "user"), None)
+        if last_user is None:
+            yield TurnError("", "There is nothing to regenerate yet.")
+            return
+        if self.sleep is not None and self.sleep.is_sleeping():
+            yield Sleeping()
+            if not self.sleep.wait_awake(cancel):
+                yield TurnError(last_user.turn_id, "Cancelled while Eva was sleeping.")
+                return
+        with self._wanting_model(), self._busy:
+            turn = last_user.turn_id  # its answers leave with its memory writes, in one commit
+            undone = self.memory.rollback_turn(
+                turn, also=lambda: self._transcript.discard_answers(turn, self.clock.now()))
+            if undone.kept:
+                ids = ", ".join(f"#{i}" for i in undone.kept)
+                yield Notice(f"Kept memory {ids} as it is: it changed after that answer "
+                             "(an edit, a later turn or sleep), so regenerate left it alone.")
+            yield from self._answer(last_user.content, ctx.with_turn(last_user.turn_id),
+                                    last_user.turn_id, cancel, user_stored=True,
+                                    user_id=last_user.id)
+
+    def _answer(self, text: str, ctx: TurnContext, turn_id: str,
+                cancel: threading.Event | None, user_stored: bool = False,
+                user_id: int | None = None) -> Iterator[TurnEvent]:
+        """One turn, top to bottom: its prompt, its reply, then what follows the reply."""
+        stats = TurnStats(time.monotonic())
+        turn = yield from self._start(text, ctx, turn_id, stats, user_stored, user_id)
+        try:
+            yield from Reply(self.model, self.config, self._run_tool).run(turn, cancel)
+        except ModelError as e:
+            if turn.reply:
+                self._persist(turn_id, "assistant", turn.reply, ctx, "error", {"ops": turn.ops})
+            yield TurnError(turn_id, f"The model failed: {e}")
+            return
+        yield from self._finish(turn, cancel)
+
+    def _start(self, text: str, ctx: TurnContext, turn_id: str, stats: TurnStats,
+               user_stored: bool, user_id: int | None) -> Generator[TurnEvent, None, Turn]:
+        """The turn's window, memory section, day's reminder and prompt; the owner's message
+        stored as the model saw it (on regenerate it is stored already)."""
+        self._last_ctx = ctx
+        lang = self._last_lang = language.detect(text, self._last_lang)
+        window = self.window(ctx)  # once per turn; the turn keeps where it starts
+        self._current.keep_window(window.start)
+        section = None
+        if self.config.learning:
+            # A question gets its best records again even if the window recalled them before
+            # (measured on bench.companion, default model: "Какой кофе я пью?" got no line — the
+            # coffee record was recalled six questions earlier — and "Я пью кофе в morning").
+            # A statement does not: repeating "Меня зовут Дима" under every later statement
+            # made the model greet Dima again in 14 of 20 replies.
+            section = self.memory.prompt_section(
+                text, ctx, exclude=window.recalled,
+                repeat_best=None if language.is_question(text) else 0)
+            yield MemoryUsed(section)
+        reminder = None if section is None else day_reminder(
+            self.memory, ctx, self.config.reminder_days, self.config.persona_id, self.clock)
+        summary = self.summary_block(ctx)
+        messages = prompt.build_messages(
+            persona=self.persona, rule=self._rule(ctx), section=section, summary=summary,
+            window=window.messages, user_text=text, lang=lang, reminder=reminder)
+        if user_stored:  # regenerate: the message is already in the window; drop that copy
+            messages = prompt.drop_current_user(messages)
+        else:
+            # The user's message is stored as the model saw it (with its recalled lines), so
+            # the next turn's prompt repeats this one token for token: the KV cache holds.
+            user_id = self._persist(turn_id, "user", text, ctx, meta={
+                "prompt": messages[-1]["content"],
+                "recalled": list(section.recalled_ids) if section else [],
+                **({"reminder": reminder.id} if reminder is not None else {})})
+        support = prompt.support(text, section, summary, reminder, window.messages)
+        earlier = earlier_replies(window.messages, text)
+        return Turn(id=turn_id, text=text, ctx=ctx, lang=lang, window=window, section=section,
+                    reminder=reminder, summary=summary, support=support, earlier=earlier,
+                    messages=messages, tools=self.offered_tools(ctx),
+                    judge=ReplyJudge(text, lang, earlier=earlier, support=support),
+                    stats=stats, user_id=user_id)
+
+    def _run_tool(self, c: ToolCall, turn: Turn) -> memory_tools.ToolResult:
+        """Run one tool call of the reply: only a tool this turn was offered."""
+        ctx = turn.ctx
+        if c.name not in turn.offered:
+            return memory_tools.ToolResult(
+                c.name, False, f"Error: tool {c.name!r} is not available here",
+                {"error": "not offered"})
+        if c.name in self.extra_tools:
+            return self.extra_tools[c.name][1](ctx)
+        return memory_tools.call(self.memory, c.name, c.arguments, ctx)
+
+    def _finish(self, turn: Turn, cancel: threading.Event | None) -> Iterator[TurnEvent]:
+        """After the reply: the day's reminder line, the answer stored, the structured memory
+        step (§3.1), then :class:`TurnDone`."""
+        st, ctx = turn.stats, turn.ctx
+        final = turn.reply
+        reminder = turn.reminder
+        if (reminder is not None and reminder.days >= 0 and not st.stopped
+                and not mentions(final, reminder.content)):
+            # the day's reminder, in Eva's own line, when her reply left it out (§8.11)
+            line = reminder_line(reminder, turn.lang)
+            yield Token(f"\n\n{line}" if final else line)
+            final = f"{final}\n\n{line}" if final else line
+        meta = {"ops": turn.ops, "prompt_tokens": st.prompt_tokens, "evaluated": st.evaluated}
+        msg_id = self._persist(turn.id, "assistant", final, ctx,
+                               "stopped" if st.stopped else "ok", meta)
+        if self.structured and self.config.learning and ctx.can_mutate and not st.stopped:
+            yield Remembering()
+            outcome = self.writer.run(
+                [*prompt.for_writer(turn.messages), {"role": "assistant", "content": final}],
+                turn.text, ctx, turn.section.core_ids if turn.section else (), cancel)
+            st.calls += outcome.model_calls
+            for r in outcome.results:
+                cap = turn.add_op(r.name, r.ok, r.data)
+                yield ToolFinished(r.name, r)
+                if cap is not None:
+                    yield Notice(capped_notice(cap))
+            if outcome.error and not (cancel is not None and cancel.is_set()):
+                yield Notice(f"Eva could not update her memory for this message "
+                             f"({outcome.error}).")
+            if turn.ops:  # the step's notes join the answer's (shown again after a restart)
+                self._set_meta(msg_id, meta)
+        yield TurnDone(turn.id, final, st.stopped, st.prompt_tokens, st.evaluated, st.completion,
+                       st.first, time.monotonic() - st.started, st.calls, msg_id, turn.user_id)
+
+    def _set_meta(self, message_id: int, meta: dict) -> None:
+        self._transcript.set_meta(message_id, meta)

@@ -1,0 +1,177 @@
+"""The reply of one turn (SPEC §3, §8.10, issue 9): model calls until the reply stands.
+
+Each call streams through the filters (:mod:`core.chat.filters`) and the judge
+(:mod:`core.chat.judge`) before the owner sees a word; tool calls run between calls (tools
+mode, §3.2); when the reply is whole, the judge's verdict decides whether to ask once more
+(:func:`core.chat.retry.decide`) and then what stands (:func:`core.chat.retry.settle`).
+"""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Callable, Generator, Iterator
+from typing import Protocol
+
+from core import tools as memory_tools
+from core.chat import retry
+from core.chat.events import Notice, Token, ToolFinished, ToolStarted, TurnEvent, capped_notice
+from core.chat.filters import ReplyFilters
+from core.chat.judge import ReplyJudge, Verdict
+from core.chat.retry import REPLY_NUDGE, Outcome, Retry
+from core.chat.turn import Turn
+from core.llm import ChatModel, Done, TextDelta, ToolCall
+
+# Small models tend to read a tool result as the owner's words and answer it (or echo it):
+# every result says whom it is for.
+TOOL_RESULT_TRAILER = ("(Memory tool result, for you only: the owner does not see it. Do not "
+                       "repeat it; continue your reply to the owner's message.)")
+
+ToolRunner = Callable[[ToolCall, Turn], memory_tools.ToolResult]
+
+
+class ReplySettings(Protocol):
+    """What the reply reads of :class:`core.chat.conversation.ConversationConfig`."""
+
+    @property
+    def max_tool_rounds(self) -> int: ...
+    @property
+    def max_answer_tokens(self) -> int | None: ...
+    @property
+    def temperature(self) -> float: ...
+    @property
+    def question_temperature(self) -> float: ...
+    @property
+    def retry_temperature(self) -> float: ...
+
+
+class Reply:
+    """Writes one turn's reply with ``model``; ``run_tool`` runs a tool call of it."""
+
+    def __init__(self, model: ChatModel, settings: ReplySettings, run_tool: ToolRunner) -> None:
+        self.model = model
+        self.settings = settings
+        self.run_tool = run_tool
+
+    def run(self, turn: Turn, cancel: threading.Event | None) -> Iterator[TurnEvent]:
+        """Model calls until the reply stands: tool rounds, a nudge when tool calls left it
+        empty, one retry when the judge finds it wanting."""
+        while True:
+            turn.rounds += 1
+            last_round = turn.rounds > self.settings.max_tool_rounds
+            # The same tools every round: the prompt prefix (tools sit in the system block)
+            # stays identical, so the KV cache holds across rounds and turns.
+            text, calls = yield from self._round(turn, cancel)
+            turn.answer.append(text)
+            if turn.stats.stopped:
+                yield from _stopped(turn)
+                return
+            if calls and last_round:
+                yield Notice(f"Eva asked for {len(calls)} more memory operation(s) after "
+                             f"{self.settings.max_tool_rounds} rounds; they were not run.")
+                return
+            if calls:
+                yield from self._run_tools(turn, text, calls)
+                continue
+            if turn.ops and not turn.reply_nudged and not turn.reply and not last_round:
+                # small models sometimes fall silent after a tool call: ask once more
+                turn.reply_nudged = True
+                turn.messages.append({"role": "system", "content": REPLY_NUDGE})
+                continue
+            verdict = turn.judge.verdict(turn.reply)
+            again = retry.decide(verdict, turn.attempt, turn.text, turn.lang)
+            if again is None:
+                yield from _settle(turn, verdict)
+                return
+            _ask_again(turn, again)
+
+    def _round(self, turn: Turn, cancel: threading.Event | None
+               ) -> Generator[TurnEvent, None, tuple[str, list[ToolCall]]]:
+        """One model call: its text goes through the filters and the judge before the owner
+        sees it. Returns the text (as filtered) and the tool calls."""
+        st = turn.stats
+        st.calls += 1
+        filters = ReplyFilters()
+        text: list[str] = []
+        calls: list[ToolCall] = []
+
+        def show(piece: str) -> Iterator[TurnEvent]:
+            if not piece:
+                return
+            text.append(piece)
+            out = turn.judge.feed(piece)
+            if out:
+                st.shown()
+                yield Token(out)
+
+        for ev in self.model.stream_chat(turn.messages, turn.tools or None, cancel,
+                                         self.settings.max_answer_tokens,
+                                         self._temperature(turn)):
+            if isinstance(ev, TextDelta):
+                yield from show(filters.feed(ev.text))
+                if turn.judge.stops:
+                    break  # unseen, in the other language, a refusal or made up: ask again
+            elif isinstance(ev, ToolCall):
+                calls.append(ev)
+            elif isinstance(ev, Done):
+                st.count(ev)
+        yield from show(filters.finish())
+        return "".join(text), calls
+
+    def _temperature(self, turn: Turn) -> float:
+        """A retry samples carefully; so does the answer to a question (measured on the default
+        model at 0.7, "Моё дрессирейт на 14 марта", "она работает как панистка" — words garbled
+        in flight)."""
+        if turn.retry is not None:
+            return self.settings.retry_temperature
+        if turn.judge.question:
+            return self.settings.question_temperature
+        return self.settings.temperature
+
+    def _run_tools(self, turn: Turn, text: str, calls: list[ToolCall]) -> Iterator[TurnEvent]:
+        """Run a round's tool calls; their results go into the prompt for the next round."""
+        turn.messages.append({"role": "assistant", "content": text,
+                              "tool_calls": [{"name": c.name, "arguments": c.arguments}
+                                             for c in calls]})
+        for c in calls:
+            yield ToolStarted(c.name, c.arguments)
+            result = self.run_tool(c, turn)
+            cap = turn.add_op(c.name, result.ok, result.data)
+            yield ToolFinished(c.name, result)
+            if cap is not None:
+                yield Notice(capped_notice(cap))
+            turn.messages.append({"role": "tool", "name": c.name,
+                                  "content": f"{result.text}\n{TOOL_RESULT_TRAILER}"})
+
+
+def _ask_again(turn: Turn, again: Retry) -> None:
+    """The reply is asked once more, unseen: the note in the prompt, a new judge. A small model
+    may read the note back as its answer: that is an echo too. After a reply in the other
+    language the language is watched again."""
+    turn.retry = again
+    turn.answer.clear()
+    turn.messages = again.messages(turn.messages, turn.text)
+    turn.judge = ReplyJudge(turn.text, turn.lang if again.watches_language else None,
+                            also=[again.note], support=turn.support, earlier=turn.earlier)
+
+
+def _settle(turn: Turn, verdict: Verdict) -> Iterator[TurnEvent]:
+    """What stands of the last reply (:func:`core.chat.retry.settle`)."""
+    outcome = retry.settle(verdict, turn.retry)
+    if outcome in (Outcome.DONT_KNOW, Outcome.ACKNOWLEDGE):
+        yield Token(turn.own_line(retry.own_line(outcome, turn.lang)))
+    elif outcome is Outcome.SHOW_HELD:
+        turn.stats.shown()
+        yield Token(verdict.held)
+    elif outcome is Outcome.NO_REPLY:
+        turn.answer.clear()
+        yield Notice(retry.NO_REPLY_NOTICE)
+
+
+def _stopped(turn: Turn) -> Iterator[TurnEvent]:
+    """The owner stopped the reply (:func:`core.chat.retry.on_stop`)."""
+    verdict = turn.judge.verdict(turn.reply)
+    outcome = retry.on_stop(verdict)
+    if outcome is Outcome.SHOW_HELD:
+        yield Token(verdict.held)  # Esc keeps the partial answer, as shown
+    elif outcome is Outcome.DROP:
+        turn.answer.clear()
