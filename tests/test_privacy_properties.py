@@ -277,7 +277,7 @@ def check_refusals(mem: Memory, stored: list[Stored], ctx: TurnContext) -> None:
                 assert str(e.value) == f"there is no memory #{r.id}"
             if ctx.is_owner:  # the owner's turn: the op exists, the record "does not"
                 assert isinstance(e.value, NotFound), (fn.__name__, e.value)
-        for fn, args in ((mem.restore, (r.id, ctx)), (mem.archive, (ctx,)), (mem.list, (ctx,))):
+        for fn, args in ((mem.restore, (r.id, ctx)), (mem.archived, (ctx,)), (mem.list, (ctx,))):
             with pytest.raises(AccessDenied) as e:
                 fn(*args)
             assert_no_leak("API error", str(e.value), stored)
