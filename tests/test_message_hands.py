@@ -13,7 +13,8 @@ from core import OWNER_TRUSTED
 from core.conversation import Conversation, ConversationConfig, TurnDone
 from core.errors import MemoryOpError
 from core.llm import ToolCall
-from core.summaries import INVALID, Summarizer
+from core.summaries import INVALID
+from core.summarizer import Summarizer
 from tests.fake_llm import ScriptedLLM
 from tests.test_summaries import TURNS, SummaryLLM, fill
 

@@ -532,7 +532,7 @@ def test_summaries_of_private_turns_never_reach_a_blind_prompt(tmp_path_factory,
     tiers (4 → merged → long-term), no private marker reaches the prompt of any context that
     cannot see private memory, while every trusted prompt does carry them (not vacuous)."""
     from core.conversation import Conversation, ConversationConfig
-    from core.summaries import Summarizer
+    from core.summarizer import Summarizer
     from core.transcript import Transcript
 
     path = tmp_path_factory.mktemp("sum") / "m.db"
