@@ -6,14 +6,14 @@
 
 One LoCoMo conversation (its first ``--messages`` turns, "Speaker: text", the first speaker as
 the owner, the other as Eva, dated by their sessions) is stored as one chat whose messages have
-all left the live window; then the real summariser (:class:`core.summaries.Summarizer`, the
+all left the live window; then the real summariser (:class:`core.summarizer.Summarizer`, the
 default model unless ``--model``) summarises it the way the app's background worker does — chunk
 after chunk, 4 recent → merged, 4 merged → long-term.
 
 Reports (JSON on stdout):
 
 - ``fidelity``: the share of the source's names, numbers and dates
-  (:func:`core.summaries.salient_terms`) present in the summaries in use plus their verbatim
+  (:func:`core.summary_fidelity.salient_terms`) present in the summaries in use plus their verbatim
   lists — what the prompt would carry;
 - ``model_fidelity``: the same share over the chunks whose summary the model wrote and the check
   accepted, and ``fallback_chunks``: how many chunks ended as the extractive fallback (whose
@@ -44,6 +44,8 @@ from typing import Any
 from bench.common import chat_model, environment, peak_rss_mb, percentile
 from bench.locomo import load as load_locomo
 from core import summaries as rolling
+from core import summarizer
+from core import summary_fidelity as fidelity
 from core.chat.conversation import Conversation, ConversationConfig
 from core.chat.events import Token, TurnDone
 from core.clock import ManualClock
@@ -98,7 +100,7 @@ def run(model: Any, data: str, conversation: int, messages: int, *, chunk_messag
     c = convs[conversation]
     turns = c.turns[:messages]
     source = "\n".join(t.text for t in turns)
-    terms = rolling.salient_terms(source)
+    terms = fidelity.salient_terms(source)
     with tempfile.TemporaryDirectory() as tmp:
         clock = ManualClock(c.end)
         mem = Memory.open(Path(tmp) / "memory.db", clock=clock)
@@ -110,10 +112,10 @@ def run(model: Any, data: str, conversation: int, messages: int, *, chunk_messag
             conv._window_start = conv.chats.get(chat).window_start
             summ = conv.summarizer
             summ.chunk_messages = chunk_messages
-            steps: list[rolling.StepResult] = []
+            steps: list[summarizer.StepResult] = []
             t0 = time.perf_counter()
 
-            def progress(r: rolling.StepResult) -> None:
+            def progress(r: summarizer.StepResult) -> None:
                 steps.append(r)
                 log(f"{r.action} {r.seconds:.1f}s calls={r.model_calls} rejected={r.rejected} "
                     f"{r.summary.status if r.summary else ''} {r.note}")
@@ -123,16 +125,16 @@ def run(model: Any, data: str, conversation: int, messages: int, *, chunk_messag
             active = conv.summaries.active(chat)
             allx = conv.summaries.all(chat)
             carried = "\n".join(s.text() for s in active)
-            kept = sum(rolling.present(t, carried) for t in terms)
+            kept = sum(fidelity.present(t, carried) for t in terms)
             chunks = [r for r in steps if r.action == "chunk"]
             model_chunks = [r.summary for r in chunks if r.summary and r.summary.status == "ok"]
             model_terms = model_kept = 0
             msgs = {m.id: m.content for m in conv.history(limit=100_000)}
             for s in model_chunks:
                 src = "\n".join(msgs[i] for i in conv.summaries.covers(s.id) if i in msgs)
-                ts = rolling.salient_terms(src)
+                ts = fidelity.salient_terms(src)
                 model_terms += len(ts)
-                model_kept += sum(rolling.present(t, s.text()) for t in ts)
+                model_kept += sum(fidelity.present(t, s.text()) for t in ts)
             chunk_s = [r.seconds for r in chunks]
             notes = [r.note for r in steps if "rejected" in r.note]
             merge_s = [r.seconds for r in steps if r.action == "merge"]
@@ -144,7 +146,7 @@ def run(model: Any, data: str, conversation: int, messages: int, *, chunk_messag
                 "chunk_messages": chunk_messages,
                 "source_terms": len(terms),
                 "fidelity": _round(kept / len(terms) if terms else 1.0),
-                "dropped_terms": sorted(t for t in terms if not rolling.present(t, carried))[:40],
+                "dropped_terms": sorted(t for t in terms if not fidelity.present(t, carried))[:40],
                 "model_fidelity": _round(model_kept / model_terms if model_terms else None),
                 "chunks": len(chunks),
                 "fallback_chunks": sum(1 for r in chunks

@@ -7,9 +7,12 @@ raw cosine is calibrated against the model's background ``b``: semantic = clamp(
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Protocol, runtime_checkable
 
 import numpy as np
+
+Progress = Callable[[int, int], None]  # (texts done, texts in all), after each batch
 
 
 @runtime_checkable
@@ -30,8 +33,33 @@ class Embedder(Protocol):
     # by the multilingual half; clustering and calibration see the multilingual half only.
 
     def embed(self, texts: list[str]) -> np.ndarray:
-        """A float32 matrix, one L2-normalised row per text."""
+        """A float32 matrix, one L2-normalised row per text (a query, a save: a few texts)."""
         ...
+
+    def embed_many(self, texts: list[str], batch_size: int | None = None,
+                   progress: Progress | None = None) -> np.ndarray:
+        """:meth:`embed` for many texts (an import, a re-embed after a model change, a
+        backfill): ``batch_size`` at a time (None: the model's own), each batch one forward
+        pass of every model, ``progress(done, total)`` after each. The same rows as
+        :meth:`embed` gives one text at a time, within float tolerance."""
+        ...
+
+
+def embed_many(embedder: Embedder, texts: list[str], batch_size: int | None = None,
+               progress: Progress | None = None) -> np.ndarray:
+    """``embedder.embed_many`` — or, for an embedder that only has :meth:`Embedder.embed` (a
+    test's stand-in), ``embed`` of ``batch_size`` texts at a time (all at once for None), with
+    the same progress."""
+    many = getattr(embedder, "embed_many", None)
+    if many is not None:
+        return many(texts, batch_size, progress)
+    step = batch_size or max(1, len(texts))
+    parts = []
+    for start in range(0, len(texts), step):
+        parts.append(np.asarray(embedder.embed(texts[start: start + step]), dtype=np.float32))
+        if progress is not None:
+            progress(min(start + step, len(texts)), len(texts))
+    return np.concatenate(parts) if parts else np.zeros((0, embedder.dim), dtype=np.float32)
 
 
 def normalise_rows(m: np.ndarray) -> np.ndarray:

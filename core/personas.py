@@ -241,13 +241,9 @@ class Personas:
             conn = w.conn
             ids = records.all_ids(conn, persona_id)
             pinned = len(records.live_ids(conn, persona_id, pinned=True))
-            have = records.pinned_count(conn, GLOBAL_SCOPE)
-            cap = memory.config.max_pinned
-            if pinned and have + pinned > cap:
-                raise Refused(
-                    f"its {pinned} pinned memories would not fit among the {have} pinned global "
-                    f"ones (the limit is {cap}): unpin {have + pinned - cap} first; nothing "
-                    "was deleted")
+            records.check_pin_room(conn, GLOBAL_SCOPE, memory.config.max_pinned, pinned,
+                                   where=f"its {pinned} pinned memories go global: ",
+                                   then="; nothing was deleted")
             for rid in ids:
                 records.log_change(conn, w.now, Actor.OWNER, turn_id, "scope", rid,
                                    records.snapshot(conn, rid))

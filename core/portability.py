@@ -26,7 +26,8 @@ from core import ownership
 from core import text as txt
 from core import validation as valid
 from core.errors import MemoryOpError, clip, clip_text
-from core.memory import ImportResult, Memory
+from core.memory import Memory
+from core.memory_bulk import ImportResult
 from core.records import GLOBAL_SCOPE, Actor, Source
 
 FORMAT_VERSION = 1

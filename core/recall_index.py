@@ -26,8 +26,10 @@ from core import language, lexical, ownership, records, text, timeframe
 from core.config import MemoryConfig
 from core.embedding import (
     Embedder,
+    Progress,
     VectorSpace,
     calibrated,
+    embed_many,
     english_part,
     from_blob,
     part_cosines,
@@ -409,13 +411,16 @@ class RecallIndex:
                 self.vectors.set(rid, vec)
 
     # ------------------------------------------------------------------ vectors
-    def embed(self, contents: list[str]) -> np.ndarray | None:
+    def embed(self, contents: list[str], *, many: bool = False, batch: int | None = None,
+              progress: Progress | None = None) -> np.ndarray | None:
         """Vectors of these texts, or None without an embedder or when it fails (best effort,
-        SPEC §6: recall goes on lexically; the failure shows in ``status``)."""
+        SPEC §6: recall goes on lexically; the failure shows in ``status``). ``many``: a bulk
+        path's texts, embedded in batches (:func:`core.embedding.embed_many`)."""
         if self.embedder is None or not contents:
             return None
         try:
-            m = np.asarray(self.embedder.embed(contents), dtype=np.float32)
+            m = np.asarray(embed_many(self.embedder, contents, batch, progress) if many
+                           else self.embedder.embed(contents), dtype=np.float32)
             if m.shape != (len(contents), self.embedder.dim):
                 raise ValueError(f"embedder returned shape {m.shape}")
             self.embed_error = None

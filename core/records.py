@@ -12,6 +12,7 @@ from datetime import datetime
 from enum import StrEnum
 
 from core import reminders, text
+from core.errors import Refused
 
 
 class Kind(StrEnum):
@@ -221,6 +222,39 @@ def pinned_count(conn: sqlite3.Connection, scope: str) -> int:
         (scope,)).fetchone()[0]
 
 
+def check_pin_room(conn: sqlite3.Connection, scope: str, cap: int, adding: int = 1, *,
+                   where: str = "", then: str = "") -> None:
+    """The owner's pinned cap (SPEC §2: at most ``cap`` pinned live records per scope): the one
+    check every path that pins makes before it pins ``adding`` more into ``scope`` — inside its
+    transaction, so what it pinned so far counts. Refused, naming the room left; ``where`` and
+    ``then`` say which line of an import it was and what was (not) done."""
+    if adding <= 0:
+        return
+    have = pinned_count(conn, scope)
+    if have + adding > cap:
+        asked = f", {adding} were asked" if adding > 1 else ""
+        raise Refused(f"{where}scope {scope!r} already has {have} pinned memories and the limit "
+                      f"is {cap}: {max(0, cap - have)} more fit{asked}; unpin "
+                      f"{have + adding - cap} first{then}")
+
+
+def contents(conn: sqlite3.Connection, ids: Sequence[int]) -> dict[int, str]:
+    """The contents of these records, by id (absent ids are left out)."""
+    out: dict[int, str] = {}
+    for start in range(0, len(ids), 500):
+        part = list(ids[start: start + 500])
+        marks = ",".join("?" * len(part))
+        out.update(conn.execute(f"SELECT id, content FROM memories WHERE id IN ({marks})",
+                                part).fetchall())
+    return out
+
+
+def count(conn: sqlite3.Connection, archived: bool = False) -> int:
+    """How many records are live (or, with ``archived``, in the archive)."""
+    q = "IS NOT NULL" if archived else "IS NULL"
+    return conn.execute(f"SELECT COUNT(*) FROM memories WHERE archived_at {q}").fetchone()[0]
+
+
 def insert(conn: sqlite3.Connection, content: str, kind: Kind, importance: int, *,
            private: bool, pinned: bool, scope: str, created_at: float, updated_at: float,
            source: Source, source_turn: str | None, consolidated_at: float | None = None,
@@ -334,6 +368,25 @@ def update(conn: sqlite3.Connection, record_id: int, now: float, *, content: str
         redate(conn, record_id, content, now)
 
 
+def reword(conn: sqlite3.Connection, record_id: int, content: str, now: float, *,
+           said_at: float | None, source_turn: str | None = None) -> None:
+    """New words for a record (its stems with them; the knowledge is now). The day they point
+    to is read again against ``said_at`` (:func:`redate`); None keeps the day as it is (a done
+    mark's own date is no new day to be reminded of)."""
+    conn.execute("UPDATE memories SET content = ?, stems = ?, updated_at = ?, "
+                 "source_turn = COALESCE(?, source_turn) WHERE id = ?",
+                 (content, " ".join(text.stems(content)), now, source_turn, record_id))
+    if said_at is not None:
+        redate(conn, record_id, content, said_at)
+
+
+def set_flag(conn: sqlite3.Connection, record_id: int, flag: str, value: bool) -> None:
+    """The owner's pin or the private mark, as it is (the change is logged by the caller)."""
+    if flag not in ("pinned", "private"):
+        raise ValueError(f"{flag} is not a flag")
+    conn.execute(f"UPDATE memories SET {flag} = ? WHERE id = ?", (int(value), record_id))
+
+
 def redate(conn: sqlite3.Connection, record_id: int, content: str, said_at: float, *,
            keep_if_none: bool = False) -> None:
     """The day a record's (new) words point to, read against ``said_at``, written in the
@@ -379,6 +432,38 @@ def said_at(conn: sqlite3.Connection, record_id: int) -> float | None:
     return r["created_at"]
 
 
+# ---------------------------------------------------------------------------- reminders (§8.11)
+
+_REMIND = ("id, content, importance, private, updated_at, due_on, due_every, remind_state, "
+           "remind_after, scope, stems")
+
+
+def due(conn: sqlite3.Connection, *, private: bool) -> list[sqlite3.Row]:
+    """Every live record with a day (private ones only with ``private``), for
+    :func:`core.reminders.coming_up`."""
+    return conn.execute(f"SELECT {_REMIND} FROM memories WHERE archived_at IS NULL AND due_on "
+                        f"IS NOT NULL{'' if private else ' AND private = 0'}").fetchall()
+
+
+def open_one_offs(conn: sqlite3.Connection, scope: str, exclude: int) -> list[sqlite3.Row]:
+    """The live, unpinned one-off records of ``scope`` whose reminder is still open (what a
+    record saying a thing moved may end)."""
+    return conn.execute(
+        f"SELECT {_REMIND} FROM memories WHERE archived_at IS NULL AND id != ? AND due_on IS "
+        "NOT NULL AND due_every IS NULL AND remind_state IS NULL AND scope = ? AND pinned = 0",
+        (exclude, scope)).fetchall()
+
+
+def set_reminder(conn: sqlite3.Connection, record_id: int, *, state: str | None = None,
+                 after: float | None = None) -> None:
+    """The owner's answer to a reminder: its state (done, dismissed) or the moment before
+    which it is not shown again."""
+    if state is not None:
+        conn.execute("UPDATE memories SET remind_state = ? WHERE id = ?", (state, record_id))
+    if after is not None:
+        conn.execute("UPDATE memories SET remind_after = ? WHERE id = ?", (after, record_id))
+
+
 def purge(conn: sqlite3.Connection, before: float, *, dry_run: bool = False) -> int:
     """The one purge: delete archive entries archived before ``before`` (with ``dry_run`` only
     count them)."""
@@ -388,11 +473,11 @@ def purge(conn: sqlite3.Connection, before: float, *, dry_run: bool = False) -> 
     return conn.execute(f"DELETE {cond}", (before,)).rowcount
 
 
-def turn_changes(conn: sqlite3.Connection, turn_id: str) -> list[dict]:
-    rows = conn.execute(
-        "SELECT id, at, actor, op, memory_id FROM changes WHERE turn_id = ? ORDER BY id",
-        (turn_id,)).fetchall()
-    return [dict(r) for r in rows]
+def model_changes(conn: sqlite3.Connection, turn_id: str) -> int:
+    """How many updates and forgets the model made in this turn."""
+    return conn.execute("SELECT COUNT(*) FROM changes WHERE turn_id = ? AND actor = ? "
+                        "AND op IN ('update', 'forget')",
+                        (turn_id, Actor.MODEL.value)).fetchone()[0]
 
 
 @dataclass
@@ -509,51 +594,3 @@ def all_ids(conn: sqlite3.Connection, scope: str) -> list[int]:
     """Every record id of a scope, live or archived."""
     return [r[0] for r in conn.execute("SELECT id FROM memories WHERE scope = ? ORDER BY id",
                                        (scope,))]
-
-
-def exported(conn: sqlite3.Connection, *, include_archive: bool, private: bool
-             ) -> Iterable[tuple[sqlite3.Row, list[float]]]:
-    """Rows for an export, oldest id first, each with its access history. Private rows are
-    left out unless ``private``; archived ones unless ``include_archive``."""
-    where = []
-    if not include_archive:
-        where.append("archived_at IS NULL")
-    if not private:
-        where.append("private = 0")
-    cond = f" WHERE {' AND '.join(where)}" if where else ""
-    for r in conn.execute(f"SELECT * FROM memories{cond} ORDER BY id").fetchall():
-        yield r, history(conn, r["id"])
-
-
-def count_private(conn: sqlite3.Connection, *, include_archive: bool) -> int:
-    cond = "" if include_archive else " AND archived_at IS NULL"
-    return conn.execute(f"SELECT COUNT(*) FROM memories WHERE private = 1{cond}").fetchone()[0]
-
-
-def log_imported_history(conn: sqlite3.Connection, record_id: int, accesses: Sequence[float],
-                         turn_id: str | None) -> None:
-    """The change log of an imported record's access history: one "reinforce" per access, as
-    if it had been reinforced here (the log tells the same story as the rows; a rollback of the
-    import takes each back before the record)."""
-    conn.executemany(
-        "INSERT INTO changes (at, actor, turn_id, op, memory_id, before) "
-        "VALUES (?, 'owner', ?, 'reinforce', ?, ?)",
-        [(at, turn_id, record_id, json.dumps({"access": at})) for at in accesses])
-
-
-def mark_archived(conn: sqlite3.Connection, record_id: int, at: float, by: str,
-                  why: str, turn_id: str | None = None) -> None:
-    """An imported record that was in the archive where it was exported: archived as it was
-    (when, by whom, why — logged as its "forget"), restorable until purged."""
-    log_change(conn, at, Actor(by), turn_id, "forget", record_id, snapshot(conn, record_id))
-    conn.execute(
-        "UPDATE memories SET archived_at = ?, archived_by = ?, archived_why = ? WHERE id = ?",
-        (at, by, why, record_id))
-
-
-def same_record(conn: sqlite3.Connection, content: str, created_at: float) -> int | None:
-    """A record (live or archived) with exactly this content and creation time: the one an
-    import of an earlier export of this store would copy."""
-    r = conn.execute("SELECT id FROM memories WHERE content = ? AND created_at = ? LIMIT 1",
-                     (content, created_at)).fetchone()
-    return None if r is None else r[0]

@@ -397,6 +397,12 @@ class Storage:
             return
         self.index_generation = after if before == self.index_generation else None
 
+    def note_moved(self) -> None:
+        """Inside a transaction: move the index generation on, so other processes reindex
+        (a write the generation's triggers do not see, such as a rollback of reinforcements
+        alone, says so itself)."""
+        self.conn.execute("UPDATE index_state SET generation = generation + 1 WHERE id = 1")
+
     def index_stamp(self) -> tuple[str, int]:
         """(this store's random id, its index generation now)."""
         with self.lock:

@@ -118,8 +118,21 @@ CYR2LAT = {"а": "a", "б": "b", "в": "v", "г": "g", "д": "d", "е": "e", "ё
            "п": "p", "р": "r", "с": "s", "т": "t", "у": "u", "ф": "f", "х": "kh", "ц": "ts",
            "ч": "ch", "ш": "sh", "щ": "shch", "ъ": "", "ы": "y", "ь": "", "э": "e", "ю": "yu",
            "я": "ya"}
-_NAME = re.compile(r"(?<![.!?…]\s)(?<!^)\b([A-ZА-ЯЁ][a-zа-яё]{2,})\b")
-_NOT_NAMES = frozenset({"eva", "ева", "i'm", "the", "by", "hi", "hey"})
+# A word that starts with a capital: letters and digits ("Boris2"), joined by an apostrophe
+# inside ("O'Brien", "Kazan's"); a hyphen parts two ("Anna-Maria"). Quotes around it are no
+# part of it.
+_CAPITALISED = re.compile(
+    r"(?<!\w)(?<!\w['’])[A-ZА-ЯЁ][^\W_]*(?:['’][^\W_]+)*(?!\w)(?!['’]\w)")
+_APOSTROPHE = re.compile(r"['’]")
+# Any word is capitalised where a sentence opens: at the start of the text or a line, or after
+# . ! ? … — spaces and opening marks between (a quote, a bracket, a dialogue dash, a list's
+# bullet: «"Пойдём!"», "- Yes"). A mark in mid-sentence opens nothing: «бассейн «Лужники»»,
+# "my sister — Vika", "a beagle (Fantik)" and "Дети: Соня и Марк" name someone.
+_SENTENCE_ENDS = frozenset(".!?…\n")
+_OPENING_MARKS = frozenset(" \t\"'«“„‘([-–—*•")
+_NOT_NAMES = frozenset({"eva", "ева", "i", "i'm", "i've", "i'd", "i'll", "ok", "okay", "oh", "yes",
+                        "no", "hi", "hey", "hello", "thanks", "привет", "да", "нет",
+                        "mr", "mrs", "ms", "dr", "st", "jr", "sr"})  # titles name no one
 
 
 def transliterate(word: str) -> str:
@@ -129,14 +142,38 @@ def transliterate(word: str) -> str:
     return "".join(LAT2CYR.get(ch, ch) for ch in word)
 
 
-def name_stems(content: str) -> list[frozenset[str]]:
-    """For each name in ``content`` (a capitalised word that does not open a sentence), its stem
-    in both scripts: {"lena", "лен"} for "Lena"."""
-    out: list[frozenset[str]] = []
-    for word in _NAME.findall(nfc(content).strip()):
-        low = word.lower().replace("ё", "е")
-        if low in _NOT_NAMES or is_stopword(low):
+def names(text: str) -> list[str]:
+    """The proper names of ``text``, in order — the one detector that recall's name links
+    (:func:`name_stems`) and a summary's salient terms (:mod:`core.summary_fidelity`) share:
+    capitalised words of at least two letters, one lower-case (not an acronym: "DVDs"; "McLeod"
+    and "LeBron" are names), that do not open a sentence and are no greeting, title, pronoun or
+    stop word. A possessive's 's is left off ("Kazan's" → "Kazan")."""
+    out: list[str] = []
+    for m in _CAPITALISED.finditer(text):
+        word = m.group()
+        if word[-2:] in ("'s", "’s"):
+            word = word[:-2]
+        rest = "".join(part[1:] for part in _APOSTROPHE.split(word))
+        if rest.endswith("s"):
+            rest = rest[:-1]  # a plural's s: "DVDs" is no name
+        if (not any(ch.islower() for ch in rest) or word.lower() in _NOT_NAMES
+                or is_stopword(word.lower())):
+            continue  # one letter, an acronym, or a word anyone may capitalise
+        k = m.start() - 1
+        while k >= 0 and text[k] in _OPENING_MARKS:
+            k -= 1
+        if k < 0 or text[k] in _SENTENCE_ENDS:
             continue
+        out.append(word)
+    return out
+
+
+def name_stems(content: str) -> list[frozenset[str]]:
+    """For each name in ``content`` (:func:`names`), its stem in both scripts: {"lena", "лен"}
+    for "Lena"."""
+    out: list[frozenset[str]] = []
+    for word in names(nfc(content).strip()):
+        low = word.lower().replace("ё", "е")
         other = transliterate(low)
         if _CYRILLIC.search(low):  # "Казани": its stem "казан" is "kazan" in Latin letters
             variants = {low, other, transliterate(stem_token(low))}

@@ -48,7 +48,7 @@ class ArchiveScreen(RecordTableScreen):
         yield from self.compose_table()
 
     def loader(self, memory) -> Callable[[], ArchiveLoaded]:
-        return lambda: ArchiveLoaded(memory.archive(OWNER_TRUSTED))
+        return lambda: ArchiveLoaded(memory.archived(OWNER_TRUSTED))
 
     def on_archive_loaded(self, event: ArchiveLoaded) -> None:
         now = self.services.clock.now()

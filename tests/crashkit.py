@@ -203,7 +203,7 @@ def child_main(argv: list[str]) -> None:
     clock = ManualClock(1_780_000_000.0 + seq)
     mem = Memory.open(path, MemoryConfig(), clock, embedder=HashEmbedder())
     live = {r.id: r.content for r in mem.list(OWNER_TRUSTED, limit=10_000)}
-    archived = {a.record.id for a in mem.archive(OWNER_TRUSTED, limit=10_000)}
+    archived = {a.record.id for a in mem.archived(OWNER_TRUSTED, limit=10_000)}
 
     def say(obj: dict) -> None:
         sys.stdout.write(json.dumps(obj, ensure_ascii=False) + "\n")

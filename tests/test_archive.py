@@ -68,7 +68,7 @@ def test_archive_entry_says_who_why_and_when(mem, clock):
     clock.advance(DAY)
     t2 = clock.now()
     mem.forget(b, "changed jobs", OWNER_TRUSTED, actor=Actor.OWNER)
-    entries = mem.archive()
+    entries = mem.archived()
     assert [(e.record.id, e.archived_by, e.why, e.archived_at, e.purge_at) for e in entries] == [
         (b, "owner", "changed jobs", t2, t2 + 30 * DAY),
         (a, "model", "moved to Kazan", t1, t1 + 30 * DAY),
@@ -115,7 +115,7 @@ def test_purge_removes_only_entries_older_than_archive_ttl(mem, clock):
     assert mem.purge_archive() == 0
     clock.advance(1.0)
     assert mem.purge_archive() == 1
-    assert [e.record.id for e in mem.archive()] == [mid]
+    assert [e.record.id for e in mem.archived()] == [mid]
     assert mem.get(live).id == live and mem.count() == 1
     with pytest.raises(NotFound):
         mem.restore(old)
@@ -123,7 +123,7 @@ def test_purge_removes_only_entries_older_than_archive_ttl(mem, clock):
                              (old,))[0][0] == 0
     clock.advance(20 * DAY)
     assert mem.purge_archive() == 1
-    assert mem.archive() == [] and mem.count() == 1
+    assert mem.archived() == [] and mem.count() == 1
 
 
 def test_purge_respects_a_configured_ttl(tmp_path, clock):
@@ -154,7 +154,7 @@ def test_archive_and_restore_are_the_trusted_owners(mem, ctx):
     rid = mem.save("Anna's diagnosis is asthma", private=True).id
     mem.forget(rid, "outdated", OWNER_TRUSTED)
     with pytest.raises(AccessDenied):
-        mem.archive(ctx)
+        mem.archived(ctx)
     with pytest.raises(AccessDenied):
         mem.restore(rid, ctx)
     assert mem.count(archived=True) == 1

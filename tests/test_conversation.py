@@ -171,7 +171,7 @@ def test_regenerate_restores_the_exact_prior_store_and_answers_again(mem, clock)
     # deleted), every other row is back exactly as it was
     created = [r for r in after_mem if r[0] not in {keep.id, pinned.id}]
     assert len(created) == 1 and created[0][1] == "Owner moved to Moscow"
-    assert mem.archive()[0].why == "regenerated" and mem.archive()[0].record.id == created[0][0]
+    assert mem.archived()[0].why == "regenerated" and mem.archived()[0].record.id == created[0][0]
     assert [r for r in after_mem if r[0] not in {pinned.id, created[0][0]}] == [
         r for r in before_mem if r[0] != pinned.id]
     assert [a for a in after_acc if a[0] != pinned.id] == [a for a in before_acc if a[0] != pinned.id]

@@ -60,7 +60,7 @@ def test_another_connections_writes_are_seen_before_recall(tmp_path_factory, ste
         for n, (op, words, k) in enumerate(steps):
             clock.advance(3600)
             live = [r.id for r in a.list(limit=1000)]
-            archived = [r.record.id for r in a.archive()]
+            archived = [r.record.id for r in a.archived()]
             rid = live[k % len(live)] if live else None
             turn = OWNER_TRUSTED.with_turn(f"t{n}")
             if op in ("save", "save_private"):

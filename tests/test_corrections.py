@@ -69,7 +69,7 @@ def test_the_step_archives_what_the_learned_model_says_is_replaced(tmp_path, emb
         list(Conversation(mem, llm).turn(say, OWNER_TRUSTED))
         live = sorted(r.content for r in mem.list(OWNER_TRUSTED, limit=100))
         assert live == ["I work in marketing.", say]
-        archived = mem.archive()
+        archived = mem.archived()
         assert [a.record.id for a in archived] == [old] and "learned" in archived[0].why
     finally:
         mem.close()

@@ -149,7 +149,7 @@ def test_forget_when_the_owner_asks_archives_the_record(mem):
     assert item["properties"]["op"] == {"const": "forget"}  # the only op when asked to forget
     assert item["properties"]["id"]["enum"] == [rid]
     assert finished(events)[0].result.ok
-    assert live(mem) == [] and mem.archive()[0].record.id == rid
+    assert live(mem) == [] and mem.archived()[0].record.id == rid
 
 
 def test_private_save_in_a_turn_that_cannot_see_private_is_refused(mem):
@@ -215,7 +215,7 @@ def test_regenerate_rolls_back_the_steps_writes(mem):
     assert live(mem) == ["my dog is Rex"]
     events = list(conv.regenerate(OWNER_TRUSTED))
     assert live(mem) == []
-    assert [a.why for a in mem.archive()] == ["regenerated"]  # archived, never deleted
+    assert [a.why for a in mem.archived()] == ["regenerated"]  # archived, never deleted
     assert events[-1].text == "Second."
 
 
@@ -771,7 +771,7 @@ def test_a_correction_saved_as_new_replaces_the_old_value(mem):
     assert [(f.name, f.result.ok) for f in fins] == [("memory_save", True),
                                                      ("memory_forget", True)]
     assert live(mem) == ["Update: Anna moved again, she now lives in Yerevan."]
-    archived = mem.archive()
+    archived = mem.archived()
     assert [a.record.id for a in archived] == [old]
     assert f"replaced by #{fins[0].result.data['id']}" in archived[0].why
     # regenerating the turn takes the correction back whole
@@ -790,7 +790,7 @@ def test_a_new_fact_about_the_same_person_replaces_nothing(mem):
     run(conv, "Anna's birthday is on March 3, she turns 30.")
     fins = finished(run(conv, "Anna now works as a designer at Canva."))
     assert [f.name for f in fins] == ["memory_save"]
-    assert len(live(mem)) == 3 and mem.archive() == []
+    assert len(live(mem)) == 3 and mem.archived() == []
 
 
 @pytest.mark.parametrize("old, new, replaces", [

@@ -14,7 +14,8 @@ from core.chat.conversation import Conversation, ConversationConfig
 from core.chat.events import TurnDone
 from core.errors import MemoryOpError
 from core.llm import ToolCall
-from core.summaries import INVALID, Summarizer
+from core.summaries import INVALID
+from core.summarizer import Summarizer
 from tests.fake_llm import ScriptedLLM
 from tests.test_summaries import TURNS, SummaryLLM, fill
 
@@ -81,7 +82,7 @@ def test_choosing_away_from_an_answer_rolls_its_memory_back(mem):
     first = conv.alternatives(turn_id)[0]
     conv.choose_alternative(turn_id, first.id)
     assert mem.list(OWNER_TRUSTED) == []
-    assert mem.archive()[0].record.id == kept.id and mem.archive()[0].why == "regenerated"
+    assert mem.archived()[0].record.id == kept.id and mem.archived()[0].why == "regenerated"
 
 
 def test_a_choice_outside_the_turn_changes_nothing(mem):

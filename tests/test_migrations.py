@@ -89,7 +89,7 @@ def v1_check(mem: Memory) -> None:
     legacy = mem.get(V1_DEFAULTS_ID)
     assert (legacy.private, legacy.pinned, legacy.scope) == (False, False, "global")
     # the archive keeps its entries with who/why/when, restorable
-    archived = {a.record.id: a for a in mem.archive()}
+    archived = {a.record.id: a for a in mem.archived()}
     assert set(archived) == {5}
     assert archived[5].why == "moved to Moscow" and archived[5].record.private is True
     assert mem.count() == 5 and mem.count(archived=True) == 1

@@ -166,6 +166,28 @@ def test_the_default_embedder_is_use_with_minilm_for_english_pairs(use, minilm_d
     assert hub_calls == []
 
 
+def test_bulk_embedding_gives_the_vectors_of_one_text_at_a_time(use, minilm_dir):
+    """Issue 32 part 6 (SPEC §6: a vector belongs to its record's words, however it was made):
+    the default embedder's bulk path — texts sorted by length and batched for MiniLM, chunked
+    for USE, with progress — gives each text the row it gets embedded alone, in the texts'
+    own order; progress counts up to every text."""
+    from models.embedders import DEFAULT_EMBEDDER
+
+    dual = load_embedder(DEFAULT_EMBEDDER)
+    texts = ["ok", "Моя сестра Лена живёт в Казани.", "I can't stand horror movies. " * 40,
+             "Встреча с Анной перенесена на 2 июня", "", "Kazan"]
+    texts += [f"note {i}: the owner's friend number {i} lives in town {'far ' * (i % 7)}{i}"
+              for i in range(300)]  # more than one chunk of 256
+    seen: list[tuple[int, int]] = []
+    many = dual.embed_many(texts, progress=lambda done, total: seen.append((done, total)))
+    alone = np.vstack([dual.embed([t]) for t in texts])
+    assert many.shape == (len(texts), dual.dim) and many.dtype == np.float32
+    assert np.abs(many - alone).max() < 1e-5
+    assert seen[-1] == (len(texts), len(texts)) and [d for d, _ in seen] == sorted(
+        d for d, _ in seen) and len(seen) > 1
+    assert dual.embed_many([]).shape == (0, dual.dim)
+
+
 def test_unknown_or_broken_models_are_clear_errors(tmp_path, hub_calls):
     """SPEC §6: a model that cannot load is a clear error (the app then recalls lexically)."""
     with pytest.raises(EmbedderError, match="unknown embedding model"):

@@ -88,7 +88,7 @@ def test_clear_all_archives_unpinned_and_pinned_only_on_second_confirmation(mem)
     _turn, ids = mem.clear_scope("global")
     assert sorted(ids) == [1, 2]
     assert sorted(r.id for r in mem.list()) == [3, 4]
-    assert {a.record.id for a in mem.archive()} == {1, 2}
+    assert {a.record.id for a in mem.archived()} == {1, 2}
     _turn, ids = mem.clear_scope("global", pinned=True)
     assert ids == [3]
     assert [r.id for r in mem.list()] == [4]

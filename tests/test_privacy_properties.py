@@ -277,7 +277,7 @@ def check_refusals(mem: Memory, stored: list[Stored], ctx: TurnContext) -> None:
                 assert str(e.value) == f"there is no memory #{r.id}"
             if ctx.is_owner:  # the owner's turn: the op exists, the record "does not"
                 assert isinstance(e.value, NotFound), (fn.__name__, e.value)
-        for fn, args in ((mem.restore, (r.id, ctx)), (mem.archive, (ctx,)), (mem.list, (ctx,))):
+        for fn, args in ((mem.restore, (r.id, ctx)), (mem.archived, (ctx,)), (mem.list, (ctx,))):
             with pytest.raises(AccessDenied) as e:
                 fn(*args)
             assert_no_leak("API error", str(e.value), stored)
@@ -532,7 +532,7 @@ def test_summaries_of_private_turns_never_reach_a_blind_prompt(tmp_path_factory,
     tiers (4 → merged → long-term), no private marker reaches the prompt of any context that
     cannot see private memory, while every trusted prompt does carry them (not vacuous)."""
     from core.chat.conversation import Conversation, ConversationConfig
-    from core.summaries import Summarizer
+    from core.summarizer import Summarizer
     from core.transcript import Transcript
 
     path = tmp_path_factory.mktemp("sum") / "m.db"

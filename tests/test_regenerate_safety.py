@@ -99,8 +99,8 @@ def test_regenerate_after_a_restart_archives_what_the_turn_created(tmp_path):
         events = list(conv.regenerate(OWNER_TRUSTED))
         assert events[-1].text == "Again."
         assert mem.count() == 0 and mem.count(archived=True) == 1
-        assert mem.archive()[0].why == "regenerated"
-        mem.restore(mem.archive()[0].record.id)  # the owner can bring it back
+        assert mem.archived()[0].why == "regenerated"
+        mem.restore(mem.archived()[0].record.id)  # the owner can bring it back
         assert [r.content for r in mem.list(OWNER_TRUSTED)] == ["Owner's sister is Anna"]
     finally:
         mem.close()
@@ -127,4 +127,4 @@ def test_undoing_a_night_archives_what_it_created_as_night_undone(mem):
         derived = ops.derive(tx, [a, b], "Owner swims on Sundays", "a habit", planned).id
     done = mem.rollback_turn("sleep:9")
     assert derived in done.touched and mem.count() == 2
-    assert [(x.record.id, x.why) for x in mem.archive()] == [(derived, "night undone")]
+    assert [(x.record.id, x.why) for x in mem.archived()] == [(derived, "night undone")]

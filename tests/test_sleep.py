@@ -76,7 +76,7 @@ def test_merge_keeps_most_reinforced_id_and_sums_histories(mem, clock):
     assert survivor.content == "The owner's cat Murka likes fish a lot"
     assert survivor.access_count == 4 and len(survivor.accesses) == 4
     assert survivor.created_at == OLD
-    archived = {x.record.id: x for x in mem.archive(OWNER_TRUSTED)}
+    archived = {x.record.id: x for x in mem.archived(OWNER_TRUSTED)}
     assert archived[a].archived_by == "sleep" and f"merged into #{b}" in archived[a].why
     op = phase(run, "review").ops[0]
     assert (op.op, op.applied, op.refused_reason, op.detail["survivor"]) == ("merge", True, None, b)
@@ -107,7 +107,7 @@ def test_resolve_keeps_the_fresher_record(mem, clock):
     planner = PlannerLLM(review=[plan(resolve(new, [old], "moved to Moscow"))])
     run = sleeper(mem, planner, clock).run()
     assert old not in {r.id for r in mem.list(OWNER_TRUSTED)}
-    arch = {x.record.id: x for x in mem.archive(OWNER_TRUSTED)}
+    arch = {x.record.id: x for x in mem.archived(OWNER_TRUSTED)}
     assert "contradicted by" in arch[old].why and "moved to Moscow" in arch[old].why
     assert phase(run, "review").ops[0].applied
 

@@ -78,7 +78,7 @@ def test_a_real_model_plans_a_schema_valid_night_that_the_core_applies_or_refuse
         for o in p.ops:  # each op is either applied or refused with its reason, never both
             assert o.applied != (o.refused_reason is not None), (o.op, o.refused_reason)
     after = {r.id: r for r in mem.list(OWNER_TRUSTED)}
-    archived = {a.record.id for a in mem.archive(OWNER_TRUSTED)}
+    archived = {a.record.id for a in mem.archived(OWNER_TRUSTED)}
     assert set(before) <= set(after) | archived  # nothing vanished: forgotten = archived
     assert ids["city"] in after  # core is never deleted
     bro = mem.get(ids["bro"])

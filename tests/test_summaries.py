@@ -12,20 +12,9 @@ import pytest
 from core import OWNER_IN_GROUP, OWNER_TRUSTED
 from core.chat.conversation import Conversation, ConversationConfig
 from core.llm import ModelError
-from core.summaries import (
-    FALLBACK,
-    HEADER,
-    INVALID,
-    LONG_TERM,
-    MERGED,
-    OK,
-    RECENT,
-    Summarizer,
-    dropped,
-    fidelity,
-    fold,
-    salient_terms,
-)
+from core.summaries import FALLBACK, HEADER, INVALID, LONG_TERM, MERGED, OK, RECENT
+from core.summarizer import Summarizer, fold
+from core.summary_fidelity import dropped, fidelity, salient_terms
 from core.transcript import Transcript
 from tests.fake_llm import ScriptedLLM
 
@@ -205,9 +194,9 @@ def test_long_term_past_its_cap_folds_oldest_lines_per_period():
 
 
 def test_long_term_cap_is_held_by_detail_level(mem, clock, monkeypatch):
-    from core import summaries
+    from core import summarizer
 
-    monkeypatch.setitem(summaries.LONG_TERM_CAP, "key", 120)
+    monkeypatch.setitem(summarizer.LONG_TERM_CAP, "key", 120)
     conv, s = make(mem, clock, chunk_messages=2, detail_level="key")
     for day in range(8):  # 8 days: folding has periods to work with
         ids = fill(mem, conv.chat_id, TURNS[day * 4: day * 4 + 4], start_day=day * 20)

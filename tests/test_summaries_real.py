@@ -7,7 +7,8 @@ from __future__ import annotations
 import pytest
 
 from core.chat.conversation import Conversation, ConversationConfig
-from core.summaries import FALLBACK, OK, RECENT, fidelity
+from core.summaries import FALLBACK, OK, RECENT
+from core.summary_fidelity import fidelity
 from core.transcript import Transcript
 
 pytestmark = pytest.mark.real_model

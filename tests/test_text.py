@@ -128,3 +128,20 @@ def test_a_decomposed_query_finds_the_composed_record(mem):
     assert [h.id for h in mem.recall(DECOMPOSED_YI, OWNER_TRUSTED)] == [rid]
     again = mem.save(f"Мой друг {DECOMPOSED_YI} живёт в Казани", OWNER_TRUSTED)
     assert again.id == rid and again.status != "created"  # dedup sees the same words
+
+
+def test_one_name_detector_for_name_links_and_what_a_summary_must_keep():
+    """SPEC §5 (name links) and §8.3 (a summary keeps its source's names): one detector finds
+    the names of a text for both — capitalised words in mid-sentence, also inside quotes, after
+    a dash, a bracket or a colon; never a sentence's first word, a greeting, a title or an
+    acronym; "Kazan's" is Kazan."""
+    from core import text
+    from core.summary_fidelity import salient_terms
+
+    t = ("Вчера плавал в бассейне «Лужники». Дети: Соня и Марк. My sister — Vika — moved to "
+         "Kazan's old town with a beagle (Fantik) and Mr O'Brien. Hello Lena! Thanks, DVDs.")
+    names = ["Лужники", "Соня", "Марк", "Vika", "Kazan", "Fantik", "O'Brien", "Lena"]
+    assert text.names(t) == names
+    assert {w for w in salient_terms(t) if not w.isdigit()} == set(names)
+    assert len(text.name_stems(t)) == len(names)
+    assert text.names("Anna-Maria and McLeod met Jo") == ["Maria", "McLeod", "Jo"]

@@ -233,7 +233,7 @@ def test_memory_forget_moves_to_the_archive_with_who_why_when(mem, clock):
     res = ok(call(mem, "memory_forget", {"id": rid, "why": "moved to Kazan"}, OWNER_TRUSTED))
     assert res.text == f"Forgot #{rid} (moved to the archive)."
     assert mem.count() == 0 and mem.count(archived=True) == 1
-    (a,) = mem.archive()
+    (a,) = mem.archived()
     assert a.record.id == rid and a.record.content == "Owner lives in Omsk"
     assert (a.archived_by, a.why, a.archived_at) == ("model", "moved to Kazan", clock.now())
     assert a.purge_at == clock.now() + 30 * DAY

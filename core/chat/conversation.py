@@ -61,6 +61,8 @@ from core.privacy import TurnContext
 from core.prompt_section import PromptSection
 from core.records import Rollback
 from core.reminders import Reminder
+from core.summarizer import Progress as SummaryProgress
+from core.summarizer import StepResult, Summarizer
 from core.transcript import StoredMessage, Transcript, Window, live_window
 from core.window_saver import WindowSaver
 
@@ -170,7 +172,7 @@ class Conversation:
         self._busy = threading.Lock()
         self.writer = MemoryWriter(memory, model)
         self._last_lang: str | None = None  # a message with no letters keeps the last language
-        self._summarizer: rolling.Summarizer | None = None
+        self._summarizer: Summarizer | None = None
         self._last_ctx: TurnContext | None = None  # whose prefix a new summary warms up
         self._current = CurrentChat.open(self.chats, self.clock, self.config.persona_id,
                                          channel, self._busy, chat_id)
@@ -213,12 +215,12 @@ class Conversation:
 
     # ------------------------------------------------------------------ summaries (§8.3)
     @property
-    def summarizer(self) -> rolling.Summarizer:
+    def summarizer(self) -> Summarizer:
         """The background summariser of this conversation's chats (one per conversation; the
         structured memory step runs over each chunk first when learning is on)."""
         if self._summarizer is None:
             saver = WindowSaver(self.memory, self.writer, self._transcript.set_meta)
-            self._summarizer = rolling.Summarizer(
+            self._summarizer = Summarizer(
                 self.summaries, self.model, clock=self.clock,
                 detail_level=self.config.detail_level, writer=saver)
         s = self._summarizer
@@ -230,8 +232,8 @@ class Conversation:
         return s
 
     def summarise(self, cancel: threading.Event | None = None,
-                  progress: Callable[[rolling.StepResult], None] | None = None,
-                  chat_id: int | None = None) -> list[rolling.StepResult]:
+                  progress: Callable[[StepResult], None] | None = None,
+                  chat_id: int | None = None) -> list[StepResult]:
         """Summarise what has left the window of a chat (this one by default), until there is
         nothing left, a turn wants the model (it interrupts), or ``cancel``. Blocking: run it
         in a background worker, never on the send path."""
@@ -250,7 +252,7 @@ class Conversation:
             self.warm_up(self._last_ctx)
         return results
 
-    def summary_progress(self, chat_id: int | None = None) -> rolling.Progress:
+    def summary_progress(self, chat_id: int | None = None) -> SummaryProgress:
         target = self.chat_id if chat_id is None else chat_id
         return self.summarizer.progress(target, self._current.window_start_of(target))
 

@@ -28,7 +28,8 @@ import numpy as np
 from core import records, text
 from core import validation as valid
 from core.errors import MemoryOpError, Refused
-from core.memory import Memory, Writes
+from core.memory import Memory
+from core.memory_engine import Writes
 from core.records import Actor, Kind, Record, Source
 
 # What a plan is checked against: the fields of a record that an op's judgement rests on.

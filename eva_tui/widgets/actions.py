@@ -95,7 +95,7 @@ class RecordActions(EvaScreen):
         arch = None
         if archived or self._is_archived(record_id):
             arch = next(
-                (a for a in memory.archive(OWNER_TRUSTED) if a.record.id == record_id), None
+                (a for a in memory.archived(OWNER_TRUSTED) if a.record.id == record_id), None
             )
         self.post_message(RecordFetched(record_id, rec, arch))
 
@@ -108,7 +108,7 @@ class RecordActions(EvaScreen):
     def _is_archived(self, record_id: int) -> bool:
         memory = self.services.memory
         return memory is not None and any(
-            a.record.id == record_id for a in memory.archive(OWNER_TRUSTED)
+            a.record.id == record_id for a in memory.archived(OWNER_TRUSTED)
         )
 
     def _show_record(self, rec: Record, archived=None) -> None:

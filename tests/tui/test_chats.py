@@ -7,7 +7,7 @@ from __future__ import annotations
 
 from textual.widgets import DataTable, Static
 
-from core.summaries import salient_terms
+from core.summary_fidelity import salient_terms
 from core.transcript import Transcript
 from eva_tui.widgets import TurnView, UserMessage
 from screens.chats import ChatsScreen

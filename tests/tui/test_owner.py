@@ -201,7 +201,7 @@ async def test_clear_all_needs_a_second_confirmation_for_pinned(env_factory):
         await until(pilot, lambda: isinstance(pilot.app.screen, ConfirmClearPinned))
         await press_button(pilot, "#clear-pinned")
         await until(pilot, lambda: [r.id for r in env.memory.list()] == [WORK])
-        assert {a.record.id for a in env.memory.archive()} == {1, 2, CAT, 4}
+        assert {a.record.id for a in env.memory.archived()} == {1, 2, CAT, 4}
 
 
 # ---------------------------------------------------------------------------- drafting

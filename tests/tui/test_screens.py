@@ -130,7 +130,7 @@ async def test_forget_goes_to_the_archive_and_restore_brings_it_back(env_factory
         await pilot.press("enter")
         await settle(pilot)
         assert ANNA not in row_ids(pilot, "#records")
-        [arch] = env.memory.archive(OWNER_TRUSTED)
+        [arch] = env.memory.archived(OWNER_TRUSTED)
         assert (arch.record.id, arch.archived_by, arch.why) == (
             ANNA,
             "owner",
