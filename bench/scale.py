@@ -71,7 +71,8 @@ from bench.common import (
     parse_int_list,
     peak_rss_mb,
 )
-from core.embedding import part_cosines
+from core.recall import language_code
+from core.recall_scores import ENGLISH
 
 GENERATOR_VERSION = 1
 DAY = 86_400.0
@@ -481,7 +482,7 @@ def measure(size: int, db: Path, seed: int, ops: int = OPS, profile: bool = Fals
             t_embed.append(pc() - t0)
             t0 = pc()
             if mem._index.vectors is not None:  # as recall takes them
-                part_cosines(emb, mem._index.vectors, qvec)
+                mem._index.vectors.cosines(emb, qvec, english=language_code(q) == ENGLISH)
             t_cos.append(pc() - t0)
     status = mem.status()
 

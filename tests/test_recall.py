@@ -76,7 +76,7 @@ def test_the_score_factors_kept_per_record_follow_every_change(tmp_path, clock):
     beside its fields; they follow a save, a search's reinforcement, an edit, a rollback and a
     reopening (persisted index or rebuild), and the scores are the formula's, bit for bit."""
     from core.recall import score
-    from core.recall_index import snapshot_path
+    from core.recall_file import snapshot_path
 
     path = tmp_path / "m.db"
 
