@@ -44,6 +44,7 @@ from core.recall import Hit
 from core.recall_file import snapshot_path
 from core.recall_index import IndexChanges, RecallIndex, RecallStatus, Scored
 from core.records import GLOBAL_SCOPE, Actor, ArchivedRecord, Kind, Record, Source
+from core.reinforcement import Reinforcements
 from core.storage import Storage, connect
 
 log = logging.getLogger("eva.memory")
@@ -112,6 +113,8 @@ class Memory:
             self._index.load(conn, stamp)
             storage.index_generation = stamp[1]
             self._watch = coordination.StoreWatch(conn)
+        # a search's access rows wait for the next transaction or a few seconds
+        self._accesses = Reinforcements(storage)
 
     @property
     def config(self) -> MemoryConfig:
@@ -143,6 +146,10 @@ class Memory:
         hold it: the next open reads it instead of rebuilding), then close the store."""
         with self._lock:
             try:
+                self._accesses.close()
+            except Exception as e:  # noqa: BLE001 - at most that window is lost, never a memory
+                log.warning("reinforcements not written at close: %s", e)
+            try:
                 stamp = self._storage.index_stamp()
                 if self._storage.index_generation == stamp[1]:
                     self._index.persist(stamp)
@@ -158,6 +165,11 @@ class Memory:
             if self._storage.conn.in_transaction or not self._watch.moved(self._storage.conn):
                 # inside a transaction of ours the rows hold our uncommitted writes: the index
                 # must not take them before the commit (the next look outside catches up)
+                return 0
+            try:  # our waiting accesses first: the index is compared with the rows
+                self._accesses.flush()
+            except sqlite3.Error as e:  # the next look tries again; the index stays as it is
+                log.warning("reinforcements not written yet: %s", e)
                 return 0
             with self._storage.reading() as conn:
                 ids = coordination.changed_ids(conn, self._watch, self._index)
@@ -227,15 +239,20 @@ class Memory:
 
     def _reinforce(self, hit_ids: Sequence[int], now: float, ctx: TurnContext
                    ) -> dict[int, Record]:
-        """Reinforce what a turn was given (one transaction), then refresh their columns.
-        Returns the records as they are now."""
-        with self._storage.transaction() as conn:
-            records.log_accesses(conn, now, Actor.MODEL, ctx.turn_id, list(hit_ids))
-            # read back inside the transaction: a failed read after COMMIT would leave the
-            # in-memory index behind the file
-            fresh = records.fetch_many(conn, hit_ids)
-        self._index.accessed(fresh.values())  # only the access columns moved
-        return fresh
+        """Reinforce what a turn was given: the access rows wait to be written with the next
+        transaction (core.reinforcement), their columns move now. Returns the records as they
+        are with it."""
+        ids = list(hit_ids)
+        recs = records.fetch_many(self._storage.conn, ids)  # a failed read reinforces nothing
+        self._accesses.add(now, Actor.MODEL, ctx.turn_id, ids)
+        self._index.reinforced(ids, now)
+        return self._accesses.overlay(recs)
+
+    def flush_reinforcements(self) -> None:
+        """Write the reinforcements that wait (they are written with the next transaction or
+        within seconds anyway): before the access history is read elsewhere."""
+        with self._lock:
+            self._accesses.flush()
 
     # ------------------------------------------------------------------ tool operations
     def save(
@@ -505,6 +522,7 @@ class Memory:
             raise MemoryOpError("limit must be 1..10000 and offset >= 0")
         kind = None if kind is None else valid.kind(kind)
         with self._lock:
+            self._accesses.flush()  # the counts and last accesses as the owner left them
             return records.listing(self._storage.conn, kind=kind, private=private,
                                    pinned=pinned, scope=scope, scopes=scopes, contains=contains,
                                    order=order, limit=limit, offset=offset)
@@ -515,6 +533,7 @@ class Memory:
         The owner on a trusted surface (the memory browser) sees every scope."""
         rid = valid.record_id(record_id)
         with self._lock:
+            self._accesses.flush()  # its access history, every access in it
             r = records.fetch(self._storage.conn, rid, with_history=True)
         if r is None or not (ctx.can_list or self._visible(r, ctx)):
             raise NotFound(rid)
@@ -706,6 +725,7 @@ class Memory:
     def backup(self, dest: str | Path) -> Path:
         """A consistent copy of the whole store at ``dest`` (SQLite's online backup API; Eva
         may keep running). See :meth:`core.storage.Storage.backup`."""
+        self.flush_reinforcements()  # the copy holds every access
         return self._storage.backup(dest)
 
     def count(self, archived: bool = False) -> int:
@@ -815,6 +835,7 @@ class Memory:
         """Every live record of every scope, oldest id first (without access histories); or
         the live ones among ``ids``."""
         with self._lock:
+            self._accesses.flush()  # sleep weighs records by their accesses
             if ids is None:
                 return records.live(self._storage.conn)
             found = records.fetch_many(self._storage.conn, ids, live=True)
@@ -982,6 +1003,7 @@ class Memory:
         ``include_archive``) as a plain dict of its stored fields with its access history
         (``accesses``), oldest id first; private ones only with ``private``. Returns the rows
         and how many private records were left out. One consistent read."""
+        self.flush_reinforcements()  # the export carries every access
         with self._lock, self._storage.reading() as conn:
             rows = [{**dict(r), "accesses": acc} for r, acc in records.exported(
                 conn, include_archive=include_archive, private=private)]

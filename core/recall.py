@@ -188,6 +188,14 @@ class Columns:
         self.bonus[ids] = frequency_bonus(self.reinforcements[ids])
         self.weight[ids] = self.importance_share[ids] * self.bonus[ids]
 
+    def reinforce(self, ids: np.ndarray, now: float) -> None:
+        """One access each at ``now``: what :meth:`put_accesses` reads once
+        :func:`core.records.log_accesses` wrote it (last access ``now``, one more)."""
+        self.recalled_at[ids] = now
+        np.add.at(self.reinforcements, ids, 1.0)
+        self.bonus[ids] = frequency_bonus(self.reinforcements[ids])
+        self.weight[ids] = self.importance_share[ids] * self.bonus[ids]
+
     def score(self, ids: np.ndarray, relevance: np.ndarray, now: float, freshness_floor: float
               ) -> np.ndarray:
         """:func:`score` of these records (the same operations in the same order, so the same

@@ -185,10 +185,10 @@ class RecallIndex(HybridScores):
                 self.parts.drop(rid)
 
     @_guarded
-    def accessed(self, recs: Iterable[Record]) -> None:
-        """Records just reinforced: only their last access and count changed (no content, so
-        neither the lexical index nor the vectors are touched)."""
-        self.columns.put_accesses(recs)
+    def reinforced(self, ids: Iterable[int], now: float) -> None:
+        """Records reinforced at ``now`` whose access rows are yet to be written
+        (core.reinforcement): their columns move as the rows will."""
+        self.columns.reinforce(np.fromiter(ids, np.int64), now)
 
     @_guarded
     def reindex(self, conn: sqlite3.Connection, ids: Iterable[int]) -> None:

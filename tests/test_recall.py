@@ -389,6 +389,7 @@ def test_a_reinforcement_logs_its_one_access_and_rollback_takes_back_only_it(mem
     clock.advance(DAY)
     t_later = clock.now()
     mem.search("cat Murka", OWNER_TRUSTED.with_turn("t2"))
+    mem.flush_reinforcements()  # they wait for the next transaction (issue 32): write them now
     conn = mem._storage.conn
     logged = conn.execute("SELECT op, before FROM changes WHERE turn_id = 't1'").fetchall()
     assert [(r["op"], r["before"]) for r in logged] == [("reinforce", f'{{"access": {t_turn}}}')]
