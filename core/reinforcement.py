@@ -27,7 +27,7 @@ import logging
 import sqlite3
 import threading
 from collections.abc import Callable, Iterable
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 from typing import Any
 
 from core import records
@@ -46,10 +46,21 @@ class _Accesses:
     ids: tuple[int, ...]
 
 
+def _accessed(r: Record, n: int, at: float) -> Record:
+    """A copy of ``r`` with ``n`` more accesses, the last at ``at``. (Built by copying its
+    fields: ``dataclasses.replace`` re-runs the constructor, ~20 µs a record — a search's
+    eight hits would cost more than its whole lexical recall.)"""
+    out = object.__new__(Record)
+    out.__dict__.update(r.__dict__)
+    out.__dict__["last_access_at"] = at
+    out.__dict__["access_count"] = r.access_count + n
+    return out
+
+
 class Reinforcements:
     """The reinforcements of one store not yet written. Built by :class:`core.memory.Memory`
     over its ``Storage``; every write transaction on that storage writes them first (its
-    ``before_writes`` hook). ``interval``: seconds before a timer writes them (None: no timer —
+    ``write_hooks``). ``interval``: seconds before a timer writes them (None: no timer —
     only a transaction, :meth:`flush` or :meth:`close` does)."""
 
     def __init__(self, storage: Any, interval: float | None = FLUSH_SECONDS) -> None:
@@ -57,15 +68,17 @@ class Reinforcements:
         self.interval = interval
         self._pending: list[_Accesses] = []
         self._writing = 0  # how many of _pending the open write transaction holds
+        # per record, the accesses of _pending[_writing:]: (how many, the last one's moment)
+        self._waiting: dict[int, tuple[int, float]] = {}
         self._active = False  # a write transaction of the storage is open (our hook ran)
         self._timer: threading.Timer | None = None
         self._closed = False
-        storage.before_writes = self._begin
+        storage.write_hooks.append(self._begin)
 
     def __len__(self) -> int:
         """Accesses waiting to be written."""
         with self._storage.lock:
-            return sum(len(a.ids) for a in self._pending[self._writing:])
+            return sum(n for n, _at in self._waiting.values())
 
     def add(self, at: float, actor: Actor, turn_id: str | None, ids: Iterable[int]) -> None:
         """One access to each of these records at ``at`` (written later)."""
@@ -74,21 +87,23 @@ class Reinforcements:
             return
         with self._storage.lock:
             self._pending.append(_Accesses(at, actor, turn_id, ids))
+            waiting = self._waiting
+            for rid in ids:
+                waiting[rid] = (waiting.get(rid, (0, at))[0] + 1, at)
             self._schedule()
 
     def overlay(self, recs: dict[int, Record]) -> dict[int, Record]:
         """These records (as read from the rows) with the accesses still waiting here: their
         last access and count as they will be once written."""
         with self._storage.lock:
-            waiting = self._pending[self._writing:]
-        if not waiting:
-            return recs
-        out = dict(recs)
-        for a in waiting:
-            for rid in a.ids:
-                r = out.get(rid)
-                if r is not None:
-                    out[rid] = replace(r, last_access_at=a.at, access_count=r.access_count + 1)
+            waiting = self._waiting
+            if not waiting:
+                return recs
+            out = dict(recs)
+            for rid, r in recs.items():
+                w = waiting.get(rid)
+                if w is not None:
+                    out[rid] = _accessed(r, w[0], w[1])
         return out
 
     def flush(self) -> None:
@@ -137,6 +152,7 @@ class Reinforcements:
             records.log_accesses(conn, a.at, a.actor, a.turn_id,
                                  [i for i in a.ids if i in live])
         self._writing = len(self._pending)
+        self._waiting = {}
 
     def _end(self, committed: bool) -> None:
         self._active = False
@@ -144,6 +160,11 @@ class Reinforcements:
             del self._pending[: self._writing]
             if not self._pending:
                 self._cancel()
+        elif self._writing:  # rolled back: what it held waits again
+            self._waiting = {}
+            for a in self._pending:
+                for rid in a.ids:
+                    self._waiting[rid] = (self._waiting.get(rid, (0, a.at))[0] + 1, a.at)
         self._writing = 0
 
     # ------------------------------------------------------------------ the timer

@@ -344,10 +344,10 @@ class Storage:
         # this connection's own transactions; None once another connection wrote in between
         # (then the in-memory index may not match the file, and must not be persisted)
         self.index_generation: int | None = None
-        # called right after every write transaction's BEGIN, with the connection; what it
-        # returns is called when that transaction ends (True: committed). Memory's waiting
-        # reinforcements are written so (core.reinforcement)
-        self.before_writes: Callable[[sqlite3.Connection], Callable[[bool], None]] | None = None
+        # each is called right after every write transaction's BEGIN, with the connection;
+        # what it returns is called when that transaction ends (True: committed). Memory's
+        # waiting reinforcements are written so (core.reinforcement)
+        self.write_hooks: list[Callable[[sqlite3.Connection], Callable[[bool], None]]] = []
 
     @contextmanager
     def transaction(self) -> Iterator[sqlite3.Connection]:
@@ -362,20 +362,20 @@ class Storage:
                 return
             self.conn.execute("BEGIN IMMEDIATE")
             self._depth = 1
-            ended: Callable[[bool], None] | None = None
+            ended: list[Callable[[bool], None]] = []
             committed = False
             try:
                 before = self._generation()
-                if self.before_writes is not None:
-                    ended = self.before_writes(self.conn)
+                for hook in self.write_hooks:
+                    ended.append(hook(self.conn))
                 yield self.conn
             except BaseException:
                 self._depth = 0
                 try:
                     self.conn.execute("ROLLBACK")
                 finally:
-                    if ended is not None:
-                        ended(False)
+                    for end in ended:
+                        end(False)
                 self._moved(None)
                 raise
             else:
@@ -390,8 +390,8 @@ class Storage:
                     self._moved(None)
                     raise
                 finally:
-                    if ended is not None:
-                        ended(committed)
+                    for end in ended:
+                        end(committed)
                 self._moved(before, after)
 
     def _generation(self) -> int:

@@ -146,7 +146,7 @@ def test_another_process_sees_them_within_seconds_and_a_purged_record_is_skipped
     gone = a.save("Owner's old phone number ends in 42", OWNER_TRUSTED).id
     b.refresh()
     written = threading.Event()
-    ended = a._storage.before_writes
+    ended = a._accesses._begin
 
     def watch(conn):
         done = ended(conn)
@@ -157,7 +157,7 @@ def test_another_process_sees_them_within_seconds_and_a_purged_record_is_skipped
                 written.set()
         return end
 
-    a._storage.before_writes = watch
+    a._storage.write_hooks[a._storage.write_hooks.index(ended)] = watch
     a._accesses.interval = 0.05
     a.search("Lena Riga", OWNER_TRUSTED)
     assert written.wait(30), "the timer never wrote the reinforcements"
