@@ -46,6 +46,7 @@ class LexicalIndex:
         # the main's documents' lengths, and their average when it was built (its postings are
         # scored with the current statistics, so a result never depends on when it was built)
         self._main_len = np.zeros(0, dtype=np.float64)
+        self._main_len_b = self._main_len  # B × each length: a query's norms start from it
         self._main_avgdl = 1.0
         # each main posting's term frequency, recovered once from bm25s's stored scores when
         # the main is built (bm25s's own scores are dropped: a query rescores the postings)
@@ -131,6 +132,7 @@ class LexicalIndex:
         self._main_alive = np.ones(len(keys), dtype=bool)
         self._main_dead = 0
         self._main_len = np.asarray([len(self.docs[k]) for k in keys], dtype=np.float64)
+        self._main_len_b = B * self._main_len
         self._main_avgdl = self.avgdl
         self.rebuilds += 1
         if not keys:
@@ -253,6 +255,7 @@ class LexicalIndex:
         self.total_len = int(doc_lens[1].sum()) if doc_lens is not None else \
             sum(len(s) for s in docs.values())
         self._main_keys, self._main_alive, self._main_len = keys, alive, lens
+        self._main_len_b = B * lens
         self._main_dead = len(alive) - int(np.count_nonzero(alive))
         self._main_pos = _positions(keys)
         self._main_avgdl = avgdl
@@ -309,22 +312,34 @@ class LexicalIndex:
             if spans:
                 if len(spans) == 1:
                     lo, hi = spans[0]
-                    pos, tf = indices[lo:hi], self._main_tf[lo:hi]
+                    pos, tf = indices[lo:hi], self._main_tf[lo:hi].astype(np.float64)
                 else:
                     pos = np.concatenate([indices[lo:hi] for lo, hi in spans])
-                    tf = np.concatenate([self._main_tf[lo:hi] for lo, hi in spans])
-                idf = np.repeat(np.asarray(idfs), [hi - lo for lo, hi in spans])
-                tf = tf.astype(np.float64)
-                norm_now = K1 * (1 - B + B * self._main_len[pos] / self.avgdl)
-                val = idf * tf / (norm_now + tf)
+                    tf = np.concatenate([self._main_tf[lo:hi] for lo, hi in spans]
+                                        ).astype(np.float64)
+                den = K1 * (1 - B + self._main_len_b[pos] / self.avgdl) + tf
+                # idf × tf, term by term in place (the numerator of idf·tf / (norm + tf))
+                at = 0
+                for (lo, hi), w in zip(spans, idfs, strict=True):
+                    tf[at: at + hi - lo] *= w
+                    at += hi - lo
+                val = np.divide(tf, den, out=tf)
                 # a document's score sums its terms' (bincount adds in input order); its
                 # documents in main order, as a dense pass or, for few postings, a sort
                 n_main = len(self._main_keys)
                 if len(pos) * 16 < n_main:
-                    uniq, inv = np.unique(pos, return_inverse=True)
+                    order = np.argsort(pos, kind="stable")
+                    ordered = pos[order]
+                    first = np.empty(len(pos), dtype=bool)
+                    first[0] = True
+                    np.not_equal(ordered[1:], ordered[:-1], out=first[1:])
+                    group = np.cumsum(first) - 1
+                    inv = np.empty(len(pos), dtype=np.intp)
+                    inv[order] = group
+                    uniq = ordered[first]
                     acc = np.bincount(inv, weights=val, minlength=len(uniq))
-                    hit = np.flatnonzero(acc > 0)
-                    hit = hit[self._main_alive[uniq[hit]]]
+                    hit = np.flatnonzero(self._main_alive[uniq]) if self._main_dead \
+                        else np.arange(len(uniq))
                     out_keys.append(self._main_keys[uniq[hit]])
                 else:
                     acc = np.bincount(pos, weights=val, minlength=n_main)

@@ -40,7 +40,7 @@ from core.config import MemoryConfig
 from core.embedding import Embedder
 from core.errors import MemoryOpError, NotFound, Refused
 from core.privacy import OWNER_TRUSTED, PUBLIC, AccessDenied, TurnContext
-from core.recall import Hit
+from core.recall import Hit, with_record
 from core.recall_file import snapshot_path
 from core.recall_index import IndexChanges, RecallIndex, RecallStatus, Scored
 from core.records import GLOBAL_SCOPE, Actor, ArchivedRecord, Kind, Record, Source
@@ -503,8 +503,7 @@ class Memory:
                 recs = self._reinforce([h.id for h in hits], now, ctx)
             else:
                 recs = self._fetch_many(h.id for h in hits)
-            return [Hit(h.id, h.score, h.relevance, h.lexical, h.semantic, recs[h.id])
-                    for h in hits]
+            return [with_record(h, recs[h.id]) for h in hits]
 
     def list(self, ctx: TurnContext = OWNER_TRUSTED, *, kind: object = None,
              private: bool | None = None, pinned: bool | None = None, scope: str | None = None,

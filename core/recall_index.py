@@ -28,7 +28,7 @@ from core.config import MemoryConfig
 from core.embedding import Embedder, english_part, primary_rows
 from core.lexical import LexicalIndex
 from core.privacy import TurnContext
-from core.recall import Columns, Hit, language_code, select
+from core.recall import Columns, Hit, hits_of, language_code, select
 from core.recall_parts import PartVectors
 from core.recall_scores import ENGLISH, HybridScores
 from core.recall_vectors import Vectors, primary_query
@@ -425,13 +425,16 @@ class RecallIndex(HybridScores):
             bound = rel * c.weight[ids]
             cut = np.partition(bound, len(bound) - k)[len(bound) - k] * fresh_floor
             maybe = np.flatnonzero(bound >= cut * (1 - 1e-9))
-            ids, rel, lex = ids[maybe], rel[maybe], lex[maybe]
+            lexical_only = lex is rel
+            ids, rel = ids[maybe], rel[maybe]
+            lex = rel if lexical_only else lex[maybe]
             sem = sem[maybe] if sem is not None else None
         s = c.score(ids, rel, now, fresh_floor)
         keep = select(ids, s, k, self.config.recall_floor)
         sems = sem[keep].tolist() if sem is not None else [None] * len(keep)
-        return [Hit(*h) for h in zip(ids[keep].tolist(), s[keep].tolist(), rel[keep].tolist(),
-                                     lex[keep].tolist(), sems, strict=True)]
+        rels = rel[keep].tolist()
+        return hits_of(ids[keep].tolist(), s[keep].tolist(), rels,
+                       rels if lex is rel else lex[keep].tolist(), sems)
 
     def similar(self, content: str, ctx: TurnContext, exclude: int,
                 qvec: np.ndarray | None, scored: Scored | None = None) -> list[int]:
