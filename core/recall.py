@@ -171,32 +171,38 @@ class Columns:
         self.language[i] = language_code(r.content)
         self.hidden[i] = CORE * self.core[i] + PRIVATE * self.private[i]
 
+    # what put_rows reads, per live record (SQL does the per-row work: in Python it was most
+    # of the columns' share of opening a store)
+    ROWS_SQL = ("SELECT id, kind = 'core', kind = 'event', importance, private, pinned, scope, "
+                "created_at, COALESCE(last_access_at, created_at), access_count FROM memories "
+                "NOT INDEXED WHERE archived_at IS NULL ORDER BY id")
+
     def put_rows(self, rows: list[tuple], language: np.ndarray, config: MemoryConfig) -> None:
-        """Many records at once, as :meth:`put` would: rows of (id, kind, importance, private,
-        pinned, scope, created_at, last_access_at, access_count), their language codes given."""
+        """Many records at once, as :meth:`put` would: rows of :data:`ROWS_SQL` (id, core,
+        event, importance, private, pinned, scope, created_at, recalled_at, access_count),
+        their language codes given."""
         if not rows:
             return
-        ids, kinds, imp, priv, pin, scopes, created, last, count = zip(*rows, strict=True)
+        ids, core, event, imp, priv, pin, scopes, created, recalled, count = zip(
+            *rows, strict=True)
         ids = np.asarray(ids, dtype=np.int64)
         self._grow(int(ids.max()) + 1)
         self.alive[ids] = True
-        hl = {k.value: half_life_of(k, config) for k in Kind}
-        core = Kind.CORE.value
-        self.core[ids] = np.fromiter((k == core for k in kinds), bool, len(ids))
+        self.core[ids] = np.asarray(core, dtype=bool)
         self.private[ids] = np.asarray(priv, dtype=bool)
         self.pinned[ids] = np.asarray(pin, dtype=bool)
         self.importance[ids] = np.asarray(imp, dtype=np.float64)
-        self.half_life[ids] = np.fromiter((hl[k] for k in kinds), np.float64, len(ids))
-        self.recalled_at[ids] = np.fromiter(
-            (c if a is None else a for a, c in zip(last, created, strict=True)), np.float64,
-            len(ids))
+        self.half_life[ids] = np.where(np.asarray(event, dtype=bool),
+                                       half_life_of(Kind.EVENT, config),
+                                       half_life_of(Kind.FACT, config))
+        self.recalled_at[ids] = np.asarray(recalled, dtype=np.float64)
         self.said_at[ids] = np.asarray(created, dtype=np.float64)
         self.reinforcements[ids] = np.asarray(count, dtype=np.float64)
         self.importance_share[ids] = self.importance[ids] / 3.0
         self.bonus[ids] = frequency_bonus(self.reinforcements[ids])
         self.weight[ids] = self.importance_share[ids] * self.bonus[ids]
         codes = {s: self.scope_code(s) for s in set(scopes)}
-        self.scope[ids] = np.fromiter((codes[s] for s in scopes), np.int32, len(ids))
+        self.scope[ids] = np.fromiter(map(codes.__getitem__, scopes), np.int32, len(ids))
         self.language[ids] = language
         self.hidden[ids] = CORE * self.core[ids] + PRIVATE * self.private[ids]
 

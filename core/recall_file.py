@@ -24,6 +24,7 @@ from typing import Any
 import numpy as np
 
 from core import language, lexical, ownership
+from core.recall import Columns
 from core.recall_vectors import Vectors
 
 log = logging.getLogger("eva.memory")
@@ -147,10 +148,9 @@ def read_into(index: Any, conn: sqlite3.Connection, stamp: tuple[str, int]) -> d
             return None  # stale, another store's, or another code's: rebuild
         cur = conn.cursor()
         cur.row_factory = None
-        rows = cur.execute(
-            "SELECT id, kind, importance, private, pinned, scope, created_at, "
-            "last_access_at, access_count FROM memories WHERE archived_at IS NULL "
-            "ORDER BY id").fetchall()
+        # NOT INDEXED: a scan in id order; through the archive index SQLite looked every row
+        # up and sorted them again (100k records: 0.60 -> 0.24 s)
+        rows = cur.execute(Columns.ROWS_SQL).fetchall()
         ids = np.fromiter((r[0] for r in rows), np.int64, len(rows))
         codes = z["lang_codes"]
         if not np.array_equal(ids, z["lang_ids"]) or len(codes) != len(ids):
