@@ -385,7 +385,7 @@ class PackedDocs(MutableMapping):
     """Documents as a persisted index holds them — each a run of numbers into one array of
     words — made into a list of stems only when one is asked for. Making 100k lists at open
     took 0.44 s and ~25 MB; most are never asked for (a query reads the postings). Documents
-    set or removed afterwards live in a plain dict beside them."""
+    asked for, set or removed afterwards live in a plain dict beside them."""
 
     def __init__(self, keys: np.ndarray, terms: np.ndarray, offsets: np.ndarray,
                  words: np.ndarray) -> None:
@@ -404,7 +404,9 @@ class PackedDocs(MutableMapping):
         p = self._run(key)
         if p < 0:
             raise KeyError(key)
-        return self._words[self._terms[self._offsets[p]: self._offsets[p + 1]]].tolist()
+        doc = self._words[self._terms[self._offsets[p]: self._offsets[p + 1]]].tolist()
+        self[key] = doc  # kept: a document asked for once (a dedup candidate) is asked again
+        return doc
 
     def __contains__(self, key: object) -> bool:
         return key in self._set or (isinstance(key, int | np.integer) and self._run(key) >= 0)
