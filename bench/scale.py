@@ -55,7 +55,7 @@ import subprocess
 import sys
 import tempfile
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -370,7 +370,7 @@ def prepare(db: Path, embedder: str = "none") -> dict[str, Any]:
             "peak_rss_mb": peak_rss_mb()}
 
 
-def _bare_bm25s(stem_lists: list[list[str]]):
+def _bare_bm25s(stem_lists: Iterable[list[str]]):
     import bm25s
 
     vocab: dict[str, int] = {}
@@ -412,15 +412,16 @@ def measure(size: int, db: Path, seed: int, ops: int = OPS, profile: bool = Fals
     loaded_from = mem._index.loaded_from
     live = mem.count()
 
-    # The floor's documents are the live non-core records' stems, oldest id first: the lists
-    # Eva's lexical index already holds (text.stems of each content), shared rather than made
-    # again from 100k fetched records — that copy belonged to the bench, not to Eva, and was
-    # most of the serving process's peak RSS beyond Eva's own. Only the query sources are read.
+    # The floor's documents are the live non-core records' stems, oldest id first, as Eva's
+    # lexical index holds them (text.stems of each content), read one at a time rather than
+    # made again from 100k fetched records — that copy belonged to the bench, not to Eva, and
+    # was most of the serving process's peak RSS beyond Eva's own. Only the query sources are
+    # read.
     cols = mem._index.columns
     live_ids = np.flatnonzero(cols.alive & ~cols.core)
     with Timer() as t_bm:
         docs = mem._index.lexical.docs
-        retriever, vocab = _bare_bm25s([docs[int(i)] for i in live_ids])
+        retriever, vocab = _bare_bm25s(docs[int(i)] for i in live_ids)
 
     rng = np.random.default_rng(seed + 3)
     picked = [int(live_ids[int(i)]) for i in rng.integers(0, len(live_ids), ops)]
