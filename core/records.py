@@ -162,19 +162,17 @@ _RECORD_COLUMNS = ", ".join("v.model" if f == "vector_model" else f"m.{f}" for f
 
 def fetch_many(conn: sqlite3.Connection, ids: Iterable[int], *, live: bool = False
                ) -> dict[int, Record]:
-    """Records by id (absent ids are left out); ``live`` leaves archived ones out too. Read as
-    plain tuples (a search reads eight records: by name, each field cost more than the SQL)."""
+    """Records by id (absent ids are left out); ``live`` leaves archived ones out too. Fields
+    are read by position (a search reads eight records: by name, each cost more than the SQL)."""
     ids = [int(i) for i in ids]
     out: dict[int, Record] = {}
     cond = "m.archived_at IS NULL AND " if live else ""
-    cur = conn.cursor()
-    cur.row_factory = None
     kinds, sources, new = _KINDS, _SOURCES, object.__new__
     for start in range(0, len(ids), 500):
         part = ids[start: start + 500]
         q = ",".join("?" * len(part))
-        for row in cur.execute(f"SELECT {_RECORD_COLUMNS} FROM {FROM} "
-                               f"WHERE {cond}m.id IN ({q})", part):
+        for row in conn.execute(f"SELECT {_RECORD_COLUMNS} FROM {FROM} "
+                                f"WHERE {cond}m.id IN ({q})", part):
             r = new(Record)  # as from_row builds it
             d = r.__dict__
             d.update(zip(_FIELDS, row, strict=True))
