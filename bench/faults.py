@@ -5,8 +5,12 @@
 
 * ``kills`` — SIGKILLs delivered by the kill -9 matrix (tests/faultkit.py): a real forked
   process killed before every SQL statement of save, detailed dedup, update, sleep's merge, a
-  night of sleep, regenerate and import, and after each returned; every time the file's
-  integrity, record invariants and exact committed state are checked, and it reopens.
+  night of sleep, regenerate, import, the rolling summaries and searches followed by a save,
+  and after each returned; every time the file's integrity, record invariants and exact
+  committed state are checked, and it reopens.
+* ``reinforcements_lost_at_kill`` — what those kills lost that is not a memory: a search's
+  reinforcement waits for the next transaction (or a few seconds, issue 32), so the kill right
+  after the ``search`` scenario returned lost its last search's accesses (and nothing else).
 * ``faults`` — other injected faults: a transient disk I/O error at every statement of the
   single-transaction operations (the file must be exactly before or after), and a real full disk
   (a tmpfs mounted with ``size=``) during saves, nights stopping in different phases and an
@@ -317,6 +321,7 @@ def main(argv: list[str] | None = None) -> int:
         "inputs": sum(fz["inputs"].values()),
         "lost": (sum(r.get("lost", 0) for r in k.values()) + sum(r["lost"] for r in io.values())
                  + disk["lost"]),
+        "reinforcements_lost_at_kill": sum(r.get("waiting_at_return", 0) for r in k.values()),
         "problems": problems[:20],
         "fuzz_failures": fz.get("failures", {}),
         "http_probes": probed["http_probes"] if probed else 0,

@@ -34,6 +34,8 @@ from typing import Any
 
 import numpy as np
 
+from core import recall_vectors
+
 __all__ = ["LEASE_KEY", "Lease", "LeaseHeld", "SleepLease", "StoreWatch", "changed_ids",
            "holder_at"]
 
@@ -145,12 +147,7 @@ def changed_ids(conn: sqlite3.Connection, watch: StoreWatch, index: Any) -> set[
 
 
 def _vector_diff(conn: sqlite3.Connection, index: Any) -> set[int]:
-    cur = conn.cursor()
-    cur.row_factory = None
-    stored = np.fromiter((r[0] for r in cur.execute(
-        "SELECT v.memory_id FROM vectors v JOIN memories m ON m.id = v.memory_id "
-        "WHERE m.archived_at IS NULL AND v.model = ? AND v.dim = ?",
-        (index.embedder.name, index.embedder.dim))), np.int64)
+    stored = recall_vectors.stored_ids(conn, index.embedder)
     have = index.vectors.keys().astype(np.int64)
     return {int(i) for i in np.setxor1d(stored, have)}
 

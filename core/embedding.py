@@ -28,9 +28,11 @@ class Embedder(Protocol):
     # thread).
     # An embedder made of two models may carry ``english_part: int``: its rows are then
     # [multilingual ‖ English-only] / √2, each half unit-length, the English half starting at
-    # that column. Recall compares an English question with an English record by the English
-    # half (its own ``english_background`` and ``english_lexical_weight``) and every other pair
-    # by the multilingual half; clustering and calibration see the multilingual half only.
+    # that column — or zero for a text not in English (core.language.detect), which it is
+    # never compared by. Recall compares an English question with an English record by the
+    # English half (its own ``english_background`` and ``english_lexical_weight``) and every
+    # other pair by the multilingual half, and keeps English halves only for English records
+    # (core.recall_vectors); clustering and calibration see the multilingual half only.
 
     def embed(self, texts: list[str]) -> np.ndarray:
         """A float32 matrix, one L2-normalised row per text (a query, a save: a few texts)."""
@@ -96,42 +98,6 @@ def primary_rows(embedder: object, m: np.ndarray) -> np.ndarray:
     return normalise_rows(np.asarray(m, dtype=np.float32)[:, :split])
 
 
-def _query_columns(embedder: object, query: np.ndarray) -> np.ndarray:
-    """The query as columns to multiply rows by: one column (the cosine) for an embedder of one
-    model; two for one of two models (the cosine of each half)."""
-    q = normalise_rows(query)[0]
-    split = english_part(embedder)
-    if split is None:
-        return q[:, None]
-    halves = np.zeros((len(q), 2), dtype=np.float32)
-    # each half of a row and of the query is 1/√2 long: their product is half the cosine
-    halves[:split, 0] = 2.0 * q[:split]
-    halves[split:, 1] = 2.0 * q[split:]
-    return halves
-
-
-def part_cosines(embedder: object, vectors: VectorSpace, query: np.ndarray
-                 ) -> tuple[np.ndarray, np.ndarray, np.ndarray | None]:
-    """(keys, cosine of the multilingual halves, cosine of the English halves | None) of every
-    live vector against ``query``; for an embedder of one model, the plain cosine and None."""
-    if english_part(embedder) is None:
-        keys, cos = cosines_of(embedder, vectors, query)
-        return keys, cos, None
-    columns = _query_columns(embedder, query)
-    compute = getattr(embedder, "compute", None)
-    keys, both = (vectors.products(columns) if compute is None
-                  else compute(lambda: vectors.products(columns)))
-    return keys, both[:, 0], both[:, 1]
-
-
-def row_cosines(embedder: object, rows: np.ndarray, query: np.ndarray
-                ) -> tuple[np.ndarray, np.ndarray | None]:
-    """:func:`part_cosines` of a few rows the embedder made (unit length), not of a space."""
-    columns = _query_columns(embedder, query)
-    out = np.asarray(rows, dtype=np.float32) @ columns
-    return out[:, 0], (out[:, 1] if columns.shape[1] == 2 else None)
-
-
 def calibrated(cos: np.ndarray, background: float | np.ndarray) -> np.ndarray:
     """Map raw cosine to 0..1 with the model's background cosine as zero (one ``b``, or one
     per cosine)."""
@@ -140,13 +106,6 @@ def calibrated(cos: np.ndarray, background: float | np.ndarray) -> np.ndarray:
 
 def to_blob(vec: np.ndarray) -> bytes:
     return np.asarray(vec, dtype=np.float32).tobytes()
-
-
-def from_blob(blob: bytes, dim: int) -> np.ndarray:
-    v = np.frombuffer(blob, dtype=np.float32)
-    if v.shape[0] != dim:
-        raise ValueError(f"stored vector has {v.shape[0]} values, expected {dim}")
-    return v
 
 
 class VectorSpace:

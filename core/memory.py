@@ -38,7 +38,7 @@ from core.errors import MemoryOpError, NotFound, Refused
 from core.memory_bulk import ImportResult
 from core.memory_engine import MemoryEngine
 from core.privacy import OWNER_TRUSTED, PUBLIC, AccessDenied, TurnContext
-from core.recall import Hit
+from core.recall import Hit, with_record
 from core.recall_index import IndexChanges, RecallStatus, Scored
 from core.records import GLOBAL_SCOPE, Actor, ArchivedRecord, Kind, Record, Source
 
@@ -71,15 +71,14 @@ class Memory(MemoryEngine):
 
     def _reinforce(self, hit_ids: Sequence[int], now: float, ctx: TurnContext
                    ) -> dict[int, Record]:
-        """Reinforce what a turn was given (one transaction), then refresh their columns.
-        Returns the records as they are now."""
-        with self._storage.transaction() as conn:
-            records.log_accesses(conn, now, Actor.MODEL, ctx.turn_id, list(hit_ids))
-            # read back inside the transaction: a failed read after COMMIT would leave the
-            # in-memory index behind the file
-            fresh = records.fetch_many(conn, hit_ids)
-        self._index.accessed(fresh.values())  # only the access columns moved
-        return fresh
+        """Reinforce what a turn was given: the access rows wait to be written with the next
+        transaction (core.reinforcement), their columns move now. Returns the records as they
+        are with it."""
+        ids = list(hit_ids)
+        recs = records.fetch_many(self._storage.conn, ids)  # a failed read reinforces nothing
+        self._accesses.add(now, Actor.MODEL, ctx.turn_id, ids)
+        self._index.reinforced(ids, now)
+        return self._accesses.overlay(recs)
 
     # ------------------------------------------------------------------ tool operations
     def save(
@@ -251,8 +250,7 @@ class Memory(MemoryEngine):
                 recs = self._reinforce([h.id for h in hits], now, ctx)
             else:
                 recs = self._fetch_many(h.id for h in hits)
-            return [Hit(h.id, h.score, h.relevance, h.lexical, h.semantic, recs[h.id])
-                    for h in hits]
+            return [with_record(h, recs[h.id]) for h in hits]
 
     def list(self, ctx: TurnContext = OWNER_TRUSTED, *, kind: object = None,
              private: bool | None = None, pinned: bool | None = None, scope: str | None = None,
@@ -270,6 +268,7 @@ class Memory(MemoryEngine):
             raise MemoryOpError("limit must be 1..10000 and offset >= 0")
         kind = None if kind is None else valid.kind(kind)
         with self._lock:
+            self._accesses.flush()  # the counts and last accesses as the owner left them
             return records.listing(self._storage.conn, kind=kind, private=private,
                                    pinned=pinned, scope=scope, scopes=scopes, contains=contains,
                                    order=order, limit=limit, offset=offset)
@@ -280,6 +279,7 @@ class Memory(MemoryEngine):
         The owner on a trusted surface (the memory browser) sees every scope."""
         rid = valid.record_id(record_id)
         with self._lock:
+            self._accesses.flush()  # its access history, every access in it
             r = records.fetch(self._storage.conn, rid, with_history=True)
         if r is None or not (ctx.can_list or checks.visible(r, ctx)):
             raise NotFound(rid)

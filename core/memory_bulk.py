@@ -99,6 +99,7 @@ def exported(mem: Memory, *, include_archive: bool = False, private: bool = Fals
     ``include_archive``) as a plain dict of its stored fields with its access history
     (``accesses``), oldest id first; private ones only with ``private``. Returns the rows and
     how many private records were left out. One consistent read."""
+    mem.flush_reinforcements()  # the export carries every access
     with mem.reading() as conn:
         rows = [{**dict(r), "accesses": acc} for r, acc in record_export.exported(
             conn, include_archive=include_archive, private=private)]

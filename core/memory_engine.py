@@ -26,8 +26,10 @@ from core.clock import Clock, SystemClock
 from core.config import MemoryConfig
 from core.embedding import Embedder, Progress
 from core.errors import MemoryOpError
-from core.recall_index import IndexChanges, RecallIndex, RecallStatus, snapshot_path
+from core.recall_file import snapshot_path
+from core.recall_index import IndexChanges, RecallIndex, RecallStatus
 from core.records import Record
+from core.reinforcement import Reinforcements
 from core.storage import Storage, connect
 
 log = logging.getLogger("eva.memory")
@@ -70,6 +72,8 @@ class MemoryEngine:
             self._index.load(conn, stamp)
             storage.index_generation = stamp[1]
             self._watch = coordination.StoreWatch(conn)
+        # a search's access rows wait for the next transaction or a few seconds
+        self._accesses = Reinforcements(storage)
 
     @property
     def config(self) -> MemoryConfig:
@@ -101,6 +105,10 @@ class MemoryEngine:
         hold it: the next open reads it instead of rebuilding), then close the store."""
         with self._lock:
             try:
+                self._accesses.close()
+            except Exception as e:  # noqa: BLE001 - at most that window is lost, never a memory
+                log.warning("reinforcements not written at close: %s", e)
+            try:
                 stamp = self._storage.index_stamp()
                 if self._storage.index_generation == stamp[1]:
                     self._index.persist(stamp)
@@ -116,6 +124,11 @@ class MemoryEngine:
             if self._storage.conn.in_transaction or not self._watch.moved(self._storage.conn):
                 # inside a transaction of ours the rows hold our uncommitted writes: the index
                 # must not take them before the commit (the next look outside catches up)
+                return 0
+            try:  # our waiting accesses first: the index is compared with the rows
+                self._accesses.flush()
+            except sqlite3.Error as e:  # the next look tries again; the index stays as it is
+                log.warning("reinforcements not written yet: %s", e)
                 return 0
             with self._storage.reading() as conn:
                 ids = coordination.changed_ids(conn, self._watch, self._index)
@@ -198,6 +211,7 @@ class MemoryEngine:
         """Every live record of every scope, oldest id first (without access histories); or
         the live ones among ``ids``."""
         with self._lock:
+            self._accesses.flush()  # sleep weighs records by their accesses
             if ids is None:
                 return records.live(self._storage.conn)
             found = records.fetch_many(self._storage.conn, ids, live=True)
@@ -255,7 +269,14 @@ class MemoryEngine:
     def backup(self, dest: str | Path) -> Path:
         """A consistent copy of the whole store at ``dest`` (SQLite's online backup API; Eva
         may keep running). See :meth:`core.storage.Storage.backup`."""
+        self.flush_reinforcements()  # the copy holds every access
         return self._storage.backup(dest)
+
+    def flush_reinforcements(self) -> None:
+        """Write the reinforcements that wait (they are written with the next transaction or
+        within seconds anyway): before the access history is read elsewhere."""
+        with self._lock:
+            self._accesses.flush()
 
     def count(self, archived: bool = False) -> int:
         with self._lock:

@@ -78,7 +78,28 @@ class Hit:
     record: Record | None = None
 
 
+def hits_of(ids: list[int], scores: list[float], relevance: list[float], lexical: list[float],
+            semantic: list[float | None]) -> list[Hit]:
+    """Hits of these (recall's selection): built as ``Hit(...)`` would, without the frozen
+    dataclass's ``__init__`` (it sets each field through ``object.__setattr__``; a search makes
+    eight twice)."""
+    out = []
+    for i, s, r, lx, se in zip(ids, scores, relevance, lexical, semantic, strict=True):
+        h = object.__new__(Hit)
+        h.__dict__.update(id=i, score=s, relevance=r, lexical=lx, semantic=se, record=None)
+        out.append(h)
+    return out
+
+
+def with_record(h: Hit, record: Record) -> Hit:
+    """The hit with its record (as ``dataclasses.replace(h, record=record)``)."""
+    out = object.__new__(Hit)
+    out.__dict__.update(h.__dict__, record=record)
+    return out
+
+
 LANGUAGE_CODES = {None: 0, lang.RUSSIAN: 1, lang.ENGLISH: 2}
+GONE, CORE, PRIVATE = 1, 2, 4  # Columns.hidden
 
 
 def language_code(text: str) -> int:
@@ -112,6 +133,9 @@ class Columns:
         self.weight = np.zeros(0, dtype=np.float64)  # their product: a score without freshness
         self.scope = np.zeros(0, dtype=np.int32)
         self.language = np.zeros(0, dtype=np.int8)  # LANGUAGE_CODES of the content
+        # why a record may be left out of a turn's view, as bits (one gather tells them all):
+        # GONE (not live), CORE, PRIVATE
+        self.hidden = np.full(0, GONE, dtype=np.uint8)
         self._scope_codes: dict[str, int] = {}
 
     def _grow(self, need: int) -> None:
@@ -120,9 +144,10 @@ class Columns:
         cap = max(need, 2 * self._cap, 1024)
         for name in ("alive", "core", "private", "pinned", "importance", "half_life",
                      "recalled_at", "said_at", "reinforcements", "importance_share", "bonus",
-                     "weight", "scope", "language"):
+                     "weight", "scope", "language", "hidden"):
             old = getattr(self, name)
-            new = np.zeros(cap, dtype=old.dtype)
+            new = np.full(cap, GONE, dtype=old.dtype) if name == "hidden" \
+                else np.zeros(cap, dtype=old.dtype)
             new[: len(old)] = old
             setattr(self, name, new)
         self._cap = cap
@@ -144,34 +169,42 @@ class Columns:
         self.put_access(r)
         self.scope[i] = self.scope_code(r.scope)
         self.language[i] = language_code(r.content)
+        self.hidden[i] = CORE * self.core[i] + PRIVATE * self.private[i]
+
+    # what put_rows reads, per live record (SQL does the per-row work: in Python it was most
+    # of the columns' share of opening a store)
+    ROWS_SQL = ("SELECT id, kind = 'core', kind = 'event', importance, private, pinned, scope, "
+                "created_at, COALESCE(last_access_at, created_at), access_count FROM memories "
+                "NOT INDEXED WHERE archived_at IS NULL ORDER BY id")
 
     def put_rows(self, rows: list[tuple], language: np.ndarray, config: MemoryConfig) -> None:
-        """Many records at once, as :meth:`put` would: rows of (id, kind, importance, private,
-        pinned, scope, created_at, last_access_at, access_count), their language codes given."""
+        """Many records at once, as :meth:`put` would: rows of :data:`ROWS_SQL` (id, core,
+        event, importance, private, pinned, scope, created_at, recalled_at, access_count),
+        their language codes given."""
         if not rows:
             return
-        ids, kinds, imp, priv, pin, scopes, created, last, count = zip(*rows, strict=True)
+        ids, core, event, imp, priv, pin, scopes, created, recalled, count = zip(
+            *rows, strict=True)
         ids = np.asarray(ids, dtype=np.int64)
         self._grow(int(ids.max()) + 1)
         self.alive[ids] = True
-        hl = {k.value: half_life_of(k, config) for k in Kind}
-        core = Kind.CORE.value
-        self.core[ids] = np.fromiter((k == core for k in kinds), bool, len(ids))
+        self.core[ids] = np.asarray(core, dtype=bool)
         self.private[ids] = np.asarray(priv, dtype=bool)
         self.pinned[ids] = np.asarray(pin, dtype=bool)
         self.importance[ids] = np.asarray(imp, dtype=np.float64)
-        self.half_life[ids] = np.fromiter((hl[k] for k in kinds), np.float64, len(ids))
-        self.recalled_at[ids] = np.fromiter(
-            (c if a is None else a for a, c in zip(last, created, strict=True)), np.float64,
-            len(ids))
+        self.half_life[ids] = np.where(np.asarray(event, dtype=bool),
+                                       half_life_of(Kind.EVENT, config),
+                                       half_life_of(Kind.FACT, config))
+        self.recalled_at[ids] = np.asarray(recalled, dtype=np.float64)
         self.said_at[ids] = np.asarray(created, dtype=np.float64)
         self.reinforcements[ids] = np.asarray(count, dtype=np.float64)
         self.importance_share[ids] = self.importance[ids] / 3.0
         self.bonus[ids] = frequency_bonus(self.reinforcements[ids])
         self.weight[ids] = self.importance_share[ids] * self.bonus[ids]
         codes = {s: self.scope_code(s) for s in set(scopes)}
-        self.scope[ids] = np.fromiter((codes[s] for s in scopes), np.int32, len(ids))
+        self.scope[ids] = np.fromiter(map(codes.__getitem__, scopes), np.int32, len(ids))
         self.language[ids] = language
+        self.hidden[ids] = CORE * self.core[ids] + PRIVATE * self.private[ids]
 
     def put_access(self, r: Record) -> None:
         """Only the access fields of a record already here (a reinforcement)."""
@@ -188,6 +221,14 @@ class Columns:
         self.bonus[ids] = frequency_bonus(self.reinforcements[ids])
         self.weight[ids] = self.importance_share[ids] * self.bonus[ids]
 
+    def reinforce(self, ids: np.ndarray, now: float) -> None:
+        """One access each at ``now``: what :meth:`put_accesses` reads once
+        :func:`core.records.log_accesses` wrote it (last access ``now``, one more)."""
+        self.recalled_at[ids] = now
+        np.add.at(self.reinforcements, ids, 1.0)
+        self.bonus[ids] = frequency_bonus(self.reinforcements[ids])
+        self.weight[ids] = self.importance_share[ids] * self.bonus[ids]
+
     def score(self, ids: np.ndarray, relevance: np.ndarray, now: float, freshness_floor: float
               ) -> np.ndarray:
         """:func:`score` of these records (the same operations in the same order, so the same
@@ -199,19 +240,18 @@ class Columns:
     def drop(self, record_id: int) -> None:
         if record_id < self._cap:
             self.alive[record_id] = False
+            self.hidden[record_id] |= GONE
 
     def visible_mask(self, ids: np.ndarray, scopes: tuple[str, ...], sees_private: bool,
                      include_core: bool) -> np.ndarray:
-        ok = self.alive[ids]  # a gather: a new array
-        n = len(self._scope_codes)
-        allowed = np.zeros(n + 1, dtype=bool)  # by scope code: a lookup, no sort
-        allowed[[self._scope_codes[s] for s in scopes if s in self._scope_codes]] = True
-        if not allowed[:n].all():  # some scope of the store is not this turn's
+        bits = GONE | (0 if sees_private else PRIVATE) | (0 if include_core else CORE)
+        ok = (self.hidden[ids] & bits) == 0
+        codes = self._scope_codes
+        if any(s not in scopes for s in codes):
+            # some scope of the store is not this turn's
+            allowed = np.zeros(len(codes) + 1, dtype=bool)  # by scope code: a lookup, no sort
+            allowed[[codes[s] for s in scopes if s in codes]] = True
             ok &= allowed[self.scope[ids]]
-        if not sees_private:
-            ok &= ~self.private[ids]
-        if not include_core:
-            ok &= ~self.core[ids]
         return ok
 
 

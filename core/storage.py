@@ -344,6 +344,10 @@ class Storage:
         # this connection's own transactions; None once another connection wrote in between
         # (then the in-memory index may not match the file, and must not be persisted)
         self.index_generation: int | None = None
+        # each is called right after every write transaction's BEGIN, with the connection;
+        # what it returns is called when that transaction ends (True: committed). Memory's
+        # waiting reinforcements are written so (core.reinforcement)
+        self.write_hooks: list[Callable[[sqlite3.Connection], Callable[[bool], None]]] = []
 
     @contextmanager
     def transaction(self) -> Iterator[sqlite3.Connection]:
@@ -358,12 +362,20 @@ class Storage:
                 return
             self.conn.execute("BEGIN IMMEDIATE")
             self._depth = 1
+            ended: list[Callable[[bool], None]] = []
+            committed = False
             try:
                 before = self._generation()
+                for hook in self.write_hooks:
+                    ended.append(hook(self.conn))
                 yield self.conn
             except BaseException:
                 self._depth = 0
-                self.conn.execute("ROLLBACK")
+                try:
+                    self.conn.execute("ROLLBACK")
+                finally:
+                    for end in ended:
+                        end(False)
                 self._moved(None)
                 raise
             else:
@@ -371,11 +383,15 @@ class Storage:
                 try:
                     after = self._generation()
                     self.conn.execute("COMMIT")
+                    committed = True
                 except BaseException:
                     if self.conn.in_transaction:
                         self.conn.execute("ROLLBACK")
                     self._moved(None)
                     raise
+                finally:
+                    for end in ended:
+                        end(committed)
                 self._moved(before, after)
 
     def _generation(self) -> int:

@@ -28,6 +28,7 @@ from typing import Any
 
 import numpy as np
 
+from core import language
 from core.embedding import Progress, embed_many, normalise_rows
 
 DEFAULT_EMBEDDER = "usem3+minilm"
@@ -330,12 +331,13 @@ class OnnxEmbedder:
 
 class DualEmbedder:
     """USE for every pair, MiniLM beside it for English ↔ English (core.embedding's
-    ``english_part``): each row is [USE ‖ MiniLM] / √2.
+    ``english_part``): each row is [USE ‖ MiniLM] / √2, the MiniLM half zero for a text not in
+    English.
 
     Measured on the LoCoMo dev split (English, turns, R@5 full / relevance only): USE hybrid
     0.658 / 0.665, MiniLM for English pairs at BM25 weight 0.5 → 0.671 / 0.686, 0.55 →
     0.682 / 0.696, 0.6 → 0.680 / 0.692, 0.65 → 0.672 / 0.687, 0.7 → 0.674 / 0.688. In a store
-    that mixes languages MiniLM gives way to USE's shared scale (core.recall_index
+    that mixes languages MiniLM gives way to USE's shared scale (core.recall_scores
     ENGLISH_SHARE_POWER): on the bilingual set, MiniLM for every English pair had cost R@1
     0.619 → 0.571 (Eva's turns left out); with the share rule it is USE's figure again.
     """
@@ -358,24 +360,37 @@ class DualEmbedder:
         return fn() if compute is None else compute(fn)
 
     def embed(self, texts: list[str]) -> np.ndarray:
+        """[USE ‖ MiniLM] / √2 per text; MiniLM runs only for the texts in English (as recall
+        tells a record's language, core.language): the others' English half is zero — recall
+        never compares them by it, and keeps no such half (core.recall_vectors)."""
         if not texts:
             return np.zeros((0, self.dim), dtype=np.float32)
-        return self._rows(texts, self._primary.embed(texts), self._english.embed(texts))
+        return self._rows(texts, self._primary.embed(texts), self._english.embed)
 
     def embed_many(self, texts: list[str], batch_size: int | None = None,
                    progress: Progress | None = None) -> np.ndarray:
-        """Both models' own bulk embedding, 256 texts at a time (``progress`` after each)."""
+        """Both models' own bulk embedding, 256 texts at a time (``progress`` after each);
+        MiniLM only for the English texts, as :meth:`embed`."""
         texts = list(texts)
 
         def both(part: list[str]) -> np.ndarray:
             return self._rows(part, embed_many(self._primary, part, batch_size),
-                              embed_many(self._english, part, batch_size))
+                              lambda english: embed_many(self._english, english, batch_size))
         return _in_batches(both, texts, 256, progress, self.dim)
 
-    @staticmethod
-    def _rows(texts: list[str], a: np.ndarray, b: np.ndarray) -> np.ndarray:
-        a, b = normalise_rows(a), normalise_rows(b)
-        if len(a) != len(texts) or len(b) != len(texts):
+    def _rows(self, texts: list[str], a: np.ndarray,
+              english_rows: Any) -> np.ndarray:
+        """[USE ‖ MiniLM] / √2 rows of ``texts`` from USE's rows ``a``; ``english_rows`` embeds
+        the English ones with MiniLM (the others' half stays zero)."""
+        a = normalise_rows(a)
+        english = [i for i, t in enumerate(texts) if language.detect(t) == language.ENGLISH]
+        b = np.zeros((len(texts), self._english.dim), dtype=np.float32)
+        if english:
+            m = normalise_rows(english_rows([texts[i] for i in english]))
+            if len(m) != len(english):
+                raise EmbedderError("an embedder returned a different number of rows than texts")
+            b[english] = m
+        if len(a) != len(texts):
             raise EmbedderError("an embedder returned a different number of rows than texts")
         return (np.hstack([a, b]) / np.sqrt(2.0)).astype(np.float32)
 

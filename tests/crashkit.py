@@ -202,6 +202,9 @@ def child_main(argv: list[str]) -> None:
     rng = random.Random(seed)
     clock = ManualClock(1_780_000_000.0 + seq)
     mem = Memory.open(path, MemoryConfig(), clock, embedder=HashEmbedder())
+    # a search's reinforcement is written by the next write's transaction, not by a timer:
+    # what a kill may lose is then exactly the searches since the last write that returned
+    mem._accesses.interval = None
     live = {r.id: r.content for r in mem.list(OWNER_TRUSTED, limit=10_000)}
     archived = {a.record.id for a in mem.archived(OWNER_TRUSTED, limit=10_000)}
 

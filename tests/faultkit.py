@@ -1,6 +1,9 @@
 """The fault campaign's kill -9 matrix (issue 15, SPEC §11): a real process is SIGKILLed right
 before EVERY SQL statement of an operation (and once right after it returned), for save, a
-detailed dedup, update, sleep's merge, a whole night of sleep, regenerate and import.
+detailed dedup, update, sleep's merge, a whole night of sleep, regenerate, import, the rolling
+summaries, and searches whose reinforcements wait for the next write (``search``, issue 32:
+a kill loses at most the reinforcements still waiting — ``waiting_at_return`` counts those of
+the kill after the return — and never a memory or anything committed).
 
 For one scenario (``run_matrix``):
 
@@ -111,8 +114,13 @@ def _open(path: Path, plan=None):
     from core import ManualClock, Memory, MemoryConfig
 
     kw = {"connection_factory": faulty_factory(plan)} if plan is not None else {}
-    return Memory.open(path, MemoryConfig(), ManualClock(T0 + 10 * DAY),
-                       embedder=HashEmbedder(), **kw)
+    mem = Memory.open(path, MemoryConfig(), ManualClock(T0 + 10 * DAY),
+                      embedder=HashEmbedder(), **kw)
+    # waiting reinforcements are written by the next transaction, not by the wall-clock timer:
+    # the dry run and every child then make the same statements (a timer flush would land
+    # wherever the machine's load put it)
+    mem._accesses.interval = None
+    return mem
 
 
 def _base(path: Path) -> None:
@@ -220,6 +228,17 @@ def _op_import(mem) -> Any:
     return len(mem.import_records(items))
 
 
+def _op_search(mem) -> Any:
+    """Two searches (their reinforcements wait), a save (its transaction writes them first,
+    with the new record: all or nothing), and one more search, still waiting when it returns."""
+    from core import OWNER_TRUSTED
+    found = [len(mem.search("cat Murka piano", OWNER_TRUSTED)),
+             len(mem.search("blood pressure doctor", OWNER_TRUSTED))]
+    saved = mem.save("Owner started learning the Go language", OWNER_TRUSTED, importance=3)
+    found.append(len(mem.search("Go language cat", OWNER_TRUSTED)))
+    return found, saved.status
+
+
 def _summarise_base(path: Path) -> None:
     """A chat whose first exchanges left the live window: one owner fact its turn did not save
     (the window saver reads it), then talk with names and numbers to summarise."""
@@ -272,6 +291,7 @@ SCENARIOS = {s.name: s for s in (
     Scenario("regenerate", _regenerate_base, _op_regenerate),
     Scenario("import", _base, _op_import),
     Scenario("summarise", _summarise_base, _op_summarise),
+    Scenario("search", _base, _op_search),
 )}
 
 
@@ -285,6 +305,13 @@ def _copy(template: Path, dest: Path) -> Path:
 
 def dry_run(sc: Scenario, template: Path, work: Path) -> tuple[list[dict], dict, Any]:
     """The committed state before each statement, the final state, and the op's result."""
+    seen, final, result, _waiting = _dry_run(sc, template, work)
+    return seen, final, result
+
+
+def _dry_run(sc: Scenario, template: Path, work: Path) -> tuple[list[dict], dict, Any, int]:
+    """:func:`dry_run`, and how many reinforcements still waited when the op returned (what a
+    kill right after it loses)."""
     path = _copy(template, work / "dry.db")
     seen: list[dict] = []
     plan = KillPlan(None, before_each=lambda n: seen.append(state(path)))
@@ -293,8 +320,9 @@ def dry_run(sc: Scenario, template: Path, work: Path) -> tuple[list[dict], dict,
     result = sc.op(mem)
     plan.armed = False
     final = state(path)
+    waiting = len(mem._accesses)
     mem.close()
-    return seen, final, result
+    return seen, final, result, waiting
 
 
 def _child(sc: Scenario, path: Path, at: int, w: int) -> None:
@@ -343,7 +371,7 @@ def run_matrix(name: str, work: Path, stride: int = 1) -> dict:
     for f in work.glob("template.db.*"):  # the persisted index: every open rebuilds the same
         f.unlink()
     started = time.monotonic()
-    expected, final, result = dry_run(sc, template, work)
+    expected, final, result, waiting = _dry_run(sc, template, work)
     n_statements = len(expected)
     points = sorted(set(range(0, n_statements, max(1, stride))) | {n_statements})
     problems: list[str] = []
@@ -376,7 +404,8 @@ def run_matrix(name: str, work: Path, stride: int = 1) -> dict:
             problems.append(f"{name}@{at}: does not reopen: {e}")
     commits = len({json.dumps(x, sort_keys=True, default=repr) for x in [*expected, final]})
     return {"scenario": name, "statements": n_statements, "kills": kills, "states": commits,
-            "points": len(points), "lost": lost, "problems": problems[:20],
+            "points": len(points), "lost": lost, "waiting_at_return": waiting,
+            "problems": problems[:20],
             "result": repr(result)[:120], "seconds": round(time.monotonic() - started, 1)}
 
 

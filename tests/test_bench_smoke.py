@@ -202,4 +202,5 @@ def test_faults_bench_reports_the_campaign_keys(capsys):
     assert rc == 0
     assert out["lost"] == 0 and out["faults"] == sum(r["faults"] for r in out["io_errors"].values())
     assert out["faults"] > 0 and out["inputs"] >= 5 * 5 and out["kills"] == 0
+    assert out["reinforcements_lost_at_kill"] == 0  # issue 32: reported beside lost (no kills)
     assert out["soak"]["turns"] == 60 and out["soak"]["end"]["messages"] == 120

@@ -503,3 +503,65 @@ def test_clustering_and_calibration_see_the_multilingual_half_only(tmp_path, clo
     assert result.background == pytest.approx(
         float(np.median(pair_cosines(emb.primary.embed(texts), PAIRS, 0))), abs=1e-6)
     mem.close()
+
+
+def test_the_english_model_keeps_rows_only_for_english_records(tmp_path, clock):
+    """Issue 32 (100k memories in 600 MB; SPEC §4, §6): the English half of a two-model
+    embedder is kept — in memory and in the ``vectors`` table — only for records written in
+    English, the only ones it is compared for; a record whose wording changes language moves
+    between the spaces; the persisted index and a rebuild from the rows hold the same spaces,
+    and an English question still meets the English record through the English half."""
+    from core.records import Actor
+
+    emb = _two_part(english_background=0.2)
+    mem = _open(tmp_path, clock, emb, recall_floor=0.0)
+    en = mem.save("The owner adopted a kitten").id
+    ru = mem.save("Город у моря, квартира").id
+
+    def spaces(m: Memory) -> tuple[set, set, dict]:
+        v = m._index.vectors
+        dims = {r[0]: r[1] for r in m._storage.query("SELECT memory_id, dim FROM vectors")}
+        return set(v.keys().tolist()), set(v.english.keys().tolist()), dims
+
+    assert spaces(mem) == ({en, ru}, {en}, {en: emb.dim, ru: emb.primary.dim})
+    mem.update(en, content="Владелец взял котёнка из приюта", actor=Actor.OWNER)
+    mem.update(ru, content="The owner lives in a flat by the sea, a kitten too",
+               actor=Actor.OWNER)
+    assert spaces(mem) == ({en, ru}, {ru}, {en: emb.primary.dim, ru: emb.dim})
+    hit = {h.id: h for h in mem.recall("which feline cat", OWNER_TRUSTED)}[ru]
+    cos_en = emb.english.cosine("which feline cat",
+                                "The owner lives in a flat by the sea, a kitten too")
+    sem_multi = max(0.0, (emb.primary.cosine(
+        "which feline cat", "The owner lives in a flat by the sea, a kitten too") - 0.4) / 0.6)
+    s = 0.5 ** 4  # half the store is in English
+    assert hit.semantic == pytest.approx(s * (cos_en - 0.2) / 0.8 + (1 - s) * sem_multi,
+                                         rel=1e-5)
+    mem.close()
+    again = _open(tmp_path, clock, emb)
+    assert again._index.loaded_from == "snapshot" and spaces(again)[:2] == ({en, ru}, {ru})
+    again._storage.close()
+    (tmp_path / "m.db.index").unlink()
+    rebuilt = _open(tmp_path, clock, emb)
+    assert rebuilt._index.loaded_from == "store" and spaces(rebuilt)[:2] == ({en, ru}, {ru})
+    rebuilt._storage.close()
+
+
+def test_a_store_with_full_rows_for_every_record_is_read_without_re_embedding(tmp_path, clock):
+    """Issue 32: a store written before (the whole [multilingual ‖ English] row for every
+    record) needs no backfill: a full row of a Russian record counts as its vector, and only
+    its multilingual half is kept."""
+    from core import recall_vectors
+
+    emb = _two_part()
+    mem = _open(tmp_path, clock, emb)
+    ru = mem.save("Город у моря, квартира").id
+    with mem._storage.transaction() as conn:  # as the earlier code stored it
+        recall_vectors.write(conn, emb, ru, emb.embed(["Город у моря, квартира"])[0],
+                             english=True)
+    mem._storage.close()
+    (tmp_path / "m.db.index").unlink(missing_ok=True)
+    again = _open(tmp_path, clock, emb)
+    assert again._storage.query("SELECT dim FROM vectors")[0][0] == emb.dim
+    assert again.status().missing_vectors == 0 and again.backfill_vectors() == 0
+    assert ru in again._index.vectors and len(again._index.vectors.english) == 0
+    again.close()

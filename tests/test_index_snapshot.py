@@ -12,8 +12,8 @@ import pytest
 
 from core import OWNER_TRUSTED, PUBLIC, ManualClock, Memory, MemoryConfig
 from core.config import DAY
-from core.recall_index import _ArrayFile, snapshot_path
-from tests.fakes import HashEmbedder
+from core.recall_file import ArrayFile, snapshot_path
+from tests.fakes import HashEmbedder, TwoPartEmbedder
 
 TEXTS = [
     "Sister Anna lives in Kazan and works at the bank",
@@ -78,6 +78,10 @@ def state(mem: Memory) -> dict:
         keys, mat = idx.vectors.rows()
         order = np.argsort(keys)
         out["vectors"] = (keys[order].tolist(), mat[order].tobytes())
+        if idx.vectors.english is not None:  # a two-model embedder's English space
+            keys, mat = idx.vectors.english.rows()
+            order = np.argsort(keys)
+            out["english_vectors"] = (keys[order].tolist(), mat[order].tobytes())
     return out
 
 
@@ -97,7 +101,10 @@ def rebuilt_state(path, clock, embedder=None) -> dict:
             shutil.move(keep, side)
 
 
-@pytest.mark.parametrize("embedder", [None, HashEmbedder()], ids=["lexical", "vectors"])
+@pytest.mark.parametrize("embedder", [
+    None, HashEmbedder(),
+    TwoPartEmbedder(HashEmbedder("multi", 256), HashEmbedder("english", 128))],
+    ids=["lexical", "vectors", "two-models"])
 def test_a_reopened_store_reads_its_persisted_index_and_recalls_exactly_as_a_rebuild(
         tmp_path, embedder):
     """SPEC §4, §11: closing persists the index; opening reads it (no rebuild) and every
@@ -169,7 +176,7 @@ def test_a_corrupt_or_foreign_persisted_index_is_rebuilt(tmp_path, damage):
     elif damage.startswith("flipped"):
         name = {"postings": "lex_tf", "documents": "doc_terms", "vectors": "vec_mat"}[
             damage.split("-")[1]]
-        f = _ArrayFile(side)
+        f = ArrayFile(side)
         pos = f._meta[name][2] + 3  # inside that stored array
         f.close()
         side.write_bytes(data[:pos] + bytes([data[pos] ^ 0x01]) + data[pos + 1:])

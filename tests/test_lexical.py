@@ -10,7 +10,7 @@ import pytest
 
 from core import OWNER_TRUSTED, Actor, Memory, MemoryConfig, text
 from core.lexical import LexicalIndex
-from core.recall_index import snapshot_path
+from core.recall_file import snapshot_path
 from tests.fakes import reference_bm25
 
 WORDS = ["cat", "dog", "tea", "coffee", "kazan", "moscow", "sister", "brother", "garden", "tomato", "bicycle", "piano", "guitar", "doctor", "dentist", "friday", "monday", "birthday", "anna", "boris", "murka", "rex", "green", "black", "morning", "evening", "train", "flight", "hotel", "pizza", "soup", "violin"]

@@ -76,7 +76,7 @@ def test_the_score_factors_kept_per_record_follow_every_change(tmp_path, clock):
     beside its fields; they follow a save, a search's reinforcement, an edit, a rollback and a
     reopening (persisted index or rebuild), and the scores are the formula's, bit for bit."""
     from core.recall import score
-    from core.recall_index import snapshot_path
+    from core.recall_file import snapshot_path
 
     path = tmp_path / "m.db"
 
@@ -389,6 +389,7 @@ def test_a_reinforcement_logs_its_one_access_and_rollback_takes_back_only_it(mem
     clock.advance(DAY)
     t_later = clock.now()
     mem.search("cat Murka", OWNER_TRUSTED.with_turn("t2"))
+    mem.flush_reinforcements()  # they wait for the next transaction (issue 32): write them now
     conn = mem._storage.conn
     logged = conn.execute("SELECT op, before FROM changes WHERE turn_id = 't1'").fetchall()
     assert [(r["op"], r["before"]) for r in logged] == [("reinforce", f'{{"access": {t_turn}}}')]
