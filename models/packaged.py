@@ -4,10 +4,14 @@ Large GGUF files are split over several data-only packages; :func:`ensure` finds
 chunks (``importlib.util.find_spec``, without importing the packages), concatenates them in
 order into the models directory, checks size and sha256, and renames the result into place
 atomically. A small marker beside the file records the verified size, mtime and hash, so an
-already verified file is never re-assembled or re-hashed.
+already verified file is never re-assembled or re-hashed; a file whose marker does not match
+(changed, copied, or left by a crash before its marker) is hashed again and re-assembled when
+its sha256 is wrong. One process assembles a file at a time (a lock file beside it): another
+one starting meanwhile waits, then finds it ready.
 
-The models directory is ``$EVA_MODELS_DIR`` or ``$XDG_DATA_HOME/eva/models``
-(``~/.local/share/eva/models``).
+The models directory is ``$EVA_MODELS_DIR`` or ``$XDG_CACHE_HOME/eva/models``
+(``~/.cache/eva/models``). It is a cache, not the owner's data: every data dir shares it, and
+anything in it can be deleted — it is assembled again from the installed packages on next use.
 
 Command line (used by the Makefile)::
 
@@ -19,6 +23,7 @@ Command line (used by the Makefile)::
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import importlib.util
 import json
@@ -27,7 +32,7 @@ import shutil
 import sys
 import tempfile
 import zipfile
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -186,25 +191,44 @@ REGISTRY: dict[str, PackagedModel] = {
 
 # ---------------------------------------------------------------------------------- paths
 def models_dir() -> Path:
-    """Where assembled models live: ``$EVA_MODELS_DIR`` or the XDG data dir."""
+    """Where assembled models live: ``$EVA_MODELS_DIR``, else the XDG cache dir — shared by
+    every data dir, never inside one."""
     env = os.environ.get("EVA_MODELS_DIR")
     if env:
         return Path(env).expanduser()
+    xdg = os.environ.get("XDG_CACHE_HOME") or str(Path.home() / ".cache")
+    return Path(xdg).expanduser() / "eva" / "models"
+
+
+def _legacy_dir() -> Path:
+    """Where an older Eva assembled the weights: inside the default data dir."""
     xdg = os.environ.get("XDG_DATA_HOME") or str(Path.home() / ".local" / "share")
     return Path(xdg).expanduser() / "eva" / "models"
 
 
 def _make_dir(d: Path) -> None:
-    """Make a models directory. The default one is inside Eva's data dir, which is the owner's
-    (core.ownership): when setup is the first to make the data dir, it is made 0700, as Eva
-    makes it. The weights themselves keep 0644 (public files; the 0700 data dir hides them)."""
-    if not os.environ.get("EVA_MODELS_DIR"):
-        data = models_dir().parent
-        if d.is_relative_to(data) and not data.exists():
-            from core.ownership import private_dir
-
-            private_dir(data, claim=False)
+    """Make a models directory. The weights are public files (0644): nothing private is here."""
     d.mkdir(parents=True, exist_ok=True)
+
+
+@contextlib.contextmanager
+def _assembling(dest: Path) -> Iterator[None]:
+    """Hold ``<dest>.lock`` while ``dest`` is assembled: two processes starting at once (two
+    data dirs, ``eva`` and ``eva serve``) do not both write 1 GB; the second waits, then finds
+    the first one's verified file. Where ``fcntl`` is missing, the atomic rename alone keeps
+    the file whole."""
+    _make_dir(dest.parent)
+    try:
+        import fcntl
+    except ImportError:  # pragma: no cover - not POSIX
+        yield
+        return
+    with open(dest.with_name(dest.name + ".lock"), "a") as f:
+        fcntl.flock(f, fcntl.LOCK_EX)
+        try:
+            yield
+        finally:
+            fcntl.flock(f, fcntl.LOCK_UN)
 
 
 def _install_hint(model: PackagedModel) -> str:
@@ -275,12 +299,16 @@ def _marker(path: Path) -> Path:
     return path.with_name(path.name + ".verified")
 
 
+def _write_json(path: Path, data: dict) -> None:
+    """Write a small marker atomically (a temporary file of this process, then a rename)."""
+    tmp = path.with_name(f"{path.name}.{os.getpid()}.tmp")
+    tmp.write_text(json.dumps(data))
+    os.replace(tmp, path)
+
+
 def _write_marker(path: Path, sha256: str) -> None:
     st = path.stat()
-    data = {"sha256": sha256, "size": st.st_size, "mtime_ns": st.st_mtime_ns}
-    tmp = _marker(path).with_name(_marker(path).name + ".tmp")
-    tmp.write_text(json.dumps(data))
-    os.replace(tmp, _marker(path))
+    _write_json(_marker(path), {"sha256": sha256, "size": st.st_size, "mtime_ns": st.st_mtime_ns})
 
 
 def is_verified(path: Path, sha256: str, size: int | None = None) -> bool:
@@ -294,18 +322,44 @@ def is_verified(path: Path, sha256: str, size: int | None = None) -> bool:
             and data.get("mtime_ns") == st.st_mtime_ns and (size is None or st.st_size == size))
 
 
+def _good_in_place(dest: Path, sha256: str, size: int) -> bool:
+    """``dest`` is the right file: its marker says so, or (no matching marker: changed, copied,
+    or a crash came between its rename and its marker) its bytes hash to ``sha256`` — then
+    it is marked again."""
+    if is_verified(dest, sha256, size):
+        return True
+    try:
+        if not dest.is_file() or dest.stat().st_size != size:
+            return False
+    except OSError:
+        return False
+    if sha256_file(dest) != sha256:
+        return False
+    _write_marker(dest, sha256)
+    return True
+
+
 def assemble_parts(parts: Sequence[Path], dest: Path, size: int, sha256: str,
                    progress: Progress | None = None) -> Path:
     """Concatenate ``parts`` in order into ``dest``, verifying size and sha256.
 
-    Already verified → returned untouched. Otherwise the parts are written to a temporary file in
-    the destination directory, hashed while written, and renamed into place only when both size
-    and hash match; on a mismatch nothing is left behind and :class:`IntegrityError` is raised.
+    Already verified → returned untouched. A file there without a matching marker is hashed and
+    kept when it is right. Otherwise, holding ``dest``'s lock, the parts are written to a
+    temporary file in the destination directory, hashed while written, and renamed into place
+    only when both size and hash match; on a mismatch nothing is left behind and
+    :class:`IntegrityError` is raised.
     """
     dest = Path(dest)
     if is_verified(dest, sha256, size):
         return dest
-    _make_dir(dest.parent)
+    with _assembling(dest):
+        if _good_in_place(dest, sha256, size):  # e.g. another process assembled it meanwhile
+            return dest
+        return _write_parts(parts, dest, size, sha256, progress)
+
+
+def _write_parts(parts: Sequence[Path], dest: Path, size: int, sha256: str,
+                 progress: Progress | None) -> Path:
     have = sum(Path(p).stat().st_size for p in parts)
     if have != size:
         raise IntegrityError(
@@ -341,16 +395,54 @@ def assemble_parts(parts: Sequence[Path], dest: Path, size: int, sha256: str,
     return dest
 
 
+def _adopt_legacy(dest: Path, model: ChunkedGGUF) -> None:
+    """An older Eva assembled ``model`` inside the default data dir: link that verified file
+    into the cache (no second copy on disk; that folder may then be deleted). Best effort:
+    on another file system, or anything amiss, the file is assembled as usual."""
+    old = _legacy_dir() / model.filename
+    if old == dest or not is_verified(old, model.sha256, model.size):
+        return
+    with contextlib.suppress(OSError), _assembling(dest):
+        if dest.exists():
+            return
+        tmp = dest.with_name(f"{dest.name}.{os.getpid()}.link")
+        tmp.unlink(missing_ok=True)
+        os.link(old, tmp)
+        os.replace(tmp, dest)
+        _write_marker(dest, model.sha256)
+
+
 # ---------------------------------------------------------------------------------- fastembed dir
+def _fastembed_ready(model: FastembedDir, dest: Path) -> bool:
+    """The directory holds every file, and ``model.onnx`` is the one its marker hashed (same
+    size and mtime), or hashes to the right sha256 now (then it is marked again)."""
+    onnx = dest / "model.onnx"
+    try:
+        data = json.loads((dest / ".verified").read_text())
+        st = onnx.stat()
+    except (OSError, ValueError):
+        return False
+    if data.get("onnx_sha256") != model.onnx_sha256 or not all(
+            (dest / f).is_file() for f in model.tokenizer_files):
+        return False
+    if data.get("size") == st.st_size and data.get("mtime_ns") == st.st_mtime_ns:
+        return True
+    if sha256_file(onnx) != model.onnx_sha256:
+        return False
+    _write_dir_marker(model, dest)
+    return True
+
+
+def _write_dir_marker(model: FastembedDir, dest: Path) -> None:
+    st = (dest / "model.onnx").stat()
+    _write_json(dest / ".verified", {"onnx_sha256": model.onnx_sha256, "size": st.st_size,
+                                     "mtime_ns": st.st_mtime_ns})
+
+
 def _assemble_fastembed_dir(model: FastembedDir, root: Path) -> Path:
     dest = root / model.dirname
-    marker = dest / ".verified"
-    if marker.is_file() and (dest / "model.onnx").is_file():
-        try:
-            if json.loads(marker.read_text()).get("onnx_sha256") == model.onnx_sha256:
-                return dest
-        except ValueError:
-            pass
+    if _fastembed_ready(model, dest):
+        return dest
     onnx_pkg = _package_dir(model.onnx_module)
     tok_pkg = _package_dir(model.tokenizer_module)
     missing = [d for d, p in ((model.onnx_dist, onnx_pkg), (model.tokenizer_dist, tok_pkg))
@@ -360,10 +452,18 @@ def _assemble_fastembed_dir(model: FastembedDir, root: Path) -> Path:
             f"model {model.name!r} is not installed (missing {', '.join(missing)}): "
             f"{_install_hint(model)}")
     assert onnx_pkg is not None and tok_pkg is not None
+    with _assembling(dest):
+        if _fastembed_ready(model, dest):  # another process made it meanwhile
+            return dest
+        return _write_fastembed_dir(model, dest, onnx_pkg, tok_pkg)
+
+
+def _write_fastembed_dir(model: FastembedDir, dest: Path, onnx_pkg: Path, tok_pkg: Path
+                         ) -> Path:
+    root = dest.parent
     onnx = onnx_pkg / model.onnx_relpath
     if not onnx.is_file() or sha256_file(onnx) != model.onnx_sha256:
         raise IntegrityError(f"{onnx}: missing or wrong sha256 (reinstall {model.onnx_dist})")
-    _make_dir(root)
     tmp = Path(tempfile.mkdtemp(prefix=model.dirname + ".", suffix=".part", dir=root))
     try:
         shutil.copyfile(onnx, tmp / "model.onnx")
@@ -374,7 +474,7 @@ def _assemble_fastembed_dir(model: FastembedDir, root: Path) -> Path:
                     raise IntegrityError(f"{model.tokenizer_zip} of {model.tokenizer_dist} has "
                                          f"no {fname}")
                 (tmp / fname).write_bytes(zf.read(names[fname]))
-        (tmp / ".verified").write_text(json.dumps({"onnx_sha256": model.onnx_sha256}))
+        _write_dir_marker(model, tmp)
         os.chmod(tmp, 0o755)
         if dest.exists():
             old = dest.with_name(dest.name + ".old")
@@ -412,11 +512,14 @@ def ensure(name: str, root: Path | None = None, progress: Progress | None = None
     """The local path of a packaged model (a GGUF file or a fastembed directory), assembling
     and verifying it on first use. Raises :class:`PackagedModelError` with the fix."""
     m = get(name)
+    default = root is None and not os.environ.get("EVA_MODELS_DIR")
     root = models_dir() if root is None else Path(root)
     if isinstance(m, ChunkedGGUF):
         dest = root / m.filename
         if is_verified(dest, m.sha256, m.size):
             return dest
+        if default:
+            _adopt_legacy(dest, m)
         return assemble_parts(chunk_paths(m), dest, m.size, m.sha256, progress)
     if isinstance(m, InPackageFile):
         pkg = _package_dir(m.module)

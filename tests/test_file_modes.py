@@ -231,19 +231,20 @@ def test_a_backup_is_never_readable_by_others_while_it_is_written(tmp_path, monk
     assert seen and set(seen) == {0o600}
 
 
-def test_setup_making_the_data_dir_for_the_models_makes_it_the_owners(tmp_path, monkeypatch):
-    """`make setup` assembles the weights into <data dir>/models before Eva ever starts: the
-    data dir it makes is 0700, so the first start has nothing to narrow. The weights keep 0644
-    (public files, hidden by the 0700 dir)."""
+def test_setup_assembling_the_models_leaves_the_data_dir_alone(tmp_path, monkeypatch):
+    """Issue 32 item 4: `make setup` assembles the weights into the cache
+    ($XDG_CACHE_HOME/eva/models), not the data dir: the data dir is neither made nor touched
+    before Eva first starts (and makes it 0700). The weights keep 0644 (public files)."""
     import hashlib
 
     from models.packaged import assemble_parts, models_dir
 
     monkeypatch.delenv("EVA_MODELS_DIR", raising=False)
     monkeypatch.setenv("XDG_DATA_HOME", str(tmp_path / "xdg"))
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "cache"))
     part = tmp_path / "chunk"
     part.write_bytes(b"weights")
     dest = models_dir() / "m.gguf"
     assemble_parts([part], dest, 7, hashlib.sha256(b"weights").hexdigest())
-    assert mode(tmp_path / "xdg" / "eva") == 0o700 and mode(dest) == 0o644
-    assert ownership.tighten(tmp_path / "xdg" / "eva") == []
+    assert dest == tmp_path / "cache" / "eva" / "models" / "m.gguf" and mode(dest) == 0o644
+    assert not (tmp_path / "xdg").exists()

@@ -16,7 +16,7 @@ from core import tools as memtools
 from core.llm import ChatModel, Done, ModelError, TextDelta, ToolCall
 from models import packaged
 from models.chat_template import prepare_messages, tools_system_block
-from models.llama import LlamaChatModel, load_chat_model
+from models.llama import KVSnapshots, LlamaChatModel, load_chat_model
 
 pytestmark = pytest.mark.real_model
 
@@ -176,6 +176,36 @@ def test_coming_back_to_a_chat_reuses_its_snapshot_and_answers_the_same(qwen):
     assert done_a.evaluated_tokens > 100
     assert done_again.evaluated_tokens <= 1
     assert text_again == text_a
+
+
+def test_a_chats_next_turn_replaces_its_snapshot_and_another_chat_keeps_its_own(qwen):
+    """Issue 32 item 3 (the KV snapshots held 187 MB after 20 turns of one chat): the next turn
+    of a chat shares all of the earlier turn's snapshot but its recalled memory, message and
+    reply, so that snapshot is dropped; another chat's, which shares only the system prompt,
+    is kept and still restored when the owner comes back to it."""
+    kept = qwen.snapshots
+    qwen.snapshots = KVSnapshots(min_gain=16)
+    try:
+        window = [{"role": "system", "content": SYSTEM},
+                  {"role": "user", "content": "My cat Murka sleeps on the radiator all winter. "
+                                              * 8},
+                  {"role": "assistant", "content": "She knows where the warm spot is!"}]
+        turn1 = [*window, {"role": "user", "content": "(memory: Murka is 7)\n\nHow old is she?"}]
+        reply, _, _ = run(qwen, turn1, max_tokens=8, temperature=0.0)
+        other = [{"role": "system", "content": SYSTEM},
+                 {"role": "user", "content": "Расскажи, как приготовить борщ. " * 8}]
+        run(qwen, other, max_tokens=4, temperature=0.0)
+        assert len(qwen.snapshots) == 2
+        turn2 = [*window, {"role": "user", "content": "How old is she?"},
+                 {"role": "assistant", "content": reply},
+                 {"role": "user", "content": "(memory: Murka eats fish)\n\nWhat does she eat?"}]
+        run(qwen, turn2, max_tokens=8, temperature=0.0)
+        assert len(qwen.snapshots) == 2  # the other chat's, and turn 2's (turn 1's is gone)
+        restored = qwen.snapshots.restored
+        _, _, done = run(qwen, other, max_tokens=4, temperature=0.0)
+        assert qwen.snapshots.restored == restored + 1 and done.evaluated_tokens <= 1
+    finally:
+        qwen.snapshots = kept
 
 
 def test_forced_tool_call_is_schema_valid_and_saves(qwen, mem):

@@ -9,6 +9,7 @@ from __future__ import annotations
 import hashlib
 import os
 import sys
+import threading
 
 import pytest
 
@@ -65,14 +66,14 @@ def test_verified_file_is_not_reassembled(tmp_path, monkeypatch):
 
 def test_corrupted_chunk_is_refused_and_leaves_nothing(tmp_path):
     """SPEC §6/§11: a chunk whose bytes changed fails the sha256; no file (not even a partial
-    one) is left where the model would be loaded from."""
+    one) is left where the model would be loaded from — only the empty lock file beside it."""
     bad = list(BLOBS)
     bad[1] = b"middlX" + bad[1][6:]  # same size, different bytes
     dest = tmp_path / "models" / "m.gguf"
     with pytest.raises(IntegrityError, match="sha256"):
         assemble_parts(_parts(tmp_path, bad), dest, len(WHOLE), SHA)
     assert not dest.exists()
-    assert list(dest.parent.iterdir()) == []
+    assert [p.name for p in dest.parent.iterdir()] == ["m.gguf.lock"]
 
 
 def test_wrong_total_size_is_refused(tmp_path):
@@ -147,13 +148,120 @@ def test_resolve_accepts_a_local_path_and_rejects_unknown_names(tmp_path):
         packaged.resolve_gguf(packaged.MINILM)
 
 
-def test_models_dir_follows_env_then_xdg(tmp_path, monkeypatch):
-    """SPEC §6: the models live in the XDG data dir unless EVA_MODELS_DIR says otherwise."""
+def test_models_dir_follows_env_then_xdg_cache(tmp_path, monkeypatch):
+    """SPEC §6, issue 32 item 4: assembled weights are a cache (XDG cache dir), not the owner's
+    data, unless EVA_MODELS_DIR says otherwise."""
     monkeypatch.delenv("EVA_MODELS_DIR", raising=False)
-    monkeypatch.setenv("XDG_DATA_HOME", str(tmp_path / "xdg"))
-    assert packaged.models_dir() == tmp_path / "xdg" / "eva" / "models"
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "cache"))
+    monkeypatch.setenv("XDG_DATA_HOME", str(tmp_path / "data"))
+    assert packaged.models_dir() == tmp_path / "cache" / "eva" / "models"
     monkeypatch.setenv("EVA_MODELS_DIR", str(tmp_path / "mine"))
     assert packaged.models_dir() == tmp_path / "mine"
+
+
+@pytest.fixture
+def fake_model(tmp_path, monkeypatch):
+    """A packaged model of three tiny chunk packages; the cache and data dirs in tmp_path;
+    ``writes`` counts the times the chunks are concatenated."""
+    site = tmp_path / "site"
+    prefix = f"eva_fake_cache_{os.getpid()}_"
+    _fake_chunk_packages(site, prefix, BLOBS)
+    monkeypatch.syspath_prepend(str(site))
+    monkeypatch.setitem(packaged.REGISTRY, "fake-model", _model(prefix))
+    monkeypatch.delenv("EVA_MODELS_DIR", raising=False)
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "cache"))
+    monkeypatch.setenv("XDG_DATA_HOME", str(tmp_path / "share"))
+    writes = []
+    real = packaged._write_parts
+
+    def counted(*a, **k):
+        writes.append(a[1])
+        return real(*a, **k)
+
+    monkeypatch.setattr(packaged, "_write_parts", counted)
+    return writes
+
+
+def test_two_data_dirs_share_one_assembled_file(tmp_path, monkeypatch, fake_model):
+    """Issue 32 item 4: Eva on two data dirs (two XDG data homes, or `--data`) resolves the
+    model to one file in the cache, assembled once; nothing lands in either data dir."""
+    cache = tmp_path / "cache" / "eva" / "models" / "fake.gguf"
+    paths = []
+    for home in ("one", "two"):
+        monkeypatch.setenv("XDG_DATA_HOME", str(tmp_path / home))
+        paths.append(packaged.resolve_gguf("fake-model"))
+    assert paths == [cache, cache]
+    assert cache.read_bytes() == WHOLE
+    assert fake_model == [cache]  # the second start used the first one's file
+    assert not (tmp_path / "one").exists() and not (tmp_path / "two").exists()
+
+
+def test_corrupted_cached_file_is_caught_by_sha256_and_reassembled(tmp_path, fake_model):
+    """Issue 32 item 4 (SPEC §6): a cached file whose bytes changed fails its sha256 and is
+    assembled again from the packages; an intact one whose marker is gone (a crash between
+    its rename and its marker, a copy) is hashed, found right and kept as it is."""
+    path = packaged.ensure("fake-model")
+    damaged = bytearray(WHOLE)
+    damaged[100] ^= 0xFF
+    path.write_bytes(bytes(damaged))  # same size, different bytes
+    assert packaged.ensure("fake-model") == path
+    assert path.read_bytes() == WHOLE
+    assert len(fake_model) == 2 and is_verified(path, SHA, len(WHOLE))
+
+    packaged._marker(path).unlink()
+    inode = path.stat().st_ino
+    assert packaged.ensure("fake-model") == path
+    assert len(fake_model) == 2  # hashed, not rewritten
+    assert path.stat().st_ino == inode and is_verified(path, SHA, len(WHOLE))
+
+
+def test_models_dir_env_wins_over_the_cache(tmp_path, monkeypatch, fake_model):
+    """Issue 32 item 4: EVA_MODELS_DIR is where the weights go, whatever XDG_CACHE_HOME says."""
+    monkeypatch.setenv("EVA_MODELS_DIR", str(tmp_path / "mine"))
+    assert packaged.ensure("fake-model") == tmp_path / "mine" / "fake.gguf"
+    assert not (tmp_path / "cache").exists()
+
+
+def test_two_processes_starting_at_once_assemble_it_once(tmp_path, monkeypatch, fake_model):
+    """Issue 32 item 4: a second start while the first is still assembling waits for it (the
+    lock beside the file) and uses its file: one write, a whole file, no leftovers."""
+    started, gate = threading.Event(), threading.Event()
+    inner = packaged._write_parts  # the counting wrapper
+
+    def slow(*a, **k):
+        started.set()
+        gate.wait(5)  # hold the lock until the second start is waiting on it
+        return inner(*a, **k)
+
+    monkeypatch.setattr(packaged, "_write_parts", slow)
+    got: list = []
+    first = threading.Thread(target=lambda: got.append(packaged.ensure("fake-model")))
+    first.start()
+    assert started.wait(5)
+    second = threading.Thread(target=lambda: got.append(packaged.ensure("fake-model")))
+    second.start()
+    second.join(0.2)
+    assert second.is_alive()  # blocked on the lock, not writing a second copy
+    gate.set()
+    first.join(5)
+    second.join(5)
+    cache = tmp_path / "cache" / "eva" / "models"
+    assert got == [cache / "fake.gguf"] * 2 and len(fake_model) == 1
+    assert (cache / "fake.gguf").read_bytes() == WHOLE
+    assert not [p for p in cache.iterdir() if p.name.endswith(".part")]
+
+
+def test_a_copy_an_older_eva_assembled_in_the_data_dir_is_linked_not_copied(tmp_path,
+                                                                             fake_model):
+    """Issue 32 item 4: weights an older Eva verified under the data dir's models/ are
+    hard-linked into the cache (no second gigabyte, no re-assembly)."""
+    old = tmp_path / "share" / "eva" / "models" / "fake.gguf"
+    packaged.assemble_parts(_parts(tmp_path, BLOBS), old, len(WHOLE), SHA)
+    fake_model.clear()
+    path = packaged.ensure("fake-model")
+    assert path == tmp_path / "cache" / "eva" / "models" / "fake.gguf"
+    assert fake_model == [] and path.stat().st_ino == old.stat().st_ino
+    assert is_verified(path, SHA, len(WHOLE))
 
 
 def test_registry_pins_every_package_and_hash():
