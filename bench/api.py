@@ -49,8 +49,8 @@ def build_store(db: Path, size: int, seed: int) -> list[str]:
     import numpy as np
 
     from bench.scale import Corpus
-    from core.memory import Memory
-    from core.records import Source
+    from core.memory.facade import Memory
+    from core.store.records import Source
 
     corpus = Corpus(seed)
     texts = corpus.records(size, seed)
@@ -97,7 +97,7 @@ def worker_serve(data: Path, port: int) -> int:
     from dataclasses import replace
 
     from core.config import MemoryConfig
-    from core.memory import Memory
+    from core.memory.facade import Memory
     from eva_api.app import serve
     from eva_api.guard import ServeSettings
     from eva_api.token import ensure_token

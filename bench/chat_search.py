@@ -7,11 +7,11 @@
   mixed text from :class:`bench.scale.Corpus`, as owner and Eva take turns), then ``--queries``
   searches the way the owner types them: one word, two words, a word in another form (its
   stem plus another ending), in capitals, a half-typed word, and words that are in no message.
-  Each is timed through :meth:`core.transcript.Transcript.search` (FTS5, both passes, the
+  Each is timed through :meth:`core.chat.transcript.Transcript.search` (FTS5, both passes, the
   snippets and the chat labels). Target: p95 ≤ 50 ms over 10,000 messages.
 - **Import**: a ChatGPT ``conversations.json`` of ``--import-messages`` messages (100
   conversations, each a mapping tree with a system node, as ChatGPT writes them) is read,
-  checked and written into a fresh store (:mod:`core.chat_import`, one transaction), without
+  checked and written into a fresh store (:mod:`core.chat.imports`, one transaction), without
   drafting. ``import_seconds`` is the whole of it. Target: ≤ 10 s for 5,000 messages.
 
 Prints JSON: ``messages``, ``queries``, ``p50_ms``, ``p95_ms``, ``max_ms``, ``mean_hits``,
@@ -32,10 +32,10 @@ import numpy as np
 from bench.common import Timer, emit, environment, latency_summary
 from bench.scale import Corpus
 from core import ManualClock, Memory, MemoryConfig
-from core import chat_import as io
 from core import text as T
-from core.chats import Chats
-from core.transcript import Transcript
+from core.chat import imports as io
+from core.chat.chats import Chats
+from core.chat.transcript import Transcript
 
 T0 = 1_780_000_000.0
 CHATS = 100

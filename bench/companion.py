@@ -84,7 +84,7 @@ from core.chat.conversation import Conversation, ConversationConfig
 from core.chat.events import MemoryUsed, Notice, Token, ToolFinished, TurnDone, TurnError
 from core.chat.judge import is_echo
 from core.clock import ManualClock
-from core.memory import Memory
+from core.memory.facade import Memory
 from core.privacy import OWNER_TRUSTED
 from core.text import stems, transliterate
 from models.packaged import DEFAULT_CHAT_MODEL  # light: no model library is imported
@@ -420,7 +420,7 @@ def run(model: Any, scenario: dict, writes: str = "structured",
 
     def replay(chat: str, text: str, reply: str, mem: Memory) -> None:
         """Store one exchange as history (no model call), as the conversation stores turns."""
-        from core.transcript import Transcript
+        from core.chat.transcript import Transcript
 
         conv = conversation(chat, mem)
         tr = mem.attach(Transcript)

@@ -40,8 +40,8 @@ USER_TURNS = [
 
 
 def run(model_spec: str, turns: int, n_ctx: int, max_tokens: int, threads: int | None) -> dict:
-    from core import tools as memtools
     from core.llm import Done, TextDelta, ToolCall
+    from core.memory import tools as memtools
     from models.llama import load_chat_model
 
     t0 = time.perf_counter()

@@ -62,9 +62,9 @@ from typing import Any
 from bench.common import Timer, emit, environment, latency_summary, parse_int_list, peak_rss_mb
 from core.clock import ManualClock
 from core.config import MemoryConfig
-from core.memory import Memory
+from core.memory.facade import Memory
 from core.privacy import OWNER_TRUSTED
-from core.records import Source
+from core.store.records import Source
 
 CATEGORIES = {1: "multi-hop", 2: "temporal", 3: "open-domain", 4: "single-hop"}
 ADVERSARIAL = 5
@@ -445,7 +445,7 @@ def run_mode(convs: list[Conversation], mode: str, ks: Sequence[int], *, kind: s
             ingest_seconds += t_ingest.seconds
             if embedder is not None:
                 if calibrate:
-                    from core.calibration import calibrate as measure_background
+                    from core.recall.calibration import calibrate as measure_background
 
                     try:
                         measure_background(mem, apply=True)  # what `eva calibrate` does
@@ -641,7 +641,7 @@ def main(argv: Sequence[str] | None = None) -> int:
                     help="an embedder spec for models.embedders.load_embedder (hybrid vs lexical)")
     ap.add_argument("--calibrate", action="store_true",
                     help="with --embedder: measure the background cosine b on each store after "
-                         "ingest (core.calibration, as `eva calibrate` does) instead of the "
+                         "ingest (core.recall.calibration, as `eva calibrate` does) instead of the "
                          "config default")
     ap.add_argument("--kind", default="fact", choices=("fact", "event"))
     ap.add_argument("--importance", type=int, default=3)

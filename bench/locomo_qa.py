@@ -36,7 +36,7 @@ condition in a new chat:
 * ``memory``: the replayed store (what Eva really kept);
 * ``no_memory``: a fresh, empty store;
 * ``oracle``: a fresh store whose memory section, instead of recall, lists the question's
-  evidence turns in the line format of ``core.prompt_section`` (``id | kind | age | importance |
+  evidence turns in the line format of ``core.memory.prompt_section`` (``id | kind | age | importance |
   content``, the content ``Speaker: text``, age from the turn's session to the question).
 
 In all three stores the owner's name is a core record ("The owner's name is Caroline.", as an
@@ -103,15 +103,15 @@ from bench.locomo import (
     dia_ids,
     turn_text,
 )
-from core import prompt_section as ps
 from core.chat.conversation import Conversation, ConversationConfig
 from core.chat.events import Notice, ToolFinished, TurnDone
+from core.chat.owner_message import may_carry_a_fact
 from core.clock import ManualClock
 from core.llm import Done, TextDelta
-from core.memory import Memory
-from core.owner_message import may_carry_a_fact
+from core.memory import prompt_section as ps
+from core.memory.facade import Memory
 from core.privacy import OWNER_TRUSTED
-from core.records import Actor, Source
+from core.store.records import Actor, Source
 from models.packaged import DEFAULT_CHAT_MODEL  # light: no model library is imported
 
 DAY = 86_400.0
@@ -398,7 +398,7 @@ def _exchanges(turns: Sequence[Turn], owner: str) -> Iterator[tuple[Turn | None,
 def _replay_session(n: int, turns: Sequence[Turn], owner: str, mem: Memory, model: ReplayModel,
                     clock: ManualClock, config: ConversationConfig) -> list[dict[str, Any]]:
     """One session in its own chat; one row per owner message (what the memory step did)."""
-    from core.transcript import Transcript
+    from core.chat.transcript import Transcript
 
     conv = Conversation(mem, model, config=config, clock=clock, channel=f"locomo-session-{n}")
     rows = []

@@ -78,13 +78,13 @@ from pathlib import Path
 from typing import Any
 
 from bench.common import environment, peak_rss_mb
-from core import owner_message
+from core.chat import owner_message
 from core.clock import ManualClock
 from core.learned import use_vectors
 from core.llm import Done, TextDelta
-from core.memory import Memory
+from core.memory.facade import Memory
 from core.privacy import OWNER_TRUSTED
-from core.records import Actor, Source
+from core.store.records import Actor, Source
 from models.packaged import DEFAULT_CHAT_MODEL  # light: no model library is imported
 
 DATA_DIR = Path(__file__).resolve().parent / "data"
@@ -258,7 +258,7 @@ def keyword_gate(text: str) -> bool:
 
 Gate = Callable[[str], bool]
 GATES: dict[str, Callable[[GateContext], Gate]] = {
-    # what the app uses (core.owner_message.may_carry_a_fact: fact_sentences and the trained
+    # what the app uses (core.chat.owner_message.may_carry_a_fact: fact_sentences and the trained
     # classifier over the embedder's USE vectors; without USE vectors fact_sentences alone)
     "app": lambda ctx: (lambda embed: lambda text: owner_message.may_carry_a_fact(text, embed))(
         use_vectors(ctx.embedder)),

@@ -15,7 +15,7 @@ was tuned on dev only. For each split it prints:
   назад", "в детстве", no time at all), the share given one anyway — an item shown that the
   owner never set.
 
-Then the scenario on a manual clock, through :class:`core.memory.Memory`: a promise told on a
+Then the scenario on a manual clock, through :class:`core.memory.facade.Memory`: a promise told on a
 Monday for Saturday is due when Eva is opened on Saturday (and not on Thursday); told and then
 corrected (an update, and a separate "перенесли" message), only the new day is due; a private
 promise is not visible to a public turn (nor an owner turn from an untrusted place).

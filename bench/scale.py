@@ -73,8 +73,8 @@ from bench.common import (
     parse_int_list,
     peak_rss_mb,
 )
-from core.recall import language_code
-from core.recall_scores import ENGLISH
+from core.recall.score import language_code
+from core.recall.scores import ENGLISH
 
 GENERATOR_VERSION = 1
 DAY = 86_400.0
@@ -288,9 +288,9 @@ def build(size: int, db: Path, seed: int, progress: Callable[[str], None] | None
     dedup is lexical — and the same vectors, at a fraction of the time of one query-sized call
     per save); ``save`` latencies of the build are therefore lexical."""
     from core.clock import ManualClock
-    from core.memory import Memory
+    from core.memory.facade import Memory
     from core.privacy import OWNER_TRUSTED
-    from core.records import Actor
+    from core.store.records import Actor
 
     corpus = Corpus(seed)
     with Timer() as t_gen:
@@ -357,7 +357,7 @@ def build(size: int, db: Path, seed: int, progress: Callable[[str], None] | None
 
 def prepare(db: Path, embedder: str = "none") -> dict[str, Any]:
     """Open and close the store once: it then has a persisted index of the current code."""
-    from core.memory import Memory
+    from core.memory.facade import Memory
 
     emb = load_embedder(embedder)
     with Timer() as t_open:
@@ -399,7 +399,7 @@ def measure(size: int, db: Path, seed: int, ops: int = OPS, profile: bool = Fals
 
     from core import text as T
     from core.clock import ManualClock
-    from core.memory import Memory
+    from core.memory.facade import Memory
     from core.privacy import OWNER_TRUSTED
 
     corpus = Corpus(seed)

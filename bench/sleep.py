@@ -48,7 +48,7 @@ from core import OWNER_TRUSTED
 from core import text as core_text
 from core.clock import ManualClock
 from core.config import MemoryConfig, SleepConfig
-from core.memory import Memory
+from core.memory.facade import Memory
 from core.sleep import Sleeper, clustering
 
 DAY = 86_400.0

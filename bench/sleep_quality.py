@@ -72,7 +72,7 @@ from core import text
 from core.clock import ManualClock
 from core.config import MemoryConfig, SleepConfig
 from core.llm import ToolCall
-from core.memory import Memory
+from core.memory.facade import Memory
 from core.privacy import OWNER_TRUSTED
 from core.sleep import Sleeper
 

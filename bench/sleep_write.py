@@ -5,7 +5,7 @@
 
 A fresh store holds the corpus without the newer record of each labelled contradiction; then,
 for each contradiction, the owner says its ``said`` message and the structured memory step
-(:class:`core.memory_writer.MemoryWriter`) runs once. The contradiction is *caught* when the
+(:class:`core.chat.memory_writer.MemoryWriter`) runs once. The contradiction is *caught* when the
 older record was updated (its text changed) or forgotten by that step — so the night has
 nothing left to resolve. Arm ``new`` is the step as it is (the arithmetic marks a related memory
 the message seems to change, and offers ``update``); arm ``old`` switches that marking off (the
@@ -26,8 +26,8 @@ from typing import Any
 
 from bench.common import environment, rounded
 from bench.sleep_quality import build_store, load_embedder
-from core import memory_writer
-from core.memory_writer import STEP_RULE, MemoryWriter
+from core.chat import memory_writer
+from core.chat.memory_writer import STEP_RULE, MemoryWriter
 from core.privacy import OWNER_TRUSTED
 
 

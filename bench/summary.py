@@ -6,14 +6,14 @@
 
 One LoCoMo conversation (its first ``--messages`` turns, "Speaker: text", the first speaker as
 the owner, the other as Eva, dated by their sessions) is stored as one chat whose messages have
-all left the live window; then the real summariser (:class:`core.summarizer.Summarizer`, the
+all left the live window; then the real summariser (:class:`core.chat.summarizer.Summarizer`, the
 default model unless ``--model``) summarises it the way the app's background worker does — chunk
 after chunk, 4 recent → merged, 4 merged → long-term.
 
 Reports (JSON on stdout):
 
 - ``fidelity``: the share of the source's names, numbers and dates
-  (:func:`core.summary_fidelity.salient_terms`) present in the summaries in use plus their verbatim
+  (:func:`core.chat.summary_fidelity.salient_terms`) present in the summaries in use plus their verbatim
   lists — what the prompt would carry;
 - ``model_fidelity``: the same share over the chunks whose summary the model wrote and the check
   accepted, and ``fallback_chunks``: how many chunks ended as the extractive fallback (whose
@@ -43,15 +43,15 @@ from typing import Any
 
 from bench.common import chat_model, environment, peak_rss_mb, percentile
 from bench.locomo import load as load_locomo
-from core import summaries as rolling
-from core import summarizer
-from core import summary_fidelity as fidelity
+from core.chat import summaries as rolling
+from core.chat import summarizer
+from core.chat import summary_fidelity as fidelity
 from core.chat.conversation import Conversation, ConversationConfig
 from core.chat.events import Token, TurnDone
+from core.chat.transcript import Transcript
 from core.clock import ManualClock
-from core.memory import Memory
+from core.memory.facade import Memory
 from core.privacy import OWNER_TRUSTED
-from core.transcript import Transcript
 from models.packaged import DEFAULT_CHAT_MODEL
 
 

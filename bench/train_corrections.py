@@ -7,8 +7,8 @@ Data: ``bench/data/correction_pairs.json`` (memories, an owner message, which me
 replaces; hard negatives: new facts about the same someone, additions, the same words about
 something else, change words about nothing shown, repeats) and the memory-step set's items that
 hold earlier memories (``before``; ``corrects`` names the one replaced). Each (message, memory)
-is one row of :func:`core.corrections.pair_rows`; a message retires at most its most probable
-memory above the threshold (as :mod:`core.memory_writer` does).
+is one row of :func:`core.sleep.corrections.pair_rows`; a message retires at most its most probable
+memory above the threshold (as :mod:`core.chat.memory_writer` does).
 
 The threshold is the lowest whose out-of-fold dev precision (folds by message) reaches
 ``--precision``: archiving a true memory is the harm; a missed correction leaves two records
@@ -30,7 +30,7 @@ import numpy as np
 
 from bench.memory_step import load_items
 from bench.train_fact_gate import fit
-from core import corrections
+from core.sleep import corrections
 
 DATA = Path(__file__).resolve().parent / "data" / "correction_pairs.json"
 
@@ -182,7 +182,7 @@ def main(argv: list[str] | None = None) -> int:
               "hint_test": figures(test, probs_of(w, b, r_test), hint)}
     print(json.dumps(report, ensure_ascii=False, indent=2))
     Path(a.out).write_text(json.dumps({
-        "about": "bench/train_corrections.py: logistic regression over core.corrections."
+        "about": "bench/train_corrections.py: logistic regression over core.sleep.corrections."
                  "FEATURES, trained on the dev splits; threshold for precision "
                  f">= {a.precision} out of fold",
         "weights": [round(float(v), 6) for v in w], "bias": round(float(b), 6),

@@ -26,7 +26,7 @@ from typing import Any
 import numpy as np
 
 from bench.memory_step import load_items
-from core import owner_message
+from core.chat import owner_message
 
 OUT = Path(__file__).resolve().parents[1] / "core" / "fact_gate.json"
 

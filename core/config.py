@@ -35,7 +35,7 @@ class MemoryConfig:
     # as this much more relevant, relevance × (1 + boost) (core.timeframe); 0 turns it off
     timeframe_boost: float = 1.0
     # the best this many candidates of a recall are scored by their clauses too: a record that
-    # says several things is as relevant as its best clause (core.recall_parts); 0 turns it off
+    # says several things is as relevant as its best clause (core.recall.parts); 0 turns it off
     part_candidates: int = 48
     lexical_weight: float | None = None  # BM25's share of hybrid relevance; None: the embedder's
     prompt_budget: int = 8000  # characters of the memory section

@@ -1,7 +1,7 @@
 """Embeddings in recall (SPEC §4, §6): the protocol the core needs, and the vector space it keeps.
 
 The core knows no concrete model. ``models/`` implements :class:`Embedder`; the app passes one
-to :class:`core.memory.Memory`. Cosine is taken only against vectors of the active model, and a
+to :class:`core.memory.facade.Memory`. Cosine is taken only against vectors of the active model, and a
 raw cosine is calibrated against the model's background ``b``: semantic = clamp((cos − b)/(1 − b)).
 """
 
@@ -32,7 +32,7 @@ class Embedder(Protocol):
     # never compared by. Recall compares an English question with an English record by the
     # English half (its own ``english_background`` and ``english_lexical_weight``) and every
     # other pair by the multilingual half, and keeps English halves only for English records
-    # (core.recall_vectors); clustering and calibration see the multilingual half only.
+    # (core.recall.vectors); clustering and calibration see the multilingual half only.
 
     def embed(self, texts: list[str]) -> np.ndarray:
         """A float32 matrix, one L2-normalised row per text (a query, a save: a few texts)."""

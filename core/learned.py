@@ -2,7 +2,7 @@
 by its numbers on a test split it was not tuned on), over the USE multilingual vectors the app
 already computes — the first part of ``usem3+minilm``, or USE alone. Each is trained on the dev
 split by a script in ``bench/`` and shipped as JSON beside this module: the fact gate
-(``fact_gate.json``, :mod:`core.owner_message`) and importance (``importance.json``,
+(``fact_gate.json``, :mod:`core.chat.owner_message`) and importance (``importance.json``,
 :mod:`core.importance`).
 """
 

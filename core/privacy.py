@@ -83,7 +83,7 @@ class TurnContext:
         return not self.is_owner
 
     def scopes(self) -> tuple[str, ...]:
-        from core.records import GLOBAL_SCOPE
+        from core.store.records import GLOBAL_SCOPE
 
         return (GLOBAL_SCOPE,) if not self.persona else (GLOBAL_SCOPE, self.persona)
 

@@ -21,7 +21,7 @@ was not changed after its day). Done / dismissed items and snoozed ones are left
 
 Pure functions over dates and rows: the columns live on ``memories`` (schema v8: ``due_on``,
 ``due_every``, ``due_read``, ``remind_state``, ``remind_after``), written by
-:mod:`core.records` in the transaction that writes the words.
+:mod:`core.store.records` in the transaction that writes the words.
 """
 
 from __future__ import annotations

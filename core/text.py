@@ -144,7 +144,7 @@ def transliterate(word: str) -> str:
 
 def names(text: str) -> list[str]:
     """The proper names of ``text``, in order — the one detector that recall's name links
-    (:func:`name_stems`) and a summary's salient terms (:mod:`core.summary_fidelity`) share:
+    (:func:`name_stems`) and a summary's salient terms (:mod:`core.chat.summary_fidelity`) share:
     capitalised words of at least two letters, one lower-case (not an acronym: "DVDs"; "McLeod"
     and "LeBron" are names), that do not open a sentence and are no greeting, title, pronoun or
     stop word. A possessive's 's is left off ("Kazan's" → "Kazan")."""

@@ -9,7 +9,7 @@ from typing import Protocol
 from core.chat.conversation import Conversation, ConversationConfig
 from core.clock import Clock
 from core.llm import ChatModel
-from core.memory import Memory
+from core.memory.facade import Memory
 from eva_runtime.config import ChatSettings, EvaConfig
 from eva_runtime.services import Component, ExtraTools, SleeperLike
 

@@ -13,9 +13,9 @@ from starlette.requests import Request
 from starlette.responses import JSONResponse
 
 from core import __version__
+from core.chat.transcript import Transcript
 from core.errors import MemoryOpError, NotFound
-from core.memory import Memory
-from core.transcript import Transcript
+from core.memory.facade import Memory
 from eva_api import schemas as sc
 from eva_api.errors import ApiError, bad_request
 from eva_api.events import sse
@@ -111,7 +111,7 @@ class Api:
         """SPEC §8.11: what is coming up. With the owner's token (audience "owner", the
         default) private items and notable nights too; without it, or for another audience,
         only what that audience may see, built from an allowlist of fields."""
-        from core.upcoming import upcoming
+        from core.chat.upcoming import upcoming
 
         qp = request.query_params
         days = sc.DAYS.number(qp.get("days", str(self.services.config.reminders.days)))
@@ -197,7 +197,7 @@ class Api:
         """The transcript and the chat and message ids of ``/v1/chats/{chat}/messages/{id}``:
         the message must be a live one of that live chat (404 otherwise, 409 for a chat in
         the archive)."""
-        from core.chats import ChatNotFound, Chats
+        from core.chat.chats import ChatNotFound, Chats
 
         chat_id = sc.CHAT_ID.number(request.path_params["chat"])
         message_id = sc.MESSAGE_ID.number(request.path_params["id"])
@@ -216,7 +216,7 @@ class Api:
 
     async def edit_message(self, request: Request) -> JSONResponse:
         """The owner edits a message of a chat, hers or Eva's (issue 28 item 5); the summaries
-        covering it are invalidated (:meth:`core.transcript.Transcript.edit`)."""
+        covering it are invalidated (:meth:`core.chat.transcript.Transcript.edit`)."""
         self.caller.require_owner(request)
         transcript, chat_id, message_id = self._chat_message(request)
         data = await self.body(request, sc.EDIT_BODY)

@@ -4,10 +4,10 @@ object."""
 
 from __future__ import annotations
 
+from core.chat.transcript import StoredMessage
 from core.privacy import TurnContext
-from core.records import Record
 from core.sleep import SleepRun
-from core.transcript import StoredMessage
+from core.store.records import Record
 
 
 def context_json(ctx: TurnContext) -> dict:

@@ -25,7 +25,7 @@ from eva_runtime.cli_io import (
 
 def cmd_export(config: cfg.EvaConfig, data_dir: Path, fmt: str, include_archive: bool,
                private: bool, output: str | None, *, force: bool = False) -> int:
-    from core import portability
+    from core.memory import portability
 
     out = Path(output).expanduser() if output else None
     if out is not None:
@@ -106,7 +106,7 @@ def _write_file(out: Path, lines: list[str], force: bool) -> None:
 def cmd_import(config: cfg.EvaConfig, data_dir: Path, file: str) -> int:
     """The file is read and checked whole before the store is opened: a refused import leaves
     the store as it was, and makes none where there was none (issue 25 item C4)."""
-    from core import portability
+    from core.memory import portability
 
     if not Path(file).expanduser().is_file():
         err(f"{file}: no such file")
@@ -141,9 +141,9 @@ def cmd_export_chats(config: cfg.EvaConfig, data_dir: Path, fmt: str, chat_id: i
     """``eva export --chats`` (issue 28 item 7): the live chats, or one, under the memory
     export's private rule (messages written where private memory was visible only with
     --private)."""
-    from core import chat_export
-    from core.chats import Chats
-    from core.transcript import Transcript
+    from core.chat import export as chat_export
+    from core.chat.chats import Chats
+    from core.chat.transcript import Transcript
 
     out = Path(output).expanduser() if output else None
     if out is not None:
@@ -169,8 +169,8 @@ def cmd_import_chats(config: cfg.EvaConfig, data_dir: Path, file: str, *,
                      dry_run: bool = False) -> int:
     """``eva import --chats FILE`` (issue 28 item 7): the format is detected and named, the
     whole file is checked before the store is opened, then one transaction writes it."""
-    from core import chat_import
-    from core.chats import Chats
+    from core.chat import imports as chat_import
+    from core.chat.chats import Chats
 
     try:
         plan = chat_import.parse_file(file, time.time())
@@ -213,7 +213,7 @@ def cmd_import_chats(config: cfg.EvaConfig, data_dir: Path, file: str, *,
 
 def _is_chat_file(lines: list[str]) -> bool:
     """Whether an ``eva import`` file is one of the chat formats (issue 28 item 7)."""
-    from core import chat_import
+    from core.chat import imports as chat_import
 
     head = "\n".join(ln for ln in lines[:50] if ln.strip())
     try:
@@ -224,7 +224,7 @@ def _is_chat_file(lines: list[str]) -> bool:
 
 
 def cmd_backup(config: cfg.EvaConfig, data_dir: Path, directory: str) -> int:
-    from core import portability
+    from core.memory import portability
 
     mem = open_store(config, data_dir, must_exist=True)
     if mem is None:

@@ -21,7 +21,7 @@ from core.errors import MemoryOpError, StoreError, clip_text
 from eva_runtime import config as cfg
 
 if TYPE_CHECKING:  # imported where used: `eva --help` loads neither
-    from core.memory import Memory
+    from core.memory.facade import Memory
     from eva_runtime.services import Services
 
 # Exit codes (README › The `eva` command › Exit codes; `eva --help` lists them too)
@@ -182,7 +182,7 @@ def own_data_dir(data_dir: Path) -> None:
 def open_store(config: cfg.EvaConfig, data_dir: Path, *, must_exist: bool) -> Memory | None:
     """The store alone (no models: export, import and backup need none; vectors of imported
     memories are made when Eva starts). None (and a message) when there is no store."""
-    from core.memory import Memory
+    from core.memory.facade import Memory
     from eva_runtime.services import DB_NAME
 
     db = data_dir / DB_NAME

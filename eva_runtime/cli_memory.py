@@ -26,7 +26,7 @@ from eva_runtime.cli_io import (
 def cmd_sleep(config: cfg.EvaConfig, data_dir: Path, dry_run: bool) -> int:
     import time
 
-    from core.coordination import holder_at
+    from core.memory.coordination import holder_at
     from core.sleep import AlreadySleeping
     from eva_runtime.night_text import night_text
 
@@ -63,8 +63,8 @@ def cmd_sleep(config: cfg.EvaConfig, data_dir: Path, dry_run: bool) -> int:
 
 # ---------------------------------------------------------------------------------- calibrate
 def cmd_calibrate(config: cfg.EvaConfig, data_dir: Path) -> int:
-    from core import calibration
     from core.errors import MemoryOpError
+    from core.recall import calibration
 
     s = open_services(config, data_dir, model=False)
     try:
@@ -92,7 +92,7 @@ def cmd_calibrate(config: cfg.EvaConfig, data_dir: Path) -> int:
 
 # ---------------------------------------------------------------------------------- doctor
 def cmd_doctor(config: cfg.EvaConfig, data_dir: Path) -> int:
-    from core.memory import Memory
+    from core.memory.facade import Memory
     from eva_runtime.loader import ModelLoader, ModelUnavailable
 
     loader = ModelLoader()
@@ -219,10 +219,10 @@ def cmd_remind(config: cfg.EvaConfig, data_dir: Path, days: int | None, fmt: str
                private: bool = True) -> int:
     """SPEC §8.11: what is coming up, one line each (or JSON); nothing printed when nothing
     is. Exit 0 either way (a cron line or a shell prompt must not fail for an empty day)."""
+    from core.chat.upcoming import upcoming
     from core.clock import from_env
-    from core.memory import Memory
+    from core.memory.facade import Memory
     from core.privacy import OWNER_TRUSTED, OWNER_UNTRUSTED
-    from core.upcoming import upcoming
     from eva_runtime.services import DB_NAME
 
     days = config.reminders.days if days is None else days

@@ -42,9 +42,9 @@ import tomlkit
 import tomlkit.exceptions
 
 from core.chat.conversation import DETAIL_LEVELS
+from core.chat.memory_writer import MEMORY_WRITES, STRUCTURED
 from core.config import MemoryConfig, SleepConfig
 from core.errors import clip, clip_text
-from core.memory_writer import MEMORY_WRITES, STRUCTURED
 from eva_runtime.keymap import binding_problem
 
 DEFAULT_CHAT_MODEL = "qwen2.5-coder-1.5b"  # models.packaged.DEFAULT_CHAT_MODEL

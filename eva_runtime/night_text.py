@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from core.prompt_section import human_age
+from core.memory.prompt_section import human_age
 
 MODE_REAL = "real"
 MODE_DRY = "dry run"

@@ -20,15 +20,15 @@ from pathlib import Path
 from typing import Any, Protocol
 
 from core import ownership
+from core.chat.chats import Chats
 from core.chat.conversation import Conversation, ConversationConfig
-from core.chats import Chats
+from core.chat.personas import Persona, Personas
 from core.clock import Clock
 from core.clock import from_env as clock_from_env
 from core.embedding import Embedder
 from core.instructions import load_persona
 from core.llm import ChatModel
-from core.memory import Memory
-from core.personas import Persona, Personas
+from core.memory.facade import Memory
 from core.privacy import OWNER_TRUSTED, TurnContext
 from core.sleep import CONSOLIDATE_TOOL, Sleeper, consolidate_tool, resolve_planner
 from eva_runtime.config import ChatSettings, EvaConfig

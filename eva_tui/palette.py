@@ -11,7 +11,7 @@ from functools import partial
 
 from textual.command import Hit, Hits, Provider
 
-from core.memory import Memory
+from core.memory.facade import Memory
 from eva_tui import strings as S
 from eva_tui.search import search_records
 from eva_tui.widgets.actions import RecordActions

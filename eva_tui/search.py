@@ -10,9 +10,9 @@ Python's ``casefold`` — the same answer for any script."""
 from __future__ import annotations
 
 from core.errors import NotFound
-from core.memory import Memory
+from core.memory.facade import Memory
 from core.privacy import OWNER_TRUSTED
-from core.records import Record
+from core.store.records import Record
 
 
 def casings(text: str) -> list[str]:

@@ -337,7 +337,7 @@ class DualEmbedder:
     Measured on the LoCoMo dev split (English, turns, R@5 full / relevance only): USE hybrid
     0.658 / 0.665, MiniLM for English pairs at BM25 weight 0.5 → 0.671 / 0.686, 0.55 →
     0.682 / 0.696, 0.6 → 0.680 / 0.692, 0.65 → 0.672 / 0.687, 0.7 → 0.674 / 0.688. In a store
-    that mixes languages MiniLM gives way to USE's shared scale (core.recall_scores
+    that mixes languages MiniLM gives way to USE's shared scale (core.recall.scores
     ENGLISH_SHARE_POWER): on the bilingual set, MiniLM for every English pair had cost R@1
     0.619 → 0.571 (Eva's turns left out); with the share rule it is USE's figure again.
     """
@@ -362,7 +362,7 @@ class DualEmbedder:
     def embed(self, texts: list[str]) -> np.ndarray:
         """[USE ‖ MiniLM] / √2 per text; MiniLM runs only for the texts in English (as recall
         tells a record's language, core.language): the others' English half is zero — recall
-        never compares them by it, and keeps no such half (core.recall_vectors)."""
+        never compares them by it, and keeps no such half (core.recall.vectors)."""
         if not texts:
             return np.zeros((0, self.dim), dtype=np.float32)
         return self._rows(texts, self._primary.embed(texts), self._english.embed)

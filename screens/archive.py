@@ -11,7 +11,7 @@ from textual.message import Message
 from textual.widgets import DataTable
 
 from core.privacy import OWNER_TRUSTED
-from core.records import ArchivedRecord
+from core.store.records import ArchivedRecord
 from eva_tui import strings as S
 from eva_tui.widgets import NavBar, PaletteCommand, ago, clip, in_time
 from eva_tui.widgets.tables import RecordTableScreen

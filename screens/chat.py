@@ -28,7 +28,7 @@ from core.chat.events import (
     TurnEvent,
 )
 from core.chat.events import Notice as NoticeEvent
-from core.prompt_section import PromptSection
+from core.memory.prompt_section import PromptSection
 from eva_runtime.config import default_config_path
 from eva_tui import strings as S
 from eva_tui.messages import TurnFinished, TurnStarted

@@ -14,8 +14,8 @@ from typing import TYPE_CHECKING
 from textual.message import Message
 from textual.widget import Widget
 
+from core.chat.transcript import StoredMessage
 from core.errors import MemoryOpError
-from core.transcript import StoredMessage
 from eva_tui import strings as S
 from eva_tui.widgets import TurnView, UserMessage
 from eva_tui.widgets.chat import MessageAction

@@ -1,6 +1,6 @@
 """Import chats in the TUI (issue 28 item 7): the owner gives a file, Eva names its format and
 shows what it holds — chats, message counts, days, what will be skipped — before anything is
-written; Import writes it in one transaction (:meth:`core.chats.Chats.import_chats`). Then Eva
+written; Import writes it in one transaction (:meth:`core.chat.chats.Chats.import_chats`). Then Eva
 offers to draft memories from the imported messages in batches of 20, through the
 save-from-dialogue dialog: the owner keeps, edits or drops each draft, and nothing is saved
 unless she keeps it.
@@ -20,11 +20,11 @@ from textual.message import Message
 from textual.screen import ModalScreen
 from textual.widgets import Button, DataTable, Input, Label, Static
 
-from core import chat_import
-from core.chats import Chat, Chats
-from core.drafts import MAX_MESSAGES
+from core.chat import imports as chat_import
+from core.chat.chats import Chat, Chats
+from core.chat.drafts import MAX_MESSAGES
+from core.chat.transcript import StoredMessage, Transcript
 from core.errors import MemoryOpError
-from core.transcript import StoredMessage, Transcript
 from eva_tui.widgets import EvaInput, clip
 from eva_tui.widgets.base import eva_app
 from eva_tui.widgets.modals import HELP

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
-from core.transcript import StoredMessage, Transcript
+from core.chat.transcript import StoredMessage, Transcript
 
 if TYPE_CHECKING:
     from screens.chat import ChatScreen

@@ -3,7 +3,7 @@
 context, and Enter opens the chat at that message.
 
 A trusted-surface read: the TUI is always the owner's private channel (SPEC §1), so every
-message is searched. The search runs in a thread worker (:meth:`core.transcript.Transcript.search`,
+message is searched. The search runs in a thread worker (:meth:`core.chat.transcript.Transcript.search`,
 FTS5: a few milliseconds over 10,000 messages, bench/chat_search.py); the screen never blocks.
 It dismisses with ``(chat_id, message_id)`` or None."""
 
@@ -21,8 +21,8 @@ from textual.screen import ModalScreen
 from textual.widgets import Footer, Input, Label, OptionList, Static
 from textual.widgets.option_list import Option
 
-from core.chat_search import MARK_END, MARK_START, SearchHit
-from core.transcript import StoredMessage, Transcript
+from core.chat.search import MARK_END, MARK_START, SearchHit
+from core.chat.transcript import StoredMessage, Transcript
 from eva_tui.widgets import EvaInput, clip
 from eva_tui.widgets.base import eva_app
 from eva_tui.widgets.modals import HELP

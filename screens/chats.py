@@ -17,7 +17,7 @@ from textual.message import Message
 from textual.screen import ModalScreen
 from textual.widgets import Button, DataTable, Footer, Label, Static
 
-from core.chats import Chat
+from core.chat.chats import Chat
 from eva_tui.widgets import EvaInput, ago, clip, in_time
 from eva_tui.widgets.base import eva_app
 from eva_tui.widgets.modals import HELP

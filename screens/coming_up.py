@@ -3,9 +3,9 @@
 - It opens by itself when Eva opens, when the owner starts a new chat, and at the first message
   of a new day — unless the owner closed it that day (the store notes the day, so reopening Eva
   does not bring it back). The palette's "Coming up" opens it whenever asked.
-- It lists :func:`core.upcoming.upcoming` for the chat's own turn context (the active persona's
+- It lists :func:`core.chat.upcoming.upcoming` for the chat's own turn context (the active persona's
   scope plus global; only what that audience may see) and ``[reminders] days``.
-- Done / Snooze / Dismiss run :meth:`core.memory.Memory.remind` (a notable night: the sleeper's
+- Done / Snooze / Dismiss run :meth:`core.memory.facade.Memory.remind` (a notable night: the sleeper's
   ``mark_seen``) in a thread worker; the item leaves the card when the store has the answer.
 
 Every store read and write runs in a thread worker; the event loop only mounts widgets."""
@@ -17,10 +17,10 @@ from typing import TYPE_CHECKING
 
 from textual.message import Message
 
+from core.chat.upcoming import upcoming
 from core.errors import MemoryOpError, StoreError
-from core.records import GLOBAL_SCOPE
 from core.reminders import Reminder
-from core.upcoming import upcoming
+from core.store.records import GLOBAL_SCOPE
 from eva_tui import strings as S
 from eva_tui.widgets.coming_up import ComingUpCard, ReminderAction, ReminderItem
 

@@ -1,7 +1,7 @@
 """Save from dialogue and initialize from a description (SPEC §8.5, issue 13 items 3–4).
 
 - **Save from dialogue**: the owner selects up to 20 messages of the chat; the model drafts up to
-  5 memories (one grammar-forced structured call, :mod:`core.drafts`); each draft can be edited,
+  5 memories (one grammar-forced structured call, :mod:`core.chat.drafts`); each draft can be edited,
   dropped or kept as it is — or the selected text is saved verbatim. What is kept is saved
   pinned with source ``dialogue``, within the pinned cap (20 per scope): when the cap is reached
   the dialog says so and nothing is saved.
@@ -22,12 +22,12 @@ from textual.screen import ModalScreen
 from textual.widgets import Button, Label, Select, SelectionList, Static
 from textual.widgets.selection_list import Selection
 
-from core import drafts as dr
+from core.chat import drafts as dr
 from core.chat.conversation import StoredMessage
 from core.errors import MemoryOpError
 from core.llm import ModelError
-from core.memory import Memory, SaveResult
-from core.records import Actor, Source
+from core.memory.facade import Memory, SaveResult
+from core.store.records import Actor, Source
 from eva_tui.widgets import EvaTextArea, clip
 from eva_tui.widgets.base import InApp, eva_app
 from eva_tui.widgets.modals import HELP

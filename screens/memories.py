@@ -14,7 +14,7 @@ from textual.message import Message
 from textual.widgets import DataTable, Input, Select
 
 from core.privacy import OWNER_TRUSTED
-from core.records import Record
+from core.store.records import Record
 from eva_tui import strings as S
 from eva_tui.search import search_records
 from eva_tui.widgets import EvaInput, NavBar, PaletteCommand, age, clip

@@ -12,8 +12,8 @@ from textual.screen import ModalScreen
 from textual.widgets import Button, Label, Select, Static
 
 from core.errors import MemoryOpError
-from core.memory import Memory
-from core.records import GLOBAL_SCOPE, Record
+from core.memory.facade import Memory
+from core.store.records import GLOBAL_SCOPE, Record
 from eva_tui import strings as S
 from eva_tui.widgets import EvaTextArea, clip
 from eva_tui.widgets.modals import HELP, IMPORTANCE_OPTIONS, KIND_OPTIONS

@@ -8,11 +8,13 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING, NamedTuple
 
-from core import chat_export, ownership, portability
-from core.chats import Chats
+from core import ownership
+from core.chat import export as chat_export
+from core.chat.chats import Chats
+from core.chat.transcript import StoredMessage, Transcript
 from core.errors import MemoryOpError
-from core.records import Actor, Record, Source
-from core.transcript import StoredMessage, Transcript
+from core.memory import portability
+from core.store.records import Actor, Record, Source
 from eva_tui import strings as S
 from screens.chat_import import ImportChatsScreen, offer_review
 from screens.drafting import InitFromDescription, SaveFromDialogue
@@ -26,7 +28,7 @@ from screens.memory_dialogs import (
 from screens.personas import PersonasScreen
 
 if TYPE_CHECKING:
-    from core.memory import Memory
+    from core.memory.facade import Memory
     from eva_tui.app import EvaApp
 
 INIT_OFFERED = "init.offered"  # meta key: the first-run offer was made

@@ -15,8 +15,8 @@ from textual.message import Message
 from textual.screen import ModalScreen
 from textual.widgets import Button, DataTable, Label, Select, Static
 
+from core.chat.personas import DEFAULT_ID, Persona
 from core.errors import MemoryOpError
-from core.personas import DEFAULT_ID, Persona
 from eva_tui.widgets import EvaInput, EvaTextArea, clip
 from eva_tui.widgets.base import eva_app
 from eva_tui.widgets.modals import HELP

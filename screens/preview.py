@@ -17,8 +17,8 @@ from textual.message import Message
 from textual.timer import Timer
 from textual.widgets import Footer, Input, Label, Static
 
-from core.memory import Memory
-from core.prompt_section import PromptSection
+from core.memory.facade import Memory
+from core.memory.prompt_section import PromptSection
 from eva_tui import strings as S
 from eva_tui.widgets import EvaInput, EvaScreen, NavBar, PaletteCommand, StatusBar
 

@@ -19,7 +19,7 @@ from textual.message import Message
 from textual.widgets import Button, Footer, Label, Select, Static, Switch
 
 from core.chat.conversation import DETAIL_LEVELS
-from core.memory_writer import MEMORY_WRITES
+from core.chat.memory_writer import MEMORY_WRITES
 from eva_runtime import config as cfg
 from eva_tui import strings as S
 from eva_tui.widgets import EvaInput, EvaScreen, NavBar, PaletteCommand, StatusBar

@@ -17,8 +17,8 @@ from textual.message import Message
 from textual.screen import ModalScreen
 from textual.widgets import Button, DataTable, Footer, Label, Static
 
-from core.summaries import TIER_NAMES, Summary
-from core.summarizer import Progress
+from core.chat.summaries import TIER_NAMES, Summary
+from core.chat.summarizer import Progress
 from eva_tui.widgets import EvaTextArea, clip
 from eva_tui.widgets.base import eva_app
 from eva_tui.widgets.modals import HELP

@@ -47,7 +47,7 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--force", action="store_true")
     args = p.parse_args(argv)
     sys.path.insert(0, str(ROOT))
-    from core.storage import SCHEMA_VERSION
+    from core.store.storage import SCHEMA_VERSION
     from tests.test_migrations import build_store
 
     if not 1 <= args.version <= SCHEMA_VERSION:

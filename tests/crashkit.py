@@ -68,7 +68,7 @@ class FaultyConnection(sqlite3.Connection):
 
 
 def faulty_factory(plan: FaultPlan) -> Callable[[str | Path], sqlite3.Connection]:
-    """A ``connection_factory`` for :class:`core.storage.Storage` (same setup as ``connect``)."""
+    """A ``connection_factory`` for :class:`core.store.storage.Storage` (same setup as ``connect``)."""
 
     def factory(path: str | Path) -> sqlite3.Connection:
         conn = sqlite3.connect(str(path), isolation_level=None, check_same_thread=False,
@@ -196,7 +196,7 @@ def child_main(argv: list[str]) -> None:
     starts ("begin") and after it returned ("done")."""
     from core import ManualClock, Memory, MemoryConfig
     from core.privacy import OWNER_TRUSTED
-    from core.records import Actor
+    from core.store.records import Actor
 
     path, seed, seq = argv[0], int(argv[1]), int(argv[2])
     rng = random.Random(seed)

@@ -80,9 +80,9 @@ class FlakyEmbedder(HashEmbedder):
 
 # ---------------------------------------------------------------------------------------------
 # An independent reference of the lexical score (SPEC §4), written from the formula rather than
-# from core/lexical.py: Lucene BM25 with k1 = 1.5, b = 0.75 over core.text.stems.
+# from core/recall/lexical.py: Lucene BM25 with k1 = 1.5, b = 0.75 over core.text.stems.
 K1 = 1.5
-B = 0.2  # core.lexical.B (chosen on LoCoMo dev: short turns are not diluted documents)
+B = 0.2  # core.recall.lexical.B (chosen on LoCoMo dev: short turns are not diluted documents)
 
 
 def reference_bm25(docs: dict[int, list[str]], query: list[str]) -> dict[int, float]:

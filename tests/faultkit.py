@@ -125,7 +125,7 @@ def _open(path: Path, plan=None):
 
 def _base(path: Path) -> None:
     from core import OWNER_TRUSTED, ManualClock, Memory, MemoryConfig
-    from core.records import Actor
+    from core.store.records import Actor
 
     clock = ManualClock(T0)
     mem = Memory.open(path, MemoryConfig(), clock, embedder=HashEmbedder())
@@ -243,7 +243,7 @@ def _summarise_base(path: Path) -> None:
     """A chat whose first exchanges left the live window: one owner fact its turn did not save
     (the window saver reads it), then talk with names and numbers to summarise."""
     from core.chat.conversation import Conversation, ConversationConfig
-    from core.transcript import Transcript
+    from core.chat.transcript import Transcript
     from tests.fake_llm import ScriptedLLM
 
     _base(path)

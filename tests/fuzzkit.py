@@ -98,8 +98,8 @@ def _contexts():
 # ---------------------------------------------------------------------------- targets
 def memory_step(examples: int) -> None:
     """The structured memory-writing step, from whatever the model's JSON plan is."""
-    from core.memory_writer import MemoryWriter, WriteOutcome
-    from core.tools import ToolResult
+    from core.chat.memory_writer import MemoryWriter, WriteOutcome
+    from core.memory.tools import ToolResult
     from tests.fake_llm import ScriptedLLM
 
     with tempfile.TemporaryDirectory() as d:
@@ -132,7 +132,7 @@ def memory_step(examples: int) -> None:
 
 def tool_arguments(examples: int) -> None:
     """Every memory tool with any arguments (objects, JSON text, garbage) in every audience."""
-    from core import tools as memory_tools
+    from core.memory import tools as memory_tools
 
     names = [*memory_tools.SCHEMAS, "memory_consolidate", "shell_exec", ""]
     with tempfile.TemporaryDirectory() as d:
@@ -322,8 +322,8 @@ def imported_items(examples: int) -> None:
 def import_files(examples: int) -> None:
     """``eva import FILE`` lines (issue 13's export format, or anything): a whole file is
     imported or none of it, and a refusal names a line by its number."""
-    from core import portability
     from core.errors import MemoryOpError
+    from core.memory import portability
 
     record = st.fixed_dictionaries(
         {"content": _mixed.filter(lambda t: 0 < len(t.strip()) <= 500)},

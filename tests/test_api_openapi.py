@@ -11,9 +11,9 @@ import sqlite3
 import pytest
 from starlette.routing import Route
 
-from core.chats import Chats
+from core.chat.chats import Chats
+from core.chat.transcript import Transcript
 from core.privacy import OWNER_TRUSTED
-from core.transcript import Transcript
 from eva_api import schemas
 from eva_api.app import build_app
 from eva_api.guard import ServeSettings

@@ -16,8 +16,8 @@ from core import (
     Surface,
     TurnContext,
 )
+from core.memory.tools import call, tools_for
 from core.privacy import WITHHELD_FOOTNOTE
-from core.tools import call, tools_for
 
 OWN, OTH = Speaker.OWNER, Speaker.OTHER
 T, U = Surface.TRUSTED, Surface.UNTRUSTED

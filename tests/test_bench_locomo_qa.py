@@ -163,12 +163,12 @@ def test_bench_runs_and_reports_every_key(capsys, monkeypatch, tmp_path):
 
 
 def test_replay_stores_the_chat_with_turn_ids(tmp_path):
+    from core.chat.chats import Chats
     from core.chat.conversation import ConversationConfig
-    from core.chats import Chats
+    from core.chat.transcript import Transcript
     from core.clock import ManualClock
-    from core.memory import Memory
+    from core.memory.facade import Memory
     from core.privacy import OWNER_TRUSTED
-    from core.transcript import Transcript
 
     d = locomo_qa.load_dialogue(SAMPLE)
     n, at, turns = d.sessions[1]

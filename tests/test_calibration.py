@@ -1,4 +1,4 @@
-"""Calibrating the background cosine b on the owner's own store (core/calibration.py).
+"""Calibrating the background cosine b on the owner's own store (core/recall/calibration.py).
 
 SPEC §4: semantic = clamp((cos − b)/(1 − b)); raw cosine would give half the score to "both
 texts are in Russian", so b must be re-measurable on the owner's corpus (`eva calibrate`)."""
@@ -12,8 +12,8 @@ import numpy as np
 import pytest
 
 from core import OWNER_TRUSTED, Memory, MemoryConfig
-from core.calibration import MIN_RECORDS, background_cosine, calibrate, pair_cosines
 from core.errors import MemoryOpError
+from core.recall.calibration import MIN_RECORDS, background_cosine, calibrate, pair_cosines
 
 
 class OffsetEmbedder:

@@ -15,10 +15,10 @@ from pathlib import Path
 import pytest
 
 from core import ManualClock, Memory, MemoryConfig
-from core import chat_import as io
-from core.chat_export import export_chats
-from core.chats import Chats
-from core.transcript import Transcript
+from core.chat import imports as io
+from core.chat.chats import Chats
+from core.chat.export import export_chats
+from core.chat.transcript import Transcript
 
 T0 = 1_780_000_000.0
 FIX = Path(__file__).parent / "fixtures" / "chats"

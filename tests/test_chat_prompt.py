@@ -10,7 +10,9 @@ from datetime import date
 import pytest
 
 from core.chat import prompt
+from core.chat.memory_writer import STEP_RULE
 from core.chat.retry import DONT_KNOW, REFRAME, noted, reframed
+from core.chat.transcript import StoredMessage
 from core.instructions import (
     ANSWER_FROM_MEMORY,
     MEMORY_RULE,
@@ -18,10 +20,8 @@ from core.instructions import (
     NO_MEMORY_TOOLS_NOTE,
     NOTHING_RECALLED,
 )
-from core.memory_writer import STEP_RULE
-from core.prompt_section import RECALLED_HEADER, REMINDER_HEADER, PromptSection
+from core.memory.prompt_section import RECALLED_HEADER, REMINDER_HEADER, PromptSection
 from core.reminders import Reminder
-from core.transcript import StoredMessage
 
 PERSONA = "You are Eva."
 SAY_RU = "(Ответь по-русски.)"

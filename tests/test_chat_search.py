@@ -6,9 +6,9 @@ from __future__ import annotations
 import pytest
 
 from core import ManualClock, Memory, MemoryConfig
-from core.chat_search import MARK_END, MARK_START, queries
-from core.chats import Chats
-from core.transcript import Transcript
+from core.chat.chats import Chats
+from core.chat.search import MARK_END, MARK_START, queries
+from core.chat.transcript import Transcript
 
 T0 = 1_780_000_000.0
 

@@ -6,10 +6,10 @@ from __future__ import annotations
 import pytest
 
 from core import OWNER_TRUSTED
+from core.chat.chats import Chats
 from core.chat.conversation import Conversation, ConversationConfig
-from core.chats import Chats
+from core.chat.summaries import SummaryStore
 from core.errors import MemoryOpError
-from core.summaries import SummaryStore
 from tests.fake_llm import ScriptedLLM
 
 DAY = 86_400.0

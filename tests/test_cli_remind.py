@@ -8,7 +8,7 @@ import json
 import pytest
 
 from core.clock import from_env
-from core.memory import Memory
+from core.memory.facade import Memory
 from eva_tui import cli
 
 

@@ -374,7 +374,7 @@ def test_silent_answer_after_a_tool_call_gets_one_nudge(mem):
 
 def test_memory_consolidate_is_offered_in_owner_turns_only_and_dispatched(mem):
     """§3.2, §7: memory_consolidate starts sleep; like every mutating tool, owner turns only."""
-    from core import tools as memory_tools
+    from core.memory import tools as memory_tools
 
     asked = []
     schema = {"name": "memory_consolidate", "description": "sleep now",

@@ -11,7 +11,7 @@ import pytest
 
 from core import OWNER_TRUSTED, PUBLIC, ManualClock, Memory, MemoryConfig
 from core.chat.conversation import Conversation, ConversationConfig
-from core.prompt_section import REMINDER_HEADER
+from core.memory.prompt_section import REMINDER_HEADER
 from tests.fake_llm import ScriptedLLM
 
 MONDAY = datetime(2026, 5, 18, 10).timestamp()

@@ -11,7 +11,7 @@ from hypothesis import strategies as st
 
 from core import ManualClock, Memory, MemoryConfig
 from core.privacy import OWNER_TRUSTED, PUBLIC
-from core.records import Actor
+from core.store.records import Actor
 from tests.fakes import HashEmbedder
 
 T0 = 1_780_000_000.0
@@ -82,7 +82,7 @@ def test_another_connections_writes_are_seen_before_recall(tmp_path_factory, ste
                 turns.append((f"t{n}", False))
             elif op == "rollback" and turns:
                 # a regenerate rolls back the last turn; a night's rollback (sleep:<run>) an
-                # older one, which always rewrote records (see core.coordination.changed_ids)
+                # older one, which always rewrote records (see core.memory.coordination.changed_ids)
                 older = [i for i, (_, content) in enumerate(turns[:-1]) if content]
                 pick = older[k % len(older)] if older and k % 2 else len(turns) - 1
                 a.rollback_turn(turns.pop(pick)[0])
@@ -132,7 +132,7 @@ def test_a_live_holder_on_this_host_is_respected_while_its_pid_lives(tmp_path):
     import sys
     import time
 
-    from core.coordination import _HOST, LEASE_KEY, Lease, SleepLease
+    from core.memory.coordination import _HOST, LEASE_KEY, Lease, SleepLease
 
     with Memory.open(tmp_path / "m.db") as mem:
         lease = mem.attach(SleepLease)

@@ -8,7 +8,7 @@ A. Fault injection: each operation runs once per statement it makes, with that s
    object that saw the failure must agree with the file.
 B. A child process doing saves/updates/forgets/restores/searches is SIGKILLed at random moments;
    every operation it reported as returned must be in the store — a search's reinforcement once
-   a later write returned (it waits for the next transaction: core.reinforcement; a crash loses
+   a later write returned (it waits for the next transaction: core.memory.reinforcement; a crash loses
    at most those, never a memory).
 """
 

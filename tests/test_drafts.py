@@ -10,7 +10,7 @@ import importlib.util
 import pytest
 
 from core import MemoryOpError
-from core import drafts as dr
+from core.chat import drafts as dr
 from core.llm import ModelError
 from tests.fake_llm import ScriptedLLM
 

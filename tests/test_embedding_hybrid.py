@@ -486,7 +486,7 @@ def test_clustering_and_calibration_see_the_multilingual_half_only(tmp_path, clo
     """Sleep's similarity graph and `eva calibrate` keep the multilingual model's cosine (their
     thresholds were measured on it): vector_rows gives that half at unit length, and the
     calibrated b is the median of its random pairs."""
-    from core.calibration import PAIRS, calibrate, pair_cosines
+    from core.recall.calibration import PAIRS, calibrate, pair_cosines
 
     emb = _two_part()
     mem = _open(tmp_path, clock, emb)
@@ -511,7 +511,7 @@ def test_the_english_model_keeps_rows_only_for_english_records(tmp_path, clock):
     English, the only ones it is compared for; a record whose wording changes language moves
     between the spaces; the persisted index and a rebuild from the rows hold the same spaces,
     and an English question still meets the English record through the English half."""
-    from core.records import Actor
+    from core.store.records import Actor
 
     emb = _two_part(english_background=0.2)
     mem = _open(tmp_path, clock, emb, recall_floor=0.0)
@@ -550,7 +550,7 @@ def test_a_store_with_full_rows_for_every_record_is_read_without_re_embedding(tm
     """Issue 32: a store written before (the whole [multilingual ‖ English] row for every
     record) needs no backfill: a full row of a Russian record counts as its vector, and only
     its multilingual half is kept."""
-    from core import recall_vectors
+    from core.recall import vectors as recall_vectors
 
     emb = _two_part()
     mem = _open(tmp_path, clock, emb)

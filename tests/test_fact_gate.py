@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import pytest
 
-from core.owner_message import fact_gate, may_carry_a_fact
+from core.chat.owner_message import fact_gate, may_carry_a_fact
 
 ISSUE_26 = [
     # "ветеринаром" began with the weather stem "ветер": the introduction was lost whole

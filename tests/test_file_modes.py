@@ -12,7 +12,8 @@ from pathlib import Path
 
 import pytest
 
-from core import ManualClock, Memory, MemoryConfig, ownership, portability
+from core import ManualClock, Memory, MemoryConfig, ownership
+from core.memory import portability
 from core.privacy import OWNER_TRUSTED
 from eva_api.token import ensure_token
 from eva_runtime import config as cfg

@@ -38,7 +38,7 @@ def test_each_kind_of_bad_item_is_a_clear_error(mem, bad):
 
 def test_a_failure_while_writing_rolls_back_every_batch(mem, monkeypatch):
     """A write that fails mid-way (here the 8th insert) leaves nothing of the earlier batches."""
-    from core import records
+    from core.store import records
 
     real = records.insert
     calls = {"n": 0}

@@ -9,8 +9,8 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
+from core.chat.memory_writer import MemoryWriter
 from core.importance import ImportanceModel, importance_model
-from core.memory_writer import MemoryWriter
 
 
 @pytest.fixture(scope="module")
@@ -73,6 +73,6 @@ def test_a_broken_weights_file_is_no_model(tmp_path):
 
 
 def _exchange(text):
-    from core.owner_message import Exchange
+    from core.chat.owner_message import Exchange
 
     return Exchange.of(text)

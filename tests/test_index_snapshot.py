@@ -12,7 +12,7 @@ import pytest
 
 from core import OWNER_TRUSTED, PUBLIC, ManualClock, Memory, MemoryConfig
 from core.config import DAY
-from core.recall_file import ArrayFile, snapshot_path
+from core.recall.file import ArrayFile, snapshot_path
 from tests.fakes import HashEmbedder, TwoPartEmbedder
 
 TEXTS = [

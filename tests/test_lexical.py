@@ -9,8 +9,8 @@ import numpy as np
 import pytest
 
 from core import OWNER_TRUSTED, Actor, Memory, MemoryConfig, text
-from core.lexical import LexicalIndex
-from core.recall_file import snapshot_path
+from core.recall.file import snapshot_path
+from core.recall.lexical import LexicalIndex
 from tests.fakes import reference_bm25
 
 WORDS = ["cat", "dog", "tea", "coffee", "kazan", "moscow", "sister", "brother", "garden", "tomato", "bicycle", "piano", "guitar", "doctor", "dentist", "friday", "monday", "birthday", "anna", "boris", "murka", "rex", "green", "black", "morning", "evening", "train", "flight", "hotel", "pizza", "soup", "violin"]

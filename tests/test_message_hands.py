@@ -12,10 +12,10 @@ import pytest
 from core import OWNER_TRUSTED
 from core.chat.conversation import Conversation, ConversationConfig
 from core.chat.events import TurnDone
+from core.chat.summaries import INVALID
+from core.chat.summarizer import Summarizer
 from core.errors import MemoryOpError
 from core.llm import ToolCall
-from core.summaries import INVALID
-from core.summarizer import Summarizer
 from tests.fake_llm import ScriptedLLM
 from tests.test_summaries import TURNS, SummaryLLM, fill
 

@@ -14,7 +14,7 @@ from pathlib import Path
 import pytest
 
 from core import OWNER_TRUSTED, ManualClock, Memory, MemoryConfig
-from core.storage import SCHEMA_VERSION
+from core.store.storage import SCHEMA_VERSION
 from tests.test_migrations import FIXTURES, T0, schema, table_rows
 
 DIR = Path(__file__).parent / "fixtures"
@@ -76,7 +76,7 @@ def test_a_frozen_store_upgrades_with_its_data(dump, tmp_path):
 def test_an_edited_released_migration_is_caught(tmp_path, monkeypatch):
     """The point of freezing: a released step changed in place (here v2 loses its index on
     turn ids) no longer matches the frozen v2 store, though MIGRATIONS[:2] agrees with itself."""
-    from core import storage
+    from core.store import storage
 
     edited = [list(m) for m in storage.MIGRATIONS]
     assert edited[1][-1].startswith("CREATE INDEX messages_turn")

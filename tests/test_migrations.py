@@ -3,7 +3,7 @@ created before the flag existed are *not* private — never a migration's guess"
 
 A store at version v is built the way a real one lives: migrate to 1, insert data valid at v1,
 migrate to 2, insert data valid at v2, … up to v. ``FIXTURES[k]`` holds the data that version k
-introduced and what must hold for it after the upgrade. A new entry in ``core.storage.MIGRATIONS``
+introduced and what must hold for it after the upgrade. A new entry in ``core.store.storage.MIGRATIONS``
 without a fixture here fails with a message saying what to add.
 """
 
@@ -19,9 +19,9 @@ import numpy as np
 import pytest
 
 from core import OWNER_TRUSTED, ManualClock, Memory, MemoryConfig, TurnContext
-from core import storage as core_storage
 from core import text as core_text
-from core.storage import MIGRATIONS, SCHEMA_VERSION, StoreError, connect, migrate
+from core.store import storage as core_storage
+from core.store.storage import MIGRATIONS, SCHEMA_VERSION, StoreError, connect, migrate
 
 T0 = 1_780_000_000.0
 DAY = 86_400.0
@@ -168,8 +168,8 @@ def v5_insert(conn: sqlite3.Connection) -> None:
 
 
 def v5_check(mem: Memory) -> None:
-    from core.chats import Chats
-    from core.summaries import SummaryStore
+    from core.chat.chats import Chats
+    from core.chat.summaries import SummaryStore
 
     chats = mem.attach(Chats)
     trip = chats.get(7)
@@ -181,8 +181,8 @@ def v5_check(mem: Memory) -> None:
 
 def v2_messages_become_a_chat(mem: Memory) -> None:
     """v5 turns the one conversation of each persona and channel into a chat."""
-    from core.chats import Chats
-    from core.transcript import Transcript
+    from core.chat.chats import Chats
+    from core.chat.transcript import Transcript
 
     if mem._storage.schema_version() < 5:
         return
@@ -200,7 +200,7 @@ def personas_insert(conn: sqlite3.Connection) -> None:
 
 
 def personas_check(mem: Memory) -> None:
-    from core.personas import Personas
+    from core.chat.personas import Personas
 
     personas = mem.attach(Personas)
     got = {p.id: p for p in personas.list()}
@@ -223,7 +223,7 @@ def search_check(mem: Memory) -> None:
     """Issue 28 item 6: messages written before the index existed are found (the step indexed
     them), and so are those written after (the triggers), in any case; an edit and a delete
     keep the index in step."""
-    from core.transcript import Transcript
+    from core.chat.transcript import Transcript
 
     tr = mem.attach(Transcript)
     version = mem._storage.schema_version()
@@ -286,7 +286,7 @@ FIXTURES: dict[int, Fixture] = {
 def _fixture(k: int) -> Fixture:
     if k not in FIXTURES:
         pytest.fail(
-            f"core.storage.MIGRATIONS has a step to v{k} but tests/test_migrations.py has no "
+            f"core.store.storage.MIGRATIONS has a step to v{k} but tests/test_migrations.py has no "
             f"FIXTURES[{k}]: add data valid at v{k} (an insert for what v{k} introduced) and "
             f"the checks it must pass after an upgrade (SPEC §11: migrations are tested from "
             f"every earlier version)"
@@ -340,7 +340,7 @@ def test_every_schema_version_has_a_fixture():
     for k in range(SCHEMA_VERSION + 1):
         _fixture(k)
     stale = sorted(k for k in FIXTURES if k > SCHEMA_VERSION)
-    assert not stale, f"FIXTURES has versions {stale} that core.storage.MIGRATIONS does not"
+    assert not stale, f"FIXTURES has versions {stale} that core.store.storage.MIGRATIONS does not"
 
 
 @pytest.mark.parametrize("version", range(SCHEMA_VERSION + 1), ids=lambda v: f"from-v{v}")

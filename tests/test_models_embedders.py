@@ -78,7 +78,7 @@ def test_use_drives_cross_lingual_recall_in_memory(use, tmp_path, clock):
     """SPEC §4/§6: backfill gives every record a vector of the active model; once b is calibrated
     on the store, a Russian question finds an English memory through the semantic half of
     relevance (no shared word, so BM25 alone finds nothing)."""
-    from core.calibration import calibrate
+    from core.recall.calibration import calibrate
 
     texts = ("My sister Anna lives in Kazan", "I drink green tea every morning",
              "The owner's car is a red Skoda", "Meeting with the dentist on Friday",

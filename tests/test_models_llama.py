@@ -12,8 +12,8 @@ import time
 import pytest
 
 from core import OWNER_TRUSTED
-from core import tools as memtools
 from core.llm import ChatModel, Done, ModelError, TextDelta, ToolCall
+from core.memory import tools as memtools
 from models import packaged
 from models.chat_template import prepare_messages, tools_system_block
 from models.llama import KVSnapshots, LlamaChatModel, load_chat_model

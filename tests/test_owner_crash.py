@@ -13,9 +13,9 @@ from pathlib import Path
 
 import pytest
 
-from core import portability as pt
-from core.personas import Personas
-from core.records import Source
+from core.chat.personas import Personas
+from core.memory import portability as pt
+from core.store.records import Source
 from tests.crashkit import FaultPlan, dump, invariant_problems, open_ro
 from tests.test_crash_safety import (
     DAY,

@@ -10,8 +10,8 @@ import json
 import pytest
 
 from core import OWNER_TRUSTED, ManualClock, Memory, MemoryConfig, Refused, TurnContext
-from core import portability as pt
-from core.records import Actor, Source
+from core.memory import portability as pt
+from core.store.records import Actor, Source
 
 T0 = 1_780_000_000.0
 DAY = 86_400.0

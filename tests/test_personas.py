@@ -9,8 +9,8 @@ import pytest
 from core import OWNER_TRUSTED, ManualClock, Memory, MemoryConfig, Refused
 from core.chat.conversation import DETAIL_LEVELS
 from core.chat.events import MemoryUsed
-from core.personas import DEFAULT_ID, PersonaNotFound, Personas, slug
-from core.records import Actor
+from core.chat.personas import DEFAULT_ID, PersonaNotFound, Personas, slug
+from core.store.records import Actor
 from eva_runtime import config as cfg
 from eva_runtime.services import Services
 from tests.fake_llm import ScriptedLLM
@@ -35,7 +35,7 @@ def services(tmp_path, mem, replies=(), **chat) -> Services:
 
 def test_detail_levels_are_the_conversations():
     """§8.2: a persona's detail level is one the conversation knows."""
-    from core import personas
+    from core.chat import personas
 
     assert set(personas.DETAIL_LEVELS) == set(DETAIL_LEVELS)
 
@@ -157,7 +157,7 @@ def test_each_persona_has_its_own_chats_and_deleting_it_archives_them(tmp_path, 
     """§8.6, §8.9: a chat belongs to a persona. Switching persona continues that persona's own
     most recent chat (the other's messages are not in its window); deleting the persona moves
     its chats to the archive, with their summaries, in the deleting transaction."""
-    from core.chats import Chats
+    from core.chat.chats import Chats
 
     ps = mem.attach(Personas)
     ps.create("Work", T0)

@@ -15,8 +15,8 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from core import OWNER_TRUSTED, ManualClock, Memory, MemoryConfig, Refused
-from core import portability as pt
-from core.records import Actor
+from core.memory import portability as pt
+from core.store.records import Actor
 
 T0 = 1_780_000_000.0
 DAY = 86_400.0

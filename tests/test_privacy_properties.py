@@ -22,9 +22,9 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from core import ManualClock, Memory, MemoryConfig
-from core import tools as memory_tools
+from core.chat.memory_writer import MemoryWriter
 from core.errors import NotFound
-from core.memory_writer import MemoryWriter
+from core.memory import tools as memory_tools
 from core.privacy import (
     OWNER_IN_GROUP,
     OWNER_TRUSTED,
@@ -37,7 +37,7 @@ from core.privacy import (
     Surface,
     TurnContext,
 )
-from core.records import Actor
+from core.store.records import Actor
 
 T0 = 1_780_000_000.0
 DAY = 86_400.0
@@ -532,8 +532,8 @@ def test_summaries_of_private_turns_never_reach_a_blind_prompt(tmp_path_factory,
     tiers (4 → merged → long-term), no private marker reaches the prompt of any context that
     cannot see private memory, while every trusted prompt does carry them (not vacuous)."""
     from core.chat.conversation import Conversation, ConversationConfig
-    from core.summarizer import Summarizer
-    from core.transcript import Transcript
+    from core.chat.summarizer import Summarizer
+    from core.chat.transcript import Transcript
 
     path = tmp_path_factory.mktemp("sum") / "m.db"
     mem = Memory.open(path, MemoryConfig(), ManualClock(T0))

@@ -19,8 +19,8 @@ from core import (
     Record,
     Source,
 )
-from core import prompt_section as ps
 from core.config import DAY
+from core.memory import prompt_section as ps
 from core.privacy import WITHHELD_FOOTNOTE
 
 NOW = 1_780_000_000.0

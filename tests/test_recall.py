@@ -9,7 +9,7 @@ import pytest
 
 from core import OWNER_TRUSTED, OWNER_UNTRUSTED, Kind, Memory, MemoryConfig, TurnContext, text
 from core.config import DAY
-from core.recall import frequency_bonus, freshness
+from core.recall.score import frequency_bonus, freshness
 from tests.fakes import reference_bm25
 
 HALF_LIFE = 30 * DAY
@@ -75,8 +75,8 @@ def test_the_score_factors_kept_per_record_follow_every_change(tmp_path, clock):
     """SPEC §4: recall gathers each record's importance/3 and frequency bonus from columns kept
     beside its fields; they follow a save, a search's reinforcement, an edit, a rollback and a
     reopening (persisted index or rebuild), and the scores are the formula's, bit for bit."""
-    from core.recall import score
-    from core.recall_file import snapshot_path
+    from core.recall.file import snapshot_path
+    from core.recall.score import score
 
     path = tmp_path / "m.db"
 
@@ -118,7 +118,7 @@ def test_only_records_that_can_reach_the_top_k_get_a_freshness(tmp_path, clock, 
     falls below the k-th best lower bound is never selected — recall does not compute its
     freshness (the costly part at 100k candidates), and the selection is exactly the one of
     scoring every candidate (same ids, same scores, same order, floor included)."""
-    from core.recall import Columns, score, select
+    from core.recall.score import Columns, score, select
 
     mem = _open(tmp_path, clock, recall_floor=0.0)
     for i in range(300):

@@ -8,7 +8,7 @@ import pytest
 
 from core import OWNER_TRUSTED, Memory, MemoryConfig
 from core.privacy import PUBLIC
-from core.recall_parts import MAX_PARTS, clauses
+from core.recall.parts import MAX_PARTS, clauses
 from tests.fakes import HashEmbedder
 
 # "occupation" means the same as "veterinarian" to the fake model, and shares no stem with it

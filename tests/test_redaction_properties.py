@@ -39,8 +39,8 @@ from hypothesis import HealthCheck, Phase, given, settings
 from hypothesis import strategies as st
 
 from core import OWNER_TRUSTED
-from core.records import Actor
-from tests.probekit import Secrets, seed_journal
+from core.store.records import Actor
+from tests.probekit_secrets import Secrets, seed_journal
 from tests.serve_kit import running
 from tests.test_privacy_properties import COMMON_WORDS, TEMPLATES, build, stores_with_private
 from tests.test_serve import make_services

@@ -10,8 +10,8 @@ from core import OWNER_TRUSTED, ManualClock, Memory, MemoryConfig
 from core.chat.conversation import Conversation, ConversationConfig
 from core.chat.events import Notice
 from core.llm import ToolCall
-from core.records import Actor
 from core.sleep import ops
+from core.store.records import Actor
 from tests.fake_llm import ScriptedLLM
 
 

@@ -10,7 +10,7 @@ import threading
 import pytest
 
 from core import OWNER_TRUSTED, Memory, MemoryConfig
-from core.records import Actor
+from core.store.records import Actor
 from tests.crashkit import invariant_problems
 
 T0 = 1_780_000_000.0

@@ -123,7 +123,7 @@ def test_coming_up_windows_and_overdue(mem):
 
 
 def mem_owner():
-    from core.records import Actor
+    from core.store.records import Actor
     return Actor.OWNER
 
 

@@ -14,7 +14,7 @@ import pytest
 from core import OWNER_TRUSTED, ManualClock, Memory, MemoryConfig
 from core.chat.conversation import Conversation, ConversationConfig
 from core.chat.events import Token, TurnDone
-from core.records import Actor
+from core.store.records import Actor
 
 pytestmark = pytest.mark.real_model
 

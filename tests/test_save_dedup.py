@@ -318,7 +318,7 @@ def test_a_save_stems_and_detects_the_language_of_its_text_once(mem, monkeypatch
 def test_a_save_scores_its_text_once(mem, monkeypatch):
     """Issue 11: `save` scores its text once — the dedup check and the similar records listed
     in its answer come from one BM25 pass over the store (it was two)."""
-    from core.lexical import LexicalIndex
+    from core.recall.lexical import LexicalIndex
 
     mem.save("The owner's sister Anna lives in Kazan")
     mem.save("Anna works as a nurse in a Kazan hospital")

@@ -282,7 +282,7 @@ def test_a_write_in_another_process_is_found_at_once(server, tmp_path):
 HOLD_LEASE = """
 import sys, time
 from core import Memory
-from core.coordination import SleepLease
+from core.memory.coordination import SleepLease
 m = Memory.open(sys.argv[1])
 lease = m.attach(SleepLease)
 lease.acquire()
@@ -320,7 +320,7 @@ def test_a_turn_queued_while_another_process_sleeps_gets_sleeping(server, tmp_pa
 
 
 def test_eva_sleep_respects_a_live_lease_and_takes_over_a_dead_one(tmp_path):
-    from core.coordination import SleepLease
+    from core.memory.coordination import SleepLease
     from core.sleep import Sleeper, journal
     from core.sleep.journal import Journal
 
@@ -355,7 +355,7 @@ def test_eva_sleep_respects_a_live_lease_and_takes_over_a_dead_one(tmp_path):
 
 
 def test_a_stale_heartbeat_is_taken_over(tmp_path):
-    from core.coordination import LEASE_KEY, SleepLease
+    from core.memory.coordination import LEASE_KEY, SleepLease
 
     with Memory.open(tmp_path / "memory.db") as mem:
         lease = mem.attach(SleepLease)
@@ -369,7 +369,7 @@ def test_a_stale_heartbeat_is_taken_over(tmp_path):
         mem._storage.meta_set(LEASE_KEY, json.dumps(
             {"pid": 1, "host": "elsewhere", "nonce": "n", "since": old,
              "heartbeat": time.time()}))
-        from core.coordination import LeaseHeld
+        from core.memory.coordination import LeaseHeld
 
         with pytest.raises(LeaseHeld):  # a fresh heartbeat elsewhere is respected
             lease.acquire()

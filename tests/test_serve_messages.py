@@ -7,9 +7,9 @@ from __future__ import annotations
 
 import pytest
 
-from core.chats import Chats
-from core.summaries import SummaryStore
-from core.transcript import Transcript
+from core.chat.chats import Chats
+from core.chat.summaries import SummaryStore
+from core.chat.transcript import Transcript
 from tests.serve_kit import running
 from tests.test_serve import assert_error, make_services
 

@@ -16,8 +16,8 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from core.privacy import OWNER_TRUSTED
-from core.records import Actor
 from core.sleep.journal import Journal, OpLog, PhaseLog
+from core.store.records import Actor
 from tests.serve_kit import running, sse_events
 from tests.test_privacy_properties import COMMON_WORDS, build, specs
 from tests.test_serve import make_services

@@ -15,11 +15,11 @@ from core import ManualClock, MemoryConfig
 from core.config import SleepConfig
 from core.llm import ModelError, ToolCall
 from core.privacy import OWNER_TRUSTED, PUBLIC
-from core.records import Actor, Kind
 from core.sleep import STAGES, Sleeper, consolidate_tool, register_stage, resolve_planner
 from core.sleep.calibrate_phase import core_usage
 from core.sleep.journal import PhaseLog
 from core.sleep.plan import REASONING_MAX, calibrate_tool, forget_tool, read_plan, review_tool
+from core.store.records import Actor, Kind
 from tests.fakes import HashEmbedder
 from tests.sleep_kit import (
     ANCIENT,

@@ -5,9 +5,9 @@ from __future__ import annotations
 
 import numpy as np
 
-from core.records import Kind, Record, Source
 from core.sleep import candidates
 from core.sleep.candidates import DUPLICATE, EVENTS, SUPERSEDE, probe_links, propose
+from core.store.records import Kind, Record, Source
 
 DAY = 86_400.0
 T0 = 1_780_000_000.0

@@ -9,7 +9,7 @@ import re
 from typing import Any
 
 from core.privacy import OWNER_TRUSTED
-from core.records import Kind
+from core.store.records import Kind
 from tests.sleep_kit import ANCIENT, DAY, OLD, load, open_memory, sleeper
 
 CORPUS: dict[str, dict[str, Any]] = {
@@ -346,7 +346,7 @@ def test_a_merged_text_is_asked_for_only_when_each_member_adds_something(tmp_pat
 
 def _rec(rid: int, content: str, *, kind: Kind = Kind.FACT, importance: int = 3,
          recalls: int = 0, recalled_at: float = ANCIENT, pinned: bool = False):
-    from core.records import Record
+    from core.store.records import Record
 
     return Record(id=rid, content=content, kind=kind, importance=importance,
                   created_at=ANCIENT, updated_at=ANCIENT, private=False, pinned=pinned,

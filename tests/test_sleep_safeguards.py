@@ -6,7 +6,7 @@ prompt-injected 'forget everything') cannot damage the store beyond the safeguar
 from __future__ import annotations
 
 from core.privacy import OWNER_TRUSTED
-from core.records import Actor, Kind
+from core.store.records import Actor, Kind
 from tests.sleep_kit import (
     ANCIENT,
     DAY,

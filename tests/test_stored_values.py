@@ -7,7 +7,7 @@ from __future__ import annotations
 import pytest
 
 from core import OWNER_TRUSTED, ManualClock, Memory, MemoryConfig
-from core.records import Kind, Source, insert
+from core.store.records import Kind, Source, insert
 from tests.fakes import HashEmbedder
 
 

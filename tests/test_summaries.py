@@ -11,11 +11,11 @@ import pytest
 
 from core import OWNER_IN_GROUP, OWNER_TRUSTED
 from core.chat.conversation import Conversation, ConversationConfig
+from core.chat.summaries import FALLBACK, HEADER, INVALID, LONG_TERM, MERGED, OK, RECENT
+from core.chat.summarizer import Summarizer, fold
+from core.chat.summary_fidelity import dropped, fidelity, salient_terms
+from core.chat.transcript import Transcript
 from core.llm import ModelError
-from core.summaries import FALLBACK, HEADER, INVALID, LONG_TERM, MERGED, OK, RECENT
-from core.summarizer import Summarizer, fold
-from core.summary_fidelity import dropped, fidelity, salient_terms
-from core.transcript import Transcript
 from tests.fake_llm import ScriptedLLM
 
 DAY = 86_400.0
@@ -194,7 +194,7 @@ def test_long_term_past_its_cap_folds_oldest_lines_per_period():
 
 
 def test_long_term_cap_is_held_by_detail_level(mem, clock, monkeypatch):
-    from core import summarizer
+    from core.chat import summarizer
 
     monkeypatch.setitem(summarizer.LONG_TERM_CAP, "key", 120)
     conv, s = make(mem, clock, chunk_messages=2, detail_level="key")

@@ -7,9 +7,9 @@ from __future__ import annotations
 import pytest
 
 from core.chat.conversation import Conversation, ConversationConfig
-from core.summaries import FALLBACK, OK, RECENT
-from core.summary_fidelity import fidelity
-from core.transcript import Transcript
+from core.chat.summaries import FALLBACK, OK, RECENT
+from core.chat.summary_fidelity import fidelity
+from core.chat.transcript import Transcript
 
 pytestmark = pytest.mark.real_model
 

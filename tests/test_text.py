@@ -136,7 +136,7 @@ def test_one_name_detector_for_name_links_and_what_a_summary_must_keep():
     a dash, a bracket or a colon; never a sentence's first word, a greeting, a title or an
     acronym; "Kazan's" is Kazan."""
     from core import text
-    from core.summary_fidelity import salient_terms
+    from core.chat.summary_fidelity import salient_terms
 
     t = ("Вчера плавал в бассейне «Лужники». Дети: Соня и Марк. My sister — Vika — moved to "
          "Kazan's old town with a beagle (Fantik) and Mr O'Brien. Hello Lena! Thanks, DVDs.")

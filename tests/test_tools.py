@@ -1,4 +1,4 @@
-"""The memory tools the model calls, through core.tools.call and tools_for (SPEC §1, §2, §3.2)."""
+"""The memory tools the model calls, through core.memory.tools.call and tools_for (SPEC §1, §2, §3.2)."""
 
 from __future__ import annotations
 
@@ -19,7 +19,7 @@ from core import (
     TurnContext,
 )
 from core.config import DAY
-from core.tools import SCHEMAS, ToolResult, call, tools_for
+from core.memory.tools import SCHEMAS, ToolResult, call, tools_for
 
 ALL = {"memory_save", "memory_update", "memory_forget", "memory_search", "memory_list"}
 LINE = re.compile(r"^#(\d+) \| (core|fact|event) \| (\S+) \| ([1-5]) \| (.+)$")

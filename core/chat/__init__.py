@@ -13,4 +13,16 @@
   refusal, invented — never invent, §8.10);
 - ``retry`` — what to do about a verdict: ask again with which note, or what stands;
 - ``events`` — what a turn yields to a surface.
+
+Around the turn, the conversation's own records and steps:
+
+- ``memory_writer`` — the structured memory step over the owner's messages (§3.1), with
+  ``owner_message`` (what a message says of the owner) and ``window_saver`` (what leaves the
+  window is read before it goes, §8.9);
+- ``transcript``, ``chats``, ``summaries`` — the tables of messages, chats and rolling
+  summaries; ``summarizer`` and ``summary_fidelity`` write the summaries (§8.3);
+- ``personas`` (§8.6–§8.8), ``drafts`` (save from dialogue, §8.5), ``upcoming`` (§8.11);
+- ``search``, ``export``, ``imports`` — the owner's chats searched, exported, imported.
+
+The layers of the core (an import-linter contract): chat → sleep → memory → recall → store.
 """

@@ -30,9 +30,9 @@ from dataclasses import dataclass, replace
 from typing import Any, Protocol
 
 from core import language
-from core import summaries as rolling
-from core import tools as memory_tools
 from core.chat import prompt
+from core.chat import summaries as rolling
+from core.chat.chats import Chat, Chats
 from core.chat.events import (
     MemoryUsed,
     Notice,
@@ -46,25 +46,25 @@ from core.chat.events import (
     capped_notice,
 )
 from core.chat.judge import ReplyJudge, earlier_replies
+from core.chat.memory_writer import MEMORY_WRITES, STRUCTURED, MemoryWriter
 from core.chat.reminder import day_reminder, mentions, reminder_line
 from core.chat.reply import Reply
+from core.chat.summarizer import Progress as SummaryProgress
+from core.chat.summarizer import StepResult, Summarizer
 from core.chat.switching import CurrentChat
+from core.chat.transcript import StoredMessage, Transcript, Window, live_window
 from core.chat.turn import Turn, TurnStats
-from core.chats import Chat, Chats
+from core.chat.window_saver import WindowSaver
 from core.clock import Clock, SystemClock
 from core.errors import MemoryOpError
 from core.instructions import DEFAULT_PERSONA
 from core.llm import ChatModel, Message, ModelError, ToolCall
-from core.memory import Memory
-from core.memory_writer import MEMORY_WRITES, STRUCTURED, MemoryWriter
+from core.memory import tools as memory_tools
+from core.memory.facade import Memory
+from core.memory.prompt_section import PromptSection
 from core.privacy import TurnContext
-from core.prompt_section import PromptSection
-from core.records import Rollback
 from core.reminders import Reminder
-from core.summarizer import Progress as SummaryProgress
-from core.summarizer import StepResult, Summarizer
-from core.transcript import StoredMessage, Transcript, Window, live_window
-from core.window_saver import WindowSaver
+from core.store.turn_rollback import Rollback
 
 __all__ = [  # StoredMessage is re-exported for the chat screen
     "DETAIL_LEVELS", "Conversation", "ConversationConfig", "DetailLevel", "SleepGate",
@@ -342,7 +342,7 @@ class Conversation:
 
     def window(self, ctx: TurnContext | None = None) -> Window:
         """The live window the next prompt carries (§8.1, §8.2), without moving it: a turn
-        computes it once and keeps its start (see :func:`core.transcript.live_window`)."""
+        computes it once and keeps its start (see :func:`core.chat.transcript.live_window`)."""
         level = DETAIL_LEVELS[self.config.detail_level]
         max_tokens, max_msgs = window_budget(level, self.model.context_size)
         sees_private = ctx.sees_private if ctx is not None else True

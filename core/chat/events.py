@@ -6,8 +6,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-from core import tools as memory_tools
-from core.prompt_section import PromptSection
+from core.memory import tools as memory_tools
+from core.memory.prompt_section import PromptSection
 
 
 @dataclass(frozen=True)

@@ -5,7 +5,7 @@ turn:
 1. system — the persona, Eva's memory rule (owner turns only), the never-invent rule and the
    core/pinned part of the memory section (the tools this turn is offered sit here too, in the
    chat template);
-2. the rolling summary of what scrolled out of the window (§8.3, :mod:`core.summaries`): it
+2. the rolling summary of what scrolled out of the window (§8.3, :mod:`core.chat.summaries`): it
    changes only when a summary does, so the cache survives until then;
 3. the live window of earlier messages, each as the model saw it;
 4. the day's reminder (§8.11, the day's first owner turn), the recalled part of the memory
@@ -18,9 +18,10 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 from core import language
-from core import prompt_section as ps
 from core.chat.judge import asks_about_owner
+from core.chat.memory_writer import STEP_RULE
 from core.chat.retry import CANNED_DONT_KNOW
+from core.chat.transcript import StoredMessage
 from core.instructions import (
     ANSWER_FROM_MEMORY,
     MEMORY_RULE,
@@ -29,10 +30,9 @@ from core.instructions import (
     NOTHING_RECALLED,
 )
 from core.llm import Message
-from core.memory_writer import STEP_RULE
-from core.prompt_section import RECALLED_HEADER, PromptSection
+from core.memory import prompt_section as ps
+from core.memory.prompt_section import RECALLED_HEADER, PromptSection
 from core.reminders import Reminder
-from core.transcript import StoredMessage
 
 
 def memory_rule(learning: bool, can_mutate: bool, structured: bool) -> str | None:

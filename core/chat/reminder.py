@@ -9,10 +9,10 @@ from datetime import datetime
 
 from core import language
 from core.clock import Clock
-from core.memory import Memory
+from core.memory.facade import Memory
 from core.privacy import TurnContext
-from core.records import GLOBAL_SCOPE
 from core.reminders import Reminder
+from core.store.records import GLOBAL_SCOPE
 from core.text import stem_set as text_stems
 
 log = logging.getLogger("eva.conversation")

@@ -12,7 +12,6 @@ import threading
 from collections.abc import Callable, Generator, Iterator
 from typing import Protocol
 
-from core import tools as memory_tools
 from core.chat import retry
 from core.chat.events import Notice, Token, ToolFinished, ToolStarted, TurnEvent, capped_notice
 from core.chat.filters import ReplyFilters
@@ -20,6 +19,7 @@ from core.chat.judge import ReplyJudge, Verdict
 from core.chat.retry import REPLY_NUDGE, Outcome, Retry
 from core.chat.turn import Turn
 from core.llm import ChatModel, Done, TextDelta, ToolCall
+from core.memory import tools as memory_tools
 
 # Small models tend to read a tool result as the owner's words and answer it (or echo it):
 # every result says whom it is for.

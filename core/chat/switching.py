@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import threading
 
-from core.chats import Chat, Chats
+from core.chat.chats import Chat, Chats
 from core.clock import Clock
 from core.errors import MemoryOpError
 

@@ -11,11 +11,11 @@ from typing import Any
 
 from core.chat.judge import ReplyJudge
 from core.chat.retry import Retry
+from core.chat.transcript import Window
 from core.llm import Done, Message
+from core.memory.prompt_section import PromptSection
 from core.privacy import TurnContext
-from core.prompt_section import PromptSection
 from core.reminders import Reminder
-from core.transcript import Window
 
 
 @dataclass

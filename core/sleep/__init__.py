@@ -20,6 +20,8 @@ The package's public API is :class:`Sleeper` (schedule, runs, wake, journal) and
 ``apply``                 the safeguards an op must pass, applying a phase op by op
 ``ops``                   the write primitives (one transaction a phase, a savepoint an op)
 ``journal``               the journal of nights and its tables
+``corrections``           the learned pair model: does a new record correct an old one
+                          (also the chat's memory step, at write time)
 ========================  =================================================================
 """
 

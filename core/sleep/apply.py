@@ -35,17 +35,18 @@ from typing import Any
 
 import numpy as np
 
-from core import records, text
+from core import text
 from core.config import SleepConfig
 from core.errors import MemoryOpError
-from core.memory import Memory
-from core.prompt_section import line as prompt_line
-from core.records import Kind, Record
+from core.memory.facade import Memory
+from core.memory.prompt_section import line as prompt_line
 from core.sleep import candidates, ops
 from core.sleep.decisions import DATED
 from core.sleep.journal import OpLog
 from core.sleep.ops import SleepTxn
 from core.sleep.plan import check_op
+from core.store import records
+from core.store.records import Kind, Record
 
 PHASE_OPS: dict[str, tuple[str, ...]] = {
     "review": ("merge", "resolve", "rewrite", "split", "derive"),

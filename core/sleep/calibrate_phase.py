@@ -16,16 +16,16 @@ from collections import Counter
 from collections.abc import Callable
 
 from core.config import MemoryConfig
-from core.prompt_section import CORE_HEADER
-from core.prompt_section import line as prompt_line
-from core.recall import half_life_of
-from core.records import GLOBAL_SCOPE, Kind, Record
+from core.memory.prompt_section import CORE_HEADER
+from core.memory.prompt_section import line as prompt_line
+from core.recall.score import half_life_of
 from core.sleep import decisions, ops, questions
 from core.sleep.apply import Proposal, Safeguards
 from core.sleep.journal import PhaseLog
 from core.sleep.phase import STAGE, apply_phase, plan_log, transient_ids
 from core.sleep.plan import calibrate_messages, calibrate_tool
 from core.sleep.stage import StageContext
+from core.store.records import GLOBAL_SCOPE, Kind, Record
 
 CALIBRATE_META = "sleep:calibrate:fingerprint"
 

@@ -43,7 +43,7 @@ from dataclasses import dataclass, field, replace
 import numpy as np
 
 from core import text
-from core.records import Kind, Record
+from core.store.records import Kind, Record
 
 DUPLICATE = "duplicate"
 SUPERSEDE = "supersede"
@@ -118,7 +118,7 @@ def value_change(older: Record, newer: Record) -> str | None:
 def text_change(a: str, b: str, anywhere: bool = False) -> str | None:
     """:func:`value_change` of two texts, the older first. Without ``anywhere`` a name is
     gone when the other text does not name it, even if it has the word (the feature
-    :mod:`core.corrections` was trained with)."""
+    :mod:`core.sleep.corrections` was trained with)."""
     na_, nb_ = numbers(a), numbers(b)
     if not (na_ <= nb_ or nb_ <= na_):
         return "a number changed"

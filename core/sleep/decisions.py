@@ -33,7 +33,6 @@ from typing import Any
 
 from core import text
 from core.llm import Message
-from core.records import Kind, Record
 from core.sleep import candidates as arith
 from core.sleep.candidates import DUPLICATE, EVENTS, SUPERSEDE, Candidate
 from core.sleep.gate import CONFIRM
@@ -51,6 +50,7 @@ from core.sleep.questions import (
     replace_question,
     same_question,
 )
+from core.store.records import Kind, Record
 
 Ask = Callable[[list[Message], dict[str, Any]], tuple[dict[str, Any] | None, str | None, float]]
 Similar = Callable[[str, Record], bool]

@@ -13,8 +13,7 @@ from __future__ import annotations
 from typing import Any
 
 from core.config import MemoryConfig
-from core.recall import half_life_of
-from core.records import Kind, Record
+from core.recall.score import half_life_of
 from core.sleep import candidates, decisions, journal, ops
 from core.sleep.apply import Applied, Proposal, Safeguards
 from core.sleep.journal import PhaseLog
@@ -22,6 +21,7 @@ from core.sleep.ops import SleepTxn
 from core.sleep.phase import MARK_FORGET, STAGE, ClusterState, apply_phase, plan_log, transient_ids
 from core.sleep.plan import forget_messages, forget_tool
 from core.sleep.stage import StageContext
+from core.store.records import Kind, Record
 
 MAX_FORGET_LIST = 40  # candidates shown in one forgetting call (oldest first)
 

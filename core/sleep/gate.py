@@ -6,7 +6,7 @@ changes a value of an older one or says something changed. That is cheap and blu
 asked "is OLD still true?" about a move and a board-game night, and the default model answered
 "yes" 8 times of 8 (its own yes/no probability ranks such pairs no better than the cosine:
 ROC AUC 0.75 on 30 labelled pairs). So before the model is asked, each proposed supersession is
-scored by the write-time correction model (:mod:`core.corrections`: a logistic regression over
+scored by the write-time correction model (:mod:`core.sleep.corrections`: a logistic regression over
 the USE cosine of the two records, its margin over the other records of the cluster, change
 words, a changed value, the same someone, different people and word overlap, trained on the
 dev split of ``bench/data/correction_pairs.json``) — the older record is the memory, the newer
@@ -27,15 +27,16 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-# a module, not its names: core.corrections itself imports core.sleep.candidates
-from core import corrections
 from core.learned import use_vectors
-from core.records import Record
 from core.sleep import candidates as arith
+
+# a module, not its names: core.sleep.corrections itself imports core.sleep.candidates
+from core.sleep import corrections
 from core.sleep.candidates import SUPERSEDE, Candidate
+from core.store.records import Record
 
 if TYPE_CHECKING:
-    from core.corrections import CorrectionModel
+    from core.sleep.corrections import CorrectionModel
 
 # The probability below which a supersession is not asked, chosen on the dev parts only
 # (bench.sleep_gate: the precision and hard corpora's dev parts and bench/data/sleep_corpus.json).

@@ -18,7 +18,7 @@ from contextlib import contextmanager
 from dataclasses import dataclass, field
 from typing import Any
 
-from core.storage import Storage
+from core.store.storage import Storage
 
 RUN_STATUSES = ("done", "woken", "failed", "skipped")
 PHASE_STATUSES = ("applied", "planned", "skipped", "failed", "discarded")

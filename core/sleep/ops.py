@@ -1,7 +1,7 @@
 """Sleep's write primitives (SPEC §7, §11): one phase is one transaction, one op one savepoint.
 
 ``with transaction(memory, turn_id) as tx:`` opens the phase's transaction
-(:meth:`core.memory.Memory.transaction`: the store's lock held, the touched records reindexed
+(:meth:`core.memory.facade.Memory.transaction`: the store's lock held, the touched records reindexed
 after it ends); sleep wraps every op in ``with tx.op():``. An op that is refused (or fails)
 rolls back to its savepoint and takes nothing of itself into the store, while the ops before
 and after it stay in the phase; the phase commits as a whole or not at all, with its journal
@@ -25,12 +25,12 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from core import records, text
-from core import validation as valid
 from core.errors import MemoryOpError, Refused
-from core.memory import Memory
-from core.memory_engine import Writes
-from core.records import Actor, Kind, Record, Source
+from core.memory import validation as valid
+from core.memory.engine import Writes
+from core.memory.facade import Memory
+from core.store import consolidation, records
+from core.store.records import Actor, Kind, Record, Source
 
 # What a plan is checked against: the fields of a record that an op's judgement rests on.
 VERSION = ("content", "kind", "importance", "private", "pinned", "updated_at",
@@ -62,16 +62,9 @@ class SleepTxn:
     def op(self) -> Iterator[SleepTxn]:
         """A savepoint around one op: an exception rolls back this op only, then propagates."""
         self._depth += 1
-        name = f"sleep_op_{self._depth}"
-        self.conn.execute(f"SAVEPOINT {name}")
         try:
-            yield self
-        except BaseException:
-            self.conn.execute(f"ROLLBACK TO {name}")
-            self.conn.execute(f"RELEASE {name}")
-            raise
-        else:
-            self.conn.execute(f"RELEASE {name}")
+            with consolidation.savepoint(self.conn, f"sleep_op_{self._depth}"):
+                yield self
         finally:
             self._depth -= 1
 
@@ -96,15 +89,7 @@ def version_of(r: Record) -> tuple:
 
 def versions(conn: sqlite3.Connection, ids: Iterable[int]) -> dict[int, tuple]:
     """What these records look like now. Unknown ids are absent."""
-    ids = sorted({int(i) for i in ids})
-    out: dict[int, tuple] = {}
-    cols = ", ".join(VERSION)
-    for start in range(0, len(ids), 500):
-        part = ids[start: start + 500]
-        q = ",".join("?" * len(part))
-        for row in conn.execute(f"SELECT id, {cols} FROM memories WHERE id IN ({q})", part):
-            out[row["id"]] = tuple(row[c] for c in VERSION)
-    return out
+    return consolidation.versions(conn, ids, VERSION)
 
 
 def check(tx: SleepTxn, ids: Sequence[int], planned: dict[int, tuple], *, touch: bool = True,
@@ -159,8 +144,7 @@ def _reword(tx: SleepTxn, rid: int, content: str, vec: np.ndarray | None) -> Non
     _log(tx, "update", rid)
     said = records.said_at(tx.conn, rid)
     assert said is not None, f"#{rid} was checked in this transaction"
-    tx.conn.execute("UPDATE memories SET content = ?, stems = ?, consolidated_at = ? WHERE id = ?",
-                    (content, " ".join(text.stems(content)), tx.now, rid))
+    consolidation.reword(tx.conn, rid, content, tx.now)
     # SPEC §8.11: a reworded record keeps its day (read anew against when it was said)
     records.redate(tx.conn, rid, content, said, keep_if_none=True)
     tx.writes.vector(rid, vec)
@@ -212,20 +196,13 @@ def merge(tx: SleepTxn, ids: Sequence[int], content: object, why: str,
     sid = survivor.id
     others = [rid for rid in ids if rid != sid]
     _log(tx, "merge", sid)
-    for rid in others:
-        tx.conn.execute("INSERT INTO accesses (memory_id, at) SELECT ?, at FROM accesses "
-                        "WHERE memory_id = ?", (sid, rid))
-    n, last = tx.conn.execute(
-        "SELECT COUNT(*), MAX(at) FROM accesses WHERE memory_id = ?", (sid,)).fetchone()
     members = list(recs.values())
-    tx.conn.execute(
-        "UPDATE memories SET content = ?, stems = ?, kind = ?, importance = ?, private = ?, "
-        "created_at = ?, updated_at = ?, consolidated_at = ?, last_access_at = ?, "
-        "access_count = ? WHERE id = ?",
-        (content, " ".join(text.stems(content)), strongest_kind(r.kind for r in members).value,
-         max(r.importance for r in members), int(any(r.private for r in members)),
-         min(r.created_at for r in members), max(r.updated_at for r in members), tx.now,
-         last, n, sid))
+    consolidation.merge(
+        tx.conn, sid, others, content, kind=strongest_kind(r.kind for r in members).value,
+        importance=max(r.importance for r in members),
+        private=any(r.private for r in members),
+        created_at=min(r.created_at for r in members),
+        updated_at=max(r.updated_at for r in members), now=tx.now)
     _merge_due(tx, sid, members, content)
     tx.writes.vector(sid, vec)
     for rid in others:
@@ -243,10 +220,7 @@ def _merge_due(tx: SleepTxn, sid: int, members: Sequence[Record], content: str) 
         records.redate(tx.conn, sid, content, min(r.created_at for r in members))
         return
     last = max(dated, key=lambda r: (r.updated_at, r.id))
-    src = tx.conn.execute("SELECT due_on, due_every, due_read, remind_state, remind_after "
-                          "FROM memories WHERE id = ?", (last.id,)).fetchone()
-    tx.conn.execute("UPDATE memories SET due_on = ?, due_every = ?, due_read = ?, "
-                    "remind_state = ?, remind_after = ? WHERE id = ?", (*tuple(src), sid))
+    consolidation.copy_due(tx.conn, last.id, sid)
     records.redate(tx.conn, sid, content, records.said_at(tx.conn, last.id) or last.created_at,
                    keep_if_none=True)
 
@@ -314,8 +288,8 @@ def set_fields(tx: SleepTxn, record_id: int, planned: dict[int, tuple], *, kind:
         raise MemoryOpError("nothing to change: give kind or importance")
     r = check(tx, [rid], planned)[rid]
     _log(tx, "update", rid)
-    tx.conn.execute("UPDATE memories SET kind = ?, importance = ? WHERE id = ?",
-                    ((new_kind or r.kind).value, new_imp or r.importance, rid))
+    consolidation.set_kind_importance(tx.conn, rid, (new_kind or r.kind).value,
+                                      new_imp or r.importance)
     tx.touched.add(rid)
     return _read(tx, rid)
 
@@ -335,7 +309,6 @@ def mark_consolidated(tx: SleepTxn, ids: Iterable[int], planned: dict[int, tuple
     ids = sorted({int(i) for i in ids})
     cur = versions(tx.conn, ids)
     marked = [rid for rid in ids if rid in cur and rid in planned and cur[rid] == planned[rid]]
-    tx.conn.executemany("UPDATE memories SET consolidated_at = ? WHERE id = ?",
-                        [(tx.now, rid) for rid in marked])
+    consolidation.mark_consolidated(tx.conn, marked, tx.now)
     tx.marked.update(marked)
     return marked

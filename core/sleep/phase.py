@@ -11,13 +11,13 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from core.records import Record
 from core.sleep.apply import TRANSIENT, Applied, Proposal, Safeguards, embed_new_texts
 from core.sleep.clustering import Clustering
 from core.sleep.journal import PhaseLog
 from core.sleep.ops import SleepTxn
 from core.sleep.plan import CallResult
 from core.sleep.stage import StageContext
+from core.store.records import Record
 
 STAGE = "memory"
 MARK_FORGET = "forgetting"  # the marks of records not to offer for forgetting again yet

@@ -32,8 +32,8 @@ from typing import Any
 
 from core.config import SleepConfig
 from core.llm import ChatModel, Message, ToolCall
-from core.prompt_section import human_age
-from core.records import Record
+from core.memory.prompt_section import human_age
+from core.store.records import Record
 
 TOOL_NAME = "sleep_finish"
 REASONING_MAX = 400

@@ -21,8 +21,8 @@ from datetime import UTC, datetime
 from typing import Any
 
 from core.llm import Message
-from core.records import Record
 from core.sleep import candidates as arith
+from core.store.records import Record
 
 SYSTEM = (
     "You keep the long-term memory of a personal companion about its owner. You are asked one "

@@ -17,7 +17,6 @@ from typing import Any
 import numpy as np
 
 from core.embedding import primary_rows
-from core.records import Record
 from core.sleep import candidates, clustering, decisions, gate, journal, ops
 from core.sleep.apply import Applied, Proposal, Safeguards, is_young, op_ids
 from core.sleep.journal import PhaseLog
@@ -25,6 +24,7 @@ from core.sleep.ops import SleepTxn
 from core.sleep.phase import MARK_FORGET, STAGE, ClusterState, apply_phase, plan_log, settled
 from core.sleep.plan import review_messages, review_tool
 from core.sleep.stage import StageContext
+from core.store.records import Record
 
 
 def _priority(c: tuple[int, ...], corpus: dict[int, Record]) -> tuple:

@@ -31,10 +31,11 @@ from typing import Any
 
 from core.clock import Clock
 from core.config import SleepConfig
-from core.coordination import Lease, LeaseHeld, SleepLease
 from core.instructions import DEFAULT_PERSONA
 from core.llm import ChatModel
-from core.memory import Memory
+from core.memory.coordination import Lease, LeaseHeld, SleepLease
+from core.memory.facade import Memory
+from core.memory.tools import ToolResult
 from core.privacy import TurnContext
 from core.sleep import journal
 from core.sleep.apply import NightBudget
@@ -42,7 +43,6 @@ from core.sleep.journal import Journal, OpLog, PhaseLog, SleepProgress, SleepRun
 from core.sleep.memory_stage import memory_stage
 from core.sleep.plan import Woken, resolve_planner
 from core.sleep.stage import StageContext
-from core.tools import ToolResult
 
 __all__ = [
     "CONSOLIDATE_TOOL", "AlreadySleeping", "OpLog", "PhaseLog", "SleepProgress", "SleepRun",

@@ -21,13 +21,13 @@ from typing import Any
 
 from core.config import SleepConfig
 from core.llm import ChatModel, Message
-from core.memory import Memory
-from core.records import Record
+from core.memory.facade import Memory
 from core.sleep import ops
 from core.sleep.apply import NightBudget
 from core.sleep.journal import Journal, PhaseLog, SleepProgress, write_phase
 from core.sleep.ops import SleepTxn
 from core.sleep.plan import CallResult, Woken, call_planner, run_call
+from core.store.records import Record
 
 
 @dataclass

@@ -13,9 +13,9 @@ from textual.message import Message
 from textual.worker import get_current_worker
 
 from core.errors import NotFound
-from core.memory import Memory
+from core.memory.facade import Memory
 from core.privacy import OWNER_TRUSTED
-from core.records import Actor, Record
+from core.store.records import Actor, Record
 from eva_tui import strings as S
 from eva_tui.widgets.base import EvaScreen
 from eva_tui.widgets.modals import Confirm, ConfirmForget, EditRecord, RecordView

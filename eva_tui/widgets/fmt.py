@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import math
 
-from core.prompt_section import human_age
+from core.memory.prompt_section import human_age
 
 
 def age(seconds: float) -> str:

@@ -17,7 +17,7 @@ from textual.containers import Horizontal, Vertical, VerticalScroll
 from textual.screen import ModalScreen
 from textual.widgets import Button, Footer, Label, Select, Static, TextArea
 
-from core.records import Kind, Record
+from core.store.records import Kind, Record
 from eva_tui import strings as S
 from eva_tui.widgets.fmt import ago, in_time
 from eva_tui.widgets.inputs import EvaInput, EvaTextArea

@@ -11,8 +11,8 @@ from pathlib import Path
 import pytest
 from textual.widgets import Button, OptionList, SelectionList, Static
 
-from core.chats import Chats
-from core.transcript import Transcript
+from core.chat.chats import Chats
+from core.chat.transcript import Transcript
 from eva_tui.widgets import TurnView, UserMessage
 from screens import owner
 from screens.chat_import import ImportChatsScreen, ReviewOffer

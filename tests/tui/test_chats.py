@@ -7,8 +7,8 @@ from __future__ import annotations
 
 from textual.widgets import DataTable, Static
 
-from core.summary_fidelity import salient_terms
-from core.transcript import Transcript
+from core.chat.summary_fidelity import salient_terms
+from core.chat.transcript import Transcript
 from eva_tui.widgets import TurnView, UserMessage
 from screens.chats import ChatsScreen
 from screens.summary import EditSummary, SummaryPanel

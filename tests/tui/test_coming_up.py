@@ -6,7 +6,7 @@ from __future__ import annotations
 from datetime import datetime
 
 from core import OWNER_TRUSTED
-from core.records import Actor
+from core.store.records import Actor
 from eva_tui.widgets.coming_up import ComingUpCard, ReminderItem
 from eva_tui.widgets.modals import RecordView
 from screens.coming_up import CLOSED
@@ -195,7 +195,7 @@ async def test_a_new_chat_brings_the_card_and_a_new_day_does_too(env_factory):
 async def test_the_card_follows_the_personas_scope(env_factory):
     """SPEC §1 / §8.6 and issue 29 item 3: the card lists what the chat's turn sees — global
     memories and the active persona's — never another persona's."""
-    from core.personas import Personas
+    from core.chat.personas import Personas
 
     env = env_factory(seed=SEED)
     ps = env.memory.attach(Personas)

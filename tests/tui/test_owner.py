@@ -11,8 +11,8 @@ import json
 from textual.widgets import Button, DataTable, Label, Select, SelectionList
 
 from core import OWNER_TRUSTED
-from core.personas import DEFAULT_ID
-from core.records import Source
+from core.chat.personas import DEFAULT_ID
+from core.store.records import Source
 from eva_tui.widgets import EvaInput, EvaTextArea
 from screens import owner
 from screens.drafting import DraftRow, InitFromDescription, SaveFromDialogue

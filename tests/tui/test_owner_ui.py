@@ -10,7 +10,7 @@ from textual.command import CommandPalette
 from textual.widgets import Button, DataTable, Footer, Input, OptionList, Static
 
 from core import OWNER_TRUSTED, ManualClock
-from core.records import Actor
+from core.store.records import Actor
 from eva_runtime import config as cfg
 from eva_runtime.loader import packaged_chat_models
 from eva_runtime.night_text import MODE_DRY, MODE_REAL

@@ -4,7 +4,7 @@ looks for a reminder, as it is for `eva remind`, `GET /v1/reminders` and the "Co
 from __future__ import annotations
 
 from core import OWNER_TRUSTED
-from core.records import Actor
+from core.store.records import Actor
 from eva_tui.widgets.coming_up import ComingUpCard
 from tests.tui.conftest import SEED, aio, send, settle
 

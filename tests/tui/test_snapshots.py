@@ -153,7 +153,7 @@ def test_archive_filled(snap_compare, env_factory):
     """§2: forgotten records with who, why, when and the time left before the purge."""
     env = env_factory(seed=SEED)
     from core import OWNER_TRUSTED
-    from core.records import Actor
+    from core.store.records import Actor
 
     env.memory.forget(4, "it was a one-off", OWNER_TRUSTED, actor=Actor.OWNER)
     env.clock.advance(3 * 86_400)

@@ -10,7 +10,7 @@ from textual import events
 from textual.widgets import DataTable
 
 from core import OWNER_TRUSTED, ManualClock
-from core.records import Actor
+from core.store.records import Actor
 from eva_tui.widgets import TurnView
 from tests.tui.conftest import NOW, SEED, send, settle
 from tests.tui.fakes import FakeSleeper, night

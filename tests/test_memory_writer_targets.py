@@ -1,0 +1,278 @@
+"""The memory step's forgets and corrections touch what the owner named (SPEC §3.1, issue 26):
+a forget archives only the memory the request names (in either language or script), a
+correction saved as new replaces the old value and nothing else. Scripted model; the helpers
+are tests/test_memory_writer.py's."""
+
+from __future__ import annotations
+
+import pytest
+
+from core import OWNER_TRUSTED, PUBLIC, text
+from core.chat.conversation import Conversation
+from core.chat.events import Notice, Token
+from core.chat.memory_writer import Related
+from core.chat.retry import DONT_KNOW
+from tests.fake_llm import ScriptedLLM
+from tests.test_memory_writer import SMALL_TALK, finished, live, news, run, save_op
+
+
+def test_a_forget_request_in_the_other_language_may_forget_its_best_recall(tmp_path):
+    """§3.1 forget: a request in Russian about a memory written in English shares no word with
+    it; it may forget the request's best recall, never another memory (seen in an owner
+    session: "Забудь, пожалуйста, что я работаю в больнице." was refused for "I work as a nurse
+    at the city hospital.")."""
+    from core import Memory, text
+    from tests.fakes import HashEmbedder
+
+    request = "Забудь, пожалуйста, что я работаю в больнице."
+    syn = dict(zip(text.stems("работаю больнице"), text.stems("work hospital"), strict=True))
+    mem = Memory.open(tmp_path / "m.db", embedder=HashEmbedder(synonyms=syn))
+    nurse = mem.save("I work as a nurse at the city hospital.", OWNER_TRUSTED).id
+    sister = mem.save("My sister Anna lives in Tbilisi.", OWNER_TRUSTED).id
+    for rid, ok in ((sister, False), (nurse, True)):
+        llm = ScriptedLLM([["Хорошо."]], plans=[{"ops": [{"op": "forget", "id": rid,
+                                                        "why": "asked"}]}])
+        conv = Conversation(mem, llm, channel=f"c{rid}")
+        conv.writer.related = lambda _t, _c: [
+            Related(r.id, "fact", "1d", r.content, False) for r in mem.list(OWNER_TRUSTED)]
+        fin = finished(run(conv, request))[0]
+        assert fin.result.ok is ok, fin.result.text
+    assert [r.id for r in mem.list(OWNER_TRUSTED)] == [sister]
+    mem.close()
+
+
+class _AlikeEmbedder:
+    """Every text looks somewhat alike (a shared direction on top of the hashed stems), as
+    real sentence vectors do: an unrelated memory always has some cosine with a request."""
+
+    name = "fake-alike-v1"
+    dim = 512
+
+    def __init__(self, synonyms=None):
+        from tests.fakes import HashEmbedder
+
+        self._hash = HashEmbedder(self.name, self.dim, synonyms)
+
+    def embed(self, texts):
+        import numpy as np
+
+        out = self._hash.embed(texts).copy()
+        out[:, 0] += 1.0
+        return out / np.linalg.norm(out, axis=1, keepdims=True)
+
+
+def _forget_plan(*ids):
+    return [{"ops": [{"op": "forget", "id": i, "why": "asked"} for i in ids]}]
+
+
+def test_a_forget_touches_only_what_the_owner_named(tmp_path):
+    """Issue 26: "Actually forget the bike thing, I returned it to the shop." forgot the bike
+    and "Моя бабушка Зоя в субботу празднует 90 лет…": once the bike was gone, the grandmother
+    was the request's best recall, and the cross-language rule let her go too. The model asks
+    to forget both; only the bike goes."""
+    from core import Memory
+
+    mem = Memory.open(tmp_path / "m.db", embedder=_AlikeEmbedder())
+    bike = mem.save("I bought a new bike last week, a blue Merida.", OWNER_TRUSTED).id
+    zoya = mem.save("Моя бабушка Зоя в субботу празднует 90 лет.", OWNER_TRUSTED).id
+    llm = ScriptedLLM([["Okay."]], plans=_forget_plan(bike, zoya))
+    conv = Conversation(mem, llm)
+    fins = finished(run(conv, "Actually forget the bike thing, I returned it to the shop."))
+    shown = llm.json_calls[0]["schema"]["properties"]["ops"]["items"]["properties"]["id"]["enum"]
+    assert set(shown) == {bike, zoya}  # both were shown: the check is what keeps her
+    assert [f.result.ok for f in fins] == [True, False]
+    assert "not what the owner asked" in fins[1].result.text
+    assert live(mem) == ["Моя бабушка Зоя в субботу празднует 90 лет."]
+    mem.close()
+
+
+def test_a_forget_in_the_other_language_still_forgets_the_named_memory(tmp_path):
+    """Issue 26: the cross-language forget still works when the memory is the request's clear
+    best recall, and takes nothing else the model names with it."""
+    from core import Memory
+
+    syn = dict(zip(text.stems("велосипед"), text.stems("bike"), strict=True))
+    mem = Memory.open(tmp_path / "m.db", embedder=_AlikeEmbedder(syn))
+    bike = mem.save("I bought a new bike last week, a blue Merida.", OWNER_TRUSTED).id
+    tea = mem.save("My favourite tea is sencha.", OWNER_TRUSTED).id
+    llm = ScriptedLLM([["Хорошо."]], plans=_forget_plan(bike, tea))
+    fins = finished(run(Conversation(mem, llm), "Забудь про велосипед."))
+    assert [f.result.ok for f in fins] == [True, False]
+    assert live(mem) == ["My favourite tea is sencha."]
+    mem.close()
+
+
+def test_a_forget_names_a_memory_in_the_other_script_that_recall_did_not_find(mem):
+    """Issue 26, §8.10 ("a forget touches only what the owner named"), measured on an unseen
+    scenario: "Забудь про укулеле, я бросил после двух уроков." recalled only the asthma
+    memory, so "I've taken up the ukulele…" was never shown to the step and stayed. A word of
+    the request in the other script (the first five Latin letters) shows its memory to the step,
+    which forgets it; the asthma memory the model names as well stays."""
+    uke = mem.save("I've taken up the ukulele, a guy called Fraser gives me lessons on "
+                   "Thursdays.", OWNER_TRUSTED).id
+    asthma = mem.save("I've had asthma since I was a kid, my inhaler lives in my jacket pocket.",
+                      OWNER_TRUSTED).id
+    mem.save("Мы с женой по вечерам сами перекладываем плитку в ванной.", OWNER_TRUSTED)
+    request = "Забудь про укулеле, я бросил после двух уроков."
+    assert uke not in [h.id for h in mem.recall(request, OWNER_TRUSTED)]
+    llm = ScriptedLLM([["Хорошо, забыла."]], plans=_forget_plan(uke, asthma))
+    fins = finished(run(Conversation(mem, llm), request))
+    assert [f.result.ok for f in fins] == [True, False]
+    assert [r.id for r in mem.list(limit=10) if r.id in (uke, asthma)] == [asthma]
+
+
+def test_a_forget_of_one_of_two_similar_memories_keeps_the_other(mem):
+    """Issue 26: "Forget that Anna lives in Tbilisi" names the record saying so, not every
+    record about Anna; a request naming both ("forget everything about Anna") takes both."""
+    home = mem.save("My sister Anna lives in Tbilisi.", OWNER_TRUSTED).id
+    birthday = mem.save("Anna's birthday is on March 3, she loves tulips.", OWNER_TRUSTED).id
+
+    def conv_showing_both(channel):
+        llm = ScriptedLLM([["Okay."]], plans=_forget_plan(birthday, home))
+        conv = Conversation(mem, llm, channel=channel)
+        conv.writer.related = lambda _t, _c: [  # both shown, whatever recall finds
+            Related(r.id, "fact", "1d", r.content) for r in mem.list(OWNER_TRUSTED)]
+        return conv
+
+    fins = finished(run(conv_showing_both("a"), "Please forget that Anna lives in Tbilisi."))
+    assert [f.result.ok for f in fins] == [False, True]
+    assert "not what the owner asked" in fins[0].result.text
+    assert live(mem) == ["Anna's birthday is on March 3, she loves tulips."]
+    mem.restore(home)
+    fins = finished(run(conv_showing_both("b"), "Forget everything about Anna."))
+    assert [f.result.ok for f in fins] == [True, True] and live(mem) == []
+
+
+def test_a_correction_saved_as_new_replaces_the_old_value(mem):
+    """Issue 26 item 2: "Update: Anna moved again, she now lives in Yerevan." was saved beside
+    "My sister Anna moved to Tbilisi last month.", and "Where does my sister live now?" got
+    "Tbilisi". The model saves it as new; the step archives the record it replaces (the old
+    value stays in the archive with a why), so one live record says Yerevan."""
+    old = mem.save("My sister Anna moved to Tbilisi last month.", OWNER_TRUSTED).id
+    llm = ScriptedLLM([["Yerevan, wow!"]], plans=news(
+        save_op("Anna moved again, she now lives in Yerevan", kind="event")))
+    events = run(Conversation(mem, llm), "Update: Anna moved again, she now lives in Yerevan.")
+    fins = finished(events)
+    assert [(f.name, f.result.ok) for f in fins] == [("memory_save", True),
+                                                     ("memory_forget", True)]
+    assert live(mem) == ["Update: Anna moved again, she now lives in Yerevan."]
+    archived = mem.archived()
+    assert [a.record.id for a in archived] == [old]
+    assert f"replaced by #{fins[0].result.data['id']}" in archived[0].why
+    # regenerating the turn takes the correction back whole
+    mem.rollback_turn(events[-1].turn_id)
+    assert "My sister Anna moved to Tbilisi last month." in live(mem)
+
+
+def test_a_new_fact_about_the_same_person_replaces_nothing(mem):
+    """Issue 26 item 2: a message about Anna that changes nothing (her birthday) is saved
+    beside the move; a change of something else about her (a new job) too."""
+    mem.save("My sister Anna moved to Tbilisi last month.", OWNER_TRUSTED)
+    llm = ScriptedLLM([["Nice!"], ["Great!"]], plans=news(
+        save_op("Anna's birthday is on March 3")) + news(
+        save_op("Anna now works as a designer at Canva")))
+    conv = Conversation(mem, llm)
+    run(conv, "Anna's birthday is on March 3, she turns 30.")
+    fins = finished(run(conv, "Anna now works as a designer at Canva."))
+    assert [f.name for f in fins] == ["memory_save"]
+    assert len(live(mem)) == 3 and mem.archived() == []
+
+
+@pytest.mark.parametrize("old, new, replaces", [
+    ("Моя сестра Лена переехала в Москву в прошлом году.", "Лена переехала в Казань.", True),
+    ("Я работаю в школе №3.", "Теперь я работаю в школе №5.", True),
+    ("My sister Anna moved to Tbilisi last month.", "My brother Igor moved to Yerevan.", False),
+    ("Я работаю в школе №3.", "Теперь я бегаю по утрам 5 км.", False),
+    ("My sister Anna moved to Tbilisi last month.", "Anna visited Yerevan, we met there.",
+     False),
+])
+def test_what_a_saved_correction_replaces(old, new, replaces):
+    """The arithmetic behind it: the message says something changed, of the same someone (or
+    of the owner alone), a value changed, and they speak of the same thing."""
+    from core.chat.memory_writer import supersedes
+
+    assert (supersedes(new, old, new) is not None) is replaces
+
+
+def test_a_statement_echoed_twice_gets_an_acknowledgement_not_nothing(mem):
+    """Issue 26 (measured on the labelled set with the default model: 7 of 54 statements —
+    "Update: Anna moved again, she now lives in Yerevan." — were echoed on the first try and on
+    the retry, and the owner saw only "Eva could not find an answer"): a statement whose reply
+    only repeats the owner twice is acknowledged in Eva's voice and the owner's language; the
+    memory step still runs. A question echoed twice still gets the notice."""
+    from core.chat.retry import ACKNOWLEDGE, NO_REPLY_NOTICE
+
+    said = "Update: Anna moved again, she now lives in Yerevan."
+    llm = ScriptedLLM([["Anna moved again, she now lives in Yerevan."], [said]],
+                      plans=news(save_op("Anna moved again, she now lives in Yerevan")))
+    events = run(Conversation(mem, llm), said)
+    assert "".join(e.text for e in events if isinstance(e, Token)) == ACKNOWLEDGE["en"]
+    assert not [e for e in events if isinstance(e, Notice) and e.text == NO_REPLY_NOTICE]
+    assert events[-1].text == ACKNOWLEDGE["en"]
+    assert any("yerevan" in c.lower() for c in live(mem))
+    ru = "Мы переехали! Новый адрес — Садовая, 5."
+    llm = ScriptedLLM([[ru], [ru]], plans=SMALL_TALK)
+    events = run(Conversation(mem, llm), ru)
+    assert "".join(e.text for e in events if isinstance(e, Token)) == ACKNOWLEDGE["ru"]
+    # a question about the owner's life echoed twice: she does not know; any other question
+    # keeps the notice
+
+    asked = "Where does Anna live now?"
+    llm = ScriptedLLM([[asked], [asked]], plans=SMALL_TALK)
+    events = run(Conversation(mem, llm), asked)
+    assert "".join(e.text for e in events if isinstance(e, Token)) == DONT_KNOW["en"]
+    asked = "What is the capital of France?"
+    llm = ScriptedLLM([[asked], [asked]], plans=SMALL_TALK)
+    events = run(Conversation(mem, llm), asked)
+    assert [e.text for e in events if isinstance(e, Notice)] == [NO_REPLY_NOTICE]
+
+
+def test_an_update_from_a_secret_makes_the_record_private(mem):
+    """§2 privacy (measured on an unseen scenario: "Между нами: я тайком ищу работу в
+    Норвегии…" was written by the model's update into the public record of the owner's wife,
+    and stayed public): an update op carrying a message the owner called a secret makes the
+    record private, as a save from it is."""
+
+    rid = mem.save("My wife Alesya is from Minsk.", OWNER_TRUSTED).id
+    said = "Между нами: я тайком ищу работу в Норвегии, Алеся пока ничего не знает."
+    conv = Conversation(mem, ScriptedLLM([["Понимаю."]], plans=news(
+        {"op": "update", "id": rid, "content": said})))
+    conv.writer.related = lambda _t, _c: [Related(rid, "fact", "1d", "My wife Alesya is from "
+                                                  "Minsk.", "the message may change it")]
+    run(conv, said)
+    [r] = mem.list(OWNER_TRUSTED, limit=10)
+    assert r.private and "Норвегии" in r.content
+    assert mem.visible([rid], PUBLIC) == []
+
+
+def test_a_forget_in_one_script_names_a_memory_in_the_other(mem):
+    """Issue 26 (an unseen scenario: "Забудь про укулеле, я бросил после двух уроков." forgot
+    nothing, and "What instrument am I learning?" got "the ukulele"): a request's word written
+    letter by letter in the other script names the record; the other record stays."""
+    uke = mem.save("I've taken up the ukulele, Fraser gives me lessons on Thursdays.",
+                   OWNER_TRUSTED).id
+    other = mem.save("Hibs are my team, I have a season ticket.", OWNER_TRUSTED).id
+    said = "Забудь про укулеле, я бросил после двух уроков."
+    conv = Conversation(mem, ScriptedLLM([["Хорошо, забыла."]], plans=[{"ops": [
+        {"op": "forget", "id": uke, "why": "the owner asked"},
+        {"op": "forget", "id": other, "why": "the owner asked"}]}]))
+    conv.writer.related = lambda _t, _c: [Related(r.id, "fact", "1d", r.content)
+                                          for r in mem.list(OWNER_TRUSTED)]
+    fins = finished(run(conv, said))
+    assert [f.result.ok for f in fins] == [True, False]
+    assert live(mem) == ["Hibs are my team, I have a season ticket."]
+
+
+def test_a_forget_in_english_names_a_russian_memory_by_its_loanword(mem):
+    """The other way (companion_e: "Forget about the Italian course, please…" left "Записалась
+    на курсы итальянского…" live): "Italian" meets "итальянского" letter by letter."""
+    course = mem.save("Записалась на курсы итальянского, по субботам утром.", OWNER_TRUSTED).id
+    other = mem.save("Мой парень Матвей — курьер.", OWNER_TRUSTED).id
+    conv = Conversation(mem, ScriptedLLM([["Okay, forgotten."]], plans=[{"ops": [
+        {"op": "forget", "id": course, "why": "asked"},
+        {"op": "forget", "id": other, "why": "asked"}]}]))
+    conv.writer.related = lambda _t, _c: [Related(r.id, "fact", "1d", r.content)
+                                          for r in mem.list(OWNER_TRUSTED)]
+    fins = finished(run(conv, "Forget about the Italian course, please, the group got cancelled."))
+    assert [f.result.ok for f in fins] == [True, False]
+    assert live(mem) == ["Мой парень Матвей — курьер."]
