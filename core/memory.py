@@ -119,7 +119,7 @@ class Memory(MemoryEngine):
             changes = IndexChanges()
             with self._storage.transaction() as conn:
                 if dup is not None:
-                    target = records.fetch(conn, dup)
+                    target = records.fetch_written(conn, dup)
                     checks.log(conn, now, actor, ctx, "dedup", dup)
                     records.reinforce(conn, dup, now)
                     status = "reinforced"
@@ -142,7 +142,7 @@ class Memory(MemoryEngine):
                     memory_reminders.moved_from(conn, rid, content, new_stems, ctx, actor, now)
                     self._index.write_vector(conn, rid, vec, changes)
                     status = "created"
-                record = records.fetch(conn, rid)
+                record = records.fetch_written(conn, rid)
             changes.upserts.append(record)
             self._index.apply(changes)
             try:
@@ -206,7 +206,7 @@ class Memory(MemoryEngine):
                                importance=new_imp, private=new_priv)
                 if new_content is not None:
                     self._index.write_vector(conn, rid, vec, changes)
-                record = records.fetch(conn, rid)
+                record = records.fetch_written(conn, rid)
             changes.upserts.append(record)
             self._index.apply(changes)
             return record
@@ -309,7 +309,7 @@ class Memory(MemoryEngine):
                     records.check_pin_room(conn, r.scope, self.config.max_pinned)
                 checks.log(conn, now, Actor.OWNER, OWNER_TRUSTED, "pin" if pinned else "unpin", rid)
                 records.set_flag(conn, rid, "pinned", bool(pinned))
-                record = records.fetch(conn, rid)
+                record = records.fetch_written(conn, rid)
             self._index.apply(IndexChanges(upserts=[record]))
             return record
 
@@ -332,7 +332,7 @@ class Memory(MemoryEngine):
                     records.check_pin_room(conn, row["scope"], self.config.max_pinned)
                 checks.log(conn, now, Actor.OWNER, ctx, "restore", rid)
                 records.unarchive(conn, rid)
-                record = records.fetch(conn, rid)
+                record = records.fetch_written(conn, rid)
                 vec = self._index.stored_vector(conn, rid)
             changes = IndexChanges(upserts=[record])
             if vec is not None:
@@ -518,7 +518,7 @@ class Memory(MemoryEngine):
                     records.check_pin_room(conn, scope, self.config.max_pinned)
                 checks.log(conn, now, Actor.OWNER, OWNER_TRUSTED, "scope", rid)
                 records.set_scope(conn, [rid], scope)
-                record = records.fetch(conn, rid)
+                record = records.fetch_written(conn, rid)
             self._index.apply(IndexChanges(upserts=[record]))
             return record
 

@@ -12,7 +12,7 @@ from datetime import datetime
 from enum import StrEnum
 
 from core import reminders, text
-from core.errors import Refused
+from core.errors import NotFound, Refused
 
 
 class Kind(StrEnum):
@@ -152,6 +152,15 @@ def fetch(conn: sqlite3.Connection, record_id: int, with_history: bool = False) 
     if r is None:
         return None
     return from_row(r, history(conn, record_id) if with_history else ())
+
+
+def fetch_written(conn: sqlite3.Connection, record_id: int) -> Record:
+    """A record an op acts on in its transaction (it just wrote it, or the index found it),
+    read back: :func:`fetch` that never hands on None (a missing row is :class:`NotFound`)."""
+    r = fetch(conn, record_id)
+    if r is None:
+        raise NotFound(record_id)
+    return r
 
 
 # what fetch_many reads: a Record's fields, in its order (not the stems or the archive mark)
