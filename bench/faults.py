@@ -176,7 +176,16 @@ class SoakPlanner:
     def count_tokens(self, text: str) -> int:
         return len(text.split())
 
-    def force_tool_call(self, messages, tool, timeout=None):
+    def stream_chat(self, *a, **k):  # pragma: no cover - not used by sleep
+        raise NotImplementedError
+
+    def warm_up(self, messages, tools=None) -> None:
+        """Nothing to read in: there is no cache."""
+
+    def generate_json(self, messages, schema, timeout=None, max_tokens=None, cancel=None):
+        raise NotImplementedError("the soak's planner answers sleep_finish only")
+
+    def force_tool_call(self, messages, tool, timeout=None, cancel=None):
         from core.llm import ToolCall
         from tests.sleep_kit import tool_ids
 

@@ -138,7 +138,7 @@ def run(turns: int, model: str | None, embedder: str | None, context_size: int |
                     threads=getattr(chat, "threads", None))
         s.warm_up()
         stages.mark("warm_up")
-        rows = []
+        rows: list[dict[str, Any]] = []
         conv = s.conversation
         for i in range(turns):
             text = MESSAGES[i % len(MESSAGES)]

@@ -263,7 +263,7 @@ class Corpus:
         words = [w for w in T.tokens(source) if not T.is_stopword(w)]
         if not words:
             words = T.tokens(source) or ["memory"]
-        k = int(min(len(words), rng.integers(2, 6)))
+        k = min(len(words), int(rng.integers(2, 6)))
         pick = [words[i] for i in sorted(rng.choice(len(words), size=k, replace=False))]
         if rng.random() < 0.3:
             lang = "ru" if any("а" <= ch <= "я" for ch in source.lower()) else "en"
@@ -385,7 +385,8 @@ def _bare_bm25s(stem_lists: Iterable[list[str]]):
 def _profile_top(prof: cProfile.Profile, n: int = 25) -> list[dict[str, Any]]:
     stats = pstats.Stats(prof, stream=io.StringIO())
     rows = []
-    for (file, line, func), (_cc, nc, tt, ct, _callers) in stats.stats.items():
+    table = stats.stats  # type: ignore[attr-defined]  # typeshed's Stats omits its raw table
+    for (file, line, func), (_cc, nc, tt, ct, _callers) in table.items():
         rows.append({"function": f"{Path(file).name}:{line}:{func}", "ncalls": nc,
                      "tottime_ms": round(tt * 1000, 2), "cumtime_ms": round(ct * 1000, 2)})
     rows.sort(key=lambda r: -r["cumtime_ms"])

@@ -48,6 +48,7 @@ from core import OWNER_TRUSTED
 from core import text as core_text
 from core.clock import ManualClock
 from core.config import MemoryConfig, SleepConfig
+from core.embedding import Progress, embed_batches
 from core.memory.facade import Memory
 from core.sleep import Sleeper, clustering
 
@@ -102,6 +103,10 @@ class HashedEmbedder:
             else:
                 out[i, 0] = 1.0
         return out
+
+    def embed_many(self, texts: list[str], batch_size: int | None = None,
+                   progress: Progress | None = None) -> np.ndarray:
+        return embed_batches(self.embed, self.dim, texts, batch_size, progress)
 
 
 SYLLABLES_EN = ("ka", "lo", "mi", "ren", "tor", "va", "sel", "din", "bro", "quen", "fal", "mur",

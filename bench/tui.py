@@ -312,6 +312,15 @@ def _child_fake(rate: float) -> None:
                 time.sleep(1.0 / rate)
             yield Done()
 
+        def warm_up(self, messages, tools=None) -> None:
+            """Nothing to read in: there is no cache."""
+
+        def force_tool_call(self, messages, tool, timeout=None, cancel=None):
+            raise NotImplementedError("the steady stream only streams")
+
+        def generate_json(self, messages, schema, timeout=None, max_tokens=None, cancel=None):
+            raise NotImplementedError("the steady stream only streams")
+
     tmp = Path(tempfile.mkdtemp())
     mem = Memory.open(tmp / "memory.db", MemoryConfig())
     config = cfg.from_mapping({"memory": {"embedding_model": "none"}})

@@ -55,13 +55,22 @@ def embed_many(embedder: Embedder, texts: list[str], batch_size: int | None = No
     many = getattr(embedder, "embed_many", None)
     if many is not None:
         return many(texts, batch_size, progress)
+    return embed_batches(embedder.embed, embedder.dim, texts, batch_size, progress)
+
+
+def embed_batches(embed: Callable[[list[str]], np.ndarray], dim: int, texts: list[str],
+                  batch_size: int | None = None, progress: Progress | None = None
+                  ) -> np.ndarray:
+    """``embed`` of ``batch_size`` texts at a time (all at once for None), ``progress(done,
+    total)`` after each: :meth:`Embedder.embed_many` of a model that has no batching of its own
+    (a test's or a bench's stand-in)."""
     step = batch_size or max(1, len(texts))
     parts = []
     for start in range(0, len(texts), step):
-        parts.append(np.asarray(embedder.embed(texts[start: start + step]), dtype=np.float32))
+        parts.append(np.asarray(embed(texts[start: start + step]), dtype=np.float32))
         if progress is not None:
             progress(min(start + step, len(texts)), len(texts))
-    return np.concatenate(parts) if parts else np.zeros((0, embedder.dim), dtype=np.float32)
+    return np.concatenate(parts) if parts else np.zeros((0, dim), dtype=np.float32)
 
 
 def normalise_rows(m: np.ndarray) -> np.ndarray:

@@ -31,14 +31,23 @@ import time
 from collections.abc import Callable, Iterator
 from dataclasses import replace
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any, cast
 
 from core.llm import ChatEvent, Done, Message, ModelError, TextDelta, ToolCall
 from models.chat_template import CHATML_TEMPLATE, prepare_messages
 from models.toolcalls import RESPONSE_OPEN, ToolCallStream, tool_function
 
+if TYPE_CHECKING:
+    from llama_cpp.llama_types import ChatCompletionRequestMessage
+
 # Special tokens that end a turn even when the vocabulary does not flag them end-of-generation.
 _STOP_TOKEN_TEXTS = ("<|im_end|>", "<|endoftext|>", "<|im_start|>", "<|eot_id|>", "<end_of_turn>")
+
+
+def _template_messages(messages: list[Message], tools: list[dict[str, Any]] | None
+                       ) -> list[ChatCompletionRequestMessage]:
+    # llama_cpp types a formatter's messages as TypedDicts; its Jinja template reads plain dicts
+    return cast("list[ChatCompletionRequestMessage]", prepare_messages(messages, tools))
 
 
 def _common_prefix(a: Any, b: list[int]) -> int:
@@ -326,7 +335,7 @@ class LlamaChatModel:
     def render(self, messages: list[Message], tools: list[dict[str, Any]] | None = None) -> str:
         """The exact prompt text for these messages (generation prompt included)."""
         try:
-            return self._formatter(messages=prepare_messages(messages, tools)).prompt
+            return self._formatter(messages=_template_messages(messages, tools)).prompt
         except Exception as e:
             raise ModelError(f"cannot render the chat template: {e}") from e
 
@@ -336,7 +345,7 @@ class LlamaChatModel:
         KV cache, reusing what is already there, as ``Llama.generate`` would. Background work:
         it stops as soon as another call waits for the model (False)."""
         try:
-            prompt = self._prefix_formatter(messages=prepare_messages(messages, tools)).prompt
+            prompt = self._prefix_formatter(messages=_template_messages(messages, tools)).prompt
         except Exception as e:
             raise ModelError(f"cannot render the chat template: {e}") from e
         tokens = self.tokenize(prompt)

@@ -102,6 +102,12 @@ class HashEmbedder:
                 out[i, 0] = 1.0
         return out
 
+    def embed_many(self, texts: list[str], batch_size: int | None = None,
+                   progress: Callable[[int, int], None] | None = None) -> np.ndarray:
+        from core.embedding import embed_batches
+
+        return embed_batches(self.embed, self.dim, texts, batch_size, progress)
+
 
 # ---------------------------------------------------------------------------- dumps, invariants
 TABLES = ("memories", "accesses", "vectors", "changes", "meta", "sqlite_sequence")

@@ -291,9 +291,9 @@ def _parse_eva(text: str, now: float) -> ImportPlan:
                 unknown = sorted(set(obj) - MESSAGE_FIELDS)
                 if unknown:
                     raise _Bad(f"unknown field {clip(unknown[0])} of a message line")
-                chat = chats.get(obj.get("chat")) if isinstance(obj.get("chat"),
-                                                                int | str) else None
-                if chat is None:
+                target = chats.get(obj.get("chat")) if isinstance(obj.get("chat"),
+                                                                  int | str) else None
+                if target is None:
                     raise _Bad(f"message of chat {clip(obj.get('chat'))}, which no earlier "
                                "chat line declares")
                 role = obj.get("role")
@@ -310,7 +310,7 @@ def _parse_eva(text: str, now: float) -> ImportPlan:
                     raise _Bad("private must be true or false")
                 if "created_at" not in obj:
                     raise _Bad("created_at is missing")
-                chat.messages.append(ImportedMessage(
+                target.messages.append(ImportedMessage(
                     role, content, _time(obj["created_at"], "created_at", now), private,
                     status))
             else:

@@ -27,7 +27,7 @@ import re
 import threading
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, TypeGuard
 
 from core import language, text
 from core.chat.owner_message import Exchange, asks_to_forget, corrects, may_carry_a_fact
@@ -184,7 +184,7 @@ def ops_schema(ids: list[int], *, allow_private: bool, allow_forget: bool,
     }
 
 
-def _among(rid: Any, shown: set[int]) -> bool:
+def _among(rid: Any, shown: set[int]) -> TypeGuard[int]:
     """An op's id is one of the shown records' (a list or an object in its place is not: the
     plan is the model's JSON, whatever it holds — found by the fuzz of issue 15)."""
     return isinstance(rid, int) and not isinstance(rid, bool) and rid in shown
@@ -372,8 +372,9 @@ class MemoryWriter:
         why: the live memory holds the new value only, the archive the old one."""
         out: list[memory_tools.ToolResult] = []
         # the shown records an op of this plan changes itself: never archived for a save
-        touched = {op.get("id") for op in ops if isinstance(op, dict)
-                   and op.get("op") in ("update", "forget") and _among(op.get("id"), shown)}
+        touched: set[int] = {op["id"] for op in ops if isinstance(op, dict)
+                             and op.get("op") in ("update", "forget")
+                             and _among(op.get("id"), shown)}
         # the owner's words each save stands for; a save refused for privacy below stands for
         # nothing, so it cannot make another save of the same words look already kept
         contents = {i: ex.owner_words(op["content"]) for i, op in enumerate(ops)
@@ -471,6 +472,7 @@ class MemoryWriter:
         for r in related:
             if r.id == new_id or r.id in touched or not r.outdated:
                 continue
+            change: str | None
             if r.replaced is not None and model is not None and r.replaced >= model.threshold:
                 change = f"learned, p={r.replaced:.2f}"
             else:

@@ -35,7 +35,7 @@ import sqlite3
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 
-from core.errors import MemoryOpError
+from core.errors import MemoryOpError, StoreError
 from core.store.storage import Storage
 
 RECENT, MERGED, LONG_TERM = 1, 2, 3
@@ -211,7 +211,9 @@ class SummaryStore:
                 (chat_id, tier, int(private), prose, json.dumps(list(verbatim),
                                                                 ensure_ascii=False),
                  covers[0], covers[-1], status, detail_level, tokens, now, now))
-            sid = int(cur.lastrowid)
+            sid = cur.lastrowid
+            if sid is None:  # an INSERT always sets it
+                raise StoreError("the store gave the new summary no id")
             conn.executemany("INSERT INTO summary_covers (summary_id, message_id) VALUES (?, ?)",
                              [(sid, m) for m in covers])
             for child in absorbs:
@@ -251,7 +253,9 @@ class SummaryStore:
         rows = self._storage.query(
             "SELECT MIN(created_at), MAX(created_at) FROM messages WHERE id IN (?, ?)",
             (s.first_id, s.last_id))
-        return rows[0] if rows and rows[0][0] is not None else (s.created_at, s.created_at)
+        if rows and rows[0][0] is not None:
+            return rows[0][0], rows[0][1]
+        return s.created_at, s.created_at
 
 
 def _summary(r: sqlite3.Row) -> Summary:

@@ -146,7 +146,8 @@ def import_exported(mem: Memory, items: Sequence[dict], progress: Progress | Non
             record_export.log_imported_history(w.conn, rid, it.get("accesses", ()), turn_id)
             created.append(rid)
             if arch is not None:
-                record_export.mark_archived(w.conn, rid, *arch, turn_id=turn_id)
+                at, by, why = arch  # portability's (at, by, why)
+                record_export.mark_archived(w.conn, rid, at, by, why, turn_id=turn_id)
                 continue
             w.added.append(rid)
             if id(it) in vec_of:

@@ -22,6 +22,7 @@ re-embedding), the reminders and the checks every op makes are modules of their 
 
 from __future__ import annotations
 
+import builtins
 import logging
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
@@ -119,7 +120,7 @@ class Memory(MemoryEngine):
             changes = IndexChanges()
             with self._storage.transaction() as conn:
                 if dup is not None:
-                    target = records.fetch(conn, dup)
+                    target = records.fetch_written(conn, dup)
                     checks.log(conn, now, actor, ctx, "dedup", dup)
                     records.reinforce(conn, dup, now)
                     status = "reinforced"
@@ -142,7 +143,7 @@ class Memory(MemoryEngine):
                     memory_reminders.moved_from(conn, rid, content, new_stems, ctx, actor, now)
                     self._index.write_vector(conn, rid, vec, changes)
                     status = "created"
-                record = records.fetch(conn, rid)
+                record = records.fetch_written(conn, rid)
             changes.upserts.append(record)
             self._index.apply(changes)
             try:
@@ -206,7 +207,7 @@ class Memory(MemoryEngine):
                                importance=new_imp, private=new_priv)
                 if new_content is not None:
                     self._index.write_vector(conn, rid, vec, changes)
-                record = records.fetch(conn, rid)
+                record = records.fetch_written(conn, rid)
             changes.upserts.append(record)
             self._index.apply(changes)
             return record
@@ -286,7 +287,7 @@ class Memory(MemoryEngine):
             raise NotFound(rid)
         return r
 
-    def visible(self, ids: Iterable[int], ctx: TurnContext) -> list[Record]:
+    def visible(self, ids: Iterable[int], ctx: TurnContext) -> builtins.list[Record]:
         """Live records by id, in the given order, that this turn may see. Reinforces nothing
         (the memory-writing step shows them to the model)."""
         ids = [int(i) for i in ids][:500]
@@ -309,7 +310,7 @@ class Memory(MemoryEngine):
                     records.check_pin_room(conn, r.scope, self.config.max_pinned)
                 checks.log(conn, now, Actor.OWNER, OWNER_TRUSTED, "pin" if pinned else "unpin", rid)
                 records.set_flag(conn, rid, "pinned", bool(pinned))
-                record = records.fetch(conn, rid)
+                record = records.fetch_written(conn, rid)
             self._index.apply(IndexChanges(upserts=[record]))
             return record
 
@@ -332,7 +333,7 @@ class Memory(MemoryEngine):
                     records.check_pin_room(conn, row["scope"], self.config.max_pinned)
                 checks.log(conn, now, Actor.OWNER, ctx, "restore", rid)
                 records.unarchive(conn, rid)
-                record = records.fetch(conn, rid)
+                record = records.fetch_written(conn, rid)
                 vec = self._index.stored_vector(conn, rid)
             changes = IndexChanges(upserts=[record])
             if vec is not None:
@@ -341,7 +342,7 @@ class Memory(MemoryEngine):
             return record
 
     def archived(self, ctx: TurnContext = OWNER_TRUSTED, limit: int = 1000
-                 ) -> list[ArchivedRecord]:
+                 ) -> builtins.list[ArchivedRecord]:
         """Archived records, newest first, with who/why/when and the moment of purge."""
         if not ctx.can_list:
             raise AccessDenied("the archive is the owner's, on a trusted surface")
@@ -391,8 +392,8 @@ class Memory(MemoryEngine):
                 self._reinforce(list(section.recalled_ids), now, ctx)
             return section
 
-    def _named_by(self, recalled: list[Record], ctx: TurnContext, exclude: set[int]
-                  ) -> list[Record]:
+    def _named_by(self, recalled: builtins.list[Record], ctx: TurnContext, exclude: set[int]
+                  ) -> builtins.list[Record]:
         """Records naming whom the best recalled ones name (§5, "what else I know about Lena"):
         "Where does my sister live now?" finds "My sister Lena lives in Kazan", and the newer
         "Лена переехала в Санкт-Петербург" shares no word with the question, only the name."""
@@ -421,16 +422,18 @@ class Memory(MemoryEngine):
 
     # ------------------------------------------------------------------ bulk paths and rollback
     def import_records(self, items: Iterable[dict], *, source: Source = Source.INIT,
-                       batch: int | None = None, progress: Progress | None = None) -> list[int]:
+                       batch: int | None = None, progress: Progress | None = None
+                       ) -> builtins.list[int]:
         """The owner's bulk import, all or nothing: :func:`core.memory.bulk.import_records`."""
         return bulk.import_records(self, items, source=source, batch=batch, progress=progress)
 
-    def save_pinned(self, items: Sequence[dict], scope: object, source: Source) -> list[int]:
+    def save_pinned(self, items: Sequence[dict], scope: object, source: Source
+                    ) -> builtins.list[int]:
         """Save from dialogue (§8.5), one transaction: :func:`core.memory.bulk.save_pinned`."""
         return bulk.save_pinned(self, items, scope, source)
 
     def exported(self, *, include_archive: bool = False, private: bool = False
-                 ) -> tuple[list[dict], int]:
+                 ) -> tuple[builtins.list[dict], int]:
         """The owner's export (SPEC §11): :func:`core.memory.bulk.exported`."""
         return bulk.exported(self, include_archive=include_archive, private=private)
 
@@ -516,11 +519,11 @@ class Memory(MemoryEngine):
                     records.check_pin_room(conn, scope, self.config.max_pinned)
                 checks.log(conn, now, Actor.OWNER, OWNER_TRUSTED, "scope", rid)
                 records.set_scope(conn, [rid], scope)
-                record = records.fetch(conn, rid)
+                record = records.fetch_written(conn, rid)
             self._index.apply(IndexChanges(upserts=[record]))
             return record
 
     def clear_scope(self, scope: object, *, pinned: bool = False,
-                    why: str = "cleared by the owner") -> tuple[str, list[int]]:
+                    why: str = "cleared by the owner") -> tuple[str, builtins.list[int]]:
         """Clear all (§8.8), one transaction: :func:`core.memory.bulk.clear_scope`."""
         return bulk.clear_scope(self, scope, pinned=pinned, why=why)

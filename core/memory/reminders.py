@@ -11,7 +11,7 @@ from datetime import date
 from typing import TYPE_CHECKING
 
 from core import reminders
-from core.errors import MemoryOpError
+from core.errors import MemoryOpError, NotFound
 from core.memory import checks
 from core.memory import validation as valid
 from core.privacy import OWNER_TRUSTED, TurnContext
@@ -65,7 +65,7 @@ def remind(mem: Memory, record_id: object, action: str, *, until: float | None) 
             records.set_reminder(w.conn, rid, state=reminders.DONE)
             w.vector(rid, None if vecs is None else vecs[0])
         w.touched.add(rid)
-        return records.fetch(w.conn, rid)
+        return records.fetch_written(w.conn, rid)
 
 
 def moved_from(conn: sqlite3.Connection, rid: int, content: str, new_stems: list[str],
@@ -75,6 +75,8 @@ def moved_from(conn: sqlite3.Connection, rid: int, content: str, new_stems: list
     a one-off, open reminder of a live record this audience sees, in the same scope, sharing
     the thing's words (stems beyond the days). Logged, so a regenerate puts it back."""
     new = records.row(conn, rid)
+    if new is None:  # the save inserted it in this transaction
+        raise NotFound(rid)
     if new["due_on"] is None or not reminders.says_moved(content):
         return
     mine = reminders.topic_stems(new_stems)

@@ -56,7 +56,7 @@ def write_arrays(path: Path, header: dict, arrays: dict[str, np.ndarray]) -> Non
     blobs = []
     for name, a in arrays.items():
         a = np.ascontiguousarray(a)
-        buf = memoryview(a).cast("B") if a.size else memoryview(b"")
+        buf = a.data.cast("B") if a.size else memoryview(b"")
         meta[name] = [a.dtype.str, list(a.shape), 0, len(buf), zlib.crc32(buf)]
         blobs.append((name, buf))
     head = json.dumps({**header, "arrays": meta}).encode("utf-8")
@@ -113,12 +113,12 @@ class ArrayFile:
         if spare_rows:
             out = np.empty((shape[0] + spare_rows, shape[1]), dtype=dt)
             a = out[: shape[0]]
-            got = self._f.readinto(memoryview(a).cast("B")) if count else 0
+            got = self._f.readinto(a.data.cast("B")) if count else 0
             ok = got == nbytes
         else:
             out = a = np.fromfile(self._f, dtype=dt, count=count)
             ok = len(a) == count
-        if not ok or zlib.crc32(memoryview(a).cast("B") if count else b"") != crc:
+        if not ok or zlib.crc32(a.data.cast("B") if count else b"") != crc:
             raise ValueError(f"{name}: damaged (short or CRC mismatch)")
         return out if spare_rows else a.reshape(shape)
 

@@ -415,7 +415,7 @@ class RecallIndex(HybridScores):
             ids, rel = ids[ok], rel[ok]
             lex = rel if lexical_only else lex[ok]
             sem = sem[ok] if sem is not None else None
-        if by_parts and sem is not None and qvec is not None:
+        if by_parts and contents is not None and sem is not None and qvec is not None:
             rel, sem = self._by_parts(query, qvec, ids, rel, lex, sem, closest, contents)
         c = self.columns
         rel = self._named_time(query, now, ids, rel)

@@ -270,8 +270,8 @@ class LexicalIndex:
         self._delta_docs = set()
         for key in np.setdiff1d(doc_keys, np.asarray(live_main, np.int64)).tolist():
             self._delta_docs.add(key)
-            for term, tf in Counter(docs[key]).items():
-                self._delta_post.setdefault(term, {})[key] = tf
+            for term, n in Counter(docs[key]).items():
+                self._delta_post.setdefault(term, {})[key] = n
 
     # ---- queries ----------------------------------------------------------------------------
     def ceiling(self, query_stems: list[str]) -> float:
@@ -353,18 +353,19 @@ class LexicalIndex:
                 out_scores.append(acc[hit].astype(np.float32))
         if self._delta_docs:
             avgdl = self.avgdl
-            acc: dict[int, float] = {}
+            delta: dict[int, float] = {}
             for t in terms:
                 post = self._delta_post.get(t)
                 if not post:
                     continue
                 idf = self.idf(t)
-                for key, tf in post.items():
+                for key, n in post.items():
                     norm = K1 * (1 - B + B * len(self.docs[key]) / avgdl)
-                    acc[key] = acc.get(key, 0.0) + idf * tf / (norm + tf)
-            if acc:
-                out_keys.append(np.fromiter(acc.keys(), dtype=np.int64, count=len(acc)))
-                out_scores.append(np.fromiter(acc.values(), dtype=np.float32, count=len(acc)))
+                    delta[key] = delta.get(key, 0.0) + idf * n / (norm + n)
+            if delta:
+                out_keys.append(np.fromiter(delta.keys(), dtype=np.int64, count=len(delta)))
+                out_scores.append(np.fromiter(delta.values(), dtype=np.float32,
+                                              count=len(delta)))
         if not out_keys:
             return np.zeros(0, dtype=np.int64), np.zeros(0, dtype=np.float32)
         return np.concatenate(out_keys), np.concatenate(out_scores)
@@ -396,7 +397,7 @@ class PackedDocs(MutableMapping):
         self._packed = len(keys)
         self._set: dict[int, list[str]] = {}
 
-    def _run(self, key: int) -> int:
+    def _run(self, key: int | np.integer) -> int:
         return int(self._at[key]) if 0 <= key < len(self._at) else -1
 
     def __getitem__(self, key: int) -> list[str]:

@@ -55,7 +55,7 @@ def half_life_of(kind: Kind, config: MemoryConfig) -> float:
     return hl * config.event_half_life_factor if kind is Kind.EVENT else hl
 
 
-def fuse(lexical: np.ndarray, semantic: np.ndarray, lexical_weight: float,
+def fuse(lexical: np.ndarray, semantic: np.ndarray, lexical_weight: float | np.ndarray,
          cross_language: np.ndarray) -> np.ndarray:
     """Hybrid relevance (§4): ``w`` × BM25 + (1 − w) × calibrated cosine. A record in another
     language than the query cannot share its words, so BM25's silence says nothing there: such a
@@ -177,9 +177,9 @@ class Columns:
         their language codes given."""
         if not rows:
             return
-        ids, core, event, imp, priv, pin, scopes, created, recalled, count = zip(
+        row_ids, core, event, imp, priv, pin, scopes, created, recalled, count = zip(
             *rows, strict=True)
-        ids = np.asarray(ids, dtype=np.int64)
+        ids = np.asarray(row_ids, dtype=np.int64)
         self._grow(int(ids.max()) + 1)
         self.alive[ids] = True
         self.core[ids] = np.asarray(core, dtype=bool)

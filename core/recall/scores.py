@@ -14,12 +14,14 @@ from __future__ import annotations
 
 import logging
 import math
+from collections.abc import Callable
 
 import numpy as np
 
 from core import timeframe
-from core.embedding import calibrated, english_part
-from core.recall.score import LANGUAGE_CODES, cross_language, fuse
+from core.config import MemoryConfig
+from core.embedding import Embedder, calibrated, english_part
+from core.recall.score import LANGUAGE_CODES, Columns, cross_language, fuse
 
 log = logging.getLogger("eva.memory")
 # BM25's weight is scaled by (share of the store in the query's language) ** SHARE_POWER: BM25
@@ -37,6 +39,12 @@ ENGLISH_SHARE_POWER = 4.0
 
 class HybridScores:
     """Relevance from BM25 and cosines, for :class:`core.recall.index.RecallIndex`."""
+
+    # what it reads of the index it is part of (RecallIndex.__init__ sets them)
+    config: MemoryConfig
+    embedder: Embedder | None
+    columns: Columns
+    _stored_background: Callable[[str], str | None]  # the store's meta, by key
 
     def background(self) -> float:
         if self.embedder is None:
@@ -95,7 +103,7 @@ class HybridScores:
                   qcode: int, share: float) -> np.ndarray:
         """Calibrated cosines of these records (``keys``) to a query in language ``qcode``
         (``share``: the share of the store written in it)."""
-        b = self.background()
+        b: float | np.ndarray = self.background()  # one per record across languages
         offset = self.cross_language_offset()
         if offset:
             # a translation shares no surface with its original: related pairs across languages

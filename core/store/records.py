@@ -12,7 +12,7 @@ from datetime import datetime
 from enum import StrEnum
 
 from core import reminders, text
-from core.errors import Refused
+from core.errors import NotFound, Refused, StoreError
 
 
 class Kind(StrEnum):
@@ -74,6 +74,8 @@ def source_of(value: object) -> Source:
     """A stored ``source`` read leniently (issue 15): a value this Eva does not know (a newer
     Eva's, or a hand edit) reads as ``init`` (kept from elsewhere) — one odd row never makes
     the whole store unopenable. Writes are checked (:func:`insert`)."""
+    if not isinstance(value, str):  # no Source is anything but text
+        return Source.INIT
     try:
         return Source(value)
     except ValueError:
@@ -152,6 +154,15 @@ def fetch(conn: sqlite3.Connection, record_id: int, with_history: bool = False) 
     if r is None:
         return None
     return from_row(r, history(conn, record_id) if with_history else ())
+
+
+def fetch_written(conn: sqlite3.Connection, record_id: int) -> Record:
+    """A record an op acts on in its transaction (it just wrote it, or the index found it),
+    read back: :func:`fetch` that never hands on None (a missing row is :class:`NotFound`)."""
+    r = fetch(conn, record_id)
+    if r is None:
+        raise NotFound(record_id)
+    return r
 
 
 # what fetch_many reads: a Record's fields, in its order (not the stems or the archive mark)
@@ -320,7 +331,9 @@ def insert(conn: sqlite3.Connection, content: str, kind: Kind, importance: int, 
         "updated_at, consolidated_at, source, source_turn, stems) VALUES (?,?,?,?,?,?,?,?,?,?,?,?)",
         (content, kind.value, importance, int(private), int(pinned), scope, created_at,
          updated_at, consolidated_at, source.value, source_turn, " ".join(text.stems(content))))
-    rid = int(cur.lastrowid)
+    rid = cur.lastrowid
+    if rid is None:  # an INSERT always sets it
+        raise StoreError("the store gave the new record no id")
     redate(conn, rid, content, created_at if said_at is None else said_at)
     if history:
         conn.executemany("INSERT INTO accesses (memory_id, at) VALUES (?, ?)",
@@ -403,7 +416,8 @@ def unarchive(conn: sqlite3.Connection, record_id: int) -> None:
 def update(conn: sqlite3.Connection, record_id: int, now: float, *, content: str | None,
            kind: Kind | None, importance: int | None, private: bool | None) -> None:
     """An edit in place of the given fields (None: unchanged); the knowledge is now."""
-    sets, args = ["updated_at = ?"], [now]
+    sets = ["updated_at = ?"]
+    args: list[object] = [now]
     if content is not None:
         sets += ["content = ?", "stems = ?"]
         args += [content, " ".join(text.stems(content))]
