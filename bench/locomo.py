@@ -76,10 +76,20 @@ DEFAULT_START = 1_600_000_000.0  # used only when a file has no parsable session
 _MONTHS = {
     name: i
     for i, names in enumerate(
-        [("jan", "january"), ("feb", "february"), ("mar", "march"), ("apr", "april"),
-         ("may",), ("jun", "june"), ("jul", "july"), ("aug", "august"),
-         ("sep", "sept", "september"), ("oct", "october"), ("nov", "november"),
-         ("dec", "december")],
+        [
+            ("jan", "january"),
+            ("feb", "february"),
+            ("mar", "march"),
+            ("apr", "april"),
+            ("may",),
+            ("jun", "june"),
+            ("jul", "july"),
+            ("aug", "august"),
+            ("sep", "sept", "september"),
+            ("oct", "october"),
+            ("nov", "november"),
+            ("dec", "december"),
+        ],
         start=1,
     )
     for name in names
@@ -97,7 +107,7 @@ _DATE_MDY = re.compile(
 
 
 def parse_date(value: object) -> float | None:
-    """"1:56 pm on 8 May, 2023" → seconds since the epoch (UTC); None if not recognised.
+    """ "1:56 pm on 8 May, 2023" → seconds since the epoch (UTC); None if not recognised.
     Also takes "8 May 2023", "May 8, 2023" and "10:37 am on May 8, 2023"."""
     if not isinstance(value, str):
         return None
@@ -116,8 +126,9 @@ def parse_date(value: object) -> float | None:
         elif ampm == "am" and hour == 12:
             hour = 0
         try:
-            return float(calendar.timegm((int(m["year"]), month, int(m["day"]), hour, minute,
-                                          0, 0, 0, 0)))
+            return float(
+                calendar.timegm((int(m["year"]), month, int(m["day"]), hour, minute, 0, 0, 0, 0))
+            )
         except (ValueError, OverflowError):
             return None
     return None
@@ -207,8 +218,9 @@ def _session_times(conv: dict, numbers: Sequence[int]) -> dict[int, float]:
     return times
 
 
-def load_conversation(sample: dict, index: int = 0, captions: bool = True,
-                      skip_speakers: frozenset[str] = frozenset()) -> Conversation:
+def load_conversation(
+    sample: dict, index: int = 0, captions: bool = True, skip_speakers: frozenset[str] = frozenset()
+) -> Conversation:
     """One conversation; turns of ``skip_speakers`` are left out (their ids then name no turn,
     so a question whose only evidence they were is excluded and counted)."""
     conv = sample.get("conversation") or {}
@@ -249,8 +261,7 @@ def load_conversation(sample: dict, index: int = 0, captions: bool = True,
                 text = " ".join(text.split())
                 if not text:
                     continue
-                observations.append(Item(text, tuple(d for d in fact_ids if d in known),
-                                         base + i))
+                observations.append(Item(text, tuple(d for d in fact_ids if d in known), base + i))
                 i += 1
     observations.sort(key=lambda it: it.at)
 
@@ -274,12 +285,20 @@ def load_conversation(sample: dict, index: int = 0, captions: bool = True,
 
     all_times = [t.at for t in turns] + [o.at for o in observations] + list(times.values())
     end = (max(all_times) if all_times else DEFAULT_START) + DAY
-    return Conversation(str(sample.get("sample_id", f"conv-{index}")), turns, observations,
-                        questions, excluded, dropped, end)
+    return Conversation(
+        str(sample.get("sample_id", f"conv-{index}")),
+        turns,
+        observations,
+        questions,
+        excluded,
+        dropped,
+        end,
+    )
 
 
-def load(path: str | Path, captions: bool = True,
-         skip_speakers: Sequence[str] = ()) -> list[Conversation]:
+def load(
+    path: str | Path, captions: bool = True, skip_speakers: Sequence[str] = ()
+) -> list[Conversation]:
     data = json.loads(Path(path).read_text(encoding="utf-8"))
     if isinstance(data, dict):  # a single conversation
         data = [data]
@@ -298,13 +317,18 @@ class Tally:
     hits: dict[int, int] = field(default_factory=lambda: defaultdict(int))
     n: int = 0
     cat_hits: dict[int, dict[int, int]] = field(
-        default_factory=lambda: defaultdict(lambda: defaultdict(int)))
+        default_factory=lambda: defaultdict(lambda: defaultdict(int))
+    )
     cat_n: dict[int, int] = field(default_factory=lambda: defaultdict(int))
     latency: list[float] = field(default_factory=list)
     returned: list[int] = field(default_factory=list)
 
-    def add(self, q: Question, ranked_dias: Sequence[frozenset[str] | set[str]],
-            seconds: float | None = None) -> None:
+    def add(
+        self,
+        q: Question,
+        ranked_dias: Sequence[frozenset[str] | set[str]],
+        seconds: float | None = None,
+    ) -> None:
         self.n += 1
         self.cat_n[q.category] += 1
         self.returned.append(len(ranked_dias))
@@ -330,8 +354,9 @@ class Tally:
             "by_category": {
                 f"{c} {CATEGORIES.get(c, '?')}": {
                     "n": self.cat_n[c],
-                    "recall_any": {f"@{k}": share(self.cat_hits[c][k], self.cat_n[c])
-                                   for k in self.ks},
+                    "recall_any": {
+                        f"@{k}": share(self.cat_hits[c][k], self.cat_n[c]) for k in self.ks
+                    },
                 }
                 for c in sorted(self.cat_n)
             },
@@ -344,8 +369,10 @@ class Tally:
                 f"@{k}": share(sum(1 for r in self.returned if r < k), len(self.returned))
                 for k in self.ks
             }
-            out["note"] = (f"top_k={kmax} asked; the relative floor may return fewer records "
-                           "(short_of_k: share of questions with fewer than k returned)")
+            out["note"] = (
+                f"top_k={kmax} asked; the relative floor may return fewer records "
+                "(short_of_k: share of questions with fewer than k returned)"
+            )
         return out
 
 
@@ -365,8 +392,9 @@ def _bm25s_ranker(texts: list[str], stopwords: str | None):
     vocab = corpus.vocab
 
     def rank(query: str, k: int) -> list[int]:
-        toks = bm25s.tokenize([query], stopwords=sw, stemmer=stemmer, return_ids=False,
-                              show_progress=False)[0]
+        toks = bm25s.tokenize(
+            [query], stopwords=sw, stemmer=stemmer, return_ids=False, show_progress=False
+        )[0]
         ids = [vocab[t] for t in toks if t in vocab]
         if not ids:
             return []
@@ -389,10 +417,19 @@ def _load_embedder(spec: str):
     return load_embedder(spec)
 
 
-def run_mode(convs: list[Conversation], mode: str, ks: Sequence[int], *, kind: str = "fact",
-             importance: int = 3, embedder: Any = None, with_bm25s: bool = True,
-             overrides: dict[str, Any] | None = None, calibrate: bool = False,
-             progress: Callable[[str], None] | None = None) -> dict[str, Any]:
+def run_mode(
+    convs: list[Conversation],
+    mode: str,
+    ks: Sequence[int],
+    *,
+    kind: str = "fact",
+    importance: int = 3,
+    embedder: Any = None,
+    with_bm25s: bool = True,
+    overrides: dict[str, Any] | None = None,
+    calibrate: bool = False,
+    progress: Callable[[str], None] | None = None,
+) -> dict[str, Any]:
     max_k = max(ks)
     overrides = dict(overrides or {})
     items_all = [it for c in convs for it in c.items(mode)]
@@ -402,8 +439,9 @@ def run_mode(convs: list[Conversation], mode: str, ks: Sequence[int], *, kind: s
     cfg = replace(base_cfg, max_chars=max_chars)
     rel_cfg = replace(cfg, recall_floor=0.0)
 
-    systems: dict[str, dict[str, Tally]] = {"eva_lexical": {"full": Tally(ks),
-                                                            "relevance_only": Tally(ks)}}
+    systems: dict[str, dict[str, Tally]] = {
+        "eva_lexical": {"full": Tally(ks), "relevance_only": Tally(ks)}
+    }
     if embedder is not None:
         systems["eva_hybrid"] = {"full": Tally(ks), "relevance_only": Tally(ks)}
     # name -> (stopwords, use the caption-free text of turns)
@@ -435,8 +473,13 @@ def run_mode(convs: list[Conversation], mode: str, ks: Sequence[int], *, kind: s
                 for it in items:
                     clock.set(it.at)
                     t0 = time.perf_counter()
-                    res = mem.save(it.text, OWNER_TRUSTED, kind=kind, importance=importance,
-                                   source=Source.DIALOGUE)
+                    res = mem.save(
+                        it.text,
+                        OWNER_TRUSTED,
+                        kind=kind,
+                        importance=importance,
+                        source=Source.DIALOGUE,
+                    )
                     save_times.append(time.perf_counter() - t0)
                     rec_dias[res.id].update(it.dias)
                     if res.status != "created":
@@ -471,12 +514,14 @@ def run_mode(convs: list[Conversation], mode: str, ks: Sequence[int], *, kind: s
                     dt = time.perf_counter() - t0
                     tallies["full"].add(q, [frozen.get(h.id, empty) for h in hits], dt)
                     t0 = time.perf_counter()
-                    allhits = mem_rel.recall(q.text, OWNER_TRUSTED, top_k=n_live,
-                                             use_vectors=use_vectors)
+                    allhits = mem_rel.recall(
+                        q.text, OWNER_TRUSTED, top_k=n_live, use_vectors=use_vectors
+                    )
                     allhits.sort(key=lambda h: (-h.relevance, -h.id))
                     dt = time.perf_counter() - t0
                     tallies["relevance_only"].add(
-                        q, [frozen.get(h.id, empty) for h in allhits[:max_k]], dt)
+                        q, [frozen.get(h.id, empty) for h in allhits[:max_k]], dt
+                    )
             mem_rel.close()
             mem.close()
         item_dias = [frozenset(it.dias) for it in items]
@@ -492,9 +537,16 @@ def run_mode(convs: list[Conversation], mode: str, ks: Sequence[int], *, kind: s
                 top = rank(q.text, max_k)
                 dt = time.perf_counter() - t0
                 base_tallies[name].add(q, [item_dias[i] for i in top], dt)
-        per_conv.append({"sample_id": conv.sample_id, "items": len(items),
-                         "records": len(rec_dias), "merged": conv_merged,
-                         "questions": len(conv.questions), "excluded": conv.excluded})
+        per_conv.append(
+            {
+                "sample_id": conv.sample_id,
+                "items": len(items),
+                "records": len(rec_dias),
+                "merged": conv_merged,
+                "questions": len(conv.questions),
+                "excluded": conv.excluded,
+            }
+        )
         if progress:
             progress(f"{mode}: {conv.sample_id} done ({len(items)} items, {conv_merged} merged)")
 
@@ -506,14 +558,18 @@ def run_mode(convs: list[Conversation], mode: str, ks: Sequence[int], *, kind: s
         }
         out_systems[sys_name]["relevance_only"]["note"] = (
             "relevance alone, no freshness/importance/frequency, no floor; latency includes "
-            "recalling every candidate (not comparable with full)")
+            "recalling every candidate (not comparable with full)"
+        )
     if "eva_hybrid" in out_systems:
         out_systems["hybrid_minus_lexical"] = {
             variant: {
                 key: round(h - lx, 4) if h is not None and lx is not None else None
                 for key, h, lx in (
-                    (kk, out_systems["eva_hybrid"][variant]["recall_any"][kk],
-                     out_systems["eva_lexical"][variant]["recall_any"][kk])
+                    (
+                        kk,
+                        out_systems["eva_hybrid"][variant]["recall_any"][kk],
+                        out_systems["eva_lexical"][variant]["recall_any"][kk],
+                    )
                     for kk in out_systems["eva_lexical"][variant]["recall_any"]
                 )
             }
@@ -525,9 +581,9 @@ def run_mode(convs: list[Conversation], mode: str, ks: Sequence[int], *, kind: s
         out_systems[name]["note"] = (
             "bare bm25s, own tokenizer + English Snowball stemmer, "
             + ("stopwords 'en'" if sw else "no stopwords")
-            + (", turns without photo captions (the README's reference setting)" if plain
-               else "")
-            + ", one document per item (no dedup); only positive scores ranked")
+            + (", turns without photo captions (the README's reference setting)" if plain else "")
+            + ", one document per item (no dedup); only positive scores ranked"
+        )
     n_questions = sum(len(c.questions) for c in convs)
     return {
         "items": n_items,
@@ -542,15 +598,24 @@ def run_mode(convs: list[Conversation], mode: str, ks: Sequence[int], *, kind: s
             "excluded": sum(c.excluded for c in convs),
             "evidence_ids_ignored": sum(c.evidence_dropped for c in convs),
             "evidence_not_covered_by_any_item": uncovered,
-            "by_category": dict(sorted(Counter(
-                f"{q.category} {CATEGORIES.get(q.category, '?')}"
-                for c in convs for q in c.questions).items())),
+            "by_category": dict(
+                sorted(
+                    Counter(
+                        f"{q.category} {CATEGORIES.get(q.category, '?')}"
+                        for c in convs
+                        for q in c.questions
+                    ).items()
+                )
+            ),
         },
         "ingest": {"seconds": round(ingest_seconds, 3), "save": latency_summary(save_times)},
-        "embedder": None if embedder is None else {
+        "embedder": None
+        if embedder is None
+        else {
             "name": getattr(embedder, "name", None),
-            "background_cosine": (round(sum(backgrounds) / len(backgrounds), 4)
-                                  if backgrounds else None),
+            "background_cosine": (
+                round(sum(backgrounds) / len(backgrounds), 4) if backgrounds else None
+            ),
             "background_calibrated": calibrate,
             "calibration_errors": calibration_errors,
             "conversations_with_embedding_errors": embed_errors,
@@ -560,12 +625,22 @@ def run_mode(convs: list[Conversation], mode: str, ks: Sequence[int], *, kind: s
     }
 
 
-def run(data: str | Path, modes: Sequence[str] = ("turns",), ks: Sequence[int] = (1, 5, 10),
-        *, embedder_spec: str | None = None, kind: str = "fact", importance: int = 3,
-        limit: int | None = None, with_bm25s: bool = True, captions: bool = True,
-        overrides: dict[str, Any] | None = None, calibrate: bool = False,
-        skip_speakers: Sequence[str] = (),
-        progress: Callable[[str], None] | None = None) -> dict[str, Any]:
+def run(
+    data: str | Path,
+    modes: Sequence[str] = ("turns",),
+    ks: Sequence[int] = (1, 5, 10),
+    *,
+    embedder_spec: str | None = None,
+    kind: str = "fact",
+    importance: int = 3,
+    limit: int | None = None,
+    with_bm25s: bool = True,
+    captions: bool = True,
+    overrides: dict[str, Any] | None = None,
+    calibrate: bool = False,
+    skip_speakers: Sequence[str] = (),
+    progress: Callable[[str], None] | None = None,
+) -> dict[str, Any]:
     ks = sorted({int(k) for k in ks})
     if not ks or ks[0] < 1:
         raise ValueError("k must be positive")
@@ -597,10 +672,18 @@ def run(data: str | Path, modes: Sequence[str] = ("turns",), ks: Sequence[int] =
     for mode in modes:
         if mode not in ("turns", "observations"):
             raise ValueError(f"unknown mode {mode!r} (turns or observations)")
-        result["modes"][mode] = run_mode(convs, mode, ks, kind=kind, importance=importance,
-                                         embedder=embedder, with_bm25s=with_bm25s,
-                                         overrides=overrides, calibrate=calibrate,
-                                         progress=progress)
+        result["modes"][mode] = run_mode(
+            convs,
+            mode,
+            ks,
+            kind=kind,
+            importance=importance,
+            embedder=embedder,
+            with_bm25s=with_bm25s,
+            overrides=overrides,
+            calibrate=calibrate,
+            progress=progress,
+        )
     result["peak_rss_mb"] = peak_rss_mb()
     result["environment"] = environment()
     return result
@@ -614,8 +697,9 @@ def parse_overrides(pairs: Sequence[str]) -> dict[str, Any]:
         key, sep, value = pair.partition("=")
         key = key.strip()
         if not sep or key not in types:
-            raise SystemExit(f"--set {pair!r}: expected KEY=VALUE with KEY one of "
-                             f"{', '.join(sorted(types))}")
+            raise SystemExit(
+                f"--set {pair!r}: expected KEY=VALUE with KEY one of {', '.join(sorted(types))}"
+            )
         typ = types[key]
         if value.strip().lower() in ("none", "null", ""):
             out[key] = None
@@ -634,27 +718,49 @@ def parse_overrides(pairs: Sequence[str]) -> dict[str, Any]:
 def main(argv: Sequence[str] | None = None) -> int:
     ap = argparse.ArgumentParser(prog="python -m bench.locomo", description=__doc__.split("\n")[0])
     ap.add_argument("--data", required=True, help="a JSON file in LoCoMo's format")
-    ap.add_argument("--mode", default="turns",
-                    help="turns, observations, or both comma-separated (default: turns)")
+    ap.add_argument(
+        "--mode",
+        default="turns",
+        help="turns, observations, or both comma-separated (default: turns)",
+    )
     ap.add_argument("--k", default="1,5,10", help="comma-separated k values (default 1,5,10)")
-    ap.add_argument("--embedder", default=None,
-                    help="an embedder spec for models.embedders.load_embedder (hybrid vs lexical)")
-    ap.add_argument("--calibrate", action="store_true",
-                    help="with --embedder: measure the background cosine b on each store after "
-                         "ingest (core.recall.calibration, as `eva calibrate` does) instead of the "
-                         "config default")
+    ap.add_argument(
+        "--embedder",
+        default=None,
+        help="an embedder spec for models.embedders.load_embedder (hybrid vs lexical)",
+    )
+    ap.add_argument(
+        "--calibrate",
+        action="store_true",
+        help="with --embedder: measure the background cosine b on each store after "
+        "ingest (core.recall.calibration, as `eva calibrate` does) instead of the "
+        "config default",
+    )
     ap.add_argument("--kind", default="fact", choices=("fact", "event"))
     ap.add_argument("--importance", type=int, default=3)
     ap.add_argument("--limit", type=int, default=None, help="only the first N conversations")
     ap.add_argument("--no-bm25s", action="store_true", help="skip the bare bm25s baselines")
-    ap.add_argument("--no-captions", action="store_true",
-                    help="ingest turns without their [shares a photo: …] captions")
-    ap.add_argument("--set", action="append", default=[], metavar="KEY=VALUE",
-                    help="override a MemoryConfig field, e.g. --set half_life_days=365 "
-                         "(repeatable; for exploring, the defaults are the SPEC's)")
-    ap.add_argument("--skip-speaker", action="append", default=[], metavar="NAME",
-                    help="leave this speaker's turns out of the store (repeatable), e.g. Eva "
-                         "for bench/data/bilingual.json: Eva never saves her own replies")
+    ap.add_argument(
+        "--no-captions",
+        action="store_true",
+        help="ingest turns without their [shares a photo: …] captions",
+    )
+    ap.add_argument(
+        "--set",
+        action="append",
+        default=[],
+        metavar="KEY=VALUE",
+        help="override a MemoryConfig field, e.g. --set half_life_days=365 "
+        "(repeatable; for exploring, the defaults are the SPEC's)",
+    )
+    ap.add_argument(
+        "--skip-speaker",
+        action="append",
+        default=[],
+        metavar="NAME",
+        help="leave this speaker's turns out of the store (repeatable), e.g. Eva "
+        "for bench/data/bilingual.json: Eva never saves her own replies",
+    )
     ap.add_argument("--out", default=None, help="also write the JSON here")
     ap.add_argument("--quiet", action="store_true")
     args = ap.parse_args(argv)
@@ -667,11 +773,21 @@ def main(argv: Sequence[str] | None = None) -> int:
         if not args.quiet:
             print(msg, file=sys.stderr, flush=True)
 
-    result = run(args.data, modes, parse_int_list(args.k), embedder_spec=args.embedder,
-                 kind=args.kind, importance=args.importance, limit=args.limit,
-                 with_bm25s=not args.no_bm25s, captions=not args.no_captions,
-                 overrides=parse_overrides(args.set), calibrate=args.calibrate,
-                 skip_speakers=args.skip_speaker, progress=progress)
+    result = run(
+        args.data,
+        modes,
+        parse_int_list(args.k),
+        embedder_spec=args.embedder,
+        kind=args.kind,
+        importance=args.importance,
+        limit=args.limit,
+        with_bm25s=not args.no_bm25s,
+        captions=not args.no_captions,
+        overrides=parse_overrides(args.set),
+        calibrate=args.calibrate,
+        skip_speakers=args.skip_speaker,
+        progress=progress,
+    )
     emit(result, args.out)
     return 0
 

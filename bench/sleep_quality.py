@@ -81,8 +81,11 @@ DAY = 86_400.0
 # "(до 2026-03-02) …"
 DATED = re.compile(r"^\s*\((?:until|до)\s+\d{4}-\d{2}-\d{2}\)", re.IGNORECASE)
 # what an open-ended planner's rewrite ("Lived in Kazan until 2024") may date a record with
-HISTORY = re.compile(r"(?<!\w)(until|till|used to|formerly|previously|no longer|до|раньше|"
-                     r"прежде|бывш\w*|больше не)(?!\w)", re.IGNORECASE)
+HISTORY = re.compile(
+    r"(?<!\w)(until|till|used to|formerly|previously|no longer|до|раньше|"
+    r"прежде|бывш\w*|больше не)(?!\w)",
+    re.IGNORECASE,
+)
 
 
 def parse_time(value: str | float | int | None) -> float | None:
@@ -119,11 +122,11 @@ class CountingPlanner:
         self.calls += 1
         return self.inner.force_tool_call(messages, tool, timeout=timeout, cancel=cancel)
 
-    def generate_json(self, messages, schema, timeout=None, max_tokens=None, cancel=None
-                      ) -> dict:
+    def generate_json(self, messages, schema, timeout=None, max_tokens=None, cancel=None) -> dict:
         self.calls += 1
-        return self.inner.generate_json(messages, schema, timeout=timeout,
-                                        max_tokens=max_tokens, cancel=cancel)
+        return self.inner.generate_json(
+            messages, schema, timeout=timeout, max_tokens=max_tokens, cancel=cancel
+        )
 
 
 class OraclePlanner(NoopPlanner):
@@ -148,39 +151,62 @@ class OraclePlanner(NoopPlanner):
             for key in ("ids", "id"):
                 prop = op["properties"].get(key)
                 if prop is not None:
-                    shown.update(prop["items"]["enum"] if prop.get("type") == "array"
-                                 else prop["enum"])
+                    shown.update(
+                        prop["items"]["enum"] if prop.get("type") == "array" else prop["enum"]
+                    )
         names = {by_id[i] for i in shown if i in by_id}
         exp, ops = self.data.get("expect", {}), []
         d = tool["description"]
         if "forgetting" in d:
-            ops = [{"op": "forget", "id": self.keys[k], "why": "trivia"}
-                   for k in exp.get("trivia", []) if k in names]
+            ops = [
+                {"op": "forget", "id": self.keys[k], "why": "trivia"}
+                for k in exp.get("trivia", [])
+                if k in names
+            ]
         elif "review" in d:
             for a, b in exp.get("duplicates", []):
                 if {a, b} <= names:
-                    ops.append({"op": "merge", "ids": [self.keys[a], self.keys[b]],
-                                "content": max(self.contents[a], self.contents[b], key=len),
-                                "why": "duplicates"})
+                    ops.append(
+                        {
+                            "op": "merge",
+                            "ids": [self.keys[a], self.keys[b]],
+                            "content": max(self.contents[a], self.contents[b], key=len),
+                            "why": "duplicates",
+                        }
+                    )
             for c in exp.get("contradictions", []):
                 if {c["old"], c["new"]} <= names:
-                    ops.append({"op": "resolve", "keep": self.keys[c["new"]],
-                                "drop": [self.keys[c["old"]]], "why": "the newer is true"})
+                    ops.append(
+                        {
+                            "op": "resolve",
+                            "keep": self.keys[c["new"]],
+                            "drop": [self.keys[c["old"]]],
+                            "why": "the newer is true",
+                        }
+                    )
             for run in exp.get("event_runs", []):
                 if set(run) <= names:
-                    ops.append({"op": "derive", "from": [self.keys[k] for k in run],
-                                "content": "Habit: " + self.contents[run[0]], "kind": "fact",
-                                "importance": 3, "why": "a repeated event"})
+                    ops.append(
+                        {
+                            "op": "derive",
+                            "from": [self.keys[k] for k in run],
+                            "content": "Habit: " + self.contents[run[0]],
+                            "kind": "fact",
+                            "importance": 3,
+                            "why": "a repeated event",
+                        }
+                    )
         return ToolCall("sleep_finish", {"reasoning": "oracle", "ops": ops})
 
-    def generate_json(self, messages, schema, timeout=None, max_tokens=None, cancel=None
-                      ) -> dict:
+    def generate_json(self, messages, schema, timeout=None, max_tokens=None, cancel=None) -> dict:
         """The decisions (issue 17) the labels imply; records are recognised by their quoted
         text."""
         self.calls += 1
         user = messages[-1]["content"]
-        by_text = {" ".join(c.split()).replace("«", '"').replace("»", '"'): k
-                   for k, c in self.contents.items()}
+        by_text = {
+            " ".join(c.split()).replace("«", '"').replace("»", '"'): k
+            for k, c in self.contents.items()
+        }
         quoted = [by_text.get(q) for q in re.findall(r"«([^»]*)»", user)]
         exp = self.data.get("expect", {})
         props = schema.get("properties", {})
@@ -205,8 +231,9 @@ class OraclePlanner(NoopPlanner):
         return {}
 
 
-def load_planner(spec: str | None, data: dict[str, Any] | None = None,
-                 threads: int | None = None) -> Any:
+def load_planner(
+    spec: str | None, data: dict[str, Any] | None = None, threads: int | None = None
+) -> Any:
     if not spec or spec == "none":
         return NoopPlanner()
     if spec == "oracle":
@@ -225,8 +252,9 @@ def load_embedder(spec: str | None, threads: int | None = None) -> Any:
     return load(spec, threads=threads)
 
 
-def build_store(path: Path, data: dict[str, Any], embedder: Any) -> tuple[Memory, ManualClock,
-                                                                           dict[str, int]]:
+def build_store(
+    path: Path, data: dict[str, Any], embedder: Any
+) -> tuple[Memory, ManualClock, dict[str, int]]:
     """The corpus in a fresh store, with dates and access histories as given."""
     now = parse_time(data["now"])
     if now is None:
@@ -235,10 +263,16 @@ def build_store(path: Path, data: dict[str, Any], embedder: Any) -> tuple[Memory
     mem = Memory.open(path, MemoryConfig(), clock, embedder=None)
     items = []
     for m in data["memories"]:
-        items.append({"content": m["content"], "kind": m.get("kind", "fact"),
-                      "importance": m.get("importance", 3), "private": m.get("private", False),
-                      "pinned": m.get("pinned", False),
-                      "created_at": parse_time(m.get("created_at")) or now})
+        items.append(
+            {
+                "content": m["content"],
+                "kind": m.get("kind", "fact"),
+                "importance": m.get("importance", 3),
+                "private": m.get("private", False),
+                "pinned": m.get("pinned", False),
+                "created_at": parse_time(m.get("created_at")) or now,
+            }
+        )
     ids = mem.import_records(items)
     keys: dict[str, int] = {m["key"]: rid for m, rid in zip(data["memories"], ids, strict=True)}
     with mem.transaction() as w:  # the bench sets histories the way time would have
@@ -252,10 +286,13 @@ def build_store(path: Path, data: dict[str, Any], embedder: Any) -> tuple[Memory
             step = (last - created) / n
             times = [last - step * k for k in range(n)][::-1]
             rid = keys[m["key"]]
-            conn.executemany("INSERT INTO accesses (memory_id, at) VALUES (?, ?)",
-                             [(rid, t) for t in times])
-            conn.execute("UPDATE memories SET access_count = ?, last_access_at = ? WHERE id = ?",
-                         (n, last, rid))
+            conn.executemany(
+                "INSERT INTO accesses (memory_id, at) VALUES (?, ?)", [(rid, t) for t in times]
+            )
+            conn.execute(
+                "UPDATE memories SET access_count = ?, last_access_at = ? WHERE id = ?",
+                (n, last, rid),
+            )
     mem.close()
     return Memory.open(path, MemoryConfig(), clock, embedder=embedder), clock, keys
 
@@ -277,8 +314,9 @@ def is_dated(content: str, original: str, rewritten: bool = False) -> bool:
     return rewritten and bool(HISTORY.search(content)) and not HISTORY.search(original)
 
 
-def judged(runs: list[Any], data: dict[str, Any], keys: dict[str, int],
-           part: str | None = None) -> dict[str, Any]:
+def judged(
+    runs: list[Any], data: dict[str, Any], keys: dict[str, int], part: str | None = None
+) -> dict[str, Any]:
     """``supersede_precision`` and ``duplicate_precision``: the night's yes decisions on two
     corpus records against the labels (a yes on a pair not labelled so is a false yes), with
     the false ones by key. Decided pairs come from the journaled decisions (a pair's last
@@ -331,22 +369,32 @@ def judged(runs: list[Any], data: dict[str, Any], keys: dict[str, int],
                         elif op.get("op") == "merge":
                             ids = list(op.get("ids") or [])
                             for i, a in enumerate(ids):
-                                for b in ids[i + 1:]:
+                                for b in ids[i + 1 :]:
                                     add("duplicate", a, b)
-    false = {"supersede": [[a, b] for a, b in said["supersede"] if (a, b) not in contra],
-             "duplicate": [[a, b] for a, b in said["duplicate"] if find(a) != find(b)]}
+    false = {
+        "supersede": [[a, b] for a, b in said["supersede"] if (a, b) not in contra],
+        "duplicate": [[a, b] for a, b in said["duplicate"] if find(a) != find(b)],
+    }
 
     def precision(kind: str) -> float | None:
         n = len(said[kind])
         return (n - len(false[kind])) / n if n else None
 
-    return {"supersede_precision": precision("supersede"),
-            "duplicate_precision": precision("duplicate"),
-            "false_yes": false}
+    return {
+        "supersede_precision": precision("supersede"),
+        "duplicate_precision": precision("duplicate"),
+        "false_yes": false,
+    }
 
 
-def score(mem: Memory, sleeper: Sleeper, data: dict[str, Any], keys: dict[str, int],
-          originals: dict[int, str], part: str | None = None) -> dict[str, Any]:
+def score(
+    mem: Memory,
+    sleeper: Sleeper,
+    data: dict[str, Any],
+    keys: dict[str, int],
+    originals: dict[int, str],
+    part: str | None = None,
+) -> dict[str, Any]:
     live = {r.id: r for r in mem.list(OWNER_TRUSTED, limit=10_000)}
     merged_into: dict[int, int] = {}
     derived: list[set[int]] = []
@@ -381,8 +429,7 @@ def score(mem: Memory, sleeper: Sleeper, data: dict[str, Any], keys: dict[str, i
 
     exp = data.get("expect", {})
     dups = exp.get("duplicates", [])
-    dup_ok = sum(1 for a, b in dups
-                 if home(keys[a]) is not None and home(keys[a]) == home(keys[b]))
+    dup_ok = sum(1 for a, b in dups if home(keys[a]) is not None and home(keys[a]) == home(keys[b]))
     contra = exp.get("contradictions", [])
     con_ok = 0
     for c in contra:
@@ -411,8 +458,13 @@ def score(mem: Memory, sleeper: Sleeper, data: dict[str, Any], keys: dict[str, i
         elif is_dated(live[now_in].content, originals.get(now_in, ""), now_in in rewritten):
             outdated[k] = "dated"
     decoys = exp.get("decoys", [])
-    apart = sum(1 for a, b in decoys if home(keys[a]) is not None
-                and home(keys[b]) is not None and home(keys[a]) != home(keys[b]))
+    apart = sum(
+        1
+        for a, b in decoys
+        if home(keys[a]) is not None
+        and home(keys[b]) is not None
+        and home(keys[a]) != home(keys[b])
+    )
 
     def share(n: int, total: int) -> float | None:
         return n / total if total else None
@@ -428,16 +480,32 @@ def score(mem: Memory, sleeper: Sleeper, data: dict[str, Any], keys: dict[str, i
         "outdated_keys": list(outdated),
         "outdated_how": outdated,
         **judged(runs_done, data, keys, part),
-        **({"decoys_kept_apart": share(apart, len(decoys)),
-            "decoys_joined": [[a, b] for a, b in decoys if not (
-                home(keys[a]) is not None and home(keys[b]) is not None
-                and home(keys[a]) != home(keys[b]))]} if decoys else {}),
+        **(
+            {
+                "decoys_kept_apart": share(apart, len(decoys)),
+                "decoys_joined": [
+                    [a, b]
+                    for a, b in decoys
+                    if not (
+                        home(keys[a]) is not None
+                        and home(keys[b]) is not None
+                        and home(keys[a]) != home(keys[b])
+                    )
+                ],
+            }
+            if decoys
+            else {}
+        ),
         "missed": {
-            "duplicates": [[a, b] for a, b in dups
-                           if not (home(keys[a]) is not None and home(keys[a]) == home(keys[b]))],
+            "duplicates": [
+                [a, b]
+                for a, b in dups
+                if not (home(keys[a]) is not None and home(keys[a]) == home(keys[b]))
+            ],
             "trivia": [k for k in trivia if not (keys[k] in forgotten and keys[k] not in live)],
-            "event_runs": [r[0] for r in runs
-                           if not any(len(d & {keys[k] for k in r}) >= 2 for d in derived)],
+            "event_runs": [
+                r[0] for r in runs if not any(len(d & {keys[k] for k in r}) >= 2 for d in derived)
+            ],
         },
     }
 
@@ -453,8 +521,7 @@ def part_of(data: dict[str, Any], part: str) -> dict[str, Any]:
             return item["old"]
         return item[0] if isinstance(item, list) else item
 
-    return {**data, "expect": {k: [x for x in v if first(x) in inside]
-                               for k, v in exp.items()}}
+    return {**data, "expect": {k: [x for x in v if first(x) in inside] for k, v in exp.items()}}
 
 
 def decisions_of(runs: list[Any]) -> dict[str, Any]:
@@ -464,11 +531,15 @@ def decisions_of(runs: list[Any]) -> dict[str, Any]:
     for run in runs:
         for ph in run.phases:
             for plan in ph.plans:
-                entries = plan.get("decisions") if "decisions" in plan else (
-                    [plan] if plan.get("kind") == "trivia" else [])
+                entries = (
+                    plan.get("decisions")
+                    if "decisions" in plan
+                    else ([plan] if plan.get("kind") == "trivia" else [])
+                )
                 for d in entries:
-                    k = out.setdefault(d["kind"], {"asked": 0, "answers": {}, "failed": 0,
-                                                   "seconds": 0.0})
+                    k = out.setdefault(
+                        d["kind"], {"asked": 0, "answers": {}, "failed": 0, "seconds": 0.0}
+                    )
                     if d.get("asked") is False:  # settled by arithmetic, no model call
                         k["without_call"] = k.get("without_call", 0) + 1
                         continue
@@ -489,43 +560,64 @@ def decisions_of(runs: list[Any]) -> dict[str, Any]:
 
 
 def show(p: Any) -> None:
-    print(f"{time.strftime('%H:%M:%S')} {p.phase} {p.done}/{p.total} {p.message}",
-          file=sys.stderr, flush=True)
+    print(
+        f"{time.strftime('%H:%M:%S')} {p.phase} {p.done}/{p.total} {p.message}",
+        file=sys.stderr,
+        flush=True,
+    )
 
 
 def main(argv: list[str] | None = None) -> int:
-    ap = argparse.ArgumentParser(prog="python -m bench.sleep_quality",
-                                 description=__doc__.split("\n\n")[0])
+    ap = argparse.ArgumentParser(
+        prog="python -m bench.sleep_quality", description=__doc__.split("\n\n")[0]
+    )
     ap.add_argument("--data", required=True, help="the labelled corpus (JSON)")
-    ap.add_argument("--model", default=None,
-                    help="packaged model name or GGUF path; 'oracle' plans what the corpus "
-                         "expects (default: a no-op planner)")
+    ap.add_argument(
+        "--model",
+        default=None,
+        help="packaged model name or GGUF path; 'oracle' plans what the corpus "
+        "expects (default: a no-op planner)",
+    )
     ap.add_argument("--embedder", default=None, help="embedder spec for models.embedders")
     ap.add_argument("--nights", type=int, default=1)
     ap.add_argument("--dry-run", action="store_true")
     ap.add_argument("--call-timeout", type=float, default=600.0)
-    ap.add_argument("--review", choices=("decide", "plan"), default="decide",
-                    help="decide: candidates + small decisions (issue 17); plan: the old "
-                         "open-ended planner per cluster")
+    ap.add_argument(
+        "--review",
+        choices=("decide", "plan"),
+        default="decide",
+        help="decide: candidates + small decisions (issue 17); plan: the old "
+        "open-ended planner per cluster",
+    )
     ap.add_argument("--max-ops", type=int, default=None, help="night cap (default: config)")
     ap.add_argument("--max-forget", type=int, default=None, help="night cap (default: config)")
     ap.add_argument("--max-calls", type=int, default=None, help="night cap (default: config)")
-    ap.add_argument("--progress", action="store_true", help="print the night's progress to "
-                    "stderr")
-    ap.add_argument("--decisions-log", default=None,
-                    help="write every decision (kind, the records' keys, answer, seconds) "
-                         "to this JSON file")
-    ap.add_argument("--threads", type=int, default=None,
-                    help="threads of the model and the embedder (default: the models' own "
-                         "choice, $EVA_LLM_THREADS or every core of an idle machine)")
-    ap.add_argument("--part", default=None,
-                    help="run on one part of the corpus only (its memories and labels), e.g. "
-                         "dev while developing, so the held-out part stays unseen")
+    ap.add_argument("--progress", action="store_true", help="print the night's progress to stderr")
+    ap.add_argument(
+        "--decisions-log",
+        default=None,
+        help="write every decision (kind, the records' keys, answer, seconds) to this JSON file",
+    )
+    ap.add_argument(
+        "--threads",
+        type=int,
+        default=None,
+        help="threads of the model and the embedder (default: the models' own "
+        "choice, $EVA_LLM_THREADS or every core of an idle machine)",
+    )
+    ap.add_argument(
+        "--part",
+        default=None,
+        help="run on one part of the corpus only (its memories and labels), e.g. "
+        "dev while developing, so the held-out part stays unseen",
+    )
     args = ap.parse_args(argv)
     data = json.loads(Path(args.data).read_text(encoding="utf-8"))
     if args.part:
-        data = {**part_of(data, args.part),
-                "memories": [m for m in data["memories"] if m.get("part", "dev") == args.part]}
+        data = {
+            **part_of(data, args.part),
+            "memories": [m for m in data["memories"] if m.get("part", "dev") == args.part],
+        }
         if not data["memories"]:
             ap.error(f"no memory of the corpus is in part {args.part!r}")
     planner = load_planner(args.model, data, args.threads)
@@ -535,10 +627,22 @@ def main(argv: list[str] | None = None) -> int:
         if isinstance(planner, OraclePlanner):
             planner.keys = keys
         originals = {r.id: r.content for r in mem.list(OWNER_TRUSTED, limit=10_000)}
-        caps = {k: v for k, v in (("max_ops", args.max_ops), ("max_forget", args.max_forget),
-                                  ("max_calls", args.max_calls)) if v is not None}
-        cfg = SleepConfig(min_memories=0, dry_run=args.dry_run, call_timeout=args.call_timeout,
-                          review=args.review, **caps)
+        caps = {
+            k: v
+            for k, v in (
+                ("max_ops", args.max_ops),
+                ("max_forget", args.max_forget),
+                ("max_calls", args.max_calls),
+            )
+            if v is not None
+        }
+        cfg = SleepConfig(
+            min_memories=0,
+            dry_run=args.dry_run,
+            call_timeout=args.call_timeout,
+            review=args.review,
+            **caps,
+        )
         sleeper = Sleeper(mem, planner, cfg, clock)
         t0 = time.perf_counter()
         nights = []
@@ -549,35 +653,63 @@ def main(argv: list[str] | None = None) -> int:
             t1 = time.perf_counter()
             run = sleeper.run(reason="bench", progress=show if args.progress else None)
             night_runs.append(run)
-            nights.append({"status": run.status, "summary": run.summary, "calls": run.calls,
-                           "phase_calls": {ph.name: ph.calls for ph in run.phases if ph.calls},
-                           "phase_seconds": {ph.name: round(ph.seconds, 1)
-                                             for ph in run.phases},
-                           "refused": [{"op": o.op, "ids": o.ids, "reason": o.refused_reason}
-                                       for o in run.ops if o.refused_reason],
-                           "failed_calls": [p.get("error") for ph in run.phases
-                                            for p in ph.plans if p.get("error")],
-                           "seconds": round(time.perf_counter() - t1, 1)})
+            nights.append(
+                {
+                    "status": run.status,
+                    "summary": run.summary,
+                    "calls": run.calls,
+                    "phase_calls": {ph.name: ph.calls for ph in run.phases if ph.calls},
+                    "phase_seconds": {ph.name: round(ph.seconds, 1) for ph in run.phases},
+                    "refused": [
+                        {"op": o.op, "ids": o.ids, "reason": o.refused_reason}
+                        for o in run.ops
+                        if o.refused_reason
+                    ],
+                    "failed_calls": [
+                        p.get("error") for ph in run.phases for p in ph.plans if p.get("error")
+                    ],
+                    "seconds": round(time.perf_counter() - t1, 1),
+                }
+            )
         seconds = time.perf_counter() - t0
         out = score(mem, sleeper, data, keys, originals)
         parts = sorted({m.get("part", "dev") for m in data["memories"]})
         if len(parts) > 1:
-            out["parts"] = {p: score(mem, sleeper, part_of(data, p), keys, originals, p)
-                            for p in parts}
+            out["parts"] = {
+                p: score(mem, sleeper, part_of(data, p), keys, originals, p) for p in parts
+            }
         out["decisions"] = decisions_of(night_runs)
         if args.decisions_log:
             name = {v: k for k, v in keys.items()}
-            log = [{**d, "keys": [name.get(i, i) for i in d.get("ids", [])]}
-                   for run in night_runs for ph in run.phases for p in ph.plans
-                   for d in (p.get("decisions") or ([p] if p.get("kind") == "trivia" else []))]
-            Path(args.decisions_log).write_text(json.dumps(log, ensure_ascii=False, indent=1),
-                                                encoding="utf-8")
+            log = [
+                {**d, "keys": [name.get(i, i) for i in d.get("ids", [])]}
+                for run in night_runs
+                for ph in run.phases
+                for p in ph.plans
+                for d in (p.get("decisions") or ([p] if p.get("kind") == "trivia" else []))
+            ]
+            Path(args.decisions_log).write_text(
+                json.dumps(log, ensure_ascii=False, indent=1), encoding="utf-8"
+            )
         mem.close()
-    out.update({"model": getattr(planner, "name", None), "model_calls": planner.calls,
-                "seconds": seconds, "memories": len(data["memories"]), "nights": nights,
-                "embedder": args.embedder, "review": args.review, "part": args.part,
-                "config": {"max_ops": cfg.max_ops, "max_forget": cfg.max_forget,
-                           "max_calls": cfg.max_calls}, "environment": environment()})
+    out.update(
+        {
+            "model": getattr(planner, "name", None),
+            "model_calls": planner.calls,
+            "seconds": seconds,
+            "memories": len(data["memories"]),
+            "nights": nights,
+            "embedder": args.embedder,
+            "review": args.review,
+            "part": args.part,
+            "config": {
+                "max_ops": cfg.max_ops,
+                "max_forget": cfg.max_forget,
+                "max_calls": cfg.max_calls,
+            },
+            "environment": environment(),
+        }
+    )
     print(json.dumps(rounded(out, 3), ensure_ascii=False, indent=2))
     return 0
 

@@ -51,22 +51,35 @@ def run_arm(data: dict[str, Any], model: Any, embedder: Any, arm: str) -> dict[s
                 before = mem.get(old_id).content
                 said = c["said"]
                 related = writer.related(said, OWNER_TRUSTED)
-                messages = [{"role": "system", "content": STEP_RULE},
-                            {"role": "user", "content": said},
-                            {"role": "assistant", "content": "Понятно, запомню." if any(
-                                "а" <= ch <= "я" for ch in said.lower()) else "Got it."}]
+                messages = [
+                    {"role": "system", "content": STEP_RULE},
+                    {"role": "user", "content": said},
+                    {
+                        "role": "assistant",
+                        "content": "Понятно, запомню."
+                        if any("а" <= ch <= "я" for ch in said.lower())
+                        else "Got it.",
+                    },
+                ]
                 t1 = time.perf_counter()
                 out = writer.run(messages, said, OWNER_TRUSTED)
                 live = {r.id: r for r in mem.list(OWNER_TRUSTED, limit=10_000)}
                 after = live.get(old_id)
                 caught = after is None or after.content != before
-                items.append({
-                    "old": c["old"], "said": said, "part": parts[c["old"]], "caught": caught,
-                    "shown": old_id in {r.id for r in related},
-                    "marked": any(r.id == old_id and r.outdated for r in related),
-                    "ops": [(r.name, r.ok) for r in out.results], "error": out.error,
-                    "after": None if after is None else after.content,
-                    "seconds": time.perf_counter() - t1})
+                items.append(
+                    {
+                        "old": c["old"],
+                        "said": said,
+                        "part": parts[c["old"]],
+                        "caught": caught,
+                        "shown": old_id in {r.id for r in related},
+                        "marked": any(r.id == old_id and r.outdated for r in related),
+                        "ops": [(r.name, r.ok) for r in out.results],
+                        "error": out.error,
+                        "after": None if after is None else after.content,
+                        "seconds": time.perf_counter() - t1,
+                    }
+                )
                 clock.advance(60)
             mem.close()
     finally:
@@ -76,15 +89,21 @@ def run_arm(data: dict[str, Any], model: Any, embedder: Any, arm: str) -> dict[s
         p = by_part.setdefault(it["part"], {"caught": 0, "total": 0})
         p["total"] += 1
         p["caught"] += it["caught"]
-    return {"caught": sum(i["caught"] for i in items), "total": len(items),
-            "parts": by_part, "shown": sum(i["shown"] for i in items),
-            "marked": sum(i["marked"] for i in items),
-            "seconds": time.perf_counter() - t0, "items": items}
+    return {
+        "caught": sum(i["caught"] for i in items),
+        "total": len(items),
+        "parts": by_part,
+        "shown": sum(i["shown"] for i in items),
+        "marked": sum(i["marked"] for i in items),
+        "seconds": time.perf_counter() - t0,
+        "items": items,
+    }
 
 
 def main(argv: list[str] | None = None) -> int:
-    ap = argparse.ArgumentParser(prog="python -m bench.sleep_write",
-                                 description=__doc__.split("\n\n")[0])
+    ap = argparse.ArgumentParser(
+        prog="python -m bench.sleep_write", description=__doc__.split("\n\n")[0]
+    )
     ap.add_argument("--data", required=True)
     ap.add_argument("--model", required=True, help="packaged model name or GGUF path")
     ap.add_argument("--embedder", default=None)

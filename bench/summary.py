@@ -73,9 +73,21 @@ def store_chat(mem: Memory, conv: Conversation, chat_id: int, turns: list[Any]) 
     ids = []
     for i, t in enumerate(turns):
         role = "user" if t.text.split(":", 1)[0] == first_speaker else "assistant"
-        ids.append(tr.add("default", "tui", f"locomo-{i}", role, t.text, private_ok=True,
-                          status="ok", tokens=conv.model.count_tokens(t.text), at=t.at,
-                          meta={"owner": True} if role == "user" else {}, chat_id=chat_id))
+        ids.append(
+            tr.add(
+                "default",
+                "tui",
+                f"locomo-{i}",
+                role,
+                t.text,
+                private_ok=True,
+                status="ok",
+                tokens=conv.model.count_tokens(t.text),
+                at=t.at,
+                meta={"owner": True} if role == "user" else {},
+                chat_id=chat_id,
+            )
+        )
     conv.chats.set_window_start(chat_id, ids[-1] + 1)
     return ids
 
@@ -91,9 +103,18 @@ def probe(conv: Conversation, text: str) -> float | None:
     return first
 
 
-def run(model: Any, data: str, conversation: int, messages: int, *, chunk_messages: int = 16,
-        probes: int = 6, pause: float = 3.0, threads: int | None = None,
-        log=lambda msg: None) -> dict[str, Any]:
+def run(
+    model: Any,
+    data: str,
+    conversation: int,
+    messages: int,
+    *,
+    chunk_messages: int = 16,
+    probes: int = 6,
+    pause: float = 3.0,
+    threads: int | None = None,
+    log=lambda msg: None,
+) -> dict[str, Any]:
     env_start = {"loadavg_start": _loadavg()}
     model, load_s, threads = chat_model(model, threads)
     convs = load_locomo(data)
@@ -105,8 +126,12 @@ def run(model: Any, data: str, conversation: int, messages: int, *, chunk_messag
         clock = ManualClock(c.end)
         mem = Memory.open(Path(tmp) / "memory.db", clock=clock)
         try:
-            conv = Conversation(mem, model, config=ConversationConfig(
-                learning=False, max_answer_tokens=120), clock=clock)
+            conv = Conversation(
+                mem,
+                model,
+                config=ConversationConfig(learning=False, max_answer_tokens=120),
+                clock=clock,
+            )
             chat = conv.chat_id
             store_chat(mem, conv, chat, turns)
             conv._window_start = conv.chats.get(chat).window_start
@@ -117,8 +142,10 @@ def run(model: Any, data: str, conversation: int, messages: int, *, chunk_messag
 
             def progress(r: summarizer.StepResult) -> None:
                 steps.append(r)
-                log(f"{r.action} {r.seconds:.1f}s calls={r.model_calls} rejected={r.rejected} "
-                    f"{r.summary.status if r.summary else ''} {r.note}")
+                log(
+                    f"{r.action} {r.seconds:.1f}s calls={r.model_calls} rejected={r.rejected} "
+                    f"{r.summary.status if r.summary else ''} {r.note}"
+                )
 
             summ.run(chat, conv.chats.get(chat).window_start, progress=progress)
             summarise_s = time.perf_counter() - t0
@@ -149,29 +176,44 @@ def run(model: Any, data: str, conversation: int, messages: int, *, chunk_messag
                 "dropped_terms": sorted(t for t in terms if not fidelity.present(t, carried))[:40],
                 "model_fidelity": _round(model_kept / model_terms if model_terms else None),
                 "chunks": len(chunks),
-                "fallback_chunks": sum(1 for r in chunks
-                                       if r.summary and r.summary.status == "fallback"),
+                "fallback_chunks": sum(
+                    1 for r in chunks if r.summary and r.summary.status == "fallback"
+                ),
                 "rejected": sum(r.rejected for r in steps),
                 "model_calls": sum(r.model_calls for r in steps),
                 "rejections": notes,
                 "seconds_per_chunk": {
-                    "p50": _round(percentile(chunk_s, 50)), "mean": _round(
-                        sum(chunk_s) / len(chunk_s) if chunk_s else None),
-                    "max": _round(max(chunk_s) if chunk_s else None)},
+                    "p50": _round(percentile(chunk_s, 50)),
+                    "mean": _round(sum(chunk_s) / len(chunk_s) if chunk_s else None),
+                    "max": _round(max(chunk_s) if chunk_s else None),
+                },
                 "seconds_per_merge": _round(sum(merge_s) / len(merge_s) if merge_s else None),
                 "summarise_s": round(summarise_s, 2),
-                "tiers_created": {rolling.TIER_NAMES[t]: sum(1 for s in allx if s.tier == t)
-                                  for t in rolling.TIER_NAMES},
-                "tiers_in_use": {rolling.TIER_NAMES[t]: sum(1 for s in active if s.tier == t)
-                                 for t in rolling.TIER_NAMES},
+                "tiers_created": {
+                    rolling.TIER_NAMES[t]: sum(1 for s in allx if s.tier == t)
+                    for t in rolling.TIER_NAMES
+                },
+                "tiers_in_use": {
+                    rolling.TIER_NAMES[t]: sum(1 for s in active if s.tier == t)
+                    for t in rolling.TIER_NAMES
+                },
                 "summary_tokens_in_prompt": model.count_tokens(rolling.render(active)),
                 "source_tokens": model.count_tokens(source),
-                "summaries": [{"id": s.id, "tier": s.tier_name, "status": s.status,
-                               "prose": s.prose, "verbatim": list(s.verbatim)} for s in active],
+                "summaries": [
+                    {
+                        "id": s.id,
+                        "tier": s.tier_name,
+                        "status": s.status,
+                        "prose": s.prose,
+                        "verbatim": list(s.verbatim),
+                    }
+                    for s in active
+                ],
             }
             if probes:
-                result["first_token"] = first_token(conv, mem, turns, c.questions, probes,
-                                                    pause, log)
+                result["first_token"] = first_token(
+                    conv, mem, turns, c.questions, probes, pause, log
+                )
         finally:
             mem.close()
     result["environment"] = {**environment(), **env_start, "loadavg_end": _loadavg()}
@@ -180,8 +222,15 @@ def run(model: Any, data: str, conversation: int, messages: int, *, chunk_messag
     return result
 
 
-def first_token(conv: Conversation, mem: Memory, turns: list[Any], questions: list[Any],
-                n: int, pause: float, log) -> dict[str, Any]:
+def first_token(
+    conv: Conversation,
+    mem: Memory,
+    turns: list[Any],
+    questions: list[Any],
+    n: int,
+    pause: float,
+    log,
+) -> dict[str, Any]:
     """First-token time of ``n`` owner turns without summarising, then of ``n`` more while a
     background worker keeps summarising a copy of the conversation (a second chat), as the
     app's worker does (each turn interrupts its model call; it resumes after)."""
@@ -215,7 +264,7 @@ def first_token(conv: Conversation, mem: Memory, turns: list[Any], questions: li
     worker.start()
     with_: list[float] = []
     try:
-        for text in asks[n: 2 * n]:
+        for text in asks[n : 2 * n]:
             time.sleep(pause)
             ft = probe(conv, text)
             log(f"probe with: {ft}")
@@ -228,11 +277,14 @@ def first_token(conv: Conversation, mem: Memory, turns: list[Any], questions: li
         conv.summarizer.interrupt.clear()
     p95a, p95b = percentile(without, 95), percentile(with_, 95)
     return {
-        "probes": n, "pause_s": pause,
+        "probes": n,
+        "pause_s": pause,
         "without_s": [round(x, 3) for x in without],
         "with_s": [round(x, 3) for x in with_],
-        "without_p50": _round(percentile(without, 50)), "without_p95": _round(p95a),
-        "with_p50": _round(percentile(with_, 50)), "with_p95": _round(p95b),
+        "without_p50": _round(percentile(without, 50)),
+        "without_p95": _round(p95a),
+        "with_p50": _round(percentile(with_, 50)),
+        "with_p95": _round(p95b),
         "p95_worse_share": _round((p95b - p95a) / p95a if p95a and p95b else None),
         "background_steps": {a: busy_steps.count(a) for a in sorted(set(busy_steps))},
     }
@@ -255,8 +307,17 @@ def main(argv: list[str] | None = None) -> int:
         if not a.quiet:
             print(msg, file=sys.stderr, flush=True)
 
-    result = run(a.model, a.data, a.conversation, a.messages, chunk_messages=a.chunk_messages,
-                 probes=a.probes, pause=a.pause, threads=a.threads, log=log)
+    result = run(
+        a.model,
+        a.data,
+        a.conversation,
+        a.messages,
+        chunk_messages=a.chunk_messages,
+        probes=a.probes,
+        pause=a.pause,
+        threads=a.threads,
+        log=log,
+    )
     json.dump(result, sys.stdout, indent=2, ensure_ascii=False, default=str)
     print()
     return 0

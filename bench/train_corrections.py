@@ -37,17 +37,23 @@ DATA = Path(__file__).resolve().parent / "data" / "correction_pairs.json"
 
 def load_pairs() -> list[dict[str, Any]]:
     """Every labelled message with its memories: the pair set, then the memory-step items."""
-    out = [dict(it, source="pairs") for it in
-           json.loads(DATA.read_text(encoding="utf-8"))["items"]]
+    out = [dict(it, source="pairs") for it in json.loads(DATA.read_text(encoding="utf-8"))["items"]]
     for it in load_items():
         if not it.get("before") or it.get("forget"):
             continue
         c = it.get("corrects")
-        out.append({"id": it["id"], "lang": it["lang"], "split": it["split"],
-                    "memories": [b["content"] for b in it["before"]], "say": it["say"],
-                    "replaces": [c] if c is not None else [],
-                    "kind": "update" if c is not None else "memory_step_other",
-                    "source": "memory_step"})
+        out.append(
+            {
+                "id": it["id"],
+                "lang": it["lang"],
+                "split": it["split"],
+                "memories": [b["content"] for b in it["before"]],
+                "say": it["say"],
+                "replaces": [c] if c is not None else [],
+                "kind": "update" if c is not None else "memory_step_other",
+                "source": "memory_step",
+            }
+        )
     return out
 
 
@@ -57,7 +63,7 @@ def rows(items: list[dict[str, Any]], embed: Any) -> list[np.ndarray]:
     out, k = [], 0
     for it in items:
         n = 1 + len(it["memories"])
-        out.append(corrections.pair_rows(it["say"], it["memories"], m[k: k + n]))
+        out.append(corrections.pair_rows(it["say"], it["memories"], m[k : k + n]))
         k += n
     return out
 
@@ -70,8 +76,9 @@ def decide(p: np.ndarray, threshold: float) -> set[int]:
     return {best} if p[best] >= threshold else set()
 
 
-def figures(items: list[dict[str, Any]], probs: list[np.ndarray], threshold: float
-            ) -> dict[str, Any]:
+def figures(
+    items: list[dict[str, Any]], probs: list[np.ndarray], threshold: float
+) -> dict[str, Any]:
     tp = fp = fn = 0
     applied = wrong = n_corr = 0
     by: dict[str, list[int]] = {}
@@ -90,7 +97,8 @@ def figures(items: list[dict[str, Any]], probs: list[np.ndarray], threshold: flo
             by[key][0] += ok
             by[key][1] += 1
     return {
-        "messages": len(items), "corrections": n_corr,
+        "messages": len(items),
+        "corrections": n_corr,
         "precision": round(tp / (tp + fp), 4) if tp + fp else None,
         "recall": round(tp / (tp + fn), 4) if tp + fn else None,
         "applied": round(applied / n_corr, 4) if n_corr else None,
@@ -119,12 +127,14 @@ def choose_hint(items: list[dict[str, Any]], probs: list[np.ndarray], recall: fl
     return 0.3
 
 
-def train(items: list[dict[str, Any]], r: list[np.ndarray], l2: float) -> tuple[np.ndarray,
-                                                                                  float]:
+def train(items: list[dict[str, Any]], r: list[np.ndarray], l2: float) -> tuple[np.ndarray, float]:
     x = np.concatenate(r)
-    y = np.concatenate([np.array([1.0 if i in it["replaces"] else 0.0
-                                  for i in range(len(it["memories"]))])
-                        for it in items])
+    y = np.concatenate(
+        [
+            np.array([1.0 if i in it["replaces"] else 0.0 for i in range(len(it["memories"]))])
+            for it in items
+        ]
+    )
     return fit(x, y, l2=l2)
 
 
@@ -136,13 +146,20 @@ def main(argv: list[str] | None = None) -> int:
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     p.add_argument("--out", default=str(corrections.MODEL))
     p.add_argument("--precision", type=float, default=0.95)
-    p.add_argument("--hint-recall", type=float, default=None,
-                   help="set the step's update hint for this recall (default: the archive "
-                        "threshold — at recall 0.8, 0.59, the model overwrote unrelated records)")
+    p.add_argument(
+        "--hint-recall",
+        type=float,
+        default=None,
+        help="set the step's update hint for this recall (default: the archive "
+        "threshold — at recall 0.8, 0.59, the model overwrote unrelated records)",
+    )
     p.add_argument("--folds", type=int, default=5)
     p.add_argument("--l2", type=float, default=1e-2)
-    p.add_argument("--eval-only", action="store_true",
-                   help="score the shipped model on dev and test; write nothing")
+    p.add_argument(
+        "--eval-only",
+        action="store_true",
+        help="score the shipped model on dev and test; write nothing",
+    )
     a = p.parse_args(argv)
     from models.embedders import load_embedder
 
@@ -157,11 +174,19 @@ def main(argv: list[str] | None = None) -> int:
             print("no shipped model", file=sys.stderr)
             return 1
         w, b, t, h = model.linear.weights, model.linear.bias, model.threshold, model.hint
-        print(json.dumps({"threshold": t, "hint_threshold": h,
-                          "dev": figures(dev, probs_of(w, b, r_dev), t),
-                          "test": figures(test, probs_of(w, b, r_test), t),
-                          "hint_test": figures(test, probs_of(w, b, r_test), h)},
-                         ensure_ascii=False, indent=2))
+        print(
+            json.dumps(
+                {
+                    "threshold": t,
+                    "hint_threshold": h,
+                    "dev": figures(dev, probs_of(w, b, r_dev), t),
+                    "test": figures(test, probs_of(w, b, r_test), t),
+                    "hint_test": figures(test, probs_of(w, b, r_test), h),
+                },
+                ensure_ascii=False,
+                indent=2,
+            )
+        )
         return 0
     oof: list[np.ndarray] = [np.zeros(0)] * len(dev)
     for k in range(a.folds):
@@ -173,23 +198,38 @@ def main(argv: list[str] | None = None) -> int:
     threshold = choose(dev, oof, a.precision)
     hint = threshold if a.hint_recall is None else choose_hint(dev, oof, a.hint_recall)
     w, b = train(dev, r_dev, a.l2)
-    report = {"threshold": threshold, "hint_threshold": hint, "features": list(corrections.FEATURES),
-              "weights_by_feature": {f: round(float(v), 3)
-                                     for f, v in zip(corrections.FEATURES, w, strict=True)},
-              "dev_out_of_fold": figures(dev, oof, threshold),
-              "test": figures(test, probs_of(w, b, r_test), threshold),
-              "hint_dev_out_of_fold": figures(dev, oof, hint),
-              "hint_test": figures(test, probs_of(w, b, r_test), hint)}
-    print(json.dumps(report, ensure_ascii=False, indent=2))
-    Path(a.out).write_text(json.dumps({
-        "about": "bench/train_corrections.py: logistic regression over core.sleep.corrections."
-                 "FEATURES, trained on the dev splits; threshold for precision "
-                 f">= {a.precision} out of fold",
-        "weights": [round(float(v), 6) for v in w], "bias": round(float(b), 6),
-        "threshold": threshold, "hint_threshold": hint,
+    report = {
+        "threshold": threshold,
+        "hint_threshold": hint,
         "features": list(corrections.FEATURES),
-        "dev_out_of_fold": report["dev_out_of_fold"]}, ensure_ascii=False, indent=1) + "\n",
-        encoding="utf-8")
+        "weights_by_feature": {
+            f: round(float(v), 3) for f, v in zip(corrections.FEATURES, w, strict=True)
+        },
+        "dev_out_of_fold": figures(dev, oof, threshold),
+        "test": figures(test, probs_of(w, b, r_test), threshold),
+        "hint_dev_out_of_fold": figures(dev, oof, hint),
+        "hint_test": figures(test, probs_of(w, b, r_test), hint),
+    }
+    print(json.dumps(report, ensure_ascii=False, indent=2))
+    Path(a.out).write_text(
+        json.dumps(
+            {
+                "about": "bench/train_corrections.py: logistic regression over core.sleep.corrections."
+                "FEATURES, trained on the dev splits; threshold for precision "
+                f">= {a.precision} out of fold",
+                "weights": [round(float(v), 6) for v in w],
+                "bias": round(float(b), 6),
+                "threshold": threshold,
+                "hint_threshold": hint,
+                "features": list(corrections.FEATURES),
+                "dev_out_of_fold": report["dev_out_of_fold"],
+            },
+            ensure_ascii=False,
+            indent=1,
+        )
+        + "\n",
+        encoding="utf-8",
+    )
     return 0
 
 

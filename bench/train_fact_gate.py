@@ -31,8 +31,9 @@ from core.chat import owner_message
 OUT = Path(__file__).resolve().parents[1] / "core" / "fact_gate.json"
 
 
-def fit(x: np.ndarray, y: np.ndarray, l2: float = 1e-3, steps: int = 3000, lr: float = 0.5
-        ) -> tuple[np.ndarray, float]:
+def fit(
+    x: np.ndarray, y: np.ndarray, l2: float = 1e-3, steps: int = 3000, lr: float = 0.5
+) -> tuple[np.ndarray, float]:
     """Logistic regression by gradient descent; classes weighted to balance."""
     n, d = x.shape
     w, b = np.zeros(d), 0.0
@@ -59,7 +60,7 @@ def rows_of(embed: Any, texts: list[str]) -> list[np.ndarray]:
     m = embed(flat)
     out, k = [], 0
     for ps in pieces:
-        out.append(m[k: k + len(ps)])
+        out.append(m[k : k + len(ps)])
         k += len(ps)
     return out
 
@@ -88,24 +89,37 @@ def main(argv: list[str] | None = None) -> int:
     k = int(np.floor((1.0 - a.recall) * len(order)))
     threshold = float(order[k]) - 1e-6
     passed = oof >= threshold
-    cv = {"dev_cv_recall": round(float(passed[y > 0].mean()), 4),
-          "dev_cv_small_talk_pass": round(float(passed[y == 0].mean()), 4),
-          "facts": int(y.sum()), "small_talk": int((y == 0).sum()), "folds": a.folds}
+    cv = {
+        "dev_cv_recall": round(float(passed[y > 0].mean()), 4),
+        "dev_cv_small_talk_pass": round(float(passed[y == 0].mean()), 4),
+        "facts": int(y.sum()),
+        "small_talk": int((y == 0).sum()),
+        "folds": a.folds,
+    }
     # the mixes, out of fold too: the classifier or the keyword gate, or the permissive gate
     from bench.memory_step import keyword_gate
 
-    for name, rule in (("or_keywords", keyword_gate),
-                       ("and_permissive", owner_message.fact_sentences)):
+    for name, rule in (
+        ("or_keywords", keyword_gate),
+        ("and_permissive", owner_message.fact_sentences),
+    ):
         r = np.array([bool(rule(t)) for t in texts])
         mixed = passed | r if name.startswith("or") else passed & r
         cv[f"mix_{name}_recall"] = round(float(mixed[y > 0].mean()), 4)
         cv[f"mix_{name}_small_talk_pass"] = round(float(mixed[y == 0].mean()), 4)
     w, b = fit(whole, y, a.l2)
-    out = {"about": "fact gate: logistic regression over USE multilingual v3 vectors "
-                    "(bench/train_fact_gate.py, dev split only)",
-           "embedder": use.name, "dim": int(whole.shape[1]), "threshold": round(threshold, 6),
-           "l2": a.l2, "target_recall": a.recall, "measured": cv,
-           "bias": float(b), "weights": [round(float(v), 6) for v in w]}
+    out = {
+        "about": "fact gate: logistic regression over USE multilingual v3 vectors "
+        "(bench/train_fact_gate.py, dev split only)",
+        "embedder": use.name,
+        "dim": int(whole.shape[1]),
+        "threshold": round(threshold, 6),
+        "l2": a.l2,
+        "target_recall": a.recall,
+        "measured": cv,
+        "bias": float(b),
+        "weights": [round(float(v), 6) for v in w],
+    }
     Path(a.out).write_text(json.dumps(out, ensure_ascii=False) + "\n", encoding="utf-8")
     json.dump({k: v for k, v in out.items() if k != "weights"}, sys.stdout, indent=1)
     print()

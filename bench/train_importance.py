@@ -34,9 +34,11 @@ def fit(x: np.ndarray, y: np.ndarray, lam: float) -> tuple[np.ndarray, float]:
 
 def figures(pred: np.ndarray, y: np.ndarray) -> dict[str, float]:
     p = np.clip(np.rint(pred), 1, 5)
-    return {"within_1": round(float((abs(p - y) <= 1).mean()), 4),
-            "exact": round(float((p == y).mean()), 4),
-            "mae": round(float(abs(p - y).mean()), 4)}
+    return {
+        "within_1": round(float((abs(p - y) <= 1).mean()), 4),
+        "exact": round(float((p == y).mean()), 4),
+        "mae": round(float(abs(p - y).mean()), 4),
+    }
 
 
 def vectors(embed, texts: list[str]) -> np.ndarray:
@@ -67,21 +69,34 @@ def main(argv: list[str] | None = None) -> int:
         cv[str(lam)] = figures(oof, y)
     lam = min(GRID, key=lambda v: (cv[str(v)]["mae"], -cv[str(v)]["within_1"]))
     w, b = fit(x, y, lam)
-    measured = {"dev_cv": cv[str(lam)], "dev_cv_by_lambda": cv, "items": len(y),
-                "constant_3": figures(np.full(len(y), 3.0), y),
-                "constant_4": figures(np.full(len(y), 4.0), y)}
-    out = {"about": "importance: ridge regression over USE multilingual v3 vectors of the "
-                    "owner's message (bench/train_importance.py, dev split only)",
-           "embedder": use.name, "dim": int(x.shape[1]), "lambda": lam, "measured": measured,
-           "bias": round(b, 6), "weights": [round(float(v), 6) for v in w]}
+    measured = {
+        "dev_cv": cv[str(lam)],
+        "dev_cv_by_lambda": cv,
+        "items": len(y),
+        "constant_3": figures(np.full(len(y), 3.0), y),
+        "constant_4": figures(np.full(len(y), 4.0), y),
+    }
+    out = {
+        "about": "importance: ridge regression over USE multilingual v3 vectors of the "
+        "owner's message (bench/train_importance.py, dev split only)",
+        "embedder": use.name,
+        "dim": int(x.shape[1]),
+        "lambda": lam,
+        "measured": measured,
+        "bias": round(b, 6),
+        "weights": [round(float(v), 6) for v in w],
+    }
     Path(a.out).write_text(json.dumps(out, ensure_ascii=False) + "\n", encoding="utf-8")
     report = {k: v for k, v in out.items() if k != "weights"}
     if a.test:
         test = [it for it in items if it["split"] == "test"]
         xt = vectors(use.embed, [it["say"] for it in test])
         yt = np.array([float(it["importance"]) for it in test])
-        report["test"] = {"model": figures(xt @ w + b, yt),
-                          "constant_4": figures(np.full(len(yt), 4.0), yt), "items": len(yt)}
+        report["test"] = {
+            "model": figures(xt @ w + b, yt),
+            "constant_4": figures(np.full(len(yt), 4.0), yt),
+            "items": len(yt),
+        }
     json.dump(report, sys.stdout, indent=1)
     print()
     return 0

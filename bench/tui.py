@@ -48,7 +48,7 @@ ANSI = re.compile(
     rb"\x1b\[[0-9;?<>=!]*[ -/]*[@-~]|\x1b\][^\x07\x1b]*(?:\x07|\x1b\\)|"
     rb"\x1bP[^\x1b]*\x1b\\|\x1b[()][0-9A-Za-z]|\x1b[=>78DEHMNOZc]"
 )
-FIRST_PAINT_MARK = b"Chat F1"
+FIRST_PAINT_MARK = b"Alt+1"  # the Chat tab's key in the tab bar: the first screen is drawn
 STREAM_MARK = b"Streaming"
 ANSWER_MARK = "╭─ Eva".encode()
 READY_MARK = re.compile(rb"model: (?!\S+ loading)\S+ +\xe2\x94\x82")  # "model: X  │"
@@ -256,8 +256,18 @@ def startup(runs: int) -> dict[str, Any]:
         with tempfile.TemporaryDirectory() as tmp:
             home = Path(tmp)
             stamp = home / "first-token"
-            term = Term([sys.executable, "-m", "bench.tui", "--child-eva", str(home / "data"),
-                         "--stamp", str(stamp)], _env(home))
+            term = Term(
+                [
+                    sys.executable,
+                    "-m",
+                    "bench.tui",
+                    "--child-eva",
+                    str(home / "data"),
+                    "--stamp",
+                    str(stamp),
+                ],
+                _env(home),
+            )
             try:
                 p = term.wait_for(lambda s: FIRST_PAINT_MARK in s, timeout=60)
                 if p is None:
@@ -415,8 +425,12 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--rate", type=float, default=40.0, help="fake model tokens per second")
     ap.add_argument("--skip-first-paint", action="store_true")
     ap.add_argument("--skip-startup", action="store_true", help="no start-up runs")
-    ap.add_argument("--startup-runs", type=int, default=3,
-                    help="timed warm starts (to a ready chat and to a first token)")
+    ap.add_argument(
+        "--startup-runs",
+        type=int,
+        default=3,
+        help="timed warm starts (to a ready chat and to a first token)",
+    )
     ap.add_argument("--skip-keypress", action="store_true", help="no keypress latency")
     ap.add_argument("--child", action="store_true", help=argparse.SUPPRESS)
     ap.add_argument("--child-eva", metavar="DATA", help=argparse.SUPPRESS)

@@ -52,8 +52,10 @@ def parse_now(raw: str) -> float:
     try:
         return datetime.fromisoformat(raw.strip()).timestamp()
     except ValueError:
-        raise ValueError(f"must be a date or date and time like 2026-05-23 or "
-                         f"2026-05-23T09:30 (got {raw.strip()[:40]!r})") from None
+        raise ValueError(
+            f"must be a date or date and time like 2026-05-23 or "
+            f"2026-05-23T09:30 (got {raw.strip()[:40]!r})"
+        ) from None
 
 
 def from_env(environ: dict | None = None) -> Clock:

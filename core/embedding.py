@@ -38,8 +38,9 @@ class Embedder(Protocol):
         """A float32 matrix, one L2-normalised row per text (a query, a save: a few texts)."""
         ...
 
-    def embed_many(self, texts: list[str], batch_size: int | None = None,
-                   progress: Progress | None = None) -> np.ndarray:
+    def embed_many(
+        self, texts: list[str], batch_size: int | None = None, progress: Progress | None = None
+    ) -> np.ndarray:
         """:meth:`embed` for many texts (an import, a re-embed after a model change, a
         backfill): ``batch_size`` at a time (None: the model's own), each batch one forward
         pass of every model, ``progress(done, total)`` after each. The same rows as
@@ -47,8 +48,12 @@ class Embedder(Protocol):
         ...
 
 
-def embed_many(embedder: Embedder, texts: list[str], batch_size: int | None = None,
-               progress: Progress | None = None) -> np.ndarray:
+def embed_many(
+    embedder: Embedder,
+    texts: list[str],
+    batch_size: int | None = None,
+    progress: Progress | None = None,
+) -> np.ndarray:
     """``embedder.embed_many`` — or, for an embedder that only has :meth:`Embedder.embed` (a
     test's stand-in), ``embed`` of ``batch_size`` texts at a time (all at once for None), with
     the same progress."""
@@ -58,16 +63,20 @@ def embed_many(embedder: Embedder, texts: list[str], batch_size: int | None = No
     return embed_batches(embedder.embed, embedder.dim, texts, batch_size, progress)
 
 
-def embed_batches(embed: Callable[[list[str]], np.ndarray], dim: int, texts: list[str],
-                  batch_size: int | None = None, progress: Progress | None = None
-                  ) -> np.ndarray:
+def embed_batches(
+    embed: Callable[[list[str]], np.ndarray],
+    dim: int,
+    texts: list[str],
+    batch_size: int | None = None,
+    progress: Progress | None = None,
+) -> np.ndarray:
     """``embed`` of ``batch_size`` texts at a time (all at once for None), ``progress(done,
     total)`` after each: :meth:`Embedder.embed_many` of a model that has no batching of its own
     (a test's or a bench's stand-in)."""
     step = batch_size or max(1, len(texts))
     parts = []
     for start in range(0, len(texts), step):
-        parts.append(np.asarray(embed(texts[start: start + step]), dtype=np.float32))
+        parts.append(np.asarray(embed(texts[start : start + step]), dtype=np.float32))
         if progress is not None:
             progress(min(start + step, len(texts)), len(texts))
     return np.concatenate(parts) if parts else np.zeros((0, dim), dtype=np.float32)
@@ -82,8 +91,9 @@ def normalise_rows(m: np.ndarray) -> np.ndarray:
     return m / norms
 
 
-def cosines_of(embedder: object, vectors: VectorSpace, query: np.ndarray
-               ) -> tuple[np.ndarray, np.ndarray]:
+def cosines_of(
+    embedder: object, vectors: VectorSpace, query: np.ndarray
+) -> tuple[np.ndarray, np.ndarray]:
     """``vectors.cosines(query)``, run through the embedder's ``compute`` when it has one (the
     way its runtime wants numpy run: one BLAS thread for USE)."""
     compute = getattr(embedder, "compute", None)
@@ -157,8 +167,9 @@ class VectorSpace:
                 alive[: self._n] = self._alive[: self._n]
                 self._keys, self._alive = keys, alive
             if key >= len(self._pos):
-                grown = np.full(max(key + 1, len(self._pos) + self.room(len(self._pos))), -1,
-                                dtype=np.int32)
+                grown = np.full(
+                    max(key + 1, len(self._pos) + self.room(len(self._pos))), -1, dtype=np.int32
+                )
                 grown[: len(self._pos)] = self._pos
                 self._pos = grown
             pos = self._n
@@ -184,11 +195,20 @@ class VectorSpace:
     def restore(cls, dim: int, st: dict[str, np.ndarray]) -> VectorSpace:
         """A space from a :meth:`state` (its matrix is taken as it is, not copied; rows past
         the keys are room to grow)."""
-        keys, alive, mat = (st["vec_keys"].astype(np.int64), st["vec_alive"].astype(bool),
-                            st["vec_mat"])
+        keys, alive, mat = (
+            st["vec_keys"].astype(np.int64),
+            st["vec_alive"].astype(bool),
+            st["vec_mat"],
+        )
         n = len(keys)
-        if mat.dtype != np.float32 or mat.ndim != 2 or mat.shape[1] != dim \
-                or mat.shape[0] < n or len(alive) != n or not mat.flags.c_contiguous:
+        if (
+            mat.dtype != np.float32
+            or mat.ndim != 2
+            or mat.shape[1] != dim
+            or mat.shape[0] < n
+            or len(alive) != n
+            or not mat.flags.c_contiguous
+        ):
             raise ValueError("persisted vectors are inconsistent")
         space = cls(dim)
         cap = mat.shape[0]
@@ -202,8 +222,7 @@ class VectorSpace:
         live_keys, rows = keys[alive], np.flatnonzero(alive)
         if len(live_keys) and not 0 <= int(live_keys.min()) <= int(live_keys.max()) < 2**31:
             raise ValueError("persisted vectors of keys that are not record ids")
-        space._pos = np.full(int(live_keys.max()) + 1 if len(live_keys) else 0, -1,
-                             dtype=np.int32)
+        space._pos = np.full(int(live_keys.max()) + 1 if len(live_keys) else 0, -1, dtype=np.int32)
         space._pos[live_keys] = rows
         space._live = len(live_keys)
         if int(np.count_nonzero(space._pos >= 0)) != space._live:

@@ -39,8 +39,9 @@ theirs, not yours: speak of it to them as "you", never as "I"."""
 
 # the line after the recalled memory for a question about the owner (close to generation,
 # where a small model still heeds it)
-ANSWER_FROM_MEMORY = ("(Answer only from these memory lines. If they do not say it, say you "
-                      "don't know and ask.)")
+ANSWER_FROM_MEMORY = (
+    "(Answer only from these memory lines. If they do not say it, say you don't know and ask.)"
+)
 NOTHING_RECALLED = "Nothing in memory matches this message."
 
 NO_MEMORY_TOOLS_NOTE = (

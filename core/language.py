@@ -51,7 +51,8 @@ _QUESTION_TEXT = (
     "кто что где когда как какой какая какое какие кем чем куда откуда почему зачем сколько "
     "чей чья чьё чьи ли разве неужели "
     "who what where when how which why whose whom do does did is are am was were can could "
-    "will would have has should")
+    "will would have has should"
+)
 _QUESTION_WORDS = frozenset(_QUESTION_TEXT.split())
 
 

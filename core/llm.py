@@ -65,8 +65,9 @@ class ChatModel(Protocol):
         temperature: float = 0.7,
     ) -> Iterator[ChatEvent]: ...
 
-    def warm_up(self, messages: list[Message], tools: list[dict[str, Any]] | None = None
-                ) -> bool | None:
+    def warm_up(
+        self, messages: list[Message], tools: list[dict[str, Any]] | None = None
+    ) -> bool | None:
         """Evaluate these messages into the KV cache now (no generation), so a later prompt that
         starts with them pays only for the rest. A model without a cache does nothing."""
         ...

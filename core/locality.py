@@ -11,8 +11,7 @@ from __future__ import annotations
 import ipaddress
 from urllib.parse import urlsplit
 
-LOOPBACK_NAMES = frozenset({"localhost", "localhost.localdomain", "ip6-localhost",
-                            "ip6-loopback"})
+LOOPBACK_NAMES = frozenset({"localhost", "localhost.localdomain", "ip6-localhost", "ip6-loopback"})
 
 
 def host_of(base_url: str) -> str:
@@ -35,8 +34,10 @@ def is_loopback(base_url: str) -> bool:
 def check_base_url(base_url: str | None, allow_remote: bool = False) -> str | None:
     """None when Eva may talk to this server; else one sentence saying why not (no I/O)."""
     if not base_url:
-        return ("[llm] base_url is not set: the openai backend needs the server's address "
-                "(e.g. http://127.0.0.1:11434/v1 for Ollama)")
+        return (
+            "[llm] base_url is not set: the openai backend needs the server's address "
+            "(e.g. http://127.0.0.1:11434/v1 for Ollama)"
+        )
     try:
         parts = urlsplit(base_url)
         parts.port  # noqa: B018 - raises ValueError on a bad port
@@ -45,6 +46,8 @@ def check_base_url(base_url: str | None, allow_remote: bool = False) -> str | No
     if parts.scheme not in ("http", "https") or not parts.hostname:
         return f"[llm] base_url {base_url!r} must be an http:// or https:// URL with a host"
     if not is_loopback(base_url) and not allow_remote:
-        return (f"[llm] base_url {base_url} is not on this machine and the memory would leave "
-                "it: set [llm] allow_remote = true to allow that")
+        return (
+            f"[llm] base_url {base_url} is not on this machine and the memory would leave "
+            "it: set [llm] allow_remote = true to allow that"
+        )
     return None

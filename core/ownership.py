@@ -22,8 +22,16 @@ import stat
 from pathlib import Path
 from typing import IO, Any
 
-__all__ = ["PRIVATE_DIR", "PRIVATE_FILE", "claim", "create_private", "open_private",
-           "private_dir", "tighten", "tightened_note"]
+__all__ = [
+    "PRIVATE_DIR",
+    "PRIVATE_FILE",
+    "claim",
+    "create_private",
+    "open_private",
+    "private_dir",
+    "tighten",
+    "tightened_note",
+]
 
 log = logging.getLogger(__name__)
 
@@ -33,8 +41,16 @@ _OTHERS = 0o077  # the group's and others' bits
 
 # What Eva writes in the data dir (the store, its WAL/SHM/journal, the persisted index and its
 # temporary files, the serve token and log, backups and exports), and its own folders there.
-_OWN_FILES = ("memory.db", "memory.db-*", "memory.db.*", "*.index", "serve.token", "serve.log*",
-              "eva-backup-*", "eva-export-*")
+_OWN_FILES = (
+    "memory.db",
+    "memory.db-*",
+    "memory.db.*",
+    "*.index",
+    "serve.token",
+    "serve.log*",
+    "eva-backup-*",
+    "eva-export-*",
+)
 _OWN_DIRS = ("backups", "exports")
 
 
@@ -65,8 +81,9 @@ def create_private(path: str | Path) -> bool:
     if os.path.lexists(path):
         return False
     try:
-        fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL | _NOFOLLOW | _CLOEXEC,
-                     PRIVATE_FILE)
+        fd = os.open(
+            path, os.O_WRONLY | os.O_CREAT | os.O_EXCL | _NOFOLLOW | _CLOEXEC, PRIVATE_FILE
+        )
     except FileExistsError:
         return False
     os.close(fd)
@@ -126,8 +143,10 @@ def tightened_note(directory: str | Path, loosened: list[str]) -> str | None:
         return None
     files = sum(1 for p in loosened if p != str(directory) and not Path(p).is_dir())
     what = f" ({files} file{'s' if files != 1 else ''} among them)" if files else ""
-    return (f"The data dir {directory} was open to other users{what}; it is now yours only "
-            "(0700, files 0600)")
+    return (
+        f"The data dir {directory} was open to other users{what}; it is now yours only "
+        "(0700, files 0600)"
+    )
 
 
 def claim(directory: str | Path) -> str | None:

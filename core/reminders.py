@@ -35,9 +35,21 @@ from datetime import date, datetime, timedelta
 
 from core.timeframe import WEEKDAY, day_mentions, month_number, weekday_number
 
-__all__ = ["DISMISSED", "DONE", "Due", "Reminder", "after_occurrence", "coming_up",
-           "done_text", "next_morning", "next_occurrence", "read", "says_moved", "strip_done",
-           "topic_stems"]
+__all__ = [
+    "DISMISSED",
+    "DONE",
+    "Due",
+    "Reminder",
+    "after_occurrence",
+    "coming_up",
+    "done_text",
+    "next_morning",
+    "next_occurrence",
+    "read",
+    "says_moved",
+    "strip_done",
+    "topic_stems",
+]
 
 DAY = 86_400.0
 DONE, DISMISSED = "done", "dismissed"
@@ -47,7 +59,7 @@ EVERY = ("week", "month", "year")
 _DONE_MARK = re.compile(r"\s*\((?:done|сделано|выполнено)[^)]*\)", re.IGNORECASE)
 
 _W = r"(?<![\w])"  # a word starts here (Cyrillic and Latin alike)
-_E = r"(?![\w])"   # and ends here
+_E = r"(?![\w])"  # and ends here
 
 _FUTURE = re.compile(
     _W + r"(?:will|won't|'ll|going to|gonna|have to|has to|need to|needs to|must|promised?|"
@@ -62,21 +74,84 @@ _FUTURE = re.compile(
     r"уезжа[а-яё]*|встреча|встречаемся|экзамен[а-яё]*|дедлайн|сдать|сдаю|починю|позвоню|"
     r"схожу|куплю|заберу|отвезу|приду|придет|приезжает|следующ[а-яё]*|завтра|послезавтра|"
     r"планы|план|обещание|не забудь|надеюсь|начинается|начнется|будет)" + _E,
-    re.IGNORECASE)
+    re.IGNORECASE,
+)
 _PAST_EN = re.compile(
     r"\b(?:was|were|went|did|had|got|came|saw|met|ago|last|yesterday|used to|back then|"
     r"visited|finished|bought|fixed|called|told|took|gave|made|spent|watched|played|"
-    r"[a-z]{3,}ed)\b")
+    r"[a-z]{3,}ed)\b"
+)
 _PAST_RU = re.compile(
     r"(?<![а-яё])(?:был|была|были|было|вчера|позавчера|назад|детстве|когда-то|прошл[а-яё]*|"
-    r"[а-яё]{1,}[аеиоуыяю]л(?:а|и|о|ся|ась|ись|ось)?)(?![а-яё])")
-_NOT_PAST = {"недели", "цели", "дела", "тела", "села", "сила", "мила", "школа", "пила", "дали",
-             "земли", "весла", "стола", "пола", "котла", "мало", "смело", "число", "числа",
-             "чисел", "орел", "стул", "угол", "зал", "мол", "ели", "ела", "дал", "ал", "оли",
-             "юли", "коли", "кола", "поли", "сел", "дел", "тел", "пол", "гол", "бал", "вол",
-             "вокзал", "канал", "финал", "журнал", "сигнал", "материал", "фестиваль",
-             "идеал", "капитал", "сериал", "ресторан", "футбол", "апреля", "мыло", "было",
-             "ули", "нули", "рубли", "ноль", "около", "весело", "тепло", "светло", "жила"}
+    r"[а-яё]{1,}[аеиоуыяю]л(?:а|и|о|ся|ась|ись|ось)?)(?![а-яё])"
+)
+_NOT_PAST = {
+    "недели",
+    "цели",
+    "дела",
+    "тела",
+    "села",
+    "сила",
+    "мила",
+    "школа",
+    "пила",
+    "дали",
+    "земли",
+    "весла",
+    "стола",
+    "пола",
+    "котла",
+    "мало",
+    "смело",
+    "число",
+    "числа",
+    "чисел",
+    "орел",
+    "стул",
+    "угол",
+    "зал",
+    "мол",
+    "ели",
+    "ела",
+    "дал",
+    "ал",
+    "оли",
+    "юли",
+    "коли",
+    "кола",
+    "поли",
+    "сел",
+    "дел",
+    "тел",
+    "пол",
+    "гол",
+    "бал",
+    "вол",
+    "вокзал",
+    "канал",
+    "финал",
+    "журнал",
+    "сигнал",
+    "материал",
+    "фестиваль",
+    "идеал",
+    "капитал",
+    "сериал",
+    "ресторан",
+    "футбол",
+    "апреля",
+    "мыло",
+    "было",
+    "ули",
+    "нули",
+    "рубли",
+    "ноль",
+    "около",
+    "весело",
+    "тепло",
+    "светло",
+    "жила",
+}
 
 
 def _direction(text: str) -> str:
@@ -98,15 +173,17 @@ class Due:
 
     on: date
     every: str | None
-    how: str      # absolute | relative | weekday | month | holiday | week | month_day | yearly
-    phrase: str   # the words it was read from
-    said: date    # the day they were said (a relative phrase is read against it)
+    how: str  # absolute | relative | weekday | month | holiday | week | month_day | yearly
+    phrase: str  # the words it was read from
+    said: date  # the day they were said (a relative phrase is read against it)
 
     @property
     def read_as(self) -> str:
         """The ``due_read`` column: how it was read, as JSON."""
-        return json.dumps({"how": self.how, "phrase": self.phrase,
-                           "said": self.said.isoformat()}, ensure_ascii=False)
+        return json.dumps(
+            {"how": self.how, "phrase": self.phrase, "said": self.said.isoformat()},
+            ensure_ascii=False,
+        )
 
     def columns(self) -> tuple[str, str | None, str]:
         return self.on.isoformat(), self.every, self.read_as
@@ -144,61 +221,121 @@ def _yearly(said: date, month: int, day: int, *, include_today: bool = True) -> 
     return date(said.year + 1, month, min(day, 28))
 
 
-_NUM = {"a": 1, "an": 1, "one": 1, "two": 2, "three": 3, "four": 4, "five": 5, "six": 6,
-        "seven": 7, "eight": 8, "nine": 9, "ten": 10, "couple of": 2, "a couple of": 2,
-        "few": 3, "один": 1, "одну": 1, "одна": 1, "два": 2, "две": 2, "три": 3,
-        "четыре": 4, "пять": 5, "шесть": 6, "семь": 7, "восемь": 8, "девять": 9,
-        "десять": 10, "пару": 2, "полторы": 1}
+_NUM = {
+    "a": 1,
+    "an": 1,
+    "one": 1,
+    "two": 2,
+    "three": 3,
+    "four": 4,
+    "five": 5,
+    "six": 6,
+    "seven": 7,
+    "eight": 8,
+    "nine": 9,
+    "ten": 10,
+    "couple of": 2,
+    "a couple of": 2,
+    "few": 3,
+    "один": 1,
+    "одну": 1,
+    "одна": 1,
+    "два": 2,
+    "две": 2,
+    "три": 3,
+    "четыре": 4,
+    "пять": 5,
+    "шесть": 6,
+    "семь": 7,
+    "восемь": 8,
+    "девять": 9,
+    "десять": 10,
+    "пару": 2,
+    "полторы": 1,
+}
 _COUNT = r"(?P<n>\d{1,3}|" + "|".join(sorted(map(re.escape, _NUM), key=len, reverse=True)) + r")"
-_UNIT = (r"(?P<u>hours?|часа|часов|час|days?|дн(?:я|ей)|день|weeks?|недел[юиь]|недель|"
-         r"months?|месяц(?:а|ев)?|years?|год(?:а)?|лет)")
+_UNIT = (
+    r"(?P<u>hours?|часа|часов|час|days?|дн(?:я|ей)|день|weeks?|недел[юиь]|недель|"
+    r"months?|месяц(?:а|ев)?|years?|год(?:а)?|лет)"
+)
 _IN = re.compile(r"(?:\bin\s+|" + _W + r"через\s+)(?:" + _COUNT + r"\s+)?" + _UNIT + _E)
 _RU_PLURAL_WD = r"(?P<pwd>понедельникам|вторникам|средам|четвергам|пятницам|субботам|воскресеньям)"
 _WEEKLY = re.compile(
     r"(?:\b(?:every|each)\s+" + WEEKDAY + r"\b|\bon\s+(?P<ewd>mondays|tuesdays|wednesdays|"
-    r"thursdays|fridays|saturdays|sundays)\b|" + _W + r"по\s+" + _RU_PLURAL_WD + _E
-    + r"|" + _W + r"кажд[а-яё]+\s+(?P<rwd>понедельник|вторник|среду|четверг|пятницу|субботу|"
-    r"воскресенье)" + _E + ")")
+    r"thursdays|fridays|saturdays|sundays)\b|"
+    + _W
+    + r"по\s+"
+    + _RU_PLURAL_WD
+    + _E
+    + r"|"
+    + _W
+    + r"кажд[а-яё]+\s+(?P<rwd>понедельник|вторник|среду|четверг|пятницу|субботу|"
+    r"воскресенье)" + _E + ")"
+)
 _MONTHLY = re.compile(
     r"(?:\b(?:every|each)\s+month\s+on\s+the\s+(?P<d1>\d{1,2})(?:st|nd|rd|th)?\b"
     r"|\bon\s+the\s+(?P<d2>\d{1,2})(?:st|nd|rd|th)?\s+of\s+(?:every|each)\s+month\b"
     r"|" + _W + r"кажд[а-яё]+\s+(?P<d3>\d{1,2})(?:-?[а-яё]{1,2})?\s+числ[а-яё]*"
-    r"|" + _W + r"(?P<d4>\d{1,2})(?:-?[а-яё]{1,2})?\s+числа\s+каждого\s+месяца)")
+    r"|" + _W + r"(?P<d4>\d{1,2})(?:-?[а-яё]{1,2})?\s+числа\s+каждого\s+месяца)"
+)
 _YEARLY_CUE = re.compile(
     r"birthday|anniversary|every year|each year|annually|was born|"
-    r"(?<![а-яё])(?:день рождени|днюх|годовщин|каждый год|ежегодн|именины|родил(?:ся|ась))")
+    r"(?<![а-яё])(?:день рождени|днюх|годовщин|каждый год|ежегодн|именины|родил(?:ся|ась))"
+)
 # a habit of the past ("раньше по субботам ходил", "I used to … on Saturdays"): no day
 _FORMER = re.compile(r"\bused to\b|(?<![а-яё])(?:раньше|когда-то|в детстве)(?![а-яё])")
 _EVERY_BEFORE = re.compile(r"(?:\b(?:every|each)|" + _W + r"кажд[а-яё]+)\s*$")
 _WEEKDAY_RE = re.compile(
-    r"(?P<pre>\b(?:next|this|coming|on|by|until|till|from|to)\s+|" + _W
+    r"(?P<pre>\b(?:next|this|coming|on|by|until|till|from|to)\s+|"
+    + _W
     + r"(?:в|во|на|к|до|с|со)\s+(?:(?:эту|этот|это|следующ[а-яё]+|ближайш[а-яё]+)\s+)?)?"
-    + WEEKDAY + _E)
+    + WEEKDAY
+    + _E
+)
 _RELATIVE = (
     (re.compile(r"\bthe day after tomorrow\b|" + _W + r"послезавтра" + _E), 2, "relative"),
     (re.compile(r"\btomorrow\b|" + _W + r"(?<!после)завтра" + _E), 1, "relative"),
-    (re.compile(r"\btoday\b|\btonight\b|\bthis (?:evening|afternoon)\b|" + _W
-                + r"сегодня" + _E), 0, "relative"),
+    (
+        re.compile(r"\btoday\b|\btonight\b|\bthis (?:evening|afternoon)\b|" + _W + r"сегодня" + _E),
+        0,
+        "relative",
+    ),
 )
 _NEXT_WEEK = re.compile(r"\bnext week\b|" + _W + r"на следующей неделе" + _E)
-_END_WEEK = re.compile(r"\b(?:by )?the end of (?:the|this) week\b|" + _W
-                       + r"(?:в|к) конц[уе] недели" + _E)
-_WEEKEND = re.compile(r"\b(?:this|next|on the|at the|over the) weekend\b|" + _W
-                      + r"(?:на|в) (?:эти |эт[иу]х |ближайшие )?выходн(?:ых|ые)" + _E)
-_END_MONTH = re.compile(r"\b(?:by )?the end of (?:the|this) month\b|" + _W
-                        + r"(?:в|к) конц[уе] (?:этого )?месяца" + _E)
-_NEXT_MONTH = re.compile(r"\bnext month\b|\bearly next month\b|" + _W
-                         + r"(?:в следующем месяце|в начале следующего месяца)" + _E)
-_HOLIDAYS = re.compile(r"\bafter the holidays\b|" + _W + r"после (?:праздников|новогодних "
-                       r"праздников|майских|нового года|каникул)" + _E)
-_MONTH_RE = re.compile(r"(?:\b(?:in|this|next|early|late|mid)[\s-]+(?P<m>january|february|march|"
-                       r"april|may|june|july|august|september|october|november|december)\b"
-                       r"|" + _W + r"(?:в|во|к|на)\s+(?:следующем\s+)?(?P<rm>январе|феврале|"
-                       r"марте|апреле|мае|июне|июле|августе|сентябре|октябре|ноябре|декабре)"
-                       + _E + ")")
-_CHANGE = re.compile(r"\b(?:moved|postponed|rescheduled|pushed|changed|instead)\b|" + _W
-                     + r"(?:перенес[а-яё]*|перенос[а-яё]*|передвину[а-яё]*|сдвину[а-яё]*|"
-                     r"вместо|поменял[а-яё]*)" + _E)
+_END_WEEK = re.compile(
+    r"\b(?:by )?the end of (?:the|this) week\b|" + _W + r"(?:в|к) конц[уе] недели" + _E
+)
+_WEEKEND = re.compile(
+    r"\b(?:this|next|on the|at the|over the) weekend\b|"
+    + _W
+    + r"(?:на|в) (?:эти |эт[иу]х |ближайшие )?выходн(?:ых|ые)"
+    + _E
+)
+_END_MONTH = re.compile(
+    r"\b(?:by )?the end of (?:the|this) month\b|" + _W + r"(?:в|к) конц[уе] (?:этого )?месяца" + _E
+)
+_NEXT_MONTH = re.compile(
+    r"\bnext month\b|\bearly next month\b|"
+    + _W
+    + r"(?:в следующем месяце|в начале следующего месяца)"
+    + _E
+)
+_HOLIDAYS = re.compile(
+    r"\bafter the holidays\b|" + _W + r"после (?:праздников|новогодних "
+    r"праздников|майских|нового года|каникул)" + _E
+)
+_MONTH_RE = re.compile(
+    r"(?:\b(?:in|this|next|early|late|mid)[\s-]+(?P<m>january|february|march|"
+    r"april|may|june|july|august|september|october|november|december)\b"
+    r"|" + _W + r"(?:в|во|к|на)\s+(?:следующем\s+)?(?P<rm>январе|феврале|"
+    r"марте|апреле|мае|июне|июле|августе|сентябре|октябре|ноябре|декабре)" + _E + ")"
+)
+_CHANGE = re.compile(
+    r"\b(?:moved|postponed|rescheduled|pushed|changed|instead)\b|"
+    + _W
+    + r"(?:перенес[а-яё]*|перенос[а-яё]*|передвину[а-яё]*|сдвину[а-яё]*|"
+    r"вместо|поменял[а-яё]*)" + _E
+)
 _NEGATED = re.compile(r"(?:\bnot\b|" + _W + r"не)\s*(?:\S+\s+){0,1}$")
 
 
@@ -212,7 +349,7 @@ class _Cand:
 
 
 def _holidays(said: date) -> date | None:
-    """"После праздников": the first day after the New Year holidays (9 January) when said in
+    """ "После праздников": the first day after the New Year holidays (9 January) when said in
     December or early January, after the May holidays (12 May) when said from late April."""
     if said.month == 12:
         return date(said.year + 1, 1, 9)
@@ -275,8 +412,9 @@ def _candidates(text: str, said: date, direction: str) -> list[_Cand]:
         next_week = pre.startswith(("next", "следующ")) or " следующ" in f" {pre}"
         if past and not next_week:
             continue
-        out.append(_Cand(m.start(), m.end(), _next_weekday(said, wd, next_week=next_week),
-                         None, "weekday"))
+        out.append(
+            _Cand(m.start(), m.end(), _next_weekday(said, wd, next_week=next_week), None, "weekday")
+        )
     for pattern, days, how in _RELATIVE:
         for m in pattern.finditer(text):
             if days == 0 and past:
@@ -298,11 +436,12 @@ def _candidates(text: str, said: date, direction: str) -> list[_Cand]:
             when = _add_months(said, 12 * count)
         out.append(_Cand(m.start(), m.end(), when, None, "relative"))
     monday_next = said - timedelta(days=said.weekday()) + timedelta(days=7)
-    for pattern, when in ((_NEXT_WEEK, monday_next),
-                          (_END_WEEK, said - timedelta(days=said.weekday()) + timedelta(days=4)),
-                          (_END_MONTH, date(said.year, said.month,
-                                            calendar.monthrange(said.year, said.month)[1])),
-                          (_NEXT_MONTH, _add_months(date(said.year, said.month, 1), 1))):
+    for pattern, when in (
+        (_NEXT_WEEK, monday_next),
+        (_END_WEEK, said - timedelta(days=said.weekday()) + timedelta(days=4)),
+        (_END_MONTH, date(said.year, said.month, calendar.monthrange(said.year, said.month)[1])),
+        (_NEXT_MONTH, _add_months(date(said.year, said.month, 1), 1)),
+    ):
         for m in pattern.finditer(text):
             if when >= said:
                 out.append(_Cand(m.start(), m.end(), when, None, "relative"))
@@ -323,8 +462,15 @@ def _candidates(text: str, said: date, direction: str) -> list[_Cand]:
 
 
 def _plural_weekday(word: str) -> int | None:
-    for stem, wd in (("понедельник", 0), ("вторник", 1), ("сред", 2), ("четверг", 3),
-                     ("пятниц", 4), ("суббот", 5), ("воскресен", 6)):
+    for stem, wd in (
+        ("понедельник", 0),
+        ("вторник", 1),
+        ("сред", 2),
+        ("четверг", 3),
+        ("пятниц", 4),
+        ("суббот", 5),
+        ("воскресен", 6),
+    ):
         if word.startswith(stem):
             return wd
     return None
@@ -361,7 +507,7 @@ def read(content: str, said_at: float) -> Due | None:
         recurring = [c for c in live if c.every]
         absolute = [c for c in live if c.how in ("absolute", "yearly")]
         pick = (recurring or absolute or live)[0]
-    return Due(pick.on, pick.every, pick.how, text[pick.start:pick.end].strip(), said)
+    return Due(pick.on, pick.every, pick.how, text[pick.start : pick.end].strip(), said)
 
 
 def says_moved(content: str) -> bool:
@@ -376,7 +522,8 @@ _DAY_STEMS = re.compile(
     r"воскресен|завтр|послезавтр|сегодн|недел|месяц|год|перенес|перенесл|следующ|"
     r"январ|феврал|март|апрел|ма|июн|июл|август|сентябр|октябр|ноябр|декабр|"
     r"january|february|march|april|may|june|july|august|september|october|november|december|"
-    r"the|to|on|in|and|на|в|с|и|не|а)$")
+    r"the|to|on|in|and|на|в|с|и|не|а)$"
+)
 
 
 def topic_stems(stems: Iterable[str]) -> set[str]:
@@ -437,13 +584,21 @@ class Reminder:
         return f"in {self.days} days ({self.on:%a %d %b})"
 
     def to_json(self) -> dict:
-        return {"id": self.id, "content": self.content, "due": self.on.isoformat(),
-                "every": self.every, "days": self.days, "when": self.when,
-                "private": self.private, "kind": self.kind}
+        return {
+            "id": self.id,
+            "content": self.content,
+            "due": self.on.isoformat(),
+            "every": self.every,
+            "days": self.days,
+            "when": self.when,
+            "private": self.private,
+            "kind": self.kind,
+        }
 
 
-def coming_up(rows: Iterable, now: float, *, days: int = 3, yearly_days: int = 7,
-              overdue_days: int = 7) -> list[Reminder]:
+def coming_up(
+    rows: Iterable, now: float, *, days: int = 3, yearly_days: int = 7, overdue_days: int = 7
+) -> list[Reminder]:
     """What is due around ``now`` among ``rows`` (mappings with the memory's id, content,
     importance, private, updated_at and the v8 columns): most urgent first — today and the
     overdue, then by day, then by importance."""
@@ -472,8 +627,17 @@ def coming_up(rows: Iterable, now: float, *, days: int = 3, yearly_days: int = 7
             window = yearly_days if every == "year" else (min(days, 1) if every == "week" else days)
             if delta > window:
                 continue
-        out.append(Reminder(r["id"], strip_done(r["content"]), when, every, delta,
-                            bool(r["private"]), r["importance"]))
+        out.append(
+            Reminder(
+                r["id"],
+                strip_done(r["content"]),
+                when,
+                every,
+                delta,
+                bool(r["private"]),
+                r["importance"],
+            )
+        )
     out.sort(key=lambda x: (x.days > 0, x.days if x.days > 0 else 0, -x.importance, x.id))
     return out
 

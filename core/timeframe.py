@@ -36,28 +36,88 @@ __all__ = ["WEEKDAY", "day_mentions", "month_number", "spans", "weekday_number"]
 DAY = 86400.0
 
 _EN_MONTHS = {
-    "january": 1, "jan": 1, "february": 2, "feb": 2, "march": 3, "mar": 3, "april": 4,
-    "apr": 4, "may": 5, "june": 6, "jun": 6, "july": 7, "jul": 7, "august": 8, "aug": 8,
-    "september": 9, "sept": 9, "sep": 9, "october": 10, "oct": 10, "november": 11, "nov": 11,
-    "december": 12, "dec": 12,
+    "january": 1,
+    "jan": 1,
+    "february": 2,
+    "feb": 2,
+    "march": 3,
+    "mar": 3,
+    "april": 4,
+    "apr": 4,
+    "may": 5,
+    "june": 6,
+    "jun": 6,
+    "july": 7,
+    "jul": 7,
+    "august": 8,
+    "aug": 8,
+    "september": 9,
+    "sept": 9,
+    "sep": 9,
+    "october": 10,
+    "oct": 10,
+    "november": 11,
+    "nov": 11,
+    "december": 12,
+    "dec": 12,
 }
 # Russian month names in every case the questions use (январь, января, январе, …)
-_RU_MONTH_STEMS = (("январ", 1), ("феврал", 2), ("март", 3), ("апрел", 4), ("июн", 6),
-                   ("июл", 7), ("август", 8), ("сентябр", 9), ("октябр", 10), ("ноябр", 11),
-                   ("декабр", 12))
+_RU_MONTH_STEMS = (
+    ("январ", 1),
+    ("феврал", 2),
+    ("март", 3),
+    ("апрел", 4),
+    ("июн", 6),
+    ("июл", 7),
+    ("август", 8),
+    ("сентябр", 9),
+    ("октябр", 10),
+    ("ноябр", 11),
+    ("декабр", 12),
+)
 _RU_MAY = ("май", "мая", "мае", "маем")
 
 _EN_MONTH = r"(?P<m>" + "|".join(sorted(_EN_MONTHS, key=len, reverse=True)) + r")"
-_RU_MONTH = (r"(?P<rm>(?:" + "|".join(s for s, _ in _RU_MONTH_STEMS) + r")[а-яё]{0,3}|"
-             + "|".join(_RU_MAY) + r")")
+_RU_MONTH = (
+    r"(?P<rm>(?:"
+    + "|".join(s for s, _ in _RU_MONTH_STEMS)
+    + r")[а-яё]{0,3}|"
+    + "|".join(_RU_MAY)
+    + r")"
+)
 _DAY = r"(?P<d>[0-3]?\d)(?:st|nd|rd|th|-?го|-?е)?"
 _YEAR = r"(?P<y>(?:19|20)\d\d)"
 
 _NUMBERS = {
-    "a": 1, "an": 1, "one": 1, "two": 2, "three": 3, "four": 4, "five": 5, "six": 6,
-    "seven": 7, "eight": 8, "nine": 9, "ten": 10, "couple": 2, "few": 3,
-    "один": 1, "одну": 1, "одна": 1, "два": 2, "две": 2, "три": 3, "четыре": 4, "пять": 5,
-    "шесть": 6, "семь": 7, "восемь": 8, "девять": 9, "десять": 10, "пару": 2, "несколько": 3,
+    "a": 1,
+    "an": 1,
+    "one": 1,
+    "two": 2,
+    "three": 3,
+    "four": 4,
+    "five": 5,
+    "six": 6,
+    "seven": 7,
+    "eight": 8,
+    "nine": 9,
+    "ten": 10,
+    "couple": 2,
+    "few": 3,
+    "один": 1,
+    "одну": 1,
+    "одна": 1,
+    "два": 2,
+    "две": 2,
+    "три": 3,
+    "четыре": 4,
+    "пять": 5,
+    "шесть": 6,
+    "семь": 7,
+    "восемь": 8,
+    "девять": 9,
+    "десять": 10,
+    "пару": 2,
+    "несколько": 3,
 }
 _COUNT = r"(?P<n>\d{1,3}|" + "|".join(_NUMBERS) + r")"
 # unit → days it spans
@@ -86,21 +146,32 @@ _PATTERNS_MONTH = (
     re.compile(r"(?<![а-яё])" + _RU_MONTH + r"\s+" + _YEAR + r"\b"),
     # "in June" (a bare "may" is a verb: only after in / during / of / last / this)
     re.compile(r"\b(?:in|during|of|last|this|early|late|mid)[\s-]+" + _EN_MONTH + r"\b"),
-    re.compile(r"(?<![а-яё])(?:в|во|на|прошлом|прошлый|этом)\s+" + _RU_MONTH
-               + r"(?![а-яё])"),
+    re.compile(r"(?<![а-яё])(?:в|во|на|прошлом|прошлый|этом)\s+" + _RU_MONTH + r"(?![а-яё])"),
 )
 # season → (first month, months it spans); winter begins in the December before its year
-_SEASONS = {"spring": (3, 3), "summer": (6, 3), "autumn": (9, 3), "fall": (9, 3),
-            "winter": (12, 3), "весн": (3, 3), "лет": (6, 3), "осен": (9, 3), "зим": (12, 3)}
+_SEASONS = {
+    "spring": (3, 3),
+    "summer": (6, 3),
+    "autumn": (9, 3),
+    "fall": (9, 3),
+    "winter": (12, 3),
+    "весн": (3, 3),
+    "лет": (6, 3),
+    "осен": (9, 3),
+    "зим": (12, 3),
+}
 _PATTERN_SEASON = re.compile(
     r"(?:\b(?:in|during|last|this|the)\s+(?:the\s+)?(?P<se>spring|summer|autumn|fall|winter)\b"
     r"|\b(?P<se2>spring|summer|autumn|fall|winter)\s+(?=(?:19|20)\d\d)"
     r"|(?<![а-яё])(?P<sr>весн|лет|осен|зим)(?:ой|ом|ью)(?![а-яё]))"
-    r"(?:\s+(?:of\s+)?" + _YEAR + r"(?:\s+года)?\b)?")
-_PATTERN_YEAR = re.compile(r"(?:\b(?:in|during|of)\s+|(?<![а-яё])(?:в|во)\s+)" + _YEAR
-                           + r"\b(?!\s*[-–.:]\d)")
+    r"(?:\s+(?:of\s+)?" + _YEAR + r"(?:\s+года)?\b)?"
+)
+_PATTERN_YEAR = re.compile(
+    r"(?:\b(?:in|during|of)\s+|(?<![а-яё])(?:в|во)\s+)" + _YEAR + r"\b(?!\s*[-–.:]\d)"
+)
 _PATTERN_BEFORE = re.compile(
-    r"(?:\b" + _COUNT + r"\s+)?(?:the\s+)?\b" + _UNIT + r"\s+(?:before|prior\s+to|до|перед)\s*$")
+    r"(?:\b" + _COUNT + r"\s+)?(?:the\s+)?\b" + _UNIT + r"\s+(?:before|prior\s+to|до|перед)\s*$"
+)
 _PATTERN_AGO = re.compile(r"(?:\b" + _COUNT + r"\s+)?\b" + _UNIT + r"\s+(?:ago|назад)\b")
 
 _RELATIVE_PHRASES = (
@@ -112,8 +183,10 @@ _RELATIVE_PHRASES = (
 _RELATIVE = tuple((re.compile(p), v) for p, v in _RELATIVE_PHRASES)
 _LAST_WEEK = re.compile(r"\blast week\b|\bthe past week\b|(?<![а-яё])(?:на\s+)?прошлой\s+неделе")
 _THIS_WEEK = re.compile(r"\bthis week\b|(?<![а-яё])на\s+этой\s+неделе")
-_LAST_WEEKEND = re.compile(r"\b(?:last|this|past) weekend\b|(?<![а-яё])(?:в|на)\s+"
-                           r"(?:прошлые|прошлых|эти|этих)\s+выходн")
+_LAST_WEEKEND = re.compile(
+    r"\b(?:last|this|past) weekend\b|(?<![а-яё])(?:в|на)\s+"
+    r"(?:прошлые|прошлых|эти|этих)\s+выходн"
+)
 _LAST_MONTH = re.compile(r"\blast month\b|(?<![а-яё])в\s+прошлом\s+месяце")
 _THIS_MONTH = re.compile(r"\bthis month\b|(?<![а-яё])в\s+этом\s+месяце")
 _LAST_YEAR = re.compile(r"\blast year\b|(?<![а-яё])в\s+прошлом\s+году")
@@ -125,8 +198,12 @@ _LAST_YEAR = re.compile(r"\blast year\b|(?<![а-яё])в\s+прошлом\s+го
 _ANY_TIME = re.compile(
     r"\d|jan|feb|mar|apr|may|jun|jul|aug|sep|oct|nov|dec|spring|summer|autumn|fall|winter"
     r"|day|night|morning|week|fortnight|month|year"
-    r"|" + "|".join(stem for stem, _ in _RU_MONTH_STEMS) + "|" + "|".join(_RU_MAY)
-    + r"|весн|лет|осен|зим|вчера|сегодня|дн|день|сутк|недел|выходн|месяц|год")
+    r"|"
+    + "|".join(stem for stem, _ in _RU_MONTH_STEMS)
+    + "|"
+    + "|".join(_RU_MAY)
+    + r"|весн|лет|осен|зим|вчера|сегодня|дн|день|сутк|недел|выходн|месяц|год"
+)
 
 
 def _midnight(d: date) -> float:
@@ -191,8 +268,9 @@ def _day_span(text: str, match: re.Match, d: date) -> tuple[float, float]:
     return _midnight(d) - DAY, _midnight(d) + 2 * DAY
 
 
-def _scan_days(text: str, resolve: Callable[[re.Match, int | None, int, int], Any]
-               ) -> tuple[list[Any], list[tuple[int, int]]]:
+def _scan_days(
+    text: str, resolve: Callable[[re.Match, int | None, int, int], Any]
+) -> tuple[list[Any], list[tuple[int, int]]]:
     """Every day ``text`` names by its date, each read by ``resolve(match, year or None, month,
     day)``; a match it gives None for is skipped (and its words stay free for another pattern).
     Returns what it gave, in the patterns' order, and the spans taken."""
@@ -237,9 +315,12 @@ def _named_days(text: str, today: date) -> tuple[list[tuple[float, float]], list
 # Weekdays (issue 29: the reminders read "в субботу", "next Friday"): a pattern whose group
 # ``wd`` is one of these words in any case the messages use, and the number it stands for.
 _WEEKDAYS = (
-    (r"mondays?|понедельник[а-я]{0,2}", 0), (r"tuesdays?|вторник[а-я]{0,2}", 1),
-    (r"wednesdays?|сред(?:а|у|ы|ам|е)", 2), (r"thursdays?|четверг[а-я]{0,2}", 3),
-    (r"fridays?|пятниц(?:а|у|ы|ам|е)", 4), (r"saturdays?|суббот(?:а|у|ы|ам|е)", 5),
+    (r"mondays?|понедельник[а-я]{0,2}", 0),
+    (r"tuesdays?|вторник[а-я]{0,2}", 1),
+    (r"wednesdays?|сред(?:а|у|ы|ам|е)", 2),
+    (r"thursdays?|четверг[а-я]{0,2}", 3),
+    (r"fridays?|пятниц(?:а|у|ы|ам|е)", 4),
+    (r"saturdays?|суббот(?:а|у|ы|ам|е)", 5),
     (r"sundays?|воскресень(?:е|я|ям|ю)", 6),
 )
 WEEKDAY = r"(?P<wd>" + "|".join(p for p, _ in _WEEKDAYS) + r")"
@@ -273,8 +354,9 @@ def day_mentions(text: str) -> list[tuple[int, int, int | None, int, int]]:
     is the caller's choice (a question looks back, a reminder forward)."""
     text = text.lower().replace("ё", "е")
 
-    def mention(m: re.Match, y: int | None, mo: int, d: int
-                ) -> tuple[int, int, int | None, int, int] | None:
+    def mention(
+        m: re.Match, y: int | None, mo: int, d: int
+    ) -> tuple[int, int, int | None, int, int] | None:
         try:
             date(y or 2000, mo, d)  # 2000: a leap year, so 29 February stands
         except ValueError:
@@ -346,14 +428,14 @@ def spans(query: str, now: float) -> list[tuple[float, float]]:
         out.append((saturday - DAY, saturday + 3 * DAY))
     if _LAST_MONTH.search(text):
         this_month = _month_start(today.year, today.month)
-        prev = _month_start(this_month.year - (this_month.month == 1),
-                            (this_month.month - 2) % 12 + 1)
+        prev = _month_start(
+            this_month.year - (this_month.month == 1), (this_month.month - 2) % 12 + 1
+        )
         out.append((_midnight(prev), _midnight(this_month) + DAY))
     if _THIS_MONTH.search(text):
         out.append((_midnight(_month_start(today.year, today.month)), t0 + 2 * DAY))
     if _LAST_YEAR.search(text):
-        out.append((_midnight(date(today.year - 1, 1, 1)), _midnight(date(today.year, 1, 1))
-                    + DAY))
+        out.append((_midnight(date(today.year - 1, 1, 1)), _midnight(date(today.year, 1, 1)) + DAY))
     for m in _PATTERN_AGO.finditer(text):
         days = _count(m) * _unit_days(m["u"])
         slack = max(1.0, days / 4)  # "three weeks ago" is not to the day

@@ -48,8 +48,11 @@ def breaches_in(module: str, source: str) -> list[Breach]:
     """Every SQL call in one module's source."""
     found: list[Breach] = []
     for node in ast.walk(ast.parse(source)):
-        if isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) \
-                and node.func.attr in SQL_CALLS:
+        if (
+            isinstance(node, ast.Call)
+            and isinstance(node.func, ast.Attribute)
+            and node.func.attr in SQL_CALLS
+        ):
             found.append(Breach(module, node.lineno, f".{node.func.attr}()"))
     return sorted(found, key=lambda b: b.line)
 
@@ -74,13 +77,15 @@ class SqlOwnersContract(Contract):
                 path = _source(module)
                 if path is not None:
                     breaches.extend(breaches_in(module, path.read_text(encoding="utf-8")))
-        return ContractCheck(kept=not breaches and not unknown,
-                             metadata={"breaches": breaches, "unknown": unknown})
+        return ContractCheck(
+            kept=not breaches and not unknown, metadata={"breaches": breaches, "unknown": unknown}
+        )
 
     def render_broken_contract(self, check: ContractCheck) -> None:
         for owner in check.metadata["unknown"]:
             output.print_error(f"{owner} is listed as a table owner but is no module")
         for b in check.metadata["breaches"]:
-            output.print_error(f"{b.module}:{b.line} runs SQL ({b.what}) but owns no table",
-                               bold=False)
+            output.print_error(
+                f"{b.module}:{b.line} runs SQL ({b.what}) but owns no table", bold=False
+            )
         output.new_line()

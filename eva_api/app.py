@@ -34,17 +34,19 @@ def build_app(services: ApiServices, settings: ServeSettings, token: str) -> Gua
     # sse-starlette logs every chunk it sends at DEBUG: those are Eva's words and memory notes
     logging.getLogger("sse_starlette").setLevel(logging.INFO)
     routes = [Route(ep.path, getattr(api, ep.handler), methods=[ep.method]) for ep in ENDPOINTS]
-    app = Starlette(routes=routes, exception_handlers={HTTPException: http_error,
-                                                       Exception: crash})
+    app = Starlette(routes=routes, exception_handlers={HTTPException: http_error, Exception: crash})
     app.router.redirect_slashes = False  # /v1/health/ is a JSON 404, not a bare redirect
     app.state.api = api
     inner: Any = app
     if settings.allow_origins:
         from starlette.middleware.cors import CORSMiddleware
 
-        inner = CORSMiddleware(app, allow_origins=list(settings.allow_origins),
-                               allow_methods=["GET", "POST", "PATCH", "DELETE"],
-                               allow_headers=["authorization", "content-type"])
+        inner = CORSMiddleware(
+            app,
+            allow_origins=list(settings.allow_origins),
+            allow_methods=["GET", "POST", "PATCH", "DELETE"],
+            allow_headers=["authorization", "content-type"],
+        )
     guard = Guard(inner, settings)
     guard.api = api
     return guard
@@ -73,11 +75,19 @@ def make_server(services: ApiServices, settings: ServeSettings, token: str) -> A
     import uvicorn
 
     guard = build_app(services, settings, token)
-    config = uvicorn.Config(guard, host=settings.host, port=settings.port, access_log=False,
-                            log_config=None,  # uvicorn's would drop setup_logging's
-                            log_level="warning", server_header=False, lifespan="off",
-                            proxy_headers=False, http=protocol_class(settings),
-                            timeout_keep_alive=settings.keep_alive)  # type: ignore[arg-type]
+    config = uvicorn.Config(
+        guard,
+        host=settings.host,
+        port=settings.port,
+        access_log=False,
+        log_config=None,  # uvicorn's would drop setup_logging's
+        log_level="warning",
+        server_header=False,
+        lifespan="off",
+        proxy_headers=False,
+        http=protocol_class(settings),
+        timeout_keep_alive=settings.keep_alive,  # type: ignore[arg-type]
+    )
     server = uvicorn.Server(config)
     state = server.server_state
     limit = settings.max_connections
@@ -135,8 +145,7 @@ def protocol_class(settings: ServeSettings) -> type:
             if self.transport.is_closing() or self.conn.their_state is not h11.IDLE:
                 return
             if self._head_bytes:  # half a request: say why before closing
-                self._write_error(408, "the request's headers did not arrive in time",
-                                  "timeout")
+                self._write_error(408, "the request's headers did not arrive in time", "timeout")
             self.transport.close()
 
         def send_400_response(self, msg: str) -> None:
@@ -150,19 +159,28 @@ def protocol_class(settings: ServeSettings) -> type:
             self.transport.write(
                 f"HTTP/1.1 {status} {reason}\r\ncontent-type: application/json\r\n"
                 f"content-length: {len(body)}\r\nx-request-id: {rid}\r\n"
-                "connection: close\r\n\r\n".encode() + body)
+                "connection: close\r\n\r\n".encode()
+                + body
+            )
             log.info("%s - - %d 0.0ms", rid, status)
 
     return EvaH11Protocol
 
 
-def serve(services: ApiServices, settings: ServeSettings, token: str, *,
-          sockets: list | None = None, schedule: bool = True) -> None:
+def serve(
+    services: ApiServices,
+    settings: ServeSettings,
+    token: str,
+    *,
+    sockets: list | None = None,
+    schedule: bool = True,
+) -> None:
     """Run uvicorn (blocking) until interrupted; with ``schedule``, Eva sleeps when due and
     quiet (checked every 30 s), as the TUI does."""
     server = make_server(services, settings, token)
     hub = server.config.app.api.hub
     if schedule:
+
         def scheduler() -> None:
             while not server.should_exit:
                 time.sleep(30)

@@ -27,35 +27,56 @@ def _j(d: dict) -> str:
 def event_json(ev: Any) -> dict | None:
     """One event as ``{"event": name, "data": json}``; None for one the caller does not get."""
     if isinstance(ev, Sleeping):
-        return {"event": "sleeping", "data": _j({"message": "Eva is asleep; your message is "
-                                                            "queued until she wakes."})}
+        return {
+            "event": "sleeping",
+            "data": _j({"message": "Eva is asleep; your message is queued until she wakes."}),
+        }
     if isinstance(ev, MemoryUsed):
         s = ev.section
-        return {"event": "memory", "data": _j({"recalled_ids": list(s.recalled_ids),
-                                               "core_ids": list(s.core_ids),
-                                               "withheld_footnote": s.withheld_footnote})}
+        return {
+            "event": "memory",
+            "data": _j(
+                {
+                    "recalled_ids": list(s.recalled_ids),
+                    "core_ids": list(s.core_ids),
+                    "withheld_footnote": s.withheld_footnote,
+                }
+            ),
+        }
     if isinstance(ev, Token):
         return {"event": "token", "data": _j({"text": ev.text})}
     if isinstance(ev, Remembering):
         return {"event": "remembering", "data": _j({})}
     if isinstance(ev, ToolFinished):
         r = ev.result
-        return {"event": "memory_note", "data": _j({"tool": ev.name, "ok": r.ok,
-                                                    "text": r.text})}
+        return {"event": "memory_note", "data": _j({"tool": ev.name, "ok": r.ok, "text": r.text})}
     if isinstance(ev, Notice):
         return {"event": "notice", "data": _j({"text": ev.text})}
     if isinstance(ev, TurnError):
         return {"event": "error", "data": _j({"message": ev.message, "turn_id": ev.turn_id})}
     if isinstance(ev, TurnDone):
-        return {"event": "done", "data": _j({
-            "turn_id": ev.turn_id, "stopped": ev.stopped, "prompt_tokens": ev.prompt_tokens,
-            "evaluated_tokens": ev.evaluated_tokens,
-            "completion_tokens": ev.completion_tokens,
-            "first_token_seconds": ev.first_token_seconds, "seconds": ev.seconds,
-            "model_calls": ev.model_calls})}
+        return {
+            "event": "done",
+            "data": _j(
+                {
+                    "turn_id": ev.turn_id,
+                    "stopped": ev.stopped,
+                    "prompt_tokens": ev.prompt_tokens,
+                    "evaluated_tokens": ev.evaluated_tokens,
+                    "completion_tokens": ev.completion_tokens,
+                    "first_token_seconds": ev.first_token_seconds,
+                    "seconds": ev.seconds,
+                    "model_calls": ev.model_calls,
+                }
+            ),
+        }
     if isinstance(ev, BaseException):
-        return {"event": "error", "data": _j({"message": "Eva could not answer this message; "
-                                                         "the server log has the details."})}
+        return {
+            "event": "error",
+            "data": _j(
+                {"message": "Eva could not answer this message; the server log has the details."}
+            ),
+        }
     return None  # ToolStarted: its ToolFinished follows
 
 

@@ -167,31 +167,56 @@ class Guard:
             # (its text may quote memory); the app's handler has logged the type already
             if not status[0]:
                 log.error("request %s failed: %s", rid, type(e).__name__)
-                await self._reject(send_with_id, 500, "internal error; see the server log "
-                                   "with this request id", "internal", rid, {})
+                await self._reject(
+                    send_with_id,
+                    500,
+                    "internal error; see the server log with this request id",
+                    "internal",
+                    rid,
+                    {},
+                )
         finally:
             # method and path only: the query string carries the caller's words
-            log.info("%s %s %s %d %.1fms", rid, scope.get("method"), _loggable(scope.get("path")),
-                     status[0], 1000 * (time.monotonic() - started))
+            log.info(
+                "%s %s %s %d %.1fms",
+                rid,
+                scope.get("method"),
+                _loggable(scope.get("path")),
+                status[0],
+                1000 * (time.monotonic() - started),
+            )
 
     def check(self, scope: dict) -> tuple[int, str, str, dict] | None:
-        headers = {k.decode("latin-1").lower(): v.decode("latin-1")
-                   for k, v in scope.get("headers", [])}
+        headers = {
+            k.decode("latin-1").lower(): v.decode("latin-1") for k, v in scope.get("headers", [])
+        }
         host = headers.get("host", "").strip().lower()
         if host not in self.hosts:
-            return 421, "this server answers only to its own host name (Host header refused)", \
-                "bad_host", {}
+            return (
+                421,
+                "this server answers only to its own host name (Host header refused)",
+                "bad_host",
+                {},
+            )
         origin = headers.get("origin")
         if origin is not None and origin.rstrip("/").lower() not in self.origins:
             return 403, "cross-origin requests are refused", "bad_origin", {}
         if self.busy():
-            return 503, "the server has too many connections open; try again soon", "busy", \
-                {"retry-after": "1"}
+            return (
+                503,
+                "the server has too many connections open; try again soon",
+                "busy",
+                {"retry-after": "1"},
+            )
         client = (scope.get("client") or ("?", 0))[0]
         wait = self.limiter.take(client_key(client))
         if wait:
-            return 429, "too many requests; slow down", "rate_limited", \
-                {"retry-after": str(max(1, int(wait + 0.999)))}
+            return (
+                429,
+                "too many requests; slow down",
+                "rate_limited",
+                {"retry-after": str(max(1, int(wait + 0.999)))},
+            )
         length = headers.get("content-length")
         if length is not None:
             try:
@@ -199,8 +224,12 @@ class Guard:
             except ValueError:
                 return 400, "Content-Length is not a number", "bad_request", {}
             if n > self.settings.max_body:
-                return 413, f"the body is larger than {self.settings.max_body} bytes", \
-                    "too_large", {}
+                return (
+                    413,
+                    f"the body is larger than {self.settings.max_body} bytes",
+                    "too_large",
+                    {},
+                )
         return None
 
     def _limited(self, receive: Any) -> Any:
@@ -219,11 +248,14 @@ class Guard:
         return wrapped
 
     @staticmethod
-    async def _reject(send: Any, status: int, detail: str, code: str, rid: str,
-                      extra: dict) -> None:
+    async def _reject(
+        send: Any, status: int, detail: str, code: str, rid: str, extra: dict
+    ) -> None:
         body = json.dumps(error_body(status, detail, code, rid)).encode()
-        headers = [(b"content-type", b"application/json"),
-                   (b"content-length", str(len(body)).encode())]
+        headers = [
+            (b"content-type", b"application/json"),
+            (b"content-length", str(len(body)).encode()),
+        ]
         headers += [(k.encode(), v.encode()) for k, v in extra.items()]
         await send({"type": "http.response.start", "status": status, "headers": headers})
         await send({"type": "http.response.body", "body": body})
@@ -251,26 +283,38 @@ class Caller:
             return False
         scheme, _, value = auth.partition(" ")
         if scheme.lower() != "bearer" or not value.strip():
-            raise ApiError(401, "Authorization must be 'Bearer <token>'", "unauthorized",
-                           {"www-authenticate": "Bearer"})
+            raise ApiError(
+                401,
+                "Authorization must be 'Bearer <token>'",
+                "unauthorized",
+                {"www-authenticate": "Bearer"},
+            )
         if not hmac.compare_digest(value.strip().encode(), self._token):
             raise ApiError(401, "wrong token", "unauthorized", {"www-authenticate": "Bearer"})
         return True
 
     def require_owner(self, request: Request) -> None:
         if not self.is_owner(request):
-            raise ApiError(401, "this endpoint needs the owner's token (Authorization: Bearer "
-                                "…, from serve.token in the data dir)", "unauthorized",
-                           {"www-authenticate": "Bearer"})
+            raise ApiError(
+                401,
+                "this endpoint needs the owner's token (Authorization: Bearer "
+                "…, from serve.token in the data dir)",
+                "unauthorized",
+                {"www-authenticate": "Bearer"},
+            )
 
     def context(self, request: Request, audience: str, trusted: bool = True) -> TurnContext:
         if audience not in AUDIENCES:
             raise ApiError(400, AUDIENCE_ERROR, "bad_request")
         owner = self.is_owner(request)
         if not owner or audience == "public":
-            return TurnContext(Speaker.OTHER, Surface.UNTRUSTED,
-                               Audience.OWNER_ONLY if audience == "owner" else Audience.GROUP)
+            return TurnContext(
+                Speaker.OTHER,
+                Surface.UNTRUSTED,
+                Audience.OWNER_ONLY if audience == "owner" else Audience.GROUP,
+            )
         if audience == "group":
             return TurnContext(Speaker.OWNER, Surface.UNTRUSTED, Audience.GROUP)
-        return TurnContext(Speaker.OWNER, Surface.TRUSTED if trusted else Surface.UNTRUSTED,
-                           Audience.OWNER_ONLY)
+        return TurnContext(
+            Speaker.OWNER, Surface.TRUSTED if trusted else Surface.UNTRUSTED, Audience.OWNER_ONLY
+        )

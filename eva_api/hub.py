@@ -39,8 +39,7 @@ class ChatHub:
         with self.count_lock:
             self.waiting += delta
 
-    def sleep_in_background(self, sleeper: SleeperLike, dry_run: bool | None,
-                            reason: str) -> None:
+    def sleep_in_background(self, sleeper: SleeperLike, dry_run: bool | None, reason: str) -> None:
         """A night in a thread, once the running turn (if any) has ended: the planner is the
         chat model, which runs one thing at a time. Turns that come meanwhile get
         ``sleeping`` and wait."""
@@ -79,16 +78,21 @@ class ChatHub:
                 self.conversations.pop(next(iter(self.conversations)))
             base = s.conversation
             conv = Conversation(
-                s.memory, s.chat_model,
+                s.memory,
+                s.chat_model,
                 base.persona if base is not None else s.persona_file_text(),
                 base.config if base is not None else s.conversation_config(s.config.chat),
-                clock=s.clock, sleep=s.sleeper, channel=key,
-                extra_tools=s.sleep_tools() if ctx.can_mutate else None)
+                clock=s.clock,
+                sleep=s.sleeper,
+                channel=key,
+                extra_tools=s.sleep_tools() if ctx.can_mutate else None,
+            )
             self.conversations[key] = conv
         return conv
 
-    async def turn(self, conv: Conversation, message: str, ctx: TurnContext
-                   ) -> AsyncGenerator[Any, None]:
+    async def turn(
+        self, conv: Conversation, message: str, ctx: TurnContext
+    ) -> AsyncGenerator[Any, None]:
         """One turn's events as they come (an exception that ended it, too), the turn run in a
         thread after the ones before it. A turn queued while Eva sleeps (here or in another
         process) says :class:`Sleeping` at once and waits. Closing this (the client went

@@ -19,8 +19,7 @@ class PrivateLogFile(logging.handlers.RotatingFileHandler):
     dir is the owner's."""
 
     def _open(self) -> Any:
-        return ownership.open_private(self.baseFilename, "a",
-                                      encoding=self.encoding or "utf-8")
+        return ownership.open_private(self.baseFilename, "a", encoding=self.encoding or "utf-8")
 
 
 class TypeOnlyFormatter(logging.Formatter):
@@ -42,8 +41,9 @@ def setup_logging(data_dir: Path, stderr: bool = True) -> list[logging.Handler]:
     Returns the handlers installed (again: they replace the earlier ones)."""
     ownership.private_dir(data_dir, claim=False)
     fmt = TypeOnlyFormatter("%(asctime)s %(levelname)s %(message)s")
-    handler = PrivateLogFile(data_dir / LOG_FILE, maxBytes=LOG_BYTES, backupCount=LOG_BACKUPS,
-                             encoding="utf-8")
+    handler = PrivateLogFile(
+        data_dir / LOG_FILE, maxBytes=LOG_BYTES, backupCount=LOG_BACKUPS, encoding="utf-8"
+    )
     handlers: list[logging.Handler] = [handler]
     if stderr:
         handlers.append(logging.StreamHandler())

@@ -61,15 +61,17 @@ class Api:
             return declared.check({})
         ctype = request.headers.get("content-type", "").split(";")[0].strip().lower()
         if ctype != "application/json":
-            raise ApiError(415, "send JSON (Content-Type: application/json)",
-                           "unsupported_media_type")
+            raise ApiError(
+                415, "send JSON (Content-Type: application/json)", "unsupported_media_type"
+            )
         try:
             data = json.loads(raw)
         except (ValueError, UnicodeDecodeError):
             raise ApiError(400, "the body is not valid JSON", "bad_json") from None
         except RecursionError:
-            raise ApiError(400, "the body is not valid JSON: nested too deeply",
-                           "bad_json") from None
+            raise ApiError(
+                400, "the body is not valid JSON: nested too deeply", "bad_json"
+            ) from None
         if not isinstance(data, dict):
             raise ApiError(400, "the body must be a JSON object", "bad_json")
         return declared.check(data)
@@ -78,13 +80,16 @@ class Api:
     async def health(self, request: Request) -> JSONResponse:
         s = self.services
         sleeper = s.sleeper
-        return JSONResponse({
-            "status": "ok", "version": __version__,
-            "memory": s.memory is not None,
-            "chat": s.chat_model is not None,
-            "chat_loading": self.model_loading(),
-            "sleeping": bool(sleeper is not None and sleeper.is_sleeping()),
-        })
+        return JSONResponse(
+            {
+                "status": "ok",
+                "version": __version__,
+                "memory": s.memory is not None,
+                "chat": s.chat_model is not None,
+                "chat_loading": self.model_loading(),
+                "sleeping": bool(sleeper is not None and sleeper.is_sleeping()),
+            }
+        )
 
     async def prompt(self, request: Request) -> JSONResponse:
         """Run on the event loop itself: recall takes about a millisecond, less than the hop
@@ -100,12 +105,15 @@ class Api:
         audience = "public" if public else qp.get("audience", "owner")
         ctx = self.caller.context(request, audience)
         section = self.memory.prompt_section(q, ctx, reinforce=False)
-        return JSONResponse({
-            "text": section.text, "core_ids": list(section.core_ids),
-            "recalled_ids": list(section.recalled_ids),
-            "withheld_footnote": section.withheld_footnote,
-            "context": context_json(ctx),
-        })
+        return JSONResponse(
+            {
+                "text": section.text,
+                "core_ids": list(section.core_ids),
+                "recalled_ids": list(section.recalled_ids),
+                "withheld_footnote": section.withheld_footnote,
+                "context": context_json(ctx),
+            }
+        )
 
     def reminders(self, request: Request) -> JSONResponse:
         """SPEC §8.11: what is coming up. With the owner's token (audience "owner", the
@@ -118,9 +126,17 @@ class Api:
         ctx = self.caller.context(request, qp.get("audience", "owner"))
         items = upcoming(self.memory, ctx, days=days)
         fields = ("id", "content", "due", "every", "days", "when", "private", "kind")
-        return JSONResponse({"items": [{k: i.to_json()[k] for k in fields} for i in items
-                                       if ctx.sees_private or not i.private],
-                             "days": days, "context": context_json(ctx)})
+        return JSONResponse(
+            {
+                "items": [
+                    {k: i.to_json()[k] for k in fields}
+                    for i in items
+                    if ctx.sees_private or not i.private
+                ],
+                "days": days,
+                "context": context_json(ctx),
+            }
+        )
 
     def memories(self, request: Request) -> JSONResponse:
         self.caller.require_owner(request)
@@ -128,9 +144,13 @@ class Api:
         limit = sc.LIMIT.number(qp.get("limit", "100"))
         offset = sc.OFFSET.number(qp.get("offset", "0"))
         try:
-            recs = self.memory.list(kind=qp.get("kind"), contains=qp.get("contains"),
-                                    order=qp.get("order", "updated"), limit=limit,
-                                    offset=offset)
+            recs = self.memory.list(
+                kind=qp.get("kind"),
+                contains=qp.get("contains"),
+                order=qp.get("order", "updated"),
+                limit=limit,
+                offset=offset,
+            )
         except MemoryOpError as e:
             raise bad_request(str(e)) from None
         return JSONResponse({"memories": [record_json(r) for r in recs]})
@@ -142,8 +162,15 @@ class Api:
             hits = self.memory.search(q, reinforce=False)
         except MemoryOpError as e:
             raise bad_request(str(e)) from None
-        return JSONResponse({"hits": [{"score": h.score, **record_json(h.record)}
-                                      for h in hits if h.record is not None]})
+        return JSONResponse(
+            {
+                "hits": [
+                    {"score": h.score, **record_json(h.record)}
+                    for h in hits
+                    if h.record is not None
+                ]
+            }
+        )
 
     def restore(self, request: Request) -> JSONResponse:
         self.caller.require_owner(request)
@@ -167,9 +194,12 @@ class Api:
         sleeper = self._sleeper()
         limit = max(1, min(100, sc.RUNS_LIMIT.number(request.query_params.get("limit", "30"))))
         runs = sleeper.runs(limit)
-        return JSONResponse({"runs": [run_json(r) if owner else public_run_json(r)
-                                      for r in runs],
-                             "sleeping": sleeper.is_sleeping()})
+        return JSONResponse(
+            {
+                "runs": [run_json(r) if owner else public_run_json(r) for r in runs],
+                "sleeping": sleeper.is_sleeping(),
+            }
+        )
 
     async def sleep(self, request: Request) -> JSONResponse:
         self.caller.require_owner(request)
@@ -177,9 +207,11 @@ class Api:
         sleeper = self._sleeper()
         holder = getattr(sleeper, "sleeping_elsewhere", lambda: None)()
         if sleeper.is_sleeping():
-            raise ApiError(409, "Eva is already asleep"
-                           + (f" ({holder.describe(time.time())})" if holder else ""),
-                           "sleeping")
+            raise ApiError(
+                409,
+                "Eva is already asleep" + (f" ({holder.describe(time.time())})" if holder else ""),
+                "sleeping",
+            )
         self.hub.sleep_in_background(sleeper, data["dry_run"], "api")
         return JSONResponse({"status": "started"}, 202)
 
@@ -189,8 +221,9 @@ class Api:
         holder = getattr(sleeper, "sleeping_elsewhere", lambda: None)()
         asleep = sleeper.is_sleeping()
         sleeper.wake()  # another process is asked to wake at its next heartbeat
-        return JSONResponse({"woken": asleep,
-                             "elsewhere": holder.describe(time.time()) if holder else None})
+        return JSONResponse(
+            {"woken": asleep, "elsewhere": holder.describe(time.time()) if holder else None}
+        )
 
     # ------------------------------------------------------------------ messages (§8.12)
     def _chat_message(self, request: Request) -> tuple[Transcript, int, int]:
@@ -207,8 +240,7 @@ class Api:
         except ChatNotFound:
             raise ApiError(404, f"there is no chat #{chat_id}", "not_found") from None
         if chat.archived:
-            raise ApiError(409, f"chat #{chat_id} is in the archive: restore it first",
-                           "conflict")
+            raise ApiError(409, f"chat #{chat_id} is in the archive: restore it first", "conflict")
         transcript = memory.attach(Transcript)
         if transcript.message(message_id, chat_id) is None:
             raise ApiError(404, f"chat #{chat_id} has no message #{message_id}", "not_found")
@@ -244,12 +276,17 @@ class Api:
         conv = self.hub.conversation(ctx, data["channel"])
         if conv is None:
             if self.model_loading():
-                raise ApiError(503, "the chat model is still loading; try again soon",
-                               "loading", {"retry-after": "5"})
+                raise ApiError(
+                    503,
+                    "the chat model is still loading; try again soon",
+                    "loading",
+                    {"retry-after": "5"},
+                )
             raise ApiError(503, "chat is off: no chat model is loaded", "unavailable")
         if self.hub.waiting >= self.settings.max_waiting_chats:
-            raise ApiError(503, "too many chat turns are waiting; try again soon", "busy",
-                           {"retry-after": "5"})
+            raise ApiError(
+                503, "too many chat turns are waiting; try again soon", "busy", {"retry-after": "5"}
+            )
         return EventSourceResponse(sse(self.hub.turn(conv, data["message"], ctx)), ping=15)
 
     # ------------------------------------------------------------------ openapi

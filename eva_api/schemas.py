@@ -104,8 +104,10 @@ class Body:
         return {f.name: f.check(data) for f in self.fields}
 
     def schema(self) -> dict[str, Any]:
-        out: dict[str, Any] = {"type": "object",
-                               "properties": {f.name: f.schema() for f in self.fields}}
+        out: dict[str, Any] = {
+            "type": "object",
+            "properties": {f.name: f.schema() for f in self.fields},
+        }
         required = [f.name for f in self.fields if f.required]
         if required:
             out["required"] = required
@@ -114,30 +116,72 @@ class Body:
         return out
 
 
-SLEEP_BODY = Body((
-    Field("dry_run", bool, "dry_run is true or false", nullable=True,
-          description="plan and journal, apply nothing (default: [sleep] dry_run)"),
-), optional=True)
+SLEEP_BODY = Body(
+    (
+        Field(
+            "dry_run",
+            bool,
+            "dry_run is true or false",
+            nullable=True,
+            description="plan and journal, apply nothing (default: [sleep] dry_run)",
+        ),
+    ),
+    optional=True,
+)
 
 TYPES = "audience is a string and trusted a boolean"
-CHAT_BODY = Body((
-    Field("message", str, "give a non-empty 'message'", required=True, non_blank=True,
-          max_length=MAX_MESSAGE,
-          too_long=f"the message is longer than {MAX_MESSAGE} characters"),
-    Field("audience", str, TYPES, default="owner", enum=AUDIENCES, not_one_of=AUDIENCE_ERROR,
-          description="who will read the answer: private memory only for 'owner' with the "
-                      "owner's token"),
-    Field("trusted", bool, TYPES, default=True,
-          description="false: the owner speaks from a surface others may see"),
-    Field("channel", str, "channel is 1-64 letters, digits, '-' or '_'", default="api",
-          pattern=r"[A-Za-z0-9_-]{1,64}",
-          description="the caller's own conversation (windows never mix channels)"),
-))
+CHAT_BODY = Body(
+    (
+        Field(
+            "message",
+            str,
+            "give a non-empty 'message'",
+            required=True,
+            non_blank=True,
+            max_length=MAX_MESSAGE,
+            too_long=f"the message is longer than {MAX_MESSAGE} characters",
+        ),
+        Field(
+            "audience",
+            str,
+            TYPES,
+            default="owner",
+            enum=AUDIENCES,
+            not_one_of=AUDIENCE_ERROR,
+            description="who will read the answer: private memory only for 'owner' with the "
+            "owner's token",
+        ),
+        Field(
+            "trusted",
+            bool,
+            TYPES,
+            default=True,
+            description="false: the owner speaks from a surface others may see",
+        ),
+        Field(
+            "channel",
+            str,
+            "channel is 1-64 letters, digits, '-' or '_'",
+            default="api",
+            pattern=r"[A-Za-z0-9_-]{1,64}",
+            description="the caller's own conversation (windows never mix channels)",
+        ),
+    )
+)
 
-EDIT_BODY = Body((
-    Field("content", str, "give the new text as a non-empty 'content'", required=True,
-          non_blank=True),
-), closed=True, unknown='unknown field {name} (send {{"content": …}})')
+EDIT_BODY = Body(
+    (
+        Field(
+            "content",
+            str,
+            "give the new text as a non-empty 'content'",
+            required=True,
+            non_blank=True,
+        ),
+    ),
+    closed=True,
+    unknown='unknown field {name} (send {{"content": …}})',
+)
 
 
 # ---------------------------------------------------------------------------------- parameters
@@ -178,8 +222,12 @@ class Param:
             s["enum"] = list(self.enum)
         if self.max_length is not None:
             s["maxLength"] = self.max_length
-        return {"name": self.name, "in": self.where,
-                "required": self.required or self.where == "path", "schema": s}
+        return {
+            "name": self.name,
+            "in": self.where,
+            "required": self.required or self.where == "path",
+            "schema": s,
+        }
 
 
 def int_param(value: str, name: str, lo: int | None = None, hi: int | None = None) -> int:
@@ -224,32 +272,89 @@ class Endpoint:
 
 ENDPOINTS: tuple[Endpoint, ...] = (
     Endpoint("GET", "/v1/health", "health", "Is the server up; is Eva asleep"),
-    Endpoint("GET", "/v1/memories/prompt", "prompt",
-             "The memory section a turn would carry (reinforces nothing)",
-             params=(Q, PUBLIC, AUDIENCE)),
-    Endpoint("GET", "/v1/memories/search", "search",
-             "Search memories (owner; reinforces nothing)", owner=True, params=(SEARCH_Q,)),
-    Endpoint("GET", "/v1/memories", "memories", "List memories (owner)", owner=True,
-             params=(KIND, CONTAINS, ORDER, LIMIT, OFFSET)),
-    Endpoint("POST", "/v1/memories/archive/{id}/restore", "restore",
-             "Restore an archived memory (owner)", owner=True, params=(RECORD_ID,)),
-    Endpoint("GET", "/v1/reminders", "reminders",
-             "What is coming up: promises, dates, birthdays, notable nights (private items "
-             "and nights only with the token)", params=(DAYS, AUDIENCE)),
-    Endpoint("GET", "/v1/sleep/runs", "runs", "The sleep journal (redacted without the token)",
-             params=(RUNS_LIMIT,)),
-    Endpoint("POST", "/v1/sleep", "sleep", "Sleep now, in the background (owner)", owner=True,
-             body=SLEEP_BODY, ok=202),
+    Endpoint(
+        "GET",
+        "/v1/memories/prompt",
+        "prompt",
+        "The memory section a turn would carry (reinforces nothing)",
+        params=(Q, PUBLIC, AUDIENCE),
+    ),
+    Endpoint(
+        "GET",
+        "/v1/memories/search",
+        "search",
+        "Search memories (owner; reinforces nothing)",
+        owner=True,
+        params=(SEARCH_Q,),
+    ),
+    Endpoint(
+        "GET",
+        "/v1/memories",
+        "memories",
+        "List memories (owner)",
+        owner=True,
+        params=(KIND, CONTAINS, ORDER, LIMIT, OFFSET),
+    ),
+    Endpoint(
+        "POST",
+        "/v1/memories/archive/{id}/restore",
+        "restore",
+        "Restore an archived memory (owner)",
+        owner=True,
+        params=(RECORD_ID,),
+    ),
+    Endpoint(
+        "GET",
+        "/v1/reminders",
+        "reminders",
+        "What is coming up: promises, dates, birthdays, notable nights (private items "
+        "and nights only with the token)",
+        params=(DAYS, AUDIENCE),
+    ),
+    Endpoint(
+        "GET",
+        "/v1/sleep/runs",
+        "runs",
+        "The sleep journal (redacted without the token)",
+        params=(RUNS_LIMIT,),
+    ),
+    Endpoint(
+        "POST",
+        "/v1/sleep",
+        "sleep",
+        "Sleep now, in the background (owner)",
+        owner=True,
+        body=SLEEP_BODY,
+        ok=202,
+    ),
     Endpoint("POST", "/v1/sleep/wake", "wake", "Wake Eva (owner)", owner=True),
-    Endpoint("POST", "/v1/chat", "chat",
-             "One chat turn as Server-Sent Events: sleeping, memory, token, remembering, "
-             "memory_note, notice, error, done", body=CHAT_BODY, sse=True),
-    Endpoint("PATCH", "/v1/chats/{chat}/messages/{id}", "edit_message",
-             "Edit a message of a chat (owner); the summaries covering it are invalidated",
-             owner=True, params=(CHAT_ID, MESSAGE_ID), body=EDIT_BODY),
-    Endpoint("DELETE", "/v1/chats/{chat}/messages/{id}", "delete_message",
-             "Delete a message of a chat to the archive (owner); the summaries covering it "
-             "are invalidated", owner=True, params=(CHAT_ID, MESSAGE_ID)),
+    Endpoint(
+        "POST",
+        "/v1/chat",
+        "chat",
+        "One chat turn as Server-Sent Events: sleeping, memory, token, remembering, "
+        "memory_note, notice, error, done",
+        body=CHAT_BODY,
+        sse=True,
+    ),
+    Endpoint(
+        "PATCH",
+        "/v1/chats/{chat}/messages/{id}",
+        "edit_message",
+        "Edit a message of a chat (owner); the summaries covering it are invalidated",
+        owner=True,
+        params=(CHAT_ID, MESSAGE_ID),
+        body=EDIT_BODY,
+    ),
+    Endpoint(
+        "DELETE",
+        "/v1/chats/{chat}/messages/{id}",
+        "delete_message",
+        "Delete a message of a chat to the archive (owner); the summaries covering it "
+        "are invalidated",
+        owner=True,
+        params=(CHAT_ID, MESSAGE_ID),
+    ),
     Endpoint("GET", "/openapi.json", "openapi", "This document"),
 )
 
@@ -258,16 +363,22 @@ _ERROR = {"$ref": "#/components/schemas/Error"}
 
 def _operation(ep: Endpoint) -> dict[str, Any]:
     media = "text/event-stream" if ep.sse else "application/json"
-    op: dict[str, Any] = {"summary": ep.summary, "responses": {
-        str(ep.ok): {"description": "OK", "content": {media: {"schema": {}}}},
-        "4XX": {"description": "error", "content": {"application/json": {"schema": _ERROR}}}}}
+    op: dict[str, Any] = {
+        "summary": ep.summary,
+        "responses": {
+            str(ep.ok): {"description": "OK", "content": {media: {"schema": {}}}},
+            "4XX": {"description": "error", "content": {"application/json": {"schema": _ERROR}}},
+        },
+    }
     if ep.owner:
         op["security"] = [{"owner": []}]
     if ep.params:
         op["parameters"] = [p.schema() for p in ep.params]
     if ep.body is not None:
-        op["requestBody"] = {"required": not ep.body.optional,
-                             "content": {"application/json": {"schema": ep.body.schema()}}}
+        op["requestBody"] = {
+            "required": not ep.body.optional,
+            "content": {"application/json": {"schema": ep.body.schema()}},
+        }
     return op
 
 
@@ -279,17 +390,26 @@ def openapi_document() -> dict[str, Any]:
         paths.setdefault(ep.path, {})[ep.method.lower()] = _operation(ep)
     return {
         "openapi": "3.1.0",
-        "info": {"title": "Eva", "version": __version__,
-                 "description": "Eva's memory and chat for other surfaces. Requests are "
-                                "untrusted unless they carry the owner's token (serve.token "
-                                "in the data dir) as 'Authorization: Bearer …'."},
+        "info": {
+            "title": "Eva",
+            "version": __version__,
+            "description": "Eva's memory and chat for other surfaces. Requests are "
+            "untrusted unless they carry the owner's token (serve.token "
+            "in the data dir) as 'Authorization: Bearer …'.",
+        },
         "components": {
             "securitySchemes": {"owner": {"type": "http", "scheme": "bearer"}},
-            "schemas": {"Error": {"type": "object",
-                                  "required": ["detail", "code", "request_id"],
-                                  "properties": {"detail": {"type": "string"},
-                                                 "code": {"type": "string"},
-                                                 "request_id": {"type": "string"}}}},
+            "schemas": {
+                "Error": {
+                    "type": "object",
+                    "required": ["detail", "code", "request_id"],
+                    "properties": {
+                        "detail": {"type": "string"},
+                        "code": {"type": "string"},
+                        "request_id": {"type": "string"},
+                    },
+                }
+            },
         },
         "paths": paths,
     }

@@ -11,32 +11,75 @@ from core.store.records import Record
 
 
 def context_json(ctx: TurnContext) -> dict:
-    return {"speaker": str(ctx.speaker), "surface": str(ctx.surface),
-            "audience": str(ctx.audience), "sees_private": ctx.sees_private}
+    return {
+        "speaker": str(ctx.speaker),
+        "surface": str(ctx.surface),
+        "audience": str(ctx.audience),
+        "sees_private": ctx.sees_private,
+    }
 
 
 def record_json(r: Record) -> dict:
-    return {"id": r.id, "content": r.content, "kind": str(r.kind), "importance": r.importance,
-            "private": r.private, "pinned": r.pinned, "scope": r.scope,
-            "created_at": r.created_at, "updated_at": r.updated_at,
-            "last_access_at": r.last_access_at, "access_count": r.access_count}
+    return {
+        "id": r.id,
+        "content": r.content,
+        "kind": str(r.kind),
+        "importance": r.importance,
+        "private": r.private,
+        "pinned": r.pinned,
+        "scope": r.scope,
+        "created_at": r.created_at,
+        "updated_at": r.updated_at,
+        "last_access_at": r.last_access_at,
+        "access_count": r.access_count,
+    }
 
 
 def message_json(m: StoredMessage) -> dict:
-    return {"id": m.id, "chat": m.chat_id, "role": m.role, "content": m.content,
-            "status": m.status, "created_at": m.created_at}
+    return {
+        "id": m.id,
+        "chat": m.chat_id,
+        "role": m.role,
+        "content": m.content,
+        "status": m.status,
+        "created_at": m.created_at,
+    }
 
 
 def run_json(r: SleepRun) -> dict:
     """The owner's view of a night: everything the journal holds."""
-    return {"id": r.id, "started_at": r.started_at, "finished_at": r.finished_at,
-            "status": r.status, "dry_run": r.dry_run, "reason": r.reason, "model": r.model,
-            "stages": r.stages, "notable": r.notable, "summary": r.summary,
-            "phases": [{"stage": p.stage, "name": p.name, "status": p.status,
-                        "seconds": p.seconds, "calls": p.calls,
-                        "ops": [{"op": o.op, "ids": o.ids, "applied": o.applied, "why": o.why,
-                                 "refused_reason": o.refused_reason} for o in p.ops]}
-                       for p in r.phases]}
+    return {
+        "id": r.id,
+        "started_at": r.started_at,
+        "finished_at": r.finished_at,
+        "status": r.status,
+        "dry_run": r.dry_run,
+        "reason": r.reason,
+        "model": r.model,
+        "stages": r.stages,
+        "notable": r.notable,
+        "summary": r.summary,
+        "phases": [
+            {
+                "stage": p.stage,
+                "name": p.name,
+                "status": p.status,
+                "seconds": p.seconds,
+                "calls": p.calls,
+                "ops": [
+                    {
+                        "op": o.op,
+                        "ids": o.ids,
+                        "applied": o.applied,
+                        "why": o.why,
+                        "refused_reason": o.refused_reason,
+                    }
+                    for o in p.ops
+                ],
+            }
+            for p in r.phases
+        ],
+    }
 
 
 def public_run_json(run: SleepRun) -> dict:
@@ -45,13 +88,35 @@ def public_run_json(run: SleepRun) -> dict:
     the code's own names. No free text that memory could be quoted in reaches it: whys, plans,
     details, refusal reasons, notes and the model's name are blank, and the summary is counts."""
     r = run.redacted()
-    return {"id": r.id, "started_at": r.started_at, "finished_at": r.finished_at,
-            "status": r.status, "dry_run": r.dry_run, "reason": r.reason, "model": None,
-            "stages": dict(r.stages), "notable": r.notable, "summary": r.summary,
-            "phases": [{"stage": p.stage, "name": p.name, "status": p.status,
-                        "seconds": p.seconds, "calls": p.calls,
-                        "ops": [{"op": o.op, "ids": list(o.ids), "applied": o.applied,
-                                 "why": "",
-                                 "refused_reason": None if o.refused_reason is None
-                                 else "refused"} for o in p.ops]}
-                       for p in r.phases]}
+    return {
+        "id": r.id,
+        "started_at": r.started_at,
+        "finished_at": r.finished_at,
+        "status": r.status,
+        "dry_run": r.dry_run,
+        "reason": r.reason,
+        "model": None,
+        "stages": dict(r.stages),
+        "notable": r.notable,
+        "summary": r.summary,
+        "phases": [
+            {
+                "stage": p.stage,
+                "name": p.name,
+                "status": p.status,
+                "seconds": p.seconds,
+                "calls": p.calls,
+                "ops": [
+                    {
+                        "op": o.op,
+                        "ids": list(o.ids),
+                        "applied": o.applied,
+                        "why": "",
+                        "refused_reason": None if o.refused_reason is None else "refused",
+                    }
+                    for o in p.ops
+                ],
+            }
+            for p in r.phases
+        ],
+    }

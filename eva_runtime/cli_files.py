@@ -23,8 +23,16 @@ from eva_runtime.cli_io import (
 )
 
 
-def cmd_export(config: cfg.EvaConfig, data_dir: Path, fmt: str, include_archive: bool,
-               private: bool, output: str | None, *, force: bool = False) -> int:
+def cmd_export(
+    config: cfg.EvaConfig,
+    data_dir: Path,
+    fmt: str,
+    include_archive: bool,
+    private: bool,
+    output: str | None,
+    *,
+    force: bool = False,
+) -> int:
     from core.memory import portability
 
     out = Path(output).expanduser() if output else None
@@ -43,9 +51,11 @@ def cmd_export(config: cfg.EvaConfig, data_dir: Path, fmt: str, include_archive:
         what += f" to {output}"
     err_note(what)
     if ex.private_left_out:
-        err_note(f"{ex.private_left_out} private memor"
-                 f"{'y was' if ex.private_left_out == 1 else 'ies were'} left out "
-                 "(--private includes them)")
+        err_note(
+            f"{ex.private_left_out} private memor"
+            f"{'y was' if ex.private_left_out == 1 else 'ies were'} left out "
+            "(--private includes them)"
+        )
     return 0
 
 
@@ -54,13 +64,17 @@ def _check_output(out: Path, force: bool) -> None:
     nor replaced: it may point at something the owner did not mean to overwrite with private
     memories); one that exists is refused unless --force."""
     if out.is_symlink():
-        raise UsageError(f"{out} is a symbolic link; not writing through it or replacing it "
-                         "(give the path of a regular file)")
+        raise UsageError(
+            f"{out} is a symbolic link; not writing through it or replacing it "
+            "(give the path of a regular file)"
+        )
     if out.is_dir():
         raise UsageError(f"{out} is a directory; give a file name")
     if out.exists() and not force:
-        raise UsageError(f"{out} already exists; not overwriting it (pass --force to replace "
-                         "it, or give another -o FILE)")
+        raise UsageError(
+            f"{out} already exists; not overwriting it (pass --force to replace "
+            "it, or give another -o FILE)"
+        )
 
 
 def _emit(lines: list[str], out: Path | None, force: bool) -> None:
@@ -74,8 +88,9 @@ def _emit(lines: list[str], out: Path | None, force: bool) -> None:
     except BrokenPipeError:
         raise
     except OSError as e:  # /dev/full, a full disk under a redirect
-        raise OutputError(f"cannot write the export to stdout: {e.strerror or e}; it is "
-                          "incomplete", stdout=True) from e
+        raise OutputError(
+            f"cannot write the export to stdout: {e.strerror or e}; it is incomplete", stdout=True
+        ) from e
 
 
 def _write_file(out: Path, lines: list[str], force: bool) -> None:
@@ -102,7 +117,6 @@ def _write_file(out: Path, lines: list[str], force: bool) -> None:
         raise
 
 
-
 def cmd_import(config: cfg.EvaConfig, data_dir: Path, file: str) -> int:
     """The file is read and checked whole before the store is opened: a refused import leaves
     the store as it was, and makes none where there was none (issue 25 item C4)."""
@@ -113,11 +127,9 @@ def cmd_import(config: cfg.EvaConfig, data_dir: Path, file: str) -> int:
         return 1
     lines = portability.read_lines(file)
     if _is_chat_file(lines):
-        raise UsageError(f"{file} holds chats, not memories: `eva import --chats {file}` "
-                         "reads it")
+        raise UsageError(f"{file} holds chats, not memories: `eva import --chats {file}` reads it")
     try:
-        items = portability.parse(lines, config.memory.max_chars,
-                                  time.time())
+        items = portability.parse(lines, config.memory.max_chars, time.time())
     except portability.ImportRefused as e:
         err("nothing was imported:")
         for n, why in e.problems:
@@ -129,15 +141,30 @@ def cmd_import(config: cfg.EvaConfig, data_dir: Path, file: str) -> int:
     assert mem is not None, "a store that need not exist is created, never None"
     with mem:
         res = portability.import_items(mem, items)
-    say(f"imported {len(res.created)} memor{'y' if len(res.created) == 1 else 'ies'}"
-        + (f"; {len(res.duplicates)} already in the store (skipped: "
+    say(
+        f"imported {len(res.created)} memor{'y' if len(res.created) == 1 else 'ies'}"
+        + (
+            f"; {len(res.duplicates)} already in the store (skipped: "
             + ", ".join(f"line {n} is #{rid}" for n, rid in res.duplicates[:10])
-            + (", …" if len(res.duplicates) > 10 else "") + ")" if res.duplicates else ""))
+            + (", …" if len(res.duplicates) > 10 else "")
+            + ")"
+            if res.duplicates
+            else ""
+        )
+    )
     return 0
 
 
-def cmd_export_chats(config: cfg.EvaConfig, data_dir: Path, fmt: str, chat_id: int | None,
-                     private: bool, output: str | None, *, force: bool = False) -> int:
+def cmd_export_chats(
+    config: cfg.EvaConfig,
+    data_dir: Path,
+    fmt: str,
+    chat_id: int | None,
+    private: bool,
+    output: str | None,
+    *,
+    force: bool = False,
+) -> int:
     """``eva export --chats`` (issue 28 item 7): the live chats, or one, under the memory
     export's private rule (messages written where private memory was visible only with
     --private)."""
@@ -152,21 +179,32 @@ def cmd_export_chats(config: cfg.EvaConfig, data_dir: Path, fmt: str, chat_id: i
     if mem is None:
         return 1
     with mem:
-        ex = chat_export.export_chats(mem.attach(Chats), mem.attach(Transcript), fmt,
-                                  chat_id=chat_id, private=private, now=time.time())
+        ex = chat_export.export_chats(
+            mem.attach(Chats),
+            mem.attach(Transcript),
+            fmt,
+            chat_id=chat_id,
+            private=private,
+            now=time.time(),
+        )
     _emit(ex.lines, out, force)
-    err_note(f"exported {ex.chats} chat{'s' if ex.chats != 1 else ''} with {ex.messages} "
-             f"message{'s' if ex.messages != 1 else ''}" + (f" to {output}" if output else ""))
+    err_note(
+        f"exported {ex.chats} chat{'s' if ex.chats != 1 else ''} with {ex.messages} "
+        f"message{'s' if ex.messages != 1 else ''}" + (f" to {output}" if output else "")
+    )
     if ex.private_left_out:
-        err_note(f"{ex.private_left_out} message{'s' if ex.private_left_out != 1 else ''} "
-                 "written where private memory was visible "
-                 f"{'was' if ex.private_left_out == 1 else 'were'} left out (--private "
-                 "includes them)")
+        err_note(
+            f"{ex.private_left_out} message{'s' if ex.private_left_out != 1 else ''} "
+            "written where private memory was visible "
+            f"{'was' if ex.private_left_out == 1 else 'were'} left out (--private "
+            "includes them)"
+        )
     return 0
 
 
-def cmd_import_chats(config: cfg.EvaConfig, data_dir: Path, file: str, *,
-                     dry_run: bool = False) -> int:
+def cmd_import_chats(
+    config: cfg.EvaConfig, data_dir: Path, file: str, *, dry_run: bool = False
+) -> int:
     """``eva import --chats FILE`` (issue 28 item 7): the format is detected and named, the
     whole file is checked before the store is opened, then one transaction writes it."""
     from core.chat import imports as chat_import
@@ -175,8 +213,11 @@ def cmd_import_chats(config: cfg.EvaConfig, data_dir: Path, file: str, *,
     try:
         plan = chat_import.parse_file(file, time.time())
     except chat_import.ChatImportRefused as e:
-        err("nothing was imported" + (f" ({chat_import.FORMAT_NAMES[e.format]})" if e.format
-                                       else "") + ":")
+        err(
+            "nothing was imported"
+            + (f" ({chat_import.FORMAT_NAMES[e.format]})" if e.format else "")
+            + ":"
+        )
         for where, why in e.problems:
             err_note(f"  {where}: {why}" if where else f"  {why}")
         if e.total > len(e.problems):
@@ -185,8 +226,10 @@ def cmd_import_chats(config: cfg.EvaConfig, data_dir: Path, file: str, *,
     for line in chat_import.import_summary(plan):
         say(line)
     for c in plan.chats[:20]:
-        say(f"  {c.title or '(untitled)'} — {len(c.messages)} messages, "
-            f"{chat_import.day_span(c.created_at, c.updated_at)}")
+        say(
+            f"  {c.title or '(untitled)'} — {len(c.messages)} messages, "
+            f"{chat_import.day_span(c.created_at, c.updated_at)}"
+        )
     if len(plan.chats) > 20:
         say(f"  … and {len(plan.chats) - 20} more chats")
     if dry_run:
@@ -199,15 +242,22 @@ def cmd_import_chats(config: cfg.EvaConfig, data_dir: Path, file: str, *,
     assert mem is not None, "a store that need not exist is created, never None"
     with mem:
         ids, moved = mem.attach(Chats).import_chats(plan.chats, plan.format, time.time())
-    say(f"imported {len(ids)} chat{'s' if len(ids) != 1 else ''} with {plan.messages} "
+    say(
+        f"imported {len(ids)} chat{'s' if len(ids) != 1 else ''} with {plan.messages} "
         f"message{'s' if plan.messages != 1 else ''} (chats #{ids[0]}–#{ids[-1]})"
-        if len(ids) > 1 else f"imported 1 chat with {plan.messages} messages (chat #{ids[0]})")
+        if len(ids) > 1
+        else f"imported 1 chat with {plan.messages} messages (chat #{ids[0]})"
+    )
     if moved:
-        say(f"{moved} chat{'s' if moved != 1 else ''} named a persona this store does not "
-            "have and went to the default persona")
-    say("Eva can draft memories from them for you to review, 20 messages at a time; nothing "
+        say(
+            f"{moved} chat{'s' if moved != 1 else ''} named a persona this store does not "
+            "have and went to the default persona"
+        )
+    say(
+        "Eva can draft memories from them for you to review, 20 messages at a time; nothing "
         "is saved unless you keep it. Start Eva and choose “Draft memories from imported "
-        "chats…” in the command palette (Ctrl+P).")
+        "chats…” in the command palette (Ctrl+P)."
+    )
     return 0
 
 
@@ -236,6 +286,5 @@ def cmd_backup(config: cfg.EvaConfig, data_dir: Path, directory: str) -> int:
             err(f"cannot write the backup to {directory}: {e.strerror or e}")
             return EXIT_OUTPUT
         n, a = mem.count(), mem.count(archived=True)
-    say(f"backup written: {dest} ({n} memories, {a} archived; "
-        "see README › Backup and restore)")
+    say(f"backup written: {dest} ({n} memories, {a} archived; see README › Backup and restore)")
     return 0

@@ -137,23 +137,35 @@ def store_problem(e: BaseException, data_dir: Path) -> str:
     if isinstance(e, StoreError):
         return f"the memory store {db} cannot be used: {msg}"
     if isinstance(e, NotADirectoryError | FileExistsError) or _is_file(data_dir):
-        return (f"the data directory {data_dir} cannot be made: a file is in the way ({msg}); "
-                "pass another --data DIR")
+        return (
+            f"the data directory {data_dir} cannot be made: a file is in the way ({msg}); "
+            "pass another --data DIR"
+        )
     if _is_dir(db):
-        return (f"the memory store {db} is a directory, not a store file; move it aside or "
-                "pass another --data DIR")
+        return (
+            f"the memory store {db} is a directory, not a store file; move it aside or "
+            "pass another --data DIR"
+        )
     if isinstance(e, PermissionError) or "readonly" in low or "read-only" in low:
-        return (f"the data directory {data_dir} is not writable ({msg}); fix its permissions "
-                "or pass another --data DIR")
+        return (
+            f"the data directory {data_dir} is not writable ({msg}); fix its permissions "
+            "or pass another --data DIR"
+        )
     if "disk is full" in low or getattr(e, "errno", None) == errno.ENOSPC:
-        return (f"the disk holding {data_dir} is full ({msg}); nothing was changed — free some "
-                "space and run it again")
+        return (
+            f"the disk holding {data_dir} is full ({msg}); nothing was changed — free some "
+            "space and run it again"
+        )
     if "not a database" in low or "malformed" in low or "corrupt" in low:
-        return (f"the memory store {db} is damaged ({msg}); it was left untouched — restore it "
-                "from a backup, or run `eva doctor` to see more")
+        return (
+            f"the memory store {db} is damaged ({msg}); it was left untouched — restore it "
+            "from a backup, or run `eva doctor` to see more"
+        )
     if isinstance(e, sqlite3.Error) and "unable to open" in low:
-        return (f"the memory store {db} cannot be opened ({msg}); check that {data_dir} exists "
-                "and is writable, or pass another --data DIR")
+        return (
+            f"the memory store {db} cannot be opened ({msg}); check that {data_dir} exists "
+            "and is writable, or pass another --data DIR"
+        )
     return f"the memory store {db} cannot be used: {msg}"
 
 

@@ -32,8 +32,10 @@ def cmd_sleep(config: cfg.EvaConfig, data_dir: Path, dry_run: bool) -> int:
 
     held = holder_at(data_dir / "memory.db")  # asked before a model is loaded for nothing
     if held is not None:
-        err(f"Eva is already asleep in another process ({held.describe(time.time())}); "
-            "not starting a second night")
+        err(
+            f"Eva is already asleep in another process ({held.describe(time.time())}); "
+            "not starting a second night"
+        )
         return EXIT_ASLEEP_ELSEWHERE
     s = open_services(config, data_dir, model=True)
     try:
@@ -50,8 +52,9 @@ def cmd_sleep(config: cfg.EvaConfig, data_dir: Path, dry_run: bool) -> int:
 
         say(f"Eva sleeps{' (dry run)' if dry_run else ''}…")
         try:
-            run = s.sleeper.run(dry_run=True if dry_run else None, reason="manual",
-                                progress=progress)
+            run = s.sleeper.run(
+                dry_run=True if dry_run else None, reason="manual", progress=progress
+            )
         except AlreadySleeping as e:
             err(f"{e}; not starting a second night")
             return EXIT_ASLEEP_ELSEWHERE
@@ -133,8 +136,12 @@ def cmd_doctor(config: cfg.EvaConfig, data_dir: Path) -> int:
 
     llm = config.llm
     if llm.base_url and llm.remote:
-        fail("remote model", f"memory leaves this machine: the model server {llm.base_url} is "
-             f"on {host_of(llm.base_url)} ([llm] allow_remote = true)", essential=False)
+        fail(
+            "remote model",
+            f"memory leaves this machine: the model server {llm.base_url} is "
+            f"on {host_of(llm.base_url)} ([llm] allow_remote = true)",
+            essential=False,
+        )
     served: list[str] | None = None
     for what, spec in (
         ("chat model", config.llm.general),
@@ -147,16 +154,21 @@ def cmd_doctor(config: cfg.EvaConfig, data_dir: Path) -> int:
         if backend == "openai" and name:
             if served is None:
                 try:
-                    served = loader.server_models(llm.base_url, llm.allow_remote,
-                                                  llm.api_key_env)
+                    served = loader.server_models(llm.base_url, llm.allow_remote, llm.api_key_env)
                 except ModelUnavailable as e:
                     served = []
-                    fail(what, f"{e} — start the server or fix [llm] base_url",
-                         essential=what == "chat model")
+                    fail(
+                        what,
+                        f"{e} — start the server or fix [llm] base_url",
+                        essential=what == "chat model",
+                    )
                     continue
             if served and name not in served:
-                fail(what, f"{name!r} is not among the server's models "
-                     f"({', '.join(served[:8])})", essential=what == "chat model")
+                fail(
+                    what,
+                    f"{name!r} is not among the server's models ({', '.join(served[:8])})",
+                    essential=what == "chat model",
+                )
             elif served:
                 ok(what, f"{name} on {llm.base_url}")
             continue
@@ -166,16 +178,26 @@ def cmd_doctor(config: cfg.EvaConfig, data_dir: Path) -> int:
         else:
             ok(what, f"{spec} (installed)")
     if importlib.util.find_spec("llama_cpp") is None:
-        fail("llama.cpp", "llama-cpp-python is not installed — run `make setup`",
-             essential=llm.backend == "llama.cpp")
+        fail(
+            "llama.cpp",
+            "llama-cpp-python is not installed — run `make setup`",
+            essential=llm.backend == "llama.cpp",
+        )
     else:
         gpu = gpu_offload()
-        where = ("GPU offload: yes" if gpu else
-                 "GPU offload: no (a CPU build; see the README for CUDA, Metal, Vulkan)")
+        where = (
+            "GPU offload: yes"
+            if gpu
+            else "GPU offload: no (a CPU build; see the README for CUDA, Metal, Vulkan)"
+        )
         ok("llama.cpp", f"llama-cpp-python importable; {where}; gpu_layers = {llm.gpu_layers}")
         if llm.gpu_layers and not gpu:
-            fail("gpu", f"[llm] gpu_layers = {llm.gpu_layers}, but this llama.cpp has no GPU "
-                 "backend: the layers run on the CPU", essential=False)
+            fail(
+                "gpu",
+                f"[llm] gpu_layers = {llm.gpu_layers}, but this llama.cpp has no GPU "
+                "backend: the layers run on the CPU",
+                essential=False,
+            )
     # embedder and vectors
     spec = config.memory.embedding_model
     if not spec:
@@ -215,8 +237,9 @@ def cmd_doctor(config: cfg.EvaConfig, data_dir: Path) -> int:
 
 
 # ---------------------------------------------------------------------------------- reminders
-def cmd_remind(config: cfg.EvaConfig, data_dir: Path, days: int | None, fmt: str, *,
-               private: bool = True) -> int:
+def cmd_remind(
+    config: cfg.EvaConfig, data_dir: Path, days: int | None, fmt: str, *, private: bool = True
+) -> int:
     """SPEC §8.11: what is coming up, one line each (or JSON); nothing printed when nothing
     is. Exit 0 either way (a cron line or a shell prompt must not fail for an empty day)."""
     from core.chat.upcoming import upcoming
@@ -239,9 +262,16 @@ def cmd_remind(config: cfg.EvaConfig, data_dir: Path, days: int | None, fmt: str
     if fmt == "json":
         from datetime import datetime
 
-        print(json.dumps({"now": datetime.fromtimestamp(clock.now()).isoformat(timespec="seconds"),
-                          "days": days, "items": [i.to_json() for i in items]},
-                         ensure_ascii=False))
+        print(
+            json.dumps(
+                {
+                    "now": datetime.fromtimestamp(clock.now()).isoformat(timespec="seconds"),
+                    "days": days,
+                    "items": [i.to_json() for i in items],
+                },
+                ensure_ascii=False,
+            )
+        )
     else:
         for i in items:
             print(f"{i.when}: {i.content}")

@@ -117,11 +117,15 @@ class LLMSettings:
         if self.threads is not None and self.threads < 1:
             raise ValueError(f"threads: must be >= 1 (got {self.threads})")
         if self.gpu_layers < -1:
-            raise ValueError(f"gpu_layers: must be 0 (CPU only), a number of layers, or -1 "
-                             f"for all (got {self.gpu_layers})")
+            raise ValueError(
+                f"gpu_layers: must be 0 (CPU only), a number of layers, or -1 "
+                f"for all (got {self.gpu_layers})"
+            )
         if self.api_key_env is not None and not _ENV_VAR.match(self.api_key_env):
-            raise ValueError("api_key_env: must be the name of an environment variable that "
-                             "holds the key (e.g. OPENAI_API_KEY), never the key itself")
+            raise ValueError(
+                "api_key_env: must be the name of an environment variable that "
+                "holds the key (e.g. OPENAI_API_KEY), never the key itself"
+            )
         if self.backend == "openai" or self.base_url:
             from core.locality import check_base_url
 
@@ -154,11 +158,13 @@ class ChatSettings:
 
     def __post_init__(self) -> None:
         if not 100 <= self.max_message_chars <= 100_000:
-            raise ValueError(f"max_message_chars: must be 100..100000 "
-                             f"(got {self.max_message_chars})")
+            raise ValueError(
+                f"max_message_chars: must be 100..100000 (got {self.max_message_chars})"
+            )
         if self.keep_days is not None and self.keep_days <= 0:
-            raise ValueError(f"keep_days: must be > 0 days, or unset to keep everything "
-                             f"(got {self.keep_days:g})")
+            raise ValueError(
+                f"keep_days: must be > 0 days, or unset to keep everything (got {self.keep_days:g})"
+            )
 
 
 @dataclass(frozen=True)
@@ -315,8 +321,7 @@ def build(
         value = _coerce(value, hints[key], label)
         allowed = (choices or {}).get(key)
         if allowed and value not in allowed:
-            raise ConfigError(f"{label}: must be one of {', '.join(allowed)} "
-                              f"(got {clip(value)})")
+            raise ConfigError(f"{label}: must be one of {', '.join(allowed)} (got {clip(value)})")
         clean[key] = value
     try:
         return cls(**clean, **fixed)
@@ -335,12 +340,18 @@ def _build_llm(table: dict[str, Any]) -> LLMSettings:
         model = {"general": model}
     model = _table(model, "[llm.model]")
     models = build(LLMModels, model, "[llm.model]")
-    return build(LLMSettings, table, "[llm]", choices={"backend": BACKENDS},
-                 fixed={"general": models.general, "smartest": models.smartest})
+    return build(
+        LLMSettings,
+        table,
+        "[llm]",
+        choices={"backend": BACKENDS},
+        fixed={"general": models.general, "smartest": models.smartest},
+    )
 
 
-def _one_archive_ttl(memory: MemoryConfig, sleep: SleepConfig, data: dict[str, Any]
-                     ) -> tuple[MemoryConfig, SleepConfig]:
+def _one_archive_ttl(
+    memory: MemoryConfig, sleep: SleepConfig, data: dict[str, Any]
+) -> tuple[MemoryConfig, SleepConfig]:
     """The archive's TTL is one setting (SPEC: ``sleep.archive_ttl``) that both the archive's
     "purge at" and sleep's hygiene read: a value given in either table is used by both."""
     in_sleep = any(k in data.get("sleep", {}) for k in ("archive_ttl", "archive_ttl_days"))
@@ -359,15 +370,18 @@ def _build_sleep(table: dict[str, Any], llm: LLMSettings) -> SleepConfig:
     if "archive_ttl" in table:  # the SPEC's name for archive_ttl_days
         table["archive_ttl_days"] = table.pop("archive_ttl")
     if "memory" in table:  # [sleep.memory] model
-        nested = build(SleepModels, _table(table.pop("memory"), "[sleep.memory]"),
-                       "[sleep.memory]")
+        nested = build(SleepModels, _table(table.pop("memory"), "[sleep.memory]"), "[sleep.memory]")
         table["memory_model"] = nested.model
     for key in ("smartest", "general"):
         if key in table:
             raise ConfigError(f"[sleep] {key}: set it as [llm.model] {key}")
-    return build(SleepConfig, table, "[sleep]",
-                 convert=dict.fromkeys(SLEEP_SECONDS, _duration),
-                 fixed={"smartest": llm.smartest, "general": llm.general})
+    return build(
+        SleepConfig,
+        table,
+        "[sleep]",
+        convert=dict.fromkeys(SLEEP_SECONDS, _duration),
+        fixed={"smartest": llm.smartest, "general": llm.general},
+    )
 
 
 def _build_keymap(table: dict[str, Any]) -> dict[str, str]:
@@ -399,12 +413,19 @@ def from_mapping(
             raise ConfigError(f"{_where(path)}{section}: must be a table")
     try:
         llm = _build_llm(data.get("llm", {}))
-        memory = build(MemoryConfig, {"embedding_model": DEFAULT_EMBEDDER, **data.get("memory", {})},
-                       "[memory]")
+        memory = build(
+            MemoryConfig,
+            {"embedding_model": DEFAULT_EMBEDDER, **data.get("memory", {})},
+            "[memory]",
+        )
         sleep = _build_sleep(data.get("sleep", {}), llm)
         memory, sleep = _one_archive_ttl(memory, sleep, data)
-        chat = build(ChatSettings, data.get("chat", {}), "[chat]",
-                     choices={"detail_level": DETAIL_LEVELS, "memory_writes": MEMORY_WRITES})
+        chat = build(
+            ChatSettings,
+            data.get("chat", {}),
+            "[chat]",
+            choices={"detail_level": DETAIL_LEVELS, "memory_writes": MEMORY_WRITES},
+        )
         return EvaConfig(
             memory=memory,
             llm=llm,
@@ -435,8 +456,11 @@ def known_keys() -> list[str]:
     out += [f"llm.{f.name}" for f in fields(LLMSettings) if f.name not in ("general", "smartest")]
     out += ["llm.model.general", "llm.model.smartest"]
     out += [f"chat.{f.name}" for f in fields(ChatSettings)]
-    out += [f"sleep.{f.name}" for f in fields(SleepConfig)
-            if f.name not in ("smartest", "general", "memory_model")]
+    out += [
+        f"sleep.{f.name}"
+        for f in fields(SleepConfig)
+        if f.name not in ("smartest", "general", "memory_model")
+    ]
     out += ["sleep.archive_ttl", "sleep.memory.model"]
     out += [f"ui.{f.name}" for f in fields(UISettings)]
     out += [f"reminders.{f.name}" for f in fields(ReminderSettings)]
@@ -496,11 +520,14 @@ def _env_spelling(name: str) -> str | None:
 def _not_a_setting(name: str) -> ConfigError:
     hint = _env_spelling(name)
     if hint:
-        return ConfigError(f"environment variable {_name(name)} is not a setting; did you mean "
-                           f"{hint}?")
-    return ConfigError(f"environment variable {_name(name)} is not a setting; unset it "
-                       "(settings are EVA_<TABLE>__<KEY>, with two underscores, e.g. "
-                       f"EVA_MEMORY__TOP_K; Eva also reads {', '.join(sorted(OTHER_ENV))})")
+        return ConfigError(
+            f"environment variable {_name(name)} is not a setting; did you mean {hint}?"
+        )
+    return ConfigError(
+        f"environment variable {_name(name)} is not a setting; unset it "
+        "(settings are EVA_<TABLE>__<KEY>, with two underscores, e.g. "
+        f"EVA_MEMORY__TOP_K; Eva also reads {', '.join(sorted(OTHER_ENV))})"
+    )
 
 
 def env_overrides(environ: Mapping[str, str]) -> list[tuple[list[str], Any, str]]:
@@ -516,12 +543,17 @@ def env_overrides(environ: Mapping[str, str]) -> list[tuple[list[str], Any, str]
             raise _not_a_setting(name)
         parts = [p.lower() for p in name[len(ENV_PREFIX) :].split("__")]
         if len(parts) < 2 or not all(parts):
-            raise _env_problem(name, ".".join(p for p in parts if p),
-                               "expected EVA_<TABLE>__<KEY>, e.g. EVA_MEMORY__TOP_K")
+            raise _env_problem(
+                name,
+                ".".join(p for p in parts if p),
+                "expected EVA_<TABLE>__<KEY>, e.g. EVA_MEMORY__TOP_K",
+            )
         if parts[0] not in SECTIONS:
-            raise _env_problem(name, ".".join(parts),
-                               f"{clip(parts[0])} is not a config table "
-                               f"(known: {', '.join(SECTIONS)})")
+            raise _env_problem(
+                name,
+                ".".join(parts),
+                f"{clip(parts[0])} is not a config table (known: {', '.join(SECTIONS)})",
+            )
         if parts[0] == "keymap":
             # binding ids contain dots, which environment names cannot: EVA_KEYMAP__CHAT__STOP
             parts = [parts[0], ".".join(parts[1:])]
@@ -535,8 +567,10 @@ def _check_threads_env(environ: Mapping[str, str]) -> None:
     if raw is None or not raw.strip():
         return
     if not raw.strip().isdigit() or int(raw.strip()) < 1:
-        raise ConfigError(f"environment variable EVA_LLM_THREADS: must be a whole number >= 1 "
-                          f"(got {clip(raw)}); or set [llm] threads in the config file")
+        raise ConfigError(
+            f"environment variable EVA_LLM_THREADS: must be a whole number >= 1 "
+            f"(got {clip(raw)}); or set [llm] threads in the config file"
+        )
 
 
 def _check_now_env(environ: Mapping[str, str]) -> None:
@@ -563,15 +597,19 @@ def load(path: str | Path | None = None, environ: Mapping[str, str] | None = Non
     try:
         return _load(p, path is not None, environ)
     except RecursionError:
-        raise ConfigError(f"{p}: nested too deeply to be a config (tables or arrays inside "
-                          "each other hundreds of levels down)") from None
+        raise ConfigError(
+            f"{p}: nested too deeply to be a config (tables or arrays inside "
+            "each other hundreds of levels down)"
+        ) from None
 
 
 def _load(p: Path, given: bool, environ: Mapping[str, str]) -> EvaConfig:
     data: dict[str, Any] = {}
     if given and not p.exists():
-        raise ConfigError(f"{p}: no such config file (given with --config); create it, or leave "
-                          "--config out to use the defaults")
+        raise ConfigError(
+            f"{p}: no such config file (given with --config); create it, or leave "
+            "--config out to use the defaults"
+        )
     _check_threads_env(environ)
     _check_now_env(environ)
     if p.exists():
@@ -590,8 +628,7 @@ def _load(p: Path, given: bool, environ: Mapping[str, str]) -> EvaConfig:
         for part in parts[:-1]:
             nxt = node.setdefault(part, {})
             if not isinstance(nxt, dict):
-                raise _env_problem(name, ".".join(parts),
-                                   f"{'.'.join(parts[:-1])} is not a table")
+                raise _env_problem(name, ".".join(parts), f"{'.'.join(parts[:-1])} is not a table")
             node = nxt
         node[parts[-1]] = value
         applied.append(name)
@@ -618,8 +655,9 @@ def set_key(data: MutableMapping[str, Any], dotted: str, value: Any) -> None:
                 table["general"] = shorthand
                 node[part] = table
             else:
-                raise ConfigError(f"{'.'.join(parts[: i + 1])} is a value, not a table: "
-                                  f"{dotted} cannot be set")
+                raise ConfigError(
+                    f"{'.'.join(parts[: i + 1])} is a value, not a table: {dotted} cannot be set"
+                )
         node = node[part]
     if value is None:
         node.pop(parts[-1], None)

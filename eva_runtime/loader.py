@@ -86,9 +86,9 @@ def route(spec: str, backend: str = "llama.cpp") -> tuple[str, str]:
     ``llama.cpp:SPEC`` a packaged model or GGUF run in-process; a bare spec is the configured
     backend's (with ``backend = "openai"``, the server's model names)."""
     if spec.startswith(SERVER_PREFIX):
-        return "openai", spec[len(SERVER_PREFIX):]
+        return "openai", spec[len(SERVER_PREFIX) :]
     if spec.startswith(LOCAL_PREFIX):
-        return "llama.cpp", spec[len(LOCAL_PREFIX):]
+        return "llama.cpp", spec[len(LOCAL_PREFIX) :]
     return backend, spec
 
 
@@ -182,9 +182,16 @@ class ModelLoader:
         """None when Eva may talk to this server (no connection is made to decide)."""
         return check_base_url(base_url, allow_remote)
 
-    def server_model(self, name: str, *, base_url: str | None, allow_remote: bool = False,
-                     api_key_env: str | None = None, context_size: int = 8192,
-                     probe: bool = True) -> ChatModel:
+    def server_model(
+        self,
+        name: str,
+        *,
+        base_url: str | None,
+        allow_remote: bool = False,
+        api_key_env: str | None = None,
+        context_size: int = 8192,
+        probe: bool = True,
+    ) -> ChatModel:
         """The server's model ``name`` (issue 31). Refused before any connection when the
         server is not on this machine and ``allow_remote`` is off; with ``probe``, the server
         must answer ``GET /v1/models``."""
@@ -194,24 +201,27 @@ class ModelLoader:
         oc = _openai()
         key = oc.api_key_from(api_key_env)
         if api_key_env and key is None:
-            raise ModelUnavailable(f"[llm] api_key_env names {api_key_env}, which is not set "
-                                   "in the environment")
+            raise ModelUnavailable(
+                f"[llm] api_key_env names {api_key_env}, which is not set in the environment"
+            )
         assert base_url is not None
-        model = oc.OpenAICompatModel(base_url, name, api_key=key, context_size=context_size,
-                                     allow_remote=allow_remote)
+        model = oc.OpenAICompatModel(
+            base_url, name, api_key=key, context_size=context_size, allow_remote=allow_remote
+        )
         if probe:
             try:
                 model.list_models()
             except Exception as e:
-                raise ModelUnavailable(f"{e} — start the server or fix [llm] base_url"
-                                       ) from None
+                raise ModelUnavailable(f"{e} — start the server or fix [llm] base_url") from None
         return model
 
-    def server_models(self, base_url: str | None, allow_remote: bool = False,
-                      api_key_env: str | None = None) -> list[str]:
+    def server_models(
+        self, base_url: str | None, allow_remote: bool = False, api_key_env: str | None = None
+    ) -> list[str]:
         """The model ids the server reports (``/v1/models``); raises ModelUnavailable."""
-        m = self.server_model("", base_url=base_url, allow_remote=allow_remote,
-                              api_key_env=api_key_env, probe=False)
+        m = self.server_model(
+            "", base_url=base_url, allow_remote=allow_remote, api_key_env=api_key_env, probe=False
+        )
         try:
             return m.list_models()  # type: ignore[attr-defined]
         except Exception as e:
@@ -230,9 +240,15 @@ class ModelLoader:
             for name in packaged_chat_models():
                 installed = packaged.is_installed(name)
                 m = packaged.REGISTRY[name]
-                out.append(ModelChoice(spec_for("llama.cpp", name, llm.backend), name,
-                                       "packaged", installed,
-                                       "" if installed else f"run `{m.make_target}`"))
+                out.append(
+                    ModelChoice(
+                        spec_for("llama.cpp", name, llm.backend),
+                        name,
+                        "packaged",
+                        installed,
+                        "" if installed else f"run `{m.make_target}`",
+                    )
+                )
                 with contextlib.suppress(Exception):
                     seen.add(str(packaged.resolve_gguf(name)) if installed else name)
             files: list[Path] = []
@@ -241,24 +257,29 @@ class ModelLoader:
             for p in files:
                 if str(p) not in seen:
                     seen.add(str(p))
-                    out.append(ModelChoice(spec_for("llama.cpp", str(p), llm.backend),
-                                           p.name, "local"))
+                    out.append(
+                        ModelChoice(spec_for("llama.cpp", str(p), llm.backend), p.name, "local")
+                    )
         for path in extra_paths:
             if path and route(path, llm.backend)[0] == "llama.cpp":
                 name = route(path, llm.backend)[1]
                 if name.endswith(".gguf") and str(Path(name).expanduser()) not in seen:
                     seen.add(str(Path(name).expanduser()))
-                    out.append(ModelChoice(spec_for("llama.cpp", name, llm.backend),
-                                           Path(name).name, "local",
-                                           Path(name).expanduser().is_file()))
+                    out.append(
+                        ModelChoice(
+                            spec_for("llama.cpp", name, llm.backend),
+                            Path(name).name,
+                            "local",
+                            Path(name).expanduser().is_file(),
+                        )
+                    )
         if llm.base_url:
             try:
                 names = self.server_models(llm.base_url, llm.allow_remote, llm.api_key_env)
             except ModelUnavailable as e:
                 out.append(ModelChoice("", "the model server", "server", False, str(e)))
             else:
-                out += [ModelChoice(spec_for("openai", n, llm.backend), n, "server")
-                        for n in names]
+                out += [ModelChoice(spec_for("openai", n, llm.backend), n, "server") for n in names]
         return out
 
     # ------------------------------------------------------------------ embedders

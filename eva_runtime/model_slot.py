@@ -41,25 +41,39 @@ class ModelSlot:
     def count_tokens(self, text: str) -> int:
         return self._m().count_tokens(text)
 
-    def stream_chat(self, messages: list[Message], tools: list[dict[str, Any]] | None = None,
-                    cancel: threading.Event | None = None, max_tokens: int | None = None,
-                    temperature: float = 0.7) -> Iterator[ChatEvent]:
+    def stream_chat(
+        self,
+        messages: list[Message],
+        tools: list[dict[str, Any]] | None = None,
+        cancel: threading.Event | None = None,
+        max_tokens: int | None = None,
+        temperature: float = 0.7,
+    ) -> Iterator[ChatEvent]:
         return self._m().stream_chat(messages, tools, cancel, max_tokens, temperature)
 
-    def warm_up(self, messages: list[Message], tools: list[dict[str, Any]] | None = None
-                ) -> Any:
+    def warm_up(self, messages: list[Message], tools: list[dict[str, Any]] | None = None) -> Any:
         return self._m().warm_up(messages, tools)
 
-    def force_tool_call(self, messages: list[Message], tool: dict[str, Any],
-                        timeout: float | None = None, cancel: threading.Event | None = None
-                        ) -> ToolCall:
+    def force_tool_call(
+        self,
+        messages: list[Message],
+        tool: dict[str, Any],
+        timeout: float | None = None,
+        cancel: threading.Event | None = None,
+    ) -> ToolCall:
         return self._m().force_tool_call(messages, tool, timeout=timeout, cancel=cancel)
 
-    def generate_json(self, messages: list[Message], schema: dict[str, Any],
-                      timeout: float | None = None, max_tokens: int | None = None,
-                      cancel: threading.Event | None = None) -> dict[str, Any]:
-        return self._m().generate_json(messages, schema, timeout=timeout,
-                                       max_tokens=max_tokens, cancel=cancel)
+    def generate_json(
+        self,
+        messages: list[Message],
+        schema: dict[str, Any],
+        timeout: float | None = None,
+        max_tokens: int | None = None,
+        cancel: threading.Event | None = None,
+    ) -> dict[str, Any]:
+        return self._m().generate_json(
+            messages, schema, timeout=timeout, max_tokens=max_tokens, cancel=cancel
+        )
 
     def __getattr__(self, attr: str) -> Any:  # last_done, snapshots, … of the model in use
         if attr.startswith("__") or attr == "current":
@@ -86,8 +100,7 @@ class LazyModel(ModelSlot):
                 try:
                     self.current = self._load()
                 except Exception as e:
-                    raise ModelError(f"sleep's model {self._name!r} cannot load: {e}"
-                                     ) from None
+                    raise ModelError(f"sleep's model {self._name!r} cannot load: {e}") from None
             return self.current
 
     def close(self) -> None:

@@ -104,8 +104,9 @@ class Services:
         # what the conversation, its writer and summariser hold: switching the model swaps
         # what the slot points at, from the next call on (issue 31 item 3)
         self.slot = ModelSlot(chat_model)
-        self.model_spec: str | None = config.llm.general if chat_model is None else getattr(
-            chat_model, "name", None)  # the spec of the loaded chat model
+        self.model_spec: str | None = (
+            config.llm.general if chat_model is None else getattr(chat_model, "name", None)
+        )  # the spec of the loaded chat model
         # the model of a persona that names none
         self.default_spec = config.llm.general if chat_model is None else self.model_spec
         self._planner: ChatModel | None = None
@@ -184,8 +185,8 @@ class Services:
                     embedder = self.loader.embedder(spec)
                     # the status bar shows the label (usem3+minilm), not the vectors' model
                     self.embedder = Component(
-                        getattr(embedder, "label", None) or getattr(embedder, "name", spec),
-                        "ready")
+                        getattr(embedder, "label", None) or getattr(embedder, "name", spec), "ready"
+                    )
                 except ModelUnavailable as e:
                     self.embedder = Component(spec, "error", str(e))
             if embedder is None:
@@ -234,8 +235,11 @@ class Services:
     def remote_model(self) -> bool:
         """The chat runs on a server that is not this machine: memory leaves it (SPEC §9)."""
         llm = self.config.llm
-        uses_server = any(route(s, llm.backend)[0] == "openai"
-                          for s in (self.model_spec, self.config.planner_model) if s)
+        uses_server = any(
+            route(s, llm.backend)[0] == "openai"
+            for s in (self.model_spec, self.config.planner_model)
+            if s
+        )
         return uses_server and llm.remote
 
     def remote_confirmed(self) -> bool:
@@ -253,21 +257,29 @@ class Services:
         with os.fdopen(fd, "w") as f:
             f.write(f"{self.config.llm.base_url}\n")
 
-    def load_spec(self, spec: str, progress: Callable[[int, int], None] | None = None
-                  ) -> ChatModel:
+    def load_spec(self, spec: str, progress: Callable[[int, int], None] | None = None) -> ChatModel:
         """Load the model a spec names (a packaged name, a GGUF path, or the server's model:
         :func:`eva_runtime.loader.route`). Blocking. Raises ModelUnavailable with the fix."""
         llm = self.config.llm
         backend, name = route(spec, llm.backend)
         if backend == "openai":
             return self.loader.server_model(
-                name, base_url=llm.base_url, allow_remote=llm.allow_remote,
-                api_key_env=llm.api_key_env, context_size=llm.context_size)
+                name,
+                base_url=llm.base_url,
+                allow_remote=llm.allow_remote,
+                api_key_env=llm.api_key_env,
+                context_size=llm.context_size,
+            )
         problem = self.loader.check_chat(name)
         if problem:
             raise ModelUnavailable(problem)
-        return self.loader.chat_model(name, context_size=llm.context_size, threads=llm.threads,
-                                      progress=progress, gpu_layers=llm.gpu_layers)
+        return self.loader.chat_model(
+            name,
+            context_size=llm.context_size,
+            threads=llm.threads,
+            progress=progress,
+            gpu_layers=llm.gpu_layers,
+        )
 
     def load_model(self, progress: Callable[[int, int], None] | None = None) -> ChatModel | None:
         """Load the chat model (SPEC §8). Blocking: run in a worker. A missing model leaves the
@@ -414,8 +426,9 @@ class Services:
         if not isinstance(self.sleeper, Sleeper):
             return {}
         sleeper = self.sleeper
-        return {"memory_consolidate": (CONSOLIDATE_TOOL,
-                                       lambda ctx: consolidate_tool(sleeper, ctx))}
+        return {
+            "memory_consolidate": (CONSOLIDATE_TOOL, lambda ctx: consolidate_tool(sleeper, ctx))
+        }
 
     def conversation_config(self, chat: ChatSettings) -> ConversationConfig:
         """A conversation's settings (the TUI's and the server's): the chat's settings, and ``[reminders] days`` for the day's first turn (§8.11: the
@@ -508,8 +521,9 @@ class Services:
         try:
             self.switch_model(want, default=False)
         except ModelUnavailable as e:
-            self.problems.append(f"{p.name}'s model {want!r} is not available ({e}); "
-                                 f"staying on {self.model_label()}")
+            self.problems.append(
+                f"{p.name}'s model {want!r} is not available ({e}); staying on {self.model_label()}"
+            )
 
     def switch_persona(self, persona_id: str) -> Persona:
         """Make a persona the active one; the next turn runs as it. Blocking (a store write)."""
@@ -577,8 +591,10 @@ def planner_for(services: Services) -> ChatModel | None:
     chain = services.config.sleep.model_chain
     first = chain[0] if chain else None
     if first is None or first in (services.model_spec, services.config.llm.general):
-        found = resolve_planner({services.config.llm.general or "": slot},  # type: ignore
-                                services.config.sleep)
+        found = resolve_planner(
+            {services.config.llm.general or "": slot},  # type: ignore
+            services.config.sleep,
+        )
         return found[1] if found else slot  # type: ignore[return-value]
     backend, local = route(first, services.config.llm.backend)
     if backend == "llama.cpp" and services.loader.check_chat(local) is not None:
@@ -600,4 +616,3 @@ def build_sleeper(services: Services) -> SleeperLike | None:
         services.clock,
         services.persona or services.persona_file_text(),
     )
-

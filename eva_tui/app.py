@@ -94,8 +94,9 @@ class EvaApp(App):
         Binding("f1,question_mark", "help", S.HELP_KEY_DESC, show=False, id="app.help"),
         # Ctrl+C stops a reply, else asks once and quits on the second (issue 28 item 3);
         # priority: a text field's own Ctrl+C (copy) does not swallow it
-        Binding("ctrl+c", "interrupt", S.INTERRUPT_DESC, show=False, priority=True,
-                id="app.interrupt"),
+        Binding(
+            "ctrl+c", "interrupt", S.INTERRUPT_DESC, show=False, priority=True, id="app.interrupt"
+        ),
         Binding("ctrl+q", "quit", S.HELP_QUIT, show=False, priority=True, id="app.quit"),
     ]
 
@@ -198,9 +199,13 @@ class EvaApp(App):
                 self._bring_up_model()
                 return
             s.model = Component(s.model.name, "off", "declined: memory stays on this machine")
-            self.notify("Chat is off: the model server is not on this machine and you kept "
-                        "your memory here. Change [llm] base_url, or restart Eva to be asked "
-                        "again.", severity="warning", timeout=15)
+            self.notify(
+                "Chat is off: the model server is not on this machine and you kept "
+                "your memory here. Change [llm] base_url, or restart Eva to be asked "
+                "again.",
+                severity="warning",
+                timeout=15,
+            )
             self.refresh_status()
 
         self.push_screen(RemoteConfirm(s.config.llm.base_url or ""), answered)
@@ -227,8 +232,13 @@ class EvaApp(App):
 
         self.push_screen(ModelPicker(f"The model {name} runs on"), picked)
 
-    @work(thread=True, exit_on_error=False, name="switching the model", group="model-switch",
-          exclusive=True)
+    @work(
+        thread=True,
+        exit_on_error=False,
+        name="switching the model",
+        group="model-switch",
+        exclusive=True,
+    )
     def _switch_model(self, spec: str, persona_id: str | None) -> None:
         s = self.services
         try:
@@ -236,11 +246,11 @@ class EvaApp(App):
                 s.personas.set_model(persona_id, spec)
             s.switch_model(spec, default=persona_id is None)
         except Exception as e:  # ModelUnavailable, a store error: the current model stays
-            self.call_from_thread(self.notify, f"Staying on {s.model_label()}: {e}",
-                                  severity="error", timeout=12)
+            self.call_from_thread(
+                self.notify, f"Staying on {s.model_label()}: {e}", severity="error", timeout=12
+            )
             return
-        self.call_from_thread(self.notify, f"The next turn runs on {s.model_label()}.",
-                              timeout=6)
+        self.call_from_thread(self.notify, f"The next turn runs on {s.model_label()}.", timeout=6)
         self.post_message(ServicesChanged())
 
     @work(thread=True, exit_on_error=False, name="warming up the model", group="bring-up")
@@ -285,7 +295,9 @@ class EvaApp(App):
         s = self.services
         parts = [f"model: {s.model_label()}", f"recall: {s.embedder_label()}"]
         if s.remote_model:  # issue 31: said wherever the model is named
-            parts.insert(1, f"⚠ memory leaves this machine ({host_of(s.config.llm.base_url or '')})")
+            parts.insert(
+                1, f"⚠ memory leaves this machine ({host_of(s.config.llm.base_url or '')})"
+            )
         if s.memory is not None:
             n = s.memory.live_count()  # in memory: the event loop runs no SQL (issue 15)
             parts.append(f"{n} memor{'y' if n == 1 else 'ies'}")
@@ -316,8 +328,13 @@ class EvaApp(App):
             return f"sleep due (after {quiet} quiet)"
         return f"sleep {in_time(due, now)}"
 
-    @work(thread=True, exit_on_error=False, name="reading the sleep schedule", group="schedule",
-          exclusive=True)
+    @work(
+        thread=True,
+        exit_on_error=False,
+        name="reading the sleep schedule",
+        group="schedule",
+        exclusive=True,
+    )
     def _read_schedule(self) -> None:
         self.services.refresh_schedule()
         if self.services.schedule_read:
@@ -377,9 +394,11 @@ class EvaApp(App):
             self.exit()
             return
         self._quit_asked = now
-        self.notify(S.quit_again(self.key_of("app.interrupt", "ctrl+c"),
-                                 self.key_of("app.quit", "ctrl+q")),
-                    title=S.QUIT_TITLE, timeout=QUIT_AGAIN_SECONDS)
+        self.notify(
+            S.quit_again(self.key_of("app.interrupt", "ctrl+c"), self.key_of("app.quit", "ctrl+q")),
+            title=S.QUIT_TITLE,
+            timeout=QUIT_AGAIN_SECONDS,
+        )
 
     def action_help_quit(self) -> None:
         """Textual's own Ctrl+C (when ``app.interrupt`` was moved to other keys): the same."""
@@ -575,8 +594,7 @@ class EvaApp(App):
             self.call_from_thread(self._announce_notable, len(notable))
 
     def _announce_notable(self, n: int) -> None:
-        self.notify(S.notable_nights(n, self.nav_items()[3][2]), title=S.NOTABLE_TITLE,
-                    timeout=10)
+        self.notify(S.notable_nights(n, self.nav_items()[3][2]), title=S.NOTABLE_TITLE, timeout=10)
 
     # ------------------------------------------------------------------ shared helpers
     def notify(
@@ -624,12 +642,20 @@ class EvaApp(App):
         yield SystemCommand(S.DRY_RUN_NOW, S.DRY_RUN_HELP, partial(self.action_sleep_now, True))
         yield SystemCommand(S.WAKE, S.WAKE_HELP, self.action_wake)
         yield SystemCommand(*S.CMD_COMING_UP, self.action_coming_up)
-        yield SystemCommand("Switch model", "Run the chat on another model from the next turn "
-                            "(packaged, local GGUF or the server's); the chat and memory stay",
-                            self.action_pick_model)
-        yield SystemCommand("Persona's model", "Name the model the active persona runs on",
-                            self.action_pick_persona_model)
-        for owner_cmd in owner.owner_commands(self):  # issue 13: personas, add, clear, export, backup
+        yield SystemCommand(
+            "Switch model",
+            "Run the chat on another model from the next turn "
+            "(packaged, local GGUF or the server's); the chat and memory stay",
+            self.action_pick_model,
+        )
+        yield SystemCommand(
+            "Persona's model",
+            "Name the model the active persona runs on",
+            self.action_pick_persona_model,
+        )
+        for owner_cmd in owner.owner_commands(
+            self
+        ):  # issue 13: personas, add, clear, export, backup
             yield SystemCommand(owner_cmd.title, owner_cmd.help, owner_cmd.callback)
         target: Screen | None = screen
         if not isinstance(target, EvaScreen):  # a modal: offer the screen under it

@@ -77,52 +77,96 @@ def _parser() -> argparse.ArgumentParser:
         help="measure the embedder's background cosine on your own memories",
     )
     sub.add_parser("doctor", parents=[common], help="check models, store and vectors")
-    r = sub.add_parser("remind", parents=[common],
-                       help="print what is coming up (promises, dates, birthdays; for cron, "
-                            "a shell prompt or notify-send)")
-    r.add_argument("--days", type=int, default=None, metavar="N",
-                   help="look N days ahead (default: [reminders] days, 3)")
+    r = sub.add_parser(
+        "remind",
+        parents=[common],
+        help="print what is coming up (promises, dates, birthdays; for cron, "
+        "a shell prompt or notify-send)",
+    )
+    r.add_argument(
+        "--days",
+        type=int,
+        default=None,
+        metavar="N",
+        help="look N days ahead (default: [reminders] days, 3)",
+    )
     r.add_argument("--format", choices=("text", "json"), default="text")
-    r.add_argument("--no-private", action="store_true",
-                   help="leave private memories out (a notification others may see)")
+    r.add_argument(
+        "--no-private",
+        action="store_true",
+        help="leave private memories out (a notification others may see)",
+    )
     serve_cli.add_parser(sub, common)
     _portability_parsers(sub, common)
     return p
 
 
-
 def _portability_parsers(sub, common: argparse.ArgumentParser) -> None:
     """eva export / import / backup (SPEC §11: nothing the owner owns is locked in)."""
-    e = sub.add_parser("export", parents=[common], help="write the memory out (JSON Lines or "
-                       "Markdown); private memories only with --private")
-    e.add_argument("--format", choices=("jsonl", "md"), default="jsonl",
-                   help="jsonl for round trips (default), md for reading")
-    e.add_argument("--include-archive", action="store_true",
-                   help="also the archived (forgotten, restorable) memories")
-    e.add_argument("--private", action="store_true",
-                   help="include private memories (with --chats: the messages written where "
-                        "private memory was visible)")
-    e.add_argument("--chats", action="store_true",
-                   help="export the chats (messages) instead of the memory")
-    e.add_argument("--chat", type=int, metavar="ID",
-                   help="with --chats: only this chat (its id, as `eva export --chats` shows)")
-    e.add_argument("-o", "--output", metavar="FILE",
-                   help="write to FILE (default: stdout), mode 0600; an existing FILE is "
-                        "refused unless --force, a symbolic link always")
+    e = sub.add_parser(
+        "export",
+        parents=[common],
+        help="write the memory out (JSON Lines or Markdown); private memories only with --private",
+    )
+    e.add_argument(
+        "--format",
+        choices=("jsonl", "md"),
+        default="jsonl",
+        help="jsonl for round trips (default), md for reading",
+    )
+    e.add_argument(
+        "--include-archive",
+        action="store_true",
+        help="also the archived (forgotten, restorable) memories",
+    )
+    e.add_argument(
+        "--private",
+        action="store_true",
+        help="include private memories (with --chats: the messages written where "
+        "private memory was visible)",
+    )
+    e.add_argument(
+        "--chats", action="store_true", help="export the chats (messages) instead of the memory"
+    )
+    e.add_argument(
+        "--chat",
+        type=int,
+        metavar="ID",
+        help="with --chats: only this chat (its id, as `eva export --chats` shows)",
+    )
+    e.add_argument(
+        "-o",
+        "--output",
+        metavar="FILE",
+        help="write to FILE (default: stdout), mode 0600; an existing FILE is "
+        "refused unless --force, a symbolic link always",
+    )
     e.add_argument("--force", action="store_true", help="replace an existing -o FILE")
-    i = sub.add_parser("import", parents=[common],
-                       help="read an export back: all or nothing, through dedup")
-    i.add_argument("file", metavar="FILE", help="a JSON Lines export (one memory per line); "
-                   "with --chats a chat file")
-    i.add_argument("--chats", action="store_true",
-                   help="import chats: Eva's chat export, ChatGPT's conversations.json or a "
-                        "SillyTavern chat .jsonl (detected); all or nothing")
-    i.add_argument("--dry-run", action="store_true",
-                   help="with --chats: check the file and show what it holds; write nothing")
-    b = sub.add_parser("backup", parents=[common],
-                       help="a consistent copy of the whole store (SQLite online backup)")
+    i = sub.add_parser(
+        "import", parents=[common], help="read an export back: all or nothing, through dedup"
+    )
+    i.add_argument(
+        "file",
+        metavar="FILE",
+        help="a JSON Lines export (one memory per line); with --chats a chat file",
+    )
+    i.add_argument(
+        "--chats",
+        action="store_true",
+        help="import chats: Eva's chat export, ChatGPT's conversations.json or a "
+        "SillyTavern chat .jsonl (detected); all or nothing",
+    )
+    i.add_argument(
+        "--dry-run",
+        action="store_true",
+        help="with --chats: check the file and show what it holds; write nothing",
+    )
+    b = sub.add_parser(
+        "backup",
+        parents=[common],
+        help="a consistent copy of the whole store (SQLite online backup)",
+    )
     b.add_argument("dir", metavar="DIR", help="directory the backup file is written to")
-
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -154,17 +198,33 @@ def _run(args: argparse.Namespace, data_dir: Path) -> int:
     if args.cmd == "serve":
         return serve_cli.cmd_serve(config, data_dir, args)
     if args.cmd == "remind":
-        return cli_memory.cmd_remind(config, data_dir, args.days, args.format,
-                                     private=not args.no_private)
+        return cli_memory.cmd_remind(
+            config, data_dir, args.days, args.format, private=not args.no_private
+        )
     if args.cmd == "export":
         if args.chats or args.chat is not None:
             if args.include_archive:
-                raise UsageError("--include-archive is for the memory; chats are exported "
-                                 "without the archive")
-            return cli_files.cmd_export_chats(config, data_dir, args.format, args.chat,
-                                              args.private, args.output, force=args.force)
-        return cli_files.cmd_export(config, data_dir, args.format, args.include_archive,
-                                    args.private, args.output, force=args.force)
+                raise UsageError(
+                    "--include-archive is for the memory; chats are exported without the archive"
+                )
+            return cli_files.cmd_export_chats(
+                config,
+                data_dir,
+                args.format,
+                args.chat,
+                args.private,
+                args.output,
+                force=args.force,
+            )
+        return cli_files.cmd_export(
+            config,
+            data_dir,
+            args.format,
+            args.include_archive,
+            args.private,
+            args.output,
+            force=args.force,
+        )
     if args.cmd == "import":
         if args.chats:
             return cli_files.cmd_import_chats(config, data_dir, args.file, dry_run=args.dry_run)

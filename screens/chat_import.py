@@ -79,13 +79,18 @@ class ImportChatsScreen(ModalScreen[list[int] | None]):
     def compose(self) -> ComposeResult:
         with Vertical(classes="dialog import-dialog"):
             yield Label("Import chats", classes="dialog-title")
-            yield Static("Eva reads her own chat export, ChatGPT's conversations.json and a "
-                         "SillyTavern chat .jsonl. Nothing is written until you press Import.",
-                         markup=False, classes="dim")
+            yield Static(
+                "Eva reads her own chat export, ChatGPT's conversations.json and a "
+                "SillyTavern chat .jsonl. Nothing is written until you press Import.",
+                markup=False,
+                classes="dim",
+            )
             with Horizontal(id="import-path-row"):
-                yield EvaInput(value=self.initial, id="import-path",
-                               placeholder="path to the file, e.g. ~/Downloads/"
-                                           "conversations.json")
+                yield EvaInput(
+                    value=self.initial,
+                    id="import-path",
+                    placeholder="path to the file, e.g. ~/Downloads/conversations.json",
+                )
                 yield Button("Check", id="import-check")
             yield Static("", id="import-summary", markup=False)
             yield DataTable(id="import-chats", cursor_type="row", zebra_stripes=True)
@@ -125,14 +130,22 @@ class ImportChatsScreen(ModalScreen[list[int] | None]):
         self.checked_path = path
         self._check_file(path, eva_app(self).services.clock.now())
 
-    @work(thread=True, exclusive=True, exit_on_error=False, group="chat-import",
-          name="checking the import file")
+    @work(
+        thread=True,
+        exclusive=True,
+        exit_on_error=False,
+        group="chat-import",
+        name="checking the import file",
+    )
     def _check_file(self, path: str, now: float) -> None:
         try:
             self.post_message(Checked(chat_import.parse_file(Path(path).expanduser(), now)))
         except chat_import.ChatImportRefused as e:
-            lines = ["Nothing will be imported"
-                     + (f" ({chat_import.FORMAT_NAMES[e.format]})" if e.format else "") + ":"]
+            lines = [
+                "Nothing will be imported"
+                + (f" ({chat_import.FORMAT_NAMES[e.format]})" if e.format else "")
+                + ":"
+            ]
             lines += [f"  {w}: {why}" if w else f"  {why}" for w, why in e.problems]
             if e.total > len(e.problems):
                 lines.append(f"  … and {e.total - len(e.problems)} more bad lines")
@@ -154,12 +167,17 @@ class ImportChatsScreen(ModalScreen[list[int] | None]):
         plan = event.plan
         self.query_one("#import-summary", Static).update("\n".join(summary_lines(plan)))
         for k, c in enumerate(plan.chats[:PREVIEW_ROWS]):
-            table.add_row(clip(c.title or "(untitled)", 50), str(len(c.messages)),
-                          chat_import.day_span(c.created_at, c.updated_at), key=str(k))
+            table.add_row(
+                clip(c.title or "(untitled)", 50),
+                str(len(c.messages)),
+                chat_import.day_span(c.created_at, c.updated_at),
+                key=str(k),
+            )
         table.display = bool(plan.chats)
         if len(plan.chats) > PREVIEW_ROWS:
-            self._show_error(f"… and {len(plan.chats) - PREVIEW_ROWS} more chats (all are "
-                        "imported).")
+            self._show_error(
+                f"… and {len(plan.chats) - PREVIEW_ROWS} more chats (all are imported)."
+            )
         button.disabled = not plan.chats
         if plan.chats:
             button.label = f"Import {len(plan.chats)} chat{'s' if len(plan.chats) != 1 else ''}"
@@ -177,8 +195,13 @@ class ImportChatsScreen(ModalScreen[list[int] | None]):
         button.label = "Importing…"
         self._write_plan(self.plan, eva_app(self).services.clock.now())
 
-    @work(thread=True, exclusive=True, exit_on_error=False, group="chat-import-write",
-          name="importing chats")
+    @work(
+        thread=True,
+        exclusive=True,
+        exit_on_error=False,
+        group="chat-import-write",
+        name="importing chats",
+    )
     def _write_plan(self, plan: chat_import.ImportPlan, now: float) -> None:
         memory = eva_app(self).services.memory
         assert memory is not None, "the import dialog opens only once the memory is open"
@@ -232,11 +255,19 @@ class ReviewOffer(ModalScreen[str | None]):
                 f"message{'s' if n != 1 else ''} not yet reviewed"
                 + (f" ({self.chats} imported chats wait in all)" if self.chats > 1 else "")
                 + ". Eva drafts memories from them; you keep, edit or drop each draft. "
-                "Nothing is saved unless you keep it.", markup=False)
-            yield Static("\n".join(f"{'You' if m.role == 'user' else 'Eva'}: "
-                                   f"{clip(' '.join(m.content.split()), 70)}"
-                                   for m in self.messages[:4])
-                         + ("\n…" if n > 4 else ""), markup=False, classes="dim")
+                "Nothing is saved unless you keep it.",
+                markup=False,
+            )
+            yield Static(
+                "\n".join(
+                    f"{'You' if m.role == 'user' else 'Eva'}: "
+                    f"{clip(' '.join(m.content.split()), 70)}"
+                    for m in self.messages[:4]
+                )
+                + ("\n…" if n > 4 else ""),
+                markup=False,
+                classes="dim",
+            )
             with Horizontal(classes="buttons"):
                 yield Button("Draft from these", id="draft", variant="primary")
                 yield Button("Skip these", id="skip")
@@ -269,13 +300,15 @@ def offer_review(app, open_drafts: Callable[[list[StoredMessage], Callable], Non
             chats.stop_review(chat.id)
             continue
 
-        def next_batch(_result: object = None, chat: Chat = chat,
-                       batch: list[StoredMessage] = batch) -> None:
+        def next_batch(
+            _result: object = None, chat: Chat = chat, batch: list[StoredMessage] = batch
+        ) -> None:
             chats.reviewed(chat.id, batch[-1].id)
             offer_review(app, open_drafts)
 
-        def chosen(choice: str | None, chat: Chat = chat,
-                   batch: list[StoredMessage] = batch) -> None:
+        def chosen(
+            choice: str | None, chat: Chat = chat, batch: list[StoredMessage] = batch
+        ) -> None:
             if choice == "draft":
                 open_drafts(batch, next_batch)
             elif choice == "skip":

@@ -60,14 +60,19 @@ class Scrollback:
         if anchor is not None and anchor[0] == conv.chat_id and tr is not None:
             messages, _more_after = tr.around(conv.chat_id, anchor[1], CONTEXT, JUMP_MOST)
             if messages and len(messages) < PAGE:
-                messages = tr.page(conv.chat_id, before=messages[0].id,
-                                   limit=PAGE - len(messages)) + messages
+                messages = (
+                    tr.page(conv.chat_id, before=messages[0].id, limit=PAGE - len(messages))
+                    + messages
+                )
         else:
             self.anchor = None
             messages = conv.history(limit=PAGE)
         self.oldest = messages[0].id if messages else None
-        self.more = bool(messages) and tr is not None and bool(
-            tr.page(conv.chat_id, before=messages[0].id, limit=1))
+        self.more = (
+            bool(messages)
+            and tr is not None
+            and bool(tr.page(conv.chat_id, before=messages[0].id, limit=1))
+        )
         return messages
 
     def loaded(self, pairs: list[tuple[StoredMessage, Any]]) -> None:
@@ -81,8 +86,7 @@ class Scrollback:
                 self.oldest = pairs[0][0].id
             keep, self._keep = self._keep, None
             if keep is not None and keep.is_attached:
-                self.screen.call_after_refresh(log.scroll_to_widget, keep, top=True,
-                                               animate=False)
+                self.screen.call_after_refresh(log.scroll_to_widget, keep, top=True, animate=False)
             return
         anchor, self.anchor = self.anchor, None
         target = next((w for m, w in pairs if anchor and m.id == anchor[1]), None)
@@ -121,8 +125,13 @@ class Scrollback:
 
             self.screen.app.call_from_thread(show)
 
-        self.screen.run_worker(read, thread=True, exit_on_error=False, group="history-older",
-                               name="loading older messages")
+        self.screen.run_worker(
+            read,
+            thread=True,
+            exit_on_error=False,
+            group="history-older",
+            name="loading older messages",
+        )
 
     # ------------------------------------------------------------------ search hits
     async def jump(self, result: tuple[int, int] | None) -> None:
@@ -132,21 +141,29 @@ class Scrollback:
         screen = self.screen
         conv = screen.services.conversation
         if conv is None:
-            screen.notify("Chats open once the chat model is loaded; the search works without "
-                          "it.", severity="warning")
+            screen.notify(
+                "Chats open once the chat model is loaded; the search works without it.",
+                severity="warning",
+            )
             return
         if screen.busy:
-            screen.notify("Eva is answering in this chat; wait for her (or Esc to stop her) "
-                          "before opening another place.", severity="warning")
+            screen.notify(
+                "Eva is answering in this chat; wait for her (or Esc to stop her) "
+                "before opening another place.",
+                severity="warning",
+            )
             return
         chat_id, message_id = result
         tr = self._transcript()
         if tr is not None:
             messages, _ = tr.around(chat_id, message_id, CONTEXT, JUMP_MOST)
             if messages and messages[-1].id != _last_id(tr, chat_id):
-                screen.notify(f"That message is more than {JUMP_MOST} messages back: open the "
-                              "chat and scroll up to it, or read it in the search's context.",
-                              severity="warning", timeout=8)
+                screen.notify(
+                    f"That message is more than {JUMP_MOST} messages back: open the "
+                    "chat and scroll up to it, or read it in the search's context.",
+                    severity="warning",
+                    timeout=8,
+                )
                 return
         if chat_id != conv.chat_id:
             try:

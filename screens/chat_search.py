@@ -92,9 +92,11 @@ class ChatSearchScreen(ModalScreen[tuple[int, int] | None]):
     def compose(self) -> ComposeResult:
         with Vertical(classes="dialog search-dialog"):
             yield Label("Search chats", classes="dialog-title")
-            yield EvaInput(value=self.initial, id="search-query",
-                           placeholder="words to find, in any chat (Russian or English, any "
-                                       "case)")
+            yield EvaInput(
+                value=self.initial,
+                id="search-query",
+                placeholder="words to find, in any chat (Russian or English, any case)",
+            )
             yield OptionList(id="search-hits")
             yield Static("", id="search-context", markup=False)
             yield Static("", id="search-info", markup=False, classes="dim")
@@ -102,8 +104,10 @@ class ChatSearchScreen(ModalScreen[tuple[int, int] | None]):
 
     def on_mount(self) -> None:
         self.query_one("#search-query", EvaInput).focus()
-        self._say("Type to search every chat. ↓ moves to the results, Enter opens the chat "
-                   "at the message, Esc closes.")
+        self._say(
+            "Type to search every chat. ↓ moves to the results, Enter opens the chat "
+            "at the message, Esc closes."
+        )
         if self.initial.strip():
             self._search_for(self.initial)
 
@@ -126,8 +130,13 @@ class ChatSearchScreen(ModalScreen[tuple[int, int] | None]):
         if self.hits:
             self._open_hit(self.hits[hits.highlighted or 0])
 
-    @work(thread=True, exclusive=True, exit_on_error=False, group="chat-search",
-          name="searching the chats")
+    @work(
+        thread=True,
+        exclusive=True,
+        exit_on_error=False,
+        group="chat-search",
+        name="searching the chats",
+    )
     def _search_for(self, query: str) -> None:
         memory = eva_app(self).services.memory
         if memory is None:
@@ -141,8 +150,7 @@ class ChatSearchScreen(ModalScreen[tuple[int, int] | None]):
         hits = self.query_one("#search-hits", OptionList)
         hits.clear_options()
         width = max(30, self.size.width - 12)
-        hits.add_options([Option(hit_prompt(h, width), id=str(h.message_id))
-                          for h in self.hits])
+        hits.add_options([Option(hit_prompt(h, width), id=str(h.message_id)) for h in self.hits])
         if self.hits:
             hits.highlighted = 0
         n = len(self.hits)
@@ -153,8 +161,10 @@ class ChatSearchScreen(ModalScreen[tuple[int, int] | None]):
             self._say("Nothing found. Other words, or fewer of them?")
             self.query_one("#search-context", Static).update("")
         else:
-            self._say(f"{n}{'+' if n >= 50 else ''} hit{'s' if n != 1 else ''} · Enter opens "
-                      "the chat at the message · Esc closes")
+            self._say(
+                f"{n}{'+' if n >= 50 else ''} hit{'s' if n != 1 else ''} · Enter opens "
+                "the chat at the message · Esc closes"
+            )
 
     # ------------------------------------------------------------------ context
     @on(OptionList.OptionHighlighted, "#search-hits")
@@ -163,8 +173,13 @@ class ChatSearchScreen(ModalScreen[tuple[int, int] | None]):
         if event.option_index is not None and event.option_index < len(self.hits):
             self._load_context(self.hits[event.option_index])
 
-    @work(thread=True, exclusive=True, exit_on_error=False, group="chat-search-context",
-          name="reading a hit's context")
+    @work(
+        thread=True,
+        exclusive=True,
+        exit_on_error=False,
+        group="chat-search-context",
+        name="reading a hit's context",
+    )
     def _load_context(self, hit: SearchHit) -> None:
         memory = eva_app(self).services.memory
         assert memory is not None, "a hit was found in the open memory"

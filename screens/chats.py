@@ -22,8 +22,13 @@ from eva_tui.widgets import EvaInput, ago, clip, in_time
 from eva_tui.widgets.base import eva_app
 from eva_tui.widgets.modals import HELP
 
-COLUMNS = (("", "current"), ("chat", "label"), ("messages", "messages"), ("persona", "persona"),
-           ("last used", "used"))
+COLUMNS = (
+    ("", "current"),
+    ("chat", "label"),
+    ("messages", "messages"),
+    ("persona", "persona"),
+    ("last used", "used"),
+)
 
 
 class ChatsLoaded(Message):
@@ -37,8 +42,9 @@ class ChatsChanged(Message):
     """A worker changed the chats; ``note`` is said to the owner, ``current`` marks that the
     chat on screen changed."""
 
-    def __init__(self, note: str, current: bool = False, error: bool = False,
-                 close: bool = False) -> None:
+    def __init__(
+        self, note: str, current: bool = False, error: bool = False, close: bool = False
+    ) -> None:
         super().__init__()
         self.note = note
         self.current = current
@@ -55,10 +61,10 @@ class RenameChat(ModalScreen[str | None]):
 
     def compose(self) -> ComposeResult:
         with Vertical(classes="dialog"):
-            yield Label(f"Rename chat “{self.chat.label}”", classes="dialog-title",
-                        markup=False)
-            yield EvaInput(value=self.chat.title, placeholder="a name (empty: its first words)",
-                           id="title")
+            yield Label(f"Rename chat “{self.chat.label}”", classes="dialog-title", markup=False)
+            yield EvaInput(
+                value=self.chat.title, placeholder="a name (empty: its first words)", id="title"
+            )
             with Horizontal(classes="buttons"):
                 yield Button("Rename", id="ok", variant="primary")
                 yield Button("Cancel", id="cancel")
@@ -72,8 +78,7 @@ class RenameChat(ModalScreen[str | None]):
 
     def on_button_pressed(self, event: Button.Pressed) -> None:
         event.stop()
-        self.dismiss(self.query_one("#title", EvaInput).value if event.button.id == "ok"
-                     else None)
+        self.dismiss(self.query_one("#title", EvaInput).value if event.button.id == "ok" else None)
 
     def action_cancel(self) -> None:
         self.dismiss(None)
@@ -150,12 +155,12 @@ class ChatsScreen(ModalScreen[bool]):
     def reload(self) -> None:
         if self.conversation is None:
             self.query_one("#chats-info", Static).update(
-                "Chats are available once the chat model is loaded.")
+                "Chats are available once the chat model is loaded."
+            )
             return
         self._load(self.archived)
 
-    @work(thread=True, exit_on_error=False, name="loading the chats", group="chats",
-          exclusive=True)
+    @work(thread=True, exit_on_error=False, name="loading the chats", group="chats", exclusive=True)
     def _load(self, archived: bool) -> None:
         conv = self.conversation
         self.post_message(ChatsLoaded(conv.chats.list(archived=archived), conv.chat_id))
@@ -168,10 +173,19 @@ class ChatsScreen(ModalScreen[bool]):
         self.items = {c.id: c for c in event.chats}
         self.current = event.current
         for c in event.chats:
-            used = in_time(c.archived_at + self._ttl(), now) if c.archived_at is not None else ago(
-                c.updated_at, now)
-            table.add_row("▶" if c.id == event.current else "", clip(c.label, 40),
-                          str(c.messages), c.persona, used, key=str(c.id))
+            used = (
+                in_time(c.archived_at + self._ttl(), now)
+                if c.archived_at is not None
+                else ago(c.updated_at, now)
+            )
+            table.add_row(
+                "▶" if c.id == event.current else "",
+                clip(c.label, 40),
+                str(c.messages),
+                c.persona,
+                used,
+                key=str(c.id),
+            )
         if keep is not None and str(keep) in table.rows:
             table.move_cursor(row=table.get_row_index(str(keep)))
         elif event.current is not None and str(event.current) in table.rows:
@@ -180,12 +194,17 @@ class ChatsScreen(ModalScreen[bool]):
         title = "Archived chats" if self.archived else "Chats"
         self.query_one("#chats-title", Label).update(title)
         if self.archived:
-            info = (f"{n} deleted chat{'s' if n != 1 else ''}; u restores one; each is kept "
-                    f"{self._ttl() / 86_400:g} days, then purged. a: back to the chats."
-                    if n else "No deleted chats.")
+            info = (
+                f"{n} deleted chat{'s' if n != 1 else ''}; u restores one; each is kept "
+                f"{self._ttl() / 86_400:g} days, then purged. a: back to the chats."
+                if n
+                else "No deleted chats."
+            )
         else:
-            info = (f"{n} chat{'s' if n != 1 else ''}. Enter opens · n new · r rename · d delete "
-                    "(to the archive) · c clear history · a archived")
+            info = (
+                f"{n} chat{'s' if n != 1 else ''}. Enter opens · n new · r rename · d delete "
+                "(to the archive) · c clear history · a archived"
+            )
         self.query_one("#chats-info", Static).update(info)
 
     def _ttl(self) -> float:
@@ -213,8 +232,11 @@ class ChatsScreen(ModalScreen[bool]):
     def _refuse_busy(self) -> bool:
         busy = self.busy and eva_app(self).generating  # live: the turn may end while this is open
         if busy:
-            self.notify("Eva is answering in this chat; wait for her (or Esc to stop her) "
-                        "before changing chats.", severity="warning")
+            self.notify(
+                "Eva is answering in this chat; wait for her (or Esc to stop her) "
+                "before changing chats.",
+                severity="warning",
+            )
         return busy
 
     @work(thread=True, exit_on_error=False, name="changing the chats", group="chats-write")
@@ -231,8 +253,7 @@ class ChatsScreen(ModalScreen[bool]):
         if event.current:
             self.changed = True
         if event.note:
-            self.notify(event.note, severity="error" if event.error else "information",
-                        timeout=5)
+            self.notify(event.note, severity="error" if event.error else "information", timeout=5)
         if event.close and not event.error:
             self.dismiss(True)
             return
@@ -271,8 +292,9 @@ class ChatsScreen(ModalScreen[bool]):
 
         def done(title: str | None) -> None:
             if title is not None:
-                self._do(lambda: (f"Renamed to “{conv.chats.rename(chat.id, title).label}”.",
-                                  False))
+                self._do(
+                    lambda: (f"Renamed to “{conv.chats.rename(chat.id, title).label}”.", False)
+                )
 
         self.app.push_screen(RenameChat(chat), done)
 
@@ -287,14 +309,23 @@ class ChatsScreen(ModalScreen[bool]):
 
         def done(ok: bool | None) -> None:
             if ok:
-                self._do(lambda: (f"“{conv.delete_chat(chat.id).label}” moved to the archive "
-                                  f"(restorable for {days:g} days).", chat.id == self.current))
+                self._do(
+                    lambda: (
+                        f"“{conv.delete_chat(chat.id).label}” moved to the archive "
+                        f"(restorable for {days:g} days).",
+                        chat.id == self.current,
+                    )
+                )
 
-        self.app.push_screen(ConfirmChat(
-            f"Delete “{chat.label}”?",
-            f"The chat, its {chat.messages} messages and its summaries move to the archive; "
-            f"you can restore them for {days:g} days (a: archived chats, u: restore).",
-            "Delete"), done)
+        self.app.push_screen(
+            ConfirmChat(
+                f"Delete “{chat.label}”?",
+                f"The chat, its {chat.messages} messages and its summaries move to the archive; "
+                f"you can restore them for {days:g} days (a: archived chats, u: restore).",
+                "Delete",
+            ),
+            done,
+        )
 
     def action_clear(self) -> None:
         chat = self._selected()
@@ -310,16 +341,22 @@ class ChatsScreen(ModalScreen[bool]):
             else:
                 n = conv.chats.clear(chat.id, conv.clock.now())
             return f"Cleared {n} messages of “{chat.label}” (to the archive).", (
-                chat.id == self.current)
+                chat.id == self.current
+            )
 
         def done(ok: bool | None) -> None:
             if ok:
                 self._do(clear)
 
-        self.app.push_screen(ConfirmChat(
-            f"Clear the history of “{chat.label}”?",
-            f"Its {chat.messages} messages and its summaries move to the archive; the chat "
-            "stays, empty. What Eva saved in her memory stays.", "Clear"), done)
+        self.app.push_screen(
+            ConfirmChat(
+                f"Clear the history of “{chat.label}”?",
+                f"Its {chat.messages} messages and its summaries move to the archive; the chat "
+                "stays, empty. What Eva saved in her memory stays.",
+                "Clear",
+            ),
+            done,
+        )
 
     def action_toggle_archived(self) -> None:
         self.archived = not self.archived

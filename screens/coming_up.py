@@ -71,8 +71,13 @@ class ComingUp:
                 self.screen.notify(S.COMING_UP_NOTHING)
             return
         self.checked_day = self.today()
-        self.screen.run_worker(lambda: self._read(on_demand), thread=True, exit_on_error=False,
-                               name="reading what is coming up", group="coming-up")
+        self.screen.run_worker(
+            lambda: self._read(on_demand),
+            thread=True,
+            exit_on_error=False,
+            name="reading what is coming up",
+            group="coming-up",
+        )
 
     def new_day(self) -> None:
         """The owner writes: on the day's first message (Eva left open overnight) look again."""
@@ -89,8 +94,9 @@ class ComingUp:
             return
         ctx = s.turn_context()  # the chat's turn: the active persona's scope rules hold
         scopes = (GLOBAL_SCOPE, ctx.persona) if ctx.persona else (GLOBAL_SCOPE,)
-        items = upcoming(memory, ctx, days=s.config.reminders.days, scopes=scopes,
-                         nights=s.sleeper is not None)
+        items = upcoming(
+            memory, ctx, days=s.config.reminders.days, scopes=scopes, nights=s.sleeper is not None
+        )
         self.screen.post_message(ComingUpLoaded(items, on_demand))
 
     async def loaded(self, event: ComingUpLoaded) -> None:
@@ -128,9 +134,13 @@ class ComingUp:
             self.screen.notify(S.NIGHT_CANNOT_SNOOZE)
             return
         item.busy = True
-        self.screen.run_worker(lambda: self._answer(item, event.action), thread=True,
-                               exit_on_error=False, name=f"{event.action} a reminder",
-                               group="coming-up-answer")
+        self.screen.run_worker(
+            lambda: self._answer(item, event.action),
+            thread=True,
+            exit_on_error=False,
+            name=f"{event.action} a reminder",
+            group="coming-up-answer",
+        )
 
     def _answer(self, item: ReminderItem, action: str) -> None:
         s = self.services
@@ -176,6 +186,10 @@ class ComingUp:
         memory = self.services.memory
         if memory is not None:
             day = self.today()
-            self.screen.run_worker(lambda: memory.first_time(CLOSED.format(day=day)),
-                                   thread=True, exit_on_error=False,
-                                   name="closing the coming-up card", group="coming-up")
+            self.screen.run_worker(
+                lambda: memory.first_time(CLOSED.format(day=day)),
+                thread=True,
+                exit_on_error=False,
+                name="closing the coming-up card",
+                group="coming-up",
+            )

@@ -45,8 +45,12 @@ class Drafted(Message):
 class Saved(Message):
     """The ids a save from dialogue saved, or the one record a confirmed draft became."""
 
-    def __init__(self, result: list[int] | SaveResult | None, error: str | None = None,
-                 row: int | None = None) -> None:
+    def __init__(
+        self,
+        result: list[int] | SaveResult | None,
+        error: str | None = None,
+        row: int | None = None,
+    ) -> None:
         super().__init__()
         self.result = result
         self.error = error
@@ -78,8 +82,10 @@ class DraftRow(Horizontal):
     def compose(self) -> ComposeResult:
         d = self.draft
         yield EvaTextArea(d.content, soft_wrap=True, classes="draft-text")
-        yield Label(f"{d.kind} · {d.importance}" + (" · private" if d.private else ""),
-                    classes="draft-flags dim")
+        yield Label(
+            f"{d.kind} · {d.importance}" + (" · private" if d.private else ""),
+            classes="draft-flags dim",
+        )
         yield Select(KEEP_OPTIONS, value="keep", allow_blank=False, classes="draft-keep")
 
     def value(self) -> dict | None:
@@ -90,8 +96,12 @@ class DraftRow(Horizontal):
         if not content:
             return None
         d = self.draft
-        return {"content": content, "kind": d.kind, "importance": d.importance,
-                "private": d.private}
+        return {
+            "content": content,
+            "kind": d.kind,
+            "importance": d.importance,
+            "private": d.private,
+        }
 
 
 def _label(m: StoredMessage) -> str:
@@ -103,11 +113,12 @@ class SaveFromDialogue(ModalScreen[list[int] | None]):
     """Select messages → drafts → saved pinned (source ``dialogue``). Returns the saved ids."""
 
     # Ctrl+G drafts ("generate"): Ctrl+D deletes a character in a text field (issue 28 item 4)
-    BINDINGS = [HELP, Binding("escape", "cancel", "Cancel", show=False, id="dialogue.cancel"),
-                Binding("ctrl+g", "draft", "Draft", show=False, priority=True,
-                        id="dialogue.draft"),
-                Binding("ctrl+s", "save", "Save", show=False, priority=True,
-                        id="dialogue.save")]
+    BINDINGS = [
+        HELP,
+        Binding("escape", "cancel", "Cancel", show=False, id="dialogue.cancel"),
+        Binding("ctrl+g", "draft", "Draft", show=False, priority=True, id="dialogue.draft"),
+        Binding("ctrl+s", "save", "Save", show=False, priority=True, id="dialogue.save"),
+    ]
     DEFAULT_CSS = """
     SaveFromDialogue #messages { height: auto; max-height: 14; }
     SaveFromDialogue #drafts { height: auto; max-height: 20; }
@@ -115,8 +126,13 @@ class SaveFromDialogue(ModalScreen[list[int] | None]):
     SaveFromDialogue .error, SaveFromDialogue .dim { width: 100%; }
     """
 
-    def __init__(self, messages: list[StoredMessage], scopes: list[tuple[str, str]],
-                 scope: str, select_all: bool = False) -> None:
+    def __init__(
+        self,
+        messages: list[StoredMessage],
+        scopes: list[tuple[str, str]],
+        scope: str,
+        select_all: bool = False,
+    ) -> None:
         super().__init__(classes="modal")
         self.messages = messages[-40:]
         self.scopes = scopes
@@ -129,12 +145,18 @@ class SaveFromDialogue(ModalScreen[list[int] | None]):
             yield Label("Save from dialogue", classes="dialog-title")
             yield Label("", id="selected-info", classes="dim")
             yield SelectionList[int](
-                *[Selection(_label(m), k, self.select_all or m.turn_id == last_turn)
-                  for k, m in enumerate(self.messages)], id="messages")
+                *[
+                    Selection(_label(m), k, self.select_all or m.turn_id == last_turn)
+                    for k, m in enumerate(self.messages)
+                ],
+                id="messages",
+            )
             yield VerticalScroll(id="drafts")
             with Horizontal(classes="fields"):
                 yield Label("scope", classes="field-label")
-                yield Select(self.scopes, value=self.scope, allow_blank=False, compact=True, id="scope")
+                yield Select(
+                    self.scopes, value=self.scope, allow_blank=False, compact=True, id="scope"
+                )
             yield Label("", id="draft-error", classes="error")
             with Horizontal(classes="buttons"):
                 yield Button("Draft memories", id="draft", variant="primary")
@@ -155,8 +177,8 @@ class SaveFromDialogue(ModalScreen[list[int] | None]):
         over = n > dr.MAX_MESSAGES
         self.query_one("#selected-info", Label).update(
             f"{n} of at most {dr.MAX_MESSAGES} messages selected (Space toggles; Ctrl+G drafts, "
-            "Ctrl+S saves)."
-            + (" Too many: unselect some." if over else ""))
+            "Ctrl+S saves)." + (" Too many: unselect some." if over else "")
+        )
         self.query_one("#draft", Button).disabled = over or n == 0
         self.query_one("#verbatim", Button).disabled = over or n == 0
 
@@ -169,8 +191,9 @@ class SaveFromDialogue(ModalScreen[list[int] | None]):
         if event.button.id == "verbatim":
             await self.action_verbatim()
             return
-        {"draft": self.action_draft, "save": self.action_save,
-         "cancel": self.action_cancel}[event.button.id or "cancel"]()
+        {"draft": self.action_draft, "save": self.action_save, "cancel": self.action_cancel}[
+            event.button.id or "cancel"
+        ]()
 
     def _error(self, text: str) -> None:
         self.query_one("#draft-error", Label).update(text)
@@ -204,8 +227,7 @@ class SaveFromDialogue(ModalScreen[list[int] | None]):
             self._error(f"Drafting failed: {event.error}. You can keep the selection verbatim.")
             return
         if not event.drafts:
-            self._error("The model drafted nothing to keep; you can keep the selection "
-                        "verbatim.")
+            self._error("The model drafted nothing to keep; you can keep the selection verbatim.")
             return
         await self._show(event.drafts)
 
@@ -221,7 +243,8 @@ class SaveFromDialogue(ModalScreen[list[int] | None]):
         only hers are selected), cut to the record limit."""
         msgs = self.selected()
         mine = [m.content.strip() for m in msgs if m.role == "user"] or [
-            m.content.strip() for m in msgs]
+            m.content.strip() for m in msgs
+        ]
         max_chars = _memory(self).config.max_chars
         text = " ".join(" ".join(mine).split())[:max_chars].strip()
         if text:
@@ -266,8 +289,11 @@ class SaveFromDialogue(ModalScreen[list[int] | None]):
 class InitFromDescription(ModalScreen[list[int] | None]):
     """Write about yourself → drafts → confirm each (source ``init``). Returns saved ids."""
 
-    BINDINGS = [HELP, Binding("escape", "close", "Close", show=False, id="init.close"),
-                Binding("ctrl+g", "draft", "Draft", show=False, priority=True, id="init.draft")]
+    BINDINGS = [
+        HELP,
+        Binding("escape", "close", "Close", show=False, id="init.close"),
+        Binding("ctrl+g", "draft", "Draft", show=False, priority=True, id="init.draft"),
+    ]
     DEFAULT_CSS = """
     InitFromDescription #description { height: 7; }
     InitFromDescription #init-drafts { height: auto; max-height: 18; }
@@ -288,15 +314,20 @@ class InitFromDescription(ModalScreen[list[int] | None]):
     def compose(self) -> ComposeResult:
         with Vertical(classes="dialog"):
             yield Label("Tell Eva about yourself", classes="dialog-title")
-            yield Label("Up to 1,000 characters: who you are, the people around you, what you "
-                        "like, how Eva should talk to you. Eva drafts memories (Ctrl+G); you "
-                        "confirm each one.", classes="dim")
+            yield Label(
+                "Up to 1,000 characters: who you are, the people around you, what you "
+                "like, how Eva should talk to you. Eva drafts memories (Ctrl+G); you "
+                "confirm each one.",
+                classes="dim",
+            )
             yield EvaTextArea("", id="description", soft_wrap=True)
             yield Label("0 / 1000", id="description-count", classes="dim")
             yield VerticalScroll(id="init-drafts")
             with Horizontal(classes="fields"):
                 yield Label("scope", classes="field-label")
-                yield Select(self.scopes, value=self.scope, allow_blank=False, compact=True, id="scope")
+                yield Select(
+                    self.scopes, value=self.scope, allow_blank=False, compact=True, id="scope"
+                )
             yield Label("", id="init-error", classes="error")
             with Horizontal(classes="buttons"):
                 yield Button("Draft memories", id="draft", variant="primary")
@@ -311,7 +342,8 @@ class InitFromDescription(ModalScreen[list[int] | None]):
         n = len(event.text_area.text.strip())
         over = n > dr.MAX_DESCRIPTION
         self.query_one("#description-count", Label).update(
-            f"{n} / {dr.MAX_DESCRIPTION}" + (" — too long" if over else ""))
+            f"{n} / {dr.MAX_DESCRIPTION}" + (" — too long" if over else "")
+        )
         self.query_one("#draft", Button).disabled = over
 
     def _error(self, text: str) -> None:
@@ -358,8 +390,11 @@ class InitFromDescription(ModalScreen[list[int] | None]):
         button.label = "Draft again"
         button.disabled = False
         if event.error or not event.drafts:
-            self._error(f"Drafting failed: {event.error}." if event.error
-                        else "The model drafted nothing; try saying more.")
+            self._error(
+                f"Drafting failed: {event.error}."
+                if event.error
+                else "The model drafted nothing; try saying more."
+            )
             return
         self.drafts = event.drafts
         box = self.query_one("#init-drafts", VerticalScroll)
@@ -371,7 +406,9 @@ class InitFromDescription(ModalScreen[list[int] | None]):
                 Static(f"{d.content}\n[{flags}]", markup=False, id=f"init-text-{k}"),
                 Button("Save", id=f"save-{k}", variant="success"),
                 Button("Skip", id=f"skip-{k}"),
-                classes="init-row", id=f"init-row-{k}")
+                classes="init-row",
+                id=f"init-row-{k}",
+            )
             rows.append(row)
         await box.mount_all(rows)
         self.call_after_refresh(self._focus_next, -1)  # Enter saves, Tab goes to Skip
@@ -402,8 +439,16 @@ class InitFromDescription(ModalScreen[list[int] | None]):
     @work(thread=True, exit_on_error=False, group="drafting", name="saving a memory")
     def _save(self, memory, d: dr.Draft, scope: str, k: int) -> None:
         try:
-            res = memory.save(d.content, memory.owner_in(scope), d.kind, d.importance, d.private,
-                              scope=scope, source=Source.INIT, actor=Actor.OWNER)
+            res = memory.save(
+                d.content,
+                memory.owner_in(scope),
+                d.kind,
+                d.importance,
+                d.private,
+                scope=scope,
+                source=Source.INIT,
+                actor=Actor.OWNER,
+            )
             self.post_message(Saved(res, row=k))
         except MemoryOpError as e:
             self.post_message(Saved(None, str(e), row=k))
@@ -418,8 +463,9 @@ class InitFromDescription(ModalScreen[list[int] | None]):
         res = event.result
         assert isinstance(res, SaveResult)  # memory.save's result
         self.saved.append(res.id)
-        how = {"created": "saved", "reinforced": "already known",
-               "updated": "updated"}.get(res.status, res.status)
+        how = {"created": "saved", "reinforced": "already known", "updated": "updated"}.get(
+            res.status, res.status
+        )
         text.update(f"✓ #{res.id} {how}: {d.content}")
         eva_app(self).memory_changed()
 

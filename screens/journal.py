@@ -97,8 +97,13 @@ class JournalScreen(EvaScreen):
             return
         self._load_runs(sl)
 
-    @work(thread=True, exit_on_error=False, name="loading the sleep journal", group="load",
-          exclusive=True)
+    @work(
+        thread=True,
+        exit_on_error=False,
+        name="loading the sleep journal",
+        group="load",
+        exclusive=True,
+    )
     def _load_runs(self, sl: SleeperLike) -> None:
         self.post_message(RunsLoaded(sl.runs(limit=30)))
 

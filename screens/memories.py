@@ -27,8 +27,9 @@ IMPORTANCE_FILTER = [(S.importance_at_least(1), ANY)] + [
 ]
 PRIVATE_FILTER = list(zip(S.FILTER_PRIVATE, (ANY, True, False), strict=True))
 PINNED_FILTER = list(zip(S.FILTER_PINNED, (ANY, True, False), strict=True))
-SORTS = [(S.SORTS[key], key) for key in ("relevance", "updated", "created", "importance", "id",
-                                          "age")]
+SORTS = [
+    (S.SORTS[key], key) for key in ("relevance", "updated", "created", "importance", "id", "age")
+]
 COLUMNS = tuple(
     (S.COLUMNS[key], key)
     for key in ("id", "kind", "importance", "age", "private", "pinned", "scope", "content")

@@ -25,7 +25,7 @@ def scope_options(memory: Memory | None, personas) -> list[tuple[str, str]]:
     """Global, every persona (by name), and any other scope records use."""
     out: list[tuple[str, str]] = [("global", GLOBAL_SCOPE)]
     seen = {GLOBAL_SCOPE}
-    for p in (personas.list() if personas is not None else []):
+    for p in personas.list() if personas is not None else []:
         out.append((f"{p.name} ({p.id})", p.id))
         seen.add(p.id)
     if memory is not None:
@@ -48,8 +48,11 @@ class AddMemory(ModalScreen[dict | None]):
 
     DEFAULT_CSS = DIALOG_CSS
 
-    BINDINGS = [HELP, Binding("escape", "cancel", "Cancel", show=False, id="add.cancel"),
-                Binding("ctrl+s", "save", "Save", show=False, id="add.save")]
+    BINDINGS = [
+        HELP,
+        Binding("escape", "cancel", "Cancel", show=False, id="add.cancel"),
+        Binding("ctrl+s", "save", "Save", show=False, id="add.save"),
+    ]
 
     def __init__(self, memory: Memory, scopes: list[tuple[str, str]], scope: str) -> None:
         super().__init__(classes="modal")
@@ -64,11 +67,17 @@ class AddMemory(ModalScreen[dict | None]):
             yield EvaTextArea("", id="content", soft_wrap=True)
             with Horizontal(classes="fields"):
                 yield Select(KIND_OPTIONS, value="fact", allow_blank=False, compact=True, id="kind")
-                yield Select(IMPORTANCE_OPTIONS, value=3, allow_blank=False, compact=True, id="importance")
-                yield Select(PRIVATE_OPTIONS, value=False, allow_blank=False, compact=True, id="private")
+                yield Select(
+                    IMPORTANCE_OPTIONS, value=3, allow_blank=False, compact=True, id="importance"
+                )
+                yield Select(
+                    PRIVATE_OPTIONS, value=False, allow_blank=False, compact=True, id="private"
+                )
             with Horizontal(classes="fields"):
                 yield Label("scope", classes="field-label")
-                yield Select(self.scopes, value=self.scope, allow_blank=False, compact=True, id="scope")
+                yield Select(
+                    self.scopes, value=self.scope, allow_blank=False, compact=True, id="scope"
+                )
             yield Label("", id="add-error", classes="error")
             with Horizontal(classes="buttons"):
                 yield Button("Save", id="save", variant="primary")
@@ -94,13 +103,15 @@ class AddMemory(ModalScreen[dict | None]):
             self._acknowledged = (content, scope)
             err.update(S.nearly_the_same(dup.id, clip(dup.content, 80)))
             return
-        self.dismiss({
-            "content": content,
-            "kind": self.query_one("#kind", Select).value,
-            "importance": self.query_one("#importance", Select).value,
-            "private": bool(self.query_one("#private", Select).value),
-            "scope": scope,
-        })
+        self.dismiss(
+            {
+                "content": content,
+                "kind": self.query_one("#kind", Select).value,
+                "importance": self.query_one("#importance", Select).value,
+                "private": bool(self.query_one("#private", Select).value),
+                "scope": scope,
+            }
+        )
 
     def action_cancel(self) -> None:
         self.dismiss(None)
@@ -125,9 +136,13 @@ class MoveToScope(ModalScreen[str | None]):
             yield Static(r.content, markup=False, classes="record-text")
             with Horizontal(classes="fields"):
                 yield Label("scope", classes="field-label")
-                yield Select(self.scopes, value=r.scope if any(v == r.scope for _, v in
-                                                                self.scopes) else GLOBAL_SCOPE,
-                             allow_blank=False, compact=True, id="scope")
+                yield Select(
+                    self.scopes,
+                    value=r.scope if any(v == r.scope for _, v in self.scopes) else GLOBAL_SCOPE,
+                    allow_blank=False,
+                    compact=True,
+                    id="scope",
+                )
             with Horizontal(classes="buttons"):
                 yield Button("Move", id="move", variant="primary")
                 yield Button("Cancel", id="cancel")
@@ -151,8 +166,9 @@ class ClearAll(ModalScreen[str | None]):
 
     BINDINGS = [HELP, Binding("escape", "cancel", "Cancel", show=False, id="clear.cancel")]
 
-    def __init__(self, memory: Memory, scopes: list[tuple[str, str]], scope: str,
-                 ttl_days: float) -> None:
+    def __init__(
+        self, memory: Memory, scopes: list[tuple[str, str]], scope: str, ttl_days: float
+    ) -> None:
         super().__init__(classes="modal")
         self.memory = memory
         self.scopes = scopes
@@ -164,7 +180,9 @@ class ClearAll(ModalScreen[str | None]):
             yield Label("Clear all memories of a scope", classes="dialog-title")
             with Horizontal(classes="fields"):
                 yield Label("scope", classes="field-label")
-                yield Select(self.scopes, value=self.scope, allow_blank=False, compact=True, id="scope")
+                yield Select(
+                    self.scopes, value=self.scope, allow_blank=False, compact=True, id="scope"
+                )
             yield Static("", id="clear-what", classes="record-text")
             with Horizontal(classes="buttons"):
                 yield Button("Clear", id="clear", variant="error")
@@ -184,11 +202,15 @@ class ClearAll(ModalScreen[str | None]):
     def _describe(self) -> None:
         n, pinned = self.counts()
         unpinned = n - pinned
-        text = (f"{unpinned} unpinned memor{'y' if unpinned == 1 else 'ies'} of “{self.scope}” "
-                f"go to the archive (restorable for {self.ttl_days:g} days).")
+        text = (
+            f"{unpinned} unpinned memor{'y' if unpinned == 1 else 'ies'} of “{self.scope}” "
+            f"go to the archive (restorable for {self.ttl_days:g} days)."
+        )
         if pinned:
-            text += (f" {pinned} pinned memor{'y stays' if pinned == 1 else 'ies stay'}; "
-                     "clearing them needs a second confirmation.")
+            text += (
+                f" {pinned} pinned memor{'y stays' if pinned == 1 else 'ies stay'}; "
+                "clearing them needs a second confirmation."
+            )
         self.query_one("#clear-what", Static).update(text)
         self.query_one("#clear", Button).disabled = n == 0
 
@@ -212,10 +234,15 @@ class ConfirmClearPinned(ModalScreen[bool]):
 
     def compose(self) -> ComposeResult:
         with Vertical(classes="dialog"):
-            yield Label(f"Also clear the {self.pinned} pinned memories of “{self.scope}”?",
-                        classes="dialog-title")
-            yield Static("Pinned memories are your lock: Eva and sleep never touch them. "
-                         "Clearing them moves them to the archive too.", classes="record-text")
+            yield Label(
+                f"Also clear the {self.pinned} pinned memories of “{self.scope}”?",
+                classes="dialog-title",
+            )
+            yield Static(
+                "Pinned memories are your lock: Eva and sleep never touch them. "
+                "Clearing them moves them to the archive too.",
+                classes="record-text",
+            )
             with Horizontal(classes="buttons"):
                 yield Button("Keep them", id="keep", variant="primary")
                 yield Button(f"Clear {self.pinned} pinned", id="clear-pinned", variant="error")

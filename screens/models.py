@@ -32,8 +32,9 @@ class ModelPicker(ModalScreen[str | None]):
 
     BINDINGS = [HELP, Binding("escape", "cancel", "Cancel", id="models.close")]
 
-    def __init__(self, title: str = "Switch the chat model",
-                 on_pick: Callable[[str], object] | None = None) -> None:
+    def __init__(
+        self, title: str = "Switch the chat model", on_pick: Callable[[str], object] | None = None
+    ) -> None:
         super().__init__(classes="modal")
         self.title_text = title
         self.on_pick = on_pick
@@ -65,14 +66,21 @@ class ModelPicker(ModalScreen[str | None]):
         for i, c in enumerate(choices):
             mark = "● " if c.spec and c.spec == current else "  "
             note = f" — {c.note}" if c.note else ""
-            options.append(Option(f"{mark}{c.label}  ({SOURCES.get(c.source, c.source)}){note}",
-                                  id=str(i), disabled=not (c.ready and c.spec)))
+            options.append(
+                Option(
+                    f"{mark}{c.label}  ({SOURCES.get(c.source, c.source)}){note}",
+                    id=str(i),
+                    disabled=not (c.ready and c.spec),
+                )
+            )
         lst = self.query_one("#models-list", OptionList)
         lst.clear_options()
         lst.add_options(options)
         self.query_one("#models-note", Static).update(
             "Enter: run the chat on it from the next turn (the chat and memory stay)."
-            if options else "No models found.")
+            if options
+            else "No models found."
+        )
         lst.focus()
 
     def on_option_list_option_selected(self, event: OptionList.OptionSelected) -> None:
@@ -105,8 +113,10 @@ class RemoteConfirm(ModalScreen[bool]):
             yield Static(
                 f"The chat model runs at {self.base_url}, which is not this machine. Every "
                 "turn sends it your message, the chat and the memories recalled for it — "
-                "private ones included. Eva asks this once.", classes="record-text",
-                markup=False)
+                "private ones included. Eva asks this once.",
+                classes="record-text",
+                markup=False,
+            )
             with Horizontal(classes="buttons"):
                 yield Button("Send memory there", id="yes", variant="warning")
                 yield Button("Keep chat off", id="no")

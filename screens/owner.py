@@ -87,12 +87,19 @@ def add_memory(app: EvaApp) -> None:
 
         def save() -> str:
             scope = fields.pop("scope")
-            res = memory.save(fields.pop("content"), memory.owner_in(scope), scope=scope,
-                              source=Source.OWNER, actor=Actor.OWNER, **fields)
+            res = memory.save(
+                fields.pop("content"),
+                memory.owner_in(scope),
+                scope=scope,
+                source=Source.OWNER,
+                actor=Actor.OWNER,
+                **fields,
+            )
             what = S.added_memory(res.status, res.id)
             if res.similar:
-                what += ". Similar: " + "; ".join(f"#{s.id} ({s.age}) {s.content[:60]}"
-                                                  for s in res.similar[:3])
+                what += ". Similar: " + "; ".join(
+                    f"#{s.id} ({s.age}) {s.content[:60]}" for s in res.similar[:3]
+                )
             return what + "."
 
         _in_thread(app, "adding a memory", save)
@@ -107,6 +114,7 @@ def move_to_scope(app: EvaApp, record: Record) -> None:
 
     def moved(scope: str | None) -> None:
         if scope and scope != record.scope:
+
             def move() -> str:
                 memory.move_to_scope(record.id, scope)
                 return S.moved_memory(record.id, scope)
@@ -139,15 +147,20 @@ def clear_all(app: EvaApp) -> None:
             _turn, ids = memory.clear_scope(scope)
             pinned = memory.scope_stats().get(scope, (0, 0))[1]
             if pinned:
-                app.call_from_thread(app.push_screen, ConfirmClearPinned(scope, pinned),
-                                     lambda yes: second(scope, yes))
-            return (f"{len(ids)} memories of {scope} moved to the archive (F3 restores them)"
-                    + (f"; {pinned} pinned stay." if pinned else "."))
+                app.call_from_thread(
+                    app.push_screen,
+                    ConfirmClearPinned(scope, pinned),
+                    lambda yes: second(scope, yes),
+                )
+            return f"{len(ids)} memories of {scope} moved to the archive (F3 restores them)" + (
+                f"; {pinned} pinned stay." if pinned else "."
+            )
 
         _in_thread(app, f"clearing {scope}", clear)
 
-    app.push_screen(ClearAll(memory, _scopes(app), _active_scope(app),
-                             memory.config.archive_ttl_days), first)
+    app.push_screen(
+        ClearAll(memory, _scopes(app), _active_scope(app), memory.config.archive_ttl_days), first
+    )
 
 
 def save_from_dialogue(app: EvaApp) -> None:
@@ -162,8 +175,11 @@ def save_from_dialogue(app: EvaApp) -> None:
     def saved(ids: list[int] | None) -> None:
         if ids:
             app.memory_changed()
-            app.notify(f"Saved {len(ids)} pinned memor{'y' if len(ids) == 1 else 'ies'}: "
-                       + " ".join(f"#{i}" for i in ids), timeout=8)
+            app.notify(
+                f"Saved {len(ids)} pinned memor{'y' if len(ids) == 1 else 'ies'}: "
+                + " ".join(f"#{i}" for i in ids),
+                timeout=8,
+            )
 
     app.push_screen(SaveFromDialogue(messages, _scopes(app), _active_scope(app)), saved)
 
@@ -175,8 +191,11 @@ def init_from_description(app: EvaApp) -> None:
     def done(ids: list[int] | None) -> None:
         if ids:
             app.memory_changed()
-            app.notify(f"Eva remembers {len(ids)} thing{'s' if len(ids) != 1 else ''} about "
-                       "you now (F2 shows them).", timeout=8)
+            app.notify(
+                f"Eva remembers {len(ids)} thing{'s' if len(ids) != 1 else ''} about "
+                "you now (F2 shows them).",
+                timeout=8,
+            )
 
     app.push_screen(InitFromDescription(_scopes(app), _active_scope(app)), done)
 
@@ -214,8 +233,9 @@ def export_chats(app: EvaApp, fmt: str, private: bool) -> None:
 
     def run() -> str:
         now = app.services.clock.now()
-        ex = chat_export.export_chats(memory.attach(Chats), memory.attach(Transcript), fmt,
-                                  private=private, now=now)
+        ex = chat_export.export_chats(
+            memory.attach(Chats), memory.attach(Transcript), fmt, private=private, now=now
+        )
         ownership.private_dir(folder)
         name = portability.backup_name(now).replace("eva-backup-", "eva-chats-")
         path = _unique(folder / name.replace(".db", ".jsonl" if fmt == "jsonl" else ".md"))
@@ -223,8 +243,10 @@ def export_chats(app: EvaApp, fmt: str, private: bool) -> None:
             f.writelines(ex.lines)
         note = f"Exported {ex.chats} chats ({ex.messages} messages) to {path}"
         if ex.private_left_out:
-            note += (f"; {ex.private_left_out} messages written where private memory was "
-                     "visible were left out")
+            note += (
+                f"; {ex.private_left_out} messages written where private memory was "
+                "visible were left out"
+            )
         return note + "."
 
     _in_thread(app, "exporting the chats", run)
@@ -238,8 +260,11 @@ def import_chats(app: EvaApp, path: str = "") -> None:
     def done(ids: list[int] | None) -> None:
         if not ids:
             return
-        app.notify(f"Imported {len(ids)} chat{'s' if len(ids) != 1 else ''} (Ctrl+O lists "
-                   "them; Ctrl+G searches them).", timeout=8)
+        app.notify(
+            f"Imported {len(ids)} chat{'s' if len(ids) != 1 else ''} (Ctrl+O lists "
+            "them; Ctrl+G searches them).",
+            timeout=8,
+        )
         review_imported(app)
 
     app.push_screen(ImportChatsScreen(path), done)
@@ -255,12 +280,14 @@ def review_imported(app: EvaApp) -> None:
         def saved(ids: list[int] | None) -> None:
             if ids:
                 app.memory_changed()
-                app.notify(f"Saved {len(ids)} pinned memor{'y' if len(ids) == 1 else 'ies'}.",
-                           timeout=6)
+                app.notify(
+                    f"Saved {len(ids)} pinned memor{'y' if len(ids) == 1 else 'ies'}.", timeout=6
+                )
             after(ids)
 
-        app.push_screen(SaveFromDialogue(batch, _scopes(app), _active_scope(app),
-                                         select_all=True), saved)
+        app.push_screen(
+            SaveFromDialogue(batch, _scopes(app), _active_scope(app), select_all=True), saved
+        )
 
     if not offer_review(app, open_drafts):
         app.notify("No imported messages wait for drafts.")
@@ -314,48 +341,87 @@ def offer_init(app: EvaApp) -> None:
             return
     except (MemoryOpError, OSError):
         return
-    app.notify("New here? Tell Eva about yourself and she drafts her first memories: Ctrl+P → "
-               "“Initialize memories from a description”.", title="Welcome", timeout=20)
+    app.notify(
+        "New here? Tell Eva about yourself and she drafts her first memories: Ctrl+P → "
+        "“Initialize memories from a description”.",
+        title="Welcome",
+        timeout=20,
+    )
 
 
 def owner_commands(app: EvaApp) -> list[OwnerCommand]:
     return [
-        OwnerCommand("Personas…", "Switch, create, edit or delete the personas Eva runs as",
-                     lambda: open_personas(app)),
-        OwnerCommand("Add a memory…", "Content, kind, importance, private, scope (dedup first)",
-                     lambda: add_memory(app)),
-        OwnerCommand("Save from dialogue…", "Select up to 20 messages; Eva drafts up to 5 "
-                     "memories; you keep, edit or drop each; saved pinned",
-                     lambda: save_from_dialogue(app)),
-        OwnerCommand("Initialize memories from a description…",
-                     "Write up to 1,000 characters about yourself; confirm each draft",
-                     lambda: init_from_description(app)),
-        OwnerCommand("Clear all memories of a scope…",
-                     "Unpinned ones to the archive; pinned only after a second confirmation",
-                     lambda: clear_all(app)),
-        OwnerCommand("Export memory (JSON Lines, without private)",
-                     "Into the data dir's exports/ (archive included)",
-                     lambda: export_memory(app, private=False)),
-        OwnerCommand("Export memory with private (JSON Lines)",
-                     "Into the data dir's exports/, mode 0600 (archive included)",
-                     lambda: export_memory(app, private=True)),
-        OwnerCommand("Backup now", "A consistent copy of the store into the data dir's "
-                     "backups/ (SQLite online backup)", lambda: backup_now(app)),
-        OwnerCommand("Search chats…", "Find words in every chat; Enter opens the chat at the "
-                     "message", lambda: search_chats(app)),
-        OwnerCommand("Import chats…", "Eva's chat export, ChatGPT's conversations.json or a "
-                     "SillyTavern .jsonl: a preview first, then all or nothing",
-                     lambda: import_chats(app)),
-        OwnerCommand("Draft memories from imported chats…", "20 imported messages at a time; "
-                     "you keep, edit or drop each draft", lambda: review_imported(app)),
-        OwnerCommand("Export chats (JSON Lines, without private)",
-                     "Into the data dir's exports/; messages written where private memory "
-                     "was visible are left out", lambda: export_chats(app, "jsonl", False)),
-        OwnerCommand("Export chats with private (JSON Lines)",
-                     "Into the data dir's exports/, mode 0600",
-                     lambda: export_chats(app, "jsonl", True)),
-        OwnerCommand("Export chats with private (Markdown)",
-                     "Into the data dir's exports/, mode 0600, for reading",
-                     lambda: export_chats(app, "md", True)),
+        OwnerCommand(
+            "Personas…",
+            "Switch, create, edit or delete the personas Eva runs as",
+            lambda: open_personas(app),
+        ),
+        OwnerCommand(
+            "Add a memory…",
+            "Content, kind, importance, private, scope (dedup first)",
+            lambda: add_memory(app),
+        ),
+        OwnerCommand(
+            "Save from dialogue…",
+            "Select up to 20 messages; Eva drafts up to 5 "
+            "memories; you keep, edit or drop each; saved pinned",
+            lambda: save_from_dialogue(app),
+        ),
+        OwnerCommand(
+            "Initialize memories from a description…",
+            "Write up to 1,000 characters about yourself; confirm each draft",
+            lambda: init_from_description(app),
+        ),
+        OwnerCommand(
+            "Clear all memories of a scope…",
+            "Unpinned ones to the archive; pinned only after a second confirmation",
+            lambda: clear_all(app),
+        ),
+        OwnerCommand(
+            "Export memory (JSON Lines, without private)",
+            "Into the data dir's exports/ (archive included)",
+            lambda: export_memory(app, private=False),
+        ),
+        OwnerCommand(
+            "Export memory with private (JSON Lines)",
+            "Into the data dir's exports/, mode 0600 (archive included)",
+            lambda: export_memory(app, private=True),
+        ),
+        OwnerCommand(
+            "Backup now",
+            "A consistent copy of the store into the data dir's backups/ (SQLite online backup)",
+            lambda: backup_now(app),
+        ),
+        OwnerCommand(
+            "Search chats…",
+            "Find words in every chat; Enter opens the chat at the message",
+            lambda: search_chats(app),
+        ),
+        OwnerCommand(
+            "Import chats…",
+            "Eva's chat export, ChatGPT's conversations.json or a "
+            "SillyTavern .jsonl: a preview first, then all or nothing",
+            lambda: import_chats(app),
+        ),
+        OwnerCommand(
+            "Draft memories from imported chats…",
+            "20 imported messages at a time; you keep, edit or drop each draft",
+            lambda: review_imported(app),
+        ),
+        OwnerCommand(
+            "Export chats (JSON Lines, without private)",
+            "Into the data dir's exports/; messages written where private memory "
+            "was visible are left out",
+            lambda: export_chats(app, "jsonl", False),
+        ),
+        OwnerCommand(
+            "Export chats with private (JSON Lines)",
+            "Into the data dir's exports/, mode 0600",
+            lambda: export_chats(app, "jsonl", True),
+        ),
+        OwnerCommand(
+            "Export chats with private (Markdown)",
+            "Into the data dir's exports/, mode 0600, for reading",
+            lambda: export_chats(app, "md", True),
+        ),
     ]
-

@@ -22,8 +22,12 @@ from eva_tui.widgets.base import eva_app
 from eva_tui.widgets.modals import HELP
 
 DEFAULT = "default"  # a Select value: follow the configured default
-LEVEL_OPTIONS = [("as in settings", DEFAULT), ("key events", "key"), ("balanced", "balanced"),
-                 ("detailed", "detailed")]
+LEVEL_OPTIONS = [
+    ("as in settings", DEFAULT),
+    ("key events", "key"),
+    ("balanced", "balanced"),
+    ("detailed", "detailed"),
+]
 LEARNING_OPTIONS = [("as in settings", DEFAULT), ("learning on", True), ("learning off", False)]
 
 
@@ -39,8 +43,11 @@ class PersonasChanged(Message):
 class PersonaForm(ModalScreen[dict | None]):
     """Create or edit a persona. Returns the fields (or None)."""
 
-    BINDINGS = [HELP, Binding("escape", "cancel", "Cancel", show=False, id="persona_form.cancel"),
-                Binding("ctrl+s", "save", "Save", show=False, id="persona_form.save")]
+    BINDINGS = [
+        HELP,
+        Binding("escape", "cancel", "Cancel", show=False, id="persona_form.cancel"),
+        Binding("ctrl+s", "save", "Save", show=False, id="persona_form.save"),
+    ]
     DEFAULT_CSS = """
     PersonaForm #persona-text { height: 8; }
     PersonaForm .error, PersonaForm .dim { width: 100%; }
@@ -54,17 +61,27 @@ class PersonaForm(ModalScreen[dict | None]):
     def compose(self) -> ComposeResult:
         p = self.persona
         with Vertical(classes="dialog"):
-            yield Label(f"Edit persona “{p.name}”" if p else "New persona",
-                        classes="dialog-title")
+            yield Label(f"Edit persona “{p.name}”" if p else "New persona", classes="dialog-title")
             yield EvaInput(value=p.name if p else "", placeholder="name", id="persona-name")
-            yield Label("Persona text (empty: the configured persona file / Eva's default)",
-                        classes="dim")
+            yield Label(
+                "Persona text (empty: the configured persona file / Eva's default)", classes="dim"
+            )
             yield EvaTextArea((p.text or "") if p else "", id="persona-text", soft_wrap=True)
             with Horizontal(classes="fields"):
-                yield Select(LEVEL_OPTIONS, allow_blank=False, compact=True, id="persona-level",
-                             value=(p.detail_level if p and p.detail_level else DEFAULT))
-                yield Select(LEARNING_OPTIONS, allow_blank=False, compact=True, id="persona-learning",
-                             value=(DEFAULT if p is None or p.learning is None else p.learning))
+                yield Select(
+                    LEVEL_OPTIONS,
+                    allow_blank=False,
+                    compact=True,
+                    id="persona-level",
+                    value=(p.detail_level if p and p.detail_level else DEFAULT),
+                )
+                yield Select(
+                    LEARNING_OPTIONS,
+                    allow_blank=False,
+                    compact=True,
+                    id="persona-learning",
+                    value=(DEFAULT if p is None or p.learning is None else p.learning),
+                )
             yield Label("", id="persona-error", classes="error")
             with Horizontal(classes="buttons"):
                 yield Button("Save", id="save", variant="primary")
@@ -88,20 +105,21 @@ class PersonaForm(ModalScreen[dict | None]):
             return
         level = self.query_one("#persona-level", Select).value
         learning = self.query_one("#persona-learning", Select).value
-        self.dismiss({
-            "name": name,
-            "persona_text": self.query_one("#persona-text", EvaTextArea).text,
-            "detail_level": None if level == DEFAULT else level,
-            "learning": None if learning == DEFAULT else bool(learning),
-        })
+        self.dismiss(
+            {
+                "name": name,
+                "persona_text": self.query_one("#persona-text", EvaTextArea).text,
+                "detail_level": None if level == DEFAULT else level,
+                "learning": None if learning == DEFAULT else bool(learning),
+            }
+        )
 
     def action_cancel(self) -> None:
         self.dismiss(None)
 
 
 class ConfirmDeletePersona(ModalScreen[bool]):
-    BINDINGS = [HELP, Binding("escape", "cancel", "Cancel", show=False,
-                              id="persona_delete.cancel")]
+    BINDINGS = [HELP, Binding("escape", "cancel", "Cancel", show=False, id="persona_delete.cancel")]
 
     def __init__(self, persona: Persona, memories: int) -> None:
         super().__init__(classes="modal")
@@ -114,7 +132,9 @@ class ConfirmDeletePersona(ModalScreen[bool]):
             yield Static(
                 f"Its {self.memories} memor{'y' if self.memories == 1 else 'ies'} become "
                 "global (every persona sees them) and its chats go to the archive. "
-                "Nothing is lost.", classes="record-text")
+                "Nothing is lost.",
+                classes="record-text",
+            )
             with Horizontal(classes="buttons"):
                 yield Button("Delete", id="delete", variant="error")
                 yield Button("Cancel", id="cancel")
@@ -186,17 +206,22 @@ class PersonasScreen(ModalScreen[None]):
             self.personas[p.id] = p
             body, level, learning = self.services.persona_settings(p)
             n, pinned = stats.get(p.id, (0, 0))
-            t.add_row("●" if p.id == active.id else "", p.name, p.id,
-                      level + ("" if p.detail_level else " (default)"),
-                      ("on" if learning else "off") + ("" if p.learning is not None
-                                                       else " (default)"),
-                      f"{n}" + (f" ({pinned} pinned)" if pinned else ""),
-                      clip(body.replace("\n", " "), 36), key=p.id)
+            t.add_row(
+                "●" if p.id == active.id else "",
+                p.name,
+                p.id,
+                level + ("" if p.detail_level else " (default)"),
+                ("on" if learning else "off") + ("" if p.learning is not None else " (default)"),
+                f"{n}" + (f" ({pinned} pinned)" if pinned else ""),
+                clip(body.replace("\n", " "), 36),
+                key=p.id,
+            )
         t.move_cursor(row=min(cursor, max(0, t.row_count - 1)))
         g = stats.get("global", (0, 0))
         self.query_one("#personas-info", Label).update(
             f"Active: {active.name}. Each persona sees its own memories and the {g[0]} global "
-            "ones. Enter switches · n new · e edit · d delete.")
+            "ones. Enter switches · n new · e edit · d delete."
+        )
 
     def _selected(self) -> Persona | None:
         t = self.query_one("#personas", DataTable)
@@ -224,15 +249,20 @@ class PersonasScreen(ModalScreen[None]):
         if p.id == self.active:
             self.notify(f"{p.name} is already the active persona.")
             return
-        self._run(partial(self.services.switch_persona, p.id),
-                  f"Eva is now “{p.name}”: her memories plus the global ones.", switched=True)
+        self._run(
+            partial(self.services.switch_persona, p.id),
+            f"Eva is now “{p.name}”: her memories plus the global ones.",
+            switched=True,
+        )
 
     def action_new(self) -> None:
         def made(fields: dict | None) -> None:
             if fields:
                 now = self.services.clock.now()
-                self._run(lambda: self.services.personas.create(now=now, **fields),
-                          f"Persona “{fields['name']}” created (Enter switches to it).")
+                self._run(
+                    lambda: self.services.personas.create(now=now, **fields),
+                    f"Persona “{fields['name']}” created (Enter switches to it).",
+                )
 
         self.app.push_screen(PersonaForm(None), made)
 
@@ -273,8 +303,11 @@ class PersonasScreen(ModalScreen[None]):
                     self.services.switch_persona(DEFAULT_ID)
                 return ids
 
-            self._run(do, f"Persona “{p.name}” deleted; its memories are global now.",
-                      switched=self.active == p.id)
+            self._run(
+                do,
+                f"Persona “{p.name}” deleted; its memories are global now.",
+                switched=self.active == p.id,
+            )
 
         self.app.push_screen(ConfirmDeletePersona(p, n), confirmed)
 

@@ -135,8 +135,13 @@ class PreviewScreen(EvaScreen):
             return
         self._preview(memory, self.query_text)
 
-    @work(thread=True, exit_on_error=False, name="previewing the prompt", group="preview",
-          exclusive=True)
+    @work(
+        thread=True,
+        exit_on_error=False,
+        name="previewing the prompt",
+        group="preview",
+        exclusive=True,
+    )
     def _preview(self, memory: Memory, q: str) -> None:
         self.post_message(PreviewReady(q, memory.preview(q), memory.preview(q, public=True)))
 
@@ -151,9 +156,7 @@ class PreviewScreen(EvaScreen):
             self.query_one("#trusted-stats", Static).update(
                 f"{stats(event.trusted)}\n{S.PREVIEW_HIDDEN_LEGEND}"
             )
-            self.query_one("#trusted-text", Static).update(
-                marked_text(event.trusted, event.public)
-            )
+            self.query_one("#trusted-text", Static).update(marked_text(event.trusted, event.public))
 
     def action_focus_query(self) -> None:
         self.query_one("#query", EvaInput).focus()

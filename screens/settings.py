@@ -235,9 +235,12 @@ class SettingsScreen(EvaScreen):
         return [
             PaletteCommand(*c["save"], self.action_save),
             PaletteCommand(*c["revert"], self.action_revert),
-            PaletteCommand("Choose the chat model", "List the packaged models, local GGUF "
-                           "files and the server's models; the choice fills Chat model",
-                           self.action_choose_model),
+            PaletteCommand(
+                "Choose the chat model",
+                "List the packaged models, local GGUF "
+                "files and the server's models; the choice fills Chat model",
+                self.action_choose_model,
+            ),
         ]
 
     def action_choose_model(self) -> None:

@@ -23,14 +23,20 @@ from eva_tui.widgets import EvaTextArea, clip
 from eva_tui.widgets.base import eva_app
 from eva_tui.widgets.modals import HELP
 
-COLUMNS = (("id", "id"), ("tier", "tier"), ("status", "status"), ("messages", "covers"),
-           ("summary", "prose"))
+COLUMNS = (
+    ("id", "id"),
+    ("tier", "tier"),
+    ("status", "status"),
+    ("messages", "covers"),
+    ("summary", "prose"),
+)
 REBUILD_GROUP = "summaries"
 
 
 class SummariesLoaded(Message):
-    def __init__(self, summaries: list[Summary], covers: dict[int, int], progress: Progress,
-                 running: bool) -> None:
+    def __init__(
+        self, summaries: list[Summary], covers: dict[int, int], progress: Progress, running: bool
+    ) -> None:
         super().__init__()
         self.summaries = summaries
         self.covers = covers
@@ -43,8 +49,10 @@ def progress_line(p: Progress, running: bool) -> str:
     if not p.left_window:
         todo = "no message has left the live window yet"
     elif p.unsummarised:
-        todo = (f"{p.unsummarised} of {p.left_window} messages that left the window are not "
-                f"summarised yet")
+        todo = (
+            f"{p.unsummarised} of {p.left_window} messages that left the window are not "
+            f"summarised yet"
+        )
     else:
         todo = f"all {p.left_window} messages that left the window are summarised"
     return f"{tiers} · {todo}" + (" · summarising…" if running else "")
@@ -53,8 +61,11 @@ def progress_line(p: Progress, running: bool) -> str:
 def summary_text(s: Summary, covers: int) -> Text:
     t = Text()
     t.append(f"#{s.id} · {s.tier_name} · {s.status}", style="bold")
-    t.append(f" · {covers} messages (#{s.first_id}…#{s.last_id})"
-             + (" · private-only" if s.private else ""), style="dim")
+    t.append(
+        f" · {covers} messages (#{s.first_id}…#{s.last_id})"
+        + (" · private-only" if s.private else ""),
+        style="dim",
+    )
     t.append("\n\n" + s.prose + "\n")
     if s.verbatim:
         t.append("\nKept exactly:\n", style="dim")
@@ -106,8 +117,11 @@ class EditSummary(ModalScreen[tuple[str, list[str]] | None]):
         if not prose:
             self.query_one("#summary-error", Label).update("The summary is empty.")
             return
-        items = [ln.strip() for ln in self.query_one("#verbatim", EvaTextArea).text.splitlines()
-                 if ln.strip()]
+        items = [
+            ln.strip()
+            for ln in self.query_one("#verbatim", EvaTextArea).text.splitlines()
+            if ln.strip()
+        ]
         self.dismiss((prose, items))
 
 
@@ -155,12 +169,18 @@ class SummaryPanel(ModalScreen[None]):
     def reload(self) -> None:
         if self.conversation is None:
             self.query_one("#summary-progress", Static).update(
-                "Summaries are available once the chat model is loaded.")
+                "Summaries are available once the chat model is loaded."
+            )
             return
         self._load(self.running())
 
-    @work(thread=True, exit_on_error=False, name="loading the summaries", group="summary-load",
-          exclusive=True)
+    @work(
+        thread=True,
+        exit_on_error=False,
+        name="loading the summaries",
+        group="summary-load",
+        exclusive=True,
+    )
     def _load(self, running: bool) -> None:
         conv = self.conversation
         items = conv.summaries.active(conv.chat_id)
@@ -169,10 +189,14 @@ class SummaryPanel(ModalScreen[None]):
 
     def on_summaries_loaded(self, event: SummariesLoaded) -> None:
         self.query_one("#summary-progress", Static).update(
-            progress_line(event.progress, event.running))
+            progress_line(event.progress, event.running)
+        )
         ids = [s.id for s in event.summaries]
-        if self._shown and ids == list(self.items) and all(
-                self.items[s.id].updated_at == s.updated_at for s in event.summaries):
+        if (
+            self._shown
+            and ids == list(self.items)
+            and all(self.items[s.id].updated_at == s.updated_at for s in event.summaries)
+        ):
             return  # nothing changed: keep the cursor and the detail as they are
         self._shown = True
         self.items = {s.id: s for s in event.summaries}
@@ -181,8 +205,14 @@ class SummaryPanel(ModalScreen[None]):
         keep = self._selected_id()
         table.clear()
         for s in event.summaries:
-            table.add_row(str(s.id), s.tier_name, s.status, str(event.covers.get(s.id, 0)),
-                          clip(s.prose.replace("\n", " "), 60), key=str(s.id))
+            table.add_row(
+                str(s.id),
+                s.tier_name,
+                s.status,
+                str(event.covers.get(s.id, 0)),
+                clip(s.prose.replace("\n", " "), 60),
+                key=str(s.id),
+            )
         if keep is not None and str(keep) in table.rows:
             table.move_cursor(row=table.get_row_index(str(keep)))
         self._show_selected()
@@ -201,8 +231,9 @@ class SummaryPanel(ModalScreen[None]):
         sid = self._selected_id()
         detail = self.query_one("#summary-detail", Static)
         if sid is None or sid not in self.items:
-            detail.update("No summaries yet: messages are summarised once they leave the live "
-                          "window.")
+            detail.update(
+                "No summaries yet: messages are summarised once they leave the live window."
+            )
             return
         detail.update(summary_text(self.items[sid], self.covers.get(sid, 0)))
 
@@ -223,8 +254,13 @@ class SummaryPanel(ModalScreen[None]):
                 return
             prose, items = result
             try:
-                conv.summaries.edit(sid, prose, items, conv.clock.now(),
-                                    conv.model.count_tokens(prose + "\n".join(items)))
+                conv.summaries.edit(
+                    sid,
+                    prose,
+                    items,
+                    conv.clock.now(),
+                    conv.model.count_tokens(prose + "\n".join(items)),
+                )
             except ValueError as e:
                 self.notify(str(e).capitalize() + ".", severity="error")
                 return
@@ -260,19 +296,27 @@ def start_rebuild(app: Any, conv: Any) -> None:
             conv.summaries.rebuild(chat_id, conv.clock.now())
             results = conv.summarise(chat_id=chat_id)
         except Exception as e:  # noqa: BLE001 - said to the owner, the store keeps what is done
-            app.call_from_thread(app.notify, f"Rebuilding the summaries failed: {e}",
-                                 severity="error", timeout=10)
+            app.call_from_thread(
+                app.notify, f"Rebuilding the summaries failed: {e}", severity="error", timeout=10
+            )
             return
         if results and results[-1].action == "paused":
-            app.call_from_thread(app.notify, "Rebuilding the summaries paused for your "
-                                 "message; it continues after the reply.", timeout=6)
+            app.call_from_thread(
+                app.notify,
+                "Rebuilding the summaries paused for your message; it continues after the reply.",
+                timeout=6,
+            )
             return
         p = conv.summary_progress(chat_id)
-        app.call_from_thread(app.notify, "Summaries rebuilt: " + progress_line(p, False),
-                             timeout=8)
+        app.call_from_thread(app.notify, "Summaries rebuilt: " + progress_line(p, False), timeout=8)
 
-    app.run_worker(rebuild, thread=True, exit_on_error=False, group=REBUILD_GROUP,
-                   name="rebuilding the summaries")
+    app.run_worker(
+        rebuild,
+        thread=True,
+        exit_on_error=False,
+        group=REBUILD_GROUP,
+        name="rebuilding the summaries",
+    )
 
 
 def start_summarising(app: Any, conv: Any) -> None:
@@ -284,5 +328,10 @@ def start_summarising(app: Any, conv: Any) -> None:
     def summarise() -> None:
         conv.summarise()
 
-    app.run_worker(summarise, thread=True, exit_on_error=False, group=REBUILD_GROUP,
-                   name="summarising the conversation")
+    app.run_worker(
+        summarise,
+        thread=True,
+        exit_on_error=False,
+        group=REBUILD_GROUP,
+        name="summarising the conversation",
+    )

@@ -29,13 +29,23 @@ def dump(path: Path, version: int) -> str:
         # a virtual table's rows (the FTS5 message index of v7) are not rows of its own: its
         # shadow tables hold the index and are dumped; inserting its rows again on load would
         # fail (the table is made through sqlite_master) or index them twice
-        virtual = [r[0] for r in conn.execute(
-            "SELECT name FROM sqlite_master WHERE sql LIKE 'CREATE VIRTUAL TABLE%'")]
-        rows = [ln for ln in conn.iterdump()
-                if not any(ln.startswith(f'INSERT INTO "{v}" ') for v in virtual)]
-        lines = [f"-- Eva store, schema v{version}, frozen by scripts/freeze_store_fixture.py",
-                 "-- Never edit or regenerate: it is what a store of this version holds.",
-                 *rows, f"PRAGMA user_version = {version};"]
+        virtual = [
+            r[0]
+            for r in conn.execute(
+                "SELECT name FROM sqlite_master WHERE sql LIKE 'CREATE VIRTUAL TABLE%'"
+            )
+        ]
+        rows = [
+            ln
+            for ln in conn.iterdump()
+            if not any(ln.startswith(f'INSERT INTO "{v}" ') for v in virtual)
+        ]
+        lines = [
+            f"-- Eva store, schema v{version}, frozen by scripts/freeze_store_fixture.py",
+            "-- Never edit or regenerate: it is what a store of this version holds.",
+            *rows,
+            f"PRAGMA user_version = {version};",
+        ]
     finally:
         conn.close()
     return "\n".join(lines) + "\n"
@@ -55,8 +65,7 @@ def main(argv: list[str] | None = None) -> int:
         return 2
     out = FIXTURES / f"store_v{args.version}.sql"
     if out.exists() and not args.force:
-        print(f"{out} exists (frozen); --force only for a version never released",
-              file=sys.stderr)
+        print(f"{out} exists (frozen); --force only for a version never released", file=sys.stderr)
         return 1
     with tempfile.TemporaryDirectory() as d:
         path = Path(d) / "memory.db"

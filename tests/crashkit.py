@@ -71,8 +71,13 @@ def faulty_factory(plan: FaultPlan) -> Callable[[str | Path], sqlite3.Connection
     """A ``connection_factory`` for :class:`core.store.storage.Storage` (same setup as ``connect``)."""
 
     def factory(path: str | Path) -> sqlite3.Connection:
-        conn = sqlite3.connect(str(path), isolation_level=None, check_same_thread=False,
-                               timeout=30.0, factory=FaultyConnection)
+        conn = sqlite3.connect(
+            str(path),
+            isolation_level=None,
+            check_same_thread=False,
+            timeout=30.0,
+            factory=FaultyConnection,
+        )
         conn.row_factory = sqlite3.Row
         conn.execute("PRAGMA foreign_keys = ON")
         conn.plan = plan
@@ -102,8 +107,12 @@ class HashEmbedder:
                 out[i, 0] = 1.0
         return out
 
-    def embed_many(self, texts: list[str], batch_size: int | None = None,
-                   progress: Callable[[int, int], None] | None = None) -> np.ndarray:
+    def embed_many(
+        self,
+        texts: list[str],
+        batch_size: int | None = None,
+        progress: Callable[[int, int], None] | None = None,
+    ) -> np.ndarray:
         from core.embedding import embed_batches
 
         return embed_batches(self.embed, self.dim, texts, batch_size, progress)
@@ -149,18 +158,27 @@ def invariant_problems(path: str | Path) -> list[str]:
             " AS last FROM memories m"
         ):
             if row["access_count"] != row["n"]:
-                problems.append(f"#{row['id']}: access_count {row['access_count']} != "
-                                f"{row['n']} access rows")
+                problems.append(
+                    f"#{row['id']}: access_count {row['access_count']} != {row['n']} access rows"
+                )
             if row["last_access_at"] != row["last"]:
-                problems.append(f"#{row['id']}: last_access_at {row['last_access_at']} != "
-                                f"latest access {row['last']}")
-        for t, col in (("accesses", "memory_id"), ("vectors", "memory_id"), ("changes", "memory_id")):
+                problems.append(
+                    f"#{row['id']}: last_access_at {row['last_access_at']} != "
+                    f"latest access {row['last']}"
+                )
+        for t, col in (
+            ("accesses", "memory_id"),
+            ("vectors", "memory_id"),
+            ("changes", "memory_id"),
+        ):
             orphans = conn.execute(
                 f"SELECT DISTINCT {col} FROM {t} WHERE {col} NOT IN (SELECT id FROM memories)"
             ).fetchall()
             if orphans:
                 problems.append(f"{t} rows of missing records: {[r[0] for r in orphans]}")
-        for row in conn.execute("SELECT id, content, stems, archived_at, archived_by FROM memories"):
+        for row in conn.execute(
+            "SELECT id, content, stems, archived_at, archived_by FROM memories"
+        ):
             from core import text as core_text
 
             if row["stems"] != " ".join(core_text.stems(row["content"])):
@@ -169,14 +187,20 @@ def invariant_problems(path: str | Path) -> list[str]:
                 problems.append(f"#{row['id']}: half-archived")
         # the change log tells the same story as the rows
         for row in conn.execute("SELECT id, access_count, archived_at FROM memories"):
-            ops = [r[0] for r in conn.execute(
-                "SELECT op FROM changes WHERE memory_id = ? ORDER BY id", (row["id"],))]
+            ops = [
+                r[0]
+                for r in conn.execute(
+                    "SELECT op FROM changes WHERE memory_id = ? ORDER BY id", (row["id"],)
+                )
+            ]
             if ops.count("create") > 1 or (ops and "create" in ops and ops[0] != "create"):
                 problems.append(f"#{row['id']}: change log {ops} has a misplaced create")
             n_reinf = sum(op in ("reinforce", "dedup") for op in ops)
             if n_reinf != row["access_count"]:
-                problems.append(f"#{row['id']}: {n_reinf} reinforce/dedup changes but "
-                                f"access_count {row['access_count']}")
+                problems.append(
+                    f"#{row['id']}: {n_reinf} reinforce/dedup changes but "
+                    f"access_count {row['access_count']}"
+                )
             moves = [op for op in ops if op in ("forget", "restore")]
             archived = row["archived_at"] is not None
             if archived != (bool(moves) and moves[-1] == "forget"):
@@ -187,9 +211,34 @@ def invariant_problems(path: str | Path) -> list[str]:
 
 
 # ---------------------------------------------------------------------------- the kill child
-WORDS = ("garden", "piano", "river", "coffee", "train", "winter", "book", "letter", "doctor",
-         "market", "сад", "пианино", "река", "кофе", "поезд", "зима", "книга", "письмо",
-         "врач", "рынок", "bicycle", "museum", "кошка", "собака", "море", "гора")
+WORDS = (
+    "garden",
+    "piano",
+    "river",
+    "coffee",
+    "train",
+    "winter",
+    "book",
+    "letter",
+    "doctor",
+    "market",
+    "сад",
+    "пианино",
+    "река",
+    "кофе",
+    "поезд",
+    "зима",
+    "книга",
+    "письмо",
+    "врач",
+    "рынок",
+    "bicycle",
+    "museum",
+    "кошка",
+    "собака",
+    "море",
+    "гора",
+)
 
 
 def note(seq: int, rng: random.Random, tag: str = "") -> str:
@@ -226,8 +275,9 @@ def child_main(argv: list[str]) -> None:
         if roll < 0.35 or len(live) < 3:
             content = note(seq, rng)
             say({"begin": seq, "op": "save", "content": content})
-            res = mem.save(content, OWNER_TRUSTED, kind="fact", importance=3,
-                           private=rng.random() < 0.3)
+            res = mem.save(
+                content, OWNER_TRUSTED, kind="fact", importance=3, private=rng.random() < 0.3
+            )
             live[res.id] = res.record.content
             say({"done": seq, "op": "save", "id": res.id, "status": res.status})
         elif roll < 0.45:

@@ -29,8 +29,11 @@ class Unavailable(RuntimeError):
 @contextlib.contextmanager
 def small_fs(size_kb: int) -> Iterator[Path]:
     d = Path(tempfile.mkdtemp(prefix="eva-full-"))
-    r = subprocess.run(["mount", "-t", "tmpfs", "-o", f"size={size_kb}k", "tmpfs", str(d)],
-                       capture_output=True, text=True)
+    r = subprocess.run(
+        ["mount", "-t", "tmpfs", "-o", f"size={size_kb}k", "tmpfs", str(d)],
+        capture_output=True,
+        text=True,
+    )
     if r.returncode != 0:
         d.rmdir()
         raise Unavailable(r.stderr.strip() or "mount failed")
@@ -78,8 +81,9 @@ def save_until_full(size_kb: int = 2048) -> dict:
         mem = Memory.open(path, MemoryConfig(), clock, embedder=HashEmbedder())
         kept: dict[int, str] = {}
         for i in range(20):
-            kept[mem.save(f"Seed note {i}: the owner likes item {i * 37}", OWNER_TRUSTED).id] = \
+            kept[mem.save(f"Seed note {i}: the owner likes item {i * 37}", OWNER_TRUSTED).id] = (
                 f"Seed note {i}: the owner likes item {i * 37}"
+            )
         filler = fill(d, 300)
         error = None
         for i in range(100_000):
@@ -105,8 +109,13 @@ def save_until_full(size_kb: int = 2048) -> dict:
         lost = sum(1 for rid, text in kept.items() if got.get(rid) != text)
         extra = sorted(set(got) - set(kept))
         assert lost == 0 and not extra, (lost, extra[:5])
-        return {"saved_before_full": len(kept) - 21, "error": str(error), "lost": lost,
-                "message": message, "faults": 1}
+        return {
+            "saved_before_full": len(kept) - 21,
+            "error": str(error),
+            "lost": lost,
+            "message": message,
+            "faults": 1,
+        }
 
 
 def sleep_when_full(leave_kb: int, size_kb: int = 4096) -> dict:
@@ -150,17 +159,25 @@ def sleep_when_full(leave_kb: int, size_kb: int = 4096) -> dict:
         _integrity(path)
         conn = open_ro(path)
         try:  # every record is still there: live, or archived by sleep with its change logged
-            rows = {r["id"]: dict(r) for r in conn.execute(
-                "SELECT id, archived_by FROM memories")}
-            logged = {r[0] for r in conn.execute(
-                "SELECT memory_id FROM changes WHERE actor = 'sleep'")}
+            rows = {r["id"]: dict(r) for r in conn.execute("SELECT id, archived_by FROM memories")}
+            logged = {
+                r[0] for r in conn.execute("SELECT memory_id FROM changes WHERE actor = 'sleep'")
+            }
         finally:
             conn.close()
-        lost = sum(1 for rid in template if rid not in rows or (
-            rows[rid]["archived_by"] is not None and rid not in logged))
+        lost = sum(
+            1
+            for rid in template
+            if rid not in rows or (rows[rid]["archived_by"] is not None and rid not in logged)
+        )
         assert lost == 0, lost
-        return {"leave_kb": leave_kb, "outcome": outcome, "stopped_in": stopped_in,
-                "faults": int(outcome != "done"), "lost": lost}
+        return {
+            "leave_kb": leave_kb,
+            "outcome": outcome,
+            "stopped_in": stopped_in,
+            "faults": int(outcome != "done"),
+            "lost": lost,
+        }
 
 
 def backup_when_full(size_kb: int = 512) -> dict:
@@ -172,8 +189,9 @@ def backup_when_full(size_kb: int = 512) -> dict:
     with tempfile.TemporaryDirectory() as src_dir, small_fs(size_kb) as d:
         src = Path(src_dir) / "memory.db"
         with Memory.open(src, MemoryConfig(), ManualClock(T0), embedder=HashEmbedder()) as mem:
-            mem.import_records([{"content": f"Backup note {i}: " + "text " * 60}
-                                for i in range(600)])
+            mem.import_records(
+                [{"content": f"Backup note {i}: " + "text " * 60} for i in range(600)]
+            )
             assert mem.count() == 600
         before = state(src)
         fill(d, 16)

@@ -17,8 +17,12 @@ class ScriptedLLM:
 
     name = "scripted"
 
-    def __init__(self, replies: list[Any] | None = None, context_size: int = 32_768,
-                 plans: list[Any] | None = None) -> None:
+    def __init__(
+        self,
+        replies: list[Any] | None = None,
+        context_size: int = 32_768,
+        plans: list[Any] | None = None,
+    ) -> None:
         self.replies = list(replies or [])
         # answers of generate_json (the structured memory step); None: taken from ``replies``
         self.plans = None if plans is None else list(plans)
@@ -57,13 +61,25 @@ class ScriptedLLM:
         self._reuse(toks)
         self.warmed.append(toks)
 
-    def stream_chat(self, messages, tools=None, cancel: threading.Event | None = None,
-                    max_tokens=None, temperature=0.7) -> Iterator:
+    def stream_chat(
+        self,
+        messages,
+        tools=None,
+        cancel: threading.Event | None = None,
+        max_tokens=None,
+        temperature=0.7,
+    ) -> Iterator:
         toks = self.render(messages, tools)
         common = self._reuse(toks)
-        self.calls.append({"messages": [dict(m) for m in messages], "tools": tools,
-                           "prompt_tokens": len(toks), "evaluated": len(toks) - common,
-                           "temperature": temperature})
+        self.calls.append(
+            {
+                "messages": [dict(m) for m in messages],
+                "tools": tools,
+                "prompt_tokens": len(toks),
+                "evaluated": len(toks) - common,
+                "temperature": temperature,
+            }
+        )
         reply = self.replies.pop(0) if self.replies else ["(no more script)"]
         if isinstance(reply, Exception):
             raise reply
@@ -90,8 +106,14 @@ class ScriptedLLM:
     def generate_json(self, messages, schema, timeout=None, max_tokens=None, cancel=None) -> dict:
         toks = self.render(messages)
         common = self._reuse(toks)
-        self.json_calls.append({"messages": [dict(m) for m in messages], "schema": schema,
-                                "prompt_tokens": len(toks), "evaluated": len(toks) - common})
+        self.json_calls.append(
+            {
+                "messages": [dict(m) for m in messages],
+                "schema": schema,
+                "prompt_tokens": len(toks),
+                "evaluated": len(toks) - common,
+            }
+        )
         source = self.replies if self.plans is None else self.plans
         reply = source.pop(0) if source else ModelError("no more script")
         if isinstance(reply, Exception):

@@ -24,8 +24,9 @@ def bucket(stem: str, dim: int) -> int:
 class HashEmbedder:
     """A bag of stems hashed into ``dim`` buckets, L2-normalised; records its calls."""
 
-    def __init__(self, name: str = "fake-hash-v1", dim: int = 512,
-                 synonyms: dict[str, str] | None = None) -> None:
+    def __init__(
+        self, name: str = "fake-hash-v1", dim: int = 512, synonyms: dict[str, str] | None = None
+    ) -> None:
         self.name = name
         self.dim = dim
         # stem → stem it means the same as: a "semantic" match that shares no lexical stem
@@ -52,8 +53,9 @@ class HashEmbedder:
 class FailingEmbedder:
     """An embedder whose model cannot run: every call raises."""
 
-    def __init__(self, name: str = "broken-model", dim: int = 512,
-                 message: str = "model file not found") -> None:
+    def __init__(
+        self, name: str = "broken-model", dim: int = 512, message: str = "model file not found"
+    ) -> None:
         self.name = name
         self.dim = dim
         self.message = message
@@ -115,8 +117,13 @@ class TwoPartEmbedder:
     """Two fake models as one (core.embedding's ``english_part``): rows [primary ‖ english] / √2,
     the way models.embedders.DualEmbedder joins USE and MiniLM."""
 
-    def __init__(self, primary: HashEmbedder, english: HashEmbedder,
-                 english_background: float = 0.2, english_lexical_weight: float = 0.6) -> None:
+    def __init__(
+        self,
+        primary: HashEmbedder,
+        english: HashEmbedder,
+        english_background: float = 0.2,
+        english_lexical_weight: float = 0.6,
+    ) -> None:
         self.primary, self.english = primary, english
         self.name = f"{primary.name}+{english.name}"
         self.dim = primary.dim + english.dim
@@ -127,5 +134,6 @@ class TwoPartEmbedder:
     def embed(self, texts: list[str]) -> np.ndarray:
         if not texts:
             return np.zeros((0, self.dim), dtype=np.float32)
-        return (np.hstack([self.primary.embed(texts), self.english.embed(texts)])
-                / np.sqrt(2.0)).astype(np.float32)
+        return (
+            np.hstack([self.primary.embed(texts), self.english.embed(texts)]) / np.sqrt(2.0)
+        ).astype(np.float32)

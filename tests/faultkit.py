@@ -50,8 +50,9 @@ class KillPlan:
     """Consulted before every statement (``tests.crashkit.FaultyConnection``): SIGKILLs its
     own process before statement ``at``; ``before_each`` (the dry run) reads the file first."""
 
-    def __init__(self, at: int | None = None,
-                 before_each: Callable[[int], None] | None = None) -> None:
+    def __init__(
+        self, at: int | None = None, before_each: Callable[[int], None] | None = None
+    ) -> None:
         self.at, self.before_each = at, before_each
         self.armed = False
         self.n = 0
@@ -72,15 +73,22 @@ def state(path: Path) -> dict[str, list[tuple]]:
     conn = open_ro(path)
     try:
         out = {}
-        tables = [r[0] for r in conn.execute(
-            "SELECT name FROM sqlite_master WHERE type = 'table' ORDER BY name")]
+        tables = [
+            r[0]
+            for r in conn.execute(
+                "SELECT name FROM sqlite_master WHERE type = 'table' ORDER BY name"
+            )
+        ]
         for t in tables:
-            cols = [r[1] for r in conn.execute(f"PRAGMA table_info({t})")
-                    if r[1] not in SKIP_COLUMNS]
+            cols = [
+                r[1] for r in conn.execute(f"PRAGMA table_info({t})") if r[1] not in SKIP_COLUMNS
+            ]
             rows = conn.execute(f"SELECT {', '.join(cols)} FROM {t}").fetchall()
             if t.startswith("sleep_"):  # how long a step took ("…; 0.02 s", "seconds": 0.01)
-                rows = [tuple(_TIMING.sub("<t>", v) if isinstance(v, str) else v for v in r)
-                        for r in rows]
+                rows = [
+                    tuple(_TIMING.sub("<t>", v) if isinstance(v, str) else v for v in r)
+                    for r in rows
+                ]
             if t == "meta":  # the sleep lease names a process (pid, nonce, heartbeat), not
                 # the store's content: a dead holder's lease is taken over at the next night
                 rows = [r for r in rows if r[0] not in ("sleep_lease", "sleep_wake")]
@@ -114,8 +122,9 @@ def _open(path: Path, plan=None):
     from core import ManualClock, Memory, MemoryConfig
 
     kw = {"connection_factory": faulty_factory(plan)} if plan is not None else {}
-    mem = Memory.open(path, MemoryConfig(), ManualClock(T0 + 10 * DAY),
-                      embedder=HashEmbedder(), **kw)
+    mem = Memory.open(
+        path, MemoryConfig(), ManualClock(T0 + 10 * DAY), embedder=HashEmbedder(), **kw
+    )
     # waiting reinforcements are written by the next transaction, not by the wall-clock timer:
     # the dry run and every child then make the same statements (a timer flush would land
     # wherever the machine's load put it)
@@ -161,11 +170,19 @@ def _regenerate_base(path: Path) -> None:
 
     _base(path)
     mem = _open(path)
-    llm = ScriptedLLM([[ToolCall("memory_save", {"content": "Owner moved to Moscow in 2026",
-                                                 "kind": "fact", "importance": 4}),
-                        ToolCall("memory_update", {"id": 1, "importance": 5}),
-                        ToolCall("memory_forget", {"id": 5, "why": "stopped piano"})],
-                       ["Noted: Moscow."]])
+    llm = ScriptedLLM(
+        [
+            [
+                ToolCall(
+                    "memory_save",
+                    {"content": "Owner moved to Moscow in 2026", "kind": "fact", "importance": 4},
+                ),
+                ToolCall("memory_update", {"id": 1, "importance": 5}),
+                ToolCall("memory_forget", {"id": 5, "why": "stopped piano"}),
+            ],
+            ["Noted: Moscow."],
+        ]
+    )
     conv = Conversation(mem, llm, config=replace(ConversationConfig(), memory_writes="tools"))
     list(conv.turn("I moved to Moscow and stopped piano", OWNER_TRUSTED.with_turn("turn-1")))
     mem.close()
@@ -173,19 +190,24 @@ def _regenerate_base(path: Path) -> None:
 
 def _op_save(mem) -> Any:
     from core import OWNER_TRUSTED
+
     return mem.save("Owner started learning the Go language", OWNER_TRUSTED, importance=3)
 
 
 def _op_dedup(mem) -> Any:
     from core import OWNER_TRUSTED
-    return mem.save("The owner's cat is called Murka and she likes fish and milk",
-                    OWNER_TRUSTED, private=True)
+
+    return mem.save(
+        "The owner's cat is called Murka and she likes fish and milk", OWNER_TRUSTED, private=True
+    )
 
 
 def _op_update(mem) -> Any:
     from core import OWNER_TRUSTED
-    return mem.update(2, OWNER_TRUSTED, content="Встреча с Анной перенесена на субботу",
-                      importance=3, kind="fact")
+
+    return mem.update(
+        2, OWNER_TRUSTED, content="Встреча с Анной перенесена на субботу", importance=3, kind="fact"
+    )
 
 
 def _op_merge(mem) -> Any:
@@ -193,8 +215,9 @@ def _op_merge(mem) -> Any:
 
     planned = ops.versions(mem._storage.conn, [1, 5])
     with ops.transaction(mem, "sleep:1") as tx, tx.op():
-        return ops.merge(tx, [1, 5], "Owner's cat Murka likes fish; piano on Tuesdays",
-                         "one owner", planned)
+        return ops.merge(
+            tx, [1, 5], "Owner's cat Murka likes fish; piano on Tuesdays", "one owner", planned
+        )
 
 
 def _op_sleep(mem) -> Any:
@@ -216,15 +239,34 @@ def _op_regenerate(mem) -> Any:
     from core.chat.conversation import Conversation, ConversationConfig
     from tests.fake_llm import ScriptedLLM
 
-    conv = Conversation(mem, ScriptedLLM([["Second answer."]]),
-                        config=replace(ConversationConfig(), memory_writes="tools"))
+    conv = Conversation(
+        mem,
+        ScriptedLLM([["Second answer."]]),
+        config=replace(ConversationConfig(), memory_writes="tools"),
+    )
     return [type(e).__name__ for e in conv.regenerate(OWNER_TRUSTED)]
 
 
 def _op_import(mem) -> Any:
-    items = [{"content": f"Imported note {i}: the owner's {w} collection", "importance": 2}
-             for i, w in enumerate(("stamp", "coin", "vinyl", "book", "tea", "shell", "map",
-                                    "clock", "pen", "card", "stone", "lamp"))]
+    items = [
+        {"content": f"Imported note {i}: the owner's {w} collection", "importance": 2}
+        for i, w in enumerate(
+            (
+                "stamp",
+                "coin",
+                "vinyl",
+                "book",
+                "tea",
+                "shell",
+                "map",
+                "clock",
+                "pen",
+                "card",
+                "stone",
+                "lamp",
+            )
+        )
+    ]
     return len(mem.import_records(items))
 
 
@@ -232,8 +274,11 @@ def _op_search(mem) -> Any:
     """Two searches (their reinforcements wait), a save (its transaction writes them first,
     with the new record: all or nothing), and one more search, still waiting when it returns."""
     from core import OWNER_TRUSTED
-    found = [len(mem.search("cat Murka piano", OWNER_TRUSTED)),
-             len(mem.search("blood pressure doctor", OWNER_TRUSTED))]
+
+    found = [
+        len(mem.search("cat Murka piano", OWNER_TRUSTED)),
+        len(mem.search("blood pressure doctor", OWNER_TRUSTED)),
+    ]
     saved = mem.save("Owner started learning the Go language", OWNER_TRUSTED, importance=3)
     found.append(len(mem.search("Go language cat", OWNER_TRUSTED)))
     return found, saved.status
@@ -250,15 +295,38 @@ def _summarise_base(path: Path) -> None:
     mem = _open(path)
     conv = Conversation(mem, ScriptedLLM([]), config=ConversationConfig())
     tr = mem.attach(Transcript)
-    rows = [("t1", "user", "My sister Olga lives in Riga", {"owner": True}),
-            ("t1", "assistant", "How nice!", {"ops": []})]
-    rows += [(f"t{i}", role, text, meta) for i in range(2, 12) for role, text, meta in (
-        ("user", f"I met Anna{i} at {10 + i} Baker street", {"owner": True}),
-        ("assistant", f"Nice, Anna{i} sounds lovely!", {"ops": [{"tool": "memory_save",
-                                                                  "ok": True}]}))]
-    ids = [tr.add("default", "tui", t, role, text, private_ok=True, status="ok", tokens=8,
-                  at=T0 + n, meta=meta, chat_id=conv.chat_id)
-           for n, (t, role, text, meta) in enumerate(rows)]
+    rows = [
+        ("t1", "user", "My sister Olga lives in Riga", {"owner": True}),
+        ("t1", "assistant", "How nice!", {"ops": []}),
+    ]
+    rows += [
+        (f"t{i}", role, text, meta)
+        for i in range(2, 12)
+        for role, text, meta in (
+            ("user", f"I met Anna{i} at {10 + i} Baker street", {"owner": True}),
+            (
+                "assistant",
+                f"Nice, Anna{i} sounds lovely!",
+                {"ops": [{"tool": "memory_save", "ok": True}]},
+            ),
+        )
+    ]
+    ids = [
+        tr.add(
+            "default",
+            "tui",
+            t,
+            role,
+            text,
+            private_ok=True,
+            status="ok",
+            tokens=8,
+            at=T0 + n,
+            meta=meta,
+            chat_id=conv.chat_id,
+        )
+        for n, (t, role, text, meta) in enumerate(rows)
+    ]
     conv.chats.set_window_start(conv.chat_id, ids[-1] + 1)
     mem.close()
 
@@ -269,8 +337,17 @@ def _op_summarise(mem) -> Any:
     from core.chat.conversation import Conversation, ConversationConfig
     from tests.test_summaries import SummaryLLM
 
-    plan = {"ops": [{"op": "save", "content": "My sister Olga lives in Riga", "kind": "fact",
-                     "importance": 3, "private": False}]}
+    plan = {
+        "ops": [
+            {
+                "op": "save",
+                "content": "My sister Olga lives in Riga",
+                "kind": "fact",
+                "importance": 3,
+                "private": False,
+            }
+        ]
+    }
     conv = Conversation(mem, SummaryLLM([plan]), config=ConversationConfig())
     return [(r.action, r.saved) for r in conv.summarise()]
 
@@ -282,17 +359,20 @@ class Scenario:
     op: Callable[[Any], Any]
 
 
-SCENARIOS = {s.name: s for s in (
-    Scenario("save", _base, _op_save),
-    Scenario("save-dedup", _base, _op_dedup),
-    Scenario("update", _base, _op_update),
-    Scenario("merge", _base, _op_merge),
-    Scenario("sleep-apply", _sleep_base, _op_sleep),
-    Scenario("regenerate", _regenerate_base, _op_regenerate),
-    Scenario("import", _base, _op_import),
-    Scenario("summarise", _summarise_base, _op_summarise),
-    Scenario("search", _base, _op_search),
-)}
+SCENARIOS = {
+    s.name: s
+    for s in (
+        Scenario("save", _base, _op_save),
+        Scenario("save-dedup", _base, _op_dedup),
+        Scenario("update", _base, _op_update),
+        Scenario("merge", _base, _op_merge),
+        Scenario("sleep-apply", _sleep_base, _op_sleep),
+        Scenario("regenerate", _regenerate_base, _op_regenerate),
+        Scenario("import", _base, _op_import),
+        Scenario("summarise", _summarise_base, _op_summarise),
+        Scenario("search", _base, _op_search),
+    )
+}
 
 
 # ---------------------------------------------------------------------------- the matrix
@@ -403,10 +483,18 @@ def run_matrix(name: str, work: Path, stride: int = 1) -> dict:
         except Exception as e:  # noqa: BLE001
             problems.append(f"{name}@{at}: does not reopen: {e}")
     commits = len({json.dumps(x, sort_keys=True, default=repr) for x in [*expected, final]})
-    return {"scenario": name, "statements": n_statements, "kills": kills, "states": commits,
-            "points": len(points), "lost": lost, "waiting_at_return": waiting,
-            "problems": problems[:20],
-            "result": repr(result)[:120], "seconds": round(time.monotonic() - started, 1)}
+    return {
+        "scenario": name,
+        "statements": n_statements,
+        "kills": kills,
+        "states": commits,
+        "points": len(points),
+        "lost": lost,
+        "waiting_at_return": waiting,
+        "problems": problems[:20],
+        "result": repr(result)[:120],
+        "seconds": round(time.monotonic() - started, 1),
+    }
 
 
 if __name__ == "__main__":

@@ -24,8 +24,12 @@ class Answer:
 
 
 class FakeOpenAI:
-    def __init__(self, answers: list[Answer] | None = None, models: tuple[str, ...] = ("fake",),
-                 reject_formats: tuple[str, ...] = ()) -> None:
+    def __init__(
+        self,
+        answers: list[Answer] | None = None,
+        models: tuple[str, ...] = ("fake",),
+        reject_formats: tuple[str, ...] = (),
+    ) -> None:
         self.answers = list(answers or [])
         self.models = models
         self.reject_formats = reject_formats  # response_format types answered with 400
@@ -49,8 +53,13 @@ class FakeOpenAI:
 
             def do_GET(self) -> None:
                 if self.path.rstrip("/") == "/v1/models":
-                    self._json(200, {"object": "list", "data": [
-                        {"id": m, "object": "model"} for m in fake.models]})
+                    self._json(
+                        200,
+                        {
+                            "object": "list",
+                            "data": [{"id": m, "object": "model"} for m in fake.models],
+                        },
+                    )
                 else:
                     self._json(404, {"error": {"message": "not found"}})
 
@@ -76,18 +85,40 @@ class FakeOpenAI:
                             self.wfile.flush()
                             self.connection.shutdown(2)
                             return
-                        self._event({"choices": [{"index": 0, "delta": {"content": p},
-                                                  "finish_reason": None}]})
+                        self._event(
+                            {
+                                "choices": [
+                                    {"index": 0, "delta": {"content": p}, "finish_reason": None}
+                                ]
+                            }
+                        )
                         if a.delay:
                             time.sleep(a.delay)
                     for i, c in enumerate(a.tool_calls):
-                        self._event({"choices": [{"index": 0, "delta": {"tool_calls": [{
-                            "index": i, "id": f"c{i}", "type": "function", "function": {
-                                "name": c["name"],
-                                "arguments": json.dumps(c["arguments"])}}]},
-                            "finish_reason": None}]})
-                    self._event({"choices": [{"index": 0, "delta": {},
-                                              "finish_reason": "stop"}]})
+                        self._event(
+                            {
+                                "choices": [
+                                    {
+                                        "index": 0,
+                                        "delta": {
+                                            "tool_calls": [
+                                                {
+                                                    "index": i,
+                                                    "id": f"c{i}",
+                                                    "type": "function",
+                                                    "function": {
+                                                        "name": c["name"],
+                                                        "arguments": json.dumps(c["arguments"]),
+                                                    },
+                                                }
+                                            ]
+                                        },
+                                        "finish_reason": None,
+                                    }
+                                ]
+                            }
+                        )
+                    self._event({"choices": [{"index": 0, "delta": {}, "finish_reason": "stop"}]})
                     if a.usage:
                         self._event({"choices": [], "usage": a.usage})
                     self.wfile.write(b"data: [DONE]\n\n")

@@ -51,10 +51,24 @@ STDERR_LIMIT = 10_000  # bytes: a bad value is reported, not echoed whole
 
 
 # ---------------------------------------------------------------------------- outcomes
-def outcome(name: str, kind: str, ok: bool, *, leak: bool = False, traceback: bool = False,
-            status: int | None = None, exit: int | None = None, note: str = "") -> dict:
-    out = {"name": name, "kind": kind, "ok": bool(ok and not leak and not traceback),
-           "leak": bool(leak), "traceback": bool(traceback)}
+def outcome(
+    name: str,
+    kind: str,
+    ok: bool,
+    *,
+    leak: bool = False,
+    traceback: bool = False,
+    status: int | None = None,
+    exit: int | None = None,
+    note: str = "",
+) -> dict:
+    out = {
+        "name": name,
+        "kind": kind,
+        "ok": bool(ok and not leak and not traceback),
+        "leak": bool(leak),
+        "traceback": bool(traceback),
+    }
     if kind == "http":
         out["status"] = status
     else:
@@ -83,11 +97,11 @@ class Captured(logging.Handler):
 
     def bad_since(self, mark: tuple[int, int]) -> list[str]:
         out = []
-        for r in self.records[mark[0]:]:
+        for r in self.records[mark[0] :]:
             msg = r.getMessage()
             if r.exc_info or "Traceback" in msg:
                 out.append(f"{r.name}: {msg[:200]}")
-        return out + self.thread_errors[mark[1]:]
+        return out + self.thread_errors[mark[1] :]
 
     def mark(self) -> tuple[int, int]:
         return len(self.records), len(self.thread_errors)
@@ -131,8 +145,9 @@ def http_env() -> Iterator[HttpEnv]:
     old_hook = threading.excepthook
 
     def hook(args) -> None:
-        cap.thread_errors.append(f"thread {args.thread.name if args.thread else '?'}: "
-                                 f"{args.exc_type.__name__}")
+        cap.thread_errors.append(
+            f"thread {args.thread.name if args.thread else '?'}: {args.exc_type.__name__}"
+        )
         old_hook(args)
 
     try:
@@ -163,12 +178,12 @@ def _json_error(resp) -> bool:
         body = resp.json()
     except ValueError:
         return False
-    return (resp.headers.get("content-type", "").startswith("application/json")
-            and isinstance(body, dict))
+    return resp.headers.get("content-type", "").startswith("application/json") and isinstance(
+        body, dict
+    )
 
 
-def _http(name: str, env: HttpEnv, fn: Callable[[], tuple[bool, bool, int | None, str]]
-          ) -> dict:
+def _http(name: str, env: HttpEnv, fn: Callable[[], tuple[bool, bool, int | None, str]]) -> dict:
     mark = env.log.mark()
     try:
         ok, leak, status, note = fn()
@@ -192,6 +207,7 @@ def http_sleep_runs_anonymous(env: HttpEnv) -> dict:
         if missing:  # the check would be vacuous
             return False, bool(leaked), r.status_code, f"owner view lacks {missing}; {note}"
         return r.status_code == 200, bool(leaked), r.status_code, note
+
     return _http("sleep_runs_anonymous", env, go)
 
 
@@ -200,20 +216,24 @@ def http_chat_deep_json(env: HttpEnv) -> dict:
 
     def go():
         srv = env.server
-        bodies = {"60000 open": '{"message": "hi", "x": ' + "[" * 60_000,
-                  "30000 closed": '{"message": "hi", "x": ' + "[" * 30_000 + "]" * 30_000 + "}"}
+        bodies = {
+            "60000 open": '{"message": "hi", "x": ' + "[" * 60_000,
+            "30000 closed": '{"message": "hi", "x": ' + "[" * 30_000 + "]" * 30_000 + "}",
+        }
         got = {}
         with srv.client() as anon:
             for k, body in bodies.items():
                 try:
-                    r = anon.post("/v1/chat", content=body,
-                                  headers={"Content-Type": "application/json"})
+                    r = anon.post(
+                        "/v1/chat", content=body, headers={"Content-Type": "application/json"}
+                    )
                     got[k] = (r.status_code, _json_error(r))
                 except httpx.TransportError as e:
                     got[k] = (599, f"connection: {type(e).__name__}")
         ok = all(400 <= s < 500 and j is True for s, j in got.values())
         worst = max(s for s, _ in got.values())
         return ok, False, worst, f"status, JSON per body: {got}"
+
     return _http("chat_deep_json", env, go)
 
 
@@ -221,8 +241,8 @@ def http_restore_huge_id(env: HttpEnv) -> dict:
     def go():
         with env.server.client(owner=True) as owner:
             r = owner.post("/v1/memories/archive/99999999999999999999/restore")
-        return (r.status_code in (400, 404) and _json_error(r), False, r.status_code,
-                r.text[:200])
+        return (r.status_code in (400, 404) and _json_error(r), False, r.status_code, r.text[:200])
+
     return _http("restore_huge_id", env, go)
 
 
@@ -235,14 +255,14 @@ def http_memories_huge_offset(env: HttpEnv) -> dict:
             for v in ("1e20", "99999999999999999999", "-99999999999999999999"):
                 for key in ("offset", "limit"):
                     try:
-                        got[f"{key}={v}"] = owner.get("/v1/memories", params={key: v}
-                                                      ).status_code
+                        got[f"{key}={v}"] = owner.get("/v1/memories", params={key: v}).status_code
                     except httpx.TransportError as e:
                         got[f"{key}={v}"] = 599
                         got[f"{key}={v} error"] = type(e).__name__
         codes = [s for s in got.values() if isinstance(s, int)]
         ok = all(s in (200, 400) for s in codes)
         return ok, False, max(codes), f"status per value (599: no answer): {got}"
+
     return _http("memories_huge_offset", env, go)
 
 
@@ -256,8 +276,9 @@ def http_sleep_chunked_dry_run(env: HttpEnv) -> dict:
             yield b" true}"
 
         with env.server.client(owner=True) as owner:
-            r = owner.post("/v1/sleep", content=chunks(),
-                           headers={"Content-Type": "application/json"})
+            r = owner.post(
+                "/v1/sleep", content=chunks(), headers={"Content-Type": "application/json"}
+            )
         if r.status_code != 202:
             return False, False, r.status_code, r.text[:200]
         deadline = time.monotonic() + 20
@@ -270,8 +291,13 @@ def http_sleep_chunked_dry_run(env: HttpEnv) -> dict:
             time.sleep(0.05)
         if run is None:
             return False, False, r.status_code, "no night was journaled within 20 s"
-        return run.dry_run is True, False, r.status_code, \
-            f"the night ran with dry_run={run.dry_run} (status {run.status})"
+        return (
+            run.dry_run is True,
+            False,
+            r.status_code,
+            f"the night ran with dry_run={run.dry_run} (status {run.status})",
+        )
+
     return _http("sleep_chunked_dry_run", env, go)
 
 
@@ -301,8 +327,10 @@ def http_token_race(env: HttpEnv, trials: int = 20, procs: int = 4) -> dict:
         for t in range(trials):
             d = base / f"t{t}"
             barrier, q = ctx.Barrier(procs), ctx.Queue()
-            ps = [ctx.Process(target=_token_child, args=(ensure_token, str(d), barrier, q))
-                  for _ in range(procs)]
+            ps = [
+                ctx.Process(target=_token_child, args=(ensure_token, str(d), barrier, q))
+                for _ in range(procs)
+            ]
             for p in ps:
                 p.start()
             got = []
@@ -330,10 +358,15 @@ def http_token_race(env: HttpEnv, trials: int = 20, procs: int = 4) -> dict:
         shutil.rmtree(base, ignore_errors=True)
     tb = any("Traceback" in n for n in notes)
     bad_log = env.log.bad_since(mark)
-    return outcome("token_race", "http", split == 0 and errors == 0,
-                   traceback=tb or bool(bad_log), status=None,
-                   note=f"{split} of {trials} trials ({procs} processes each) ended with "
-                        f"different tokens; {errors} raised {notes[:2]}")
+    return outcome(
+        "token_race",
+        "http",
+        split == 0 and errors == 0,
+        traceback=tb or bool(bad_log),
+        status=None,
+        note=f"{split} of {trials} trials ({procs} processes each) ended with "
+        f"different tokens; {errors} raised {notes[:2]}",
+    )
 
 
 def _free_port() -> int:
@@ -344,16 +377,22 @@ def _free_port() -> int:
 
 def cli_env(tmp: Path, **extra: str) -> dict[str, str]:
     env = {k: v for k, v in os.environ.items() if not k.startswith("EVA_")}
-    env.update({"PYTHONPATH": str(REPO), "XDG_CONFIG_HOME": str(tmp / "xdg-config"),
-                "XDG_DATA_HOME": str(tmp / "xdg-data"), "EVA_MEMORY__EMBEDDING_MODEL": "none",
-                "OPENBLAS_NUM_THREADS": "1", "PYTHONDONTWRITEBYTECODE": "1"})
+    env.update(
+        {
+            "PYTHONPATH": str(REPO),
+            "XDG_CONFIG_HOME": str(tmp / "xdg-config"),
+            "XDG_DATA_HOME": str(tmp / "xdg-data"),
+            "EVA_MEMORY__EMBEDDING_MODEL": "none",
+            "OPENBLAS_NUM_THREADS": "1",
+            "PYTHONDONTWRITEBYTECODE": "1",
+        }
+    )
     env.update(extra)
     return env
 
 
 def _eva_cmd(*args: str) -> list[str]:
-    return ["sh", "-c", 'umask 022; exec "$@"', "sh", sys.executable, "-m", "eva_tui.cli",
-            *args]
+    return ["sh", "-c", 'umask 022; exec "$@"', "sh", sys.executable, "-m", "eva_tui.cli", *args]
 
 
 def http_access_log(env: HttpEnv) -> dict:
@@ -364,9 +403,14 @@ def http_access_log(env: HttpEnv) -> dict:
     tmp = Path(tempfile.mkdtemp(prefix="eva-probe-log-"))
     data = tmp / "data"
     port = _free_port()
-    p = subprocess.Popen(_eva_cmd("--data", str(data), "serve", "--port", str(port), "--no-chat"),
-                         env=cli_env(tmp), stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-                         text=True, cwd=tmp)
+    p = subprocess.Popen(
+        _eva_cmd("--data", str(data), "serve", "--port", str(port), "--no-chat"),
+        env=cli_env(tmp),
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        cwd=tmp,
+    )
     note, ok, leak, status = "", False, False, None
     try:
         url = f"http://127.0.0.1:{port}"
@@ -382,8 +426,12 @@ def http_access_log(env: HttpEnv) -> dict:
         token = (data / "serve.token").read_text().strip()
         words = "zqlogwordx 90817263"
         httpx.get(url + "/v1/memories/prompt", params={"q": words}, timeout=10)
-        httpx.get(url + "/v1/memories", params={"contains": words},
-                  headers={"Authorization": f"Bearer {token}"}, timeout=10)
+        httpx.get(
+            url + "/v1/memories",
+            params={"contains": words},
+            headers={"Authorization": f"Bearer {token}"},
+            timeout=10,
+        )
         httpx.get(url + "/v1/nowhere", headers={"Authorization": f"Bearer {token}"}, timeout=10)
         time.sleep(0.3)
         logs = [f for f in data.iterdir() if f.name.startswith("serve") and "log" in f.name]
@@ -397,8 +445,10 @@ def http_access_log(env: HttpEnv) -> dict:
             wide = [f.name for f in logs if stat.S_IMODE(f.stat().st_mode) & 0o077]
             leak = bool(secret) or bool(wide)
             ok = has
-            note = (f"{[f.name for f in logs]} modes {modes}; request lines "
-                    f"{'present' if has else 'missing'}; holds {secret or 'no secrets'}")
+            note = (
+                f"{[f.name for f in logs]} modes {modes}; request lines "
+                f"{'present' if has else 'missing'}; holds {secret or 'no secrets'}"
+            )
     except Exception as e:  # noqa: BLE001 - the probe's verdict
         note = f"{type(e).__name__}: {e}"
     finally:
@@ -412,17 +462,18 @@ def http_access_log(env: HttpEnv) -> dict:
     tb = has_traceback(err)
     if tb:
         note += f"; stderr: {err[-300:]}"
-    return outcome("access_log_file", "http", ok, leak=leak, traceback=tb, status=status,
-                   note=note)
+    return outcome("access_log_file", "http", ok, leak=leak, traceback=tb, status=status, note=note)
 
 
 def http_partial_connections(env: HttpEnv) -> dict:
     """A half-sent request line and a silent connection are closed within PARTIAL_WAIT."""
     mark = env.log.mark()
     port = env.server.port
-    socks = {"partial": socket.create_connection(("127.0.0.1", port)),
-             "silent": socket.create_connection(("127.0.0.1", port)),
-             "half-headers": socket.create_connection(("127.0.0.1", port))}
+    socks = {
+        "partial": socket.create_connection(("127.0.0.1", port)),
+        "silent": socket.create_connection(("127.0.0.1", port)),
+        "half-headers": socket.create_connection(("127.0.0.1", port)),
+    }
     socks["partial"].sendall(b"GET /v1/hea")
     socks["half-headers"].sendall(b"GET /v1/health HTTP/1.1\r\nHost: 127.0.0.1\r\n")
     started = time.monotonic()
@@ -449,10 +500,17 @@ def http_partial_connections(env: HttpEnv) -> dict:
             s.close()
     ok = None not in closed.values()
     bad = env.log.bad_since(mark)
-    return outcome("partial_connections_time_out", "http", ok, traceback=bool(bad),
-                   note="closed after " + ", ".join(
-                       f"{k}: {f'{v:.1f}s' if v is not None else f'> {PARTIAL_WAIT:.0f}s (open)'}"
-                       for k, v in closed.items()))
+    return outcome(
+        "partial_connections_time_out",
+        "http",
+        ok,
+        traceback=bool(bad),
+        note="closed after "
+        + ", ".join(
+            f"{k}: {f'{v:.1f}s' if v is not None else f'> {PARTIAL_WAIT:.0f}s (open)'}"
+            for k, v in closed.items()
+        ),
+    )
 
 
 def http_rate_limit_loopback(env: HttpEnv) -> dict:
@@ -462,12 +520,19 @@ def http_rate_limit_loopback(env: HttpEnv) -> dict:
     guard = Guard(None, ServeSettings(rate=1, burst=3))
     allowed = 0
     for i in range(1, 11):
-        scope = {"type": "http", "client": (f"127.0.0.{i}", 40000 + i),
-                 "headers": [(b"host", b"127.0.0.1:8765")]}
+        scope = {
+            "type": "http",
+            "client": (f"127.0.0.{i}", 40000 + i),
+            "headers": [(b"host", b"127.0.0.1:8765")],
+        }
         if guard.check(scope) is None:
             allowed += 1
-    return outcome("rate_limit_shared_across_loopback", "http", allowed <= 4,
-                   note=f"{allowed} of 10 requests from 127.0.0.1..10 passed a burst of 3")
+    return outcome(
+        "rate_limit_shared_across_loopback",
+        "http",
+        allowed <= 4,
+        note=f"{allowed} of 10 requests from 127.0.0.1..10 passed a burst of 3",
+    )
 
 
 def http_is_loopback(env: HttpEnv) -> dict:
@@ -493,6 +558,7 @@ def _raw(port: int, data: bytes, wait: float = 5.0) -> bytes:
 
 def http_garbage_is_json(env: HttpEnv) -> dict:
     """uvicorn's own 400 (a request it cannot parse) answers JSON too."""
+
     def go():
         raw = _raw(env.server.port, b"\x16\x03\x01garbage here\r\n\r\n")
         head, _, body = raw.partition(b"\r\n\r\n")
@@ -505,10 +571,14 @@ def http_garbage_is_json(env: HttpEnv) -> dict:
             is_json = False
         m = re.match(r"HTTP/1\.[01] (\d+)", first)
         status = int(m.group(1)) if m else None
-        ok = status == 400 and is_json and ctype is not None \
+        ok = (
+            status == 400
+            and is_json
+            and ctype is not None
             and ctype.group(1).strip() == b"application/json"
-        return ok, False, status, f"{first!r} {ctype.group(1) if ctype else b''!r} " \
-                                  f"{body[:80]!r}"
+        )
+        return ok, False, status, f"{first!r} {ctype.group(1) if ctype else b''!r} {body[:80]!r}"
+
     return _http("garbage_request_answers_json", env, go)
 
 
@@ -516,8 +586,13 @@ def http_trailing_slash_is_json(env: HttpEnv) -> dict:
     def go():
         with env.server.client() as anon:
             r = anon.get("/v1/health/", follow_redirects=False)
-        return _json_error(r), False, r.status_code, \
-            f"{r.status_code} {r.headers.get('content-type')!r} {r.text[:80]!r}"
+        return (
+            _json_error(r),
+            False,
+            r.status_code,
+            f"{r.status_code} {r.headers.get('content-type')!r} {r.text[:80]!r}",
+        )
+
     return _http("trailing_slash_answers_json", env, go)
 
 
@@ -541,16 +616,26 @@ def http_chat_while_loading(env: HttpEnv) -> dict:
             else:
                 s.model_loading = saved[2]
         body = r.text.lower()
-        ok = (r.status_code == 503 and "retry-after" in r.headers and "loading" in body
-              and _json_error(r))
-        return ok, False, r.status_code, \
-            f"retry-after={r.headers.get('retry-after')!r} {r.text[:160]}"
+        ok = (
+            r.status_code == 503
+            and "retry-after" in r.headers
+            and "loading" in body
+            and _json_error(r)
+        )
+        return (
+            ok,
+            False,
+            r.status_code,
+            f"retry-after={r.headers.get('retry-after')!r} {r.text[:160]}",
+        )
+
     return _http("chat_while_model_loads", env, go)
 
 
 def http_anonymous_sweep(env: HttpEnv) -> dict:
     """Every endpoint anonymously, and the owner's group/public views: no secret anywhere
     (the chat's stream and the prompt the model was given included)."""
+
     def go():
         srv = env.server
         sec = env.secrets
@@ -559,22 +644,29 @@ def http_anonymous_sweep(env: HttpEnv) -> dict:
         statuses = []
         q = "Owner's passport number bank PIN diagnosis safe code"
         with srv.client() as anon, srv.client(owner=True) as owner:
-            missing = sec.all_in(owner.get("/v1/memories/prompt", params={"q": q}).text
-                                 + owner.get("/v1/sleep/runs").text)
-            reqs = [("anon", anon, "GET", "/v1/health", {}),
-                    ("anon", anon, "GET", "/openapi.json", {}),
-                    ("anon", anon, "GET", "/v1/sleep/runs", {}),
-                    ("anon", anon, "GET", "/v1/memories", {}),
-                    ("anon", anon, "GET", "/v1/memories/search?q=passport", {}),
-                    ("anon", anon, "POST", "/v1/memories/archive/1/restore", {}),
-                    ("anon", anon, "POST", "/v1/sleep", {}),
-                    ("anon", anon, "POST", "/v1/sleep/wake", {})]
-            for who, c, aud in (("anon", anon, {}), ("anon", anon, {"audience": "group"}),
-                                ("anon", anon, {"audience": "public"}),
-                                ("anon", anon, {"public": "true"}),
-                                ("owner", owner, {"audience": "group"}),
-                                ("owner", owner, {"audience": "public"}),
-                                ("owner", owner, {"public": "true"})):
+            missing = sec.all_in(
+                owner.get("/v1/memories/prompt", params={"q": q}).text
+                + owner.get("/v1/sleep/runs").text
+            )
+            reqs = [
+                ("anon", anon, "GET", "/v1/health", {}),
+                ("anon", anon, "GET", "/openapi.json", {}),
+                ("anon", anon, "GET", "/v1/sleep/runs", {}),
+                ("anon", anon, "GET", "/v1/memories", {}),
+                ("anon", anon, "GET", "/v1/memories/search?q=passport", {}),
+                ("anon", anon, "POST", "/v1/memories/archive/1/restore", {}),
+                ("anon", anon, "POST", "/v1/sleep", {}),
+                ("anon", anon, "POST", "/v1/sleep/wake", {}),
+            ]
+            for who, c, aud in (
+                ("anon", anon, {}),
+                ("anon", anon, {"audience": "group"}),
+                ("anon", anon, {"audience": "public"}),
+                ("anon", anon, {"public": "true"}),
+                ("owner", owner, {"audience": "group"}),
+                ("owner", owner, {"audience": "public"}),
+                ("owner", owner, {"public": "true"}),
+            ):
                 reqs.append((who, c, "GET", "/v1/memories/prompt", {"q": q, **aud}))
             for who, path_, method, c, params in ((r[0], r[3], r[2], r[1], r[4]) for r in reqs):
                 resp = c.request(method, path_, params=params or None)
@@ -582,12 +674,14 @@ def http_anonymous_sweep(env: HttpEnv) -> dict:
                 bad = sec.leaks(resp.text)
                 if bad:
                     seen[f"{who} {method} {path_} {params}"] = bad
-            for who, c, body in (("anon", anon, {"audience": "owner"}),
-                                 ("anon", anon, {"audience": "group"}),
-                                 ("anon", anon, {"audience": "public"}),
-                                 ("owner", owner, {"audience": "group"}),
-                                 ("owner", owner, {"audience": "public"}),
-                                 ("owner", owner, {"audience": "owner", "trusted": False})):
+            for who, c, body in (
+                ("anon", anon, {"audience": "owner"}),
+                ("anon", anon, {"audience": "group"}),
+                ("anon", anon, {"audience": "public"}),
+                ("owner", owner, {"audience": "group"}),
+                ("owner", owner, {"audience": "public"}),
+                ("owner", owner, {"audience": "owner", "trusted": False}),
+            ):
                 calls = len(llm.calls)
                 resp = c.post("/v1/chat", json={"message": f"Tell me: {q}", **body})
                 statuses.append(resp.status_code)
@@ -597,16 +691,31 @@ def http_anonymous_sweep(env: HttpEnv) -> dict:
                     seen[f"{who} chat {body}"] = bad
         if missing:
             return False, bool(seen), max(statuses), f"owner view lacks {missing}"
-        return (max(statuses) < 500, bool(seen), max(statuses),
-                f"{len(statuses)} requests; leaks: {seen or 'none'}")
+        return (
+            max(statuses) < 500,
+            bool(seen),
+            max(statuses),
+            f"{len(statuses)} requests; leaks: {seen or 'none'}",
+        )
+
     return _http("anonymous_sweep", env, go)
 
 
 HTTP_PROBES: list[Callable[[HttpEnv], dict]] = [
-    http_sleep_runs_anonymous, http_anonymous_sweep, http_chat_deep_json, http_restore_huge_id,
-    http_memories_huge_offset, http_sleep_chunked_dry_run, http_token_race, http_access_log,
-    http_partial_connections, http_rate_limit_loopback, http_is_loopback, http_garbage_is_json,
-    http_trailing_slash_is_json, http_chat_while_loading,
+    http_sleep_runs_anonymous,
+    http_anonymous_sweep,
+    http_chat_deep_json,
+    http_restore_huge_id,
+    http_memories_huge_offset,
+    http_sleep_chunked_dry_run,
+    http_token_race,
+    http_access_log,
+    http_partial_connections,
+    http_rate_limit_loopback,
+    http_is_loopback,
+    http_garbage_is_json,
+    http_trailing_slash_is_json,
+    http_chat_while_loading,
 ]
 
 
@@ -615,8 +724,9 @@ def _guarded(name: str, kind: str, fn: Callable[[], dict]) -> dict:
     try:
         return fn()
     except Exception as e:  # noqa: BLE001 - a probe that could not finish is a failure
-        return outcome(name, kind, False, note=f"the probe itself failed: "
-                                               f"{type(e).__name__}: {str(e)[:300]}")
+        return outcome(
+            name, kind, False, note=f"the probe itself failed: {type(e).__name__}: {str(e)[:300]}"
+        )
 
 
 def _cli_one(probe: Callable[[Path], dict], base: Path) -> dict:

@@ -36,30 +36,52 @@ class Ran:
     timed_out: bool = False
 
 
-def eva(tmp: Path, *args: str, env: dict | None = None, stdout=None, timeout: float = 60,
-        wrapper: list[str] | None = None) -> Ran:
+def eva(
+    tmp: Path,
+    *args: str,
+    env: dict | None = None,
+    stdout=None,
+    timeout: float = 60,
+    wrapper: list[str] | None = None,
+) -> Ran:
     cmd = _eva_cmd(*args) if wrapper is None else [*wrapper, *args]
     try:
-        p = subprocess.run(cmd, env=env or cli_env(tmp), cwd=tmp, timeout=timeout,
-                           stdout=stdout if stdout is not None else subprocess.PIPE,
-                           stderr=subprocess.PIPE)
+        p = subprocess.run(
+            cmd,
+            env=env or cli_env(tmp),
+            cwd=tmp,
+            timeout=timeout,
+            stdout=stdout if stdout is not None else subprocess.PIPE,
+            stderr=subprocess.PIPE,
+        )
     except subprocess.TimeoutExpired as e:
-        return Ran(None, (e.stdout or b"").decode(errors="replace"),
-                   (e.stderr or b"").decode(errors="replace"), True)
+        return Ran(
+            None,
+            (e.stdout or b"").decode(errors="replace"),
+            (e.stderr or b"").decode(errors="replace"),
+            True,
+        )
     out = p.stdout.decode(errors="replace") if isinstance(p.stdout, bytes) else ""
     return Ran(p.returncode, out, p.stderr.decode(errors="replace"))
 
 
-def _refused(name: str, r: Ran, *, extra_ok: bool = True, note: str = "",
-             leak: bool = False) -> dict:
+def _refused(
+    name: str, r: Ran, *, extra_ok: bool = True, note: str = "", leak: bool = False
+) -> dict:
     """A command that must fail with one sentence: nonzero exit, a message, no traceback."""
     tb = has_traceback(r.err) or has_traceback(r.out)
-    ok = (r.exit not in (0, None) and not r.timed_out and bool(r.err.strip()) and extra_ok)
+    ok = r.exit not in (0, None) and not r.timed_out and bool(r.err.strip()) and extra_ok
     last = r.err.strip().splitlines()[-1:] if r.err.strip() else []
     what = "timed out (kept running)" if r.timed_out else f"exit {r.exit}"
-    return outcome(name, "cli", ok, leak=leak, traceback=tb, exit=r.exit,
-                   note=f"{what}; {note + '; ' if note else ''}stderr: "
-                        f"{(last[0] if last else '')[:300]!r}")
+    return outcome(
+        name,
+        "cli",
+        ok,
+        leak=leak,
+        traceback=tb,
+        exit=r.exit,
+        note=f"{what}; {note + '; ' if note else ''}stderr: {(last[0] if last else '')[:300]!r}",
+    )
 
 
 def _store(path: Path, texts: list[tuple[str, bool]] | None = None) -> None:
@@ -67,8 +89,10 @@ def _store(path: Path, texts: list[tuple[str, bool]] | None = None) -> None:
 
     path.parent.mkdir(parents=True, exist_ok=True)
     with Memory.open(path, MemoryConfig(embedding_model=None), ManualClock(T0)) as mem:
-        for t, private in texts or [("Owner's cat is called Murka", False),
-                                    ("Owner's PIN hint is 5550123 zqcli0x00aa11", True)]:
+        for t, private in texts or [
+            ("Owner's cat is called Murka", False),
+            ("Owner's PIN hint is 5550123 zqcli0x00aa11", True),
+        ]:
             mem.save(t, OWNER_TRUSTED, private=private)
 
 
@@ -85,8 +109,14 @@ def _big_store(path: Path, n: int = 300, filler: str = '\\"') -> None:
     lines = []
     for i in range(n):
         words = " ".join("".join(rng.choice(letters) for _ in range(9)) for _ in range(6))
-        lines.append(json.dumps({"content": f"note {i} {words} " + filler * (400 // len(filler)),
-                                 "created_at": T0 - i}))
+        lines.append(
+            json.dumps(
+                {
+                    "content": f"note {i} {words} " + filler * (400 // len(filler)),
+                    "created_at": T0 - i,
+                }
+            )
+        )
     path.parent.mkdir(parents=True, exist_ok=True)
     with Memory.open(path, MemoryConfig(embedding_model=None), ManualClock(T0)) as mem:
         portability.import_lines(mem, lines)
@@ -124,8 +154,17 @@ def _broken(tmp: Path, how: str) -> Path:
 
 
 def _serve_on(tmp: Path, data: Path, *extra: str) -> Ran:
-    return eva(tmp, "--data", str(data), "serve", "--port", str(_free_port()), "--no-chat",
-               *extra, timeout=20)
+    return eva(
+        tmp,
+        "--data",
+        str(data),
+        "serve",
+        "--port",
+        str(_free_port()),
+        "--no-chat",
+        *extra,
+        timeout=20,
+    )
 
 
 def cli_broken_store(how: str, command: str) -> Callable[[Path], dict]:
@@ -140,6 +179,7 @@ def cli_broken_store(how: str, command: str) -> Callable[[Path], dict]:
         else:
             r = _serve_on(tmp, data)
         return _refused(f"{command}_on_{how}_store", r)
+
     probe.__name__ = f"cli_{command}_on_{how}_store"
     return probe
 
@@ -153,8 +193,13 @@ def cli_export_dev_full(tmp: Path) -> dict:
 
 def cli_export_head(tmp: Path) -> dict:
     _big_store(tmp / "data" / "memory.db")
-    p = subprocess.Popen(_eva_cmd("--data", str(tmp / "data"), "export"), env=cli_env(tmp),
-                         cwd=tmp, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    p = subprocess.Popen(
+        _eva_cmd("--data", str(tmp / "data"), "export"),
+        env=cli_env(tmp),
+        cwd=tmp,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+    )
     first = p.stdout.readline()
     p.stdout.close()  # `| head -1`
     try:
@@ -164,9 +209,14 @@ def cli_export_head(tmp: Path) -> dict:
         p.kill()
         code, err = None, "(hung)"
     tb = has_traceback(err)
-    return outcome("export_pipe_closed_early", "cli", bool(first) and code is not None,
-                   traceback=tb, exit=code,
-                   note=f"exit {code}; stderr: {err.strip().splitlines()[-1:] if err else ''}")
+    return outcome(
+        "export_pipe_closed_early",
+        "cli",
+        bool(first) and code is not None,
+        traceback=tb,
+        exit=code,
+        note=f"exit {code}; stderr: {err.strip().splitlines()[-1:] if err else ''}",
+    )
 
 
 def cli_import_deep_array(tmp: Path) -> dict:
@@ -183,6 +233,7 @@ def _import_number(digits: int) -> Callable[[Path], dict]:
         f.write_text(n + "\n" + '{"content": "a note", "created_at": ' + n + "}\n")
         r = eva(tmp, "--data", str(tmp / "data"), "import", str(f))
         return _refused(f"import_{digits}_digit_number", r)
+
     probe.__name__ = f"cli_import_{digits}_digit_number"
     return probe
 
@@ -195,8 +246,12 @@ def cli_serve_rate_nan(tmp: Path) -> dict:
     r2 = _serve_on(tmp, tmp / "data", "--rate-limit", "inf")
     named = all(x.exit == 2 and "rate-limit" in x.err for x in (r, r2))
     worst = r if not (r.exit == 2 and "rate-limit" in r.err) else r2
-    return _refused("serve_rate_limit_nan_inf", worst, extra_ok=named,
-                    note=f"nan: exit {r.exit}, inf: exit {r2.exit} (want 2, naming the flag)")
+    return _refused(
+        "serve_rate_limit_nan_inf",
+        worst,
+        extra_ok=named,
+        note=f"nan: exit {r.exit}, inf: exit {r2.exit} (want 2, naming the flag)",
+    )
 
 
 def _deep_toml(kind: str) -> Callable[[Path], dict]:
@@ -208,8 +263,13 @@ def _deep_toml(kind: str) -> Callable[[Path], dict]:
         else:
             f.write_text("a = " + "{b = " * 50_000 + "1" + "}" * 50_000 + "\n")
         r = eva(tmp, "--config", str(f), "--data", str(tmp / "data"), "export")
-        return _refused(f"config_deep_toml_{kind}", r, extra_ok=r.exit == 2,
-                        note="expected exit 2 (config error)")
+        return _refused(
+            f"config_deep_toml_{kind}",
+            r,
+            extra_ok=r.exit == 2,
+            note="expected exit 2 (config error)",
+        )
+
     probe.__name__ = f"cli_config_deep_toml_{kind}"
     return probe
 
@@ -220,8 +280,12 @@ def cli_export_overwrite(tmp: Path) -> dict:
     out.write_text("the owner's notes\n")
     r = eva(tmp, "--data", str(tmp / "data"), "export", "-o", str(out))
     kept = out.read_text() == "the owner's notes\n"
-    return _refused("export_o_refuses_overwrite", r, extra_ok=kept,
-                    note="existing file kept" if kept else "existing file overwritten")
+    return _refused(
+        "export_o_refuses_overwrite",
+        r,
+        extra_ok=kept,
+        note="existing file kept" if kept else "existing file overwritten",
+    )
 
 
 def cli_export_fail_no_part(tmp: Path) -> dict:
@@ -230,18 +294,28 @@ def cli_export_fail_no_part(tmp: Path) -> dict:
     _big_store(data / "memory.db", filler="\x01")
     size = sum(p.stat().st_size for p in data.iterdir())
     limit = size + 64 * 1024  # the store's own writes fit; the export (~700 kB) does not
-    wrapper = ["sh", "-c", 'umask 022; exec "$@"', "sh", sys.executable, "-c",
-               "import resource, runpy, sys; "
-               f"resource.setrlimit(resource.RLIMIT_FSIZE, ({limit}, {limit})); "
-               "sys.argv = ['eva'] + sys.argv[1:]; "
-               "runpy.run_module('eva_tui.cli', run_name='__main__')"]
+    wrapper = [
+        "sh",
+        "-c",
+        'umask 022; exec "$@"',
+        "sh",
+        sys.executable,
+        "-c",
+        "import resource, runpy, sys; "
+        f"resource.setrlimit(resource.RLIMIT_FSIZE, ({limit}, {limit})); "
+        "sys.argv = ['eva'] + sys.argv[1:]; "
+        "runpy.run_module('eva_tui.cli', run_name='__main__')",
+    ]
     outdir = tmp / "out"
     outdir.mkdir()
-    r = eva(tmp, "--data", str(data), "export", "-o", str(outdir / "export.jsonl"),
-            wrapper=wrapper)
+    r = eva(tmp, "--data", str(data), "export", "-o", str(outdir / "export.jsonl"), wrapper=wrapper)
     left = sorted(p.name for p in outdir.iterdir())
-    return _refused("export_o_failure_leaves_no_part", r, extra_ok=not left,
-                    note=f"limit {limit} B; left behind: {left or 'nothing'}")
+    return _refused(
+        "export_o_failure_leaves_no_part",
+        r,
+        extra_ok=not left,
+        note=f"limit {limit} B; left behind: {left or 'nothing'}",
+    )
 
 
 def cli_export_part_mode(tmp: Path) -> dict:
@@ -253,12 +327,24 @@ def cli_export_part_mode(tmp: Path) -> dict:
     r = eva(tmp, "--data", str(tmp / "data"), "export", "--private", "-o", str(out))
     tb = has_traceback(r.err)
     if not out.exists():
-        return outcome("export_o_stale_part_gives_0600", "cli", False, traceback=tb,
-                       exit=r.exit, note=f"no result; stderr {r.err.strip()[-200:]!r}")
+        return outcome(
+            "export_o_stale_part_gives_0600",
+            "cli",
+            False,
+            traceback=tb,
+            exit=r.exit,
+            note=f"no result; stderr {r.err.strip()[-200:]!r}",
+        )
     mode = stat.S_IMODE(out.stat().st_mode)
-    return outcome("export_o_stale_part_gives_0600", "cli", r.exit == 0 and mode == 0o600,
-                   leak=bool(mode & 0o077), traceback=tb, exit=r.exit,
-                   note=f"result mode {oct(mode)} (a private export)")
+    return outcome(
+        "export_o_stale_part_gives_0600",
+        "cli",
+        r.exit == 0 and mode == 0o600,
+        leak=bool(mode & 0o077),
+        traceback=tb,
+        exit=r.exit,
+        note=f"result mode {oct(mode)} (a private export)",
+    )
 
 
 def cli_export_symlink(tmp: Path) -> dict:
@@ -268,19 +354,28 @@ def cli_export_symlink(tmp: Path) -> dict:
     link = tmp / "link.jsonl"
     link.symlink_to(target)
     r = eva(tmp, "--data", str(tmp / "data"), "export", "-o", str(link))
-    unchanged = (link.is_symlink() and os.readlink(link) == str(target)
-                 and target.read_text() == "original\n")
+    unchanged = (
+        link.is_symlink()
+        and os.readlink(link) == str(target)
+        and target.read_text() == "original\n"
+    )
     same_target = target.read_text() == "original\n"
-    return _refused("export_o_refuses_symlink", r, extra_ok=unchanged,
-                    note="link and target unchanged" if unchanged else
-                    f"link is {'still' if link.is_symlink() else 'no longer'} a symlink; "
-                    f"target {'unchanged' if same_target else 'changed'}")
+    return _refused(
+        "export_o_refuses_symlink",
+        r,
+        extra_ok=unchanged,
+        note="link and target unchanged"
+        if unchanged
+        else f"link is {'still' if link.is_symlink() else 'no longer'} a symlink; "
+        f"target {'unchanged' if same_target else 'changed'}",
+    )
 
 
 def _count(db: Path, content: str) -> int:
     with contextlib.closing(sqlite3.connect(db)) as c:
-        return c.execute("SELECT COUNT(*) FROM memories WHERE content = ?",
-                         (content,)).fetchone()[0]
+        return c.execute("SELECT COUNT(*) FROM memories WHERE content = ?", (content,)).fetchone()[
+            0
+        ]
 
 
 def cli_import_duplicates(tmp: Path) -> dict:
@@ -289,11 +384,15 @@ def cli_import_duplicates(tmp: Path) -> dict:
     f.write_text(line + "\n" + line + "\n")
     data = tmp / "data"
     r = eva(tmp, "--data", str(data), "import", str(f))
-    n = _count(data / "memory.db", "Owner's bike is blue") if (data / "memory.db").is_file() \
-        else 0
-    return outcome("import_duplicates_in_one_file", "cli", r.exit == 0 and n == 1,
-                   traceback=has_traceback(r.err), exit=r.exit,
-                   note=f"stored {n} times; stdout {r.out.strip()[:200]!r}")
+    n = _count(data / "memory.db", "Owner's bike is blue") if (data / "memory.db").is_file() else 0
+    return outcome(
+        "import_duplicates_in_one_file",
+        "cli",
+        r.exit == 0 and n == 1,
+        traceback=has_traceback(r.err),
+        exit=r.exit,
+        note=f"stored {n} times; stdout {r.out.strip()[:200]!r}",
+    )
 
 
 def cli_export_line_separators(tmp: Path) -> dict:
@@ -315,11 +414,21 @@ def cli_export_line_separators(tmp: Path) -> dict:
                         out.append(obj["content"])
         return sorted(out)
 
-    same = ea.exit == 0 and ib.exit == 0 and contents(ea.out) == contents(eb.out) \
+    same = (
+        ea.exit == 0
+        and ib.exit == 0
+        and contents(ea.out) == contents(eb.out)
         and content in contents(eb.out)
+    )
     tb = any(has_traceback(x.err) for x in (ea, ib, eb))
-    return outcome("export_import_round_trips_line_separators", "cli", same, traceback=tb,
-                   exit=ib.exit, note=f"import exit {ib.exit}: {ib.err.strip()[-200:]!r}")
+    return outcome(
+        "export_import_round_trips_line_separators",
+        "cli",
+        same,
+        traceback=tb,
+        exit=ib.exit,
+        note=f"import exit {ib.exit}: {ib.err.strip()[-200:]!r}",
+    )
 
 
 def cli_import_year_one(tmp: Path) -> dict:
@@ -337,8 +446,10 @@ def cli_import_year_one(tmp: Path) -> dict:
                 if e.exit != 0 or has_traceback(e.err):
                     ok = False
                     tb |= has_traceback(e.err)
-                    notes.append(f"{when}: imported; export {fmt} exit {e.exit} "
-                                 f"{e.err.strip().splitlines()[-1:]}")
+                    notes.append(
+                        f"{when}: imported; export {fmt} exit {e.exit} "
+                        f"{e.err.strip().splitlines()[-1:]}"
+                    )
                 else:
                     notes.append(f"{when}: imported; export {fmt} fine")
         else:
@@ -353,8 +464,12 @@ def cli_refused_import_no_db(tmp: Path) -> dict:
     data = tmp / "new-data"
     r = eva(tmp, "--data", str(data), "import", str(f))
     made = (data / "memory.db").exists()
-    return _refused("refused_import_creates_no_store", r, extra_ok=not made,
-                    note=f"memory.db {'created' if made else 'not created'}")
+    return _refused(
+        "refused_import_creates_no_store",
+        r,
+        extra_ok=not made,
+        note=f"memory.db {'created' if made else 'not created'}",
+    )
 
 
 def cli_import_huge_value(tmp: Path) -> dict:
@@ -362,19 +477,23 @@ def cli_import_huge_value(tmp: Path) -> dict:
     f.write_text(json.dumps({"content": "a note", "kind": "k" * 1_000_000}) + "\n")
     r = eva(tmp, "--data", str(tmp / "data"), "import", str(f))
     n = len(r.err.encode())
-    return _refused("import_huge_bad_value_not_echoed", r, extra_ok=n < STDERR_LIMIT,
-                    note=f"stderr {n} bytes")
+    return _refused(
+        "import_huge_bad_value_not_echoed", r, extra_ok=n < STDERR_LIMIT, note=f"stderr {n} bytes"
+    )
 
 
 def cli_env_one_underscore(tmp: Path) -> dict:
     _store(tmp / "data" / "memory.db")
-    r = eva(tmp, "--data", str(tmp / "data"), "export",
-            env=cli_env(tmp, EVA_MEMORY_TOP_K="5"))
+    r = eva(tmp, "--data", str(tmp / "data"), "export", env=cli_env(tmp, EVA_MEMORY_TOP_K="5"))
     said = "EVA_MEMORY_TOP_K" in r.err
-    return outcome("env_one_underscore_reported", "cli", said and r.exit is not None,
-                   traceback=has_traceback(r.err), exit=r.exit,
-                   note=("reported" if said else "silently ignored")
-                   + f"; stderr {r.err.strip()[-200:]!r}")
+    return outcome(
+        "env_one_underscore_reported",
+        "cli",
+        said and r.exit is not None,
+        traceback=has_traceback(r.err),
+        exit=r.exit,
+        note=("reported" if said else "silently ignored") + f"; stderr {r.err.strip()[-200:]!r}",
+    )
 
 
 def cli_export_no_secret(tmp: Path) -> dict:
@@ -397,10 +516,15 @@ def cli_export_no_secret(tmp: Path) -> dict:
             if bad:
                 found[f"{fmt}{' ' + arch[0] if arch else ''}"] = bad
     ok = not missing and all(c == 0 for c in codes)
-    return outcome("export_without_private_leaks_nothing", "cli", ok, leak=bool(found),
-                   traceback=tb, exit=max(c or 0 for c in codes),
-                   note=(f"--private lacks {missing}; " if missing else "")
-                   + f"leaks: {found or 'none'}")
+    return outcome(
+        "export_without_private_leaks_nothing",
+        "cli",
+        ok,
+        leak=bool(found),
+        traceback=tb,
+        exit=max(c or 0 for c in codes),
+        note=(f"--private lacks {missing}; " if missing else "") + f"leaks: {found or 'none'}",
+    )
 
 
 def cli_file_modes(tmp: Path) -> dict:
@@ -409,16 +533,34 @@ def cli_file_modes(tmp: Path) -> dict:
     private export 0600 too."""
     data = tmp / "fresh"
     f = tmp / "seed.jsonl"
-    f.write_text(json.dumps({"content": "Owner's PIN hint is 5550123", "private": True}) + "\n"
-                 + json.dumps({"content": "Owner likes green tea"}) + "\n")
-    runs = [eva(tmp, "--data", str(data), "import", str(f)),
-            eva(tmp, "--data", str(data), "backup", str(tmp / "backups")),
-            eva(tmp, "--data", str(data), "export", "--private", "-o", str(tmp / "mine.jsonl"))]
-    tok = subprocess.run(["sh", "-c", 'umask 022; exec "$@"', "sh", sys.executable, "-c",
-                          "import sys; from pathlib import Path; "
-                          "from eva_api.token import ensure_token; ensure_token(Path(sys.argv[1]))",
-                          str(data)], env=cli_env(tmp), capture_output=True, text=True,
-                         timeout=60)
+    f.write_text(
+        json.dumps({"content": "Owner's PIN hint is 5550123", "private": True})
+        + "\n"
+        + json.dumps({"content": "Owner likes green tea"})
+        + "\n"
+    )
+    runs = [
+        eva(tmp, "--data", str(data), "import", str(f)),
+        eva(tmp, "--data", str(data), "backup", str(tmp / "backups")),
+        eva(tmp, "--data", str(data), "export", "--private", "-o", str(tmp / "mine.jsonl")),
+    ]
+    tok = subprocess.run(
+        [
+            "sh",
+            "-c",
+            'umask 022; exec "$@"',
+            "sh",
+            sys.executable,
+            "-c",
+            "import sys; from pathlib import Path; "
+            "from eva_api.token import ensure_token; ensure_token(Path(sys.argv[1]))",
+            str(data),
+        ],
+        env=cli_env(tmp),
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
     tb = any(has_traceback(r.err) for r in runs) or has_traceback(tok.stderr)
     wide = {}
     if data.exists():
@@ -431,19 +573,42 @@ def cli_file_modes(tmp: Path) -> dict:
         if p.exists() and stat.S_IMODE(p.stat().st_mode) & 0o077:
             wide[str(p.relative_to(tmp))] = oct(stat.S_IMODE(p.stat().st_mode))
     ran = all(r.exit == 0 for r in runs) and tok.returncode == 0
-    return outcome("file_modes_after_a_session", "cli", ran, leak=bool(wide), traceback=tb,
-                   exit=max((r.exit or 0) for r in runs),
-                   note=f"readable by others: {wide or 'nothing'}"
-                        + ("" if ran else f"; a step failed: {[r.exit for r in runs]}"))
+    return outcome(
+        "file_modes_after_a_session",
+        "cli",
+        ran,
+        leak=bool(wide),
+        traceback=tb,
+        exit=max((r.exit or 0) for r in runs),
+        note=f"readable by others: {wide or 'nothing'}"
+        + ("" if ran else f"; a step failed: {[r.exit for r in runs]}"),
+    )
 
 
 CLI_PROBES: list[Callable[[Path], dict]] = [
-    *(cli_broken_store(how, cmd) for how in BROKEN
-      for cmd in ("export", "import", "backup", "serve")),
-    cli_export_dev_full, cli_export_head, cli_import_deep_array, _import_number(400),
-    _import_number(5000), cli_serve_rate_nan, _deep_toml("array"), _deep_toml("inline_table"),
-    cli_export_overwrite, cli_export_fail_no_part, cli_export_part_mode, cli_export_symlink,
-    cli_import_duplicates, cli_export_line_separators, cli_import_year_one,
-    cli_refused_import_no_db, cli_import_huge_value, cli_env_one_underscore,
-    cli_export_no_secret, cli_file_modes,
+    *(
+        cli_broken_store(how, cmd)
+        for how in BROKEN
+        for cmd in ("export", "import", "backup", "serve")
+    ),
+    cli_export_dev_full,
+    cli_export_head,
+    cli_import_deep_array,
+    _import_number(400),
+    _import_number(5000),
+    cli_serve_rate_nan,
+    _deep_toml("array"),
+    _deep_toml("inline_table"),
+    cli_export_overwrite,
+    cli_export_fail_no_part,
+    cli_export_part_mode,
+    cli_export_symlink,
+    cli_import_duplicates,
+    cli_export_line_separators,
+    cli_import_year_one,
+    cli_refused_import_no_db,
+    cli_import_huge_value,
+    cli_env_one_underscore,
+    cli_export_no_secret,
+    cli_file_modes,
 ]

@@ -10,6 +10,7 @@ from pathlib import Path
 
 T0 = 1_780_000_000.0
 
+
 # ---------------------------------------------------------------------------- secrets
 @dataclass
 class Secrets:
@@ -43,30 +44,89 @@ def seed_journal(mem, markers: list[str], numbers: list[str], ids: list[int]) ->
     j = mem.attach(Journal)
     with j.transaction() as conn:
         run = journal.start_run(conn, T0, False, "schedule", "scripted")
-        journal.write_phase(conn, run, 0, PhaseLog(
-            "memory", "review", "applied", 0.1, 2,
-            plans=[{"said": f"{quote} {nums}", "ops": [{"op": "merge", "ids": [a, b],
-                                                        "content": f"{quote} {nums}"}]}],
-            ops=[OpLog("merge", [a, b], True, f"the same as {quote} ({nums})",
-                       detail={"content": f"{quote} {nums}"}),
-                 OpLog("merge", [b, a], False, f"both say {quote}",
-                       refused_reason=f"the merged text loses the numbers {nums} of #{a} "
-                                      f"({quote})",
-                       detail={"content": quote})],
-            note=f"kept {quote} {nums} apart"))
-        journal.write_phase(conn, run, 1, PhaseLog(
-            "memory", "forget", "planned", 0.1, 1, plans=[{"why": nums}],
-            ops=[OpLog("forget", [a], False, f"faded {nums}", refused_reason=f"private {quote}",
-                       detail={"content": nums})], note=f"left {nums}"))
-        journal.finish_run(conn, run, T0 + 100, "done", {"memory": "done"}, True,
-                           f"merged 1 ({quote} {nums}) — 3 model calls", "scripted")
+        journal.write_phase(
+            conn,
+            run,
+            0,
+            PhaseLog(
+                "memory",
+                "review",
+                "applied",
+                0.1,
+                2,
+                plans=[
+                    {
+                        "said": f"{quote} {nums}",
+                        "ops": [{"op": "merge", "ids": [a, b], "content": f"{quote} {nums}"}],
+                    }
+                ],
+                ops=[
+                    OpLog(
+                        "merge",
+                        [a, b],
+                        True,
+                        f"the same as {quote} ({nums})",
+                        detail={"content": f"{quote} {nums}"},
+                    ),
+                    OpLog(
+                        "merge",
+                        [b, a],
+                        False,
+                        f"both say {quote}",
+                        refused_reason=f"the merged text loses the numbers {nums} of #{a} "
+                        f"({quote})",
+                        detail={"content": quote},
+                    ),
+                ],
+                note=f"kept {quote} {nums} apart",
+            ),
+        )
+        journal.write_phase(
+            conn,
+            run,
+            1,
+            PhaseLog(
+                "memory",
+                "forget",
+                "planned",
+                0.1,
+                1,
+                plans=[{"why": nums}],
+                ops=[
+                    OpLog(
+                        "forget",
+                        [a],
+                        False,
+                        f"faded {nums}",
+                        refused_reason=f"private {quote}",
+                        detail={"content": nums},
+                    )
+                ],
+                note=f"left {nums}",
+            ),
+        )
+        journal.finish_run(
+            conn,
+            run,
+            T0 + 100,
+            "done",
+            {"memory": "done"},
+            True,
+            f"merged 1 ({quote} {nums}) — 3 model calls",
+            "scripted",
+        )
 
 
-PRIVATE_TEXTS = ("Owner's passport number is {n}", "Owner's bank PIN hint is {n}",
-                 "Owner's diagnosis code is {n}")
-PUBLIC_TEXTS = ("Owner plays the cello in the city orchestra",
-                "Owner's cat is called Murka and likes fish",
-                "Owner walks in the park on Sundays")
+PRIVATE_TEXTS = (
+    "Owner's passport number is {n}",
+    "Owner's bank PIN hint is {n}",
+    "Owner's diagnosis code is {n}",
+)
+PUBLIC_TEXTS = (
+    "Owner plays the cello in the city orchestra",
+    "Owner's cat is called Murka and likes fish",
+    "Owner walks in the park on Sundays",
+)
 
 
 def build_secret_store(path: Path) -> Secrets:
@@ -79,21 +139,35 @@ def build_secret_store(path: Path) -> Secrets:
     ids = []
     with Memory.open(path, MemoryConfig(), ManualClock(T0)) as mem:
         for i, tpl in enumerate(PRIVATE_TEXTS):
-            n, m = str(48_213_970 + 7919 * i), f"zq{i:02x}x{0xa1b2c3 + i:06x}"
-            res = mem.save(f"{tpl.format(n=n)} {m}", OWNER_TRUSTED, private=True,
-                           importance=4, actor=Actor.OWNER)
+            n, m = str(48_213_970 + 7919 * i), f"zq{i:02x}x{0xA1B2C3 + i:06x}"
+            res = mem.save(
+                f"{tpl.format(n=n)} {m}",
+                OWNER_TRUSTED,
+                private=True,
+                importance=4,
+                actor=Actor.OWNER,
+            )
             ids.append(res.id)
             sec.markers.append(m)
             sec.numbers.append(n)
         core_n, core_m = "7316042", "zqffx00c0de"
-        mem.save(f"Owner's safe code is {core_n} {core_m}", OWNER_TRUSTED, kind="core",
-                 private=True, actor=Actor.OWNER)
+        mem.save(
+            f"Owner's safe code is {core_n} {core_m}",
+            OWNER_TRUSTED,
+            kind="core",
+            private=True,
+            actor=Actor.OWNER,
+        )
         sec.markers.append(core_m)
         sec.numbers.append(core_n)
         for t in PUBLIC_TEXTS:
             mem.save(t, OWNER_TRUSTED, importance=4, actor=Actor.OWNER)
         old = mem.save("Owner used to walk in the old park", OWNER_TRUSTED, actor=Actor.OWNER)
-        mem.forget(old.id, f"superseded; see {sec.markers[0]} {sec.numbers[0]}", OWNER_TRUSTED,
-                   actor=Actor.MODEL)
+        mem.forget(
+            old.id,
+            f"superseded; see {sec.markers[0]} {sec.numbers[0]}",
+            OWNER_TRUSTED,
+            actor=Actor.MODEL,
+        )
         seed_journal(mem, sec.markers, sec.numbers, ids)
     return sec

@@ -45,8 +45,9 @@ def running(services, data_dir, settings: ServeSettings | None = None) -> Iterat
             raise RuntimeError("the server did not start")
         time.sleep(0.02)
     try:
-        yield Running(f"http://127.0.0.1:{port}", token, port, services, settings,
-                      server.config.app.api)
+        yield Running(
+            f"http://127.0.0.1:{port}", token, port, services, settings, server.config.app.api
+        )
     finally:
         server.should_exit = True
         t.join(timeout=10)

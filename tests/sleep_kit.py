@@ -44,8 +44,14 @@ def split(rid: int, parts, why: str = "two topics") -> dict[str, Any]:
 
 
 def derive(ids, content: str, why: str = "a habit", **extra: Any) -> dict[str, Any]:
-    return {"op": "derive", "from": list(ids), "content": content, "kind": "fact", "why": why,
-            **extra}
+    return {
+        "op": "derive",
+        "from": list(ids),
+        "content": content,
+        "kind": "fact",
+        "why": why,
+        **extra,
+    }
 
 
 def forget(rid: int, why: str = "faded trivia") -> dict[str, Any]:
@@ -77,12 +83,18 @@ class PlannerLLM(ScriptedLLM):
 
     name = "scripted-planner"
 
-    def __init__(self, review: list[Reply] | None = None, forgetting: list[Reply] | None = None,
-                 calibrate: list[Reply] | None = None) -> None:
+    def __init__(
+        self,
+        review: list[Reply] | None = None,
+        forgetting: list[Reply] | None = None,
+        calibrate: list[Reply] | None = None,
+    ) -> None:
         super().__init__([])
         self.queues: dict[str, list[Reply]] = {
-            "review": list(review or []), "forgetting": list(forgetting or []),
-            "calibrate": list(calibrate or [])}
+            "review": list(review or []),
+            "forgetting": list(forgetting or []),
+            "calibrate": list(calibrate or []),
+        }
         self.tool_calls: list[dict[str, Any]] = []
         self.lock = threading.Lock()
 
@@ -95,8 +107,7 @@ class PlannerLLM(ScriptedLLM):
             if isinstance(op, dict):
                 for key in ("ids", "from", "drop", "id", "keep"):
                     v = op.get(key)
-                    out.update(x for x in (v if isinstance(v, list) else [v])
-                               if isinstance(x, int))
+                    out.update(x for x in (v if isinstance(v, list) else [v]) if isinstance(x, int))
         return out
 
     def _pick(self, q: list[Reply], enum: set[int]) -> Reply:
@@ -112,8 +123,9 @@ class PlannerLLM(ScriptedLLM):
     def force_tool_call(self, messages, tool, timeout=None) -> ToolCall:
         phase = phase_of(tool)
         with self.lock:
-            self.tool_calls.append({"phase": phase, "messages": messages, "tool": tool,
-                                    "timeout": timeout})
+            self.tool_calls.append(
+                {"phase": phase, "messages": messages, "tool": tool, "timeout": timeout}
+            )
             reply = self._pick(self.queues[phase], set(self.enum_ids(-1)))
         if callable(reply) and not isinstance(reply, ToolCall | Exception):
             reply = reply(messages, tool)
@@ -143,8 +155,9 @@ def tool_ids(tool: dict[str, Any]) -> list[int]:
     return []
 
 
-def open_memory(tmp_path: Path, clock: ManualClock, embedder=None, name: str = "memory.db",
-                **config: Any) -> Memory:
+def open_memory(
+    tmp_path: Path, clock: ManualClock, embedder=None, name: str = "memory.db", **config: Any
+) -> Memory:
     return Memory.open(tmp_path / name, MemoryConfig(**config), clock, embedder=embedder)
 
 
@@ -161,8 +174,11 @@ def sleeper(mem: Memory, planner, clock: ManualClock, **config: Any) -> Sleeper:
 CORPUS: dict[str, dict[str, Any]] = {
     "cat_a": {"content": "The owner's cat is called Murka and she likes fish"},
     "cat_b": {"content": "Owner's cat Murka likes fish a lot, she is called Murka"},
-    "city_old": {"content": "The owner lives in Kazan, in a flat near the Kremlin",
-                 "kind": "fact", "created_at": OLD - 30 * DAY},
+    "city_old": {
+        "content": "The owner lives in Kazan, in a flat near the Kremlin",
+        "kind": "fact",
+        "created_at": OLD - 30 * DAY,
+    },
     "city_new": {"content": "The owner lives in Moscow now, in a flat near the Kremlin"},
     "fill_1": {"content": "Likes green tea without sugar in the mornings"},
     "fill_2": {"content": "Works as a backend developer writing Go services"},
@@ -171,8 +187,9 @@ CORPUS: dict[str, dict[str, Any]] = {
 }
 
 
-def load(mem: Memory, corpus: dict[str, dict[str, Any]] | None = None,
-         default_at: float = OLD) -> dict[str, int]:
+def load(
+    mem: Memory, corpus: dict[str, dict[str, Any]] | None = None, default_at: float = OLD
+) -> dict[str, int]:
     corpus = CORPUS if corpus is None else corpus
     items = []
     for spec in corpus.values():
@@ -181,4 +198,3 @@ def load(mem: Memory, corpus: dict[str, dict[str, Any]] | None = None,
         items.append(it)
     ids = mem.import_records(items)
     return dict(zip(corpus, ids, strict=True))
-

@@ -26,8 +26,13 @@ T0 = 1_780_000_000.0
 def served_routes(app) -> set[tuple[str, str]]:
     """(path, method) of every route the Starlette app behind the guard answers (HEAD comes
     with GET and is not an operation of its own)."""
-    return {(r.path, m.lower()) for r in app.routes if isinstance(r, Route)
-            for m in r.methods if m != "HEAD"}
+    return {
+        (r.path, m.lower())
+        for r in app.routes
+        if isinstance(r, Route)
+        for m in r.methods
+        if m != "HEAD"
+    }
 
 
 def test_every_route_served_is_in_the_openapi_document_with_its_method(tmp_path):
@@ -43,8 +48,7 @@ def test_every_route_served_is_in_the_openapi_document_with_its_method(tmp_path)
     for ep in schemas.ENDPOINTS:
         op = doc["paths"][ep.path][ep.method.lower()]
         if ep.body is not None:
-            assert op["requestBody"]["content"]["application/json"]["schema"] \
-                == ep.body.schema()
+            assert op["requestBody"]["content"]["application/json"]["schema"] == ep.body.schema()
         else:
             assert "requestBody" not in op
         assert ("security" in op) == ep.owner
@@ -88,11 +92,19 @@ BAD_CHAT = [
     ({"message": "hi", "channel": "x" * 65}, "channel"),
     ({"message": "hi", "channel": None}, "channel"),
 ]
-BAD_SLEEP = [({"dry_run": "yes"}, "dry_run"), ({"dry_run": 1}, "dry_run"),
-             ({"dry_run": []}, "dry_run")]
-BAD_EDIT = [({}, "content"), ({"content": 5}, "content"), ({"content": "  "}, "content"),
-            ({"content": None}, "content"), ({"text": "new"}, "text"),
-            ({"content": "new", "extra": 1}, "extra")]
+BAD_SLEEP = [
+    ({"dry_run": "yes"}, "dry_run"),
+    ({"dry_run": 1}, "dry_run"),
+    ({"dry_run": []}, "dry_run"),
+]
+BAD_EDIT = [
+    ({}, "content"),
+    ({"content": 5}, "content"),
+    ({"content": "  "}, "content"),
+    ({"content": None}, "content"),
+    ({"text": "new"}, "text"),
+    ({"content": "new", "extra": 1}, "extra"),
+]
 
 
 @pytest.fixture
@@ -101,9 +113,19 @@ def api(tmp_path):
     mem = s.memory
     mem.save("The owner's sister Anna lives in Kazan", OWNER_TRUSTED, private=True)
     chat = mem.attach(Chats).create("default", "tui", T0, "Trip").id
-    message = mem.attach(Transcript).add("default", "tui", "turn-1", "user", "We fly on 12 May",
-                                         private_ok=True, status="ok", tokens=5, at=T0,
-                                         meta={}, chat_id=chat)
+    message = mem.attach(Transcript).add(
+        "default",
+        "tui",
+        "turn-1",
+        "user",
+        "We fly on 12 May",
+        private_ok=True,
+        status="ok",
+        tokens=5,
+        at=T0,
+        meta={},
+        chat_id=chat,
+    )
     with running(s, tmp_path) as r:
         yield r, f"/v1/chats/{chat}/messages/{message}", tmp_path / "memory.db"
     s.close()
@@ -113,13 +135,16 @@ def test_a_body_the_schema_refuses_is_a_400_naming_the_field_and_changes_nothing
     server, message_path, db = api
     llm = server.services.chat_model
     before, calls = _fingerprint(db), len(llm.calls)
-    cases = ([("POST", "/v1/chat", b, f) for b, f in BAD_CHAT]
-             + [("POST", "/v1/sleep", b, f) for b, f in BAD_SLEEP]
-             + [("PATCH", message_path, b, f) for b, f in BAD_EDIT])
+    cases = (
+        [("POST", "/v1/chat", b, f) for b, f in BAD_CHAT]
+        + [("POST", "/v1/sleep", b, f) for b, f in BAD_SLEEP]
+        + [("PATCH", message_path, b, f) for b, f in BAD_EDIT]
+    )
     with server.client(owner=True) as owner:
         for method, path, body, field in cases:
-            detail = assert_error(owner.request(method, path, json=body), 400,
-                                  "bad_request")["detail"]
+            detail = assert_error(owner.request(method, path, json=body), 400, "bad_request")[
+                "detail"
+            ]
             assert field in detail, (path, body, detail)
         assert owner.get("/v1/sleep/runs").json() == {"runs": [], "sleeping": False}
     assert _fingerprint(db) == before  # no message, no memory, no night, no edit
@@ -129,7 +154,11 @@ def test_a_body_the_schema_refuses_is_a_400_naming_the_field_and_changes_nothing
 def test_the_declarations_accept_what_the_api_always_took():
     """The defaults a body leaves out are filled in from the same declaration."""
     assert schemas.CHAT_BODY.check({"message": "hi"}) == {
-        "message": "hi", "audience": "owner", "trusted": True, "channel": "api"}
+        "message": "hi",
+        "audience": "owner",
+        "trusted": True,
+        "channel": "api",
+    }
     assert schemas.SLEEP_BODY.check({}) == {"dry_run": None}
     assert schemas.SLEEP_BODY.check({"dry_run": None, "other": 1}) == {"dry_run": None}
     assert schemas.EDIT_BODY.check({"content": " new "}) == {"content": " new "}

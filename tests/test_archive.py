@@ -24,8 +24,21 @@ from tests.fakes import HashEmbedder
 
 def _full(mem: Memory, rid: int, ctx: TurnContext = OWNER_TRUSTED):
     r = mem.get(rid, ctx)
-    return (r.id, r.content, r.kind, r.importance, r.private, r.pinned, r.scope, r.created_at,
-            r.updated_at, r.last_access_at, r.access_count, r.source, r.accesses)
+    return (
+        r.id,
+        r.content,
+        r.kind,
+        r.importance,
+        r.private,
+        r.pinned,
+        r.scope,
+        r.created_at,
+        r.updated_at,
+        r.last_access_at,
+        r.access_count,
+        r.source,
+        r.accesses,
+    )
 
 
 def test_forget_then_restore_keeps_id_kind_flags_and_history(mem, clock):
@@ -47,8 +60,14 @@ def test_forget_then_restore_keeps_id_kind_flags_and_history(mem, clock):
 
 def test_restore_keeps_pinned_core_and_scope(mem):
     """SPEC §2: flags include pinned; the owner may archive and restore a pinned core record."""
-    rid = mem.save("As the guide, speak like a tour guide", kind="core", importance=5,
-                   scope="guide", pinned=True, actor=Actor.OWNER).id
+    rid = mem.save(
+        "As the guide, speak like a tour guide",
+        kind="core",
+        importance=5,
+        scope="guide",
+        pinned=True,
+        actor=Actor.OWNER,
+    ).id
     guide = TurnContext(persona="guide")
     before = _full(mem, rid, guide)
     mem.forget(rid, "trying without it", OWNER_TRUSTED, actor=Actor.OWNER)
@@ -119,8 +138,9 @@ def test_purge_removes_only_entries_older_than_archive_ttl(mem, clock):
     assert mem.get(live).id == live and mem.count() == 1
     with pytest.raises(NotFound):
         mem.restore(old)
-    assert mem._storage.query("SELECT COUNT(*) FROM accesses WHERE memory_id = ?",
-                             (old,))[0][0] == 0
+    assert (
+        mem._storage.query("SELECT COUNT(*) FROM accesses WHERE memory_id = ?", (old,))[0][0] == 0
+    )
     clock.advance(20 * DAY)
     assert mem.purge_archive() == 1
     assert mem.archived() == [] and mem.count() == 1
@@ -165,8 +185,10 @@ def test_restore_of_a_pinned_record_respects_the_pin_limit(mem):
     refused (nothing changes) until the owner unpins one."""
     first = mem.save("Pinned rule number 0", pinned=True, actor=Actor.OWNER).id
     mem.forget(first, "trying without it", OWNER_TRUSTED, actor=Actor.OWNER)
-    others = [mem.save(f"Pinned rule number {i}: item {i}", pinned=True, actor=Actor.OWNER).id
-              for i in range(1, 21)]
+    others = [
+        mem.save(f"Pinned rule number {i}: item {i}", pinned=True, actor=Actor.OWNER).id
+        for i in range(1, 21)
+    ]
     with pytest.raises(Refused):
         mem.restore(first)
     assert mem.count(archived=True) == 1

@@ -48,23 +48,54 @@ def stocked(mem) -> tuple[Memory, int, int, list[int]]:
     return mem, core_priv, priv, pub
 
 
-@pytest.mark.parametrize(("speaker", "surface", "audience", "sees_private", "can_mutate",
-                          "can_list", "footnote", "public_cut"), MATRIX, ids=IDS)
-def test_access_matrix_properties(speaker, surface, audience, sees_private, can_mutate,
-                                  can_list, footnote, public_cut):
+@pytest.mark.parametrize(
+    (
+        "speaker",
+        "surface",
+        "audience",
+        "sees_private",
+        "can_mutate",
+        "can_list",
+        "footnote",
+        "public_cut",
+    ),
+    MATRIX,
+    ids=IDS,
+)
+def test_access_matrix_properties(
+    speaker, surface, audience, sees_private, can_mutate, can_list, footnote, public_cut
+):
     """SPEC §1: access is computed from the audience, not from the speaker — private only for
     the owner alone on a trusted surface; mutating tools in owner turns; memory_list only where
     private is visible; the footnote for owner turns that cannot see private; the public cut
     for other people's turns."""
     ctx = TurnContext(speaker=speaker, surface=surface, audience=audience)
-    assert (ctx.sees_private, ctx.can_mutate, ctx.can_list, ctx.gets_withheld_footnote,
-            ctx.public_cut) == (sees_private, can_mutate, can_list, footnote, public_cut)
+    assert (
+        ctx.sees_private,
+        ctx.can_mutate,
+        ctx.can_list,
+        ctx.gets_withheld_footnote,
+        ctx.public_cut,
+    ) == (sees_private, can_mutate, can_list, footnote, public_cut)
 
 
-@pytest.mark.parametrize(("speaker", "surface", "audience", "sees_private", "can_mutate",
-                          "can_list", "footnote", "public_cut"), MATRIX, ids=IDS)
-def test_access_matrix_behaviour(stocked, speaker, surface, audience, sees_private,
-                                 can_mutate, can_list, footnote, public_cut):
+@pytest.mark.parametrize(
+    (
+        "speaker",
+        "surface",
+        "audience",
+        "sees_private",
+        "can_mutate",
+        "can_list",
+        "footnote",
+        "public_cut",
+    ),
+    MATRIX,
+    ids=IDS,
+)
+def test_access_matrix_behaviour(
+    stocked, speaker, surface, audience, sees_private, can_mutate, can_list, footnote, public_cut
+):
     """SPEC §1, §3.2, §5: the same matrix, seen through prompt, search, tools and save."""
     mem, core_priv, priv, pub = stocked
     ctx = TurnContext(speaker=speaker, surface=surface, audience=audience)
@@ -98,27 +129,39 @@ def test_access_matrix_behaviour(stocked, speaker, surface, audience, sees_priva
     if not can_list:
         assert "asthma" not in listing.text
     n = mem.count()
-    saved = call(mem, "memory_save", {"content": "Anna's asthma is under control now",
-                                      "kind": "fact", "importance": 3}, ctx)
+    saved = call(
+        mem,
+        "memory_save",
+        {"content": "Anna's asthma is under control now", "kind": "fact", "importance": 3},
+        ctx,
+    )
     assert saved.ok is can_mutate
     assert mem.count() == n + (1 if can_mutate else 0)
     if can_mutate:
         # the similar records shown after the save follow the audience too
         assert ("treated by Dr Ivanova" in saved.text) is sees_private
-        assert (priv in [x.id for x in mem.save("Anna's asthma is under control now",
-                                                 ctx).similar]) is sees_private
+        assert (
+            priv in [x.id for x in mem.save("Anna's asthma is under control now", ctx).similar]
+        ) is sees_private
 
 
-@pytest.mark.parametrize(("ctx", "sees_private", "footnote", "cut"), [
-    (OWNER_TRUSTED, True, False, False),
-    (OWNER_UNTRUSTED, False, True, False),
-    (OWNER_IN_GROUP, False, True, False),
-    (PUBLIC, False, False, True),
-], ids=["OWNER_TRUSTED", "OWNER_UNTRUSTED", "OWNER_IN_GROUP", "PUBLIC"])
+@pytest.mark.parametrize(
+    ("ctx", "sees_private", "footnote", "cut"),
+    [
+        (OWNER_TRUSTED, True, False, False),
+        (OWNER_UNTRUSTED, False, True, False),
+        (OWNER_IN_GROUP, False, True, False),
+        (PUBLIC, False, False, True),
+    ],
+    ids=["OWNER_TRUSTED", "OWNER_UNTRUSTED", "OWNER_IN_GROUP", "PUBLIC"],
+)
 def test_named_contexts(ctx, sees_private, footnote, cut):
     """SPEC §1: the named contexts the layers above use."""
     assert (ctx.sees_private, ctx.gets_withheld_footnote, ctx.public_cut) == (
-        sees_private, footnote, cut)
+        sees_private,
+        footnote,
+        cut,
+    )
     assert ctx.can_mutate is (ctx.speaker is Speaker.OWNER)
 
 

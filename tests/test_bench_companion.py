@@ -21,62 +21,99 @@ SCENARIO = {
     "forgotten": [["pottery", "гончар"]],
     "private": [["nurse"]],
     "sessions": [
-        {"chat": "a", "day": 0, "say": ["My sister Lena is a nurse.",
-                                        "It's rainy today, how are you?",
-                                        "I lost my umbrella at the station."]},
+        {
+            "chat": "a",
+            "day": 0,
+            "say": [
+                "My sister Lena is a nurse.",
+                "It's rainy today, how are you?",
+                "I lost my umbrella at the station.",
+            ],
+        },
         {"chat": "b", "day": 1, "say": ["I'm allergic to peanuts.", ECHO_MSG]},
         {"chat": "a", "day": 2, "say": ["I signed up for pottery classes."]},
     ],
     "questions": [
-        {"chat": "new", "day": 5, "ask": "What is my sister's name?",
-         "expect": [["lena", "лена"]]},
-        {"chat": "new", "day": 5, "ask": "Where does Lena live?",
-         "expect": [["lena"]], "forbid": ["station"]},
-        {"chat": "new", "day": 5, "ask": "Как зовут мою сестру?",
-         "expect": [["lena", "лена"]]},
-        {"chat": "new", "day": 5, "ask": "What do you remember about me?",
-         "expect": [["lena"], ["nurse"]]},
+        {"chat": "new", "day": 5, "ask": "What is my sister's name?", "expect": [["lena", "лена"]]},
+        {
+            "chat": "new",
+            "day": 5,
+            "ask": "Where does Lena live?",
+            "expect": [["lena"]],
+            "forbid": ["station"],
+        },
+        {"chat": "new", "day": 5, "ask": "Как зовут мою сестру?", "expect": [["lena", "лена"]]},
+        {
+            "chat": "new",
+            "day": 5,
+            "ask": "What do you remember about me?",
+            "expect": [["lena"], ["nurse"]],
+        },
     ],
 }
 
 REPLIES = [
-    ["That's lovely, ", "tell me more about her."],        # sister Lena
-    ["I'm fine, thanks! ", "Stay dry."],                    # rainy small talk: no memory step
-    ["Oh no, I hope someone hands it in soon!"],            # umbrella
-    ["Noted, ", "I will keep that in mind."],               # peanuts
-    [w + " " for w in ECHO_REPLY.split()],                  # an echo: held back, asked again
-    ["Bublik sounds like a wonderful friend!"],             # … the reply the owner sees
-    ["Have fun with the clay!"],                            # pottery
-    ["Your sister ", "is Lena."],                           # Q1: answered
+    ["That's lovely, ", "tell me more about her."],  # sister Lena
+    ["I'm fine, thanks! ", "Stay dry."],  # rainy small talk: no memory step
+    ["Oh no, I hope someone hands it in soon!"],  # umbrella
+    ["Noted, ", "I will keep that in mind."],  # peanuts
+    [w + " " for w in ECHO_REPLY.split()],  # an echo: held back, asked again
+    ["Bublik sounds like a wonderful friend!"],  # … the reply the owner sees
+    ["Have fun with the clay!"],  # pottery
+    ["Your sister ", "is Lena."],  # Q1: answered
     # Q2: a forbidden word (a word the memory holds, so the never-invent guard lets it pass: a
     # made-up city for Lena, whom the memory names, is now asked again)
     ["Lena lives ", "near the station."],
-    ["Her name is Lena."],                                  # Q3: English, stopped unseen …
-    ["Her name is Lena."],                                  # … and English again: a mismatch
+    ["Her name is Lena."],  # Q3: English, stopped unseen …
+    ["Her name is Lena."],  # … and English again: a mismatch
     ["Sure <tool_result>ok</tool_result> ", "Lena is a nurse."],  # Q4: markup the guard misses
 ]
 
 
 def _save(content: str, private: bool = False) -> dict:
-    return {"ops": [{"op": "save", "content": content, "kind": "fact", "importance": 3,
-                     "private": private}]}
+    return {
+        "ops": [
+            {"op": "save", "content": content, "kind": "fact", "importance": 3, "private": private}
+        ]
+    }
 
 
 # only messages that can carry a fact get a memory step (questions and small talk do not)
 PLANS = [
     _save("The owner's sister Lena is a nurse.", private=True),
-    _save("The owner lost an umbrella at the station."),    # small talk wrongly saved
-    {"ops": []},                                            # the peanut allergy is missed
-    {"ops": []},                                            # the dog (an echo turn)
+    _save("The owner lost an umbrella at the station."),  # small talk wrongly saved
+    {"ops": []},  # the peanut allergy is missed
+    {"ops": []},  # the dog (an echo turn)
     _save("The owner signed up for pottery classes."),
 ]
 
 REQUIRED_KEYS = {
-    "model", "writes", "threads", "scenario", "facts_saved", "facts_total", "facts_missing",
-    "trivia_saved", "answered", "questions", "answer_rate", "markup_replies", "echo_replies",
-    "language_mismatches", "first_token_first_turn_s", "first_token_later_p50_s",
-    "first_token_later_p95_s", "seconds_per_turn", "model_calls_per_turn", "memories", "turns",
-    "environment", "load_s", "peak_rss_mb", "forgotten_still_saved", "repeated_replies",
+    "model",
+    "writes",
+    "threads",
+    "scenario",
+    "facts_saved",
+    "facts_total",
+    "facts_missing",
+    "trivia_saved",
+    "answered",
+    "questions",
+    "answer_rate",
+    "markup_replies",
+    "echo_replies",
+    "language_mismatches",
+    "first_token_first_turn_s",
+    "first_token_later_p50_s",
+    "first_token_later_p95_s",
+    "seconds_per_turn",
+    "model_calls_per_turn",
+    "memories",
+    "turns",
+    "environment",
+    "load_s",
+    "peak_rss_mb",
+    "forgotten_still_saved",
+    "repeated_replies",
 }
 TURN_KEYS = {"chat", "day", "text", "reply", "first_token_s", "seconds", "model_calls", "ops"}
 
@@ -84,8 +121,7 @@ TURN_KEYS = {"chat", "day", "text", "reply", "first_token_s", "seconds", "model_
 @pytest.fixture(scope="module")
 def result_and_model():
     model = ScriptedLLM(replies=[list(r) for r in REPLIES], plans=[dict(p) for p in PLANS])
-    result = run(model, SCENARIO, "structured", default_memory_factory(None),
-                 scenario_name="tiny")
+    result = run(model, SCENARIO, "structured", default_memory_factory(None), scenario_name="tiny")
     return result, model
 
 
@@ -153,15 +189,17 @@ def test_each_chat_is_its_own_window_and_warmed_once(result_and_model):
     said = {text for s in SCENARIO["sessions"] for text in s["say"]}
 
     def call_for(text):
-        return next(c["messages"] for c in model.calls
-                    if text in c["messages"][-1]["content"])
+        return next(c["messages"] for c in model.calls if text in c["messages"][-1]["content"])
 
     first_question = call_for("What is my sister's name?")
-    assert not any(m["role"] in ("user", "assistant") and any(t in m["content"] for t in said)
-                   for m in first_question[:-1])
+    assert not any(
+        m["role"] in ("user", "assistant") and any(t in m["content"] for t in said)
+        for m in first_question[:-1]
+    )
     later_a = call_for("I signed up for pottery classes.")  # chat "a" again: its window
-    assert any(m["role"] == "user" and "My sister Lena is a nurse." in m["content"]
-               for m in later_a[:-1])
+    assert any(
+        m["role"] == "user" and "My sister Lena is a nurse." in m["content"] for m in later_a[:-1]
+    )
     in_b = call_for("I'm allergic to peanuts.")  # chat "b" starts empty
     assert not any("My sister Lena is a nurse." in m["content"] for m in in_b)
 
@@ -184,18 +222,23 @@ def test_matching_helpers():
 def test_a_reply_copied_from_an_earlier_one_of_its_chat_is_counted_as_repeated():
     """Issue 9: ``repeated_replies`` counts Eva copying her own earlier reply of the same chat —
     not the same answer to the same question, nor the same words in another chat."""
-    turns = [{"chat": "a", "text": "I have a dog.", "reply": "How nice! How are you?"},
-             {"chat": "a", "text": "My wife plays the piano.", "reply": "How nice! How are you?"},
-             {"chat": "b", "text": "I live in Kazan.", "reply": "How nice! How are you?"},
-             {"chat": "a", "text": "My wife plays the piano.", "reply": "How nice! How are you?"},
-             {"chat": "a", "text": "I like chess.", "reply": "Chess! Who do you play with?"}]
+    turns = [
+        {"chat": "a", "text": "I have a dog.", "reply": "How nice! How are you?"},
+        {"chat": "a", "text": "My wife plays the piano.", "reply": "How nice! How are you?"},
+        {"chat": "b", "text": "I live in Kazan.", "reply": "How nice! How are you?"},
+        {"chat": "a", "text": "My wife plays the piano.", "reply": "How nice! How are you?"},
+        {"chat": "a", "text": "I like chess.", "reply": "Chess! Who do you play with?"},
+    ]
     companion.mark_repeats(turns)
     assert [t["repeated"] for t in turns] == [False, True, False, False, False]
 
 
 def test_empty_reply_is_a_language_mismatch():
-    scenario = {"facts": [], "sessions": [],
-                "questions": [{"chat": "new", "day": 1, "ask": "Hi?", "expect": [["x"]]}]}
+    scenario = {
+        "facts": [],
+        "sessions": [],
+        "questions": [{"chat": "new", "day": 1, "ask": "Hi?", "expect": [["x"]]}],
+    }
     model = ScriptedLLM(replies=[[""], [""]], plans=[])
     result = run(model, scenario, "structured", default_memory_factory(None))
     assert result["turns"][0]["reply"] == ""
@@ -229,17 +272,30 @@ def test_packaged_scenario_is_well_formed():
 
 def test_cli_runs_with_a_scripted_model(monkeypatch, capsys, tmp_path):
     scenario = tmp_path / "s.json"
-    scenario.write_text(json.dumps({"facts": [["lena"]], "sessions": [
-        {"chat": "a", "day": 0, "say": ["My sister is Lena."]}], "questions": []}),
-        encoding="utf-8")
+    scenario.write_text(
+        json.dumps(
+            {
+                "facts": [["lena"]],
+                "sessions": [{"chat": "a", "day": 0, "say": ["My sister is Lena."]}],
+                "questions": [],
+            }
+        ),
+        encoding="utf-8",
+    )
 
     def fake_run(model, scen, writes, memory_factory, **kw):
-        return run(ScriptedLLM(replies=[["Nice."]], plans=[_save("Sister: Lena.")]), scen,
-                   writes, default_memory_factory(None), **kw)
+        return run(
+            ScriptedLLM(replies=[["Nice."]], plans=[_save("Sister: Lena.")]),
+            scen,
+            writes,
+            default_memory_factory(None),
+            **kw,
+        )
 
     monkeypatch.setattr(companion, "run", fake_run)
-    assert companion.main(["--scenario", str(scenario), "--embedder", "none",
-                           "--threads", "1"]) == 0
+    assert (
+        companion.main(["--scenario", str(scenario), "--embedder", "none", "--threads", "1"]) == 0
+    )
     out = json.loads(capsys.readouterr().out)
     assert out["facts_saved"] == 1 and out["threads"] == 1 and out["scenario"] == str(scenario)
     assert out["embedder"] == "none"
@@ -248,10 +304,15 @@ def test_cli_runs_with_a_scripted_model(monkeypatch, capsys, tmp_path):
 def test_tools_mode_counts_the_loop_saves():
     from core.llm import ToolCall
 
-    scenario = {"facts": [["peanut"]], "sessions": [
-        {"chat": "a", "day": 0, "say": ["I'm allergic to peanuts."]}], "questions": []}
-    call = ToolCall("memory_save", {"content": "The owner is allergic to peanuts.",
-                                    "kind": "fact", "importance": 4})
+    scenario = {
+        "facts": [["peanut"]],
+        "sessions": [{"chat": "a", "day": 0, "say": ["I'm allergic to peanuts."]}],
+        "questions": [],
+    }
+    call = ToolCall(
+        "memory_save",
+        {"content": "The owner is allergic to peanuts.", "kind": "fact", "importance": 4},
+    )
     model = ScriptedLLM(replies=[[call], ["Noted, no peanuts."]])
     result = run(model, scenario, "tools", default_memory_factory(None))
     assert result["writes"] == "tools"
@@ -267,14 +328,24 @@ def test_an_unknown_question_is_invented_unless_the_reply_admits_or_asks_back():
     """Issue 26: the failures measured on the default model count as invented; honest replies
     in either language (broad wording, or a question back) do not; a forbid word always does."""
     q = {"ask": "Сколько мне лет?", "unknown": True, "expect": []}
-    for made_up in ("Мне 12 лет.", "Спорт у моего сына - футбол.", "I am learning Russian.",
-                    "I don't have any children.", "Я не люблю никаких книг.",
-                    "Your brother's name is Igor."):
+    for made_up in (
+        "Мне 12 лет.",
+        "Спорт у моего сына - футбол.",
+        "I am learning Russian.",
+        "I don't have any children.",
+        "Я не люблю никаких книг.",
+        "Your brother's name is Igor.",
+    ):
         assert companion.is_invented(made_up, q), made_up
-    for honest in ("Не знаю — ты мне этого не говорил.", "Ты не рассказывала мне об этом.",
-                   "Хм, не помню такого. Подскажешь?", "I don't know, you haven't told me.",
-                   "You didn't mention a brother. What's his name?", "I’m not sure!",
-                   "Сколько же тебе лет?"):
+    for honest in (
+        "Не знаю — ты мне этого не говорил.",
+        "Ты не рассказывала мне об этом.",
+        "Хм, не помню такого. Подскажешь?",
+        "I don't know, you haven't told me.",
+        "You didn't mention a brother. What's his name?",
+        "I’m not sure!",
+        "Сколько же тебе лет?",
+    ):
         assert not companion.is_invented(honest, q), honest
     known = {"ask": "What's my brother's name?", "expect": [], "forbid": ["igor"]}
     assert companion.is_invented("Your brother is Igor, I don't know more.", known)
@@ -282,50 +353,71 @@ def test_an_unknown_question_is_invented_unless_the_reply_admits_or_asks_back():
 
 
 def test_owner_voice_is_a_first_person_clause_holding_a_remembered_fact():
-    memories = ["The owner works at the radio station.", "Готовится к марафону в мае.",
-                "My dog is called Bublik"]
+    memories = [
+        "The owner works at the radio station.",
+        "Готовится к марафону в мае.",
+        "My dog is called Bublik",
+    ]
     assert companion.owner_voice("Я работаю на радио.", "Где я работаю?", memories)
-    assert companion.owner_voice("Мне сейчас готовлюсь к марафону!", "К чему я готовлюсь?",
-                                 memories)
+    assert companion.owner_voice(
+        "Мне сейчас готовлюсь к марафону!", "К чему я готовлюсь?", memories
+    )
     assert companion.owner_voice("My dog is Bublik.", "What is my dog's name?", memories)
     assert not companion.owner_voice("Ты работаешь на радио.", "Где я работаю?", memories)
-    assert not companion.owner_voice("I remember, you work at the radio.", "Where do I work?",
-                                     memories)
+    assert not companion.owner_voice(
+        "I remember, you work at the radio.", "Where do I work?", memories
+    )
     assert not companion.owner_voice("I'm glad to help!", "Where do I work?", memories)
 
 
 UNKNOWN_SCENARIO = {
     "facts": [["bublik"]],
-    "sessions": [{"chat": "a", "day": 0, "say": ["My corgi is called Bublik."]},
-                 {"chat": "a", "day": 2, "say": ["So windy today."]}],
+    "sessions": [
+        {"chat": "a", "day": 0, "say": ["My corgi is called Bublik."]},
+        {"chat": "a", "day": 2, "say": ["So windy today."]},
+    ],
     "questions": [
         {"chat": "new", "day": 4, "ask": "What is my dog's name?", "expect": [["bublik"]]},
         {"chat": "new", "day": 4, "ask": "How old am I?", "unknown": True, "expect": []},
-        {"chat": "new", "day": 4, "ask": "What's my brother's name?", "unknown": True,
-         "expect": []},
+        {
+            "chat": "new",
+            "day": 4,
+            "ask": "What's my brother's name?",
+            "unknown": True,
+            "expect": [],
+        },
         {"chat": "new", "day": 4, "ask": "Where do I work?", "unknown": True, "expect": []},
     ],
 }
 
 
 def _unknown_model():
-    return ScriptedLLM(replies=[["What a lovely name!"], ["Stay warm!"],
-                                ["Your dog is Bublik."],
-                                ["You are 12 years old."],
-                                ["I don't know, you haven't told me. What is it?"],
-                                ["My dog is Bublik and I work as a vet."]],
-                       plans=[_save("My corgi is called Bublik.")])
+    return ScriptedLLM(
+        replies=[
+            ["What a lovely name!"],
+            ["Stay warm!"],
+            ["Your dog is Bublik."],
+            ["You are 12 years old."],
+            ["I don't know, you haven't told me. What is it?"],
+            ["My dog is Bublik and I work as a vet."],
+        ],
+        plans=[_save("My corgi is called Bublik.")],
+    )
 
 
 def test_unknown_questions_invented_and_owner_voice_are_counted():
     """The scoring alone (the reply guard would ask some of these again in a real run)."""
     questions = UNKNOWN_SCENARIO["questions"]
-    replies = ["Your dog is Bublik.", "You are 12 years old.",
-               "I don't know, you haven't told me. What is it?",
-               "My dog is Bublik and I work as a vet."]
+    replies = [
+        "Your dog is Bublik.",
+        "You are 12 years old.",
+        "I don't know, you haven't told me. What is it?",
+        "My dog is Bublik and I work as a vet.",
+    ]
     turns = [{"text": "My corgi is called Bublik.", "reply": "Lovely!"}] + [
         {"text": q["ask"], "reply": r, "question": True}
-        for q, r in zip(questions, replies, strict=True)]
+        for q, r in zip(questions, replies, strict=True)
+    ]
     scores = companion.score_questions(turns, questions, ["My corgi is called Bublik."])
     assert scores["unknown_questions"] == 3 and scores["questions"] == 4
     assert scores["invented"] == 2 and scores["unknown_admitted"] == 1
@@ -339,8 +431,13 @@ def test_unknown_questions_invented_and_owner_voice_are_counted():
 
 def test_a_run_prints_the_never_invent_counts():
     result = run(_unknown_model(), UNKNOWN_SCENARIO, "structured", default_memory_factory(None))
-    assert result.keys() >= {"invented", "unknown_questions", "unknown_admitted", "owner_voice",
-                             "known_answer_rate"}
+    assert result.keys() >= {
+        "invented",
+        "unknown_questions",
+        "unknown_admitted",
+        "owner_voice",
+        "known_answer_rate",
+    }
     assert result["unknown_questions"] == 3
     assert "nights" not in result
 
@@ -348,8 +445,9 @@ def test_a_run_prints_the_never_invent_counts():
 def test_nights_sleep_at_every_day_boundary_the_scenario_crosses():
     """--nights: the app's scheduler at each boundary (days 1, 2, 3, 4 here); with the default
     config a store under ``min_memories`` skips the memory stage and costs no model call."""
-    result = run(_unknown_model(), UNKNOWN_SCENARIO, "structured", default_memory_factory(None),
-                 nights=True)
+    result = run(
+        _unknown_model(), UNKNOWN_SCENARIO, "structured", default_memory_factory(None), nights=True
+    )
     assert result["nights"] == 4
     assert [n["day"] for n in result["night_runs"]] == [1, 2, 3, 4]
     assert all(n["status"] == "skipped" for n in result["night_runs"])
@@ -358,10 +456,22 @@ def test_nights_sleep_at_every_day_boundary_the_scenario_crosses():
 
 
 def test_runs_keep_the_mean_on_top_and_every_run_with_min():
-    a = {"answer_rate": 1.0, "invented": 0, "model": "m", "turns": [1], "memories": [],
-         "environment": {"cpus": 2}}
-    b = {"answer_rate": 0.5, "invented": 2, "model": "m", "turns": [2], "memories": [],
-         "environment": {"cpus": 2}}
+    a = {
+        "answer_rate": 1.0,
+        "invented": 0,
+        "model": "m",
+        "turns": [1],
+        "memories": [],
+        "environment": {"cpus": 2},
+    }
+    b = {
+        "answer_rate": 0.5,
+        "invented": 2,
+        "model": "m",
+        "turns": [2],
+        "memories": [],
+        "environment": {"cpus": 2},
+    }
     out = companion.aggregate([a, b])
     assert out["answer_rate"] == 0.75 and out["invented"] == 1
     assert out["min"]["answer_rate"] == 0.5 and out["max"]["invented"] == 2
@@ -380,8 +490,7 @@ def test_new_scenarios_are_well_formed():
         assert len(data["facts"]) >= 9 and data["private"] and data["forgotten"], name
         assert sum(bool(q.get("unknown")) for q in data["questions"]) >= 4, name
         said = [t for s in data["sessions"] for t in s["say"]]
-        langs = {companion.language.detect(t) for t in said + [q["ask"] for q in
-                                                                data["questions"]]}
+        langs = {companion.language.detect(t) for t in said + [q["ask"] for q in data["questions"]]}
         assert langs == {"ru", "en"}, name
         assert any(w in " ".join(said).lower() for w in ("forget", "забудь")), name
         last = max(s["day"] for s in data["sessions"])
@@ -403,5 +512,15 @@ def test_the_openai_backend_needs_a_loopback_server_url():
         companion.main(["--backend", "openai", "--embedder", "none"])
     assert e.value.code == 2
     with pytest.raises(RemoteRefused):
-        companion.main(["--backend", "openai", "--base-url", "http://eva.invalid:8080/v1",
-                        "--model", "qwen", "--embedder", "none"])
+        companion.main(
+            [
+                "--backend",
+                "openai",
+                "--base-url",
+                "http://eva.invalid:8080/v1",
+                "--model",
+                "qwen",
+                "--embedder",
+                "none",
+            ]
+        )

@@ -20,60 +20,128 @@ SAMPLE = {
         "speaker_b": "Bob",
         "session_1_date_time": "1:56 pm on 8 May, 2023",
         "session_1": [
-            {"speaker": "Alice", "dia_id": "D1:1",
-             "text": "Hi Bob! I adopted a cat named Biscuit last week."},
+            {
+                "speaker": "Alice",
+                "dia_id": "D1:1",
+                "text": "Hi Bob! I adopted a cat named Biscuit last week.",
+            },
             {"speaker": "Bob", "dia_id": "D1:2", "text": "Lovely! What colour is she?"},
             {"speaker": "Alice", "dia_id": "D1:3", "text": "Thanks! How was your week?"},
-            {"speaker": "Bob", "dia_id": "D1:4", "text": "Busy, I started a new job at the bakery.",
-             "blip_caption": "a photo of bread loaves"},
+            {
+                "speaker": "Bob",
+                "dia_id": "D1:4",
+                "text": "Busy, I started a new job at the bakery.",
+                "blip_caption": "a photo of bread loaves",
+            },
         ],
         "session_2_date_time": "10:37 am on 27 June, 2023",
         "session_2": [
             {"speaker": "Bob", "dia_id": "D2:1", "text": "Hey Alice, long time no see!"},
             {"speaker": "Alice", "dia_id": "D2:2", "text": "Yes! We moved to Lisbon in June."},
             {"speaker": "Bob", "dia_id": "D2:3", "text": "Wow, that is a big change."},
-            {"speaker": "Alice", "dia_id": "D2:4",
-             "text": "My sister Anna bakes sourdough bread every Sunday."},
+            {
+                "speaker": "Alice",
+                "dia_id": "D2:4",
+                "text": "My sister Anna bakes sourdough bread every Sunday.",
+            },
         ],
     },
     "qa": [
-        {"question": "What pet did Alice adopt?", "answer": "a cat", "evidence": ["D1:1"],
-         "category": 4},
-        {"question": "Where did Alice move?", "answer": "Lisbon", "evidence": ["D:2:2"],
-         "category": 2},
-        {"question": "Where does Bob work?", "answer": "the bakery", "evidence": ["D01:04"],
-         "category": 1},
-        {"question": "What did Alice say about cars?", "adversarial_answer": "fast",
-         "evidence": ["D1:1"], "category": 5},
-        {"question": "What is the ghost's name?", "answer": "none", "evidence": ["D9:9"],
-         "category": 4},
+        {
+            "question": "What pet did Alice adopt?",
+            "answer": "a cat",
+            "evidence": ["D1:1"],
+            "category": 4,
+        },
+        {
+            "question": "Where did Alice move?",
+            "answer": "Lisbon",
+            "evidence": ["D:2:2"],
+            "category": 2,
+        },
+        {
+            "question": "Where does Bob work?",
+            "answer": "the bakery",
+            "evidence": ["D01:04"],
+            "category": 1,
+        },
+        {
+            "question": "What did Alice say about cars?",
+            "adversarial_answer": "fast",
+            "evidence": ["D1:1"],
+            "category": 5,
+        },
+        {
+            "question": "What is the ghost's name?",
+            "answer": "none",
+            "evidence": ["D9:9"],
+            "category": 4,
+        },
     ],
 }
 
 
 def _save(content: str) -> dict:
-    return {"ops": [{"op": "save", "content": content, "kind": "fact", "importance": 3,
-                     "private": False}]}
+    return {
+        "ops": [
+            {"op": "save", "content": content, "kind": "fact", "importance": 3, "private": False}
+        ]
+    }
 
 
 # the memory step runs only for owner messages the gate lets through: D1:1, D2:2, D2:4
 # ("Thanks! How was your week?" carries nothing to keep: no model call)
-PLANS = [_save("I adopted a cat named Biscuit last week."),
-         {"ops": []},  # the move to Lisbon is missed
-         _save("My sister Anna bakes sourdough bread every Sunday.")]
+PLANS = [
+    _save("I adopted a cat named Biscuit last week."),
+    {"ops": []},  # the move to Lisbon is missed
+    _save("My sister Anna bakes sourdough bread every Sunday."),
+]
 # the question turns, condition after condition: memory, no_memory, oracle
-REPLIES = [["You adopted a cat named Biscuit."], ["I am not sure, sorry."],
-           ["Bob works at the bakery."],
-           ["I don't know."], ["No idea where."], ["Hmm, not a clue."],
-           ["A cat."], ["Lisbon."], ["At the bakery."]]
+REPLIES = [
+    ["You adopted a cat named Biscuit."],
+    ["I am not sure, sorry."],
+    ["Bob works at the bakery."],
+    ["I don't know."],
+    ["No idea where."],
+    ["Hmm, not a clue."],
+    ["A cat."],
+    ["Lisbon."],
+    ["At the bakery."],
+]
 
 REQUIRED = {
-    "bench", "model", "sample_id", "owner", "other", "sessions", "owner_messages",
-    "replayed_messages", "owner_messages_gated_out", "replies_altered", "questions", "n",
-    "evidence_turns", "evidence_saved", "memories", "memories_per_message", "answer_f1",
-    "answer_contains", "no_memory", "oracle", "by_category", "by_evidence_speaker",
-    "evidence_missed", "nights", "seconds", "model_calls", "settings", "answers",
-    "saved_memories", "environment", "load_s", "peak_rss_mb",
+    "bench",
+    "model",
+    "sample_id",
+    "owner",
+    "other",
+    "sessions",
+    "owner_messages",
+    "replayed_messages",
+    "owner_messages_gated_out",
+    "replies_altered",
+    "questions",
+    "n",
+    "evidence_turns",
+    "evidence_saved",
+    "memories",
+    "memories_per_message",
+    "answer_f1",
+    "answer_contains",
+    "no_memory",
+    "oracle",
+    "by_category",
+    "by_evidence_speaker",
+    "evidence_missed",
+    "nights",
+    "seconds",
+    "model_calls",
+    "settings",
+    "answers",
+    "saved_memories",
+    "environment",
+    "load_s",
+    "peak_rss_mb",
 }
 
 
@@ -120,8 +188,12 @@ def test_bench_runs_and_reports_every_key(capsys, monkeypatch, tmp_path):
     path.write_text(json.dumps([SAMPLE]), encoding="utf-8")
     real = locomo_qa.run
     monkeypatch.setattr(locomo_qa, "run", lambda model, d, **kw: real(llm, d, **kw))
-    assert locomo_qa.main(["--data", str(path), "--embedder", "none", "--questions", "0",
-                           "--sessions", "0"]) == 0
+    assert (
+        locomo_qa.main(
+            ["--data", str(path), "--embedder", "none", "--questions", "0", "--sessions", "0"]
+        )
+        == 0
+    )
     out = json.loads(capsys.readouterr().out)
     assert set(out) >= REQUIRED
     assert out["owner"] == "Alice" and out["owner_messages"] == 4
@@ -147,8 +219,14 @@ def test_bench_runs_and_reports_every_key(capsys, monkeypatch, tmp_path):
     assert cats["2 temporal"]["evidence_saved"] == 0.0
     assert cats["1 multi-hop"]["evidence_turns"] == 0 and cats["1 multi-hop"]["answer_f1"] == 0.4
     for c in cats.values():
-        assert {"n", "evidence_saved", "answer_f1", "answer_contains", "no_memory",
-                "oracle"} <= set(c)
+        assert {
+            "n",
+            "evidence_saved",
+            "answer_f1",
+            "answer_contains",
+            "no_memory",
+            "oracle",
+        } <= set(c)
     assert set(out["by_evidence_speaker"]) == {"owner", "other"}
     assert out["model_calls"] == {"replay": 3, "nights": 0, "questions": 9, "total": 12}
     assert out["nights"] is None
@@ -174,8 +252,11 @@ def test_replay_stores_the_chat_with_turn_ids(tmp_path):
     n, at, turns = d.sessions[1]
     clock = ManualClock(at)
     mem = Memory.open(tmp_path / "m.db", clock=clock)
-    model = locomo_qa.ReplayModel(ScriptedLLM(plans=[{"ops": []}, _save(
-        "My sister Anna bakes sourdough bread every Sunday.")]))
+    model = locomo_qa.ReplayModel(
+        ScriptedLLM(
+            plans=[{"ops": []}, _save("My sister Anna bakes sourdough bread every Sunday.")]
+        )
+    )
     rows = locomo_qa._replay_session(n, turns, "Alice", mem, model, clock, ConversationConfig())
     assert [r["dia"] for r in rows] == ["D2:2", "D2:4"]
     [chat] = mem.attach(Chats).list(channel=f"locomo-session-{n}")
@@ -198,5 +279,10 @@ def test_nights_run_between_sessions_on_different_days(tmp_path):
     llm = ScriptedLLM(replies=list(REPLIES), plans=list(PLANS))
     res = locomo_qa.run(llm, locomo_qa.load_dialogue(SAMPLE), nights=True)
     assert res["nights"]["n"] == 1 and res["nights"]["runs"][0]["after_session"] == 1
-    assert locomo_qa._night_at(locomo_qa.load_dialogue(SAMPLE).sessions[0][1] + 60,
-                               locomo_qa.load_dialogue(SAMPLE).sessions[0][1] + 3600) is None
+    assert (
+        locomo_qa._night_at(
+            locomo_qa.load_dialogue(SAMPLE).sessions[0][1] + 60,
+            locomo_qa.load_dialogue(SAMPLE).sessions[0][1] + 3600,
+        )
+        is None
+    )

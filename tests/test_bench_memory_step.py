@@ -12,8 +12,15 @@ from bench import memory_step as ms
 from tests.fake_llm import ScriptedLLM
 
 PER_LANGUAGE = 260
-KEYS = ("recall", "small_talk_kept", "facts_kept", "importance_agreement", "wrong_forgets",
-        "corrections_applied", "seconds_per_message")
+KEYS = (
+    "recall",
+    "small_talk_kept",
+    "facts_kept",
+    "importance_agreement",
+    "wrong_forgets",
+    "corrections_applied",
+    "seconds_per_message",
+)
 
 
 def _file(lang: str):
@@ -57,9 +64,17 @@ def test_all_items_together():
 
 
 def test_check_item_catches_mistakes():
-    good = {"id": "x", "lang": "en", "split": "dev", "category": "forget",
-            "before": [{"content": "a", "kind": "fact", "importance": 3}], "say": "forget a",
-            "keep": [], "importance": None, "forget": [0]}
+    good = {
+        "id": "x",
+        "lang": "en",
+        "split": "dev",
+        "category": "forget",
+        "before": [{"content": "a", "kind": "fact", "importance": 3}],
+        "say": "forget a",
+        "keep": [],
+        "importance": None,
+        "forget": [0],
+    }
     assert ms.check_item(good) == []
     assert ms.check_item(good | {"forget": [1]})
     assert ms.check_item(good | {"category": "chit-chat"})
@@ -71,11 +86,23 @@ def test_check_item_catches_mistakes():
 
 
 def test_limit_is_per_split_and_round_robin_over_categories():
-    items = [{"id": f"{s}{c}{k}", "split": s, "lang": "en", "category": c}
-             for s in ms.SPLITS for c in ("a", "b", "c") for k in range(3)]
+    items = [
+        {"id": f"{s}{c}{k}", "split": s, "lang": "en", "category": c}
+        for s in ms.SPLITS
+        for c in ("a", "b", "c")
+        for k in range(3)
+    ]
     got = ms.select(items, "all", "all", 4)
-    assert [it["id"] for it in got] == ["deva0", "devb0", "devc0", "deva1",
-                                        "testa0", "testb0", "testc0", "testa1"]
+    assert [it["id"] for it in got] == [
+        "deva0",
+        "devb0",
+        "devc0",
+        "deva1",
+        "testa0",
+        "testb0",
+        "testc0",
+        "testa1",
+    ]
     assert {it["split"] for it in ms.select(items, "test", "all", 2)} == {"test"}
 
 
@@ -85,8 +112,7 @@ def test_gate_only_prints_the_keys(capsys):
     assert out["mode"] == "gate-only" and out["gate_name"] == "app"
     for block in ("dev", "test", "overall"):
         g = out[block]
-        for key in ("gate_recall", "gate_small_talk_pass", "entry_recall",
-                    "entry_small_talk_pass"):
+        for key in ("gate_recall", "gate_small_talk_pass", "entry_recall", "entry_small_talk_pass"):
             assert 0.0 <= g[key] <= 1.0
         assert set(g["by_category"]) == set(ms.CATEGORIES)
     assert out["dev"]["n"] + out["test"]["n"] == out["overall"]["n"] == out["items_total"]
@@ -124,27 +150,60 @@ class SavingLLM(ScriptedLLM):
         if "forget" in variants:
             rid = variants["forget"]["properties"]["id"]["enum"][0]
             return {"ops": [{"op": "forget", "id": rid, "why": "asked"}]}
-        return {"ops": [{"op": "save", "content": said, "kind": "fact", "importance": 4,
-                         "private": False}]}
+        return {
+            "ops": [
+                {"op": "save", "content": said, "kind": "fact", "importance": 4, "private": False}
+            ]
+        }
 
 
 ITEMS = [
-    {"id": "t-1", "lang": "en", "split": "dev", "category": "family_friend_pet", "before": [],
-     "say": "My brother Pete is a firefighter in Denver.", "keep": [["pete"], ["denver"]],
-     "importance": 4},
-    {"id": "t-2", "lang": "en", "split": "dev", "category": "small_talk", "before": [],
-     "say": "good morning :)", "keep": [], "importance": None},
-    {"id": "t-3", "lang": "en", "split": "test", "category": "correction",
-     "before": [{"content": "I live in Leeds.", "kind": "fact", "importance": 4}],
-     "say": "I moved, I live in Sheffield now.", "keep": [["sheffield"]], "importance": 5,
-     "corrects": 0},
-    {"id": "t-4", "lang": "en", "split": "test", "category": "forget",
-     "before": [{"content": "I bought a road bike, a Trek.", "kind": "event", "importance": 3},
-                {"content": "My grandmother turns 90 on Saturday.", "kind": "event",
-                 "importance": 5},
-                {"content": "I walk to work along the river.", "kind": "fact", "importance": 3}],
-     "say": "Forget the bike thing, I returned it.", "keep": [], "importance": None,
-     "forget": [0]},
+    {
+        "id": "t-1",
+        "lang": "en",
+        "split": "dev",
+        "category": "family_friend_pet",
+        "before": [],
+        "say": "My brother Pete is a firefighter in Denver.",
+        "keep": [["pete"], ["denver"]],
+        "importance": 4,
+    },
+    {
+        "id": "t-2",
+        "lang": "en",
+        "split": "dev",
+        "category": "small_talk",
+        "before": [],
+        "say": "good morning :)",
+        "keep": [],
+        "importance": None,
+    },
+    {
+        "id": "t-3",
+        "lang": "en",
+        "split": "test",
+        "category": "correction",
+        "before": [{"content": "I live in Leeds.", "kind": "fact", "importance": 4}],
+        "say": "I moved, I live in Sheffield now.",
+        "keep": [["sheffield"]],
+        "importance": 5,
+        "corrects": 0,
+    },
+    {
+        "id": "t-4",
+        "lang": "en",
+        "split": "test",
+        "category": "forget",
+        "before": [
+            {"content": "I bought a road bike, a Trek.", "kind": "event", "importance": 3},
+            {"content": "My grandmother turns 90 on Saturday.", "kind": "event", "importance": 5},
+            {"content": "I walk to work along the river.", "kind": "fact", "importance": 3},
+        ],
+        "say": "Forget the bike thing, I returned it.",
+        "keep": [],
+        "importance": None,
+        "forget": [0],
+    },
 ]
 
 
@@ -181,13 +240,22 @@ def test_step_with_the_app_gate_saves_no_small_talk():
 
 def test_judge_counts_wrong_forgets_and_parallel_corrections():
     item = ITEMS[3]
-    row = {"saved": [], "updated": [], "archived": [0, 1], "live": ["I walk to work."],
-           "before_live_unchanged": [2]}
+    row = {
+        "saved": [],
+        "updated": [],
+        "archived": [0, 1],
+        "live": ["I walk to work."],
+        "before_live_unchanged": [2],
+    }
     j = ms.judge(item, row)
     assert j["wrong_forgets"] == 1 and j["forgets_applied"] == 1
     corr = ITEMS[2]
-    parallel = {"saved": [{"content": "I live in Sheffield now.", "importance": 5}],
-                "updated": [], "archived": [], "before_live_unchanged": [0],
-                "live": ["I live in Leeds.", "I live in Sheffield now."]}
+    parallel = {
+        "saved": [{"content": "I live in Sheffield now.", "importance": 5}],
+        "updated": [],
+        "archived": [],
+        "before_live_unchanged": [0],
+        "live": ["I live in Leeds.", "I live in Sheffield now."],
+    }
     j = ms.judge(corr, parallel)
     assert j["recalled"] is True and j["correction_applied"] is False

@@ -19,16 +19,41 @@ def _conv(sample_id: str, name_a: str, name_b: str, pet: str, city: str) -> dict
             "session_1_date_time": "1:56 pm on 8 May, 2023",
             "session_1": [
                 {"speaker": name_a, "dia_id": "D1:1", "text": f"Hi {name_b}! How was your week?"},
-                {"speaker": name_b, "dia_id": "D1:2", "text": f"Great, I adopted a {pet} named Biscuit."},
-                {"speaker": name_a, "dia_id": "D1:3", "text": "Lovely. I started learning the violin.",
-                 "blip_caption": "a photo of a violin on a chair", "img_url": ["x"]},
-                {"speaker": name_b, "dia_id": "D1:4", "text": f"Great, I adopted a {pet} named Biscuit!"},
+                {
+                    "speaker": name_b,
+                    "dia_id": "D1:2",
+                    "text": f"Great, I adopted a {pet} named Biscuit.",
+                },
+                {
+                    "speaker": name_a,
+                    "dia_id": "D1:3",
+                    "text": "Lovely. I started learning the violin.",
+                    "blip_caption": "a photo of a violin on a chair",
+                    "img_url": ["x"],
+                },
+                {
+                    "speaker": name_b,
+                    "dia_id": "D1:4",
+                    "text": f"Great, I adopted a {pet} named Biscuit!",
+                },
             ],
             "session_2_date_time": "10:37 am on 27 June, 2023",
             "session_2": [
-                {"speaker": name_a, "dia_id": "D2:1", "text": f"We are moving to {city} next month."},
-                {"speaker": name_b, "dia_id": "D2:2", "text": "Wow, that is a big change for your family."},
-                {"speaker": name_a, "dia_id": "D2:3", "text": "My sister Anna bakes sourdough bread every Sunday."},
+                {
+                    "speaker": name_a,
+                    "dia_id": "D2:1",
+                    "text": f"We are moving to {city} next month.",
+                },
+                {
+                    "speaker": name_b,
+                    "dia_id": "D2:2",
+                    "text": "Wow, that is a big change for your family.",
+                },
+                {
+                    "speaker": name_a,
+                    "dia_id": "D2:3",
+                    "text": "My sister Anna bakes sourdough bread every Sunday.",
+                },
             ],
         },
         "observation": {
@@ -37,31 +62,59 @@ def _conv(sample_id: str, name_a: str, name_b: str, pet: str, city: str) -> dict
                 name_a: [[f"{name_a} started learning the violin.", ["D1:3"]]],
             },
             "session_2_observation": {
-                name_a: [[f"{name_a} is moving to {city}.", "D2:1"],
-                         [f"{name_a}'s sister Anna bakes sourdough on Sundays.", "D2:3"]],
+                name_a: [
+                    [f"{name_a} is moving to {city}.", "D2:1"],
+                    [f"{name_a}'s sister Anna bakes sourdough on Sundays.", "D2:3"],
+                ],
             },
         },
         "qa": [
-            {"question": f"What pet did {name_b} adopt?", "answer": pet,
-             "evidence": ["D1:2"], "category": 4},
-            {"question": f"Which instrument is {name_a} learning?", "answer": "violin",
-             "evidence": ["D1:3; D2:9"], "category": 1},  # joined + one naming no turn
-            {"question": f"Where is {name_a} moving?", "answer": city,
-             "evidence": ["D:2:1"], "category": 2},  # 'D:2:1' -> 'D2:1'
-            {"question": "Who bakes sourdough bread?", "answer": "Anna",
-             "evidence": ["D02:03", "D"], "category": 3},  # leading zeros + a stray 'D'
-            {"question": "What is the name of the ghost?", "answer": "none",
-             "evidence": ["D7:7"], "category": 4},  # names no turn at all -> excluded
-            {"question": "What did they say about cars?", "adversarial_answer": "x",
-             "evidence": ["D1:1"], "category": 5},  # adversarial -> skipped
+            {
+                "question": f"What pet did {name_b} adopt?",
+                "answer": pet,
+                "evidence": ["D1:2"],
+                "category": 4,
+            },
+            {
+                "question": f"Which instrument is {name_a} learning?",
+                "answer": "violin",
+                "evidence": ["D1:3; D2:9"],
+                "category": 1,
+            },  # joined + one naming no turn
+            {
+                "question": f"Where is {name_a} moving?",
+                "answer": city,
+                "evidence": ["D:2:1"],
+                "category": 2,
+            },  # 'D:2:1' -> 'D2:1'
+            {
+                "question": "Who bakes sourdough bread?",
+                "answer": "Anna",
+                "evidence": ["D02:03", "D"],
+                "category": 3,
+            },  # leading zeros + a stray 'D'
+            {
+                "question": "What is the name of the ghost?",
+                "answer": "none",
+                "evidence": ["D7:7"],
+                "category": 4,
+            },  # names no turn at all -> excluded
+            {
+                "question": "What did they say about cars?",
+                "adversarial_answer": "x",
+                "evidence": ["D1:1"],
+                "category": 5,
+            },  # adversarial -> skipped
         ],
     }
 
 
 @pytest.fixture
 def locomo_file(tmp_path):
-    data = [_conv("conv-a", "Alice", "Bob", "cat", "Lisbon"),
-            _conv("conv-b", "Carol", "Dan", "parrot", "Oslo")]
+    data = [
+        _conv("conv-a", "Alice", "Bob", "cat", "Lisbon"),
+        _conv("conv-b", "Carol", "Dan", "parrot", "Oslo"),
+    ]
     path = tmp_path / "locomo-tiny.json"
     path.write_text(json.dumps(data), encoding="utf-8")
     return path
@@ -79,7 +132,8 @@ def test_session_dates_are_parsed():
     t = locomo.parse_date("1:56 pm on 8 May, 2023")
     assert t == locomo.parse_date("8 May 2023") + 1 * 3600 + 56 * 60  # noon default + 1:56
     assert locomo.parse_date("12:09 am on 13 September, 2023") < locomo.parse_date(
-        "1:00 am on 13 September, 2023")
+        "1:00 am on 13 September, 2023"
+    )
     assert locomo.parse_date("no date") is None
 
 
@@ -98,8 +152,11 @@ def test_locomo_bench_reports_every_mode_and_variant(locomo_file):
         assert m["ingest"]["seconds"] > 0 and m["ingest"]["save"]["n"] == m["items"]
         systems = m["systems"]
         assert {"eva_lexical", "bm25s", "bm25s_nostop"} <= set(systems)
-        variants = [systems["eva_lexical"]["full"], systems["eva_lexical"]["relevance_only"],
-                    systems["bm25s"]]
+        variants = [
+            systems["eva_lexical"]["full"],
+            systems["eva_lexical"]["relevance_only"],
+            systems["bm25s"],
+        ]
         for v in variants:
             r = v["recall_any"]
             assert set(r) == {"@1", "@5", "@10"}
@@ -116,12 +173,19 @@ def test_locomo_bench_reports_every_mode_and_variant(locomo_file):
 
 
 def test_locomo_cli_prints_json(locomo_file, capsys):
-    assert locomo.main(["--data", str(locomo_file), "--mode", "turns", "--k", "1,3",
-                        "--quiet", "--no-bm25s"]) == 0
+    assert (
+        locomo.main(
+            ["--data", str(locomo_file), "--mode", "turns", "--k", "1,3", "--quiet", "--no-bm25s"]
+        )
+        == 0
+    )
     out = json.loads(capsys.readouterr().out)
     assert set(out["modes"]) == {"turns"}
     assert set(out["modes"]["turns"]["systems"]) == {"eva_lexical"}
-    assert set(out["modes"]["turns"]["systems"]["eva_lexical"]["full"]["recall_any"]) == {"@1", "@3"}
+    assert set(out["modes"]["turns"]["systems"]["eva_lexical"]["full"]["recall_any"]) == {
+        "@1",
+        "@3",
+    }
 
 
 def test_scale_bench_small_store(tmp_path):
@@ -186,8 +250,9 @@ def test_locomo_embedder_reports_hybrid_beside_lexical(locomo_file, monkeypatch)
     for v in systems["eva_hybrid"].values():
         assert 0 <= v["recall_any"]["@1"] <= v["recall_any"]["@5"] <= 1
     # calibration needs more distinct records than this tiny store has: reported, not fatal
-    res = locomo.run(locomo_file, ["turns"], [1], embedder_spec="fake", with_bm25s=False,
-                     calibrate=True)
+    res = locomo.run(
+        locomo_file, ["turns"], [1], embedder_spec="fake", with_bm25s=False, calibrate=True
+    )
     emb = res["modes"]["turns"]["embedder"]
     assert emb["background_calibrated"] is True and len(emb["calibration_errors"]) == 2
 

@@ -42,10 +42,18 @@ class OffsetEmbedder:
 
 
 TEXTS = [
-    "My sister Anna lives in Kazan", "I drink green tea every morning", "The car is a red Skoda",
-    "Dentist appointment on Friday", "Я люблю гулять в парке", "Работаю программистом",
-    "Allergic to peanuts", "Birthday is on 3 March", "Кот по имени Мурка", "Learning Spanish",
-    "Moved to Moscow in 2025", "Favourite film is Solaris",
+    "My sister Anna lives in Kazan",
+    "I drink green tea every morning",
+    "The car is a red Skoda",
+    "Dentist appointment on Friday",
+    "Я люблю гулять в парке",
+    "Работаю программистом",
+    "Allergic to peanuts",
+    "Birthday is on 3 March",
+    "Кот по имени Мурка",
+    "Learning Spanish",
+    "Moved to Moscow in 2025",
+    "Favourite film is Solaris",
 ]
 
 
@@ -105,8 +113,12 @@ def test_too_few_records_or_no_embedder_is_a_clear_error(tmp_path, clock):
 
 def test_big_stores_are_sampled(tmp_path, clock):
     """SPEC §4: calibrating a large store embeds a bounded sample, not every record."""
-    mem = _store(tmp_path, clock, OffsetEmbedder(0.3),
-                 [f"note number {i} about topic {i * 7 % 13}" for i in range(60)])
+    mem = _store(
+        tmp_path,
+        clock,
+        OffsetEmbedder(0.3),
+        [f"note number {i} about topic {i * 7 % 13}" for i in range(60)],
+    )
     result = calibrate(mem, max_records=20, pairs=50)
     assert result.records == 20 and result.pairs == 50
     mem.close()

@@ -15,15 +15,21 @@ def through(pieces: list[str], chain: ReplyFilters | None = None) -> str:
     return "".join(chain.feed(p) for p in pieces) + chain.finish()
 
 
-@pytest.mark.parametrize("text, shown", [
-    ("Вот ответ на ваш вопрос:\n\n<tool_call>{\"name\": \"memory_save\"}</tool_call>Твою собаку "
-     "зовут Bubлик.", "Твою собаку зовут Бублик."),
-    ("<tools>\n</tools>Here's my answer: Bublik.<|im_end|>", "Bublik."),
-    ("Your dog's name is Bubлик", "Your dog's name is Бублик"),
-    # a raw JSON call on its own line goes; the line break after it stays (the answer is stripped)
-    ("{\"name\": \"memory_save\", \"arguments\": {}}\nХорошо!", "\nХорошо!"),
-    ("Конечно, я помню!", "Конечно, я помню!"),
-])
+@pytest.mark.parametrize(
+    "text, shown",
+    [
+        (
+            'Вот ответ на ваш вопрос:\n\n<tool_call>{"name": "memory_save"}</tool_call>Твою собаку '
+            "зовут Bubлик.",
+            "Твою собаку зовут Бублик.",
+        ),
+        ("<tools>\n</tools>Here's my answer: Bublik.<|im_end|>", "Bublik."),
+        ("Your dog's name is Bubлик", "Your dog's name is Бублик"),
+        # a raw JSON call on its own line goes; the line break after it stays (the answer is stripped)
+        ('{"name": "memory_save", "arguments": {}}\nХорошо!', "\nХорошо!"),
+        ("Конечно, я помню!", "Конечно, я помню!"),
+    ],
+)
 def test_the_chain_shows_the_reply_without_markup_mixed_scripts_or_announcement(text, shown):
     """§3.1: what reaches the judge (and the owner) is the reply alone, token by token or whole."""
     for pieces in ([text], re.findall(r"\S+\s*|\s+", text), list(text)):

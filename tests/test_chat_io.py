@@ -76,33 +76,66 @@ def test_eva_export_reads_flags_status_and_iso_times():
     assert club.messages[0].created_at == 1779955200.0
 
 
-@pytest.mark.parametrize("text, where, why", [
-    # Eva's JSON Lines
-    ('{"eva_chats": 1}\n{"type": "chat", "id": 1}\n{"type": "message", "chat": 1, '
-     '"role": "system", "content": "x", "created_at": 1}\n', "line 3", "role must be"),
-    ('{"type": "chat", "id": 1}\n{"type": "message", "chat": 2, "role": "user", '
-     '"content": "x", "created_at": 1}\n', "line 2", "no earlier chat line"),
-    ('{"type": "chat", "id": 1}\n{"type": "message", "chat": 1, "role": "user", '
-     '"content": "x", "created_at": 99999999999999}\n', "line 2", "out of range"),
-    ('{"type": "chat", "id": 1}\n{"type": "message", "chat": 1, "role": "user", '
-     '"content": "x", "created_at": 1, "privat": true}\n', "line 2", "unknown field"),
-    ('{"type": "chat", "id": 1}\n\n{not json\n', "line 3", "not JSON"),
-    ('{"eva_chats": 2}\n', "line 1", "not one this Eva reads"),
-    # SillyTavern
-    ('{"user_name": "A", "character_name": "B"}\n{"name": "A", "is_user": true}\n',
-     "line 2", "needs mes"),
-    ('{"user_name": "A", "character_name": "B"}\n{"mes": 5}\n', "line 2", "must be text"),
-    ('{"user_name": "A", "character_name": "B"}\n{"mes": "hi", "is_user": "yes"}\n',
-     "line 2", "is_user must be"),
-    # ChatGPT
-    ('[{"title": "T", "mapping": {"a": {"message": null, "parent": "zz"}}, '
-     '"current_node": "a"}]', "conversation 1 (“T”)", "parent 'zz' is not a node"),
-    ('[{"title": "T", "mapping": {}, "current_node": "q"}]', "conversation 1", "current_node"),
-    ('[{"title": "Loop", "mapping": {"a": {"parent": "b"}, "b": {"parent": "a"}}, '
-     '"current_node": "a"}]', "conversation 1", "loops"),
-    ('[{"title": "T"}]', "conversation 1", "no mapping"),
-    ('[\n{"title": "T",\n "mapping": {,}}]', "line 3", "not JSON"),
-])
+@pytest.mark.parametrize(
+    "text, where, why",
+    [
+        # Eva's JSON Lines
+        (
+            '{"eva_chats": 1}\n{"type": "chat", "id": 1}\n{"type": "message", "chat": 1, '
+            '"role": "system", "content": "x", "created_at": 1}\n',
+            "line 3",
+            "role must be",
+        ),
+        (
+            '{"type": "chat", "id": 1}\n{"type": "message", "chat": 2, "role": "user", '
+            '"content": "x", "created_at": 1}\n',
+            "line 2",
+            "no earlier chat line",
+        ),
+        (
+            '{"type": "chat", "id": 1}\n{"type": "message", "chat": 1, "role": "user", '
+            '"content": "x", "created_at": 99999999999999}\n',
+            "line 2",
+            "out of range",
+        ),
+        (
+            '{"type": "chat", "id": 1}\n{"type": "message", "chat": 1, "role": "user", '
+            '"content": "x", "created_at": 1, "privat": true}\n',
+            "line 2",
+            "unknown field",
+        ),
+        ('{"type": "chat", "id": 1}\n\n{not json\n', "line 3", "not JSON"),
+        ('{"eva_chats": 2}\n', "line 1", "not one this Eva reads"),
+        # SillyTavern
+        (
+            '{"user_name": "A", "character_name": "B"}\n{"name": "A", "is_user": true}\n',
+            "line 2",
+            "needs mes",
+        ),
+        ('{"user_name": "A", "character_name": "B"}\n{"mes": 5}\n', "line 2", "must be text"),
+        (
+            '{"user_name": "A", "character_name": "B"}\n{"mes": "hi", "is_user": "yes"}\n',
+            "line 2",
+            "is_user must be",
+        ),
+        # ChatGPT
+        (
+            '[{"title": "T", "mapping": {"a": {"message": null, "parent": "zz"}}, '
+            '"current_node": "a"}]',
+            "conversation 1 (“T”)",
+            "parent 'zz' is not a node",
+        ),
+        ('[{"title": "T", "mapping": {}, "current_node": "q"}]', "conversation 1", "current_node"),
+        (
+            '[{"title": "Loop", "mapping": {"a": {"parent": "b"}, "b": {"parent": "a"}}, '
+            '"current_node": "a"}]',
+            "conversation 1",
+            "loops",
+        ),
+        ('[{"title": "T"}]', "conversation 1", "no mapping"),
+        ('[\n{"title": "T",\n "mapping": {,}}]', "line 3", "not JSON"),
+    ],
+)
 def test_a_bad_line_is_named_and_refuses_the_whole_file(text, where, why):
     """Issue 28 item 7: every line is checked before anything is written; a bad one is
     reported with its place and reason."""
@@ -168,8 +201,19 @@ def _chat(mem: Memory, title: str, lines: list[tuple[str, str, bool]]) -> int:
     chats, tr = mem.attach(Chats), mem.attach(Transcript)
     c = chats.create("default", "tui", T0, title).id
     for k, (role, text, private_ok) in enumerate(lines):
-        tr.add("default", "tui", f"t{c}-{k // 2}", role, text, private_ok=private_ok,
-               status="ok", tokens=3, at=T0 + k, meta={}, chat_id=c)
+        tr.add(
+            "default",
+            "tui",
+            f"t{c}-{k // 2}",
+            role,
+            text,
+            private_ok=private_ok,
+            status="ok",
+            tokens=3,
+            at=T0 + k,
+            meta={},
+            chat_id=c,
+        )
     return c
 
 
@@ -178,11 +222,20 @@ def test_export_leaves_private_messages_out_unless_asked_and_round_trips(mem, tm
     memory was visible leave only with ``private``, and the export says how many stayed; a
     chat with nothing left is left out whole (its title says something too). With ``private``
     the JSON Lines export imports back into another store as it was."""
-    secret = _chat(mem, "Diagnosis", [("user", "My diagnosis is zqvitrolex", True),
-                                      ("assistant", "I'll keep it private", True)])
-    public = _chat(mem, "Book club", [("user", "Next book: Solaris", False),
-                                      ("assistant", "Good pick", False),
-                                      ("user", "And my sister Anna zqsecret comes", True)])
+    secret = _chat(
+        mem,
+        "Diagnosis",
+        [("user", "My diagnosis is zqvitrolex", True), ("assistant", "I'll keep it private", True)],
+    )
+    public = _chat(
+        mem,
+        "Book club",
+        [
+            ("user", "Next book: Solaris", False),
+            ("assistant", "Good pick", False),
+            ("user", "And my sister Anna zqsecret comes", True),
+        ],
+    )
     chats, tr = mem.attach(Chats), mem.attach(Transcript)
     ex = export_chats(chats, tr, now=T0)
     text = "".join(ex.lines)
@@ -243,8 +296,12 @@ def test_eva_import_chats_and_export_chats_commands(tmp_path, monkeypatch, capsy
     got = capsys.readouterr()
     assert json.loads(got.out.splitlines()[0])["chats"] == 0
     assert "6 messages written where private memory was visible were left out" in got.err
-    assert cli.main(["--data", str(data), "export", "--chats", "--private", "--format",
-                     "md", "--chat", "2"]) == 0
+    assert (
+        cli.main(
+            ["--data", str(data), "export", "--chats", "--private", "--format", "md", "--chat", "2"]
+        )
+        == 0
+    )
     out = capsys.readouterr().out
     assert "Trip to Tbilisi" in out and "пирожки" not in out
     assert cli.main(["--data", str(data), "export", "--chats", "--chat", "99"]) == 1
@@ -255,6 +312,5 @@ def test_eva_import_chats_and_export_chats_commands(tmp_path, monkeypatch, capsy
     for fixture in ("sillytavern_chat.jsonl", "chatgpt_conversations.json", "eva_chats.jsonl"):
         assert cli.main(["--data", str(data), "import", str(FIX / fixture)]) == 2
         assert "holds chats, not memories: `eva import --chats" in capsys.readouterr().err
-    assert cli.main(["--data", str(data), "import", str(FIX / "eva_chats.jsonl"),
-                     "--dry-run"]) == 2
+    assert cli.main(["--data", str(data), "import", str(FIX / "eva_chats.jsonl"), "--dry-run"]) == 2
     capsys.readouterr()

@@ -28,8 +28,13 @@ def test_short_conversation_streams_and_reuses_the_prompt_prefix(mem, qwen):
     of turn N+1 reuses turn N's tokens from the model's KV cache."""
     mem.save("Owner's cat is called Murka", OWNER_TRUSTED, kind="fact", importance=3)
     mem.save("Owner's name is Ivan", OWNER_TRUSTED, kind="core", importance=5)
-    conv = Conversation(mem, qwen, config=ConversationConfig(
-        max_answer_tokens=64, max_tool_rounds=2, temperature=0.0, question_temperature=0.0))
+    conv = Conversation(
+        mem,
+        qwen,
+        config=ConversationConfig(
+            max_answer_tokens=64, max_tool_rounds=2, temperature=0.0, question_temperature=0.0
+        ),
+    )
     dones, core_changed = [], []
     for text in ["Hi Eva!", "Как зовут мою кошку?", "Thanks, see you."]:
         core_before = mem.prompt_section("", OWNER_TRUSTED).core_text
@@ -58,8 +63,9 @@ def test_prompt_of_the_next_turn_reuses_the_previous_turns_tokens(mem, qwen):
     evaluates only its new tokens; the rest of the prompt comes from the KV cache."""
     mem.save("Owner's cat is called Murka", OWNER_TRUSTED, kind="fact", importance=3)
     mem.save("Owner's name is Ivan", OWNER_TRUSTED, kind="core", importance=5)
-    conv = Conversation(mem, qwen, channel="group",
-                        config=ConversationConfig(max_answer_tokens=32, temperature=0.0))
+    conv = Conversation(
+        mem, qwen, channel="group", config=ConversationConfig(max_answer_tokens=32, temperature=0.0)
+    )
     dones = []
     for text in ["Hello everyone!", "What is the cat called?", "Nice, bye."]:
         events = list(conv.turn(text, PUBLIC))  # others' turns cannot write memory

@@ -36,8 +36,13 @@ SAY_RU = "(Ответь по-русски.)"
 
 def v(kind: Kind, reply: str = "x", **flags) -> Verdict:
     """A verdict of ``kind`` with its own flag set, as the judge gives it."""
-    own = {Kind.ECHO: "echoed", Kind.REPEAT: "repeated", Kind.WRONG_LANGUAGE: "wrong_language",
-           Kind.REFUSAL: "refused", Kind.INVENTED: "invented"}.get(kind)
+    own = {
+        Kind.ECHO: "echoed",
+        Kind.REPEAT: "repeated",
+        Kind.WRONG_LANGUAGE: "wrong_language",
+        Kind.REFUSAL: "refused",
+        Kind.INVENTED: "invented",
+    }.get(kind)
     if own:
         flags.setdefault(own, True)
     return Verdict(kind, "" if kind is Kind.EMPTY else reply, **flags)
@@ -46,41 +51,81 @@ def v(kind: Kind, reply: str = "x", **flags) -> Verdict:
 # (case, verdict, question?, expected: None or (form, note, attempt shown, language watched))
 DECISIONS = [
     ("§3.1 a good reply is not asked again", v(Kind.OK, held="Бублик"), False, None),
-    ("§3.1 an empty statement reply: the owner's words quoted as theirs",
-     v(Kind.EMPTY), False, (Form.REFRAME, REFRAME.format(text=STATEMENT), False, False)),
-    ("§3.1 an echoed statement: quoted as the owner's, the echo not shown back",
-     v(Kind.ECHO, STATEMENT), False,
-     (Form.REFRAME, REFRAME.format(text=STATEMENT), False, False)),
-    ("§3.1 an empty answer to a question: asked to answer",
-     v(Kind.EMPTY, question=True), True, (Form.AFTER, f"{RETRY_NUDGE} {SAY_RU}", False, False)),
-    ("§3.1 an echoed question: its echo shown back as its own attempt",
-     v(Kind.ECHO, QUESTION, question=True), True,
-     (Form.AFTER, f"{QUESTION_ECHO_NUDGE} {SAY_RU}", True, False)),
-    ("§3.1 a copy of an earlier reply: new words asked for",
-     v(Kind.REPEAT, "Как дела?"), False, (Form.AFTER, f"{REPEAT_NUDGE} {SAY_RU}", True, False)),
-    ("§3.1 a reply in the other language: asked in the owner's, language watched again",
-     v(Kind.WRONG_LANGUAGE, "Your dog is Bublik."), False,
-     (Form.AFTER, f"{LANGUAGE_NUDGE.format(language='Russian')} {SAY_RU}", False, True)),
-    ("§3.1 a refusal to a plain statement: nothing to refuse",
-     v(Kind.REFUSAL, "Извините, но я не могу продолжать этот диалог."), False,
-     (Form.AFTER, f"{REFUSAL_NUDGE} {SAY_RU}", False, False)),
-    ("§8.10 a made-up answer: the note inside the owner's message",
-     v(Kind.INVENTED, "Тебе 12 лет.", question=True, about_owner=True, claims=("12",)), True,
-     (Form.INSIDE, f"{INVENT_NUDGE} {SAY_RU}", False, False)),
-    ("§8.10 made up and in the other language: the language note, inside the message",
-     v(Kind.WRONG_LANGUAGE, "You are 12.", question=True, invented=True), True,
-     (Form.INSIDE, f"{LANGUAGE_NUDGE.format(language='Russian')} {SAY_RU}", False, True)),
-    ("§3.1 an echo the owner already saw is not taken back",
-     v(Kind.ECHO, STATEMENT, shown=True), False, None),
-    ("§3.1 a repeat the owner already saw is not taken back",
-     v(Kind.REPEAT, "Как дела?", shown=True), False, None),
+    (
+        "§3.1 an empty statement reply: the owner's words quoted as theirs",
+        v(Kind.EMPTY),
+        False,
+        (Form.REFRAME, REFRAME.format(text=STATEMENT), False, False),
+    ),
+    (
+        "§3.1 an echoed statement: quoted as the owner's, the echo not shown back",
+        v(Kind.ECHO, STATEMENT),
+        False,
+        (Form.REFRAME, REFRAME.format(text=STATEMENT), False, False),
+    ),
+    (
+        "§3.1 an empty answer to a question: asked to answer",
+        v(Kind.EMPTY, question=True),
+        True,
+        (Form.AFTER, f"{RETRY_NUDGE} {SAY_RU}", False, False),
+    ),
+    (
+        "§3.1 an echoed question: its echo shown back as its own attempt",
+        v(Kind.ECHO, QUESTION, question=True),
+        True,
+        (Form.AFTER, f"{QUESTION_ECHO_NUDGE} {SAY_RU}", True, False),
+    ),
+    (
+        "§3.1 a copy of an earlier reply: new words asked for",
+        v(Kind.REPEAT, "Как дела?"),
+        False,
+        (Form.AFTER, f"{REPEAT_NUDGE} {SAY_RU}", True, False),
+    ),
+    (
+        "§3.1 a reply in the other language: asked in the owner's, language watched again",
+        v(Kind.WRONG_LANGUAGE, "Your dog is Bublik."),
+        False,
+        (Form.AFTER, f"{LANGUAGE_NUDGE.format(language='Russian')} {SAY_RU}", False, True),
+    ),
+    (
+        "§3.1 a refusal to a plain statement: nothing to refuse",
+        v(Kind.REFUSAL, "Извините, но я не могу продолжать этот диалог."),
+        False,
+        (Form.AFTER, f"{REFUSAL_NUDGE} {SAY_RU}", False, False),
+    ),
+    (
+        "§8.10 a made-up answer: the note inside the owner's message",
+        v(Kind.INVENTED, "Тебе 12 лет.", question=True, about_owner=True, claims=("12",)),
+        True,
+        (Form.INSIDE, f"{INVENT_NUDGE} {SAY_RU}", False, False),
+    ),
+    (
+        "§8.10 made up and in the other language: the language note, inside the message",
+        v(Kind.WRONG_LANGUAGE, "You are 12.", question=True, invented=True),
+        True,
+        (Form.INSIDE, f"{LANGUAGE_NUDGE.format(language='Russian')} {SAY_RU}", False, True),
+    ),
+    (
+        "§3.1 an echo the owner already saw is not taken back",
+        v(Kind.ECHO, STATEMENT, shown=True),
+        False,
+        None,
+    ),
+    (
+        "§3.1 a repeat the owner already saw is not taken back",
+        v(Kind.REPEAT, "Как дела?", shown=True),
+        False,
+        None,
+    ),
 ]
 
 
-@pytest.mark.parametrize("case, verdict, question, expected", DECISIONS,
-                         ids=[c[0] for c in DECISIONS])
+@pytest.mark.parametrize(
+    "case, verdict, question, expected", DECISIONS, ids=[c[0] for c in DECISIONS]
+)
 def test_the_first_reply_is_asked_again_with_the_note_its_failure_needs(
-        case, verdict, question, expected):
+    case, verdict, question, expected
+):
     text = QUESTION if question else STATEMENT
     got = decide(verdict, 1, text, "ru")
     if expected is None:
@@ -89,7 +134,11 @@ def test_the_first_reply_is_asked_again_with_the_note_its_failure_needs(
     form, note, shows, watches = expected
     assert isinstance(got, Retry) and got.verdict is verdict
     assert (got.form, got.note, got.shows_attempt, got.watches_language) == (
-        form, note, shows, watches)
+        form,
+        note,
+        shows,
+        watches,
+    )
 
 
 @pytest.mark.parametrize("kind", list(Kind))
@@ -99,18 +148,23 @@ def test_only_one_retry_per_turn(kind):
 
 
 def test_the_note_is_where_its_form_says():
-    prompt = [{"role": "system", "content": "persona"},
-              {"role": "user", "content": f"recalled\n\n## Message\n{STATEMENT}\n\n{SAY_RU}"}]
+    prompt = [
+        {"role": "system", "content": "persona"},
+        {"role": "user", "content": f"recalled\n\n## Message\n{STATEMENT}\n\n{SAY_RU}"},
+    ]
     again = decide(v(Kind.EMPTY), 1, STATEMENT, "ru")
     assert again.messages(prompt, STATEMENT) == reframed(prompt, STATEMENT)
     assert REFRAME.format(text=STATEMENT) in again.messages(prompt, STATEMENT)[-1]["content"]
-    again = decide(v(Kind.INVENTED, "Тебе 12 лет.", question=True, claims=("12",)), 1,
-                   QUESTION, "ru")
+    again = decide(
+        v(Kind.INVENTED, "Тебе 12 лет.", question=True, claims=("12",)), 1, QUESTION, "ru"
+    )
     assert again.messages(prompt, QUESTION) == noted(prompt, again.note)
     again = decide(v(Kind.ECHO, QUESTION, question=True), 1, QUESTION, "ru")
     assert again.messages(prompt, QUESTION) == [
-        *prompt, {"role": "assistant", "content": QUESTION, "retry": True},
-        {"role": "system", "retry": True, "content": again.note}]
+        *prompt,
+        {"role": "assistant", "content": QUESTION, "retry": True},
+        {"role": "system", "retry": True, "content": again.note},
+    ]
     assert prompt[-1]["content"].endswith(SAY_RU)  # the prompt given is left as it was
 
 
@@ -123,66 +177,119 @@ def retry_after(kind: Kind, **flags) -> Retry:
 
 # (case, verdict of the last reply, the retry it answered or None, expected outcome)
 SETTLED = [
-    ("§3.1 a reply shown as it streamed stands", v(Kind.OK, "Отлично!", shown=True), None,
-     Outcome.AS_IS),
-    ("§3.1 a short reply the judge held is shown at the end", v(Kind.OK, "Бублик",
-                                                                held="Бублик"), None,
-     Outcome.SHOW_HELD),
-    ("§3.1 an echo seen as it streamed is left (it cannot be taken back)",
-     v(Kind.ECHO, STATEMENT, shown=True), None, Outcome.AS_IS),
-    ("§3.1 a statement echoed twice: Eva acknowledges it",
-     v(Kind.ECHO, STATEMENT, held=STATEMENT), retry_after(Kind.ECHO, reply=STATEMENT),
-     Outcome.ACKNOWLEDGE),
-    ("§3.1 a statement left empty twice: Eva acknowledges it",
-     v(Kind.EMPTY), retry_after(Kind.EMPTY), Outcome.ACKNOWLEDGE),
-    ("§3.1 a question that is not about the owner, echoed twice: a notice",
-     v(Kind.ECHO, "Как дела?", held="Как дела?", question=True),
-     retry_after(Kind.ECHO, reply="Как дела?", question=True), Outcome.NO_REPLY),
-    ("§8.10 a question about the owner, echoed then empty: she does not know",
-     v(Kind.EMPTY, question=True, about_owner=True),
-     retry_after(Kind.ECHO, reply=QUESTION, question=True, about_owner=True),
-     Outcome.DONT_KNOW),
-    ("§3.1 a repeat again after the retry, to a statement: acknowledged",
-     v(Kind.REPEAT, "Как дела?", held="Как дела?"), retry_after(Kind.REPEAT, reply="Как дела?"),
-     Outcome.ACKNOWLEDGE),
-    ("§8.10 a repeat again after the retry, to a question: she does not know",
-     v(Kind.REPEAT, "Ваша жена Alesya.", held="Ваша жена Alesya.", question=True),
-     retry_after(Kind.REPEAT, reply="Ваша жена Alesya.", question=True), Outcome.DONT_KNOW),
-    ("§8.10 made up again after the retry: she does not know",
-     v(Kind.INVENTED, "Тебе 40 лет.", held="Тебе 40 лет.", question=True, about_owner=True,
-       claims=("40",)),
-     retry_after(Kind.INVENTED, reply="Тебе 12 лет.", question=True, claims=("12",)),
-     Outcome.DONT_KNOW),
-    ("§8.10 made up, then nothing: she does not know",
-     v(Kind.EMPTY, question=True, about_owner=True),
-     retry_after(Kind.INVENTED, reply="Тебе 12 лет.", question=True, claims=("12",)),
-     Outcome.DONT_KNOW),
-    ("§8.10 after the retry, only the voice is wrong (no made-up fact): the answer is shown",
-     v(Kind.INVENTED, "Я архитектор.", held="Я архитектор.", question=True, about_owner=True),
-     retry_after(Kind.INVENTED, reply="Я архитектор, проектирую школы.", question=True),
-     Outcome.SHOW_HELD),
-    ("§3.1 'I don't know' in the other language twice: said in the owner's",
-     v(Kind.WRONG_LANGUAGE, "I don't know your favorite movie.",
-       held="I don't know your favorite movie.", question=True),
-     retry_after(Kind.WRONG_LANGUAGE, reply="I don't know.", question=True), Outcome.DONT_KNOW),
-    ("§3.1 a statement answered in the other language twice: the answer is shown",
-     v(Kind.WRONG_LANGUAGE, "That is lovely!", held="That is lovely!"),
-     retry_after(Kind.WRONG_LANGUAGE, reply="Nice!"), Outcome.SHOW_HELD),
+    (
+        "§3.1 a reply shown as it streamed stands",
+        v(Kind.OK, "Отлично!", shown=True),
+        None,
+        Outcome.AS_IS,
+    ),
+    (
+        "§3.1 a short reply the judge held is shown at the end",
+        v(Kind.OK, "Бублик", held="Бублик"),
+        None,
+        Outcome.SHOW_HELD,
+    ),
+    (
+        "§3.1 an echo seen as it streamed is left (it cannot be taken back)",
+        v(Kind.ECHO, STATEMENT, shown=True),
+        None,
+        Outcome.AS_IS,
+    ),
+    (
+        "§3.1 a statement echoed twice: Eva acknowledges it",
+        v(Kind.ECHO, STATEMENT, held=STATEMENT),
+        retry_after(Kind.ECHO, reply=STATEMENT),
+        Outcome.ACKNOWLEDGE,
+    ),
+    (
+        "§3.1 a statement left empty twice: Eva acknowledges it",
+        v(Kind.EMPTY),
+        retry_after(Kind.EMPTY),
+        Outcome.ACKNOWLEDGE,
+    ),
+    (
+        "§3.1 a question that is not about the owner, echoed twice: a notice",
+        v(Kind.ECHO, "Как дела?", held="Как дела?", question=True),
+        retry_after(Kind.ECHO, reply="Как дела?", question=True),
+        Outcome.NO_REPLY,
+    ),
+    (
+        "§8.10 a question about the owner, echoed then empty: she does not know",
+        v(Kind.EMPTY, question=True, about_owner=True),
+        retry_after(Kind.ECHO, reply=QUESTION, question=True, about_owner=True),
+        Outcome.DONT_KNOW,
+    ),
+    (
+        "§3.1 a repeat again after the retry, to a statement: acknowledged",
+        v(Kind.REPEAT, "Как дела?", held="Как дела?"),
+        retry_after(Kind.REPEAT, reply="Как дела?"),
+        Outcome.ACKNOWLEDGE,
+    ),
+    (
+        "§8.10 a repeat again after the retry, to a question: she does not know",
+        v(Kind.REPEAT, "Ваша жена Alesya.", held="Ваша жена Alesya.", question=True),
+        retry_after(Kind.REPEAT, reply="Ваша жена Alesya.", question=True),
+        Outcome.DONT_KNOW,
+    ),
+    (
+        "§8.10 made up again after the retry: she does not know",
+        v(
+            Kind.INVENTED,
+            "Тебе 40 лет.",
+            held="Тебе 40 лет.",
+            question=True,
+            about_owner=True,
+            claims=("40",),
+        ),
+        retry_after(Kind.INVENTED, reply="Тебе 12 лет.", question=True, claims=("12",)),
+        Outcome.DONT_KNOW,
+    ),
+    (
+        "§8.10 made up, then nothing: she does not know",
+        v(Kind.EMPTY, question=True, about_owner=True),
+        retry_after(Kind.INVENTED, reply="Тебе 12 лет.", question=True, claims=("12",)),
+        Outcome.DONT_KNOW,
+    ),
+    (
+        "§8.10 after the retry, only the voice is wrong (no made-up fact): the answer is shown",
+        v(Kind.INVENTED, "Я архитектор.", held="Я архитектор.", question=True, about_owner=True),
+        retry_after(Kind.INVENTED, reply="Я архитектор, проектирую школы.", question=True),
+        Outcome.SHOW_HELD,
+    ),
+    (
+        "§3.1 'I don't know' in the other language twice: said in the owner's",
+        v(
+            Kind.WRONG_LANGUAGE,
+            "I don't know your favorite movie.",
+            held="I don't know your favorite movie.",
+            question=True,
+        ),
+        retry_after(Kind.WRONG_LANGUAGE, reply="I don't know.", question=True),
+        Outcome.DONT_KNOW,
+    ),
+    (
+        "§3.1 a statement answered in the other language twice: the answer is shown",
+        v(Kind.WRONG_LANGUAGE, "That is lovely!", held="That is lovely!"),
+        retry_after(Kind.WRONG_LANGUAGE, reply="Nice!"),
+        Outcome.SHOW_HELD,
+    ),
 ]
 
 
-@pytest.mark.parametrize("case, verdict, answered, expected", SETTLED,
-                         ids=[c[0] for c in SETTLED])
+@pytest.mark.parametrize("case, verdict, answered, expected", SETTLED, ids=[c[0] for c in SETTLED])
 def test_what_stands_once_no_retry_is_left(case, verdict, answered, expected):
     assert decide(verdict, 1 if answered is None else 2, "x", "ru") is None
     assert settle(verdict, answered) is expected
 
 
-@pytest.mark.parametrize("verdict, expected", [
-    (v(Kind.OK, "Hello, I was say", held="ing"), Outcome.SHOW_HELD),
-    (v(Kind.ECHO, STATEMENT, held=STATEMENT), Outcome.DROP),
-    (v(Kind.OK, "Hello there", shown=True), Outcome.AS_IS),
-])
+@pytest.mark.parametrize(
+    "verdict, expected",
+    [
+        (v(Kind.OK, "Hello, I was say", held="ing"), Outcome.SHOW_HELD),
+        (v(Kind.ECHO, STATEMENT, held=STATEMENT), Outcome.DROP),
+        (v(Kind.OK, "Hello there", shown=True), Outcome.AS_IS),
+    ],
+)
 def test_a_stopped_reply_keeps_what_was_shown_and_never_an_echo(verdict, expected):
     """§3.1: Esc keeps the partial answer as shown; a held echo is dropped, not shown."""
     assert on_stop(verdict) is expected
@@ -194,20 +301,47 @@ def test_evas_own_lines_are_in_the_owners_language():
     assert own_line(Outcome.DONT_KNOW, None) == DONT_KNOW["en"]
 
 
-@pytest.mark.parametrize("message, lang, support, earlier, pieces, kind", [
-    ("Как дела?", "ru", None, [], ["Хорошо, ", "спасибо! А у тебя как?"], Kind.OK),
-    ("Как дела?", "ru", None, [], [], Kind.EMPTY),
-    (STATEMENT, "ru", None, [], ["Я учитель физики, ", "работаю в обычной школе."], Kind.ECHO),
-    ("Я купил новую машину.", "ru", None, ["Здравствуйте, Дима! Как дела у вас сегодня?"],
-     ["Здравствуйте, Дима! ", "Как дела у вас сегодня?"], Kind.REPEAT),
-    ("What's my dog's name?", "en", None, [], ["Твою", " собаку", " зовут", " Бублик."],
-     Kind.WRONG_LANGUAGE),
-    (STATEMENT, "ru", None, [], ["Извините, но я не могу ", "продолжать этот диалог."],
-     Kind.REFUSAL),
-    (QUESTION, "ru", "Меня зовут Тимур.", [], ["Тебе 12 ", "лет. Верно?"], Kind.INVENTED),
-    (QUESTION, "ru", "Мне 34 года.", [], ["Тебе 34 года, ", "если я правильно помню."],
-     Kind.OK),
-])
+@pytest.mark.parametrize(
+    "message, lang, support, earlier, pieces, kind",
+    [
+        ("Как дела?", "ru", None, [], ["Хорошо, ", "спасибо! А у тебя как?"], Kind.OK),
+        ("Как дела?", "ru", None, [], [], Kind.EMPTY),
+        (STATEMENT, "ru", None, [], ["Я учитель физики, ", "работаю в обычной школе."], Kind.ECHO),
+        (
+            "Я купил новую машину.",
+            "ru",
+            None,
+            ["Здравствуйте, Дима! Как дела у вас сегодня?"],
+            ["Здравствуйте, Дима! ", "Как дела у вас сегодня?"],
+            Kind.REPEAT,
+        ),
+        (
+            "What's my dog's name?",
+            "en",
+            None,
+            [],
+            ["Твою", " собаку", " зовут", " Бублик."],
+            Kind.WRONG_LANGUAGE,
+        ),
+        (
+            STATEMENT,
+            "ru",
+            None,
+            [],
+            ["Извините, но я не могу ", "продолжать этот диалог."],
+            Kind.REFUSAL,
+        ),
+        (QUESTION, "ru", "Меня зовут Тимур.", [], ["Тебе 12 ", "лет. Верно?"], Kind.INVENTED),
+        (
+            QUESTION,
+            "ru",
+            "Мне 34 года.",
+            [],
+            ["Тебе 34 года, ", "если я правильно помню."],
+            Kind.OK,
+        ),
+    ],
+)
 def test_the_judge_names_what_a_reply_was(message, lang, support, earlier, pieces, kind):
     """§3.1, §8.10: one verdict per reply — ok, empty, echo, repeat, wrong language, refusal,
     invented — from the reply as it streamed."""

@@ -20,11 +20,28 @@ def store():
     mem.close()
 
 
-def say(tr: Transcript, chat: int, text: str, role: str = "user", private_ok: bool = True,
-        k: list[int] = [0]) -> int:  # noqa: B006 - a counter shared on purpose
+def say(
+    tr: Transcript,
+    chat: int,
+    text: str,
+    role: str = "user",
+    private_ok: bool = True,
+    k: list[int] = [0],  # noqa: B006 - a counter shared on purpose
+) -> int:
     k[0] += 1
-    return tr.add("default", "tui", f"t{k[0]}", role, text, private_ok=private_ok,
-                  status="ok", tokens=3, at=T0 + k[0], meta={}, chat_id=chat)
+    return tr.add(
+        "default",
+        "tui",
+        f"t{k[0]}",
+        role,
+        text,
+        private_ok=private_ok,
+        status="ok",
+        tokens=3,
+        at=T0 + k[0],
+        meta={},
+        chat_id=chat,
+    )
 
 
 def ids(hits) -> list[int]:

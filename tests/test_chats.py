@@ -26,8 +26,9 @@ def say(conv, text):
 
 def test_new_chat_has_its_own_history_and_window(mem):
     """§8.9: a new chat starts empty; switching back continues the old one."""
-    conv = conv_for(mem, ["Nice to hear about Kazan!", "Hello again, new chat here.",
-                          "Back to the first one."])
+    conv = conv_for(
+        mem, ["Nice to hear about Kazan!", "Hello again, new chat here.", "Back to the first one."]
+    )
     first = conv.chat_id
     say(conv, "I was born in Kazan")
     new = conv.new_chat()
@@ -75,8 +76,18 @@ def test_delete_moves_the_chat_with_summaries_to_the_archive_then_purges_after_t
     chat_id = conv.chat_id
     store = mem.attach(SummaryStore)
     ids = [m.id for m in conv.history()]
-    store.add(chat_id, 1, True, "The owner has a dentist visit on 5 June.", ["5 June"], ids,
-              status="ok", detail_level="balanced", tokens=10, now=clock.now())
+    store.add(
+        chat_id,
+        1,
+        True,
+        "The owner has a dentist visit on 5 June.",
+        ["5 June"],
+        ids,
+        status="ok",
+        detail_level="balanced",
+        tokens=10,
+        now=clock.now(),
+    )
     conv.delete_chat(chat_id)
     assert conv.chat_id != chat_id  # the current chat moved on to another (a new one)
     assert [c.id for c in conv.chats.list(archived=True)] == [chat_id]
@@ -100,8 +111,18 @@ def test_clear_history_archives_messages_and_summaries_and_can_be_undone(mem, cl
     conv = conv_for(mem, ["a reply", "fresh start"])
     say(conv, "something to clear")
     store = mem.attach(SummaryStore)
-    store.add(conv.chat_id, 1, True, "Something was said.", [], [m.id for m in conv.history()],
-              status="ok", detail_level="balanced", tokens=5, now=clock.now())
+    store.add(
+        conv.chat_id,
+        1,
+        True,
+        "Something was said.",
+        [],
+        [m.id for m in conv.history()],
+        status="ok",
+        detail_level="balanced",
+        tokens=5,
+        now=clock.now(),
+    )
     assert conv.clear_chat() == 2
     assert conv.history() == [] and store.active(conv.chat_id) == []
     say(conv, "new beginning")
@@ -132,14 +153,18 @@ def test_a_chat_keeps_its_window_start_across_restarts(mem):
 
     rng = random.Random(3)
     replies = ["r " + " ".join(f"{rng.getrandbits(40):x}" for _ in range(40)) for _ in range(20)]
-    conv = Conversation(mem, ScriptedLLM([[r] for r in replies], context_size=1024),
-                        config=ConversationConfig(learning=False))
+    conv = Conversation(
+        mem,
+        ScriptedLLM([[r] for r in replies], context_size=1024),
+        config=ConversationConfig(learning=False),
+    )
     for i in range(20):
         say(conv, f"message {i} " + "w " * 30)
     kept = conv.chat.window_start
     assert kept is not None and kept > conv.history(limit=1000)[0].id  # the window slid
-    again = Conversation(mem, ScriptedLLM(context_size=1024),
-                         config=ConversationConfig(learning=False))
+    again = Conversation(
+        mem, ScriptedLLM(context_size=1024), config=ConversationConfig(learning=False)
+    )
     assert again.chat_id == conv.chat_id
     assert again.window().messages == conv.window().messages
 

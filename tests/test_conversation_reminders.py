@@ -77,24 +77,29 @@ def test_a_first_reply_that_leaves_the_reminder_out_gets_evas_own_line(mem):
     mem.clock.set(SATURDAY)
     events = list(conv.turn("Доброе утро!", OWNER_TRUSTED))
     shown = "".join(e.text for e in events if isinstance(e, Token))
-    assert shown == "Хорошо.\n\nКстати, напоминаю (на сегодня): «Я обещал маме починить кран в " \
-                    "субботу»"
+    assert (
+        shown == "Хорошо.\n\nКстати, напоминаю (на сегодня): «Я обещал маме починить кран в "
+        "субботу»"
+    )
     assert conv.history()[-1].content == shown
     events = list(conv.turn("Что нового?", OWNER_TRUSTED))
     assert "".join(e.text for e in events if isinstance(e, Token)) == "Хорошо."
     # a reply that brings it up itself is left alone (the next day: overdue)
     llm2 = ScriptedLLM([["Не забудь про кран для мамы!"]], plans=[{"ops": []}])
-    conv2 = Conversation(mem, llm2, config=replace(ConversationConfig(),
-                                                   memory_writes="structured", summaries=False))
+    conv2 = Conversation(
+        mem, llm2, config=replace(ConversationConfig(), memory_writes="structured", summaries=False)
+    )
     mem.clock.set(SATURDAY + 86_400)
     events = list(conv2.turn("Привет", OWNER_TRUSTED))
     assert "".join(e.text for e in events if isinstance(e, Token)) == (
-        "Не забудь про кран для мамы!")
+        "Не забудь про кран для мамы!"
+    )
     # overdue (and so perhaps done without a word, or read from a complaint): the card lists
     # it and the prompt carries it, but Eva adds no line of her own
     llm3 = ScriptedLLM([["Доброе утро!"]], plans=[{"ops": []}])
-    conv3 = Conversation(mem, llm3, config=replace(ConversationConfig(),
-                                                   memory_writes="structured", summaries=False))
+    conv3 = Conversation(
+        mem, llm3, config=replace(ConversationConfig(), memory_writes="structured", summaries=False)
+    )
     mem.clock.set(SATURDAY + 2 * 86_400)
     events = list(conv3.turn("Привет", OWNER_TRUSTED))
     assert REMINDER_HEADER in last_user(llm3) and "overdue" in last_user(llm3)

@@ -15,8 +15,20 @@ from core.store.records import Actor
 from tests.fakes import HashEmbedder
 
 T0 = 1_780_000_000.0
-WORDS = ("sister", "Anna", "Kazan", "cello", "bank", "doctor", "hiking", "garden", "Lena",
-         "nurse", "bicycle", "piano")
+WORDS = (
+    "sister",
+    "Anna",
+    "Kazan",
+    "cello",
+    "bank",
+    "doctor",
+    "hiking",
+    "garden",
+    "Lena",
+    "nurse",
+    "bicycle",
+    "piano",
+)
 
 
 def index_state(mem: Memory) -> dict:
@@ -27,22 +39,49 @@ def index_state(mem: Memory) -> dict:
     out = {}
     for i in np.flatnonzero(cols.alive[: len(cols.alive)]):
         i = int(i)
-        vec = idx.vectors.get(i) if idx.vectors is not None and hasattr(idx.vectors, "get") \
-            else None
-        out[i] = (bool(cols.core[i]), bool(cols.private[i]), bool(cols.pinned[i]),
-                  float(cols.importance[i]), float(cols.half_life[i]),
-                  float(cols.recalled_at[i]), float(cols.reinforcements[i]),
-                  names[int(cols.scope[i])], tuple(idx.lexical.docs.get(i, ())),
-                  None if vec is None else tuple(np.round(vec, 5)))
+        vec = (
+            idx.vectors.get(i) if idx.vectors is not None and hasattr(idx.vectors, "get") else None
+        )
+        out[i] = (
+            bool(cols.core[i]),
+            bool(cols.private[i]),
+            bool(cols.pinned[i]),
+            float(cols.importance[i]),
+            float(cols.half_life[i]),
+            float(cols.recalled_at[i]),
+            float(cols.reinforcements[i]),
+            names[int(cols.scope[i])],
+            tuple(idx.lexical.docs.get(i, ())),
+            None if vec is None else tuple(np.round(vec, 5)),
+        )
     keys = set() if idx.vectors is None else {int(k) for k in idx.vectors.keys()}  # noqa: SIM118
     return {"records": out, "vector_keys": keys}
 
 
-ops = st.lists(st.tuples(
-    st.sampled_from(["save", "save_private", "update", "set_private", "unset_private", "pin",
-                     "forget", "restore", "search", "rollback", "import", "backfill"]),
-    st.lists(st.sampled_from(WORDS), min_size=2, max_size=5).map(" ".join),
-    st.integers(0, 50)), min_size=1, max_size=10)
+ops = st.lists(
+    st.tuples(
+        st.sampled_from(
+            [
+                "save",
+                "save_private",
+                "update",
+                "set_private",
+                "unset_private",
+                "pin",
+                "forget",
+                "restore",
+                "search",
+                "rollback",
+                "import",
+                "backfill",
+            ]
+        ),
+        st.lists(st.sampled_from(WORDS), min_size=2, max_size=5).map(" ".join),
+        st.integers(0, 50),
+    ),
+    min_size=1,
+    max_size=10,
+)
 
 
 @settings(max_examples=30, deadline=None, suppress_health_check=[HealthCheck.too_slow])
@@ -107,8 +146,9 @@ def test_another_connections_writes_are_seen_before_recall(tmp_path_factory, ste
 def test_only_the_changed_records_are_reindexed(tmp_path):
     a = Memory.open(tmp_path / "m.db")
     b = Memory.open(tmp_path / "m.db")
-    a.import_records([{"content": f"record number {i} about {WORDS[i % len(WORDS)]}"}
-                      for i in range(500)])
+    a.import_records(
+        [{"content": f"record number {i} about {WORDS[i % len(WORDS)]}"} for i in range(500)]
+    )
     assert b.refresh() == 500  # the import: every new record
     assert b.refresh() == 0  # nothing since
     a._storage.meta_set("x", "1")  # a commit that wrote no memory
@@ -138,11 +178,21 @@ def test_a_live_holder_on_this_host_is_respected_while_its_pid_lives(tmp_path):
         lease = mem.attach(SleepLease)
         other = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(60)"])
         try:
+
             def hold(heartbeat_age: float, pid: int = other.pid) -> Lease | None:
                 now = time.time()
-                mem._storage.meta_set(LEASE_KEY, json.dumps(
-                    {"pid": pid, "host": _HOST, "nonce": "other", "since": now - 300,
-                     "heartbeat": now - heartbeat_age}))
+                mem._storage.meta_set(
+                    LEASE_KEY,
+                    json.dumps(
+                        {
+                            "pid": pid,
+                            "host": _HOST,
+                            "nonce": "other",
+                            "since": now - 300,
+                            "heartbeat": now - heartbeat_age,
+                        }
+                    ),
+                )
                 return lease.holder()
 
             assert hold(5) is not None

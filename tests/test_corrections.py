@@ -21,16 +21,22 @@ def test_the_issue_s_correction_points_at_the_old_fact(embed):
     does my sister live now?' got Tbilisi: the Tbilisi record is the one most likely replaced,
     far above the unrelated one (the rules then retire it: test_memory_writer)."""
     model = correction_model()
-    p = model.scores("Update: Anna moved again, she now lives in Yerevan.",
-                     ["I work as a nurse.", "My sister Anna moved to Tbilisi last month."], embed)
+    p = model.scores(
+        "Update: Anna moved again, she now lives in Yerevan.",
+        ["I work as a nurse.", "My sister Anna moved to Tbilisi last month."],
+        embed,
+    )
     assert p[1] >= 0.5 and p[1] > p[0] + 0.4, p
 
 
 def test_a_new_fact_about_the_same_person_replaces_nothing(embed):
     """A hard negative: new news about Anna does not make her move untrue."""
     model = correction_model()
-    p = model.scores("Anna got a job at a bank there, she starts on Monday.",
-                     ["My sister Anna moved to Tbilisi last month.", "I work as a nurse."], embed)
+    p = model.scores(
+        "Anna got a job at a bank there, she starts on Monday.",
+        ["My sister Anna moved to Tbilisi last month.", "I work as a nurse."],
+        embed,
+    )
     assert max(p) < model.threshold, p
 
 
@@ -63,9 +69,22 @@ def test_the_step_archives_what_the_learned_model_says_is_replaced(tmp_path, emb
         old = mem.save("I'm running the city marathon on April 27.", OWNER_TRUSTED).id
         mem.save("I work in marketing.", OWNER_TRUSTED)
         say = "The marathon's been moved to May 11th because of the roadworks."
-        llm = ScriptedLLM([["Oh, a later date!"]], plans=[{"ops": [
-            {"op": "save", "content": say, "kind": "event", "importance": 4,
-             "private": False}]}])
+        llm = ScriptedLLM(
+            [["Oh, a later date!"]],
+            plans=[
+                {
+                    "ops": [
+                        {
+                            "op": "save",
+                            "content": say,
+                            "kind": "event",
+                            "importance": 4,
+                            "private": False,
+                        }
+                    ]
+                }
+            ],
+        )
         list(Conversation(mem, llm).turn(say, OWNER_TRUSTED))
         live = sorted(r.content for r in mem.list(OWNER_TRUSTED, limit=100))
         assert live == ["I work in marketing.", say]

@@ -43,8 +43,14 @@ from tests.crashkit import (
 
 T0 = 1_780_000_000.0
 DAY = 86_400.0
-QUERIES = ("cat Murka", "Анна пятница", "Go language", "piano lessons", "blood pressure",
-           "Kazan sister")
+QUERIES = (
+    "cat Murka",
+    "Анна пятница",
+    "Go language",
+    "piano lessons",
+    "blood pressure",
+    "Kazan sister",
+)
 
 
 # ---------------------------------------------------------------------------- the template store
@@ -52,16 +58,19 @@ def _build_template(path: Path) -> dict[str, int]:
     clock = ManualClock(T0)
     mem = Memory.open(path, MemoryConfig(), clock, embedder=HashEmbedder())
     ids = {}
-    ids["cat"] = mem.save("The owner's cat is called Murka and she likes fish", kind="fact",
-                          importance=3).id
-    ids["anna"] = mem.save("Встреча с Анной в пятницу в 3 часа у метро", kind="event",
-                           importance=4).id
-    ids["bp"] = mem.save("Owner's blood pressure was 140/90 at the doctor", kind="fact",
-                         importance=5, private=True).id
-    ids["core"] = mem.save("The owner prefers short answers in Russian", kind="core",
-                           importance=4).id
-    ids["piano"] = mem.save("Owner takes piano lessons on Tuesdays", kind="fact",
-                            importance=2).id
+    ids["cat"] = mem.save(
+        "The owner's cat is called Murka and she likes fish", kind="fact", importance=3
+    ).id
+    ids["anna"] = mem.save(
+        "Встреча с Анной в пятницу в 3 часа у метро", kind="event", importance=4
+    ).id
+    ids["bp"] = mem.save(
+        "Owner's blood pressure was 140/90 at the doctor", kind="fact", importance=5, private=True
+    ).id
+    ids["core"] = mem.save(
+        "The owner prefers short answers in Russian", kind="core", importance=4
+    ).id
+    ids["piano"] = mem.save("Owner takes piano lessons on Tuesdays", kind="fact", importance=2).id
     ids["old"] = mem.save("Owner's sister lives in Kazan", kind="fact", importance=3).id
     clock.advance(2 * DAY)
     mem.search("cat Murka fish", OWNER_TRUSTED)
@@ -81,35 +90,61 @@ class Op:
 
 
 OPS = [
-    Op("save-new",
-       lambda m, ids: m.save("Owner started learning the Go language in 2026", OWNER_TRUSTED,
-                             kind="fact", importance=3),
-       lambda res: res.status == "created" or pytest.fail(f"expected a new record, got {res}")),
-    Op("save-dedup-reinforce",
-       lambda m, ids: m.save("The owner's cat is called Murka and she likes fish", OWNER_TRUSTED,
-                             kind="fact", importance=3),
-       lambda res: res.status == "reinforced" or pytest.fail(f"expected a dedup hit: {res}")),
-    Op("save-dedup-update",
-       lambda m, ids: m.save("The owner's cat is called Murka and she likes fish and milk",
-                             OWNER_TRUSTED, kind="fact", importance=3, private=True),
-       lambda res: res.status == "updated" or pytest.fail(f"expected a detailed dedup: {res}")),
-    Op("update",
-       lambda m, ids: m.update(ids["anna"], OWNER_TRUSTED, content="Встреча с Анной перенесена "
-                               "на субботу в 5 часов", importance=3, kind="fact")),
-    Op("update-flag",
-       lambda m, ids: m.update(ids["piano"], OWNER_TRUSTED, private=True)),
-    Op("forget",
-       lambda m, ids: m.forget(ids["cat"], "the cat is gone", OWNER_TRUSTED)),
-    Op("restore",
-       lambda m, ids: m.restore(ids["old"], OWNER_TRUSTED)),
-    Op("search-reinforce",
-       lambda m, ids: m.search("owner cat piano blood pressure Murka", OWNER_TRUSTED),
-       lambda res: len(res) >= 2 or pytest.fail(f"search should reinforce several: {res}")),
-    Op("pin",
-       lambda m, ids: m.pin(ids["piano"], True)),
-    Op("prompt-reinforce",
-       lambda m, ids: m.prompt_section("cat Murka piano", OWNER_TRUSTED, reinforce=True),
-       lambda res: len(res.recalled_ids) >= 2 or pytest.fail(f"nothing recalled: {res}")),
+    Op(
+        "save-new",
+        lambda m, ids: m.save(
+            "Owner started learning the Go language in 2026",
+            OWNER_TRUSTED,
+            kind="fact",
+            importance=3,
+        ),
+        lambda res: res.status == "created" or pytest.fail(f"expected a new record, got {res}"),
+    ),
+    Op(
+        "save-dedup-reinforce",
+        lambda m, ids: m.save(
+            "The owner's cat is called Murka and she likes fish",
+            OWNER_TRUSTED,
+            kind="fact",
+            importance=3,
+        ),
+        lambda res: res.status == "reinforced" or pytest.fail(f"expected a dedup hit: {res}"),
+    ),
+    Op(
+        "save-dedup-update",
+        lambda m, ids: m.save(
+            "The owner's cat is called Murka and she likes fish and milk",
+            OWNER_TRUSTED,
+            kind="fact",
+            importance=3,
+            private=True,
+        ),
+        lambda res: res.status == "updated" or pytest.fail(f"expected a detailed dedup: {res}"),
+    ),
+    Op(
+        "update",
+        lambda m, ids: m.update(
+            ids["anna"],
+            OWNER_TRUSTED,
+            content="Встреча с Анной перенесена на субботу в 5 часов",
+            importance=3,
+            kind="fact",
+        ),
+    ),
+    Op("update-flag", lambda m, ids: m.update(ids["piano"], OWNER_TRUSTED, private=True)),
+    Op("forget", lambda m, ids: m.forget(ids["cat"], "the cat is gone", OWNER_TRUSTED)),
+    Op("restore", lambda m, ids: m.restore(ids["old"], OWNER_TRUSTED)),
+    Op(
+        "search-reinforce",
+        lambda m, ids: m.search("owner cat piano blood pressure Murka", OWNER_TRUSTED),
+        lambda res: len(res) >= 2 or pytest.fail(f"search should reinforce several: {res}"),
+    ),
+    Op("pin", lambda m, ids: m.pin(ids["piano"], True)),
+    Op(
+        "prompt-reinforce",
+        lambda m, ids: m.prompt_section("cat Murka piano", OWNER_TRUSTED, reinforce=True),
+        lambda res: len(res.recalled_ids) >= 2 or pytest.fail(f"nothing recalled: {res}"),
+    ),
 ]
 
 
@@ -133,8 +168,9 @@ def _copy(template_path: Path, dest: Path) -> Path:
 
 def _open(path: Path, plan: FaultPlan | None = None) -> Memory:
     kwargs = {"connection_factory": faulty_factory(plan)} if plan is not None else {}
-    return Memory.open(path, MemoryConfig(), ManualClock(T0 + 6 * DAY), embedder=HashEmbedder(),
-                       **kwargs)
+    return Memory.open(
+        path, MemoryConfig(), ManualClock(T0 + 6 * DAY), embedder=HashEmbedder(), **kwargs
+    )
 
 
 def _recall_view(mem: Memory) -> list:
@@ -192,7 +228,8 @@ def _state_name(state: dict, base: Baseline) -> str | None:
 def _diff(state: dict, ref: dict) -> str:
     return "; ".join(
         f"{t}: +{sorted(set(state[t]) - set(ref[t]))[:3]} -{sorted(set(ref[t]) - set(state[t]))[:3]}"
-        for t in state if state[t] != ref[t]
+        for t in state
+        if state[t] != ref[t]
     )
 
 
@@ -228,7 +265,8 @@ def test_transient_fault_at_every_statement_is_all_or_nothing(op, template, base
         # the object that saw the failure agrees with a fresh reader of the file
         fresh = _open(path)
         assert _recall_view(mem) == _recall_view(fresh), (
-            f"{where}: in-memory index of the failed Memory differs from the file ({which})")
+            f"{where}: in-memory index of the failed Memory differs from the file ({which})"
+        )
         fresh.close()
         if which == "before":
             # nothing happened, so a retry on the same object is the clean run
@@ -262,7 +300,8 @@ def test_crash_at_every_statement_is_all_or_nothing(op, template, baselines, tmp
         fresh = _open(path)
         state = dump(path)
         assert _state_name(state, base) is not None, (
-            f"{where}: half-written store: {_diff(state, base.before)}")
+            f"{where}: half-written store: {_diff(state, base.before)}"
+        )
         assert raised or state == base.after, f"{where}: reported success without the change"
         assert invariant_problems(path) == [], where
         expected_view = base.view_before if state == base.before else base.view_after
@@ -307,7 +346,11 @@ def _spawn(path: Path, seed: int, seq: int, stderr) -> subprocess.Popen:
     env = dict(os.environ, PYTHONPATH=str(REPO), PYTHONUNBUFFERED="1")
     return subprocess.Popen(
         [sys.executable, "-m", "tests.crashkit", str(path), str(seed), str(seq)],
-        cwd=REPO, env=env, stdout=subprocess.PIPE, stderr=stderr, text=True,
+        cwd=REPO,
+        env=env,
+        stdout=subprocess.PIPE,
+        stderr=stderr,
+        text=True,
     )
 
 
@@ -317,7 +360,8 @@ def _db_state(path: Path) -> dict[int, dict]:
         return {
             rid: {"content": content, "archived": archived is not None, "access": n}
             for rid, content, archived, n in conn.execute(
-                "SELECT id, content, archived_at, access_count FROM memories")
+                "SELECT id, content, archived_at, access_count FROM memories"
+            )
         }
     finally:
         conn.close()
@@ -422,27 +466,32 @@ def _apply_done(model: dict[int, dict], begin: dict, done: dict) -> None:
         r["access"] += r.pop("waiting", 0)
 
 
-def _check_against_model(state: dict[int, dict], model: dict[int, dict], inflight: dict | None,
-                         where: str) -> None:
+def _check_against_model(
+    state: dict[int, dict], model: dict[int, dict], inflight: dict | None, where: str
+) -> None:
     extra = sorted(set(state) - set(model))
     if extra:
         assert inflight is not None and inflight["op"] == "save" and len(extra) == 1, (
-            f"{where}: records nobody saved: {extra} (in flight: {inflight})")
+            f"{where}: records nobody saved: {extra} (in flight: {inflight})"
+        )
         assert state[extra[0]]["content"] == inflight["content"], where
     missing = sorted(set(model) - set(state))
     assert not missing, f"{where}: reported records lost: {missing}"
     target = inflight.get("id") if inflight else None
     waiting = {rid: want.pop("waiting", 0) for rid, want in model.items()}
     if any(waiting.values()):  # the searches' reinforcements since the last write: all or none
-        written = [state[rid]["access"] - model[rid]["access"] >= n
-                   for rid, n in waiting.items() if n]
+        written = [
+            state[rid]["access"] - model[rid]["access"] >= n for rid, n in waiting.items() if n
+        ]
         assert all(written) or not any(written), f"{where}: reinforcements half written"
         if all(written):
             for rid, n in waiting.items():
                 model[rid]["access"] += n
     for rid, want in model.items():
         got = state[rid]
-        may_change = inflight is not None and (rid == target or inflight["op"] in ("search", "save"))
+        may_change = inflight is not None and (
+            rid == target or inflight["op"] in ("search", "save")
+        )
         if got == want:
             continue
         assert may_change, f"{where}: #{rid} is {got}, reported {want} (in flight: {inflight})"

@@ -25,14 +25,31 @@ def test_one_structured_call_with_a_schema_of_at_most_five_drafts():
     """§8.5: one grammar-forced call whose schema admits at most 5 drafts of content, kind,
     importance and private; the selected messages are in its prompt, owner's and Eva's
     marked."""
-    llm = ScriptedLLM(plans=[{"memories": [
-        {"content": "Sister Lena moved to Yerevan", "kind": "fact", "importance": 4,
-         "private": True},
-        {"content": "Allergic to penicillin", "kind": "core", "importance": 5, "private": True},
-    ]}])
+    llm = ScriptedLLM(
+        plans=[
+            {
+                "memories": [
+                    {
+                        "content": "Sister Lena moved to Yerevan",
+                        "kind": "fact",
+                        "importance": 4,
+                        "private": True,
+                    },
+                    {
+                        "content": "Allergic to penicillin",
+                        "kind": "core",
+                        "importance": 5,
+                        "private": True,
+                    },
+                ]
+            }
+        ]
+    )
     got = dr.draft_from_dialogue(llm, SELECTED, 500)
-    assert got == [dr.Draft("Sister Lena moved to Yerevan", "fact", 4, True),
-                   dr.Draft("Allergic to penicillin", "core", 5, True)]
+    assert got == [
+        dr.Draft("Sister Lena moved to Yerevan", "fact", 4, True),
+        dr.Draft("Allergic to penicillin", "core", 5, True),
+    ]
     call = llm.json_calls[0]
     assert call["schema"]["properties"]["memories"]["maxItems"] == 5
     prompt = call["messages"][-1]["content"]
@@ -42,18 +59,32 @@ def test_one_structured_call_with_a_schema_of_at_most_five_drafts():
 def test_bad_drafts_are_dropped_never_saved():
     """§8.5 with §3.2's checks: a draft that is empty, too long, of an unknown kind or a repeat
     is dropped; at most five stay whatever the model says; importance is at least 3."""
-    many = [{"content": f"Fact number {k}", "kind": "fact", "importance": 3, "private": False}
-            for k in range(8)]
-    llm = ScriptedLLM(plans=[{"memories": [
-        {"content": "  ", "kind": "fact", "importance": 3, "private": False},
-        {"content": "x" * 501, "kind": "fact", "importance": 3, "private": False},
-        {"content": "Likes tea", "kind": "memo", "importance": 3, "private": False},
-        {"content": "Likes coffee", "kind": "fact", "importance": 1, "private": False},
-        {"content": "likes  COFFEE", "kind": "fact", "importance": 3, "private": False},
-        *many]}])
+    many = [
+        {"content": f"Fact number {k}", "kind": "fact", "importance": 3, "private": False}
+        for k in range(8)
+    ]
+    llm = ScriptedLLM(
+        plans=[
+            {
+                "memories": [
+                    {"content": "  ", "kind": "fact", "importance": 3, "private": False},
+                    {"content": "x" * 501, "kind": "fact", "importance": 3, "private": False},
+                    {"content": "Likes tea", "kind": "memo", "importance": 3, "private": False},
+                    {"content": "Likes coffee", "kind": "fact", "importance": 1, "private": False},
+                    {"content": "likes  COFFEE", "kind": "fact", "importance": 3, "private": False},
+                    *many,
+                ]
+            }
+        ]
+    )
     got = dr.draft_from_dialogue(llm, SELECTED, 500)
-    assert [d.content for d in got] == ["Likes coffee", "Fact number 0", "Fact number 1",
-                                        "Fact number 2", "Fact number 3"]
+    assert [d.content for d in got] == [
+        "Likes coffee",
+        "Fact number 0",
+        "Fact number 1",
+        "Fact number 2",
+        "Fact number 3",
+    ]
     assert got[0].importance == 3  # a kept draft is never trivia (sleep would forget it)
 
 
@@ -101,11 +132,20 @@ def test_a_real_model_drafts_schema_valid_memories(small_model):
     at most 5 drafts, each a valid memory — for both flows. Asserts shape, not judgement."""
     got = dr.draft_from_dialogue(small_model, SELECTED, 500, timeout=600)
     assert len(got) <= 5
-    assert all(isinstance(d, dr.Draft) and d.content and d.kind in ("fact", "event", "core")
-               and 1 <= d.importance <= 5 for d in got)
+    assert all(
+        isinstance(d, dr.Draft)
+        and d.content
+        and d.kind in ("fact", "event", "core")
+        and 1 <= d.importance <= 5
+        for d in got
+    )
     init = dr.draft_from_description(
-        small_model, "I'm Sasha, 34, a physics teacher in Kazan. I have a corgi named Bublik "
-        "and I play chess on weekends.", 500, timeout=600)
+        small_model,
+        "I'm Sasha, 34, a physics teacher in Kazan. I have a corgi named Bublik "
+        "and I play chess on weekends.",
+        500,
+        timeout=600,
+    )
     assert len(init) <= dr.MAX_INIT_DRAFTS
     assert all(d.content for d in init)
     # the model's own answer parsed (the schema guarantees it); print for the notes

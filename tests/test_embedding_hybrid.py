@@ -30,8 +30,7 @@ CONTENTS = [
 
 def _open(tmp_path, clock, embedder=None, name: str = "m.db", **cfg) -> Memory:
     model = embedder.name if embedder is not None else None
-    return Memory.open(tmp_path / name, MemoryConfig(embedding_model=model, **cfg), clock,
-                       embedder)
+    return Memory.open(tmp_path / name, MemoryConfig(embedding_model=model, **cfg), clock, embedder)
 
 
 def _lexical(mem: Memory, query: str, rid: int) -> float:
@@ -103,13 +102,12 @@ def test_a_record_in_the_other_language_keeps_its_whole_semantic_score(tmp_path,
     assert hits[ru].relevance == pytest.approx(hits[ru].semantic)
     same = {h.id: h for h in mem.recall("a feline", OWNER_TRUSTED)}[en]
     # BM25's weight (0.5) times the squared share of the store in the query's language (1 of 2)
-    w = 0.5 * 0.5 ** 2
+    w = 0.5 * 0.5**2
     assert same.lexical == 0 and same.relevance == pytest.approx((1 - w) * same.semantic)
     mem.close()
 
 
-def test_a_record_in_the_other_language_is_calibrated_against_a_lower_background(tmp_path,
-                                                                                  clock):
+def test_a_record_in_the_other_language_is_calibrated_against_a_lower_background(tmp_path, clock):
     """Issue 11 (cross-language recall): an embedder's declared ``cross_language_offset`` lowers
     its background b for records in another language than the query only — related pairs
     across languages share no surface and sit lower. A same-language record keeps the plain b."""
@@ -363,8 +361,9 @@ def test_dedup_replacement_re_embeds(tmp_path, clock):
     res = mem.save("meeting on Friday at 3 pm")
     assert res.id == rid and res.status == "updated"
     stored = mem._storage.query("SELECT vec FROM vectors WHERE memory_id = ?", (rid,))[0][0]
-    assert np.allclose(np.frombuffer(stored, dtype=np.float32),
-                       emb.vector("meeting on Friday at 3 pm"))
+    assert np.allclose(
+        np.frombuffer(stored, dtype=np.float32), emb.vector("meeting on Friday at 3 pm")
+    )
     mem.close()
 
 
@@ -437,7 +436,8 @@ def _two_part(**kw) -> TwoPartEmbedder:
 
 
 def test_an_english_question_and_an_english_record_are_compared_by_the_english_model(
-        tmp_path, clock):
+    tmp_path, clock
+):
     """Issue 11 (a second embedder for English): with a two-model embedder and an English
     store, an English question meets an English record through the English half — its cosine,
     its background and its BM25 weight (here the English half knows kitten = cat, the
@@ -452,7 +452,8 @@ def test_an_english_question_and_an_english_record_are_compared_by_the_english_m
     assert emb.primary.cosine(q, "The owner adopted a kitten") == 0  # the other half sees nothing
     assert hits[en].semantic == pytest.approx((cos_en - 0.2) / (1 - 0.2), rel=1e-5)
     assert hits[en].relevance == pytest.approx(
-        0.6 * hits[en].lexical + 0.4 * hits[en].semantic, rel=1e-5)
+        0.6 * hits[en].lexical + 0.4 * hits[en].semantic, rel=1e-5
+    )
     assert en not in {h.id for h in mem.recall("котенок кот", OWNER_TRUSTED)}
     mem.close()
 
@@ -475,7 +476,8 @@ def test_in_a_mixed_store_the_english_model_gives_way_to_the_shared_scale(tmp_pa
     assert hits[en].semantic == pytest.approx(s * sem_en + (1 - s) * sem_multi, rel=1e-5)
     w = (s * 0.6 + (1 - s) * 0.5) * (2 / 3) ** 2  # blended weights, times the squared share
     assert hits[en].relevance == pytest.approx(
-        w * hits[en].lexical + (1 - w) * hits[en].semantic, rel=1e-5)
+        w * hits[en].lexical + (1 - w) * hits[en].semantic, rel=1e-5
+    )
     city = {h.id: h for h in mem.recall("which city", OWNER_TRUSTED)}
     cos_ru = emb.primary.cosine("which city", "Город у моря, квартира")
     assert cos_ru > 0.4 and city[ru].semantic == pytest.approx((cos_ru - 0.4) / 0.6, rel=1e-5)
@@ -490,8 +492,12 @@ def test_clustering_and_calibration_see_the_multilingual_half_only(tmp_path, clo
 
     emb = _two_part()
     mem = _open(tmp_path, clock, emb)
-    contents = [f"{w} memory number {i}" for i, w in enumerate(
-        ["tea", "garden", "brother", "cat", "radiator", "doctor", "dacha", "morning"] * 5)]
+    contents = [
+        f"{w} memory number {i}"
+        for i, w in enumerate(
+            ["tea", "garden", "brother", "cat", "radiator", "doctor", "dacha", "morning"] * 5
+        )
+    ]
     for c in contents:
         mem.save(c)
     ids, rows, _b = mem.vector_rows()
@@ -501,7 +507,8 @@ def test_clustering_and_calibration_see_the_multilingual_half_only(tmp_path, clo
     result = calibrate(mem, apply=False)
     texts = [r.content for r in mem.list(OWNER_TRUSTED, order="id", limit=1000)]
     assert result.background == pytest.approx(
-        float(np.median(pair_cosines(emb.primary.embed(texts), PAIRS, 0))), abs=1e-6)
+        float(np.median(pair_cosines(emb.primary.embed(texts), PAIRS, 0))), abs=1e-6
+    )
     mem.close()
 
 
@@ -525,17 +532,24 @@ def test_the_english_model_keeps_rows_only_for_english_records(tmp_path, clock):
 
     assert spaces(mem) == ({en, ru}, {en}, {en: emb.dim, ru: emb.primary.dim})
     mem.update(en, content="Владелец взял котёнка из приюта", actor=Actor.OWNER)
-    mem.update(ru, content="The owner lives in a flat by the sea, a kitten too",
-               actor=Actor.OWNER)
+    mem.update(ru, content="The owner lives in a flat by the sea, a kitten too", actor=Actor.OWNER)
     assert spaces(mem) == ({en, ru}, {ru}, {en: emb.primary.dim, ru: emb.dim})
     hit = {h.id: h for h in mem.recall("which feline cat", OWNER_TRUSTED)}[ru]
-    cos_en = emb.english.cosine("which feline cat",
-                                "The owner lives in a flat by the sea, a kitten too")
-    sem_multi = max(0.0, (emb.primary.cosine(
-        "which feline cat", "The owner lives in a flat by the sea, a kitten too") - 0.4) / 0.6)
-    s = 0.5 ** 4  # half the store is in English
-    assert hit.semantic == pytest.approx(s * (cos_en - 0.2) / 0.8 + (1 - s) * sem_multi,
-                                         rel=1e-5)
+    cos_en = emb.english.cosine(
+        "which feline cat", "The owner lives in a flat by the sea, a kitten too"
+    )
+    sem_multi = max(
+        0.0,
+        (
+            emb.primary.cosine(
+                "which feline cat", "The owner lives in a flat by the sea, a kitten too"
+            )
+            - 0.4
+        )
+        / 0.6,
+    )
+    s = 0.5**4  # half the store is in English
+    assert hit.semantic == pytest.approx(s * (cos_en - 0.2) / 0.8 + (1 - s) * sem_multi, rel=1e-5)
     mem.close()
     again = _open(tmp_path, clock, emb)
     assert again._index.loaded_from == "snapshot" and spaces(again)[:2] == ({en, ru}, {ru})
@@ -556,8 +570,7 @@ def test_a_store_with_full_rows_for_every_record_is_read_without_re_embedding(tm
     mem = _open(tmp_path, clock, emb)
     ru = mem.save("Город у моря, квартира").id
     with mem._storage.transaction() as conn:  # as the earlier code stored it
-        recall_vectors.write(conn, emb, ru, emb.embed(["Город у моря, квартира"])[0],
-                             english=True)
+        recall_vectors.write(conn, emb, ru, emb.embed(["Город у моря, квартира"])[0], english=True)
     mem._storage.close()
     (tmp_path / "m.db.index").unlink(missing_ok=True)
     again = _open(tmp_path, clock, emb)

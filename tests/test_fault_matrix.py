@@ -23,24 +23,46 @@ from tests.faultkit import SCENARIOS
 
 # committed states an op passes through: one transaction is before/after; regenerate commits
 # its rollback with the answers' discard (one), then the new answer; a night commits per phase
-STATES = {"save": 2, "save-dedup": 2, "update": 2, "merge": 2, "regenerate": 3, "import": 2,
-          "search": 2}
-STRIDE = {"save": 1, "save-dedup": 2, "update": 2, "merge": 3, "sleep-apply": 25,
-          "regenerate": 3, "import": 3, "summarise": 4, "search": 1}
+STATES = {
+    "save": 2,
+    "save-dedup": 2,
+    "update": 2,
+    "merge": 2,
+    "regenerate": 3,
+    "import": 2,
+    "search": 2,
+}
+STRIDE = {
+    "save": 1,
+    "save-dedup": 2,
+    "update": 2,
+    "merge": 3,
+    "sleep-apply": 25,
+    "regenerate": 3,
+    "import": 3,
+    "summarise": 4,
+    "search": 1,
+}
 
 
 def test_every_scenario_has_a_stride():
     assert set(STRIDE) == set(SCENARIOS)
 
 
-@pytest.mark.skipif(not hasattr(os, "fork") or not hasattr(signal, "SIGKILL"),
-                    reason="needs fork and SIGKILL")
+@pytest.mark.skipif(
+    not hasattr(os, "fork") or not hasattr(signal, "SIGKILL"), reason="needs fork and SIGKILL"
+)
 @pytest.mark.parametrize("name", list(STRIDE))
 def test_kill_9_at_the_statements_of(name, tmp_path):
     env = {**os.environ, "OPENBLAS_NUM_THREADS": "1", "PYTHONPATH": str(REPO)}
-    proc = subprocess.run([sys.executable, "-m", "tests.faultkit", name, str(tmp_path),
-                           str(STRIDE[name])], cwd=REPO, env=env, capture_output=True,
-                          text=True, timeout=900)
+    proc = subprocess.run(
+        [sys.executable, "-m", "tests.faultkit", name, str(tmp_path), str(STRIDE[name])],
+        cwd=REPO,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=900,
+    )
     assert proc.returncode == 0, proc.stderr[-3000:]
     out = json.loads(proc.stdout.splitlines()[-1])
     assert out["statements"] > 0 and out["kills"] == out["points"] >= 2

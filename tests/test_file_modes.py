@@ -55,10 +55,12 @@ def walk(data: Path) -> tuple[dict[str, int], dict[str, int]]:
 
 
 def services(data: Path, replies=None) -> Services:
-    config = cfg.from_mapping({"memory": {"embedding_model": "none"},
-                               "sleep": {"min_memories": 0}}, None)
-    llm = ScriptedLLM(replies if replies is not None else [["Noted", "."]] * 20,
-                      plans=[{"ops": []}] * 20)
+    config = cfg.from_mapping(
+        {"memory": {"embedding_model": "none"}, "sleep": {"min_memories": 0}}, None
+    )
+    llm = ScriptedLLM(
+        replies if replies is not None else [["Noted", "."]] * 20, plans=[{"ops": []}] * 20
+    )
     return Services(config, data, clock=ManualClock(NOW), chat_model=llm)
 
 
@@ -82,15 +84,21 @@ def test_a_full_session_leaves_only_the_owners_files(tmp_path, cli_env, capsys):
     backup = portability.backup(s.memory, data / "backups", NOW)
     s.close()
     assert (data / "memory.db.index").exists()  # persisted at close
-    assert cli.main(["--data", str(data), "export", "--private", "-o",
-                     str(data / "mine.jsonl")]) == 0
+    assert (
+        cli.main(["--data", str(data), "export", "--private", "-o", str(data / "mine.jsonl")]) == 0
+    )
     assert cli.main(["--data", str(data), "backup", str(data / "backups")]) == 0
     assert "note:" not in capsys.readouterr().err
     ensure_token(data)
 
     dirs, files = walk(data)
-    assert {"memory.db", "memory.db.index", "mine.jsonl", "serve.token",
-            os.path.relpath(backup, data)} <= set(files)
+    assert {
+        "memory.db",
+        "memory.db.index",
+        "mine.jsonl",
+        "serve.token",
+        os.path.relpath(backup, data),
+    } <= set(files)
     assert SECRET in (data / "mine.jsonl").read_text()
     assert {k: v for k, v in dirs.items() if v != 0o700} == {}
     assert {k: v for k, v in files.items() if v != 0o600} == {}

@@ -12,9 +12,14 @@ import pytest
 from tests import fuzzkit
 
 EXAMPLES = 120
-REACHES = {"memory_step": "memory_step: ops ok", "tool_arguments": "tool_arguments: ok",
-           "config_files": "config_files: valid", "env_variables": "env_variables: valid",
-           "imported_items": "imported_items: imported", "import_files": "import_files: imported"}
+REACHES = {
+    "memory_step": "memory_step: ops ok",
+    "tool_arguments": "tool_arguments: ok",
+    "config_files": "config_files: valid",
+    "env_variables": "env_variables: valid",
+    "imported_items": "imported_items: imported",
+    "import_files": "import_files: imported",
+}
 
 
 @pytest.mark.parametrize("target", list(fuzzkit.TARGETS))

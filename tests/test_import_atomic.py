@@ -27,9 +27,18 @@ def test_a_bad_item_in_a_later_batch_writes_nothing_and_is_named(mem):
     assert mem.recall("Imported fact number", OWNER_TRUSTED) == []
 
 
-@pytest.mark.parametrize("bad", [None, "text", 5, {"content": ""}, {"content": 7},
-                                 {"content": "x", "kind": "wish"},
-                                 {"content": "x", "created_at": float("nan")}])
+@pytest.mark.parametrize(
+    "bad",
+    [
+        None,
+        "text",
+        5,
+        {"content": ""},
+        {"content": 7},
+        {"content": "x", "kind": "wish"},
+        {"content": "x", "created_at": float("nan")},
+    ],
+)
 def test_each_kind_of_bad_item_is_a_clear_error(mem, bad):
     with pytest.raises(MemoryOpError, match="import item 2"):
         mem.import_records([{"content": "fine"}, bad])
@@ -60,8 +69,9 @@ def test_a_failure_while_writing_rolls_back_every_batch(mem, monkeypatch):
 
 
 def test_too_many_pins_in_one_import_is_refused_whole(mem):
-    items = [{"content": f"Pinned fact {i}", "pinned": True}
-             for i in range(mem.config.max_pinned + 1)]
+    items = [
+        {"content": f"Pinned fact {i}", "pinned": True} for i in range(mem.config.max_pinned + 1)
+    ]
     with pytest.raises(Refused, match="nothing was imported"):
         mem.import_records(items)
     assert mem.count() == 0

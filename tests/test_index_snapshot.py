@@ -27,8 +27,19 @@ TEXTS = [
     "Owner's favourite film is Stalker by Tarkovsky",
     "Отпуск на море в августе, билеты уже куплены",
 ]
-QUERIES = ["Anna Kazan", "кофе по утрам", "dog thunder", "врач вторник", "piano", "Олег",
-           "password cat", "пироги", "film", "море август", "bank coffee Анна"]
+QUERIES = [
+    "Anna Kazan",
+    "кофе по утрам",
+    "dog thunder",
+    "врач вторник",
+    "piano",
+    "Олег",
+    "password cat",
+    "пироги",
+    "film",
+    "море август",
+    "bank coffee Анна",
+]
 
 
 def _open(path, clock, embedder=None) -> Memory:
@@ -38,8 +49,13 @@ def _open(path, clock, embedder=None) -> Memory:
 def _populate(mem: Memory, clock: ManualClock) -> None:
     for i, t in enumerate(TEXTS):
         clock.advance(DAY)
-        mem.save(t, OWNER_TRUSTED, kind="event" if i % 3 == 0 else "fact",
-                 importance=1 + i % 5, private=i % 4 == 1)
+        mem.save(
+            t,
+            OWNER_TRUSTED,
+            kind="event" if i % 3 == 0 else "fact",
+            importance=1 + i % 5,
+            private=i % 4 == 1,
+        )
     mem.save("Owner's name is Vera", OWNER_TRUSTED, kind="core", importance=5)
 
 
@@ -59,19 +75,31 @@ def state(mem: Memory) -> dict:
     idx = mem._index
     ids = np.flatnonzero(idx.columns.alive)
     out: dict = {
-        "recall": [[(h.id, h.score, h.relevance, h.lexical, h.semantic)
-                    for h in mem.recall(q, ctx)] for q in QUERIES
-                   for ctx in (OWNER_TRUSTED, PUBLIC)],
-        "dup": [idx.duplicate(list(idx.lexical.docs[int(i)]), OWNER_TRUSTED, "global")
-                for i in ids],
+        "recall": [
+            [(h.id, h.score, h.relevance, h.lexical, h.semantic) for h in mem.recall(q, ctx)]
+            for q in QUERIES
+            for ctx in (OWNER_TRUSTED, PUBLIC)
+        ],
+        "dup": [
+            idx.duplicate(list(idx.lexical.docs[int(i)]), OWNER_TRUSTED, "global") for i in ids
+        ],
         "core": mem.prompt_section("", OWNER_TRUSTED).text,
         "docs": dict(idx.lexical.docs),
         "df": dict(idx.lexical.df),
         "total_len": idx.lexical.total_len,
         "status": mem.status(),
     }
-    for name in ("alive", "core", "private", "pinned", "importance", "half_life",
-                 "recalled_at", "reinforcements", "language"):
+    for name in (
+        "alive",
+        "core",
+        "private",
+        "pinned",
+        "importance",
+        "half_life",
+        "recalled_at",
+        "reinforcements",
+        "language",
+    ):
         out[name] = getattr(idx.columns, name)[ids].tolist()
     out["scope"] = [idx.columns.scope[i] == idx.columns.scope_code("global") for i in ids]
     if idx.vectors is not None:
@@ -101,12 +129,18 @@ def rebuilt_state(path, clock, embedder=None) -> dict:
             shutil.move(keep, side)
 
 
-@pytest.mark.parametrize("embedder", [
-    None, HashEmbedder(),
-    TwoPartEmbedder(HashEmbedder("multi", 256), HashEmbedder("english", 128))],
-    ids=["lexical", "vectors", "two-models"])
+@pytest.mark.parametrize(
+    "embedder",
+    [
+        None,
+        HashEmbedder(),
+        TwoPartEmbedder(HashEmbedder("multi", 256), HashEmbedder("english", 128)),
+    ],
+    ids=["lexical", "vectors", "two-models"],
+)
 def test_a_reopened_store_reads_its_persisted_index_and_recalls_exactly_as_a_rebuild(
-        tmp_path, embedder):
+    tmp_path, embedder
+):
     """SPEC §4, §11: closing persists the index; opening reads it (no rebuild) and every
     recall, dedup decision, column and vector is the same as a rebuild from the rows gives."""
     path, clock = tmp_path / "m.db", ManualClock(1_780_000_000.0)
@@ -153,8 +187,17 @@ def test_a_stale_persisted_index_is_never_used(tmp_path):
     assert _open(path, clock, emb)._index.loaded_from == "snapshot"  # rewritten at that close
 
 
-@pytest.mark.parametrize("damage", ["truncated", "flipped-postings", "flipped-documents",
-                                    "flipped-vectors", "garbage", "other-store"])
+@pytest.mark.parametrize(
+    "damage",
+    [
+        "truncated",
+        "flipped-postings",
+        "flipped-documents",
+        "flipped-vectors",
+        "garbage",
+        "other-store",
+    ],
+)
 def test_a_corrupt_or_foreign_persisted_index_is_rebuilt(tmp_path, damage):
     """SPEC §11: a persisted index that is cut short, has a flipped byte, is not an index at
     all, or belongs to another store at the same generation never gives results: the index is
@@ -175,16 +218,19 @@ def test_a_corrupt_or_foreign_persisted_index_is_rebuilt(tmp_path, damage):
         side.write_bytes(data[: len(data) // 2])
     elif damage.startswith("flipped"):
         name = {"postings": "lex_tf", "documents": "doc_terms", "vectors": "vec_mat"}[
-            damage.split("-")[1]]
+            damage.split("-")[1]
+        ]
         f = ArrayFile(side)
         pos = f._meta[name][2] + 3  # inside that stored array
         f.close()
-        side.write_bytes(data[:pos] + bytes([data[pos] ^ 0x01]) + data[pos + 1:])
+        side.write_bytes(data[:pos] + bytes([data[pos] ^ 0x01]) + data[pos + 1 :])
     elif damage == "garbage":
         side.write_bytes(b"not an index at all" * 100)
     else:
-        assert _open(other, clock)._storage.index_stamp()[1] == \
-            _open(path, clock)._storage.index_stamp()[1]
+        assert (
+            _open(other, clock)._storage.index_stamp()[1]
+            == _open(path, clock)._storage.index_stamp()[1]
+        )
         shutil.copy(snapshot_path(other), side)
     mem = _open(path, clock, HashEmbedder())
     try:

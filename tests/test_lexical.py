@@ -13,13 +13,47 @@ from core.recall.file import snapshot_path
 from core.recall.lexical import LexicalIndex
 from tests.fakes import reference_bm25
 
-WORDS = ["cat", "dog", "tea", "coffee", "kazan", "moscow", "sister", "brother", "garden", "tomato", "bicycle", "piano", "guitar", "doctor", "dentist", "friday", "monday", "birthday", "anna", "boris", "murka", "rex", "green", "black", "morning", "evening", "train", "flight", "hotel", "pizza", "soup", "violin"]
+WORDS = [
+    "cat",
+    "dog",
+    "tea",
+    "coffee",
+    "kazan",
+    "moscow",
+    "sister",
+    "brother",
+    "garden",
+    "tomato",
+    "bicycle",
+    "piano",
+    "guitar",
+    "doctor",
+    "dentist",
+    "friday",
+    "monday",
+    "birthday",
+    "anna",
+    "boris",
+    "murka",
+    "rex",
+    "green",
+    "black",
+    "morning",
+    "evening",
+    "train",
+    "flight",
+    "hotel",
+    "pizza",
+    "soup",
+    "violin",
+]
 
 
 def _corpus(n: int, seed: int = 7) -> dict[int, list[str]]:
     rng = random.Random(seed)
-    return {k: text.stems(" ".join(rng.choices(WORDS, k=rng.randint(2, 9))))
-            for k in range(1, n + 1)}
+    return {
+        k: text.stems(" ".join(rng.choices(WORDS, k=rng.randint(2, 9)))) for k in range(1, n + 1)
+    }
 
 
 def _as_dict(keys, values) -> dict[int, float]:
@@ -36,8 +70,15 @@ def _docs_of(mem: Memory) -> dict[int, list[str]]:
     return {r.id: text.stems(r.content) for r in mem.list(limit=10_000)}
 
 
-QUERIES = ["cat tea", "kazan sister anna", "green tea morning", "dentist friday", "piano",
-           "murka rex dog cat", "unknownword tea"]
+QUERIES = [
+    "cat tea",
+    "kazan sister anna",
+    "green tea morning",
+    "dentist friday",
+    "piano",
+    "murka rex dog cat",
+    "unknownword tea",
+]
 
 
 # ---------------------------------------------------------------------------------------------
@@ -123,8 +164,10 @@ def test_delta_merges_lazily_not_per_write():
 def test_memory_writes_do_not_rebuild_the_main_index(mem):
     """SPEC §4: save/update/forget/restore cost O(their own tokens) — no rebuild per write."""
     before = mem._index.lexical.rebuilds
-    ids = [mem.save(f"note {i}: {w} and {WORDS[(i * 7) % len(WORDS)]}", OWNER_TRUSTED).id
-           for i, w in enumerate(WORDS)]
+    ids = [
+        mem.save(f"note {i}: {w} and {WORDS[(i * 7) % len(WORDS)]}", OWNER_TRUSTED).id
+        for i, w in enumerate(WORDS)
+    ]
     mem.update(ids[0], OWNER_TRUSTED, content="a completely new wording about violins")
     mem.forget(ids[1], "outdated", OWNER_TRUSTED)
     mem.restore(ids[1])
@@ -261,11 +304,14 @@ def test_one_common_shared_word_scores_low_not_full_marks(mem):
 def test_exact_match_scores_higher_than_partial(mem):
     """SPEC §4: relevance grows with how much of the query a record holds."""
     _store(mem, FILLER)
-    exact, partial, weak = _store(mem, [
-        "Kazan markets sell the best chak-chak",
-        "Kazan has a big river port",
-        "Markets open early in the morning",
-    ])
+    exact, partial, weak = _store(
+        mem,
+        [
+            "Kazan markets sell the best chak-chak",
+            "Kazan has a big river port",
+            "Markets open early in the morning",
+        ],
+    )
     q = "Kazan markets chak-chak"
     rel = _as_dict(*mem._index.lexical.relevance(text.stems(q)))
     assert rel[exact] > rel[partial] > 0
@@ -298,8 +344,9 @@ def test_mostly_unknown_query_cannot_reach_full_relevance_through_one_word(mem):
     rid = mem.save("The owner's sister lives in Kazan", OWNER_TRUSTED).id
     _store(mem, FILLER)
     full = _as_dict(*mem._index.lexical.relevance(text.stems("sister Kazan")))[rid]
-    partial = _as_dict(*mem._index.lexical.relevance(
-        text.stems("sister quasar xylophone nebula")))[rid]
+    partial = _as_dict(*mem._index.lexical.relevance(text.stems("sister quasar xylophone nebula")))[
+        rid
+    ]
     assert partial < full
     assert partial < 0.5
 

@@ -17,8 +17,13 @@ from tests.fake_llm import ScriptedLLM
 
 
 def save_op(content, kind="fact", importance=3, private=False):
-    return {"op": "save", "content": content, "kind": kind, "importance": importance,
-            "private": private}
+    return {
+        "op": "save",
+        "content": content,
+        "kind": kind,
+        "importance": importance,
+        "private": private,
+    }
 
 
 def news(*ops):
@@ -44,8 +49,9 @@ def live(mem):
 def test_reply_has_no_tool_schemas_and_the_step_saves_the_fact(mem):
     """§3.1 structured: the reply prompt has no tools; the step after it saves the told fact,
     with the turn id, and the events come in order: tokens, remembering, the op, done."""
-    llm = ScriptedLLM([["Nice to meet ", "you, Oleg!"]],
-                      plans=news(save_op("Oleg's corgi is called Bublik")))
+    llm = ScriptedLLM(
+        [["Nice to meet ", "you, Oleg!"]], plans=news(save_op("Oleg's corgi is called Bublik"))
+    )
     conv = Conversation(mem, llm)
     events = run(conv, "Hi! I'm Oleg, my corgi is called Bublik.")
     assert llm.calls[0]["tools"] is None
@@ -90,8 +96,10 @@ def test_small_talk_saves_nothing(mem):
 def test_a_correction_updates_the_related_memory_shown_to_the_step(mem):
     """§3.1: update names an id among the related records shown; the record is edited in place."""
     old = mem.save("Anna lives in Tbilisi", OWNER_TRUSTED).id
-    llm = ScriptedLLM([["Oh, Yerevan!"]], plans=news(
-        {"op": "update", "id": old, "content": "Anna lives in Yerevan"}))
+    llm = ScriptedLLM(
+        [["Oh, Yerevan!"]],
+        plans=news({"op": "update", "id": old, "content": "Anna lives in Yerevan"}),
+    )
     conv = Conversation(mem, llm)
     events = run(conv, "Anna moved again, she now lives in Yerevan")
     step = llm.json_calls[0]
@@ -105,8 +113,7 @@ def test_a_correction_updates_the_related_memory_shown_to_the_step(mem):
 def test_update_of_an_id_not_shown_is_refused(mem):
     """The step may change only what it was shown (a model cannot guess at other records)."""
     hidden = mem.save("Owner's bank PIN hint is kiwi", OWNER_TRUSTED).id
-    llm = ScriptedLLM([["Ok."]], plans=news({"op": "update", "id": hidden,
-                                                  "content": "changed"}))
+    llm = ScriptedLLM([["Ok."]], plans=news({"op": "update", "id": hidden, "content": "changed"}))
     events = run(Conversation(mem, llm), "I like tea")
     fin = finished(events)[0]
     assert not fin.result.ok and "not among" in fin.result.text
@@ -117,8 +124,9 @@ def test_update_of_a_pinned_record_is_refused(mem):
     """§2: pinned records are never edited by the model, the structured step included."""
     rid = mem.save("Anna lives in Tbilisi", OWNER_TRUSTED).id
     mem.pin(rid)
-    llm = ScriptedLLM([["Ok."]], plans=news({"op": "update", "id": rid,
-                                                  "content": "Anna lives in Yerevan"}))
+    llm = ScriptedLLM(
+        [["Ok."]], plans=news({"op": "update", "id": rid, "content": "Anna lives in Yerevan"})
+    )
     events = run(Conversation(mem, llm), "Anna lives in Yerevan now")
     fin = finished(events)[0]
     assert not fin.result.ok and "pinned" in fin.result.text
@@ -129,8 +137,7 @@ def test_forget_nobody_asked_for_is_refused_and_not_offered(mem):
     """§3.1: forget only when the owner asked. The schema has no forget op, and a plan that has
     one anyway is refused; the record stays."""
     rid = mem.save("Owner's favourite tea is sencha", OWNER_TRUSTED).id
-    llm = ScriptedLLM([["Nice."]], plans=news({"op": "forget", "id": rid,
-                                                  "why": "stale"}))
+    llm = ScriptedLLM([["Nice."]], plans=news({"op": "forget", "id": rid, "why": "stale"}))
     events = run(Conversation(mem, llm), "I drank my sencha today")
     item = llm.json_calls[-1]["schema"]["properties"]["ops"]["items"]
     assert item["properties"]["op"] == {"const": "save"}  # no forget (nor update) offered
@@ -142,8 +149,10 @@ def test_forget_nobody_asked_for_is_refused_and_not_offered(mem):
 def test_forget_when_the_owner_asks_archives_the_record(mem):
     """§3.1: "забудь…" lets the step forget a shown record; it goes to the archive."""
     rid = mem.save("Владелец любит сенча", OWNER_TRUSTED).id
-    llm = ScriptedLLM([["Хорошо, забыла."]], plans=[{"ops": [{"op": "forget", "id": rid,
-                                                            "why": "попросил владелец"}]}])
+    llm = ScriptedLLM(
+        [["Хорошо, забыла."]],
+        plans=[{"ops": [{"op": "forget", "id": rid, "why": "попросил владелец"}]}],
+    )
     events = run(Conversation(mem, llm), "Забудь, что я люблю сенча")
     item = llm.json_calls[-1]["schema"]["properties"]["ops"]["items"]
     assert item["properties"]["op"] == {"const": "forget"}  # the only op when asked to forget
@@ -155,8 +164,7 @@ def test_forget_when_the_owner_asks_archives_the_record(mem):
 def test_private_save_in_a_turn_that_cannot_see_private_is_refused(mem):
     """§1: where private memory is hidden (the owner in a group) the step cannot write a private
     record: the schema forces private=false, and a plan that says true is refused."""
-    llm = ScriptedLLM([["Noted."]], plans=news(save_op("Owner has diabetes",
-                                                            private=True)))
+    llm = ScriptedLLM([["Noted."]], plans=news(save_op("Owner has diabetes", private=True)))
     conv = Conversation(mem, llm, channel="group")
     events = run(conv, "I have diabetes", OWNER_IN_GROUP)
     save = llm.json_calls[-1]["schema"]["properties"]["ops"]["items"]
@@ -170,8 +178,10 @@ def test_a_save_refused_for_privacy_does_not_hide_the_same_words_saved_publicly(
     """§1, §3.1: a plan with the same owner's words twice, first as private (refused where
     private memory is hidden), then as public, keeps the public one: the refused save kept
     nothing, so the second is not "already kept"."""
-    llm = ScriptedLLM([["Nice!"]], plans=news(save_op("I play chess", private=True),
-                                              save_op("I play chess on Sundays")))
+    llm = ScriptedLLM(
+        [["Nice!"]],
+        plans=news(save_op("I play chess", private=True), save_op("I play chess on Sundays")),
+    )
     conv = Conversation(mem, llm, channel="group")
     fins = finished(run(conv, "I play chess on Sundays", OWNER_IN_GROUP))
     assert [f.result.ok for f in fins] == [False, True]
@@ -190,8 +200,7 @@ def test_others_turns_run_no_memory_step(mem):
 def test_a_secret_is_saved_private(mem):
     """§2: when the owner says it is a secret, what the step saves from it is private even if
     the model forgot to say so."""
-    llm = ScriptedLLM([["I'll keep it."]],
-                      plans=news(save_op("Owner is saving for a flat")))
+    llm = ScriptedLLM([["I'll keep it."]], plans=news(save_op("Owner is saving for a flat")))
     events = run(Conversation(mem, llm), "It's a secret: I'm saving for a flat")
     rec = mem.get(finished(events)[0].result.data["id"])
     assert rec.private
@@ -208,8 +217,9 @@ def test_dedup_still_applies_to_structured_saves(mem):
 
 def test_regenerate_rolls_back_the_steps_writes(mem):
     """§8.4: regenerating the turn rolls back what its memory step saved, then runs it again."""
-    llm = ScriptedLLM([["First."], ["Second."]],
-                      plans=[*news(save_op("Owner's dog is Rex")), *SMALL_TALK])
+    llm = ScriptedLLM(
+        [["First."], ["Second."]], plans=[*news(save_op("Owner's dog is Rex")), *SMALL_TALK]
+    )
     conv = Conversation(mem, llm)
     run(conv, "my dog is Rex")
     assert live(mem) == ["my dog is Rex"]
@@ -265,19 +275,22 @@ def test_warm_up_puts_the_known_prefix_in_the_cache(mem):
     assert call["evaluated"] <= 12 < call["prompt_tokens"]
 
 
-@pytest.mark.parametrize("text, keep", [
-    ("Привет, Ева! Меня зовут Дима, будем знакомы.", True),
-    ("Лена, кстати, переехала в Санкт-Петербург.", True),
-    ("On weekends I play chess at a local club.", True),
-    ("Мы поженились в 2019 году.", True),
-    ("What do you remember about my sister?", False),
-    ("Как у тебя дела?", False),
-    ("Спасибо!", False),
-    ("Хаха!", False),
-    ("Good morning!", False),
-    ("Hi Eva! How are you?", False),
-    ("hello, I'm Oleg", True),
-])
+@pytest.mark.parametrize(
+    "text, keep",
+    [
+        ("Привет, Ева! Меня зовут Дима, будем знакомы.", True),
+        ("Лена, кстати, переехала в Санкт-Петербург.", True),
+        ("On weekends I play chess at a local club.", True),
+        ("Мы поженились в 2019 году.", True),
+        ("What do you remember about my sister?", False),
+        ("Как у тебя дела?", False),
+        ("Спасибо!", False),
+        ("Хаха!", False),
+        ("Good morning!", False),
+        ("Hi Eva! How are you?", False),
+        ("hello, I'm Oleg", True),
+    ],
+)
 def test_what_may_carry_a_fact_without_vectors(text, keep):
     """§3.1: without the embedder's USE vectors the gate is the permissive part alone: a
     question, a greeting, thanks or laughter carry nothing (no model call); any other sentence
@@ -300,8 +313,7 @@ def test_schema_and_request_detectors():
 def test_markup_reply_is_retried_then_never_shown(mem):
     """Issue 9: nothing like <tools> reaches the owner; an empty (markup-only) reply is tried
     once more with safer sampling."""
-    llm = ScriptedLLM([["<tools>", "\n\n</tools>"], ["Bublik sounds lovely!"]],
-                      plans=SMALL_TALK)
+    llm = ScriptedLLM([["<tools>", "\n\n</tools>"], ["Bublik sounds lovely!"]], plans=SMALL_TALK)
     events = run(Conversation(mem, llm), "My dog is called Bublik.")
     shown = "".join(e.text for e in events if isinstance(e, Token))
     assert shown == "Bublik sounds lovely!"
@@ -328,8 +340,13 @@ def test_echo_reply_is_retried_and_a_second_echo_is_never_shown(mem):
     from core.chat.retry import ACKNOWLEDGE
 
     msg = "My dog is called Bublik, he is a corgi."
-    llm = ScriptedLLM([["My dog is called ", "Bublik, he is a corgi."],
-                       ["My dog is called Bublik, he's a corgi"]], plans=SMALL_TALK)
+    llm = ScriptedLLM(
+        [
+            ["My dog is called ", "Bublik, he is a corgi."],
+            ["My dog is called Bublik, he's a corgi"],
+        ],
+        plans=SMALL_TALK,
+    )
     conv = Conversation(mem, llm)
     events = run(conv, msg)
     shown = "".join(e.text for e in events if isinstance(e, Token))
@@ -365,8 +382,12 @@ def test_forget_with_nothing_matching_says_so_and_writes_nothing(mem):
 def test_a_reply_in_the_other_language_is_stopped_unseen_and_asked_again(mem):
     """Issue 9: Eva answers in the owner's language; a reply that starts in the other language
     is cut before the owner sees it and asked once more."""
-    llm = ScriptedLLM([["Yes, you have ", "an allergy to peanuts, ", "I remember it well."],
-                       ["Да, у тебя аллергия на арахис, я помню."]])
+    llm = ScriptedLLM(
+        [
+            ["Yes, you have ", "an allergy to peanuts, ", "I remember it well."],
+            ["Да, у тебя аллергия на арахис, я помню."],
+        ]
+    )
     events = run(Conversation(mem, llm), "Какая у меня аллергия?")
     shown = "".join(e.text for e in events if isinstance(e, Token))
     assert shown == "Да, у тебя аллергия на арахис, я помню."
@@ -394,8 +415,12 @@ def test_i_dont_know_twice_in_the_other_language_is_said_in_the_owners(mem):
     what your favorite movie is." twice. Asked again in the owner's language and still in the
     other one, an admission of not knowing is said in Eva's own words in the owner's language;
     a reply that states something is still shown (its facts are not thrown away for grammar)."""
-    llm = ScriptedLLM([["I don't know ", "what your favorite movie is."],
-                       ["I don't know ", "your favorite movie."]])
+    llm = ScriptedLLM(
+        [
+            ["I don't know ", "what your favorite movie is."],
+            ["I don't know ", "your favorite movie."],
+        ]
+    )
     events = run(Conversation(mem, llm), "Какой у меня любимый фильм?")
     shown = "".join(e.text for e in events if isinstance(e, Token))
     assert shown == DONT_KNOW[language.RUSSIAN]
@@ -404,7 +429,8 @@ def test_i_dont_know_twice_in_the_other_language_is_said_in_the_owners(mem):
     llm = ScriptedLLM([["Your favourite film ", "is Amelie."], ["Your favourite film is Amelie."]])
     events = run(Conversation(mem, llm), "Какой у меня любимый фильм?")
     assert "".join(e.text for e in events if isinstance(e, Token)) == (
-        "Your favourite film is Amelie.")
+        "Your favourite film is Amelie."
+    )
 
 
 def test_a_refusal_to_talk_is_held_back_and_asked_again(mem):
@@ -412,9 +438,13 @@ def test_a_refusal_to_talk_is_held_back_and_asked_again(mem):
     "Извините, но я не могу продолжать этот диалог." A reply that opens with a refusal is held
     until its first sentence ends, never shown, and asked once more; a reply that only starts
     like one ("Sorry to hear that!", "I can't wait…") is shown as it streams."""
-    llm = ScriptedLLM([["Извините, но я ", "не могу продолжать ", "этот диалог. Всего доброго."],
-                       ["Физика — это здорово! Какие классы ты ведёшь?"]], plans=news(
-        save_op("Я учитель физики")))
+    llm = ScriptedLLM(
+        [
+            ["Извините, но я ", "не могу продолжать ", "этот диалог. Всего доброго."],
+            ["Физика — это здорово! Какие классы ты ведёшь?"],
+        ],
+        plans=news(save_op("Я учитель физики")),
+    )
     events = run(Conversation(mem, llm), "Я учитель физики, работаю в обычной школе.")
     shown = "".join(e.text for e in events if isinstance(e, Token))
     assert shown == "Физика — это здорово! Какие классы ты ведёшь?"
@@ -431,8 +461,9 @@ def test_a_save_that_is_part_of_another_save_of_the_step_is_refused(mem):
     """Issue 9: measured on the default model, the step saved "работаю в обычной школе" beside
     the whole sentence; the fragment then outranked it and "Кем я работаю?" lost "физик"."""
     whole = "Я учитель физики, работаю в обычной школе."
-    llm = ScriptedLLM([["Здорово!"]], plans=news(save_op("работаю в обычной школе"),
-                                                  save_op(whole)))
+    llm = ScriptedLLM(
+        [["Здорово!"]], plans=news(save_op("работаю в обычной школе"), save_op(whole))
+    )
     fins = finished(run(Conversation(mem, llm), whole))
     assert [f.result.ok for f in fins] == [True, False]  # the fragment stands for the whole
     assert live(mem) == [whole]
@@ -441,10 +472,13 @@ def test_a_save_that_is_part_of_another_save_of_the_step_is_refused(mem):
 def test_a_memory_not_from_the_owners_words_is_replaced_by_them(mem):
     """§3.1 / issue 9: the step keeps what the owner said. A plan that copies Eva's own reply
     (measured on the default model) saves the owner's fact sentences instead, once."""
-    llm = ScriptedLLM([["The flat is already bought."]], plans=news(
-        save_op("The flat is already bought"), save_op("Everything is fine")))
-    events = run(Conversation(mem, llm),
-                 "Hi Eva! Между нами: коплю на квартиру, отложил уже 400 тысяч.")
+    llm = ScriptedLLM(
+        [["The flat is already bought."]],
+        plans=news(save_op("The flat is already bought"), save_op("Everything is fine")),
+    )
+    events = run(
+        Conversation(mem, llm), "Hi Eva! Между нами: коплю на квартиру, отложил уже 400 тысяч."
+    )
     fins = finished(events)
     assert fins[0].result.ok and not fins[1].result.ok
     assert live(mem) == ["Между нами: коплю на квартиру, отложил уже 400 тысяч."]
@@ -456,8 +490,10 @@ def test_a_memory_mixing_the_reply_into_the_owners_words_keeps_the_owners_senten
     уже 400 тысяч." (its own reply, 4 of 7 stems the owner's) was saved for "коплю на квартиру";
     a memory must be mostly the owner's words, so the owner's sentence is kept instead. Words any
     memory about the owner may add ("The owner's … is named …") do not count against it."""
-    llm = ScriptedLLM([["Конечно!"]], plans=news(
-        save_op("Конечно, спешу купить квартиру. Отложил уже 400 тысяч.")))
+    llm = ScriptedLLM(
+        [["Конечно!"]],
+        plans=news(save_op("Конечно, спешу купить квартиру. Отложил уже 400 тысяч.")),
+    )
     run(Conversation(mem, llm), "Между нами: коплю на квартиру, отложил уже 400 тысяч.")
     assert live(mem) == ["Между нами: коплю на квартиру, отложил уже 400 тысяч."]
     llm = ScriptedLLM([["Cute!"]], plans=news(save_op("The owner's corgi is named Bublik")))
@@ -492,8 +528,7 @@ def test_forgetting_a_memory_unlike_the_request_is_refused(mem):
     events = run(Conversation(mem, llm), "Забудь про гончарные курсы, и про корги тоже не надо")
     # the dog *is* named in the request, so it may go; an unrelated one may not:
     assert finished(events)[0].result.ok
-    llm = ScriptedLLM([["Хорошо."]], plans=[{"ops": [{"op": "forget", "id": pottery,
-                                                    "why": "x"}]}])
+    llm = ScriptedLLM([["Хорошо."]], plans=[{"ops": [{"op": "forget", "id": pottery, "why": "x"}]}])
     mem.restore(dog)
     events = run(Conversation(mem, llm, channel="b"), "Забудь про корги")
     fin = finished(events)[0]
@@ -528,7 +563,9 @@ def test_a_retry_that_reads_the_note_back_is_not_shown(mem):
 def test_a_memory_that_drops_a_name_or_a_number_keeps_the_owners_sentence(mem):
     """Issue 9 (0.5B model): "I am a corgi, three years old." for "My corgi is called Bublik, he
     is three years old." loses the name; the owner's sentence is kept instead."""
-    llm = ScriptedLLM([["What a lovely dog!"]], plans=news(save_op("I am a corgi, three years old")))
+    llm = ScriptedLLM(
+        [["What a lovely dog!"]], plans=news(save_op("I am a corgi, three years old"))
+    )
     run(Conversation(mem, llm), "Hi Eva! My corgi is called Bublik, he is three years old.")
     assert live(mem) == ["My corgi is called Bublik, he is three years old."]
 
@@ -539,8 +576,10 @@ def test_an_op_whose_id_is_not_a_number_is_refused_not_a_crash(mem, bad_id):
     TypeError (unhashable) inside the step; it is refused like any unknown id."""
     rid = mem.save("Owner's dog is Rex", OWNER_TRUSTED).id
     assert rid == 1
-    for op in ({"op": "update", "id": bad_id, "content": "Owner's dog is Rex, a beagle"},
-               {"op": "forget", "id": bad_id, "why": "asked"}):
+    for op in (
+        {"op": "update", "id": bad_id, "content": "Owner's dog is Rex, a beagle"},
+        {"op": "forget", "id": bad_id, "why": "asked"},
+    ):
         llm = ScriptedLLM([["Ok."]], plans=[{"ops": [op]}])
         events = run(Conversation(mem, llm), "Forget that my dog is Rex, he is a beagle")
         results = [e.result for e in events if isinstance(e, ToolFinished)]
@@ -555,12 +594,14 @@ def test_an_echoed_question_is_asked_to_be_answered_not_commented_on(mem):
     from core.chat.retry import QUESTION_ECHO_NUDGE, REFRAME
 
     mem.save("This autumn I'm going to Japan, in October.", OWNER_TRUSTED)
-    llm = ScriptedLLM([["Where am I going ", "this autumn?"], ["To Japan, in October."]],
-                      plans=SMALL_TALK)
+    llm = ScriptedLLM(
+        [["Where am I going ", "this autumn?"], ["To Japan, in October."]], plans=SMALL_TALK
+    )
     events = run(Conversation(mem, llm), "Where am I going this autumn?")
     assert "".join(e.text for e in events if isinstance(e, Token)) == "To Japan, in October."
-    notes = [m["content"] for m in llm.calls[1]["messages"] if m.get("retry")
-             and m["role"] == "system"]
+    notes = [
+        m["content"] for m in llm.calls[1]["messages"] if m.get("retry") and m["role"] == "system"
+    ]
     assert notes and notes[0].startswith(QUESTION_ECHO_NUDGE)
     assert REFRAME.split("{")[0] not in str(llm.calls[1]["messages"])
 
@@ -574,11 +615,15 @@ def test_an_echoed_statement_is_asked_again_with_the_owners_words_quoted_as_thei
 
     mem.save("Owner's sister Lena lives in Kazan.", OWNER_TRUSTED)
     said = "My sister Lena moved to Kazan last year, she loves it there."
-    llm = ScriptedLLM([[said], ["How lovely! Do you visit her often?"]],
-                      plans=news(save_op("Owner's sister Lena moved to Kazan last year")))
+    llm = ScriptedLLM(
+        [[said], ["How lovely! Do you visit her often?"]],
+        plans=news(save_op("Owner's sister Lena moved to Kazan last year")),
+    )
     events = run(Conversation(mem, llm), said)
-    assert "".join(e.text for e in events if isinstance(e, Token)) == \
-        "How lovely! Do you visit her often?"
+    assert (
+        "".join(e.text for e in events if isinstance(e, Token))
+        == "How lovely! Do you visit her often?"
+    )
     retry = llm.calls[1]["messages"]
     last = retry[-1]
     assert last["role"] == "user" and REFRAME.format(text=said) in last["content"]
@@ -591,12 +636,16 @@ def test_an_echoed_statement_is_asked_again_with_the_owners_words_quoted_as_thei
 def test_an_announced_echo_is_caught_as_an_echo(mem):
     """Issue 9: "Вот ответ на ваш вопрос:" followed by the owner's own question is an echo: it
     is never shown, and the turn asks again."""
-    llm = ScriptedLLM([["Вот ответ на ваш вопрос по-русски:", "\n\n", "На что я сейчас ",
-                        "коплю деньги?"], ["На квартиру."]], plans=SMALL_TALK)
+    llm = ScriptedLLM(
+        [
+            ["Вот ответ на ваш вопрос по-русски:", "\n\n", "На что я сейчас ", "коплю деньги?"],
+            ["На квартиру."],
+        ],
+        plans=SMALL_TALK,
+    )
     events = run(Conversation(mem, llm), "На что я сейчас коплю деньги?")
     assert "".join(e.text for e in events if isinstance(e, Token)) == "На квартиру."
     assert len(llm.calls) == 2
-
 
 
 def test_a_reply_eva_already_gave_in_the_chat_is_asked_again(mem):
@@ -606,16 +655,26 @@ def test_a_reply_eva_already_gave_in_the_chat_is_asked_again(mem):
     from core.chat.retry import REPEAT_NUDGE
 
     generic = "Здравствуйте, Дима! Я рад, что у вас есть возможность знакомиться. Как дела?"
-    llm = ScriptedLLM([[generic], ["Здравствуйте, ", "Дима! Я рад, что у вас есть ",
-                                   "возможность знакомиться. Как дела?"],
-                       ["Корги — чудесные собаки! Сколько Бублику лет?"]], plans=SMALL_TALK)
+    llm = ScriptedLLM(
+        [
+            [generic],
+            [
+                "Здравствуйте, ",
+                "Дима! Я рад, что у вас есть ",
+                "возможность знакомиться. Как дела?",
+            ],
+            ["Корги — чудесные собаки! Сколько Бублику лет?"],
+        ],
+        plans=SMALL_TALK,
+    )
     conv = Conversation(mem, llm)
     run(conv, "Привет, Ева! Меня зовут Дима.")
     events = run(conv, "У меня есть пёс, корги по кличке Бублик.")
     shown = "".join(e.text for e in events if isinstance(e, Token))
     assert shown == "Корги — чудесные собаки! Сколько Бублику лет?"
-    notes = [m["content"] for m in llm.calls[2]["messages"] if m.get("retry")
-             and m["role"] == "system"]
+    notes = [
+        m["content"] for m in llm.calls[2]["messages"] if m.get("retry") and m["role"] == "system"
+    ]
     assert notes and notes[0].startswith(REPEAT_NUDGE)
     assert conv.history()[-1].content == shown
 

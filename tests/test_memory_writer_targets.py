@@ -30,11 +30,13 @@ def test_a_forget_request_in_the_other_language_may_forget_its_best_recall(tmp_p
     nurse = mem.save("I work as a nurse at the city hospital.", OWNER_TRUSTED).id
     sister = mem.save("My sister Anna lives in Tbilisi.", OWNER_TRUSTED).id
     for rid, ok in ((sister, False), (nurse, True)):
-        llm = ScriptedLLM([["Хорошо."]], plans=[{"ops": [{"op": "forget", "id": rid,
-                                                        "why": "asked"}]}])
+        llm = ScriptedLLM(
+            [["Хорошо."]], plans=[{"ops": [{"op": "forget", "id": rid, "why": "asked"}]}]
+        )
         conv = Conversation(mem, llm, channel=f"c{rid}")
         conv.writer.related = lambda _t, _c: [
-            Related(r.id, "fact", "1d", r.content, False) for r in mem.list(OWNER_TRUSTED)]
+            Related(r.id, "fact", "1d", r.content, False) for r in mem.list(OWNER_TRUSTED)
+        ]
         fin = finished(run(conv, request))[0]
         assert fin.result.ok is ok, fin.result.text
     assert [r.id for r in mem.list(OWNER_TRUSTED)] == [sister]
@@ -108,10 +110,13 @@ def test_a_forget_names_a_memory_in_the_other_script_that_recall_did_not_find(me
     memory, so "I've taken up the ukulele…" was never shown to the step and stayed. A word of
     the request in the other script (the first five Latin letters) shows its memory to the step,
     which forgets it; the asthma memory the model names as well stays."""
-    uke = mem.save("I've taken up the ukulele, a guy called Fraser gives me lessons on "
-                   "Thursdays.", OWNER_TRUSTED).id
-    asthma = mem.save("I've had asthma since I was a kid, my inhaler lives in my jacket pocket.",
-                      OWNER_TRUSTED).id
+    uke = mem.save(
+        "I've taken up the ukulele, a guy called Fraser gives me lessons on Thursdays.",
+        OWNER_TRUSTED,
+    ).id
+    asthma = mem.save(
+        "I've had asthma since I was a kid, my inhaler lives in my jacket pocket.", OWNER_TRUSTED
+    ).id
     mem.save("Мы с женой по вечерам сами перекладываем плитку в ванной.", OWNER_TRUSTED)
     request = "Забудь про укулеле, я бросил после двух уроков."
     assert uke not in [h.id for h in mem.recall(request, OWNER_TRUSTED)]
@@ -131,7 +136,8 @@ def test_a_forget_of_one_of_two_similar_memories_keeps_the_other(mem):
         llm = ScriptedLLM([["Okay."]], plans=_forget_plan(birthday, home))
         conv = Conversation(mem, llm, channel=channel)
         conv.writer.related = lambda _t, _c: [  # both shown, whatever recall finds
-            Related(r.id, "fact", "1d", r.content) for r in mem.list(OWNER_TRUSTED)]
+            Related(r.id, "fact", "1d", r.content) for r in mem.list(OWNER_TRUSTED)
+        ]
         return conv
 
     fins = finished(run(conv_showing_both("a"), "Please forget that Anna lives in Tbilisi."))
@@ -149,12 +155,13 @@ def test_a_correction_saved_as_new_replaces_the_old_value(mem):
     "Tbilisi". The model saves it as new; the step archives the record it replaces (the old
     value stays in the archive with a why), so one live record says Yerevan."""
     old = mem.save("My sister Anna moved to Tbilisi last month.", OWNER_TRUSTED).id
-    llm = ScriptedLLM([["Yerevan, wow!"]], plans=news(
-        save_op("Anna moved again, she now lives in Yerevan", kind="event")))
+    llm = ScriptedLLM(
+        [["Yerevan, wow!"]],
+        plans=news(save_op("Anna moved again, she now lives in Yerevan", kind="event")),
+    )
     events = run(Conversation(mem, llm), "Update: Anna moved again, she now lives in Yerevan.")
     fins = finished(events)
-    assert [(f.name, f.result.ok) for f in fins] == [("memory_save", True),
-                                                     ("memory_forget", True)]
+    assert [(f.name, f.result.ok) for f in fins] == [("memory_save", True), ("memory_forget", True)]
     assert live(mem) == ["Update: Anna moved again, she now lives in Yerevan."]
     archived = mem.archived()
     assert [a.record.id for a in archived] == [old]
@@ -168,9 +175,11 @@ def test_a_new_fact_about_the_same_person_replaces_nothing(mem):
     """Issue 26 item 2: a message about Anna that changes nothing (her birthday) is saved
     beside the move; a change of something else about her (a new job) too."""
     mem.save("My sister Anna moved to Tbilisi last month.", OWNER_TRUSTED)
-    llm = ScriptedLLM([["Nice!"], ["Great!"]], plans=news(
-        save_op("Anna's birthday is on March 3")) + news(
-        save_op("Anna now works as a designer at Canva")))
+    llm = ScriptedLLM(
+        [["Nice!"], ["Great!"]],
+        plans=news(save_op("Anna's birthday is on March 3"))
+        + news(save_op("Anna now works as a designer at Canva")),
+    )
     conv = Conversation(mem, llm)
     run(conv, "Anna's birthday is on March 3, she turns 30.")
     fins = finished(run(conv, "Anna now works as a designer at Canva."))
@@ -178,14 +187,20 @@ def test_a_new_fact_about_the_same_person_replaces_nothing(mem):
     assert len(live(mem)) == 3 and mem.archived() == []
 
 
-@pytest.mark.parametrize("old, new, replaces", [
-    ("Моя сестра Лена переехала в Москву в прошлом году.", "Лена переехала в Казань.", True),
-    ("Я работаю в школе №3.", "Теперь я работаю в школе №5.", True),
-    ("My sister Anna moved to Tbilisi last month.", "My brother Igor moved to Yerevan.", False),
-    ("Я работаю в школе №3.", "Теперь я бегаю по утрам 5 км.", False),
-    ("My sister Anna moved to Tbilisi last month.", "Anna visited Yerevan, we met there.",
-     False),
-])
+@pytest.mark.parametrize(
+    "old, new, replaces",
+    [
+        ("Моя сестра Лена переехала в Москву в прошлом году.", "Лена переехала в Казань.", True),
+        ("Я работаю в школе №3.", "Теперь я работаю в школе №5.", True),
+        ("My sister Anna moved to Tbilisi last month.", "My brother Igor moved to Yerevan.", False),
+        ("Я работаю в школе №3.", "Теперь я бегаю по утрам 5 км.", False),
+        (
+            "My sister Anna moved to Tbilisi last month.",
+            "Anna visited Yerevan, we met there.",
+            False,
+        ),
+    ],
+)
 def test_what_a_saved_correction_replaces(old, new, replaces):
     """The arithmetic behind it: the message says something changed, of the same someone (or
     of the owner alone), a value changed, and they speak of the same thing."""
@@ -203,8 +218,10 @@ def test_a_statement_echoed_twice_gets_an_acknowledgement_not_nothing(mem):
     from core.chat.retry import ACKNOWLEDGE, NO_REPLY_NOTICE
 
     said = "Update: Anna moved again, she now lives in Yerevan."
-    llm = ScriptedLLM([["Anna moved again, she now lives in Yerevan."], [said]],
-                      plans=news(save_op("Anna moved again, she now lives in Yerevan")))
+    llm = ScriptedLLM(
+        [["Anna moved again, she now lives in Yerevan."], [said]],
+        plans=news(save_op("Anna moved again, she now lives in Yerevan")),
+    )
     events = run(Conversation(mem, llm), said)
     assert "".join(e.text for e in events if isinstance(e, Token)) == ACKNOWLEDGE["en"]
     assert not [e for e in events if isinstance(e, Notice) and e.text == NO_REPLY_NOTICE]
@@ -235,10 +252,12 @@ def test_an_update_from_a_secret_makes_the_record_private(mem):
 
     rid = mem.save("My wife Alesya is from Minsk.", OWNER_TRUSTED).id
     said = "Между нами: я тайком ищу работу в Норвегии, Алеся пока ничего не знает."
-    conv = Conversation(mem, ScriptedLLM([["Понимаю."]], plans=news(
-        {"op": "update", "id": rid, "content": said})))
-    conv.writer.related = lambda _t, _c: [Related(rid, "fact", "1d", "My wife Alesya is from "
-                                                  "Minsk.", "the message may change it")]
+    conv = Conversation(
+        mem, ScriptedLLM([["Понимаю."]], plans=news({"op": "update", "id": rid, "content": said}))
+    )
+    conv.writer.related = lambda _t, _c: [
+        Related(rid, "fact", "1d", "My wife Alesya is from Minsk.", "the message may change it")
+    ]
     run(conv, said)
     [r] = mem.list(OWNER_TRUSTED, limit=10)
     assert r.private and "Норвегии" in r.content
@@ -249,15 +268,28 @@ def test_a_forget_in_one_script_names_a_memory_in_the_other(mem):
     """Issue 26 (an unseen scenario: "Забудь про укулеле, я бросил после двух уроков." forgot
     nothing, and "What instrument am I learning?" got "the ukulele"): a request's word written
     letter by letter in the other script names the record; the other record stays."""
-    uke = mem.save("I've taken up the ukulele, Fraser gives me lessons on Thursdays.",
-                   OWNER_TRUSTED).id
+    uke = mem.save(
+        "I've taken up the ukulele, Fraser gives me lessons on Thursdays.", OWNER_TRUSTED
+    ).id
     other = mem.save("Hibs are my team, I have a season ticket.", OWNER_TRUSTED).id
     said = "Забудь про укулеле, я бросил после двух уроков."
-    conv = Conversation(mem, ScriptedLLM([["Хорошо, забыла."]], plans=[{"ops": [
-        {"op": "forget", "id": uke, "why": "the owner asked"},
-        {"op": "forget", "id": other, "why": "the owner asked"}]}]))
-    conv.writer.related = lambda _t, _c: [Related(r.id, "fact", "1d", r.content)
-                                          for r in mem.list(OWNER_TRUSTED)]
+    conv = Conversation(
+        mem,
+        ScriptedLLM(
+            [["Хорошо, забыла."]],
+            plans=[
+                {
+                    "ops": [
+                        {"op": "forget", "id": uke, "why": "the owner asked"},
+                        {"op": "forget", "id": other, "why": "the owner asked"},
+                    ]
+                }
+            ],
+        ),
+    )
+    conv.writer.related = lambda _t, _c: [
+        Related(r.id, "fact", "1d", r.content) for r in mem.list(OWNER_TRUSTED)
+    ]
     fins = finished(run(conv, said))
     assert [f.result.ok for f in fins] == [True, False]
     assert live(mem) == ["Hibs are my team, I have a season ticket."]
@@ -268,11 +300,43 @@ def test_a_forget_in_english_names_a_russian_memory_by_its_loanword(mem):
     на курсы итальянского…" live): "Italian" meets "итальянского" letter by letter."""
     course = mem.save("Записалась на курсы итальянского, по субботам утром.", OWNER_TRUSTED).id
     other = mem.save("Мой парень Матвей — курьер.", OWNER_TRUSTED).id
-    conv = Conversation(mem, ScriptedLLM([["Okay, forgotten."]], plans=[{"ops": [
-        {"op": "forget", "id": course, "why": "asked"},
-        {"op": "forget", "id": other, "why": "asked"}]}]))
-    conv.writer.related = lambda _t, _c: [Related(r.id, "fact", "1d", r.content)
-                                          for r in mem.list(OWNER_TRUSTED)]
+    conv = Conversation(
+        mem,
+        ScriptedLLM(
+            [["Okay, forgotten."]],
+            plans=[
+                {
+                    "ops": [
+                        {"op": "forget", "id": course, "why": "asked"},
+                        {"op": "forget", "id": other, "why": "asked"},
+                    ]
+                }
+            ],
+        ),
+    )
+    conv.writer.related = lambda _t, _c: [
+        Related(r.id, "fact", "1d", r.content) for r in mem.list(OWNER_TRUSTED)
+    ]
     fins = finished(run(conv, "Forget about the Italian course, please, the group got cancelled."))
     assert [f.result.ok for f in fins] == [True, False]
     assert live(mem) == ["Мой парень Матвей — курьер."]
+
+
+def test_a_retried_reply_reports_each_call_and_keeps_the_cached_prefix(mem):
+    """Issue 32 item 5 (KV reuse through retries): a reply asked again reports each model call
+    with what it was for, and the retry re-reads only the owner's reframed message — the
+    system prompt, the memory rule and the window before it come from the cache."""
+    from core.chat.events import TurnDone
+
+    mem.save("Owner's sister Lena lives in Kazan.", OWNER_TRUSTED)
+    said = "My sister Lena moved to Kazan last year, she loves it there."
+    llm = ScriptedLLM([[said], ["How lovely! Do you visit her often?"]], plans=news())
+    done = [e for e in run(Conversation(mem, llm), said) if isinstance(e, TurnDone)][0]
+    purposes = [c[0] for c in done.calls]
+    assert purposes == ["reply", "retry:echo:reframe"], done.calls
+    _, prompt, evaluated = done.calls[1]
+    assert prompt == llm.calls[1]["prompt_tokens"] and evaluated == llm.calls[1]["evaluated"]
+    # everything up to the owner's message is reused: only the last message is read again
+    last = llm.render([llm.calls[1]["messages"][-1]])
+    assert 0 < evaluated <= len(last) + 8 and evaluated < prompt / 2
+    assert done.evaluated_tokens == sum(c[2] for c in done.calls if c[2] is not None)

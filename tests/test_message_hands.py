@@ -49,8 +49,15 @@ def test_regenerate_keeps_the_earlier_answers_and_a_choice_flips_back(mem):
     the window and the history (the others leave them), and the memory the chosen-away answer
     saved is rolled back (§8.4); choosing the newest again brings its words back, not its
     undone memory."""
-    conv = tools_conv(mem, [["First answer."], [save("Owner's dog is called Rex")],
-                            ["Second answer."], ["Third answer."]])
+    conv = tools_conv(
+        mem,
+        [
+            ["First answer."],
+            [save("Owner's dog is called Rex")],
+            ["Second answer."],
+            ["Third answer."],
+        ],
+    )
     turn_id = done(conv.turn("my dog is Rex", OWNER_TRUSTED)).turn_id
     list(conv.regenerate(OWNER_TRUSTED))
     assert [r.content for r in mem.list(OWNER_TRUSTED)] == ["Owner's dog is called Rex"]
@@ -127,13 +134,24 @@ def test_choosing_an_alternative_invalidates_the_summaries_covering_it(mem, cloc
     assert len(before) == 2
     turn_id = "t0.0-0"
     conv._transcript.discard_answers(turn_id, clock.now())  # a regenerate's discard …
-    fill_again = conv._transcript.add("default", "tui", turn_id, "assistant", "Anna0, again!",
-                                      private_ok=True, status="ok", tokens=2, at=clock.now(),
-                                      meta={}, chat_id=conv.chat_id)
+    fill_again = conv._transcript.add(
+        "default",
+        "tui",
+        turn_id,
+        "assistant",
+        "Anna0, again!",
+        private_ok=True,
+        status="ok",
+        tokens=2,
+        at=clock.now(),
+        meta={},
+        chat_id=conv.chat_id,
+    )
     assert len(conv.summaries.active(conv.chat_id)) == 1
     s.run(conv.chat_id, fill_again + 1)
-    covering = [x for x in conv.summaries.active(conv.chat_id)
-                if fill_again in conv.summaries.covers(x.id)]
+    covering = [
+        x for x in conv.summaries.active(conv.chat_id) if fill_again in conv.summaries.covers(x.id)
+    ]
     assert covering
     conv.choose_alternative(turn_id, ids[1])
     statuses = {x.id: x.status for x in conv.summaries.all(conv.chat_id)}

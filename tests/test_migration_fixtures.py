@@ -28,8 +28,10 @@ def version_of(p: Path) -> int:
 def test_every_released_version_has_a_frozen_store():
     have = {version_of(p) for p in DUMPS}
     missing = sorted(set(range(1, SCHEMA_VERSION + 1)) - have)
-    assert not missing, (f"no frozen store for schema v{missing}: run `PYTHONPATH=. python "
-                         f"scripts/freeze_store_fixture.py {missing[0]}` once, when it is released")
+    assert not missing, (
+        f"no frozen store for schema v{missing}: run `PYTHONPATH=. python "
+        f"scripts/freeze_store_fixture.py {missing[0]}` once, when it is released"
+    )
     assert have <= set(range(1, SCHEMA_VERSION + 1)), "a frozen store newer than the code"
 
 

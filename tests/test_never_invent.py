@@ -29,8 +29,11 @@ HONEST_EN = ["I don't know, you haven't told me. ", "Will you tell me?"]
 MADE_UP = [
     ("Сколько мне лет?", "Мне 12 лет.", "Меня зовут Тимур, я ветеринар."),
     ("Какой спорт у моего сына?", "Спорт у моего сына - футбол.", "У меня сын Марк."),
-    ("Which language am I learning these days?", "I am learning Russian.",
-     "My sister Anna lives in Yerevan."),
+    (
+        "Which language am I learning these days?",
+        "I am learning Russian.",
+        "My sister Anna lives in Yerevan.",
+    ),
     ("How many children do I have?", "I don't have any children.", "My husband is Igor."),
     ("Какая у меня любимая книга?", "Я не люблю никаких книг.", "Я люблю грибной суп."),
 ]
@@ -43,8 +46,9 @@ def run(conv, text):
 
 
 @pytest.mark.parametrize(("question", "made_up", "fact"), MADE_UP)
-def test_a_made_up_answer_about_the_owner_is_never_shown_and_asked_again(mem, question,
-                                                                         made_up, fact):
+def test_a_made_up_answer_about_the_owner_is_never_shown_and_asked_again(
+    mem, question, made_up, fact
+):
     mem.save(fact, OWNER_TRUSTED)
     honest = HONEST_RU if "ы" in question or "а" in question else HONEST_EN
     llm = ScriptedLLM([[made_up[:6], made_up[6:]], honest], plans=[])
@@ -71,11 +75,13 @@ def test_an_answer_the_memory_holds_is_shown_at_once(mem):
     mem.save("My corgi is called Bublik, he is 3 years old.", OWNER_TRUSTED, kind="core")
     llm = ScriptedLLM([["Your corgi is ", "Bublik, he is 3."]], plans=[])
     assert run(Conversation(mem, llm), "What's my dog's name and age?") == (
-        "Your corgi is Bublik, he is 3.")
+        "Your corgi is Bublik, he is 3."
+    )
     assert len(llm.calls) == 1
     llm = ScriptedLLM([["Твоего корги зовут Бублик."]], plans=[])  # the name in the other script
     assert run(Conversation(mem, llm, channel="b"), "Как зовут мою собаку?") == (
-        "Твоего корги зовут Бублик.")
+        "Твоего корги зовут Бублик."
+    )
     assert len(llm.calls) == 1
 
 
@@ -149,8 +155,10 @@ def test_her_fixed_i_dont_know_is_not_shown_to_the_model_again(mem):
     question (0 of 10 known questions answered in that run). The owner still sees it in the
     chat, but the next prompts carry neither it nor the question it answered."""
     mem.save("My corgi is called Bublik, he is 3 years old.", OWNER_TRUSTED, kind="core")
-    llm = ScriptedLLM([["I am learning Russian."], ["You are learning Russian."],
-                       ["Your corgi is Bublik."]], plans=[])
+    llm = ScriptedLLM(
+        [["I am learning Russian."], ["You are learning Russian."], ["Your corgi is Bublik."]],
+        plans=[],
+    )
     conv = Conversation(mem, llm)
     assert run(conv, "Which language am I learning these days?") == DONT_KNOW["en"]
     assert run(conv, "What's my dog's name?") == "Your corgi is Bublik."

@@ -19,10 +19,25 @@ from eva_tui import cli
 from models.openai_compat import OpenAICompatModel, RemoteRefused, SchemaRefused
 from tests.openai_fake import Answer, FakeOpenAI
 
-SCHEMA = {"type": "object", "properties": {"ops": {"type": "array", "maxItems": 2, "items": {
-    "type": "object", "properties": {"op": {"type": "string", "enum": ["save"]},
-                                     "content": {"type": "string", "maxLength": 40}},
-    "required": ["op", "content"]}}}, "required": ["ops"], "additionalProperties": False}
+SCHEMA = {
+    "type": "object",
+    "properties": {
+        "ops": {
+            "type": "array",
+            "maxItems": 2,
+            "items": {
+                "type": "object",
+                "properties": {
+                    "op": {"type": "string", "enum": ["save"]},
+                    "content": {"type": "string", "maxLength": 40},
+                },
+                "required": ["op", "content"],
+            },
+        }
+    },
+    "required": ["ops"],
+    "additionalProperties": False,
+}
 
 
 def _events(model, messages, **kw):
@@ -31,8 +46,9 @@ def _events(model, messages, **kw):
 
 def test_streams_text_and_takes_token_counts_from_usage():
     """Item 1: replies stream; token counts come from the server's usage when it reports one."""
-    with FakeOpenAI([Answer(["Hel", "lo"], usage={"prompt_tokens": 321,
-                                                 "completion_tokens": 2})]) as srv:
+    with FakeOpenAI(
+        [Answer(["Hel", "lo"], usage={"prompt_tokens": 321, "completion_tokens": 2})]
+    ) as srv:
         m = OpenAICompatModel(srv.url, "fake")
         evs = _events(m, [{"role": "user", "content": "hi"}])
     assert [e.text for e in evs if isinstance(e, TextDelta)] == ["Hel", "lo"]
@@ -61,8 +77,15 @@ def test_stable_prefix_is_sent_byte_identical():
     with FakeOpenAI([Answer(["a"]), Answer(["b"])]) as srv:
         m = OpenAICompatModel(srv.url, "fake")
         _events(m, [system, {"role": "user", "content": "one"}])
-        _events(m, [system, {"role": "user", "content": "one"},
-                    {"role": "assistant", "content": "a"}, {"role": "user", "content": "two"}])
+        _events(
+            m,
+            [
+                system,
+                {"role": "user", "content": "one"},
+                {"role": "assistant", "content": "a"},
+                {"role": "user", "content": "two"},
+            ],
+        )
     first, second = (r["messages"] for r in srv.requests)
     assert second[: len(first)] == first
 
@@ -96,11 +119,15 @@ def test_server_dying_mid_reply_is_a_clear_error():
 
 
 def test_native_tool_calls_are_events_not_text():
-    with FakeOpenAI([Answer([], tool_calls=[{"name": "memory_save",
-                                             "arguments": {"content": "x"}}])]) as srv:
+    with FakeOpenAI(
+        [Answer([], tool_calls=[{"name": "memory_save", "arguments": {"content": "x"}}])]
+    ) as srv:
         m = OpenAICompatModel(srv.url, "fake")
-        evs = _events(m, [{"role": "user", "content": "save x"}],
-                      tools=[{"name": "memory_save", "parameters": {"type": "object"}}])
+        evs = _events(
+            m,
+            [{"role": "user", "content": "save x"}],
+            tools=[{"name": "memory_save", "parameters": {"type": "object"}}],
+        )
     calls = [e for e in evs if isinstance(e, ToolCall)]
     assert calls == [ToolCall("memory_save", {"content": "x"}, id="c0")]
     assert srv.requests[0]["tools"][0]["function"]["name"] == "memory_save"
@@ -120,8 +147,10 @@ def test_a_server_without_schema_support_is_checked_retried_once_then_refused():
     """Item 1: no JSON-schema output → the answer is checked against the schema, retried
     once, then refused with a clear notice."""
     bad = '{"ops": [{"op": "delete_everything", "content": "all"}]}'
-    with FakeOpenAI([Answer([bad]), Answer(["not json at all"]), Answer(["unused"])],
-                    reject_formats=("json_schema", "json_object")) as srv:
+    with FakeOpenAI(
+        [Answer([bad]), Answer(["not json at all"]), Answer(["unused"])],
+        reject_formats=("json_schema", "json_object"),
+    ) as srv:
         m = OpenAICompatModel(srv.url, "fake")
         with pytest.raises(SchemaRefused, match="did not fit the step's schema twice"):
             m.generate_json([{"role": "user", "content": "x"}], SCHEMA)
@@ -132,11 +161,14 @@ def test_a_server_without_schema_support_is_checked_retried_once_then_refused():
 
 def test_a_misfit_then_a_fit_is_used():
     good = '{"ops": [{"op": "save", "content": "short"}]}'
-    with FakeOpenAI([Answer(['{"ops": "nope"}']), Answer([good])],
-                    reject_formats=("json_schema",)) as srv:
+    with FakeOpenAI(
+        [Answer(['{"ops": "nope"}']), Answer([good])], reject_formats=("json_schema",)
+    ) as srv:
         m = OpenAICompatModel(srv.url, "fake")
-        assert m.generate_json([{"role": "user", "content": "x"}], SCHEMA)["ops"][0][
-            "content"] == "short"
+        assert (
+            m.generate_json([{"role": "user", "content": "x"}], SCHEMA)["ops"][0]["content"]
+            == "short"
+        )
         assert srv.requests[-1]["response_format"]["type"] == "json_object"
 
 
@@ -144,8 +176,10 @@ def test_memory_step_through_a_schemaless_server_writes_nothing_half(mem):
     """Item 1 + SPEC §11: a memory step whose JSON never fits is refused with a notice; the
     reply stands and no memory is written."""
     bad = '{"ops": [{"kind": 7}]}'
-    with FakeOpenAI([Answer(["Nice to meet you, Lena's brother!"]), Answer([bad]),
-                     Answer([bad])], reject_formats=("json_schema", "json_object")) as srv:
+    with FakeOpenAI(
+        [Answer(["Nice to meet you, Lena's brother!"]), Answer([bad]), Answer([bad])],
+        reject_formats=("json_schema", "json_object"),
+    ) as srv:
         m = OpenAICompatModel(srv.url, "fake")
         conv = Conversation(mem, m, "You are Eva.")
         events = list(conv.turn("My sister Lena is a doctor in Kazan.", OWNER_TRUSTED))
@@ -172,6 +206,7 @@ def test_server_killed_mid_turn_keeps_no_ok_reply_and_no_memory(mem):
 @pytest.fixture
 def no_network(monkeypatch):
     """Any attempt to connect anywhere fails the test."""
+
     def refuse(*a, **k):
         raise AssertionError(f"a connection was attempted: {a}")
 
@@ -196,21 +231,31 @@ def test_non_loopback_server_is_refused_before_any_connection(no_network):
 def test_config_refuses_a_remote_server_without_allow_remote():
     with pytest.raises(cfg.ConfigError, match=r"\[llm\] base_url .* allow_remote = true"):
         cfg.from_mapping({"llm": {"backend": "openai", "base_url": "http://eva.invalid/v1"}})
-    c = cfg.from_mapping({"llm": {"backend": "openai", "base_url": "http://eva.invalid/v1",
-                                  "allow_remote": True, "model": "llama3"}})
+    c = cfg.from_mapping(
+        {
+            "llm": {
+                "backend": "openai",
+                "base_url": "http://eva.invalid/v1",
+                "allow_remote": True,
+                "model": "llama3",
+            }
+        }
+    )
     assert c.llm.remote and c.llm.general == "llama3"
     with pytest.raises(cfg.ConfigError, match="never the key itself"):
         cfg.from_mapping({"llm": {"api_key_env": "sk-live-123"}})
 
 
 @pytest.mark.parametrize("command", [[], ["doctor"]])
-def test_eva_and_doctor_exit_2_with_one_line_on_a_remote_url(tmp_path, monkeypatch, capsys,
-                                                             no_network, command):
+def test_eva_and_doctor_exit_2_with_one_line_on_a_remote_url(
+    tmp_path, monkeypatch, capsys, no_network, command
+):
     """Issue 31 target: a non-loopback URL without allow_remote — `eva` and `eva doctor` exit 2
     with one line, having contacted nothing."""
     conf = tmp_path / "config.toml"
-    conf.write_text('[llm]\nbackend = "openai"\nbase_url = "http://eva-test.invalid/v1"\n'
-                    'model = "llama3"\n')
+    conf.write_text(
+        '[llm]\nbackend = "openai"\nbase_url = "http://eva-test.invalid/v1"\nmodel = "llama3"\n'
+    )
     monkeypatch.setenv("XDG_DATA_HOME", str(tmp_path / "data"))
     rc = cli.main(["--config", str(conf), *command])
     err = capsys.readouterr().err
@@ -222,8 +267,10 @@ def test_doctor_says_memory_leaves_the_machine(tmp_path, monkeypatch, capsys):
     """Item 2: with allow_remote, `eva doctor` says the memory leaves the machine (and the
     server is not contacted beyond its model list: here it cannot be reached at all)."""
     conf = tmp_path / "config.toml"
-    conf.write_text('[llm]\nbackend = "openai"\nbase_url = "http://eva-test.invalid/v1"\n'
-                    'allow_remote = true\nmodel = "llama3"\n[memory]\nembedding_model = ""\n')
+    conf.write_text(
+        '[llm]\nbackend = "openai"\nbase_url = "http://eva-test.invalid/v1"\n'
+        'allow_remote = true\nmodel = "llama3"\n[memory]\nembedding_model = ""\n'
+    )
     monkeypatch.setenv("XDG_DATA_HOME", str(tmp_path / "data"))
 
     def unreachable(*a, **k):
@@ -241,8 +288,10 @@ def test_doctor_reports_server_models_and_gpu(tmp_path, monkeypatch, capsys):
     backend."""
     with FakeOpenAI(models=("qwen-8b", "llama3")) as srv:
         conf = tmp_path / "config.toml"
-        conf.write_text(f'[llm]\nbackend = "openai"\nbase_url = "{srv.url}"\n'
-                        'model = "qwen-8b"\n[memory]\nembedding_model = ""\n')
+        conf.write_text(
+            f'[llm]\nbackend = "openai"\nbase_url = "{srv.url}"\n'
+            'model = "qwen-8b"\n[memory]\nembedding_model = ""\n'
+        )
         monkeypatch.setenv("XDG_DATA_HOME", str(tmp_path / "data"))
         rc = cli.main(["--config", str(conf), "doctor"])
     out = capsys.readouterr().out

@@ -37,19 +37,42 @@ def _free_port() -> int:
 def start_server(threads: int = 2) -> tuple[subprocess.Popen, str]:
     from models import packaged
 
-    if importlib.util.find_spec("llama_cpp.server") is None or importlib.util.find_spec(
-            "fastapi") is None or importlib.util.find_spec("starlette_context") is None:
+    if (
+        importlib.util.find_spec("llama_cpp.server") is None
+        or importlib.util.find_spec("fastapi") is None
+        or importlib.util.find_spec("starlette_context") is None
+    ):
         pytest.skip("llama-cpp-python[server] is not installed: run `make setup-dev`")
     if not packaged.is_installed(packaged.TEST_CHAT_MODEL):
         pytest.skip("packaged 0.5B model is not installed: run `make setup-dev`")
     path = packaged.resolve_gguf(packaged.TEST_CHAT_MODEL)
     port = _free_port()
-    cmd = ["timeout", "-s", "KILL", str(LIFE), sys.executable, "-m", "llama_cpp.server",
-           "--model", str(path), "--model_alias", ALIAS, "--host", "127.0.0.1",
-           "--port", str(port), "--n_ctx", "4096", "--n_threads", str(threads),
-           "--seed", "0"]
-    proc = subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
-                            start_new_session=True)
+    cmd = [
+        "timeout",
+        "-s",
+        "KILL",
+        str(LIFE),
+        sys.executable,
+        "-m",
+        "llama_cpp.server",
+        "--model",
+        str(path),
+        "--model_alias",
+        ALIAS,
+        "--host",
+        "127.0.0.1",
+        "--port",
+        str(port),
+        "--n_ctx",
+        "4096",
+        "--n_threads",
+        str(threads),
+        "--seed",
+        "0",
+    ]
+    proc = subprocess.Popen(
+        cmd, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, start_new_session=True
+    )
     url = f"http://127.0.0.1:{port}/v1"
     m = OpenAICompatModel(url, ALIAS)
     for _ in range(240):
@@ -81,8 +104,7 @@ def test_a_turn_and_its_memory_step_through_the_server(mem, server):
     """A turn streams tokens through the HTTP backend; the structured memory step runs through
     the server's JSON output and saves what the owner told."""
     conv = Conversation(mem, OpenAICompatModel(server, ALIAS, context_size=4096), "You are Eva.")
-    events = list(conv.turn("Remember this: my sister Lena is a doctor in Kazan.",
-                            OWNER_TRUSTED))
+    events = list(conv.turn("Remember this: my sister Lena is a doctor in Kazan.", OWNER_TRUSTED))
     assert not [e for e in events if isinstance(e, TurnError)]
     assert any(isinstance(e, Token) for e in events)
     done = [e for e in events if isinstance(e, TurnDone)][0]
@@ -95,10 +117,17 @@ def test_a_sleep_decision_through_the_server(server):
     """Sleep's forced tool call runs on the server's JSON output and fits the tool's schema."""
     m = OpenAICompatModel(server, ALIAS, context_size=4096)
     call = m.force_tool_call(
-        [{"role": "system", "content": "You consolidate memories."},
-         {"role": "user", "content": "Faded memories: #4 'bought milk in 2019', #7 'owner's "
-          "name is Ivan'. Forget only what is trivial."}],
-        forget_tool([4, 7]), timeout=120)
+        [
+            {"role": "system", "content": "You consolidate memories."},
+            {
+                "role": "user",
+                "content": "Faded memories: #4 'bought milk in 2019', #7 'owner's "
+                "name is Ivan'. Forget only what is trivial.",
+            },
+        ],
+        forget_tool([4, 7]),
+        timeout=120,
+    )
     assert call.name == "sleep_finish" or call.name
     assert isinstance(call.arguments, dict) and isinstance(call.arguments.get("ops"), list)
     for op in call.arguments["ops"]:
@@ -111,8 +140,11 @@ def test_cancel_mid_stream(server):
     pieces = 0
     t0 = time.monotonic()
     last = None
-    for ev in m.stream_chat([{"role": "user", "content": "Write a long story about a cat."}],
-                            cancel=cancel, max_tokens=400):
+    for ev in m.stream_chat(
+        [{"role": "user", "content": "Write a long story about a cat."}],
+        cancel=cancel,
+        max_tokens=400,
+    ):
         last = ev
         if isinstance(ev, TextDelta):
             pieces += 1
@@ -121,8 +153,10 @@ def test_cancel_mid_stream(server):
     assert isinstance(last, Done) and last.stopped
     assert pieces < 20 and time.monotonic() - t0 < 30
     # the server is free again: the next call answers
-    assert any(isinstance(e, TextDelta) for e in m.stream_chat(
-        [{"role": "user", "content": "Say hi."}], max_tokens=5))
+    assert any(
+        isinstance(e, TextDelta)
+        for e in m.stream_chat([{"role": "user", "content": "Say hi."}], max_tokens=5)
+    )
 
 
 def test_server_killed_mid_reply(mem):
@@ -131,8 +165,7 @@ def test_server_killed_mid_reply(mem):
     try:
         conv = Conversation(mem, OpenAICompatModel(url, ALIAS, context_size=4096), "You are Eva.")
         events = []
-        for ev in conv.turn("My brother Oleg lives in Perm. Tell me a long story.",
-                            OWNER_TRUSTED):
+        for ev in conv.turn("My brother Oleg lives in Perm. Tell me a long story.", OWNER_TRUSTED):
             events.append(ev)
             if isinstance(ev, Token) and len(events) > 3 and proc.poll() is None:
                 os.killpg(proc.pid, signal.SIGKILL)

@@ -28,29 +28,62 @@ from tests.test_crash_safety import (
 )
 
 IMPORT_LINES = [
-    json.dumps({"content": "Owner's brother Pavel is a surgeon in Novosibirsk", "private": True,
-                "importance": 4, "created_at": T0 - 90 * DAY, "accesses": [T0 - 30 * DAY]}),
+    json.dumps(
+        {
+            "content": "Owner's brother Pavel is a surgeon in Novosibirsk",
+            "private": True,
+            "importance": 4,
+            "created_at": T0 - 90 * DAY,
+            "accesses": [T0 - 30 * DAY],
+        }
+    ),
     json.dumps({"content": "The owner's cat is called Murka and she likes fish"}),  # a dup
     json.dumps({"content": "Owner plays chess on weekends", "scope": "work", "pinned": True}),
-    json.dumps({"content": "Owner lived in Samara as a child", "archived": {
-        "at": T0 - DAY, "by": "owner", "why": "old"}}),
+    json.dumps(
+        {
+            "content": "Owner lived in Samara as a child",
+            "archived": {"at": T0 - DAY, "by": "owner", "why": "old"},
+        }
+    ),
 ]
 
 OPS = [
-    Op("import", lambda m, ids: pt.import_lines(m, IMPORT_LINES),
-       lambda res: (len(res.created) == 3 and len(res.duplicates) == 1)
-       or pytest.fail(f"unexpected import: {res}")),
-    Op("clear-scope", lambda m, ids: m.clear_scope("global"),
-       lambda res: len(res[1]) >= 3 or pytest.fail(f"cleared too little: {res}")),
-    Op("clear-scope-pinned", lambda m, ids: m.clear_scope("work", pinned=True),
-       lambda res: len(res[1]) == 2 or pytest.fail(f"expected both work records: {res}")),
+    Op(
+        "import",
+        lambda m, ids: pt.import_lines(m, IMPORT_LINES),
+        lambda res: (
+            (len(res.created) == 3 and len(res.duplicates) == 1)
+            or pytest.fail(f"unexpected import: {res}")
+        ),
+    ),
+    Op(
+        "clear-scope",
+        lambda m, ids: m.clear_scope("global"),
+        lambda res: len(res[1]) >= 3 or pytest.fail(f"cleared too little: {res}"),
+    ),
+    Op(
+        "clear-scope-pinned",
+        lambda m, ids: m.clear_scope("work", pinned=True),
+        lambda res: len(res[1]) == 2 or pytest.fail(f"expected both work records: {res}"),
+    ),
     Op("move-to-scope", lambda m, ids: m.move_to_scope(ids["piano"], "work")),
-    Op("save-pinned", lambda m, ids: m.save_pinned(
-        [{"content": "Call me Sasha", "kind": "core"},
-         {"content": "Never call before 10 am", "importance": 5}], "global", Source.DIALOGUE),
-       lambda res: len(res) == 2 or pytest.fail(f"expected two records: {res}")),
-    Op("persona-delete", lambda m, ids: m.attach(Personas).delete("work", m),
-       lambda res: len(res[0]) == 2 or pytest.fail(f"expected two memories made global: {res}")),
+    Op(
+        "save-pinned",
+        lambda m, ids: m.save_pinned(
+            [
+                {"content": "Call me Sasha", "kind": "core"},
+                {"content": "Never call before 10 am", "importance": 5},
+            ],
+            "global",
+            Source.DIALOGUE,
+        ),
+        lambda res: len(res) == 2 or pytest.fail(f"expected two records: {res}"),
+    ),
+    Op(
+        "persona-delete",
+        lambda m, ids: m.attach(Personas).delete("work", m),
+        lambda res: len(res[0]) == 2 or pytest.fail(f"expected two memories made global: {res}"),
+    ),
 ]
 
 
@@ -73,8 +106,9 @@ def template(tmp_path_factory):
     Personas_ = mem.attach(Personas)
     Personas_.create("Work", T0)
     ids["work_a"] = mem.save("Writes backend services in Go at work", scope="work").id
-    ids["work_b"] = mem.import_records([{"content": "The standup is at ten", "scope": "work",
-                                         "pinned": True}])[0]
+    ids["work_b"] = mem.import_records(
+        [{"content": "The standup is at ten", "scope": "work", "pinned": True}]
+    )[0]
     mem.close()
     return path, ids
 

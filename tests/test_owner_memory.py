@@ -26,8 +26,9 @@ def mem(tmp_path):
 
 def snapshot(mem: Memory) -> list[dict]:
     """Every record with every exported field (live and archived), ids included."""
-    return [json.loads(line) for line in pt.export(mem, include_archive=True,
-                                                   private=True).lines[1:]]
+    return [
+        json.loads(line) for line in pt.export(mem, include_archive=True, private=True).lines[1:]
+    ]
 
 
 def test_move_to_scope_changes_who_recalls_it(mem):
@@ -41,8 +42,9 @@ def test_move_to_scope_changes_who_recalls_it(mem):
     assert [h.id for h in mem.recall("backend services Go", work)] == [r.id]
     mem.move_to_scope(r.id, "global")
     assert [h.id for h in mem.recall("backend services Go", OWNER_TRUSTED)] == [r.id]
-    mem.import_records([{"content": f"work rule {k} zq{k}", "pinned": True, "scope": "work"}
-                        for k in range(20)])
+    mem.import_records(
+        [{"content": f"work rule {k} zq{k}", "pinned": True, "scope": "work"} for k in range(20)]
+    )
     mem.pin(r.id)
     with pytest.raises(Refused, match="already has 20 pinned"):
         mem.move_to_scope(r.id, "work")
@@ -62,16 +64,22 @@ def test_save_pinned_within_the_cap(mem):
     """§8.5, §2: confirmed drafts are saved pinned with source `dialogue`, in one transaction;
     past 20 pinned per scope nothing is saved and the message says how many fit."""
     mem.import_records([{"content": f"rule {k} zq{k}", "pinned": True} for k in range(17)])
-    ids = mem.save_pinned([{"content": "Call me Sasha", "kind": "core"},
-                           {"content": "Never mention the divorce", "private": True}],
-                          "global", Source.DIALOGUE)
+    ids = mem.save_pinned(
+        [
+            {"content": "Call me Sasha", "kind": "core"},
+            {"content": "Never mention the divorce", "private": True},
+        ],
+        "global",
+        Source.DIALOGUE,
+    )
     recs = [mem.get(i) for i in ids]
     assert all(r.pinned and r.source is Source.DIALOGUE for r in recs)
     assert recs[1].private and recs[0].kind.value == "core"
     n = mem.count()
     with pytest.raises(Refused, match="19 pinned memories and the limit is 20: 1 more fit, 2"):
-        mem.save_pinned([{"content": "one more"}, {"content": "and another"}], "global",
-                        Source.DIALOGUE)
+        mem.save_pinned(
+            [{"content": "one more"}, {"content": "and another"}], "global", Source.DIALOGUE
+        )
     assert mem.count() == n
     assert mem.pin_room("global") == 1 and mem.pin_room("work") == 20
 
@@ -79,12 +87,14 @@ def test_save_pinned_within_the_cap(mem):
 def test_clear_all_archives_unpinned_and_pinned_only_on_second_confirmation(mem):
     """§8.8: clear all removes every unpinned record of one scope to the archive; pinned ones
     survive the first pass and go only with ``pinned=True``; other scopes are untouched."""
-    mem.import_records([
-        {"content": "The cat Murka likes salmon"},
-        {"content": "Sister Anna lives in Kazan", "private": True},
-        {"content": "Call me Sasha", "kind": "core", "pinned": True},
-        {"content": "Writes Go at work", "scope": "work"},
-    ])
+    mem.import_records(
+        [
+            {"content": "The cat Murka likes salmon"},
+            {"content": "Sister Anna lives in Kazan", "private": True},
+            {"content": "Call me Sasha", "kind": "core", "pinned": True},
+            {"content": "Writes Go at work", "scope": "work"},
+        ]
+    )
     _turn, ids = mem.clear_scope("global")
     assert sorted(ids) == [1, 2]
     assert sorted(r.id for r in mem.list()) == [3, 4]
@@ -99,14 +109,15 @@ def test_clear_all_then_restore_loses_nothing(mem):
     every archived record gives back each record exactly — id, content, kind, importance,
     flags, scope, dates, access history — and the same is true of taking the clearing back as
     one change (rollback of its turn)."""
-    mem.import_records([
-        {"content": "The cat Murka likes salmon", "importance": 4,
-         "created_at": T0 - 40 * DAY},
-        {"content": "Sister Anna lives in Kazan", "private": True, "created_at": T0 - 9 * DAY},
-        {"content": "Call me Sasha", "kind": "core", "pinned": True},
-        {"content": "Went hiking along the Volga", "kind": "event", "importance": 2},
-        {"content": "Writes Go at work", "scope": "work"},
-    ])
+    mem.import_records(
+        [
+            {"content": "The cat Murka likes salmon", "importance": 4, "created_at": T0 - 40 * DAY},
+            {"content": "Sister Anna lives in Kazan", "private": True, "created_at": T0 - 9 * DAY},
+            {"content": "Call me Sasha", "kind": "core", "pinned": True},
+            {"content": "Went hiking along the Volga", "kind": "event", "importance": 2},
+            {"content": "Writes Go at work", "scope": "work"},
+        ]
+    )
     mem.clock.advance(3600)
     mem.search("cat Murka salmon")
     mem.search("hiking Volga")

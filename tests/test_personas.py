@@ -26,11 +26,19 @@ def mem(tmp_path):
 
 
 def services(tmp_path, mem, replies=(), **chat) -> Services:
-    config = cfg.from_mapping({"memory": {"embedding_model": "none"}, "chat": chat},
-                              tmp_path / "config.toml")
+    config = cfg.from_mapping(
+        {"memory": {"embedding_model": "none"}, "chat": chat}, tmp_path / "config.toml"
+    )
     llm = ScriptedLLM(list(replies), plans=[])
-    return Services(config, tmp_path, clock=mem.clock, memory=mem, chat_model=llm,
-                    sleeper_factory=lambda s: None, persona="You are Eva.")
+    return Services(
+        config,
+        tmp_path,
+        clock=mem.clock,
+        memory=mem,
+        chat_model=llm,
+        sleeper_factory=lambda s: None,
+        persona="You are Eva.",
+    )
 
 
 def test_detail_levels_are_the_conversations():
@@ -53,8 +61,9 @@ def test_create_rename_keep_the_scope_id(mem):
     """§8.6: a persona's id is its memories' scope; a rename never changes it. Names are
     unique (case-insensitive); bad values are refused with the reason."""
     ps = mem.attach(Personas)
-    work = ps.create("Work", T0, persona_text="You are a terse colleague.",
-                     detail_level="key", learning=False)
+    work = ps.create(
+        "Work", T0, persona_text="You are a terse colleague.", detail_level="key", learning=False
+    )
     assert (work.id, work.name, work.detail_level, work.learning) == ("work", "Work", "key", False)
     mama = ps.create("Мама", T0)
     assert mama.id == "mama" and slug("Ёлка и я") == "elka-i-ya"
@@ -95,10 +104,10 @@ def test_deleting_a_persona_whose_pins_do_not_fit_changes_nothing(mem):
     the persona and its memories stay as they were."""
     ps = mem.attach(Personas)
     ps.create("Work", T0)
-    mem.import_records([{"content": f"global rule {k} zq{k}", "pinned": True}
-                        for k in range(19)])
-    mem.import_records([{"content": f"work rule {k} zw{k}", "pinned": True, "scope": "work"}
-                        for k in range(3)])
+    mem.import_records([{"content": f"global rule {k} zq{k}", "pinned": True} for k in range(19)])
+    mem.import_records(
+        [{"content": f"work rule {k} zw{k}", "pinned": True, "scope": "work"} for k in range(3)]
+    )
     with pytest.raises(Refused, match="unpin 2 first"):
         ps.delete("work", mem)
     assert ps.get("work").name == "Work"
@@ -135,16 +144,27 @@ def test_persona_text_level_and_learning_reach_the_conversation(tmp_path, mem):
     """§8.2, §8.7: each persona has its own text, detail level and learning toggle; unset, they
     follow [chat]. Learning off stops reading memory (no memory section)."""
     ps = mem.attach(Personas)
-    ps.create("Quiet", T0, persona_text="You are a quiet listener.", detail_level="detailed",
-              learning=False)
+    ps.create(
+        "Quiet",
+        T0,
+        persona_text="You are a quiet listener.",
+        detail_level="detailed",
+        learning=False,
+    )
     mem.save("The owner's cat Murka likes salmon")
     s = services(tmp_path, mem, replies=[["hm"]], detail_level="key")
     conv = s.conversation
     assert (conv.persona, conv.config.detail_level, conv.config.learning) == (
-        "You are Eva.", "key", True)
+        "You are Eva.",
+        "key",
+        True,
+    )
     s.switch_persona("quiet")
     assert (conv.persona, conv.config.detail_level, conv.config.learning) == (
-        "You are a quiet listener.", "detailed", False)
+        "You are a quiet listener.",
+        "detailed",
+        False,
+    )
     evs = list(conv.turn("What does Murka like?", s.turn_context()))
     assert not any(isinstance(e, MemoryUsed) for e in evs)
     assert s.chat_model.calls[-1]["messages"][0]["content"].startswith("You are a quiet")

@@ -20,9 +20,31 @@ from core.store.records import Actor
 
 T0 = 1_780_000_000.0
 DAY = 86_400.0
-WORDS = ["cat", "Murka", "salmon", "Kazan", "sister", "Anna", "chess", "Volga", "hiking",
-         "piano", "Lena", "Go", "backend", "coffee", "Tuesday", "кошка", "сестра", "шахматы",
-         "Москва", "врач", "3", "42", "2024"]
+WORDS = [
+    "cat",
+    "Murka",
+    "salmon",
+    "Kazan",
+    "sister",
+    "Anna",
+    "chess",
+    "Volga",
+    "hiking",
+    "piano",
+    "Lena",
+    "Go",
+    "backend",
+    "coffee",
+    "Tuesday",
+    "кошка",
+    "сестра",
+    "шахматы",
+    "Москва",
+    "врач",
+    "3",
+    "42",
+    "2024",
+]
 
 
 def fresh(path: Path, at: float = T0) -> Memory:
@@ -31,17 +53,19 @@ def fresh(path: Path, at: float = T0) -> Memory:
 
 # A generated store: records with a unique marker each (so one record's text never hides in
 # another's), random kind, importance, flags and scope, some reinforced, some archived.
-record = st.fixed_dictionaries({
-    "words": st.lists(st.sampled_from(WORDS), min_size=1, max_size=6),
-    "kind": st.sampled_from(["core", "fact", "event"]),
-    "importance": st.integers(1, 5),
-    "private": st.booleans(),
-    "pinned": st.booleans(),
-    "scope": st.sampled_from(["global", "global", "work", "friend"]),
-    "age_days": st.integers(0, 400),
-    "reinforced": st.integers(0, 3),
-    "archived": st.booleans(),
-})
+record = st.fixed_dictionaries(
+    {
+        "words": st.lists(st.sampled_from(WORDS), min_size=1, max_size=6),
+        "kind": st.sampled_from(["core", "fact", "event"]),
+        "importance": st.integers(1, 5),
+        "private": st.booleans(),
+        "pinned": st.booleans(),
+        "scope": st.sampled_from(["global", "global", "work", "friend"]),
+        "age_days": st.integers(0, 400),
+        "reinforced": st.integers(0, 3),
+        "archived": st.booleans(),
+    }
+)
 stores = st.lists(record, min_size=1, max_size=25)
 
 
@@ -52,9 +76,17 @@ def build_store(path: Path, spec: list[dict]) -> tuple[Memory, dict[str, dict]]:
     for k, r in enumerate(spec):
         marker = f"zq{k}x"
         content = " ".join([*r["words"], marker])
-        items.append({"content": content, "kind": r["kind"], "importance": r["importance"],
-                      "private": r["private"], "pinned": r["pinned"], "scope": r["scope"],
-                      "created_at": T0 - r["age_days"] * DAY})
+        items.append(
+            {
+                "content": content,
+                "kind": r["kind"],
+                "importance": r["importance"],
+                "private": r["private"],
+                "pinned": r["pinned"],
+                "scope": r["scope"],
+                "created_at": T0 - r["age_days"] * DAY,
+            }
+        )
         by_marker[marker] = {**r, "content": content}
     ids = mem.import_records(items)
     for rid, (marker, r) in zip(ids, by_marker.items(), strict=True):
@@ -78,8 +110,7 @@ def records_of(lines: list[str]) -> list[dict]:
     return out
 
 
-SETTINGS = settings(max_examples=25, deadline=None,
-                    suppress_health_check=[HealthCheck.too_slow])
+SETTINGS = settings(max_examples=25, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 
 
 @SETTINGS
@@ -185,9 +216,11 @@ def test_import_goes_through_dedup_and_can_be_taken_back(tmp_path):
     turn id takes it all back)."""
     mem = fresh(tmp_path / "a.db")
     old = mem.save("The owner's cat Murka likes salmon very much")
-    lines = [json.dumps({"content": "The owner's cat Murka likes salmon very much!"}),
-             json.dumps({"content": "Sister Anna lives in Kazan", "private": True}),
-             json.dumps({"content": "Plays chess on Tuesdays", "importance": 4})]
+    lines = [
+        json.dumps({"content": "The owner's cat Murka likes salmon very much!"}),
+        json.dumps({"content": "Sister Anna lives in Kazan", "private": True}),
+        json.dumps({"content": "Plays chess on Tuesdays", "importance": 4}),
+    ]
     res = pt.import_lines(mem, lines)
     assert res.duplicates == ((1, old.id),)
     assert len(res.created) == 2 and mem.count() == 3
@@ -202,8 +235,9 @@ def test_import_over_the_pinned_cap_writes_nothing(tmp_path):
     """§2 (≤ 20 pinned per scope) in an import: the line that would pass the cap is named and
     the whole import is refused."""
     mem = fresh(tmp_path / "a.db")
-    lines = [json.dumps({"content": f"Pinned rule number {k} zq{k}", "pinned": True})
-             for k in range(21)]
+    lines = [
+        json.dumps({"content": f"Pinned rule number {k} zq{k}", "pinned": True}) for k in range(21)
+    ]
     with pytest.raises(Refused, match="line 21"):
         pt.import_lines(mem, lines)
     assert mem.count() == 0
@@ -388,16 +422,23 @@ def test_a_line_repeated_in_one_file_is_imported_once(tmp_path):
     imported twice. The file gives what importing its lines one by one gives: a persona's line
     repeating a global one is a duplicate (a save there would reinforce it), a global line
     repeating a persona's is not, and an archived copy of another time stays."""
-    lines = [json.dumps({"content": "The cat Murka likes salmon", "created_at": T0 - DAY}),
-             json.dumps({"content": "The cat Murka likes salmon", "created_at": T0 - 2 * DAY}),
-             json.dumps({"content": "the cat murka LIKES salmon!"}),
-             json.dumps({"content": "Plays chess on Tuesdays"}),
-             json.dumps({"content": "The cat Murka likes salmon", "scope": "work"}),
-             json.dumps({"content": "plays chess on tuesdays", "scope": "work"}),
-             json.dumps({"content": "Plays chess on Tuesdays", "created_at": T0 - 9 * DAY,
-                         "archived": {"at": T0 - 8 * DAY}}),
-             json.dumps({"content": "Owner likes green tea", "scope": "work"}),
-             json.dumps({"content": "Owner likes green tea!"})]
+    lines = [
+        json.dumps({"content": "The cat Murka likes salmon", "created_at": T0 - DAY}),
+        json.dumps({"content": "The cat Murka likes salmon", "created_at": T0 - 2 * DAY}),
+        json.dumps({"content": "the cat murka LIKES salmon!"}),
+        json.dumps({"content": "Plays chess on Tuesdays"}),
+        json.dumps({"content": "The cat Murka likes salmon", "scope": "work"}),
+        json.dumps({"content": "plays chess on tuesdays", "scope": "work"}),
+        json.dumps(
+            {
+                "content": "Plays chess on Tuesdays",
+                "created_at": T0 - 9 * DAY,
+                "archived": {"at": T0 - 8 * DAY},
+            }
+        ),
+        json.dumps({"content": "Owner likes green tea", "scope": "work"}),
+        json.dumps({"content": "Owner likes green tea!"}),
+    ]
     mem = fresh(tmp_path / "a.db")
     res = pt.import_lines(mem, lines)
     cat, chess, archived, tea_work, tea = res.created
@@ -418,8 +459,13 @@ def test_line_separators_inside_a_content_round_trip(tmp_path, monkeypatch, caps
 
     _cli_env(monkeypatch, tmp_path)
     data = tmp_path / "data"
-    odd = ["Murka\u2028likes salmon", "Anna\u0085lives in Kazan", "chess\u2029on Tuesdays",
-           "Volga\x0chiking\x0btrip", "Lena\x1cplays piano"]
+    odd = [
+        "Murka\u2028likes salmon",
+        "Anna\u0085lives in Kazan",
+        "chess\u2029on Tuesdays",
+        "Volga\x0chiking\x0btrip",
+        "Lena\x1cplays piano",
+    ]
     _store_with(data, *odd)
     dump = tmp_path / "all.jsonl"
     assert cli.main(["--data", str(data), "export", "-o", str(dump)]) == 0
@@ -434,10 +480,22 @@ def test_line_separators_inside_a_content_round_trip(tmp_path, monkeypatch, caps
         assert sorted(r.content for r in mem.list()) == sorted(odd)
 
 
-@pytest.mark.parametrize("when", ["0001-01-01", "0001-01-01T00:00:00+01:00", "9999-12-31",
-                                  -1, -62135596800, 1e11, 253402300799, "1969-12-31T23:59:59Z",
-                                  T0 + 2 * DAY, 10 ** 400],
-                         ids=lambda w: str(w)[:24])
+@pytest.mark.parametrize(
+    "when",
+    [
+        "0001-01-01",
+        "0001-01-01T00:00:00+01:00",
+        "9999-12-31",
+        -1,
+        -62135596800,
+        1e11,
+        253402300799,
+        "1969-12-31T23:59:59Z",
+        T0 + 2 * DAY,
+        10**400,
+    ],
+    ids=lambda w: str(w)[:24],
+)
 def test_import_refuses_times_out_of_range(tmp_path, when):
     """Issue 25 item C3 (SPEC §11): created_at (and every other time) must lie between
     1970-01-01 and a day past now; year 1, year 9999, negative and 400-digit times are refused
@@ -450,8 +508,13 @@ def test_import_refuses_times_out_of_range(tmp_path, when):
             pt.import_lines(mem, [line])
         assert e.value.problems[0][0] == 1 and "out of range" in e.value.problems[0][1], field
     assert mem.count() == 0 and mem.count(archived=True) == 0
-    ok = pt.import_lines(mem, [json.dumps({"content": "x y", "created_at": "1970-01-01"}),
-                               json.dumps({"content": "z w", "created_at": T0 + DAY / 2})])
+    ok = pt.import_lines(
+        mem,
+        [
+            json.dumps({"content": "x y", "created_at": "1970-01-01"}),
+            json.dumps({"content": "z w", "created_at": T0 + DAY / 2}),
+        ],
+    )
     assert len(ok.created) == 2
     mem.close()
 
@@ -463,8 +526,10 @@ def test_markdown_export_survives_any_stored_time(tmp_path):
     for k, bad in enumerate([-62135596800.0, 1e18, -1e300, "yesterday"]):
         rec = mem.save(f"Memory number {k} zq{k}x")
         with mem._storage.transaction() as conn:
-            conn.execute("UPDATE memories SET created_at = ?, updated_at = ? WHERE id = ?",
-                         (bad, bad, rec.id))
+            conn.execute(
+                "UPDATE memories SET created_at = ?, updated_at = ? WHERE id = ?",
+                (bad, bad, rec.id),
+            )
     body = "".join(pt.export(mem, "md").lines)
     assert body.count("not a valid time") >= 4 and "zq3x" in body
     mem.close()
@@ -484,14 +549,23 @@ def test_a_refused_import_leaves_no_store_behind(tmp_path, monkeypatch, capsys):
     assert not data.exists()
 
 
-@pytest.mark.parametrize("line", [
-    "[" * 100_000 + "]" * 100_000,
-    '{"content": "x", "created_at": ' + "9" * 400 + "}",
-    '{"content": "x", "accesses": [' + "1" * 400 + "]}",
-    '{"content": "x", "importance": ' + "7" * 5000 + "}",
-    '{"content": "x", "kind": ' + "3" * 5000 + "}",
-], ids=["nested 100k", "created_at 400 digits", "access 400 digits", "importance 5000 digits",
-        "kind 5000 digits"])
+@pytest.mark.parametrize(
+    "line",
+    [
+        "[" * 100_000 + "]" * 100_000,
+        '{"content": "x", "created_at": ' + "9" * 400 + "}",
+        '{"content": "x", "accesses": [' + "1" * 400 + "]}",
+        '{"content": "x", "importance": ' + "7" * 5000 + "}",
+        '{"content": "x", "kind": ' + "3" * 5000 + "}",
+    ],
+    ids=[
+        "nested 100k",
+        "created_at 400 digits",
+        "access 400 digits",
+        "importance 5000 digits",
+        "kind 5000 digits",
+    ],
+)
 def test_hostile_json_is_a_bad_line_not_a_crash(tmp_path, monkeypatch, capsys, line):
     """Issue 25 item A (SPEC §11): `eva import` of a line nested 100,000 deep (json's
     RecursionError), or holding a 400-digit or a 5000-digit number (past Python's int-str

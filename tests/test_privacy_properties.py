@@ -114,8 +114,10 @@ stores = st.tuples(st.lists(specs, min_size=2, max_size=12), st.integers(0, 0xFF
 _private_live = specs.map(lambda s: replace(s, private=True, archived=False, scope="global"))
 stores_with_private = st.tuples(
     st.tuples(st.lists(specs, min_size=1, max_size=11), _private_live, st.integers(0, 11)).map(
-        lambda t: t[0][: t[2]] + [t[1]] + t[0][t[2]:]),
-    st.integers(0, 0xFFFFFF))
+        lambda t: t[0][: t[2]] + [t[1]] + t[0][t[2] :]
+    ),
+    st.integers(0, 0xFFFFFF),
+)
 
 
 def build(specs_: list[Spec], salt: int) -> tuple[Memory, list[Stored]]:
@@ -126,8 +128,16 @@ def build(specs_: list[Spec], salt: int) -> tuple[Memory, list[Stored]]:
         marker = f"{'zq' if s.private else 'zp'}{i:02x}x{(salt + i * 7919) % 0xFFFFFF:06x}"
         text = f"{TEMPLATES[s.tpl].format(n=s.n)} {marker}"
         clock.set(T0 - s.age_days * DAY)
-        res = mem.save(text, OWNER_TRUSTED, kind=s.kind, importance=s.importance,
-                       private=s.private, pinned=s.pinned, scope=s.scope, actor=Actor.OWNER)
+        res = mem.save(
+            text,
+            OWNER_TRUSTED,
+            kind=s.kind,
+            importance=s.importance,
+            private=s.private,
+            pinned=s.pinned,
+            scope=s.scope,
+            actor=Actor.OWNER,
+        )
         assert res.status == "created", res  # markers are number-like: no dedup among them
         out.append(Stored(res.id, s, marker, text))
     clock.set(T0)
@@ -174,10 +184,12 @@ def queries_for(stored: list[Stored]):
             st.sampled_from(stored).map(lambda r: r.text),
             st.lists(st.sampled_from(COMMON_WORDS), min_size=1, max_size=4).map(" ".join),
             st.tuples(st.sampled_from(priv), st.sampled_from(stored)).map(
-                lambda p: f"{p[0].marker} {p[1].bare} {p[0].bare}"),
+                lambda p: f"{p[0].marker} {p[1].bare} {p[0].bare}"
+            ),
             st.text(alphabet="abc zq0123 пр", max_size=12),
         ),
-        min_size=1, max_size=3,
+        min_size=1,
+        max_size=3,
     )
 
 
@@ -208,10 +220,10 @@ def check_reads(mem: Memory, stored: list[Stored], ctx: TurnContext, q: str) -> 
         assert_no_private_ids(f"visible [{where}]", [r.id for r in seen], stored)
         if q.strip():  # the memories the structured memory step is shown (§3.1)
             related = MemoryWriter(mem, None).related(q, ctx)
-            assert_no_private_ids(f"memory step related [{where}]", [r.id for r in related],
-                                  stored)
-            assert_no_leak(f"memory step related [{where}]",
-                           " ".join(r.content for r in related), stored)
+            assert_no_private_ids(f"memory step related [{where}]", [r.id for r in related], stored)
+            assert_no_leak(
+                f"memory step related [{where}]", " ".join(r.content for r in related), stored
+            )
         listed = memory_tools.call(mem, "memory_list", {}, ctx)
         assert not listed.ok, f"memory_list answered in {ctx}"
         assert_no_leak(f"memory_list [{where}]", listed.text, stored)
@@ -266,10 +278,12 @@ def check_refusals(mem: Memory, stored: list[Stored], ctx: TurnContext) -> None:
                     assert got.text == f"Error: there is no memory #{r.id}", got.text
                 assert_no_leak(f"{name} error", got.text, stored)
         # the same through the API
-        for fn, args, kwargs in ((mem.update, (r.id, ctx), {"content": "x y z"}),
-                                 (mem.update, (r.id, ctx), {"private": False}),
-                                 (mem.forget, (r.id, "because", ctx), {}),
-                                 (mem.get, (r.id, ctx), {})):
+        for fn, args, kwargs in (
+            (mem.update, (r.id, ctx), {"content": "x y z"}),
+            (mem.update, (r.id, ctx), {"private": False}),
+            (mem.forget, (r.id, "because", ctx), {}),
+            (mem.get, (r.id, ctx), {}),
+        ):
             with pytest.raises((NotFound, AccessDenied)) as e:
                 fn(*args, **kwargs)
             assert_no_leak("API error", str(e.value), stored)
@@ -304,8 +318,9 @@ def check_saves(mem: Memory, stored: list[Stored], ctx: TurnContext) -> None:
         if ctx.is_owner:
             direct = mem.save(r.bare + " again", ctx, kind="event", importance=2)
             assert_no_private_ids(f"save.similar [{ctx}]", [s.id for s in direct.similar], stored)
-            assert_no_leak(f"save.similar [{ctx}]",
-                           " ".join(s.content for s in direct.similar), stored)
+            assert_no_leak(
+                f"save.similar [{ctx}]", " ".join(s.content for s in direct.similar), stored
+            )
             assert direct.id not in states
     if not ctx.is_owner:
         assert mem.count() == count
@@ -340,8 +355,11 @@ def check_findable(mem: Memory, stored: list[Stored], ctx: TurnContext) -> None:
 
 
 # ---------------------------------------------------------------------------- properties
-SETTINGS = settings(max_examples=30, deadline=None,
-                    suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large])
+SETTINGS = settings(
+    max_examples=30,
+    deadline=None,
+    suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large],
+)
 
 
 @SETTINGS
@@ -414,10 +432,12 @@ def test_saves_from_blind_contexts_leak_nothing(store, ctx, data):
             if priv:
                 r = data.draw(st.sampled_from(priv), label="quoted")
                 res = memory_tools.call(
-                    mem, "memory_save", {"content": r.text, "kind": "fact", "importance": 3}, ctx)
+                    mem, "memory_save", {"content": r.text, "kind": "fact", "importance": 3}, ctx
+                )
                 assert res.ok
-                assert_no_leak("memory_save quoting a private text", res.text, stored,
-                               allowed=r.text)
+                assert_no_leak(
+                    "memory_save quoting a private text", res.text, stored, allowed=r.text
+                )
     finally:
         mem.close()
 
@@ -452,8 +472,10 @@ def test_every_context_combination_is_covered():
     generated contexts are the full product, and the named ones sit where the SPEC puts them."""
     assert len(ALL_CONTEXTS) == 2 * 2 * 2 * len(PERSONAS)
     assert {c.sees_private for c in ALL_CONTEXTS} == {True, False}
-    assert all(c.is_owner and c.surface is Surface.TRUSTED and c.audience is Audience.OWNER_ONLY
-               for c in PRIVATE_VISIBLE)
+    assert all(
+        c.is_owner and c.surface is Surface.TRUSTED and c.audience is Audience.OWNER_ONLY
+        for c in PRIVATE_VISIBLE
+    )
     assert OWNER_TRUSTED.sees_private and not OWNER_TRUSTED.gets_withheld_footnote
     for c in (OWNER_UNTRUSTED, OWNER_IN_GROUP):
         assert not c.sees_private and c.gets_withheld_footnote and c.can_mutate
@@ -473,8 +495,10 @@ def test_marker_pattern_matches_generated_markers():
 def test_public_cut_bites_even_when_a_larger_top_k_is_asked():
     """SPEC §1: other people's public turns get the selection cut to ``memory.public_top_k`` —
     also when a caller asks for more; the owner's turns get the full selection."""
-    specs_ = [Spec(i % len(TEMPLATES), 10 + i, False, "fact", 3, False, "global", False, i)
-              for i in range(10)]
+    specs_ = [
+        Spec(i % len(TEMPLATES), 10 + i, False, "fact", 3, False, "global", False, i)
+        for i in range(10)
+    ]
     mem, _stored = build(specs_, 0x123456)
     try:
         k = mem.config.public_top_k
@@ -523,8 +547,11 @@ class _CopyingSummariser:
         return None
 
 
-@settings(max_examples=25, deadline=None,
-          suppress_health_check=[HealthCheck.too_slow, HealthCheck.function_scoped_fixture])
+@settings(
+    max_examples=25,
+    deadline=None,
+    suppress_health_check=[HealthCheck.too_slow, HealthCheck.function_scoped_fixture],
+)
 @given(convo=conversations, chunk=st.integers(min_value=2, max_value=6))
 def test_summaries_of_private_turns_never_reach_a_blind_prompt(tmp_path_factory, convo, chunk):
     """SPEC §8.9 / issue 12: a summary of messages written where private memory was visible is
@@ -548,12 +575,23 @@ def test_summaries_of_private_turns_never_reach_a_blind_prompt(tmp_path_factory,
             if marker:
                 markers.append(marker)
             for role in ("user", "assistant"):
-                last = tr.add("default", "tui", f"t{i}", role,
-                              f"Turn {i} {marker} with Anna {i}", private_ok=trusted,
-                              status="ok", tokens=6, at=T0 + i, meta={}, chat_id=conv.chat_id)
+                last = tr.add(
+                    "default",
+                    "tui",
+                    f"t{i}",
+                    role,
+                    f"Turn {i} {marker} with Anna {i}",
+                    private_ok=trusted,
+                    status="ok",
+                    tokens=6,
+                    at=T0 + i,
+                    meta={},
+                    chat_id=conv.chat_id,
+                )
         conv._window_start = last + 1
         Summarizer(conv.summaries, model, clock=mem.clock, chunk_messages=chunk).run(
-            conv.chat_id, last + 1)
+            conv.chat_id, last + 1
+        )
         assert conv.summaries.active(conv.chat_id)
         for ctx in ALL_CONTEXTS:
             prompt = json.dumps(conv.build_messages("hello", ctx, None), ensure_ascii=False)

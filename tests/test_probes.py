@@ -9,7 +9,7 @@ import json
 
 import pytest
 
-from tests import probekit
+from tests import probekit, probekit_cli
 
 
 @pytest.fixture(scope="module")
@@ -25,13 +25,16 @@ def report() -> dict:
 
 
 def _failures(rep: dict) -> str:
-    return "\n".join(f"  {o['name']}: leak={o['leak']} traceback={o['traceback']} {o['note']}"
-                     for o in rep["probes"]["outcomes"] if not o["ok"])
+    return "\n".join(
+        f"  {o['name']}: leak={o['leak']} traceback={o['traceback']} {o['note']}"
+        for o in rep["probes"]["outcomes"]
+        if not o["ok"]
+    )
 
 
 def test_every_probe_ran(report):
     assert report["http_probes"] == len(probekit.HTTP_PROBES)
-    assert report["cli_probes"] == len(probekit.CLI_PROBES)
+    assert report["cli_probes"] == len(probekit_cli.CLI_PROBES)
     assert len(report["probes"]["outcomes"]) == report["http_probes"] + report["cli_probes"]
     assert report["kills"] == 0 and report["soak"] is None  # --only probes ran nothing else
 

@@ -65,8 +65,9 @@ def test_score_formula_matches_hand_computation(tmp_path, clock):
     # one of them fully by hand, to pin the constants down
     rc = mem.get(c)
     assert rc.access_count == 1 and rc.last_access_at == t0 + 25 * DAY
-    expected_c = (hits[c].relevance * (F + (1 - F) * 0.5 ** (15 / 30)) * (5 / 3)
-                  * (1 + 0.1 * math.log(2)))
+    expected_c = (
+        hits[c].relevance * (F + (1 - F) * 0.5 ** (15 / 30)) * (5 / 3) * (1 + 0.1 * math.log(2))
+    )
     assert hits[c].score == pytest.approx(expected_c, rel=1e-9)
     mem.close()
 
@@ -90,8 +91,9 @@ def test_the_score_factors_kept_per_record_follow_every_change(tmp_path, clock):
             assert cols.bonus[h.id] == frequency_bonus(r.access_count)
             assert cols.weight[h.id] == cols.importance_share[h.id] * cols.bonus[h.id]
             hl = HALF_LIFE / 4 if r.kind is Kind.EVENT else HALF_LIFE
-            assert h.score == score(h.relevance, now - r.recalled_at, hl, r.importance,
-                                    r.access_count, F)
+            assert h.score == score(
+                h.relevance, now - r.recalled_at, hl, r.importance, r.access_count, F
+            )
 
     mem = Memory.open(path, MemoryConfig(), clock)
     a = mem.save("The owner's sister Anna lives in Kazan", importance=2).id
@@ -123,8 +125,11 @@ def test_only_records_that_can_reach_the_top_k_get_a_freshness(tmp_path, clock, 
     mem = _open(tmp_path, clock, recall_floor=0.0)
     for i in range(300):
         clock.advance(DAY / 3)
-        mem.save(f"Anna note {i}: " + " ".join(["garden"] * (1 + i % 4) + [f"w{i}"]),
-                 kind="event" if i % 3 else "fact", importance=1 + i % 5)
+        mem.save(
+            f"Anna note {i}: " + " ".join(["garden"] * (1 + i % 4) + [f"w{i}"]),
+            kind="event" if i % 3 else "fact",
+            importance=1 + i % 5,
+        )
     for i in range(0, 300, 7):
         mem.search(f"w{i}")  # some reinforced, at various moments
         clock.advance(DAY)
@@ -142,19 +147,26 @@ def test_only_records_that_can_reach_the_top_k_get_a_freshness(tmp_path, clock, 
             hits = mem._index.recall(query, OWNER_TRUSTED, k, clock.now())
             ids, rel, _lex, _sem = mem._index.relevance(query)
             c = mem._index.columns
-            full = score(rel, clock.now() - c.recalled_at[ids], c.half_life[ids],
-                         c.importance[ids], c.reinforcements[ids], F)
+            full = score(
+                rel,
+                clock.now() - c.recalled_at[ids],
+                c.half_life[ids],
+                c.importance[ids],
+                c.reinforcements[ids],
+                F,
+            )
             keep = select(ids, full, k, 0.0)
-            assert [(h.id, h.score) for h in hits] == \
-                [(int(ids[i]), float(full[i])) for i in keep]
+            assert [(h.id, h.score) for h in hits] == [(int(ids[i]), float(full[i])) for i in keep]
             assert len(ids) >= 290 and seen[0] < len(ids) // 2
 
 
 def test_results_are_best_first(mem, clock):
     """SPEC §4: the selection is ordered by score, best first."""
     for i, imp in enumerate([1, 5, 3, 2, 4]):
-        mem.save(f"Anna's hobby number {i}: {['chess', 'yoga', 'golf', 'tennis', 'darts'][i]}",
-                 importance=imp)
+        mem.save(
+            f"Anna's hobby number {i}: {['chess', 'yoga', 'golf', 'tennis', 'darts'][i]}",
+            importance=imp,
+        )
     scores = [h.score for h in mem.recall("Anna hobby", OWNER_TRUSTED)]
     assert scores == sorted(scores, reverse=True) and len(scores) == 5
 
@@ -177,7 +189,8 @@ def test_age_is_measured_from_last_access(mem, clock):
     # update at day 100 is not an access
     rel = hits[a].relevance
     assert hits[a].score == pytest.approx(
-        rel * (F + (1 - F) * 0.5 ** (1 / 30)) * (1 + 0.1 * math.log(2)), rel=1e-9)
+        rel * (F + (1 - F) * 0.5 ** (1 / 30)) * (1 + 0.1 * math.log(2)), rel=1e-9
+    )
     assert hits[b].score == pytest.approx(rel * (F + (1 - F) * 0.5 ** (101 / 30)), rel=1e-9)
     assert mem.get(b).created_at == t0
     assert hits[b].score == pytest.approx(hand_score(mem, "dog Rex", b, now), rel=1e-6)
@@ -195,10 +208,11 @@ def test_event_half_life_is_a_quarter_of_the_fact_half_life(mem, clock):
         return h.score / h.relevance
 
     assert fresh(hits[event]) == pytest.approx(F + (1 - F) * 0.5, rel=1e-9)
-    assert fresh(hits[fact]) == pytest.approx(F + (1 - F) * 0.5 ** 0.25, rel=1e-9)
+    assert fresh(hits[fact]) == pytest.approx(F + (1 - F) * 0.5**0.25, rel=1e-9)
     assert fresh(hits[event]) < fresh(hits[fact])
     assert float(freshness(7.5 * DAY, HALF_LIFE / 4, F)) == pytest.approx(
-        float(freshness(30 * DAY, HALF_LIFE, F)))
+        float(freshness(30 * DAY, HALF_LIFE, F))
+    )
 
 
 def test_freshness_decays_from_one_towards_the_floor():
@@ -308,8 +322,7 @@ def test_floor_is_relative_to_the_best_score_this_turn_may_see(mem):
     """SPEC §1, §4: "the best score of the same selection" — a private record the turn cannot
     see neither appears nor pushes visible records under the floor (its absence must not be
     readable from what is missing)."""
-    priv = mem.save("Anna's secret hobby is poker in a casino", private=True,
-                    importance=5).id
+    priv = mem.save("Anna's secret hobby is poker in a casino", private=True, importance=5).id
     pub = mem.save("Anna likes chess", importance=1).id
     q = "Anna secret hobby poker casino"
     trusted = {h.id: h.score for h in mem.recall(q, OWNER_TRUSTED, top_k=10)}
@@ -319,10 +332,25 @@ def test_floor_is_relative_to_the_best_score_this_turn_may_see(mem):
 
 def test_top_k_limits_the_selection(mem):
     """SPEC §4: at most memory.top_k (8) records, the best of them."""
-    ids = [mem.save(f"Garden note {i}: plant {w} in the garden", importance=1 + i % 5).id
-           for i, w in enumerate(["tomatoes", "cucumbers", "dill", "parsley", "carrots",
-                                  "beets", "onions", "garlic", "potatoes", "peas", "beans",
-                                  "radishes"])]
+    ids = [
+        mem.save(f"Garden note {i}: plant {w} in the garden", importance=1 + i % 5).id
+        for i, w in enumerate(
+            [
+                "tomatoes",
+                "cucumbers",
+                "dill",
+                "parsley",
+                "carrots",
+                "beets",
+                "onions",
+                "garlic",
+                "potatoes",
+                "peas",
+                "beans",
+                "radishes",
+            ]
+        )
+    ]
     full = mem.recall("garden", OWNER_TRUSTED, top_k=100)
     assert len(full) == len(ids)
     hits = mem.recall("garden", OWNER_TRUSTED)
@@ -334,8 +362,9 @@ def test_top_k_limits_the_selection(mem):
 def test_core_is_never_in_search_results_but_always_in_the_prompt(mem):
     """SPEC §4: core bypasses scoring — never in search results, always in the prompt section
     (whatever the query, even one that matches nothing)."""
-    core = mem.save("The owner is called Lena and prefers short answers", kind="core",
-                    importance=5).id
+    core = mem.save(
+        "The owner is called Lena and prefers short answers", kind="core", importance=5
+    ).id
     fact = mem.save("Lena's favourite tea is sencha").id
     assert [h.record.id for h in mem.search("Lena")] == [fact]
     assert core not in [h.id for h in mem.recall("Lena short answers", OWNER_TRUSTED)]
@@ -439,8 +468,9 @@ def test_persona_scoped_record_is_visible_only_to_that_persona(mem):
 def test_persona_scoped_core_is_in_that_personas_prompt_only(mem):
     """SPEC §5, §8.6: core records follow scopes too."""
     g = mem.save("Owner's name is Lena", kind="core", importance=5).id
-    p = mem.save("As the guide, speak like a tour guide", kind="core", importance=4,
-                 scope="guide").id
+    p = mem.save(
+        "As the guide, speak like a tour guide", kind="core", importance=4, scope="guide"
+    ).id
     assert set(mem.prompt_section("", TurnContext(persona="guide")).core_ids) == {g, p}
     assert set(mem.prompt_section("", TurnContext(persona="jester")).core_ids) == {g}
     assert set(mem.prompt_section("", OWNER_TRUSTED).core_ids) == {g}

@@ -31,8 +31,9 @@ def runs():
     convs = locomo.load(DATA)
 
     def systems(overrides=None):
-        out = locomo.run_mode(convs, "turns", (1, 5), embedder=embedder, with_bm25s=False,
-                              overrides=overrides)
+        out = locomo.run_mode(
+            convs, "turns", (1, 5), embedder=embedder, with_bm25s=False, overrides=overrides
+        )
         return out["systems"]
 
     default = systems()

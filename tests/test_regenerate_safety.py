@@ -33,12 +33,10 @@ def notices(events):
 
 
 def test_a_record_the_owner_edited_after_the_turn_is_kept_and_reported(mem):
-    conv = conv_for(mem, [[save("Owner's dog is called Rex")],
-                          ["Noted."], ["Again."]])
+    conv = conv_for(mem, [[save("Owner's dog is called Rex")], ["Noted."], ["Again."]])
     turn(conv, "my dog is Rex")
     rid = mem.list(OWNER_TRUSTED)[0].id
-    mem.update(rid, OWNER_TRUSTED, content="Owner's dog is called Rex, a beagle",
-               actor=Actor.OWNER)
+    mem.update(rid, OWNER_TRUSTED, content="Owner's dog is called Rex, a beagle", actor=Actor.OWNER)
     events = list(conv.regenerate(OWNER_TRUSTED))
     assert [r.content for r in mem.list(OWNER_TRUSTED)] == ["Owner's dog is called Rex, a beagle"]
     assert any(f"#{rid}" in n and "Kept" in n for n in notices(events))
@@ -49,8 +47,14 @@ def test_a_record_the_owner_edited_after_the_turn_is_kept_and_reported(mem):
 
 def test_an_update_the_turn_made_is_not_restored_over_a_later_owner_edit(mem):
     rid = mem.save("Owner lives in Kazan", OWNER_TRUSTED, actor=Actor.OWNER).id
-    conv = conv_for(mem, [[ToolCall("memory_update", {"id": rid, "content": "Owner lives in "
-                                                      "Moscow"})], ["Ok."], ["Again."]])
+    conv = conv_for(
+        mem,
+        [
+            [ToolCall("memory_update", {"id": rid, "content": "Owner lives in Moscow"})],
+            ["Ok."],
+            ["Again."],
+        ],
+    )
     turn(conv, "I moved to Moscow")
     mem.update(rid, OWNER_TRUSTED, importance=5, actor=Actor.OWNER)
     list(conv.regenerate(OWNER_TRUSTED))
@@ -60,8 +64,14 @@ def test_an_update_the_turn_made_is_not_restored_over_a_later_owner_edit(mem):
 
 def test_an_unchanged_update_is_undone_with_the_old_wording_searchable(mem):
     rid = mem.save("Owner lives in Kazan", OWNER_TRUSTED, actor=Actor.OWNER).id
-    conv = conv_for(mem, [[ToolCall("memory_update", {"id": rid, "content": "Owner lives in "
-                                                      "Moscow"})], ["Ok."], ["Again."]])
+    conv = conv_for(
+        mem,
+        [
+            [ToolCall("memory_update", {"id": rid, "content": "Owner lives in Moscow"})],
+            ["Ok."],
+            ["Again."],
+        ],
+    )
     turn(conv, "I moved to Moscow")
     list(conv.regenerate(OWNER_TRUSTED))
     assert mem.get(rid).content == "Owner lives in Kazan"
@@ -70,8 +80,7 @@ def test_an_unchanged_update_is_undone_with_the_old_wording_searchable(mem):
 
 
 def test_a_record_sleep_merged_into_after_the_turn_is_kept(mem, clock):
-    conv = conv_for(mem, [[save("Owner's cat is Murka")],
-                          ["Ok."], ["Again."]])
+    conv = conv_for(mem, [[save("Owner's cat is Murka")], ["Ok."], ["Again."]])
     other = mem.save("Murka likes fish", OWNER_TRUSTED, actor=Actor.OWNER).id
     turn(conv, "my cat is Murka")
     rid = next(r.id for r in mem.list(OWNER_TRUSTED) if r.id != other)
@@ -89,8 +98,7 @@ def test_regenerate_after_a_restart_archives_what_the_turn_created(tmp_path):
     clock = ManualClock(1_780_000_000.0)
     path = tmp_path / "memory.db"
     mem = Memory.open(path, MemoryConfig(), clock)
-    conv = conv_for(mem, [[save("Owner's sister is Anna")],
-                          ["Ok."]])
+    conv = conv_for(mem, [[save("Owner's sister is Anna")], ["Ok."]])
     turn(conv, "my sister is Anna")
     mem.close()
     mem = Memory.open(path, MemoryConfig(), clock)
@@ -108,8 +116,7 @@ def test_regenerate_after_a_restart_archives_what_the_turn_created(tmp_path):
 
 def test_a_later_turns_access_survives_rolling_back_a_dedup(mem, clock):
     rid = mem.save("Owner's dog is called Rex", OWNER_TRUSTED, actor=Actor.OWNER).id
-    conv = conv_for(mem, [[save("Owner's dog is called Rex")],
-                          ["Ok."], ["Again."]])
+    conv = conv_for(mem, [[save("Owner's dog is called Rex")], ["Ok."], ["Again."]])
     turn(conv, "my dog is Rex")
     assert mem.get(rid).access_count == 1
     clock.advance(60)

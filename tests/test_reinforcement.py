@@ -23,8 +23,9 @@ def _open(path, clock, **kw) -> Memory:
 def _rows(mem: Memory, rid: int) -> tuple[int, int, float | None]:
     """(access rows, access_count, last_access_at) as the file holds them."""
     n = mem._storage.query("SELECT COUNT(*) FROM accesses WHERE memory_id = ?", (rid,))[0][0]
-    r = mem._storage.query("SELECT access_count, last_access_at FROM memories WHERE id = ?",
-                           (rid,))[0]
+    r = mem._storage.query(
+        "SELECT access_count, last_access_at FROM memories WHERE id = ?", (rid,)
+    )[0]
     return n, r[0], r[1]
 
 
@@ -125,8 +126,7 @@ def test_a_transaction_that_fails_keeps_them_waiting(tmp_path, clock):
     mem.save("Owner is allergic to cats", OWNER_TRUSTED, pinned=True, actor=Actor.OWNER)
     mem.search("blood type", OWNER_TRUSTED)
     with pytest.raises(Exception, match="pinned"):  # refused inside its transaction
-        mem.save("Owner's passport expires in 2031", OWNER_TRUSTED, pinned=True,
-                 actor=Actor.OWNER)
+        mem.save("Owner's passport expires in 2031", OWNER_TRUSTED, pinned=True, actor=Actor.OWNER)
     assert _rows(mem, rid)[:2] == (0, 0)
     mem.save("Owner likes jazz", OWNER_TRUSTED)
     assert _rows(mem, rid)[:2] == (1, 1)
@@ -134,8 +134,7 @@ def test_a_transaction_that_fails_keeps_them_waiting(tmp_path, clock):
     assert invariant_problems(tmp_path / "m.db") == []
 
 
-def test_another_process_sees_them_within_seconds_and_a_purged_record_is_skipped(tmp_path,
-                                                                                 clock):
+def test_another_process_sees_them_within_seconds_and_a_purged_record_is_skipped(tmp_path, clock):
     """SPEC §10: the reinforcements reach the file within a few seconds without any other
     write (a timer), and another process's index follows them; an access to a record another
     process deleted meanwhile is dropped, and writing goes on."""
@@ -155,6 +154,7 @@ def test_another_process_sees_them_within_seconds_and_a_purged_record_is_skipped
             done(committed)
             if committed and not len(a._accesses):
                 written.set()
+
         return end
 
     a._storage.write_hooks[a._storage.write_hooks.index(ended)] = watch
@@ -169,8 +169,7 @@ def test_another_process_sees_them_within_seconds_and_a_purged_record_is_skipped
     clock.advance(b.config.archive_ttl_seconds + 60)
     assert b.purge_archive() == 1
     a.save("Owner started running", OWNER_TRUSTED)  # writes what waits, without #gone
-    assert a._storage.query("SELECT COUNT(*) FROM accesses WHERE memory_id = ?", (gone,))[0][0] \
-        == 0
+    assert a._storage.query("SELECT COUNT(*) FROM accesses WHERE memory_id = ?", (gone,))[0][0] == 0
     assert a._storage.query("SELECT access_count FROM memories WHERE id = ?", (rid,))[0][0] == 1
     a.close()
     b.close()

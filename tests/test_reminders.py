@@ -27,27 +27,39 @@ def at(y, m, d, h=10):
     return datetime(y, m, d, h).timestamp()
 
 
-@pytest.mark.parametrize("text, due, every", [
-    ("Я обещал маме починить кран в субботу, не дай мне забыть", date(2026, 5, 23), None),
-    ("next Friday I'm flying to Berlin", date(2026, 5, 29), None),
-    ("Завтра стоматолог", date(2026, 5, 19), None),
-    ("через две недели экзамен", date(2026, 6, 1), None),
-    ("У мамы день рождения 14 марта", date(2027, 3, 14), "year"),
-    ("по средам бассейн", date(2026, 5, 20), "week"),
-    ("Rent is due on the 5th of every month", date(2026, 6, 5), "month"),
-    ("Перенесли встречу с субботы на воскресенье", date(2026, 5, 24), None),
-    ("Turns out the exam is on June 12, not June 10", date(2026, 6, 12), None),
-])
+@pytest.mark.parametrize(
+    "text, due, every",
+    [
+        ("Я обещал маме починить кран в субботу, не дай мне забыть", date(2026, 5, 23), None),
+        ("next Friday I'm flying to Berlin", date(2026, 5, 29), None),
+        ("Завтра стоматолог", date(2026, 5, 19), None),
+        ("через две недели экзамен", date(2026, 6, 1), None),
+        ("У мамы день рождения 14 марта", date(2027, 3, 14), "year"),
+        ("по средам бассейн", date(2026, 5, 20), "week"),
+        ("Rent is due on the 5th of every month", date(2026, 6, 5), "month"),
+        ("Перенесли встречу с субботы на воскресенье", date(2026, 5, 24), None),
+        ("Turns out the exam is on June 12, not June 10", date(2026, 6, 12), None),
+    ],
+)
 def test_read_finds_the_day(text, due, every):
     got = rem.read(text, MONDAY)
     assert got is not None and (got.on, got.every) == (due, every)
 
 
-@pytest.mark.parametrize("text", [
-    "Три года назад я жил в Казани", "В детстве я боялся собак", "В субботу ходили в кино",
-    "14 мая ездили на дачу", "I hate Mondays", "Сегодня был тяжёлый день", "Я люблю завтракать",
-    "I used to go fishing on Saturdays", "Обещал маме починить кран (сделано 23.05.2026)",
-])
+@pytest.mark.parametrize(
+    "text",
+    [
+        "Три года назад я жил в Казани",
+        "В детстве я боялся собак",
+        "В субботу ходили в кино",
+        "14 мая ездили на дачу",
+        "I hate Mondays",
+        "Сегодня был тяжёлый день",
+        "Я люблю завтракать",
+        "I used to go fishing on Saturdays",
+        "Обещал маме починить кран (сделано 23.05.2026)",
+    ],
+)
 def test_times_that_are_not_due_dates(text):
     assert rem.read(text, MONDAY) is None
 
@@ -99,6 +111,7 @@ def test_the_day_is_stored_with_the_words_and_moves_with_an_update(mem):
 
 def test_a_regenerated_turn_takes_the_moved_day_back(mem):
     from core import TurnContext
+
     rid = mem.save("Dentist on Thursday", kind="event").id
     ctx = TurnContext(turn_id="t-2")
     mem.save("Dentist appointment moved to next Monday", ctx, kind="event")
@@ -117,13 +130,15 @@ def test_coming_up_windows_and_overdue(mem):
     got = {r.id: r for r in mem.coming_up()}
     assert birthday in got and got[birthday].days == 6
     assert got[promise].days == -6 and "overdue" in got[promise].when
-    mem.update(promise, content="I promised to fix the tap on Wednesday; still broken",
-               actor=mem_owner())
+    mem.update(
+        promise, content="I promised to fix the tap on Wednesday; still broken", actor=mem_owner()
+    )
     assert promise not in {r.id for r in mem.coming_up()}  # a later word about it
 
 
 def mem_owner():
     from core.store.records import Actor
+
     return Actor.OWNER
 
 

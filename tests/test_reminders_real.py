@@ -50,13 +50,15 @@ def saturday_morning(tmp_path, *, in_chat: bool) -> str:
     model = load(DEFAULT)
     try:
         if in_chat:  # told in the chat: the memory step saves it, with its day
-            reply(Conversation(mem, model, config=ConversationConfig(max_answer_tokens=60)),
-                  PROMISE)
+            reply(
+                Conversation(mem, model, config=ConversationConfig(max_answer_tokens=60)), PROMISE
+            )
         else:  # saved by the owner's hand: only the day and the reply are under test
             mem.save(PROMISE, OWNER_TRUSTED, actor=Actor.OWNER)
         dated = [r for r in mem.list(OWNER_TRUSTED, limit=50) if r.due_on]
-        assert [r.due_on for r in dated] == [SATURDAY.isoformat()], \
-            [(r.content, r.due_on) for r in mem.list(OWNER_TRUSTED, limit=50)]
+        assert [r.due_on for r in dated] == [SATURDAY.isoformat()], [
+            (r.content, r.due_on) for r in mem.list(OWNER_TRUSTED, limit=50)
+        ]
         clock.set(datetime(2026, 5, 30, 9, 0).timestamp())
         assert [r.id for r in mem.coming_up()] == [dated[0].id]  # due today
         conv = Conversation(mem, model, config=ConversationConfig(max_answer_tokens=120))

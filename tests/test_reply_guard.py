@@ -16,19 +16,24 @@ def stream(pieces, f=None):
     return "".join(f.feed(p) for p in pieces) + f.finish()
 
 
-@pytest.mark.parametrize("pieces, shown", [
-    (["<tools>", "\n\n", "</tools>"], "\n\n"),
-    (["</tools"], ""),
-    (["Hi!", "<|im_", "end|>"], "Hi!"),
-    (["Sure. <tool_call>\n{\"name\": \"memory_save\", ", "\"arguments\": {}}\n</tool_call> Done"],
-     "Sure.  Done"),
-    (['{"name": "memory_save", "arguments": {"content": "x"}}'], ""),
-    (['{"ops": []}\nПривет!'], "\nПривет!"),
-    (["a < b and c > d"], "a < b and c > d"),
-    (["<b>bold</b> stays"], "<b>bold</b> stays"),
-    (["Values: {1, 2} fine"], "Values: {1, 2} fine"),
-    (["<", "t", "ool", "s>", "x", "</to", "ols>", "ok"], "ok"),
-])
+@pytest.mark.parametrize(
+    "pieces, shown",
+    [
+        (["<tools>", "\n\n", "</tools>"], "\n\n"),
+        (["</tools"], ""),
+        (["Hi!", "<|im_", "end|>"], "Hi!"),
+        (
+            ['Sure. <tool_call>\n{"name": "memory_save", ', '"arguments": {}}\n</tool_call> Done'],
+            "Sure.  Done",
+        ),
+        (['{"name": "memory_save", "arguments": {"content": "x"}}'], ""),
+        (['{"ops": []}\nПривет!'], "\nПривет!"),
+        (["a < b and c > d"], "a < b and c > d"),
+        (["<b>bold</b> stays"], "<b>bold</b> stays"),
+        (["Values: {1, 2} fine"], "Values: {1, 2} fine"),
+        (["<", "t", "ool", "s>", "x", "</to", "ols>", "ok"], "ok"),
+    ],
+)
 def test_markup_is_cut_and_ordinary_text_kept(pieces, shown):
     """Issue 9: <tools>, <tool_call>, <|im_…|> and raw JSON calls never reach the owner; an
     ordinary "<" or a brace in prose is untouched — whatever the chunking."""
@@ -93,43 +98,51 @@ def test_a_short_reply_made_of_the_owners_words_is_an_echo():
     assert not ReplyJudge("What's my dog's name?").echoes("Your dog's name is Бублик.")
 
 
-@pytest.mark.parametrize("reply, refusal", [
-    ("Извините, но я не могу продолжать этот диалог.", True),
-    ("Извините за путаницу, но я не могу предоставить дополнительные данные о вашем животном.",
-     True),
-    ("I'm sorry, but I can't assist with that.", True),
-    ("К сожалению, я не могу помочь с этим.", True),
-    ("I can't wait to hear about Japan!", False),
-    ("Sorry to hear that! Rain is gloomy.", False),
-    ("Извините, я не поняла. Расскажи ещё?", False),
-])
+@pytest.mark.parametrize(
+    "reply, refusal",
+    [
+        ("Извините, но я не могу продолжать этот диалог.", True),
+        (
+            "Извините за путаницу, но я не могу предоставить дополнительные данные о вашем животном.",
+            True,
+        ),
+        ("I'm sorry, but I can't assist with that.", True),
+        ("К сожалению, я не могу помочь с этим.", True),
+        ("I can't wait to hear about Japan!", False),
+        ("Sorry to hear that! Rain is gloomy.", False),
+        ("Извините, я не поняла. Расскажи ещё?", False),
+    ],
+)
 def test_what_reads_as_a_refusal(reply, refusal):
     """Issue 9: the refusals the default model gave to plain statements about the owner's life
     (measured), and replies that only open like one."""
     assert is_refusal(reply) is refusal
 
 
-@pytest.mark.parametrize("text, shown", [
-    ("Вот ответ на ваш вопрос по-русски:\n\nНа что я коплю?", "На что я коплю?"),
-    ("Here's my answer: Bublik.", "Bublik."),
-    ("Here is the answer to your question:\nBublik.", "Bublik."),
-    ("Ответ: Бублик", "Бублик"),
-    ("Вот это да! Отлично.", "Вот это да! Отлично."),
-    ("Here is a thought: rest.", "Here is a thought: rest."),
-    ("Here's what I remember: Bublik", "Here's what I remember: Bublik"),
-    ("Вот что я понял: коплю на квартиру.", "коплю на квартиру."),
-    ("Here's what I understood: you save for a flat.", "you save for a flat."),
-    ("Вот что я помню: Бублик", "Вот что я помню: Бублик"),
-    ("Вот что вы написали: Я учитель физики.", "Я учитель физики."),
-    ("Here's what you said:\nI teach physics.", "I teach physics."),
-    ("My answer is no", "My answer is no"),
-    ("Ответ", "Ответ"),
-    # an announcement after a word of assent (seen as the owner on the default model)
-    ("Конечно, вот ответ по-русски:\n\nЯ помню про кран.", "Я помню про кран."),
-    ("Sure, here is my answer: you are 34.", "you are 34."),
-    ("Конечно, я помню!", "Конечно, я помню!"),
-    ("Хорошо, договорились: в субботу.", "Хорошо, договорились: в субботу."),
-])
+@pytest.mark.parametrize(
+    "text, shown",
+    [
+        ("Вот ответ на ваш вопрос по-русски:\n\nНа что я коплю?", "На что я коплю?"),
+        ("Here's my answer: Bublik.", "Bublik."),
+        ("Here is the answer to your question:\nBublik.", "Bublik."),
+        ("Ответ: Бублик", "Бублик"),
+        ("Вот это да! Отлично.", "Вот это да! Отлично."),
+        ("Here is a thought: rest.", "Here is a thought: rest."),
+        ("Here's what I remember: Bublik", "Here's what I remember: Bublik"),
+        ("Вот что я понял: коплю на квартиру.", "коплю на квартиру."),
+        ("Here's what I understood: you save for a flat.", "you save for a flat."),
+        ("Вот что я помню: Бублик", "Вот что я помню: Бублик"),
+        ("Вот что вы написали: Я учитель физики.", "Я учитель физики."),
+        ("Here's what you said:\nI teach physics.", "I teach physics."),
+        ("My answer is no", "My answer is no"),
+        ("Ответ", "Ответ"),
+        # an announcement after a word of assent (seen as the owner on the default model)
+        ("Конечно, вот ответ по-русски:\n\nЯ помню про кран.", "Я помню про кран."),
+        ("Sure, here is my answer: you are 34.", "you are 34."),
+        ("Конечно, я помню!", "Конечно, я помню!"),
+        ("Хорошо, договорились: в субботу.", "Хорошо, договорились: в субботу."),
+    ],
+)
 def test_an_announcing_preamble_is_dropped_and_the_rest_kept(text, shown):
     """Issue 9: "Вот ответ на ваш вопрос:" (measured on the default model, followed by the
     owner's own question) is not a reply: it is dropped so what follows is judged as the reply;
@@ -148,11 +161,18 @@ def test_a_reply_that_cannot_be_an_announcement_streams_at_once():
     assert g.feed("Вот ") == "" and g.feed("это ") == "Вот это "
 
 
-@pytest.mark.parametrize("text, asks", [
-    ("Кем я работаю?", True), ("Где я живу", True), ("what's my dog's name", True),
-    ("Hi! How are you", True), ("Я учитель физики.", False), ("Спасибо!", False),
-    ("Is it ok. I live here.", False),
-])
+@pytest.mark.parametrize(
+    "text, asks",
+    [
+        ("Кем я работаю?", True),
+        ("Где я живу", True),
+        ("what's my dog's name", True),
+        ("Hi! How are you", True),
+        ("Я учитель физики.", False),
+        ("Спасибо!", False),
+        ("Is it ok. I live here.", False),
+    ],
+)
 def test_a_question_is_told_from_a_statement(text, asks):
     """Issue 9: an echoed question is asked to be answered, not commented on."""
     assert is_question(text) is asks
@@ -174,24 +194,42 @@ def test_a_retry_note_pieced_with_the_owners_question_is_an_echo():
     is held and never shown, even though its words are new to the question."""
     note = "Your reply must be in English. (Reply in English.)"
     h = ReplyJudge("What's my dog's name?", None, also=[note])
-    out = "".join(h.feed(p) for p in ["Your reply must be ", "in English: ", '"What\'s my dog\'s',
-                                      ' name?"'])
+    out = "".join(
+        h.feed(p) for p in ["Your reply must be ", "in English: ", "\"What's my dog's", ' name?"']
+    )
     assert out == ""
     assert h.echoes(out + h.finish())
     assert not ReplyJudge("What's my dog's name?", None, also=[note]).echoes(
-        "Your dog's name is Bublik.")
+        "Your dog's name is Bublik."
+    )
 
 
-@pytest.mark.parametrize("lang, message, pieces, shown", [
-    ("en", "Where does my sister live?", ["Аня", " lives", " in", " T", "bil", "isi", "."],
-     "Аня lives in Tbilisi."),
-    ("en", "Where does my sister live?", ["Аня", " lives", " in", " Т", "билиси", "."],
-     "Аня lives in Тбилиси."),
-    ("ru", "Как зовут мою собаку?", ["Bublik", " — это", " твой", " корги", "."],
-     "Bublik — это твой корги."),
-])
+@pytest.mark.parametrize(
+    "lang, message, pieces, shown",
+    [
+        (
+            "en",
+            "Where does my sister live?",
+            ["Аня", " lives", " in", " T", "bil", "isi", "."],
+            "Аня lives in Tbilisi.",
+        ),
+        (
+            "en",
+            "Where does my sister live?",
+            ["Аня", " lives", " in", " Т", "билиси", "."],
+            "Аня lives in Тбилиси.",
+        ),
+        (
+            "ru",
+            "Как зовут мою собаку?",
+            ["Bublik", " — это", " твой", " корги", "."],
+            "Bublik — это твой корги.",
+        ),
+    ],
+)
 def test_a_reply_opening_with_a_name_in_the_other_script_is_in_the_owners_language(
-        lang, message, pieces, shown):
+    lang, message, pieces, shown
+):
     """Issue 9: a start is in the other language only when most of its words are. Measured on
     the default model: "Аня lives in" was taken for Russian (a third of its words Cyrillic), the
     reply stopped there and "Аня lives in T" was shown and stored."""

@@ -16,14 +16,26 @@ from core import (
 )
 from core.config import DAY
 
-FRUIT = ["apple", "banana", "cherry", "dates", "elderberry", "figs", "grapes", "honeydew",
-         "kiwi", "lemon"]
+FRUIT = [
+    "apple",
+    "banana",
+    "cherry",
+    "dates",
+    "elderberry",
+    "figs",
+    "grapes",
+    "honeydew",
+    "kiwi",
+    "lemon",
+]
 
 
 def rows(mem: Memory) -> dict[str, int]:
     """Row counts of every table a memory write touches."""
-    return {t: mem._storage.query(f"SELECT COUNT(*) FROM {t}")[0][0]
-            for t in ("memories", "accesses", "changes", "vectors", "meta")}
+    return {
+        t: mem._storage.query(f"SELECT COUNT(*) FROM {t}")[0][0]
+        for t in ("memories", "accesses", "changes", "vectors", "meta")
+    }
 
 
 def snapshot(mem: Memory) -> list[tuple]:
@@ -110,7 +122,11 @@ def test_answer_lists_similar_records_with_id_kind_age_and_content(mem, clock):
     assert res.status == "created"
     (s,) = [s for s in res.similar if s.id == old]
     assert (s.id, s.kind, s.age, s.content) == (
-        old, Kind.FACT, "3d", "The owner's sister Anna lives in Kazan")
+        old,
+        Kind.FACT,
+        "3d",
+        "The owner's sister Anna lives in Kazan",
+    )
     assert res.id not in [s.id for s in res.similar]  # not itself
     assert len(res.similar) <= mem.config.similar_on_save
 
@@ -235,17 +251,20 @@ def test_model_cannot_save_pinned(mem):
     assert rows(mem) == before
 
 
-@pytest.mark.parametrize(("rid", "fields", "error"), [
-    pytest.param(999, {"importance": 4}, NotFound, id="unknown-id"),
-    pytest.param("abc", {"importance": 4}, MemoryOpError, id="id-not-a-number"),
-    pytest.param(None, {"content": ""}, MemoryOpError, id="empty-text"),
-    pytest.param(None, {"content": "y" * 501}, MemoryOpError, id="over-max-chars"),
-    pytest.param(None, {"importance": 9}, MemoryOpError, id="importance-9"),
-    pytest.param(None, {"importance": "high"}, MemoryOpError, id="importance-high"),
-    pytest.param(None, {"kind": "memo"}, MemoryOpError, id="kind-memo"),
-    pytest.param(None, {}, MemoryOpError, id="nothing-to-change"),
-    pytest.param("pinned", {"importance": 1}, Refused, id="pinned-target"),
-])
+@pytest.mark.parametrize(
+    ("rid", "fields", "error"),
+    [
+        pytest.param(999, {"importance": 4}, NotFound, id="unknown-id"),
+        pytest.param("abc", {"importance": 4}, MemoryOpError, id="id-not-a-number"),
+        pytest.param(None, {"content": ""}, MemoryOpError, id="empty-text"),
+        pytest.param(None, {"content": "y" * 501}, MemoryOpError, id="over-max-chars"),
+        pytest.param(None, {"importance": 9}, MemoryOpError, id="importance-9"),
+        pytest.param(None, {"importance": "high"}, MemoryOpError, id="importance-high"),
+        pytest.param(None, {"kind": "memo"}, MemoryOpError, id="kind-memo"),
+        pytest.param(None, {}, MemoryOpError, id="nothing-to-change"),
+        pytest.param("pinned", {"importance": 1}, Refused, id="pinned-target"),
+    ],
+)
 def test_bad_update_arguments_write_nothing(mem, rid, fields, error):
     """SPEC §3.2: unknown id, empty text, importance 9, text over the limit, a pinned target —
     a clear error and nothing half-written."""
@@ -260,12 +279,15 @@ def test_bad_update_arguments_write_nothing(mem, rid, fields, error):
     assert rows(mem) == before and snapshot(mem) == snap
 
 
-@pytest.mark.parametrize(("rid", "why", "error"), [
-    pytest.param(999, "outdated", NotFound, id="unknown-id"),
-    pytest.param(None, "", MemoryOpError, id="empty-why"),
-    pytest.param("pinned", "outdated", Refused, id="pinned-target"),
-    pytest.param("archived", "again", NotFound, id="already-archived"),
-])
+@pytest.mark.parametrize(
+    ("rid", "why", "error"),
+    [
+        pytest.param(999, "outdated", NotFound, id="unknown-id"),
+        pytest.param(None, "", MemoryOpError, id="empty-why"),
+        pytest.param("pinned", "outdated", Refused, id="pinned-target"),
+        pytest.param("archived", "again", NotFound, id="already-archived"),
+    ],
+)
 def test_bad_forget_arguments_write_nothing(mem, rid, why, error):
     """SPEC §3.2: forgetting an unknown, pinned or already archived record is a clear error."""
     live = mem.save("The owner's cat is called Murka").id
@@ -324,8 +346,9 @@ def test_a_save_scores_its_text_once(mem, monkeypatch):
     mem.save("Anna works as a nurse in a Kazan hospital")
     calls = []
     real = LexicalIndex.scores
-    monkeypatch.setattr(LexicalIndex, "scores",
-                        lambda self, stems: calls.append(stems) or real(self, stems))
+    monkeypatch.setattr(
+        LexicalIndex, "scores", lambda self, stems: calls.append(stems) or real(self, stems)
+    )
     res = mem.save("Anna moved from Kazan to Moscow")
     assert res.status == "created" and len(res.similar) == 2
     assert len(calls) == 1

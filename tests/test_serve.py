@@ -32,10 +32,10 @@ PUBLIC_FACT = "Anna plays the cello in the city orchestra"
 def make_services(tmp_path: Path, replies=None, memory: Memory | None = None) -> Services:
     clock = ManualClock(1_780_000_000.0)
     mem = memory or Memory.open(tmp_path / "memory.db", MemoryConfig(), clock)
-    llm = ScriptedLLM(replies if replies is not None else [["Hello", " there"]] * 20,
-                      plans=[{"ops": []}] * 20)
-    return Services(cfg.from_mapping({}, None), tmp_path, clock=clock, memory=mem,
-                    chat_model=llm)
+    llm = ScriptedLLM(
+        replies if replies is not None else [["Hello", " there"]] * 20, plans=[{"ops": []}] * 20
+    )
+    return Services(cfg.from_mapping({}, None), tmp_path, clock=clock, memory=mem, chat_model=llm)
 
 
 @pytest.fixture
@@ -79,33 +79,55 @@ def test_security_checks_answer_exact_status_codes(server):
         wrong = {"Authorization": "Bearer " + "x" * 43}
         assert_error(anon.get("/v1/memories", headers=wrong), 401, "unauthorized")
         # a wrong token is refused even where an anonymous call is allowed
-        assert_error(anon.get("/v1/memories/prompt", params={"q": "Anna"}, headers=wrong),
-                     401, "unauthorized")
-        assert_error(anon.get("/v1/health", headers={"Host": "evil.example:80"}), 421,
-                     "bad_host")
+        assert_error(
+            anon.get("/v1/memories/prompt", params={"q": "Anna"}, headers=wrong),
+            401,
+            "unauthorized",
+        )
+        assert_error(anon.get("/v1/health", headers={"Host": "evil.example:80"}), 421, "bad_host")
         assert_error(anon.get("/v1/health", headers={"Host": "evil.example"}), 421, "bad_host")
-        assert_error(anon.get("/v1/health", headers={"Origin": "http://evil.example"}), 403,
-                     "bad_origin")
+        assert_error(
+            anon.get("/v1/health", headers={"Origin": "http://evil.example"}), 403, "bad_origin"
+        )
         assert_error(anon.get("/v1/health", headers={"Origin": "null"}), 403, "bad_origin")
         big = json.dumps({"message": "x" * (server.settings.max_body + 1)})
-        assert_error(owner.post("/v1/chat", content=big,
-                                headers={"Content-Type": "application/json"}), 413, "too_large")
+        assert_error(
+            owner.post("/v1/chat", content=big, headers={"Content-Type": "application/json"}),
+            413,
+            "too_large",
+        )
 
         def chunks():
             for _ in range(server.settings.max_body // 1000 + 2):
                 yield b" " * 1000
 
-        assert_error(owner.post("/v1/chat", content=chunks(),
-                                headers={"Content-Type": "application/json"}), 413, "too_large")
-        assert_error(owner.post("/v1/chat", content="{not json",
-                                headers={"Content-Type": "application/json"}), 400, "bad_json")
-        assert_error(owner.post("/v1/chat", content="[1]",
-                                headers={"Content-Type": "application/json"}), 400, "bad_json")
-        assert_error(owner.post("/v1/chat", content="message=hi",
-                                headers={"Content-Type": "text/plain"}), 415,
-                     "unsupported_media_type")
-        assert_error(owner.post("/v1/chat", json={"message": "hi", "audience": "everyone"}),
-                     400, "bad_request")
+        assert_error(
+            owner.post("/v1/chat", content=chunks(), headers={"Content-Type": "application/json"}),
+            413,
+            "too_large",
+        )
+        assert_error(
+            owner.post(
+                "/v1/chat", content="{not json", headers={"Content-Type": "application/json"}
+            ),
+            400,
+            "bad_json",
+        )
+        assert_error(
+            owner.post("/v1/chat", content="[1]", headers={"Content-Type": "application/json"}),
+            400,
+            "bad_json",
+        )
+        assert_error(
+            owner.post("/v1/chat", content="message=hi", headers={"Content-Type": "text/plain"}),
+            415,
+            "unsupported_media_type",
+        )
+        assert_error(
+            owner.post("/v1/chat", json={"message": "hi", "audience": "everyone"}),
+            400,
+            "bad_request",
+        )
         assert_error(owner.post("/v1/memories/archive/999/restore"), 404, "not_found")
         assert_error(owner.post("/v1/memories/archive/abc/restore"), 400, "bad_request")
         assert_error(owner.get("/v1/nowhere"), 404, "not_found")
@@ -113,8 +135,9 @@ def test_security_checks_answer_exact_status_codes(server):
         assert_error(owner.get("/v1/memories/prompt"), 400, "bad_request")
         # and the allowed forms pass
         assert anon.get("/v1/health").status_code == 200
-        assert anon.get("/v1/health", headers={"Host": f"localhost:{server.port}"}
-                        ).status_code == 200
+        assert (
+            anon.get("/v1/health", headers={"Host": f"localhost:{server.port}"}).status_code == 200
+        )
         assert "access-control-allow-origin" not in anon.get("/v1/health").headers
 
 
@@ -136,8 +159,9 @@ def test_configured_origin_gets_cors_and_others_do_not(tmp_path):
         ok = c.get("/v1/health", headers={"Origin": "http://app.local:3000"})
         assert ok.status_code == 200
         assert ok.headers["access-control-allow-origin"] == "http://app.local:3000"
-        assert_error(c.get("/v1/health", headers={"Origin": "http://evil.example"}), 403,
-                     "bad_origin")
+        assert_error(
+            c.get("/v1/health", headers={"Origin": "http://evil.example"}), 403, "bad_origin"
+        )
     s.close()
 
 
@@ -150,8 +174,11 @@ def test_logs_hold_neither_memory_content_nor_the_token(server, caplog):
         owner.post("/v1/chat", json={"message": "zqvitrolex?"})
         owner.post("/v1/chat", content="{zqvitrolex", headers={"Content-Type": "application/json"})
     # the server's records (the test's own client logs its requests on its side)
-    text = "\n".join(f"{r.name} {r.getMessage()}" for r in caplog.records
-                     if not r.name.startswith(("httpx", "httpcore")))
+    text = "\n".join(
+        f"{r.name} {r.getMessage()}"
+        for r in caplog.records
+        if not r.name.startswith(("httpx", "httpcore"))
+    )
     assert "/v1/memories/prompt" in text  # the access log is there...
     assert "zqvitrolex" not in text.lower()  # ...without the caller's words or memory
     assert server.token not in text
@@ -161,8 +188,15 @@ def test_openapi_is_served(server):
     with server.client() as c:
         spec = c.get("/openapi.json").json()
     assert spec["openapi"].startswith("3.")
-    for path in ("/v1/memories/prompt", "/v1/memories/archive/{id}/restore", "/v1/sleep/runs",
-                 "/v1/sleep", "/v1/sleep/wake", "/v1/health", "/v1/chat"):
+    for path in (
+        "/v1/memories/prompt",
+        "/v1/memories/archive/{id}/restore",
+        "/v1/sleep/runs",
+        "/v1/sleep",
+        "/v1/sleep/wake",
+        "/v1/health",
+        "/v1/chat",
+    ):
         assert path in spec["paths"]
 
 
@@ -171,16 +205,20 @@ def test_prompt_is_private_only_for_the_owner_token(server):
     with server.client(owner=True) as owner, server.client() as anon:
         trusted = owner.get("/v1/memories/prompt", params={"q": "Anna diagnosis"}).json()
         assert SECRET in trusted["text"] and trusted["context"]["sees_private"]
-        for client, params in ((anon, {}), (anon, {"public": "true"}),
-                               (anon, {"audience": "group"}), (owner, {"public": "true"}),
-                               (owner, {"audience": "group"})):
-            body = client.get("/v1/memories/prompt",
-                              params={"q": "Anna diagnosis", **params}).json()
+        for client, params in (
+            (anon, {}),
+            (anon, {"public": "true"}),
+            (anon, {"audience": "group"}),
+            (owner, {"public": "true"}),
+            (owner, {"audience": "group"}),
+        ):
+            body = client.get(
+                "/v1/memories/prompt", params={"q": "Anna diagnosis", **params}
+            ).json()
             assert "zqvitrolex" not in json.dumps(body)
             assert PUBLIC_FACT in body["text"]
             assert not body["context"]["sees_private"]
-        group = owner.get("/v1/memories/prompt",
-                          params={"q": "Anna", "audience": "group"}).json()
+        group = owner.get("/v1/memories/prompt", params={"q": "Anna", "audience": "group"}).json()
         assert group["withheld_footnote"] is True
 
 
@@ -201,8 +239,7 @@ def test_restore_list_search_and_runs(server):
 def test_chat_streams_memory_tokens_and_done(server):
     with server.client(owner=True) as owner:
         resp = owner.post("/v1/chat", json={"message": "What does Anna play?"})
-    assert resp.status_code == 200 and resp.headers["content-type"].startswith(
-        "text/event-stream")
+    assert resp.status_code == 200 and resp.headers["content-type"].startswith("text/event-stream")
     events = sse_events(resp.text)
     names = [e for e, _ in events]
     assert names[0] == "memory" and names[-1] == "done" and "token" in names
@@ -217,7 +254,7 @@ def test_chat_error_is_a_calm_event(tmp_path):
     s = make_services(tmp_path, replies=[ModelError("out of memory")])
     with running(s, tmp_path) as r, r.client(owner=True) as c:
         events = sse_events(c.post("/v1/chat", json={"message": "How are you?"}).text)
-    assert ("error" in [e for e, _ in events])
+    assert "error" in [e for e, _ in events]
     msg = json.loads(next(d for e, d in events if e == "error"))["message"]
     assert "model failed" in msg
     s.close()
@@ -249,8 +286,14 @@ def test_sleep_and_wake_endpoints(server):
 # ------------------------------------------------------------------------------ processes
 def _python(code: str, *args: str) -> subprocess.CompletedProcess:
     env = {**os.environ, "PYTHONPATH": str(ROOT)}
-    return subprocess.run([sys.executable, "-c", code, *args], env=env, capture_output=True,
-                          text=True, timeout=120, check=True)
+    return subprocess.run(
+        [sys.executable, "-c", code, *args],
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=True,
+    )
 
 
 def test_a_write_in_another_process_is_found_at_once(server, tmp_path):
@@ -261,19 +304,31 @@ def test_a_write_in_another_process_is_found_at_once(server, tmp_path):
         assert owner.get("/v1/memories/search", params={"q": "quokka"}).json()["hits"] == []
         out = _python(
             "import sys; from core import Memory; m = Memory.open(sys.argv[1]); "
-            "print(m.save('The owner adopted a quokka named Pip').id); m.close()", db)
+            "print(m.save('The owner adopted a quokka named Pip').id); m.close()",
+            db,
+        )
         rid = int(out.stdout.strip())
         hits = owner.get("/v1/memories/search", params={"q": "quokka"}).json()["hits"]
         assert [h["id"] for h in hits] == [rid]
-        assert rid in anon.get("/v1/memories/prompt", params={"q": "quokka Pip"}
-                               ).json()["recalled_ids"]
-        _python("import sys; from core import Memory; m = Memory.open(sys.argv[1]); "
-                "m.set_private(int(sys.argv[2]), True); m.close()", db, str(rid))
+        assert (
+            rid
+            in anon.get("/v1/memories/prompt", params={"q": "quokka Pip"}).json()["recalled_ids"]
+        )
+        _python(
+            "import sys; from core import Memory; m = Memory.open(sys.argv[1]); "
+            "m.set_private(int(sys.argv[2]), True); m.close()",
+            db,
+            str(rid),
+        )
         body = anon.get("/v1/memories/prompt", params={"q": "quokka Pip"}).json()
         assert rid not in body["recalled_ids"] and "quokka" not in body["text"]
-        _python("import sys; from core import Memory; m = Memory.open(sys.argv[1]); "
-                "m.update(int(sys.argv[2]), content='The owner adopted a wombat named Pip'); "
-                "m.close()", db, str(rid))
+        _python(
+            "import sys; from core import Memory; m = Memory.open(sys.argv[1]); "
+            "m.update(int(sys.argv[2]), content='The owner adopted a wombat named Pip'); "
+            "m.close()",
+            db,
+            str(rid),
+        )
         hits = owner.get("/v1/memories/search", params={"q": "wombat"}).json()["hits"]
         assert [h["id"] for h in hits] == [rid]
         assert owner.get("/v1/memories/search", params={"q": "quokka"}).json()["hits"] == []
@@ -293,8 +348,12 @@ time.sleep(float(sys.argv[2]))
 
 def _hold_lease(db: str, seconds: float) -> subprocess.Popen:
     env = {**os.environ, "PYTHONPATH": str(ROOT)}
-    p = subprocess.Popen([sys.executable, "-c", HOLD_LEASE, db, str(seconds)], env=env,
-                         stdout=subprocess.PIPE, text=True)
+    p = subprocess.Popen(
+        [sys.executable, "-c", HOLD_LEASE, db, str(seconds)],
+        env=env,
+        stdout=subprocess.PIPE,
+        text=True,
+    )
     assert p.stdout.readline().strip() == "held"
     return p
 
@@ -304,8 +363,10 @@ def test_a_turn_queued_while_another_process_sleeps_gets_sleeping(server, tmp_pa
     try:
         with server.client() as anon:
             assert anon.get("/v1/health").json()["sleeping"] is True
-        with server.client(owner=True) as owner, owner.stream(
-                "POST", "/v1/chat", json={"message": "What does Anna play?"}) as resp:
+        with (
+            server.client(owner=True) as owner,
+            owner.stream("POST", "/v1/chat", json={"message": "What does Anna play?"}) as resp,
+        ):
             lines = resp.iter_lines()
             first = next(line for line in lines if line.startswith("event:"))
             assert first == "event: sleeping"
@@ -329,8 +390,13 @@ def test_eva_sleep_respects_a_live_lease_and_takes_over_a_dead_one(tmp_path):
     holder = _hold_lease(str(db), 60)
     try:
         env = {**os.environ, "PYTHONPATH": str(ROOT)}
-        out = subprocess.run([sys.executable, "-m", "eva_tui.cli", "--data", str(tmp_path),
-                              "sleep"], env=env, capture_output=True, text=True, timeout=120)
+        out = subprocess.run(
+            [sys.executable, "-m", "eva_tui.cli", "--data", str(tmp_path), "sleep"],
+            env=env,
+            capture_output=True,
+            text=True,
+            timeout=120,
+        )
         assert out.returncode == 75
         assert f"asleep in another process (process {holder.pid}" in out.stderr
         # a night it runs is not "interrupted" by a new Sleeper in this process
@@ -360,15 +426,28 @@ def test_a_stale_heartbeat_is_taken_over(tmp_path):
     with Memory.open(tmp_path / "memory.db") as mem:
         lease = mem.attach(SleepLease)
         old = time.time() - 3600  # a holder on another host, silent for an hour
-        mem._storage.meta_set(LEASE_KEY, json.dumps(
-            {"pid": 1, "host": "elsewhere", "nonce": "n", "since": old, "heartbeat": old}))
+        mem._storage.meta_set(
+            LEASE_KEY,
+            json.dumps(
+                {"pid": 1, "host": "elsewhere", "nonce": "n", "since": old, "heartbeat": old}
+            ),
+        )
         assert lease.holder() is None
         taken = lease.acquire()
         assert taken is not None and taken.host == "elsewhere"
         assert lease.current().pid == os.getpid()
-        mem._storage.meta_set(LEASE_KEY, json.dumps(
-            {"pid": 1, "host": "elsewhere", "nonce": "n", "since": old,
-             "heartbeat": time.time()}))
+        mem._storage.meta_set(
+            LEASE_KEY,
+            json.dumps(
+                {
+                    "pid": 1,
+                    "host": "elsewhere",
+                    "nonce": "n",
+                    "since": old,
+                    "heartbeat": time.time(),
+                }
+            ),
+        )
         from core.memory.coordination import LeaseHeld
 
         with pytest.raises(LeaseHeld):  # a fresh heartbeat elsewhere is respected
@@ -377,18 +456,45 @@ def test_a_stale_heartbeat_is_taken_over(tmp_path):
 
 def test_eva_serve_command(tmp_path):
     env = {**os.environ, "PYTHONPATH": str(ROOT)}
-    bad = subprocess.run([sys.executable, "-m", "eva_tui.cli", "--data", str(tmp_path), "serve",
-                          "--host", "0.0.0.0"], env=env, capture_output=True, text=True,
-                         timeout=60)
+    bad = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "eva_tui.cli",
+            "--data",
+            str(tmp_path),
+            "serve",
+            "--host",
+            "0.0.0.0",
+        ],
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
     assert bad.returncode == 2 and "--allow-remote" in bad.stderr
     import socket
 
     with socket.socket() as sk:
         sk.bind(("127.0.0.1", 0))
         port = sk.getsockname()[1]
-    p = subprocess.Popen([sys.executable, "-m", "eva_tui.cli", "--data", str(tmp_path), "serve",
-                          "--port", str(port), "--no-chat"], env=env, stdout=subprocess.PIPE,
-                         stderr=subprocess.PIPE, text=True)
+    p = subprocess.Popen(
+        [
+            sys.executable,
+            "-m",
+            "eva_tui.cli",
+            "--data",
+            str(tmp_path),
+            "serve",
+            "--port",
+            str(port),
+            "--no-chat",
+        ],
+        env=env,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
     try:
         lines = [p.stdout.readline(), p.stdout.readline()]
         assert f"http://127.0.0.1:{port}" in lines[0]
@@ -406,8 +512,9 @@ def test_eva_serve_command(tmp_path):
                 assert time.monotonic() < deadline
                 time.sleep(0.1)
         assert r.json()["status"] == "ok" and r.json()["chat"] is False
-        r = httpx.get(f"http://127.0.0.1:{port}/v1/memories",
-                      headers={"Authorization": f"Bearer {token}"})
+        r = httpx.get(
+            f"http://127.0.0.1:{port}/v1/memories", headers={"Authorization": f"Bearer {token}"}
+        )
         assert r.status_code == 200 and r.json() == {"memories": []}
     finally:
         p.terminate()
@@ -434,17 +541,25 @@ def test_chat_windows_are_kept_apart_by_context_and_channel(server):
     another context's."""
     llm = server.services.chat_model
     with server.client() as anon, server.client(owner=True) as owner:
-        anon.post("/v1/chat", json={"message": "My code word is zebra42, ok?",
-                                    "audience": "public", "channel": "alice"})
-        anon.post("/v1/chat", json={"message": "What was it?", "audience": "public",
-                                    "channel": "alice"})
+        anon.post(
+            "/v1/chat",
+            json={
+                "message": "My code word is zebra42, ok?",
+                "audience": "public",
+                "channel": "alice",
+            },
+        )
+        anon.post(
+            "/v1/chat", json={"message": "What was it?", "audience": "public", "channel": "alice"}
+        )
         assert "zebra42" in json.dumps(llm.calls[-1]["messages"])
         anon.post("/v1/chat", json={"message": "Hi?", "audience": "public", "channel": "bob"})
         assert "zebra42" not in json.dumps(llm.calls[-1]["messages"])
         owner.post("/v1/chat", json={"message": "Hi?", "channel": "alice"})
         assert "zebra42" not in json.dumps(llm.calls[-1]["messages"])
-        assert_error(anon.post("/v1/chat", json={"message": "Hi?", "channel": "../x"}), 400,
-                     "bad_request")
+        assert_error(
+            anon.post("/v1/chat", json={"message": "Hi?", "channel": "../x"}), 400, "bad_request"
+        )
 
 
 SLOW_NIGHT = """
@@ -470,8 +585,12 @@ def test_wake_over_http_wakes_a_night_in_another_process(server, tmp_path):
     """POST /v1/sleep/wake while a cron `eva sleep` (another process) is sleeping: it is asked
     through the store and wakes at its next heartbeat."""
     env = {**os.environ, "PYTHONPATH": str(ROOT)}
-    p = subprocess.Popen([sys.executable, "-c", SLOW_NIGHT, str(tmp_path / "memory.db")],
-                         env=env, stdout=subprocess.PIPE, text=True)
+    p = subprocess.Popen(
+        [sys.executable, "-c", SLOW_NIGHT, str(tmp_path / "memory.db")],
+        env=env,
+        stdout=subprocess.PIPE,
+        text=True,
+    )
     try:
         assert p.stdout.readline().strip() == "sleeping"
         with server.client(owner=True) as owner:

@@ -22,13 +22,36 @@ def chat(tmp_path):
     mem = s.memory
     chats, tr = mem.attach(Chats), mem.attach(Transcript)
     c = chats.create("default", "tui", T0, "Trip").id
-    ids = [tr.add("default", "tui", "turn-1", role, text, private_ok=True, status="ok",
-                  tokens=5, at=T0 + k, meta={}, chat_id=c)
-           for k, (role, text) in enumerate([("user", "We fly to Tbilisi on 12 May"),
-                                             ("assistant", "Noted: Tbilisi, 12 May.")])]
-    summary = mem.attach(SummaryStore).add(c, 1, True, "The owner flies to Tbilisi on 12 May.",
-                                           ["12 May"], ids, status="ok",
-                                           detail_level="balanced", tokens=9, now=T0)
+    ids = [
+        tr.add(
+            "default",
+            "tui",
+            "turn-1",
+            role,
+            text,
+            private_ok=True,
+            status="ok",
+            tokens=5,
+            at=T0 + k,
+            meta={},
+            chat_id=c,
+        )
+        for k, (role, text) in enumerate(
+            [("user", "We fly to Tbilisi on 12 May"), ("assistant", "Noted: Tbilisi, 12 May.")]
+        )
+    ]
+    summary = mem.attach(SummaryStore).add(
+        c,
+        1,
+        True,
+        "The owner flies to Tbilisi on 12 May.",
+        ["12 May"],
+        ids,
+        status="ok",
+        detail_level="balanced",
+        tokens=9,
+        now=T0,
+    )
     with running(s, tmp_path) as r:
         yield r, c, ids, summary.id, tr
     s.close()
@@ -43,8 +66,9 @@ def test_only_the_owner_edits_or_deletes_a_message(chat):
         assert_error(anon.patch(path, json={"content": "hacked"}), 401, "unauthorized")
         assert_error(anon.delete(path), 401, "unauthorized")
         wrong = {"Authorization": "Bearer " + "x" * 43}
-        assert_error(anon.patch(path, json={"content": "hacked"}, headers=wrong), 401,
-                     "unauthorized")
+        assert_error(
+            anon.patch(path, json={"content": "hacked"}, headers=wrong), 401, "unauthorized"
+        )
         assert_error(anon.delete(path, headers=wrong), 401, "unauthorized")
         # a bad id does not tell an anonymous caller anything either
         assert_error(anon.delete(f"/v1/chats/{c}/messages/999"), 401, "unauthorized")
@@ -56,12 +80,18 @@ def test_the_owner_edits_a_message_and_its_summaries_are_invalidated(chat):
     the summary covering it is no longer used."""
     server, c, (_user, answer), sid, tr = chat
     with server.client(owner=True) as owner:
-        r = owner.patch(f"/v1/chats/{c}/messages/{answer}",
-                        json={"content": "  Noted: Yerevan, 12 May.  "})
+        r = owner.patch(
+            f"/v1/chats/{c}/messages/{answer}", json={"content": "  Noted: Yerevan, 12 May.  "}
+        )
         assert r.status_code == 200, r.text
-        assert r.json()["message"] == {"id": answer, "chat": c, "role": "assistant",
-                                       "content": "Noted: Yerevan, 12 May.", "status": "ok",
-                                       "created_at": T0 + 1}
+        assert r.json()["message"] == {
+            "id": answer,
+            "chat": c,
+            "role": "assistant",
+            "content": "Noted: Yerevan, 12 May.",
+            "status": "ok",
+            "created_at": T0 + 1,
+        }
     assert tr.message(answer).content == "Noted: Yerevan, 12 May."
     store = server.services.memory.attach(SummaryStore)
     assert store.get(sid).status == "invalid"
@@ -77,8 +107,9 @@ def test_the_owner_deletes_a_message_to_the_archive(chat):
         r = owner.delete(f"/v1/chats/{c}/messages/{user}")
         assert r.status_code == 200 and r.json() == {"deleted": user, "chat": c}
         assert_error(owner.delete(f"/v1/chats/{c}/messages/{user}"), 404, "not_found")
-        assert_error(owner.patch(f"/v1/chats/{c}/messages/{user}", json={"content": "x"}),
-                     404, "not_found")
+        assert_error(
+            owner.patch(f"/v1/chats/{c}/messages/{user}", json={"content": "x"}), 404, "not_found"
+        )
     assert [m.id for m in tr.chat_history(c)] == [answer]
     assert server.services.memory.attach(SummaryStore).get(sid).status == "invalid"
 
@@ -93,8 +124,9 @@ def test_bad_input_is_a_clear_4xx_and_changes_nothing(chat):
     chats.archive(gone, T0)
     path = f"/v1/chats/{c}/messages/{user}"
     with server.client(owner=True) as owner:
-        assert_error(owner.patch(f"/v1/chats/{c}/messages/abc", json={"content": "x"}), 400,
-                     "bad_request")
+        assert_error(
+            owner.patch(f"/v1/chats/{c}/messages/abc", json={"content": "x"}), 400, "bad_request"
+        )
         assert_error(owner.delete(f"/v1/chats/0/messages/{user}"), 400, "bad_request")
         assert_error(owner.delete(f"/v1/chats/{c}/messages/{10**30}"), 400, "bad_request")
         assert_error(owner.delete(f"/v1/chats/999/messages/{user}"), 404, "not_found")
@@ -103,13 +135,21 @@ def test_bad_input_is_a_clear_4xx_and_changes_nothing(chat):
         assert_error(owner.patch(path, json={"content": "   "}), 400, "bad_request")
         assert_error(owner.patch(path, json={"content": 5}), 400, "bad_request")
         assert_error(owner.patch(path, json={"text": "new"}), 400, "bad_request")
-        assert_error(owner.patch(path, json={"content": "x", "role": "user"}), 400,
-                     "bad_request")
-        assert_error(owner.patch(path, content=b"{nope", headers={
-            "content-type": "application/json"}), 400, "bad_json")
-        assert_error(owner.patch(path, content=b"content=x", headers={
-            "content-type": "application/x-www-form-urlencoded"}), 415,
-            "unsupported_media_type")
+        assert_error(owner.patch(path, json={"content": "x", "role": "user"}), 400, "bad_request")
+        assert_error(
+            owner.patch(path, content=b"{nope", headers={"content-type": "application/json"}),
+            400,
+            "bad_json",
+        )
+        assert_error(
+            owner.patch(
+                path,
+                content=b"content=x",
+                headers={"content-type": "application/x-www-form-urlencoded"},
+            ),
+            415,
+            "unsupported_media_type",
+        )
         assert_error(owner.patch(path, json={"content": "x" * 70_000}), 413, "too_large")
         assert_error(owner.put(path, json={"content": "x"}), 405, "method_not_allowed")
     assert tr.message(user).content == "We fly to Tbilisi on 12 May"

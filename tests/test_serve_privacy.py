@@ -30,19 +30,50 @@ def seed(mem, stored) -> list[str]:
     trusted caller must be able to see."""
     from core.sleep import journal
 
-    mem.save(f"Owner's bank PIN hint is the cat's birthday {CORE_MARKER}", OWNER_TRUSTED,
-             kind="core", private=True, actor=Actor.OWNER)
+    mem.save(
+        f"Owner's bank PIN hint is the cat's birthday {CORE_MARKER}",
+        OWNER_TRUSTED,
+        kind="core",
+        private=True,
+        actor=Actor.OWNER,
+    )
     private = [r for r in stored if r.spec.private]
     quoted = [CORE_MARKER] + [r.marker for r in private[:2]]
     j = mem.attach(Journal)
     with j.transaction() as conn:
         run = journal.start_run(conn, 1_780_000_000.0, False, "schedule", "scripted")
-        journal.write_phase(conn, run, 0, PhaseLog(
-            "memory", "review", "applied", 0.1, 1, plans=[{"said": " ".join(quoted)}],
-            ops=[OpLog("merge", [1, 2], True, f"the same as {' '.join(quoted)}",
-                       detail={"content": " ".join(quoted)})]))
-        journal.finish_run(conn, run, 1_780_000_100.0, "done", {"memory": "done"}, True,
-                           "merged 1 — 1 model call", "scripted")
+        journal.write_phase(
+            conn,
+            run,
+            0,
+            PhaseLog(
+                "memory",
+                "review",
+                "applied",
+                0.1,
+                1,
+                plans=[{"said": " ".join(quoted)}],
+                ops=[
+                    OpLog(
+                        "merge",
+                        [1, 2],
+                        True,
+                        f"the same as {' '.join(quoted)}",
+                        detail={"content": " ".join(quoted)},
+                    )
+                ],
+            ),
+        )
+        journal.finish_run(
+            conn,
+            run,
+            1_780_000_100.0,
+            "done",
+            {"memory": "done"},
+            True,
+            "merged 1 — 1 model call",
+            "scripted",
+        )
     return quoted
 
 
@@ -50,11 +81,17 @@ def leaks(text: str, markers: list[str], typed: str = "") -> list[str]:
     return [m for m in markers if m in text and m not in typed]
 
 
-@settings(max_examples=10, deadline=None,
-          suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large])
-@given(st.lists(specs, min_size=2, max_size=10), st.integers(0, 0xFFFFFF),
-       st.lists(st.sampled_from(COMMON_WORDS), min_size=1, max_size=3).map(" ".join),
-       st.booleans())
+@settings(
+    max_examples=10,
+    deadline=None,
+    suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large],
+)
+@given(
+    st.lists(specs, min_size=2, max_size=10),
+    st.integers(0, 0xFFFFFF),
+    st.lists(st.sampled_from(COMMON_WORDS), min_size=1, max_size=3).map(" ".join),
+    st.booleans(),
+)
 def test_no_private_memory_in_any_untrusted_response(specs_, salt, words, ask_marker):
     mem, stored = build(specs_, salt)
     quoted = seed(mem, stored)
@@ -65,9 +102,8 @@ def test_no_private_memory_in_any_untrusted_response(specs_, salt, words, ask_ma
         # adversarial: the query names a private record's words (not its marker: a caller's
         # own typing is echoed back to it by the model's prompt, that is no leak)
         priv = [r for r in stored if r.spec.private]
-        q = (priv[0].bare if (ask_marker and priv) else words)
-        with running(s, Path(d)) as srv, srv.client() as anon, \
-                srv.client(owner=True) as owner:
+        q = priv[0].bare if (ask_marker and priv) else words
+        with running(s, Path(d)) as srv, srv.client() as anon, srv.client(owner=True) as owner:
             # the trusted side carries private content: the checks below can fail
             trusted = owner.get("/v1/memories/prompt", params={"q": q}).json()
             assert CORE_MARKER in trusted["text"]
@@ -75,9 +111,14 @@ def test_no_private_memory_in_any_untrusted_response(specs_, salt, words, ask_ma
 
             checked = 0
             for client, params in (
-                    (anon, {}), (anon, {"audience": "group"}), (anon, {"audience": "public"}),
-                    (anon, {"public": "true"}), (owner, {"public": "true"}),
-                    (owner, {"audience": "group"}), (owner, {"audience": "public"})):
+                (anon, {}),
+                (anon, {"audience": "group"}),
+                (anon, {"audience": "public"}),
+                (anon, {"public": "true"}),
+                (owner, {"public": "true"}),
+                (owner, {"audience": "group"}),
+                (owner, {"audience": "public"}),
+            ):
                 r = client.get("/v1/memories/prompt", params={"q": q, **params})
                 assert r.status_code == 200
                 assert not leaks(r.text, markers), (params, r.text)
@@ -93,10 +134,13 @@ def test_no_private_memory_in_any_untrusted_response(specs_, salt, words, ask_ma
                 assert r.status_code == 200 and not leaks(r.text, markers), path
             # chat: the stream and the prompt the model saw, for every untrusted context
             for client, body in (
-                    (anon, {"audience": "owner"}), (anon, {"audience": "group"}),
-                    (anon, {"audience": "public"}), (owner, {"audience": "group"}),
-                    (owner, {"audience": "public"}), (owner, {"audience": "owner",
-                                                              "trusted": False})):
+                (anon, {"audience": "owner"}),
+                (anon, {"audience": "group"}),
+                (anon, {"audience": "public"}),
+                (owner, {"audience": "group"}),
+                (owner, {"audience": "public"}),
+                (owner, {"audience": "owner", "trusted": False}),
+            ):
                 calls, steps = len(llm.calls), len(llm.json_calls)
                 message = f"What do you know? {q}"
                 r = client.post("/v1/chat", json={"message": message, **body})
@@ -105,8 +149,9 @@ def test_no_private_memory_in_any_untrusted_response(specs_, salt, words, ask_ma
                 assert names[-1] == "done", r.text
                 assert not leaks(r.text, markers, message), (body, r.text)
                 assert len(llm.calls) > calls  # the model was asked
-                seen = json.dumps(llm.calls[calls:] + llm.json_calls[steps:],
-                                  ensure_ascii=False, default=str)
+                seen = json.dumps(
+                    llm.calls[calls:] + llm.json_calls[steps:], ensure_ascii=False, default=str
+                )
                 assert not leaks(seen, markers, message), (body, "model prompt")
                 checked += 1
             assert checked == 13

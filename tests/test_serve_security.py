@@ -36,19 +36,48 @@ NUMBER = "987654"
 def _night(mem) -> int:
     """A journal night whose every free-text field quotes the private marker and number."""
     with mem.attach(Journal).transaction() as conn:
-        run = journal.start_run(conn, 1_780_000_000.0, False, f"because {MARK}",
-                                f"model-{MARK}")
-        journal.write_phase(conn, run, 0, PhaseLog(
-            "memory", "review", "applied", 0.25, 2,
-            plans=[{"reasoning": f"{MARK} {NUMBER}"}],
-            ops=[OpLog("merge", [3, 4], True, f"same {MARK} {NUMBER}",
-                       detail={"content": f"{MARK} {NUMBER}"}),
-                 OpLog("merge", [7, 8], False, f"why {MARK}",
-                       f"the merge loses the numbers {NUMBER} of #7 ({MARK})",
-                       detail={"content": f"{MARK}"})],
-            note=f"note {MARK} {NUMBER}"))
-        journal.finish_run(conn, run, 1_780_000_100.0, "done", {"memory": "done"}, True,
-                           f"merged {MARK} {NUMBER}", f"model-{MARK}")
+        run = journal.start_run(conn, 1_780_000_000.0, False, f"because {MARK}", f"model-{MARK}")
+        journal.write_phase(
+            conn,
+            run,
+            0,
+            PhaseLog(
+                "memory",
+                "review",
+                "applied",
+                0.25,
+                2,
+                plans=[{"reasoning": f"{MARK} {NUMBER}"}],
+                ops=[
+                    OpLog(
+                        "merge",
+                        [3, 4],
+                        True,
+                        f"same {MARK} {NUMBER}",
+                        detail={"content": f"{MARK} {NUMBER}"},
+                    ),
+                    OpLog(
+                        "merge",
+                        [7, 8],
+                        False,
+                        f"why {MARK}",
+                        f"the merge loses the numbers {NUMBER} of #7 ({MARK})",
+                        detail={"content": f"{MARK}"},
+                    ),
+                ],
+                note=f"note {MARK} {NUMBER}",
+            ),
+        )
+        journal.finish_run(
+            conn,
+            run,
+            1_780_000_100.0,
+            "done",
+            {"memory": "done"},
+            True,
+            f"merged {MARK} {NUMBER}",
+            f"model-{MARK}",
+        )
     return run
 
 
@@ -74,9 +103,9 @@ def test_anonymous_journal_is_built_from_an_allowlist(tmp_path):
     assert run["summary"] == "1 applied, 1 refused"
     phase = run["phases"][0]
     assert (phase["stage"], phase["name"], phase["calls"]) == ("memory", "review", 2)
-    assert [(o["op"], o["ids"], o["applied"], o["why"], o["refused_reason"])
-            for o in phase["ops"]] == [("merge", [3, 4], True, "", None),
-                                       ("merge", [7, 8], False, "", "refused")]
+    assert [
+        (o["op"], o["ids"], o["applied"], o["why"], o["refused_reason"]) for o in phase["ops"]
+    ] == [("merge", [3, 4], True, "", None), ("merge", [7, 8], False, "", "refused")]
     s.close()
 
 
@@ -121,8 +150,11 @@ def test_hostile_requests_get_4xx_never_a_500_or_a_traceback(tmp_path, all_logs)
     s = make_services(tmp_path)
     js = {"Content-Type": "application/json"}
     deep = [b"[" * 60_000, b'{"a":' * 12_000, b"[" * 30_000 + b"]" * 30_000]
-    with running(s, tmp_path, ServeSettings(rate=0, max_body=200_000)) as r, \
-            r.client() as anon, r.client(owner=True) as owner:
+    with (
+        running(s, tmp_path, ServeSettings(rate=0, max_body=200_000)) as r,
+        r.client() as anon,
+        r.client(owner=True) as owner,
+    ):
         all_logs.watch_uvicorn()
         for body in deep:
             assert_error(anon.post("/v1/chat", content=body, headers=js), 400, "bad_json")
@@ -132,12 +164,12 @@ def test_hostile_requests_get_4xx_never_a_500_or_a_traceback(tmp_path, all_logs)
         assert_error(owner.post("/v1/memories/archive/-5/restore"), 404, "not_found")
         for name in ("offset", "limit"):
             for value in ("1e20", huge, "-1", "1.5", ""):
-                assert_error(owner.get("/v1/memories", params={name: value}), 400,
-                             "bad_request")
+                assert_error(owner.get("/v1/memories", params={name: value}), 400, "bad_request")
         assert_error(anon.get("/v1/sleep/runs", params={"limit": "1e20"}), 400, "bad_request")
         assert anon.get("/v1/sleep/runs", params={"limit": huge}).status_code == 200
-        assert owner.get("/v1/memories", params={"limit": "10000", "offset": "5"}
-                         ).status_code == 200
+        assert (
+            owner.get("/v1/memories", params={"limit": "10000", "offset": "5"}).status_code == 200
+        )
     _no_tracebacks(all_logs.records)
     s.close()
 
@@ -172,8 +204,9 @@ def test_a_chunked_dry_run_request_is_a_dry_run(tmp_path):
         yield b"true}"
 
     with running(s, tmp_path) as r, r.client(owner=True) as owner:
-        resp = owner.post("/v1/sleep", content=chunks(),
-                          headers={"Content-Type": "application/json"})
+        resp = owner.post(
+            "/v1/sleep", content=chunks(), headers={"Content-Type": "application/json"}
+        )
         assert resp.status_code == 202, resp.text
         assert "content-length" not in resp.request.headers
         runs: list = []
@@ -353,8 +386,11 @@ def test_more_connections_than_the_limit_get_a_json_503(tmp_path):
 
 # ------------------------------------------------------------------------------ item 8
 def _scope(client: str, port: int = 8765) -> dict:
-    return {"type": "http", "headers": [(b"host", f"127.0.0.1:{port}".encode())],
-            "client": (client, 50000)}
+    return {
+        "type": "http",
+        "headers": [(b"host", f"127.0.0.1:{port}".encode())],
+        "client": (client, 50000),
+    }
 
 
 def test_all_loopback_addresses_share_one_rate_limit_bucket():
@@ -377,11 +413,27 @@ def test_all_loopback_addresses_share_one_rate_limit_bucket():
 def test_is_loopback_parses_addresses():
     """SPEC §10 ("loopback bind") / issue 25 item 9: only localhost, 127.0.0.0/8, ::1 and
     IPv4-mapped loopback are loopback; a name starting with "127." is not."""
-    for host in ("localhost", "127.0.0.1", "127.9.8.7", "::1", "[::1]", "::ffff:127.0.0.1",
-                 "LOCALHOST"):
+    for host in (
+        "localhost",
+        "127.0.0.1",
+        "127.9.8.7",
+        "::1",
+        "[::1]",
+        "::ffff:127.0.0.1",
+        "LOCALHOST",
+    ):
         assert is_loopback(host), host
-    for host in ("127.evil.example", "127.0.0.1.evil.example", "0.0.0.0", "::", "10.0.0.1",
-                 "::ffff:10.0.0.1", "localhost.evil.example", "", "127.0.0.256"):
+    for host in (
+        "127.evil.example",
+        "127.0.0.1.evil.example",
+        "0.0.0.0",
+        "::",
+        "10.0.0.1",
+        "::ffff:10.0.0.1",
+        "localhost.evil.example",
+        "",
+        "127.0.0.256",
+    ):
         assert not is_loopback(host), host
 
 
@@ -397,8 +449,7 @@ def test_uvicorns_own_400_and_a_trailing_slash_are_json(tmp_path):
             assert status == 400 and headers["content-type"] == "application/json"
             data = json.loads(body)
             assert set(data) == {"detail", "code", "request_id"}
-            assert data["code"] == "bad_request" and data["request_id"] == headers[
-                "x-request-id"]
+            assert data["code"] == "bad_request" and data["request_id"] == headers["x-request-id"]
         with r.client() as c:
             for path in ("/v1/health/", "/v1/sleep/runs/"):
                 assert_error(c.get(path), 404, "not_found")
@@ -438,9 +489,23 @@ def test_eva_serve_logs_to_a_private_file(tmp_path):
         sk.bind(("127.0.0.1", 0))
         port = sk.getsockname()[1]
     data = tmp_path / "data"
-    p = subprocess.Popen([sys.executable, "-m", "eva_tui.cli", "--data", str(data), "serve",
-                          "--port", str(port), "--no-chat"], env=env, stdout=subprocess.PIPE,
-                         stderr=subprocess.PIPE, text=True)
+    p = subprocess.Popen(
+        [
+            sys.executable,
+            "-m",
+            "eva_tui.cli",
+            "--data",
+            str(data),
+            "serve",
+            "--port",
+            str(port),
+            "--no-chat",
+        ],
+        env=env,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
     try:
         for _ in range(300):  # bounded: until it answers
             try:

@@ -87,8 +87,13 @@ def test_merge_keeps_most_reinforced_id_and_sums_histories(mem, clock):
 def test_merge_with_a_private_member_is_private(mem, clock):
     """§7: "a merge with any private member is private" — and a plan that says otherwise
     (an extra "private": false) cannot clear the flag."""
-    ids = load(mem, {"a": {"content": "Anna's phone number is 555 0100, home line"},
-                     "b": {"content": "Anna home line phone number 555 0100", "private": True}})
+    ids = load(
+        mem,
+        {
+            "a": {"content": "Anna's phone number is 555 0100, home line"},
+            "b": {"content": "Anna home line phone number 555 0100", "private": True},
+        },
+    )
     bad = merge([ids["a"], ids["b"]], "Anna's home phone number is 555 0100")
     bad["private"] = False
     run = sleeper(mem, PlannerLLM(review=[plan(bad)]), clock).run()
@@ -134,7 +139,11 @@ def test_rewrite_with_a_date(mem, clock):
     after = mem.get(rid)
     assert after.content == "The owner lived in Kazan until 2024"
     assert (after.kind, after.importance, after.private, after.updated_at) == (
-        before.kind, before.importance, before.private, before.updated_at)
+        before.kind,
+        before.importance,
+        before.private,
+        before.updated_at,
+    )
     assert after.consolidated_at == clock.now()
     assert phase(run, "review").ops[0].detail["before"] == before.content
     # the new wording is what recall finds
@@ -144,13 +153,22 @@ def test_rewrite_with_a_date(mem, clock):
 def test_split_a_glued_record(mem, clock):
     """§7: "split a glued record" — the first part keeps the id; each further part is a new
     record with the same kind, importance, flags and history."""
-    ids = load(mem, {"glued": {"content": "Sister Olga lives in Riga; the owner's car is a red "
-                                          "Skoda", "private": True, "importance": 4},
-                     "near": {"content": "Sister Olga lives in Riga; the owner drives a red car"}})
+    ids = load(
+        mem,
+        {
+            "glued": {
+                "content": "Sister Olga lives in Riga; the owner's car is a red Skoda",
+                "private": True,
+                "importance": 4,
+            },
+            "near": {"content": "Sister Olga lives in Riga; the owner drives a red car"},
+        },
+    )
     rid = ids["glued"]
     reinforce(mem, rid, 2, clock)
-    planner = PlannerLLM(review=[plan(split(rid, ["Sister Olga lives in Riga",
-                                                  "The owner's car is a red Skoda"]))])
+    planner = PlannerLLM(
+        review=[plan(split(rid, ["Sister Olga lives in Riga", "The owner's car is a red Skoda"]))]
+    )
     run = sleeper(mem, planner, clock).run()
     op = phase(run, "review").ops[0]
     assert op.applied
@@ -164,12 +182,17 @@ def test_split_a_glued_record(mem, clock):
 def test_derive_a_fact_from_a_run_of_events(mem, clock):
     """§7: "derive a fact from a run of similar events" — a new fact; the events stay (they
     fade on their own)."""
-    ids = load(mem, {f"e{i}": {"content": f"Went swimming at the Olymp pool on Sunday {d}",
-                               "kind": "event"} for i, d in enumerate(("May 3", "May 10",
-                                                                         "May 17"))})
+    ids = load(
+        mem,
+        {
+            f"e{i}": {"content": f"Went swimming at the Olymp pool on Sunday {d}", "kind": "event"}
+            for i, d in enumerate(("May 3", "May 10", "May 17"))
+        },
+    )
     events = list(ids.values())
-    planner = PlannerLLM(review=[plan(derive(events, "The owner swims at the Olymp pool on "
-                                                     "Sundays", importance=3))])
+    planner = PlannerLLM(
+        review=[plan(derive(events, "The owner swims at the Olymp pool on Sundays", importance=3))]
+    )
     run = sleeper(mem, planner, clock).run()
     op = phase(run, "review").ops[0]
     assert op.applied
@@ -184,33 +207,65 @@ def test_derive_a_fact_from_a_run_of_events(mem, clock):
 def test_forgetting_candidates_are_arithmetic_and_the_model_only_shortens(mem, clock):
     """§7.4: candidates = decayed past two half-lives, never recalled, importance ≤ 2, not core,
     not pinned; "the model may only shorten the list, never add to it"."""
-    ids = load(mem, {
-        "trivia_1": {"content": "Saw a yellow umbrella at the bus stop", "importance": 1,
-                     "created_at": ANCIENT},
-        "trivia_2": {"content": "The vending machine ate a coin", "importance": 2,
-                     "created_at": ANCIENT},
-        "important": {"content": "Passport expires in March", "importance": 3,
-                      "created_at": ANCIENT},
-        "core": {"content": "Speak to the owner informally", "kind": "core", "importance": 1,
-                 "created_at": ANCIENT},
-        "pinned": {"content": "Grandmother's birthday is June 2", "importance": 1,
-                   "pinned": True, "created_at": ANCIENT},
-        "recalled": {"content": "Bought batteries for the remote", "importance": 1,
-                     "created_at": ANCIENT},
-        "fresh": {"content": "Parked on level minus two", "importance": 1,
-                  "created_at": T0 - 20 * DAY},
-        "event": {"content": "Had a pizza with colleagues", "kind": "event", "importance": 2,
-                  "created_at": T0 - 70 * DAY},
-    })
+    ids = load(
+        mem,
+        {
+            "trivia_1": {
+                "content": "Saw a yellow umbrella at the bus stop",
+                "importance": 1,
+                "created_at": ANCIENT,
+            },
+            "trivia_2": {
+                "content": "The vending machine ate a coin",
+                "importance": 2,
+                "created_at": ANCIENT,
+            },
+            "important": {
+                "content": "Passport expires in March",
+                "importance": 3,
+                "created_at": ANCIENT,
+            },
+            "core": {
+                "content": "Speak to the owner informally",
+                "kind": "core",
+                "importance": 1,
+                "created_at": ANCIENT,
+            },
+            "pinned": {
+                "content": "Grandmother's birthday is June 2",
+                "importance": 1,
+                "pinned": True,
+                "created_at": ANCIENT,
+            },
+            "recalled": {
+                "content": "Bought batteries for the remote",
+                "importance": 1,
+                "created_at": ANCIENT,
+            },
+            "fresh": {
+                "content": "Parked on level minus two",
+                "importance": 1,
+                "created_at": T0 - 20 * DAY,
+            },
+            "event": {
+                "content": "Had a pizza with colleagues",
+                "kind": "event",
+                "importance": 2,
+                "created_at": T0 - 70 * DAY,
+            },
+        },
+    )
     clock.set(ANCIENT + 10)
     assert mem.search("batteries remote")[0].record.id == ids["recalled"]
     clock.set(T0)
-    planner = PlannerLLM(forgetting=[plan(forget(ids["trivia_1"]),
-                                          forget(ids["important"], "not on the list"))])
+    planner = PlannerLLM(
+        forgetting=[plan(forget(ids["trivia_1"]), forget(ids["important"], "not on the list"))]
+    )
     run = sleeper(mem, planner, clock).run()
     assert planner.count("forgetting") == 1
-    shown = planner.enum_ids(next(i for i, c in enumerate(planner.tool_calls)
-                                  if c["phase"] == "forgetting"))
+    shown = planner.enum_ids(
+        next(i for i, c in enumerate(planner.tool_calls) if c["phase"] == "forgetting")
+    )
     assert sorted(shown) == sorted([ids["trivia_1"], ids["trivia_2"], ids["event"]])
     ops = phase(run, "forgetting").ops
     assert ops[0].applied
@@ -230,20 +285,34 @@ def test_forgetting_candidates_are_arithmetic_and_the_model_only_shortens(mem, c
 def test_calibrate_promotes_demotes_and_reweighs(mem, clock):
     """§7.5: one call over the corpus in compact form — promote to core, demote dead core,
     recalibrate importance that crept to 4–5."""
-    ids = load(mem, {"lang": {"content": "Answer in Russian unless asked otherwise"},
-                     "dead": {"content": "Is preparing for the 2019 marathon", "kind": "core"},
-                     "crept": {"content": "Likes the colour teal", "importance": 5}})
-    planner = PlannerLLM(calibrate=[plan(set_kind(ids["lang"], "core"),
-                                         set_kind(ids["dead"], "event"),
-                                         set_importance(ids["crept"], 2))])
+    ids = load(
+        mem,
+        {
+            "lang": {"content": "Answer in Russian unless asked otherwise"},
+            "dead": {"content": "Is preparing for the 2019 marathon", "kind": "core"},
+            "crept": {"content": "Likes the colour teal", "importance": 5},
+        },
+    )
+    planner = PlannerLLM(
+        calibrate=[
+            plan(
+                set_kind(ids["lang"], "core"),
+                set_kind(ids["dead"], "event"),
+                set_importance(ids["crept"], 2),
+            )
+        ]
+    )
     run = sleeper(mem, planner, clock).run()
     assert planner.count("calibrate") == 1
     assert mem.get(ids["lang"]).kind is Kind.CORE
     assert mem.get(ids["dead"]).kind is Kind.EVENT
     assert mem.get(ids["crept"]).importance == 2
     ops = phase(run, "calibrate").ops
-    assert [o.detail for o in ops] == [{"from": "fact", "to": "core"},
-                                       {"from": "core", "to": "event"}, {"from": 5, "to": 2}]
+    assert [o.detail for o in ops] == [
+        {"from": "fact", "to": "core"},
+        {"from": "core", "to": "event"},
+        {"from": 5, "to": 2},
+    ]
     # the kinds phase saw the state of the core budget
     user = planner.tool_calls[-1]["messages"][1]["content"]
     assert "Core memories take" in user
@@ -252,19 +321,33 @@ def test_calibrate_promotes_demotes_and_reweighs(mem, clock):
 def test_promotion_past_the_core_share_is_refused(mem, clock):
     """§7.5 + §5: core may take at most core_share of the prompt budget — a promotion that
     would outgrow it is refused (demotions are always allowed)."""
-    ids = load(mem, {"core": {"content": "The owner is Ivan, a teacher from Tver",
-                              "kind": "core"},
-                     "big1": {"content": "A long fact about gardening tomatoes in a greenhouse "
-                                         "with drip irrigation and careful pruning"},
-                     "big2": {"content": "Another long fact about repairing bicycles, truing "
-                                         "wheels and adjusting derailleurs on weekends"}})
+    ids = load(
+        mem,
+        {
+            "core": {"content": "The owner is Ivan, a teacher from Tver", "kind": "core"},
+            "big1": {
+                "content": "A long fact about gardening tomatoes in a greenhouse "
+                "with drip irrigation and careful pruning"
+            },
+            "big2": {
+                "content": "Another long fact about repairing bicycles, truing "
+                "wheels and adjusting derailleurs on weekends"
+            },
+        },
+    )
     corpus = {r.id: r for r in mem.corpus()}
     promoted = dataclasses.replace(corpus[ids["big1"]], kind=Kind.CORE)
     need = core_usage({**corpus, promoted.id: promoted}, clock.now())
     mem.config = MemoryConfig(prompt_budget=1000, core_share=(need + 5) / 1000)
-    planner = PlannerLLM(calibrate=[plan(set_kind(ids["big1"], "core"),
-                                         set_kind(ids["big2"], "core"),
-                                         set_kind(ids["core"], "fact"))])
+    planner = PlannerLLM(
+        calibrate=[
+            plan(
+                set_kind(ids["big1"], "core"),
+                set_kind(ids["big2"], "core"),
+                set_kind(ids["core"], "fact"),
+            )
+        ]
+    )
     run = sleeper(mem, planner, clock).run()
     ops = phase(run, "calibrate").ops
     assert ops[0].applied
@@ -282,10 +365,16 @@ def test_a_second_night_on_an_unchanged_corpus_costs_zero_calls(tmp_path, clock)
     semantic edges of an embedder taking part too."""
     mem = open_memory(tmp_path, clock, embedder=HashEmbedder())
     ids = load(mem)
-    ids.update(load(mem, {"trivia": {"content": "Saw a heron on the river", "importance": 1}},
-                    default_at=ANCIENT))
-    planner = PlannerLLM(review=[plan(merge([ids["cat_a"], ids["cat_b"]],
-                                            "The owner's cat Murka likes fish"))])
+    ids.update(
+        load(
+            mem,
+            {"trivia": {"content": "Saw a heron on the river", "importance": 1}},
+            default_at=ANCIENT,
+        )
+    )
+    planner = PlannerLLM(
+        review=[plan(merge([ids["cat_a"], ids["cat_b"]], "The owner's cat Murka likes fish"))]
+    )
     s = sleeper(mem, planner, clock)
     s.run()
     first = planner.count()
@@ -305,8 +394,12 @@ def test_only_a_changed_cluster_is_sent_again(mem, clock):
     s = sleeper(mem, PlannerLLM(), clock)
     s.run()
     clock.advance(DAY)
-    mem.update(ids["city_new"], OWNER_TRUSTED, content="The owner lives in Moscow now, in a "
-               "flat near the Kremlin, since May", actor=Actor.OWNER)
+    mem.update(
+        ids["city_new"],
+        OWNER_TRUSTED,
+        content="The owner lives in Moscow now, in a flat near the Kremlin, since May",
+        actor=Actor.OWNER,
+    )
     planner = PlannerLLM()
     s.planner = planner
     clock.advance(DAY)
@@ -332,8 +425,9 @@ def test_dry_run_journals_plans_without_applying(mem, clock):
     assert (op.applied, op.refused_reason, op.detail["dry_run"]) == (False, None, True)
     assert op.detail["content"] == "Cat Murka, fish"
     assert run.notable and "planned (dry run): merged 1" in run.summary
-    assert [(r.id, r.content, r.consolidated_at)
-            for r in mem.list(OWNER_TRUSTED, order="id")] == before
+    assert [
+        (r.id, r.content, r.consolidated_at) for r in mem.list(OWNER_TRUSTED, order="id")
+    ] == before
     clock.advance(DAY)
     planner.queues["review"].clear()
     s.run()
@@ -344,9 +438,15 @@ def test_a_failed_call_skips_its_cluster_and_is_journaled(mem, clock):
     """§7: a planner call that fails applies nothing for its cluster and is journaled; the
     other clusters' plans still apply; the failed cluster stays unsettled."""
     ids = load(mem)
-    planner = PlannerLLM(review=[ModelError("the model crashed"),
-                                 plan(merge([ids["cat_a"], ids["cat_b"]], "Cat Murka likes fish"),
-                                      resolve(ids["city_new"], [ids["city_old"]]))])
+    planner = PlannerLLM(
+        review=[
+            ModelError("the model crashed"),
+            plan(
+                merge([ids["cat_a"], ids["cat_b"]], "Cat Murka likes fish"),
+                resolve(ids["city_new"], [ids["city_old"]]),
+            ),
+        ]
+    )
     run = sleeper(mem, planner, clock).run()
     rev = phase(run, "review")
     errors = [p for p in rev.plans if "error" in p]
@@ -373,8 +473,11 @@ def test_a_call_past_call_timeout_is_abandoned(mem, clock, monkeypatch):
         release.wait(30)
         return plan(merge([1, 2], "late"))
 
-    monkeypatch.setattr(core.sleep.stage, "call_planner",
-                        functools.partial(core.sleep.stage.call_planner, grace=0.0))
+    monkeypatch.setattr(
+        core.sleep.stage,
+        "call_planner",
+        functools.partial(core.sleep.stage.call_planner, grace=0.0),
+    )
     planner = PlannerLLM(review=[stuck, stuck])
     try:
         run = sleeper(mem, planner, clock, call_timeout=0.05).run()
@@ -390,9 +493,11 @@ def test_prose_answers_are_parsed_only_as_a_fallback(mem, clock):
     """§7: "parsing prose is only a fallback" — a tool call whose arguments came back as text
     with the JSON inside still yields the plan (journaled as via prose)."""
     ids = load(mem)
-    prose = ('Sure! Here is my plan:\n```json\n{"reasoning": "dups", "ops": [{"op": "merge", '
-             f'"ids": [{ids["cat_a"]}, {ids["cat_b"]}], "content": "Cat Murka likes fish", '
-             '"why": "same"}]}\n```')
+    prose = (
+        'Sure! Here is my plan:\n```json\n{"reasoning": "dups", "ops": [{"op": "merge", '
+        f'"ids": [{ids["cat_a"]}, {ids["cat_b"]}], "content": "Cat Murka likes fish", '
+        '"why": "same"}]}\n```'
+    )
     run = sleeper(mem, PlannerLLM(review=[ToolCall("sleep_finish", prose)]), clock).run()
     rev = phase(run, "review")
     assert rev.ops[0].applied and rev.plans[0]["via"] == "prose"
@@ -407,8 +512,13 @@ def test_the_planner_gets_persona_data_and_one_constrained_tool(mem, clock):
     as quoted data."""
     ids = load(mem)
     planner = PlannerLLM()
-    s = Sleeper(mem, planner, SleepConfig(min_memories=0, call_timeout=42, review="plan"), clock,
-                persona="You are Eva, a stern librarian.")
+    s = Sleeper(
+        mem,
+        planner,
+        SleepConfig(min_memories=0, call_timeout=42, review="plan"),
+        clock,
+        persona="You are Eva, a stern librarian.",
+    )
     s.run()
     call = planner.tool_calls[0]
     system, user = call["messages"][0]["content"], call["messages"][1]["content"]
@@ -421,11 +531,17 @@ def test_the_planner_gets_persona_data_and_one_constrained_tool(mem, clock):
     assert list(props) == ["reasoning", "ops"] and props["reasoning"]["maxLength"] == REASONING_MAX
     ops = props["ops"]["items"]["anyOf"]
     assert {o["properties"]["op"]["enum"][0] for o in ops} == {
-        "merge", "resolve", "rewrite", "split", "derive"}
+        "merge",
+        "resolve",
+        "rewrite",
+        "split",
+        "derive",
+    }
     assert all("why" in o["required"] for o in ops)
     assert set(planner.enum_ids(0)) <= set(ids.values()) and len(planner.enum_ids(0)) == 2
     assert review_tool([5, 3], 500)["parameters"]["properties"]["ops"]["items"]["anyOf"][0][
-        "properties"]["ids"]["items"]["enum"] == [3, 5]
+        "properties"
+    ]["ids"]["items"]["enum"] == [3, 5]
 
 
 def test_a_small_corpus_skips_the_memory_stage(mem, clock):
@@ -454,8 +570,7 @@ def test_hygiene_reembeds_and_purges_the_old_archive(tmp_path, clock):
     assert mem.status().missing_vectors == len(ids) - 1
     run = sleeper(mem, PlannerLLM(), clock, dry_run=True).run()
     hy = phase(run, "hygiene")
-    assert {o.op: o.detail["count"] for o in hy.ops} == {"embed": len(ids) - 1,
-                                                        "purge_archive": 1}
+    assert {o.op: o.detail["count"] for o in hy.ops} == {"embed": len(ids) - 1, "purge_archive": 1}
     assert mem.count(archived=True) == 1 and mem.status().missing_vectors == 0
     run = sleeper(mem, PlannerLLM(), clock).run()
     assert mem.count(archived=True) == 0
@@ -471,8 +586,14 @@ def test_journal_lists_nights_with_phases_ops_and_notability(mem, clock):
     why), model, timings. A notable night notifies the owner." — and what it shows others has
     no memory contents (§11)."""
     ids = load(mem)
-    planner = PlannerLLM(review=[plan(merge([ids["cat_a"], ids["cat_b"]], "Cat Murka, fish",
-                                            "same cat"), rewrite(999, "x"))])
+    planner = PlannerLLM(
+        review=[
+            plan(
+                merge([ids["cat_a"], ids["cat_b"]], "Cat Murka, fish", "same cat"),
+                rewrite(999, "x"),
+            )
+        ]
+    )
     s = sleeper(mem, planner, clock)
     r1 = s.run(reason="manual")
     clock.advance(DAY)
@@ -480,8 +601,13 @@ def test_journal_lists_nights_with_phases_ops_and_notability(mem, clock):
     runs = s.runs()
     assert [r.id for r in runs] == [r2.id, r1.id]
     assert r1.model == "scripted-planner" and r1.reason == "manual" and r1.status == "done"
-    assert [p.name for p in r1.phases] == ["hygiene", "clustering", "review", "forgetting",
-                                           "calibrate"]
+    assert [p.name for p in r1.phases] == [
+        "hygiene",
+        "clustering",
+        "review",
+        "forgetting",
+        "calibrate",
+    ]
     rev = phase(r1, "review")
     assert rev.calls == 2 and rev.seconds >= 0 and rev.plans[0]["reasoning"] == "looked at it"
     assert [(o.op, o.applied, o.why) for o in rev.ops][:1] == [("merge", True, "same cat")]
@@ -502,8 +628,12 @@ def test_a_night_can_be_undone_through_the_change_log(mem, clock):
     a whole night (every record back as it was, ids kept)."""
     ids = load(mem)
     before = {r.id: (r.content, r.kind) for r in mem.list(OWNER_TRUSTED)}
-    planner = PlannerLLM(review=[plan(merge([ids["cat_a"], ids["cat_b"]], "Cat Murka, fish")),
-                                 plan(rewrite(ids["city_old"], "Lived in Kazan until 2024"))])
+    planner = PlannerLLM(
+        review=[
+            plan(merge([ids["cat_a"], ids["cat_b"]], "Cat Murka, fish")),
+            plan(rewrite(ids["city_old"], "Lived in Kazan until 2024")),
+        ]
+    )
     run = sleeper(mem, planner, clock).run()
     assert sum(o.applied for o in run.ops) == 2
     mem.rollback_turn(f"sleep:{run.id}")
@@ -561,8 +691,15 @@ def test_planner_chain_resolution():
 
 def test_sleep_config_is_validated():
     """§7's keys, validated like the memory config (unknown keys and bad values named)."""
-    cfg = SleepConfig.from_mapping({"every": 3600, "archive_ttl": 7, "memory": {"model": "q"},
-                                    "keep_recent": 1, "dry_run": True})
+    cfg = SleepConfig.from_mapping(
+        {
+            "every": 3600,
+            "archive_ttl": 7,
+            "memory": {"model": "q"},
+            "keep_recent": 1,
+            "dry_run": True,
+        }
+    )
     assert (cfg.archive_ttl_days, cfg.memory_model, cfg.keep_recent_seconds) == (7, "q", DAY)
     with pytest.raises(ValueError, match="unknown key"):
         SleepConfig.from_mapping({"evry": 1})

@@ -42,8 +42,12 @@ def test_quality_bench_scores_the_oracle_at_the_ceiling(capsys):
     and loses nothing; the no-op baseline does none of it and loses nothing either."""
     assert sleep_quality.main(["--data", str(CORPUS), "--model", "oracle"]) == 0
     oracle = json.loads(capsys.readouterr().out)
-    assert (oracle["duplicates_merged"], oracle["contradictions_resolved"],
-            oracle["events_derived"], oracle["trivia_forgotten"]) == (1.0, 1.0, 1.0, 1.0)
+    assert (
+        oracle["duplicates_merged"],
+        oracle["contradictions_resolved"],
+        oracle["events_derived"],
+        oracle["trivia_forgotten"],
+    ) == (1.0, 1.0, 1.0, 1.0)
     assert oracle["wrongly_lost"] == 0 and oracle["model_calls"] > 0
     assert sleep_quality.main(["--data", str(CORPUS)]) == 0
     noop = json.loads(capsys.readouterr().out)
@@ -59,30 +63,46 @@ def test_quality_bench_scores_the_oracle_at_the_ceiling(capsys):
 # in the evenings too), a duplicate question on one person with two attributes (Anna), and the
 # forgetting question on a faded record that must stay current ("current", not "keep")
 
+
 def _m(key: str, content: str, importance: int, created: str, kind: str = "fact") -> dict:
-    return {"key": key, "content": content, "kind": kind, "importance": importance,
-            "created_at": created + "T12:00:00Z"}
+    return {
+        "key": key,
+        "content": content,
+        "kind": kind,
+        "importance": importance,
+        "created_at": created + "T12:00:00Z",
+    }
 
 
-HARM = {"now": "2026-06-01T12:00:00Z", "memories": [
-    _m("max1", "The owner's friend Max lives in Berlin", 4, "2025-06-01"),
-    _m("max2", "The owner's friend Max moved his band rehearsals to Fridays", 3, "2026-05-01"),
-    _m("job1", "Хозяин работает дизайнером в студии Лебедева", 3, "2025-03-01"),
-    _m("job2", "Хозяин ушёл из студии Лебедева и теперь работает дизайнером в Яндексе", 3,
-       "2026-04-01"),
-    _m("walk1", "Хозяин гуляет с собакой по утрам", 3, "2026-01-10"),
-    _m("walk2", "Хозяин теперь гуляет с собакой и по вечерам", 3, "2026-05-10"),
-    _m("spicy1", "Хозяин не ест острое", 3, "2025-08-01"),
-    _m("spicy2", "Хозяин совсем не ест острое", 3, "2026-02-01"),
-    _m("anna1", "The owner's sister Anna lives in Tver", 3, "2025-07-01"),
-    _m("anna2", "The owner's sister Anna teaches music in Tver", 3, "2026-03-01"),
-    _m("phone", "The owner's old phone lies in a drawer at the dacha", 1, "2025-01-05"),
-    _m("rain", "It rained all afternoon", 1, "2025-02-01", kind="event"),
-], "expect": {"duplicates": [["spicy1", "spicy2"]],
-              "contradictions": [{"old": "job1", "new": "job2"}],
-              "trivia": ["rain"],
-              "keep": ["max1", "max2", "walk1", "walk2", "anna1", "anna2", "spicy1", "spicy2"],
-              "current": ["phone"]}}
+HARM = {
+    "now": "2026-06-01T12:00:00Z",
+    "memories": [
+        _m("max1", "The owner's friend Max lives in Berlin", 4, "2025-06-01"),
+        _m("max2", "The owner's friend Max moved his band rehearsals to Fridays", 3, "2026-05-01"),
+        _m("job1", "Хозяин работает дизайнером в студии Лебедева", 3, "2025-03-01"),
+        _m(
+            "job2",
+            "Хозяин ушёл из студии Лебедева и теперь работает дизайнером в Яндексе",
+            3,
+            "2026-04-01",
+        ),
+        _m("walk1", "Хозяин гуляет с собакой по утрам", 3, "2026-01-10"),
+        _m("walk2", "Хозяин теперь гуляет с собакой и по вечерам", 3, "2026-05-10"),
+        _m("spicy1", "Хозяин не ест острое", 3, "2025-08-01"),
+        _m("spicy2", "Хозяин совсем не ест острое", 3, "2026-02-01"),
+        _m("anna1", "The owner's sister Anna lives in Tver", 3, "2025-07-01"),
+        _m("anna2", "The owner's sister Anna teaches music in Tver", 3, "2026-03-01"),
+        _m("phone", "The owner's old phone lies in a drawer at the dacha", 1, "2025-01-05"),
+        _m("rain", "It rained all afternoon", 1, "2025-02-01", kind="event"),
+    ],
+    "expect": {
+        "duplicates": [["spicy1", "spicy2"]],
+        "contradictions": [{"old": "job1", "new": "job2"}],
+        "trivia": ["rain"],
+        "keep": ["max1", "max2", "walk1", "walk2", "anna1", "anna2", "spicy1", "spicy2"],
+        "current": ["phone"],
+    },
+}
 
 
 class ScriptedPlanner(sleep_quality.OraclePlanner):
@@ -93,8 +113,14 @@ class ScriptedPlanner(sleep_quality.OraclePlanner):
 
     name = "scripted"
 
-    def __init__(self, data: dict, supersede: bool = False, same: bool = False,
-                 forget: bool = False, dated: bool = False) -> None:
+    def __init__(
+        self,
+        data: dict,
+        supersede: bool = False,
+        same: bool = False,
+        forget: bool = False,
+        dated: bool = False,
+    ) -> None:
         super().__init__(data)
         self.wrong = {"old": supersede, "same": same, "fate": forget}
         self.dated = dated
@@ -113,9 +139,14 @@ class ScriptedPlanner(sleep_quality.OraclePlanner):
         shown = json.dumps(tool["parameters"])
         walk = self.keys.get("walk1")
         if self.dated and "review" in tool["description"] and f"{walk}" in shown:
-            call.arguments["ops"].append({"op": "rewrite", "id": walk,
-                                          "content": "Хозяин раньше гулял с собакой по утрам",
-                                          "why": "an older habit"})
+            call.arguments["ops"].append(
+                {
+                    "op": "rewrite",
+                    "id": walk,
+                    "content": "Хозяин раньше гулял с собакой по утрам",
+                    "why": "an older habit",
+                }
+            )
         return call
 
 
@@ -123,14 +154,16 @@ def _night(tmp_path, capsys, monkeypatch, planner=None, *extra: str) -> dict:
     path = tmp_path / "harm.json"
     path.write_text(json.dumps(HARM, ensure_ascii=False), encoding="utf-8")
     if planner is not None:
-        monkeypatch.setattr(sleep_quality, "load_planner",
-                            lambda spec, data=None, threads=None: planner(data))
+        monkeypatch.setattr(
+            sleep_quality, "load_planner", lambda spec, data=None, threads=None: planner(data)
+        )
     assert sleep_quality.main(["--data", str(path), "--model", "oracle", *extra]) == 0
     return json.loads(capsys.readouterr().out)
 
 
 def test_a_clean_night_outdates_nothing_and_says_yes_only_to_labelled_pairs(
-        tmp_path, capsys, monkeypatch):
+    tmp_path, capsys, monkeypatch
+):
     """The oracle (both review modes) dates, archives and supersedes nothing that must stay
     current, and each of its yes decisions is on a labelled pair: precision 1.0, not None
     (the night did decide about a contradiction and a duplicate)."""
@@ -143,13 +176,13 @@ def test_a_clean_night_outdates_nothing_and_says_yes_only_to_labelled_pairs(
 
 
 def test_a_night_that_says_yes_to_every_supersession_outdates_current_facts(
-        tmp_path, capsys, monkeypatch):
-    """"No longer true" for every pair asked: Max in Berlin (importance 4) is kept as dated
+    tmp_path, capsys, monkeypatch
+):
+    """ "No longer true" for every pair asked: Max in Berlin (importance 4) is kept as dated
     history, the morning walks (importance 3) are archived by the resolve; both count in
     wrongly_outdated, and the two unlabelled pairs are false yeses beside the one labelled
     contradiction."""
-    out = _night(tmp_path, capsys, monkeypatch,
-                 lambda d: ScriptedPlanner(d, supersede=True))
+    out = _night(tmp_path, capsys, monkeypatch, lambda d: ScriptedPlanner(d, supersede=True))
     assert out["outdated_how"] == {"max1": "dated", "walk1": "superseded"}
     assert out["wrongly_outdated"] == 2 and sorted(out["outdated_keys"]) == ["max1", "walk1"]
     assert out["wrongly_lost"] == 1  # walk1 only: max1 is still live, as history
@@ -159,8 +192,9 @@ def test_a_night_that_says_yes_to_every_supersession_outdates_current_facts(
 
 
 def test_a_night_that_merges_an_unlabelled_pair_lowers_duplicate_precision(
-        tmp_path, capsys, monkeypatch):
-    """"The same fact" for every pair asked: Anna who lives in Tver and Anna who teaches
+    tmp_path, capsys, monkeypatch
+):
+    """ "The same fact" for every pair asked: Anna who lives in Tver and Anna who teaches
     music there, and the morning walks beside "теперь … и по вечерам" (a change word is all
     that tells them apart: asked "same fact?" first, issue 27), are merged — two false yeses
     beside the labelled duplicate; nothing is outdated (each merge keeps a live survivor).
@@ -173,7 +207,7 @@ def test_a_night_that_merges_an_unlabelled_pair_lowers_duplicate_precision(
 
 
 def test_a_night_that_forgets_a_current_record_counts_it(tmp_path, capsys, monkeypatch):
-    """"Forget" for every faded record: the old phone, labelled "current" (not "keep"), is
+    """ "Forget" for every faded record: the old phone, labelled "current" (not "keep"), is
     archived — wrongly outdated, though wrongly_lost (keep only) does not see it."""
     out = _night(tmp_path, capsys, monkeypatch, lambda d: ScriptedPlanner(d, forget=True))
     assert out["outdated_how"] == {"phone": "archived"} and out["wrongly_outdated"] == 1
@@ -183,8 +217,9 @@ def test_a_night_that_forgets_a_current_record_counts_it(tmp_path, capsys, monke
 def test_an_open_ended_rewrite_into_the_past_counts_as_dated(tmp_path, capsys, monkeypatch):
     """With --review plan, a rewrite that gives a current record a history word ("раньше")
     counts as dated history."""
-    out = _night(tmp_path, capsys, monkeypatch, lambda d: ScriptedPlanner(d, dated=True),
-                 "--review", "plan")
+    out = _night(
+        tmp_path, capsys, monkeypatch, lambda d: ScriptedPlanner(d, dated=True), "--review", "plan"
+    )
     assert out["outdated_how"] == {"walk1": "dated"}
 
 
@@ -203,8 +238,11 @@ def test_dated_history_is_recognised_in_both_languages():
 
 
 def test_current_records_are_keep_current_and_new_sides_but_never_old_sides():
-    exp = {"keep": ["a", "old"], "current": ["b", "a"],
-           "contradictions": [{"old": "old", "new": "new"}]}
+    exp = {
+        "keep": ["a", "old"],
+        "current": ["b", "a"],
+        "contradictions": [{"old": "old", "new": "new"}],
+    }
     assert sleep_quality.current_keys(exp) == ["a", "b", "new"]
 
 
@@ -239,8 +277,15 @@ def test_the_precision_corpus_labels_every_figure_and_keeps_half_aside(capsys):
     assert 40 <= len(mems) <= 50
     langs = {any("а" <= ch <= "я" for ch in m["content"].lower()) for m in mems}
     assert langs == {True, False}
-    for label in ("duplicates", "contradictions", "decoys", "event_runs", "trivia", "keep",
-                  "current"):
+    for label in (
+        "duplicates",
+        "contradictions",
+        "decoys",
+        "event_runs",
+        "trivia",
+        "keep",
+        "current",
+    ):
         assert exp[label], label
     part = {m["key"]: m["part"] for m in mems}
     held = sum(p == "heldout" for p in part.values())

@@ -13,13 +13,32 @@ DAY = 86_400.0
 T0 = 1_780_000_000.0
 
 
-def rec(rid: int, content: str, *, days_ago: float = 100, kind: Kind = Kind.FACT,
-        pinned: bool = False, scope: str = "global") -> Record:
+def rec(
+    rid: int,
+    content: str,
+    *,
+    days_ago: float = 100,
+    kind: Kind = Kind.FACT,
+    pinned: bool = False,
+    scope: str = "global",
+) -> Record:
     at = T0 - days_ago * DAY
-    return Record(id=rid, content=content, kind=kind, importance=3, private=False,
-                  pinned=pinned, scope=scope, created_at=at, updated_at=at,
-                  last_access_at=None, access_count=0, consolidated_at=None,
-                  source=Source.OWNER, source_turn=None)
+    return Record(
+        id=rid,
+        content=content,
+        kind=kind,
+        importance=3,
+        private=False,
+        pinned=pinned,
+        scope=scope,
+        created_at=at,
+        updated_at=at,
+        last_access_at=None,
+        access_count=0,
+        consolidated_at=None,
+        source=Source.OWNER,
+        source_turn=None,
+    )
 
 
 def edges(*pairs: tuple[int, int, float]) -> dict[tuple[int, int], float]:
@@ -31,8 +50,10 @@ def kinds(cands) -> list[tuple[str, tuple[int, ...]]]:
 
 
 def test_a_pair_with_nothing_telling_it_apart_is_a_duplicate_question():
-    corpus = {1: rec(1, "The owner's dog is a beagle named Toffee", days_ago=200),
-              2: rec(2, "Owner has a beagle called Toffee", days_ago=30)}
+    corpus = {
+        1: rec(1, "The owner's dog is a beagle named Toffee", days_ago=200),
+        2: rec(2, "Owner has a beagle called Toffee", days_ago=30),
+    }
     assert kinds(propose([1, 2], corpus, edges((1, 2, 0.8)))) == [(DUPLICATE, (1, 2))]
 
 
@@ -43,8 +64,11 @@ def test_a_changed_number_day_name_or_a_change_word_is_a_supersession_question_o
         ("Хозяин весит 92 кг", "Хозяин весит 84 кг", "a number changed"),
         ("Board game night is on Thursdays", "Board game night is on Fridays", "a day changed"),
         ("The owner's manager is Pavel", "The owner's manager is Oksana", "a name changed"),
-        ("Хозяин играет в футбол", "Хозяин теперь играет в футбол редко",
-         "the newer record says something changed"),
+        (
+            "Хозяин играет в футбол",
+            "Хозяин теперь играет в футбол редко",
+            "the newer record says something changed",
+        ),
     ]
     for old, new, why in cases:
         corpus = {5: rec(5, new, days_ago=10), 9: rec(9, old, days_ago=300)}
@@ -54,15 +78,24 @@ def test_a_changed_number_day_name_or_a_change_word_is_a_supersession_question_o
 
 
 def test_ordinals_are_numbers_and_equal_numbers_do_not_make_a_change():
-    corpus = {1: rec(1, "Car insurance renews on the 15th of August", days_ago=200),
-              2: rec(2, "Car insurance renewal is due August 15", days_ago=20)}
+    corpus = {
+        1: rec(1, "Car insurance renews on the 15th of August", days_ago=200),
+        2: rec(2, "Car insurance renewal is due August 15", days_ago=20),
+    }
     assert kinds(propose([1, 2], corpus, edges((1, 2, 0.8)))) == [(DUPLICATE, (1, 2))]
     assert candidates.numbers("the 15th, 3rd and 2-го") == frozenset({"15", "3", "2"})
 
 
 def test_three_events_make_one_run_question_and_no_pairwise_questions():
-    corpus = {i: rec(i, f"Went to the climbing gym with Lena on Tuesday, week {i}",
-                     days_ago=40 - 7 * i, kind=Kind.EVENT) for i in (1, 2, 3)}
+    corpus = {
+        i: rec(
+            i,
+            f"Went to the climbing gym with Lena on Tuesday, week {i}",
+            days_ago=40 - 7 * i,
+            kind=Kind.EVENT,
+        )
+        for i in (1, 2, 3)
+    }
     w = edges((1, 2, 0.9), (2, 3, 0.9), (1, 3, 0.8))
     assert kinds(propose([1, 2, 3], corpus, w)) == [(EVENTS, (1, 2, 3))]
     # two events are no run: they are asked about as a pair — but an event is never outdated
@@ -70,15 +103,18 @@ def test_three_events_make_one_run_question_and_no_pairwise_questions():
     # the same event said twice is a duplicate question
     two = {i: corpus[i] for i in (1, 2)}
     assert propose([1, 2], two, edges((1, 2, 0.9))) == []
-    two[2] = rec(2, "Went to the climbing gym with Lena on Tuesday, week 1", days_ago=20,
-                 kind=Kind.EVENT)
+    two[2] = rec(
+        2, "Went to the climbing gym with Lena on Tuesday, week 1", days_ago=20, kind=Kind.EVENT
+    )
     assert [c.kind for c in propose([1, 2], two, edges((1, 2, 0.9)))] == [DUPLICATE]
 
 
 def test_pinned_records_are_never_proposed_and_the_order_is_strongest_first():
-    corpus = {1: rec(1, "Likes green tea", days_ago=100, pinned=True),
-              2: rec(2, "Likes green tea a lot", days_ago=50),
-              3: rec(3, "Likes green tea very much", days_ago=20)}
+    corpus = {
+        1: rec(1, "Likes green tea", days_ago=100, pinned=True),
+        2: rec(2, "Likes green tea a lot", days_ago=50),
+        3: rec(3, "Likes green tea very much", days_ago=20),
+    }
     w = edges((1, 2, 0.95), (2, 3, 0.6), (1, 3, 0.9))
     assert kinds(propose([1, 2, 3], corpus, w)) == [(DUPLICATE, (2, 3))]
     corpus[1] = rec(1, "Likes green tea", days_ago=100)
@@ -88,8 +124,10 @@ def test_pinned_records_are_never_proposed_and_the_order_is_strongest_first():
 
 
 def test_a_change_only_link_raises_no_duplicate_question():
-    corpus = {1: rec(1, "Spanish lessons with Carmen", days_ago=100),
-              2: rec(2, "Carmen likes paella", days_ago=10)}
+    corpus = {
+        1: rec(1, "Spanish lessons with Carmen", days_ago=100),
+        2: rec(2, "Carmen likes paella", days_ago=10),
+    }
     assert propose([1, 2], corpus, edges((1, 2, 0.3)), change_only={(1, 2)}) == []
 
 
@@ -102,16 +140,26 @@ def test_loose_links_come_from_the_changed_records_only():
     """Links the strict clusters miss are searched from the probes (records changed since the
     last night): a paraphrase (cosine ≥ DUP_COSINE), a name across scripts, and — when the
     probe says something changed — an older record with a loose cosine; none without probes."""
-    corpus = {1: rec(1, "Хозяин болеет за «Зенит»", days_ago=200),
-              2: rec(2, "The owner supports Zenit football club", days_ago=20),
-              3: rec(3, "The owner lives in Kazan, near the Kremlin", days_ago=300),
-              4: rec(4, "We moved to Saint Petersburg in April", days_ago=40),
-              5: rec(5, "Likes green tea", days_ago=100),
-              6: rec(6, "Drinks green tea every morning", days_ago=5)}
+    corpus = {
+        1: rec(1, "Хозяин болеет за «Зенит»", days_ago=200),
+        2: rec(2, "The owner supports Zenit football club", days_ago=20),
+        3: rec(3, "The owner lives in Kazan, near the Kremlin", days_ago=300),
+        4: rec(4, "We moved to Saint Petersburg in April", days_ago=40),
+        5: rec(5, "Likes green tea", days_ago=100),
+        6: rec(6, "Drinks green tea every morning", days_ago=5),
+    }
     stems = {i: candidates.text.stem_set(r.content) for i, r in corpus.items()}
     ids = np.array([1, 2, 3, 4, 5, 6])
-    mat = np.stack([unit([1, 0, 0, 0]), unit([0, 0, 0, 1]), unit([0, 1, 0, 0]),
-                    unit([0, 0.45, 0.9, 0]), unit([0, 0, 1, 0.1]), unit([0, 0.1, 1, 0])])
+    mat = np.stack(
+        [
+            unit([1, 0, 0, 0]),
+            unit([0, 0, 0, 1]),
+            unit([0, 1, 0, 0]),
+            unit([0, 0.45, 0.9, 0]),
+            unit([0, 0, 1, 0.1]),
+            unit([0, 0.1, 1, 0]),
+        ]
+    )
     links = probe_links([2, 4, 6], corpus, stems, (ids, mat, 0.0))
     assert (1, 2) in links.weights and (1, 2) not in links.change_only  # Zenit / Зенит
     assert (3, 4) in links.weights and (3, 4) in links.change_only  # "moved": older only
@@ -128,15 +176,19 @@ def test_facts_about_different_people_are_told_apart_by_arithmetic():
     change to one person's fact (a shared name, the same role, or no role) still is."""
     from core.sleep.candidates import different_people
 
-    assert different_people("Anna is the owner's sister, she teaches in Tver",
-                            "Anna is the owner's manager at work")
-    assert different_people("The owner's birthday is on March 3",
-                            "The owner's wife's birthday is on March 13")
+    assert different_people(
+        "Anna is the owner's sister, she teaches in Tver", "Anna is the owner's manager at work"
+    )
+    assert different_people(
+        "The owner's birthday is on March 3", "The owner's wife's birthday is on March 13"
+    )
     assert different_people("Хозяин пьёт кофе по утрам", "Жена хозяина пьёт кофе только вечером")
     assert different_people("Дочь Маша ходит на плавание", "Сын Тимур ходит на плавание")
-    assert not different_people("The owner's manager is Pavel",
-                                "Pavel left the company, the owner now reports to Oksana")
+    assert not different_people(
+        "The owner's manager is Pavel", "Pavel left the company, the owner now reports to Oksana"
+    )
     assert not different_people("Сестра Оля живёт в Риге", "Оля переехала из Риги в Вильнюс")
     assert not different_people("Хозяин курит", "Хозяин бросил курить в январе")
-    assert not different_people("The owner's wife Olga is a pianist",
-                                "Жена хозяина Ольга — пианистка")
+    assert not different_people(
+        "The owner's wife Olga is a pianist", "Жена хозяина Ольга — пианистка"
+    )

@@ -37,12 +37,15 @@ def test_lexical_join_equals_brute_force(seed):
     rng = random.Random(seed)
     words = [f"w{i}" for i in range(rng.randint(10, 60))]
     n = rng.randint(2, 120)
-    stems = {i: frozenset(rng.sample(words, rng.randint(0, min(9, len(words)))))
-             for i in range(1, n + 1)}
+    stems = {
+        i: frozenset(rng.sample(words, rng.randint(0, min(9, len(words))))) for i in range(1, n + 1)
+    }
     t = rng.choice([0.3, 0.5, 0.6, 0.75, 1.0])
     groups = {i: rng.choice("ab") for i in stems} if seed % 3 == 0 else None
-    got = {(a, b): round(w, 9) for a, b, w in
-           lexical_edges(stems, t, groups, chunk_pairs=rng.choice([1, 13, 10**6]))}
+    got = {
+        (a, b): round(w, 9)
+        for a, b, w in lexical_edges(stems, t, groups, chunk_pairs=rng.choice([1, 13, 10**6]))
+    }
     assert got == brute_lexical(stems, t, groups)
 
 
@@ -56,11 +59,18 @@ def test_semantic_join_equals_brute_force(seed):
     mat /= np.linalg.norm(mat, axis=1, keepdims=True)
     ids = np.arange(10, 10 + n)
     b, t = 0.2, 0.4
-    got = {(a, c) for a, c, _w in semantic_edges(ids, mat, b, t, None, max_neighbours=n,
-                                                 block=int(rng.integers(1, 64)))}
+    got = {
+        (a, c)
+        for a, c, _w in semantic_edges(
+            ids, mat, b, t, None, max_neighbours=n, block=int(rng.integers(1, 64))
+        )
+    }
     sims = mat @ mat.T
-    want = {(int(ids[i]), int(ids[j])) for i, j in itertools.combinations(range(n), 2)
-            if (sims[i, j] - b) / (1 - b) >= t - 1e-6}
+    want = {
+        (int(ids[i]), int(ids[j]))
+        for i, j in itertools.combinations(range(n), 2)
+        if (sims[i, j] - b) / (1 - b) >= t - 1e-6
+    }
     assert got == want
 
 
@@ -91,12 +101,22 @@ def test_components_are_cut_at_their_weakest_edges():
 
 def test_cluster_merges_both_edge_kinds_and_respects_scopes():
     """§7.2: an edge is lexical or semantic; records of different scopes never cluster."""
-    stems = {1: frozenset("ab"), 2: frozenset("ab"), 3: frozenset("xy"), 4: frozenset("zw"),
-             5: frozenset("ab")}
+    stems = {
+        1: frozenset("ab"),
+        2: frozenset("ab"),
+        3: frozenset("xy"),
+        4: frozenset("zw"),
+        5: frozenset("ab"),
+    }
     vec = np.array([[1, 0], [1, 0], [0, 1], [0, 1], [1, 0]], dtype=np.float32)
-    res = cluster(stems, jaccard=0.5, cosine=0.5, max_cluster=8,
-                  vectors=(np.array([1, 2, 3, 4, 5]), vec, 0.0),
-                  groups={1: "global", 2: "global", 3: "global", 4: "global", 5: "p"})
+    res = cluster(
+        stems,
+        jaccard=0.5,
+        cosine=0.5,
+        max_cluster=8,
+        vectors=(np.array([1, 2, 3, 4, 5]), vec, 0.0),
+        groups={1: "global", 2: "global", 3: "global", 4: "global", 5: "p"},
+    )
     assert sorted(res.clusters) == [(1, 2), (3, 4)]
     assert res.lexical_edges >= 1 and res.semantic_edges >= 1
     assert res.histogram() == {2: 2}
@@ -108,10 +128,16 @@ def test_core_takes_part_in_clusters(tmp_path):
     together."""
     clock = ManualClock(T0)
     mem = open_memory(tmp_path, clock)
-    ids = load(mem, {"core": {"content": "The owner works as a teacher at school 5",
-                              "kind": "core"},
-                     "fresh": {"content": "The owner no longer works as a teacher at school 5",
-                               "created_at": T0 - 3600}})
+    ids = load(
+        mem,
+        {
+            "core": {"content": "The owner works as a teacher at school 5", "kind": "core"},
+            "fresh": {
+                "content": "The owner no longer works as a teacher at school 5",
+                "created_at": T0 - 3600,
+            },
+        },
+    )
     planner = PlannerLLM()
     sleeper(mem, planner, clock).run()
     assert planner.count("review") == 1

@@ -34,10 +34,40 @@ from tests.sleep_kit import ANCIENT, OLD, T0, open_memory, tool_ids
 
 PAIRS = 24
 TRIVIA = 8
-WORDS = ("garden", "piano", "river", "coffee", "train", "winter", "book", "letter", "doctor",
-         "market", "bicycle", "museum", "violin", "castle", "forest", "island", "kitchen",
-         "recipe", "camera", "laptop", "tennis", "opera", "ballet", "harbor", "meadow", "canyon",
-         "glacier", "orchard", "lantern", "compass", "anchor", "falcon")
+WORDS = (
+    "garden",
+    "piano",
+    "river",
+    "coffee",
+    "train",
+    "winter",
+    "book",
+    "letter",
+    "doctor",
+    "market",
+    "bicycle",
+    "museum",
+    "violin",
+    "castle",
+    "forest",
+    "island",
+    "kitchen",
+    "recipe",
+    "camera",
+    "laptop",
+    "tennis",
+    "opera",
+    "ballet",
+    "harbor",
+    "meadow",
+    "canyon",
+    "glacier",
+    "orchard",
+    "lantern",
+    "compass",
+    "anchor",
+    "falcon",
+)
 
 
 def corpus() -> list[dict]:
@@ -49,8 +79,9 @@ def corpus() -> list[dict]:
         items.append({"content": base + " at home", "created_at": OLD, "private": i % 3 == 0})
     for i in range(TRIVIA):
         w = [WORDS[(i + k * 8) % len(WORDS)] for k in range(4)]
-        items.append({"content": f"Trivia tq{i:03d}: {' '.join(w)}",
-                      "importance": 1, "created_at": ANCIENT})
+        items.append(
+            {"content": f"Trivia tq{i:03d}: {' '.join(w)}", "importance": 1, "created_at": ANCIENT}
+        )
     return items
 
 
@@ -60,7 +91,9 @@ def planner_reply(messages, tool) -> ToolCall:
     if "forgetting" in d:
         ops = [{"op": "forget", "id": i, "why": "faded"} for i in ids]
     elif "kinds" in d:
-        ops = [{"op": "set_importance", "id": i, "importance": 4, "why": "matters"} for i in ids[:5]]
+        ops = [
+            {"op": "set_importance", "id": i, "importance": 4, "why": "matters"} for i in ids[:5]
+        ]
     else:
         text = messages[1]["content"].split('"content": "')[1].split('"')[0]
         ops = [{"op": "merge", "ids": ids, "content": text + " (merged)", "why": "same"}]
@@ -110,16 +143,20 @@ class CountingConnection(sqlite3.Connection):
 
 
 def counting_factory(path):
-    conn = sqlite3.connect(str(path), isolation_level=None, check_same_thread=False, timeout=30.0,
-                           factory=CountingConnection)
+    conn = sqlite3.connect(
+        str(path),
+        isolation_level=None,
+        check_same_thread=False,
+        timeout=30.0,
+        factory=CountingConnection,
+    )
     conn.row_factory = sqlite3.Row
     conn.execute("PRAGMA foreign_keys = ON")
     return conn
 
 
 def config() -> SleepConfig:
-    return SleepConfig(min_memories=0, max_forget=100, max_ops=500, max_calls=500,
-                       review="plan")
+    return SleepConfig(min_memories=0, max_forget=100, max_ops=500, max_calls=500, review="plan")
 
 
 def child_main(argv: list[str]) -> None:
@@ -129,8 +166,9 @@ def child_main(argv: list[str]) -> None:
 
     path, target, at = argv[0], argv[1], int(argv[2])
     clock = ManualClock(T0)
-    mem = Memory.open(path, MemoryConfig(), clock, embedder=HashEmbedder(),
-                      connection_factory=counting_factory)
+    mem = Memory.open(
+        path, MemoryConfig(), clock, embedder=HashEmbedder(), connection_factory=counting_factory
+    )
 
     def say(obj: dict) -> None:
         sys.stdout.write(json.dumps(obj) + "\n")
@@ -162,9 +200,10 @@ def record_problems(conn: sqlite3.Connection) -> list[str]:
     if conn.execute("PRAGMA foreign_key_check").fetchall():
         problems.append("foreign_key_check failed")
     for row in conn.execute(
-            "SELECT m.id, m.content, m.stems, m.access_count, m.last_access_at, m.archived_at, "
-            "m.archived_by, (SELECT COUNT(*) FROM accesses a WHERE a.memory_id = m.id) AS n, "
-            "(SELECT MAX(at) FROM accesses a WHERE a.memory_id = m.id) AS last FROM memories m"):
+        "SELECT m.id, m.content, m.stems, m.access_count, m.last_access_at, m.archived_at, "
+        "m.archived_by, (SELECT COUNT(*) FROM accesses a WHERE a.memory_id = m.id) AS n, "
+        "(SELECT MAX(at) FROM accesses a WHERE a.memory_id = m.id) AS last FROM memories m"
+    ):
         if row["access_count"] != row["n"] or row["last_access_at"] != row["last"]:
             problems.append(f"#{row['id']}: access history out of step")
         if row["stems"] != " ".join(core_text.stems(row["content"])):
@@ -172,8 +211,9 @@ def record_problems(conn: sqlite3.Connection) -> list[str]:
         if (row["archived_at"] is None) != (row["archived_by"] is None):
             problems.append(f"#{row['id']}: half-archived")
     for t in ("accesses", "vectors", "changes", "sleep_marks"):
-        if conn.execute(f"SELECT COUNT(*) FROM {t} WHERE memory_id NOT IN "
-                        "(SELECT id FROM memories)").fetchone()[0]:
+        if conn.execute(
+            f"SELECT COUNT(*) FROM {t} WHERE memory_id NOT IN (SELECT id FROM memories)"
+        ).fetchone()[0]:
             problems.append(f"{t}: rows of missing records")
     return problems
 
@@ -182,13 +222,25 @@ def phase_problems(conn: sqlite3.Connection, template: dict[int, dict]) -> tuple
     """Each phase is wholly in the file (journal row + all its changes) or not at all."""
     problems = []
     phases = {r["name"]: r["status"] for r in conn.execute("SELECT name, status FROM sleep_phases")}
-    rows = {r["id"]: dict(r) for r in conn.execute(
-        "SELECT id, content, archived_at, archived_why, importance FROM memories")}
+    rows = {
+        r["id"]: dict(r)
+        for r in conn.execute(
+            "SELECT id, content, archived_at, archived_why, importance FROM memories"
+        )
+    }
     pairs = [(i, i + 1) for i in range(1, 2 * PAIRS, 2)]
-    merged = [sum(rows[x]["archived_at"] is not None for x in p) == 1
-              and any(rows[x]["content"].endswith("(merged)") for x in p) for p in pairs]
-    untouched = [all(rows[x]["archived_at"] is None and rows[x]["content"]
-                     == template[x]["content"] for x in p) for p in pairs]
+    merged = [
+        sum(rows[x]["archived_at"] is not None for x in p) == 1
+        and any(rows[x]["content"].endswith("(merged)") for x in p)
+        for p in pairs
+    ]
+    untouched = [
+        all(
+            rows[x]["archived_at"] is None and rows[x]["content"] == template[x]["content"]
+            for x in p
+        )
+        for p in pairs
+    ]
     if phases.get("review") == "applied":
         if not all(merged):
             problems.append("review journaled as applied but not every pair is merged")
@@ -201,8 +253,10 @@ def phase_problems(conn: sqlite3.Connection, template: dict[int, dict]) -> tuple
             problems.append("forgetting journaled as applied but trivia are live")
     elif any(gone):
         problems.append("forgetting not journaled but trivia are archived")
-    ops = conn.execute("SELECT COUNT(*) FROM sleep_ops o JOIN sleep_phases p ON p.id = o.phase_id"
-                       " WHERE p.name = 'review' AND o.applied = 1").fetchone()[0]
+    ops = conn.execute(
+        "SELECT COUNT(*) FROM sleep_ops o JOIN sleep_phases p ON p.id = o.phase_id"
+        " WHERE p.name = 'review' AND o.applied = 1"
+    ).fetchone()[0]
     if phases.get("review") == "applied" and ops != PAIRS:
         problems.append(f"review journal has {ops} applied ops, expected {PAIRS}")
     return problems, phases
@@ -236,12 +290,18 @@ def test_sigkill_during_sleep_leaves_a_consistent_store(tmp_path):
         err = (tmp_path / f"child-{rnd}.err").open("w")
         proc = subprocess.run(
             [sys.executable, "-m", "tests.test_sleep_crash", str(path), target, str(at)],
-            cwd=REPO, stdout=subprocess.PIPE, stderr=err, text=True, timeout=300)
+            cwd=REPO,
+            stdout=subprocess.PIPE,
+            stderr=err,
+            text=True,
+            timeout=300,
+        )
         err.close()
         lines = [json.loads(ln) for ln in proc.stdout.splitlines() if ln.strip()]
         finished = next((m["finished"] for m in lines if "finished" in m), None)
         assert proc.returncode == -signal.SIGKILL or finished is not None, (
-            (tmp_path / f"child-{rnd}.err").read_text()[-2000:])
+            tmp_path / f"child-{rnd}.err"
+        ).read_text()[-2000:]
         conn = open_ro(path)
         try:
             assert record_problems(conn) == [], f"round {rnd}"
@@ -259,7 +319,8 @@ def test_sigkill_during_sleep_leaves_a_consistent_store(tmp_path):
         last = s.runs()[0]
         # killed mid-run: journaled as interrupted; killed just after the end: a done night
         assert (last.status == "failed" and "interrupted" in last.summary) or (
-            last.status == "done" and phases.get("calibrate") is not None), f"round {rnd}"
+            last.status == "done" and phases.get("calibrate") is not None
+        ), f"round {rnd}"
         outcomes.append((target, last.status, tuple(sorted(phases.items()))))
         again = s.run()
         assert again.status == "done"
@@ -267,8 +328,9 @@ def test_sigkill_during_sleep_leaves_a_consistent_store(tmp_path):
         conn = open_ro(path)
         try:
             assert record_problems(conn) == [], f"round {rnd} after the new night"
-            live = conn.execute("SELECT COUNT(*) FROM memories WHERE archived_at IS NULL"
-                                ).fetchone()[0]
+            live = conn.execute(
+                "SELECT COUNT(*) FROM memories WHERE archived_at IS NULL"
+            ).fetchone()[0]
             assert live == PAIRS  # every pair merged, every trivia forgotten, nothing lost
         finally:
             conn.close()

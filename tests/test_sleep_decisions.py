@@ -13,25 +13,48 @@ from core.store.records import Kind
 from tests.sleep_kit import ANCIENT, DAY, OLD, load, open_memory, sleeper
 
 CORPUS: dict[str, dict[str, Any]] = {
-    "cat_a": {"content": "The owner's cat is called Murka and she likes fish",
-              "created_at": OLD - 90 * DAY},
+    "cat_a": {
+        "content": "The owner's cat is called Murka and she likes fish",
+        "created_at": OLD - 90 * DAY,
+    },
     "cat_b": {"content": "Owner's cat Murka likes fish a lot, she is called Murka"},
-    "city_old": {"content": "The owner lives in Kazan, in a flat near the Kremlin",
-                 "created_at": OLD - 200 * DAY},
+    "city_old": {
+        "content": "The owner lives in Kazan, in a flat near the Kremlin",
+        "created_at": OLD - 200 * DAY,
+    },
     "city_new": {"content": "The owner lives in Moscow now, in a flat near the Kremlin"},
-    "anna_sis": {"content": "Anna is the owner's sister and lives in Tver",
-                 "created_at": OLD - 30 * DAY},
+    "anna_sis": {
+        "content": "Anna is the owner's sister and lives in Tver",
+        "created_at": OLD - 30 * DAY,
+    },
     "anna_mgr": {"content": "Anna is the owner's manager and lives in Tver"},
-    "swim_1": {"content": "Swam at the Olymp pool on Sunday morning", "kind": "event",
-               "importance": 2, "created_at": OLD - 14 * DAY},
-    "swim_2": {"content": "Sunday morning: swam at the Olymp pool again", "kind": "event",
-               "importance": 2, "created_at": OLD - 7 * DAY},
-    "swim_3": {"content": "Swam at the Olymp pool, Sunday morning as usual", "kind": "event",
-               "importance": 2},
-    "trivia_1": {"content": "Saw a yellow umbrella at the bus stop", "importance": 1,
-                 "created_at": ANCIENT},
-    "trivia_2": {"content": "Watched a documentary about volcanoes on a rainy evening",
-                 "importance": 2, "created_at": ANCIENT},
+    "swim_1": {
+        "content": "Swam at the Olymp pool on Sunday morning",
+        "kind": "event",
+        "importance": 2,
+        "created_at": OLD - 14 * DAY,
+    },
+    "swim_2": {
+        "content": "Sunday morning: swam at the Olymp pool again",
+        "kind": "event",
+        "importance": 2,
+        "created_at": OLD - 7 * DAY,
+    },
+    "swim_3": {
+        "content": "Swam at the Olymp pool, Sunday morning as usual",
+        "kind": "event",
+        "importance": 2,
+    },
+    "trivia_1": {
+        "content": "Saw a yellow umbrella at the bus stop",
+        "importance": 1,
+        "created_at": ANCIENT,
+    },
+    "trivia_2": {
+        "content": "Watched a documentary about volcanoes on a rainy evening",
+        "importance": 2,
+        "created_at": ANCIENT,
+    },
     "filler": {"content": "Works as a backend developer writing Go services"},
 }
 
@@ -42,8 +65,15 @@ class DecidingLLM:
     name = "deciding-fake"
     context_size = 32_768
 
-    def __init__(self, same=(), replaces=(), fact: str = "none", keep=(), merged=None,
-                 fail: str | None = None) -> None:
+    def __init__(
+        self,
+        same=(),
+        replaces=(),
+        fact: str = "none",
+        keep=(),
+        merged=None,
+        fail: str | None = None,
+    ) -> None:
         self.same = {frozenset(p) for p in same}  # pairs of texts that are the same fact
         self.replaces = set(replaces)  # (old text, new text)
         self.fact = fact
@@ -70,11 +100,13 @@ class DecidingLLM:
         if key == self.fail:
             raise RuntimeError("the model broke")
         if key == "same":
-            return {"same": "same fact" if frozenset(quoted[:2]) in self.same
-                    else "different facts"}
+            return {
+                "same": "same fact" if frozenset(quoted[:2]) in self.same else "different facts"
+            }
         if key == "old":  # "given NEW, is OLD still true today?"
-            return {"old": "no longer true" if tuple(quoted[-2:]) in self.replaces
-                    else "still true"}
+            return {
+                "old": "no longer true" if tuple(quoted[-2:]) in self.replaces else "still true"
+            }
         if key == "fact":
             return {"fact": self.fact}
         if key == "text":
@@ -112,10 +144,12 @@ def test_each_answer_becomes_the_op_it_implies(tmp_path, clock):
     """Same fact → merged; the newer replaces the older → the older archived; both true →
     both kept; a run of events → one derived fact; faded trivia → forgotten except what the
     model keeps (it can only shorten the arithmetic's list)."""
-    llm = DecidingLLM(same=[(text_of("cat_a"), text_of("cat_b"))],
-                      replaces=[(text_of("city_old"), text_of("city_new"))],
-                      fact="The owner swims at the Olymp pool every Sunday morning",
-                      keep=[text_of("trivia_2")])
+    llm = DecidingLLM(
+        same=[(text_of("cat_a"), text_of("cat_b"))],
+        replaces=[(text_of("city_old"), text_of("city_new"))],
+        fact="The owner swims at the Olymp pool every Sunday morning",
+        keep=[text_of("trivia_2")],
+    )
     mem, ids, s, run = night(tmp_path, clock, llm)
     now = live(mem)
     assert run.status == "done"
@@ -128,9 +162,12 @@ def test_each_answer_becomes_the_op_it_implies(tmp_path, clock):
     assert ids["trivia_1"] not in now and ids["trivia_2"] in now
     # what was asked: one question per candidate, grammar-forced to a short answer
     assert {tuple(q["schema"]["properties"]["same"]["enum"]) for q in llm.asked("same")} == {
-        ("same fact", "different facts")}
+        ("same fact", "different facts")
+    }
     assert llm.asked("old")[0]["schema"]["properties"]["old"]["enum"] == [
-        "still true", "no longer true"]  # asked about the older record only
+        "still true",
+        "no longer true",
+    ]  # asked about the older record only
     assert len(llm.asked("fact")) == 1
     # the newer cat record already holds every word of the older: its text, no merge call
     assert not llm.asked("text")
@@ -152,21 +189,26 @@ def test_every_question_shows_dates_and_how_long_ago_and_no_ids(tmp_path, clock)
             assert not re.search(r"#\d", asked["user"])  # the model never names an id
 
 
-def test_a_supersession_asks_whether_the_older_is_still_true_with_worked_examples(
-        tmp_path, clock):
+def test_a_supersession_asks_whether_the_older_is_still_true_with_worked_examples(tmp_path, clock):
     """§7.3 "resolve a contradiction in favour of the fresher record": the question is about
     the OLD record only ("given NEW, is OLD still true today?"), a two-word option and not the
     text of NEW; its instruction carries worked examples of both outcomes, Russian among them,
     and a Russian pair gets the same question. "still true" keeps both."""
     mem = open_memory(tmp_path, clock)
-    ids = load(mem, {"old": {"content": "Хозяин курит", "created_at": OLD - 200 * DAY},
-                     "new": {"content": "Хозяин бросил курить в январе"}})
+    ids = load(
+        mem,
+        {
+            "old": {"content": "Хозяин курит", "created_at": OLD - 200 * DAY},
+            "new": {"content": "Хозяин бросил курить в январе"},
+        },
+    )
     llm = DecidingLLM()
     sleeper(mem, llm, clock, review="decide").run()
     (q,) = llm.asked("old")
     assert q["schema"]["properties"]["old"]["enum"] == ["still true", "no longer true"]
     assert q["quoted"] == ["Хозяин курит", "Хозяин бросил курить в январе"]
     from core.sleep.questions import STILL_TRUE
+
     examples = [line for line in STILL_TRUE.splitlines() if line.startswith("OLD «")]
     assert any(e.endswith("no longer true") for e in examples)
     assert any("→ still true" in e for e in examples)
@@ -174,18 +216,25 @@ def test_a_supersession_asks_whether_the_older_is_still_true_with_worked_example
     assert ids["old"] in live(mem) and ids["new"] in live(mem)  # "still true": both stay
 
 
-def test_a_change_is_decided_before_the_older_record_is_merged_with_a_look_alike(
-        tmp_path, clock):
+def test_a_change_is_decided_before_the_older_record_is_merged_with_a_look_alike(tmp_path, clock):
     """§7.3 "resolve a contradiction in favour of the fresher record": supersessions are asked
     before duplicates. Asked the other way round, the two Kazan records were merged first and
     the move was never asked about (a merged record is not asked again): the merged Kazan
     record stayed beside the Moscow one."""
-    old, dup, new = (text_of("city_old"), "Owner's flat is near the Kremlin, he lives in Kazan",
-                     text_of("city_new"))
+    old, dup, new = (
+        text_of("city_old"),
+        "Owner's flat is near the Kremlin, he lives in Kazan",
+        text_of("city_new"),
+    )
     mem = open_memory(tmp_path, clock)
-    ids = load(mem, {"old": {"content": old, "created_at": OLD - 200 * DAY},
-                     "dup": {"content": dup, "created_at": OLD - 150 * DAY},
-                     "new": {"content": new}})
+    ids = load(
+        mem,
+        {
+            "old": {"content": old, "created_at": OLD - 200 * DAY},
+            "dup": {"content": dup, "created_at": OLD - 150 * DAY},
+            "new": {"content": new},
+        },
+    )
     llm = DecidingLLM(same=[(old, dup)], replaces=[(old, new), (dup, new)])
     sleeper(mem, llm, clock, review="decide").run()
     now = live(mem)
@@ -198,8 +247,9 @@ def test_a_merged_text_that_loses_a_number_is_replaced_by_the_richest_member(tmp
     corpus_b = "Owner's dentist appointment: clinic 5, Lenina street, at 10:00, cabinet 12"
     llm = DecidingLLM(same=[(corpus_a, corpus_b)], merged="Dentist appointment at clinic 5")
     mem = open_memory(tmp_path, clock)
-    ids = load(mem, {"a": {"content": corpus_a, "created_at": OLD - 10 * DAY},
-                     "b": {"content": corpus_b}})
+    ids = load(
+        mem, {"a": {"content": corpus_a, "created_at": OLD - 10 * DAY}, "b": {"content": corpus_b}}
+    )
     run = sleeper(mem, llm, clock, review="decide").run()
     now = live(mem)
     assert len(now) == 1 and next(iter(now.values())).content == corpus_b
@@ -226,9 +276,11 @@ def test_a_failed_question_applies_nothing_for_its_cluster_and_is_asked_again(tm
 def test_an_unchanged_second_night_asks_nothing(tmp_path, clock):
     """§7.3 / issue 17: "0 calls on an unchanged second night" — every unit answered is
     settled, and the records an op named are not re-offered for forgetting."""
-    llm = DecidingLLM(same=[(text_of("cat_a"), text_of("cat_b"))],
-                      replaces=[(text_of("city_old"), text_of("city_new"))],
-                      fact="The owner swims at the Olymp pool every Sunday morning")
+    llm = DecidingLLM(
+        same=[(text_of("cat_a"), text_of("cat_b"))],
+        replaces=[(text_of("city_old"), text_of("city_new"))],
+        fact="The owner swims at the Olymp pool every Sunday morning",
+    )
     mem, ids, s, first = night(tmp_path, clock, llm)
     assert first.calls >= 4  # events, same, now, two fates
     clock.advance(DAY)
@@ -236,8 +288,7 @@ def test_an_unchanged_second_night_asks_nothing(tmp_path, clock):
     assert second.calls == 0, [(p.name, p.calls, p.note) for p in second.phases]
 
 
-def test_a_new_record_linked_to_a_settled_cluster_does_not_reask_its_old_questions(
-        tmp_path, clock):
+def test_a_new_record_linked_to_a_settled_cluster_does_not_reask_its_old_questions(tmp_path, clock):
     """§7.3 / issue 27 item 4, measured at 10k records: a second night on a store where only a
     new record appeared asked its neighbours' duplicate question again. A question about
     records all reviewed since they last changed was answered then; only what involves the new
@@ -306,10 +357,12 @@ def test_a_faded_debt_promise_date_or_person_is_never_offered_for_forgetting(tmp
     (old, never recalled, importance ≤ 2) that name money, a promise, a grave, a date or a
     person are held back by arithmetic: not asked, not forgotten, journaled as held; plain
     trivia beside them is still asked about and forgotten."""
-    corpus = {k: {"content": v, "importance": 2, "created_at": ANCIENT}
-              for k, v in MATTERS.items()}
-    corpus["trivia"] = {"content": "Saw a yellow umbrella at the bus stop", "importance": 1,
-                        "created_at": ANCIENT}
+    corpus = {k: {"content": v, "importance": 2, "created_at": ANCIENT} for k, v in MATTERS.items()}
+    corpus["trivia"] = {
+        "content": "Saw a yellow umbrella at the bus stop",
+        "importance": 1,
+        "created_at": ANCIENT,
+    }
     llm = DecidingLLM()  # answers "forget" to every question it gets
     mem = open_memory(tmp_path, clock)
     ids = load(mem, corpus)
@@ -334,24 +387,51 @@ def test_a_merged_text_is_asked_for_only_when_each_member_adds_something(tmp_pat
     d = "Owner's cat Murka likes fish"  # each adds something
     llm = DecidingLLM(same=[(a, b), (c, d)], merged="The owner's cat Murka likes fish")
     mem = open_memory(tmp_path, clock)
-    load(mem, {"a": {"content": a, "created_at": OLD - 10 * DAY}, "b": {"content": b},
-               "c": {"content": c, "created_at": OLD - 10 * DAY}, "d": {"content": d}})
+    load(
+        mem,
+        {
+            "a": {"content": a, "created_at": OLD - 10 * DAY},
+            "b": {"content": b},
+            "c": {"content": c, "created_at": OLD - 10 * DAY},
+            "d": {"content": d},
+        },
+    )
     sleeper(mem, llm, clock, review="decide").run()
     assert sorted(r.content for r in live(mem).values()) == sorted(
-        [b, "The owner's cat Murka likes fish"])
+        [b, "The owner's cat Murka likes fish"]
+    )
     asked = llm.asked("text")
     assert len(asked) == 1 and "Murka" in asked[0]["user"]
 
 
-
-def _rec(rid: int, content: str, *, kind: Kind = Kind.FACT, importance: int = 3,
-         recalls: int = 0, recalled_at: float = ANCIENT, pinned: bool = False):
+def _rec(
+    rid: int,
+    content: str,
+    *,
+    kind: Kind = Kind.FACT,
+    importance: int = 3,
+    recalls: int = 0,
+    recalled_at: float = ANCIENT,
+    pinned: bool = False,
+):
     from core.store.records import Record
 
-    return Record(id=rid, content=content, kind=kind, importance=importance,
-                  created_at=ANCIENT, updated_at=ANCIENT, private=False, pinned=pinned,
-                  scope="global", last_access_at=recalled_at if recalls else None,
-                  access_count=recalls, consolidated_at=None, source="test", source_turn=None)
+    return Record(
+        id=rid,
+        content=content,
+        kind=kind,
+        importance=importance,
+        created_at=ANCIENT,
+        updated_at=ANCIENT,
+        private=False,
+        pinned=pinned,
+        scope="global",
+        last_access_at=recalled_at if recalls else None,
+        access_count=recalls,
+        consolidated_at=None,
+        source="test",
+        source_turn=None,
+    )
 
 
 def test_calibrate_is_asked_only_about_what_arithmetic_proposes(tmp_path, clock):
@@ -364,12 +444,13 @@ def test_calibrate_is_asked_only_about_what_arithmetic_proposes(tmp_path, clock)
 
     now = OLD
     cfg = MemoryConfig()
-    corpus = {1: _rec(1, "Takes 5 mg of bisoprolol every morning", recalls=6,
-                      recalled_at=now - DAY),
-              2: _rec(2, "Likes green tea", recalls=1, recalled_at=now - DAY),
-              3: _rec(3, "The owner is Dmitry", kind=Kind.CORE),
-              4: _rec(4, "Pinned and recalled", recalls=9, recalled_at=now - DAY, pinned=True),
-              5: _rec(5, "Recalled often, long ago", recalls=9, recalled_at=ANCIENT)}
+    corpus = {
+        1: _rec(1, "Takes 5 mg of bisoprolol every morning", recalls=6, recalled_at=now - DAY),
+        2: _rec(2, "Likes green tea", recalls=1, recalled_at=now - DAY),
+        3: _rec(3, "The owner is Dmitry", kind=Kind.CORE),
+        4: _rec(4, "Pinned and recalled", recalls=9, recalled_at=now - DAY, pinned=True),
+        5: _rec(5, "Recalled often, long ago", recalls=9, recalled_at=ANCIENT),
+    }
     assert [r.id for r, _why in calibrate_proposals(corpus, cfg, now, 100, 4800)] == [1]
     assert [r.id for r, _why in calibrate_proposals(corpus, cfg, now, 5000, 4800)] == [1, 3]
     crept = {i: _rec(i, f"important thing {i}", importance=5) for i in range(10, 14)}
@@ -384,17 +465,25 @@ def test_calibrate_is_asked_only_about_what_arithmetic_proposes(tmp_path, clock)
 
 
 def test_a_record_recalled_constantly_is_asked_about_and_promoted_by_a_small_question(
-        tmp_path, clock):
+    tmp_path, clock
+):
     """Phase 5 with review="decide": one grammar-forced question per proposed record (no
     open-ended call); "make core" becomes set_kind core through the safeguards; an unchanged
     second night asks nothing."""
     pill = "Takes 5 mg of bisoprolol every morning"
     mem = open_memory(tmp_path, clock)
-    ids = load(mem, {"pill": {"content": pill, "created_at": OLD - 100 * DAY},
-                     "tea": {"content": "Likes green tea in the evening"}})
+    ids = load(
+        mem,
+        {
+            "pill": {"content": pill, "created_at": OLD - 100 * DAY},
+            "tea": {"content": "Likes green tea in the evening"},
+        },
+    )
     with mem.transaction() as w:
-        w.conn.execute("UPDATE memories SET access_count = 6, last_access_at = ? WHERE id = ?",
-                       (clock.now() - DAY, ids["pill"]))
+        w.conn.execute(
+            "UPDATE memories SET access_count = 6, last_access_at = ? WHERE id = ?",
+            (clock.now() - DAY, ids["pill"]),
+        )
     mem.close()
     mem = open_memory(tmp_path, clock)
     llm = DecidingLLM()
@@ -472,9 +561,13 @@ def test_an_event_is_never_dated_or_archived_as_replaced(tmp_path, clock):
     ran = "Хозяин бегает по утрам в парке Горького, пробежал 5 км"
     habit = "Хозяин теперь бегает по утрам в парке Горького по 10 км"
     mem = open_memory(tmp_path, clock)
-    ids = load(mem, {"ran": {"content": ran, "kind": "event", "importance": 4,
-                             "created_at": OLD - 30 * DAY},
-                     "habit": {"content": habit}})
+    ids = load(
+        mem,
+        {
+            "ran": {"content": ran, "kind": "event", "importance": 4, "created_at": OLD - 30 * DAY},
+            "habit": {"content": habit},
+        },
+    )
     llm = DecidingLLM(replaces=[(ran, habit)])
     run = sleeper(mem, llm, clock, review="decide").run()
     review = next(p for p in run.phases if p.name == "review")
@@ -485,8 +578,7 @@ def test_an_event_is_never_dated_or_archived_as_replaced(tmp_path, clock):
     assert not [o for o in run.ops if o.op in ("rewrite", "resolve")]
 
 
-def test_a_supersession_below_the_gate_is_never_asked_nor_applied(tmp_path, clock,
-                                                                   monkeypatch):
+def test_a_supersession_below_the_gate_is_never_asked_nor_applied(tmp_path, clock, monkeypatch):
     """Issue 27 item 3, "a yes below a calibrated threshold does nothing": with USE vectors each
     supersession the arithmetic proposes is scored by the learned gate; below its threshold
     the model is not asked — nothing is dated or archived, whatever it would have answered —
@@ -499,8 +591,9 @@ def test_a_supersession_below_the_gate_is_never_asked_nor_applied(tmp_path, cloc
     for threshold, asked in ((1.0, False), (0.0, True)):
         monkeypatch.setattr(gate, "THRESHOLD", threshold)
         mem = use_like_memory(tmp_path, clock, f"gate{threshold}.db")
-        ids = load(mem, {"old": {"content": old, "created_at": OLD - 100 * DAY},
-                         "new": {"content": new}})
+        ids = load(
+            mem, {"old": {"content": old, "created_at": OLD - 100 * DAY}, "new": {"content": new}}
+        )
         llm = DecidingLLM(replaces=[(old, new)])
         run = sleeper(mem, llm, clock, review="decide").run()
         review = next(p for p in run.phases if p.name == "review")
@@ -529,8 +622,9 @@ def test_a_pair_the_duplicate_test_would_merge_is_asked_same_fact_first(tmp_path
     new = "The owner's son Timur now plays hockey for the school team"
     for same in (True, False):
         mem = open_memory(tmp_path, clock, name=f"same{same}.db")
-        ids = load(mem, {"old": {"content": old, "created_at": OLD - 100 * DAY},
-                         "new": {"content": new}})
+        ids = load(
+            mem, {"old": {"content": old, "created_at": OLD - 100 * DAY}, "new": {"content": new}}
+        )
         llm = DecidingLLM(same=[(old, new)] if same else [], replaces=[(old, new)])
         run = sleeper(mem, llm, clock, review="decide").run()
         keys = [q["key"] for q in llm.questions if q["key"] in ("same", "old")]
@@ -547,14 +641,14 @@ def test_a_pair_the_duplicate_test_would_merge_is_asked_same_fact_first(tmp_path
     from core.sleep.candidates import DUPLICATE, propose
     from tests.test_sleep_candidates import edges, rec
 
-    corpus = {1: rec(1, "Сестру хозяина зовут Марина, она ветеринар.", days_ago=200),
-              2: rec(2, "Марина — сестра хозяина, работает ветеринаром в Казани.",
-                     days_ago=20)}
+    corpus = {
+        1: rec(1, "Сестру хозяина зовут Марина, она ветеринар.", days_ago=200),
+        2: rec(2, "Марина — сестра хозяина, работает ветеринаром в Казани.", days_ago=20),
+    }
     assert [c.kind for c in propose([1, 2], corpus, edges((1, 2, 0.7)))] == [DUPLICATE]
 
 
-def test_a_private_and_a_public_twin_are_asked_and_merged_private(tmp_path, clock,
-                                                                  monkeypatch):
+def test_a_private_and_a_public_twin_are_asked_and_merged_private(tmp_path, clock, monkeypatch):
     """Issue 27 item 3 (a private and a public record of the same allergy were never asked
     about) and SPEC §7 ("a merge with any private member is private"). Why it was never asked:
     a record takes part in at most one change a night, supersessions are asked first, and the
@@ -570,13 +664,19 @@ def test_a_private_and_a_public_twin_are_asked_and_merged_private(tmp_path, cloc
     public = "У хозяина аллергия на кошек: он от них чихает"
     newer = "У хозяина теперь аллергия на кошек и на собак"
     mem = use_like_memory(tmp_path, clock)
-    ids = load(mem, {"private": {"content": private, "private": True,
-                                 "created_at": OLD - 200 * DAY},
-                     "public": {"content": public, "created_at": OLD - 100 * DAY},
-                     "newer": {"content": newer, "created_at": OLD - 10 * DAY}})
+    ids = load(
+        mem,
+        {
+            "private": {"content": private, "private": True, "created_at": OLD - 200 * DAY},
+            "public": {"content": public, "created_at": OLD - 100 * DAY},
+            "newer": {"content": newer, "created_at": OLD - 10 * DAY},
+        },
+    )
     with mem.transaction() as w:  # the public twin was recalled: its id survives the merge
-        w.conn.execute("UPDATE memories SET access_count = 2, last_access_at = ? WHERE id = ?",
-                       (clock.now() - DAY, ids["public"]))
+        w.conn.execute(
+            "UPDATE memories SET access_count = 2, last_access_at = ? WHERE id = ?",
+            (clock.now() - DAY, ids["public"]),
+        )
     mem.close()
     mem = use_like_memory(tmp_path, clock)
     llm = DecidingLLM(same=[(private, public)], replaces=[(private, newer), (public, newer)])
@@ -602,8 +702,9 @@ def test_a_doubtful_supersession_counts_only_when_asked_in_the_other_order_too()
 
     old = _rec(1, "The owner's sister Polina lives in Kazan")
     new = _rec(2, "Polina now works as a pharmacist")
-    new = type(new)(**{**new.__dict__, "created_at": ANCIENT + 30 * DAY,
-                       "updated_at": ANCIENT + 30 * DAY})
+    new = type(new)(
+        **{**new.__dict__, "created_at": ANCIENT + 30 * DAY, "updated_at": ANCIENT + 30 * DAY}
+    )
     corpus = {1: old, 2: new}
     asked: list[str] = []
 
@@ -616,8 +717,9 @@ def test_a_doubtful_supersession_counts_only_when_asked_in_the_other_order_too()
     def decide(p: float):
         asked.clear()
         c = Candidate(SUPERSEDE, (1, 2), 0.9, "the newer record says something changed", p=p)
-        (got,) = decisions.decide_units([[c]], corpus, ANCIENT + 31 * DAY, ask,
-                                        decisions.Tally(), 500)
+        (got,) = decisions.decide_units(
+            [[c]], corpus, ANCIENT + 31 * DAY, ask, decisions.Tally(), 500
+        )
         return got.ops
 
     assert THRESHOLD <= (THRESHOLD + CONFIRM) / 2 < CONFIRM

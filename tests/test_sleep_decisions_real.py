@@ -65,12 +65,24 @@ def test_a_real_model_answers_every_decision_inside_its_schema(tmp_path, model):
 
 
 RU = {
-    "swim_1": {"content": "В субботу утром плавал в бассейне «Лужники», 1 км", "kind": "event",
-               "importance": 2, "created_at": T0 - 21 * 86_400},
-    "swim_2": {"content": "Суббота: бассейн «Лужники», проплыл 1,2 км", "kind": "event",
-               "importance": 2, "created_at": T0 - 14 * 86_400},
-    "swim_3": {"content": "Снова утром в субботу бассейн «Лужники»", "kind": "event",
-               "importance": 2, "created_at": T0 - 7 * 86_400},
+    "swim_1": {
+        "content": "В субботу утром плавал в бассейне «Лужники», 1 км",
+        "kind": "event",
+        "importance": 2,
+        "created_at": T0 - 21 * 86_400,
+    },
+    "swim_2": {
+        "content": "Суббота: бассейн «Лужники», проплыл 1,2 км",
+        "kind": "event",
+        "importance": 2,
+        "created_at": T0 - 14 * 86_400,
+    },
+    "swim_3": {
+        "content": "Снова утром в субботу бассейн «Лужники»",
+        "kind": "event",
+        "importance": 2,
+        "created_at": T0 - 7 * 86_400,
+    },
     "smoke_old": {"content": "Хозяин курит", "created_at": T0 - 300 * 86_400},
     "smoke_new": {"content": "Хозяин бросил курить в январе", "created_at": T0 - 60 * 86_400},
 }

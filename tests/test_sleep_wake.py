@@ -33,8 +33,7 @@ CORPUS = {
     "cat_a": {"content": "The owner's cat is called Murka and she likes fish"},
     "cat_b": {"content": "Owner's cat Murka likes fish a lot, she is called Murka"},
     "tea": {"content": "Likes green tea without sugar in the mornings"},
-    "trivia": {"content": "Saw a heron on the river once", "importance": 1,
-               "created_at": ANCIENT},
+    "trivia": {"content": "Saw a heron on the river once", "importance": 1, "created_at": ANCIENT},
 }
 
 
@@ -122,8 +121,10 @@ def test_wake_during_forgetting_keeps_the_applied_review(mem, clock):
         holder["s"].wake()
         return plan(forget(ids["trivia"]))
 
-    planner = PlannerLLM(review=[plan(merge([ids["cat_a"], ids["cat_b"]], "Cat Murka, fish"))],
-                         forgetting=[wake_then_forget])
+    planner = PlannerLLM(
+        review=[plan(merge([ids["cat_a"], ids["cat_b"]], "Cat Murka, fish"))],
+        forgetting=[wake_then_forget],
+    )
     s = sleeper(mem, planner, clock)
     holder["s"] = s
     run = s.run()
@@ -142,8 +143,7 @@ def test_wake_during_calibrate(mem, clock):
         holder["s"].wake()
         return plan(set_importance(ids["tea"], 5))
 
-    planner = PlannerLLM(forgetting=[plan(forget(ids["trivia"]))],
-                         calibrate=[wake_then_reweigh])
+    planner = PlannerLLM(forgetting=[plan(forget(ids["trivia"]))], calibrate=[wake_then_reweigh])
     s = sleeper(mem, planner, clock)
     holder["s"] = s
     run = s.run()
@@ -257,8 +257,10 @@ def test_an_interrupted_night_is_failed_on_the_next_start(mem, clock):
     when sleep starts again, and is retried after retry_after."""
     load(mem, CORPUS)
     with mem._storage.transaction() as c:
-        c.execute("INSERT INTO sleep_runs (started_at, status, reason) VALUES (?, 'running', "
-                  "'schedule')", (clock.now(),))
+        c.execute(
+            "INSERT INTO sleep_runs (started_at, status, reason) VALUES (?, 'running', 'schedule')",
+            (clock.now(),),
+        )
     s = sleeper(mem, PlannerLLM(), clock, retry_after=900)
     run = s.runs()[0]
     assert run.status == "failed" and run.notable and "interrupted" in run.summary

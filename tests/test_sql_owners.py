@@ -21,11 +21,13 @@ def _contract() -> dict:
 
 
 def test_a_statement_on_a_handed_connection_is_a_breach():
-    src = ("import sqlite3\n"
-           "def f(conn: sqlite3.Connection):\n"
-           "    with conn:\n"
-           "        conn.execute('DELETE FROM memories')\n"
-           "        tx.conn.executemany('UPDATE x SET y = ?', [])\n")
+    src = (
+        "import sqlite3\n"
+        "def f(conn: sqlite3.Connection):\n"
+        "    with conn:\n"
+        "        conn.execute('DELETE FROM memories')\n"
+        "        tx.conn.executemany('UPDATE x SET y = ?', [])\n"
+    )
     found = breaches_in("core.somewhere", src)
     assert [(b.line, b.what) for b in found] == [(4, ".execute()"), (5, ".executemany()")]
 

@@ -17,8 +17,9 @@ def test_an_unknown_source_reads_leniently_and_the_store_opens(tmp_path):
     with Memory.open(path, MemoryConfig(), clock) as mem:
         a = mem.save("Owner's cat is Murka", OWNER_TRUSTED).id
         b = mem.save("Owner likes tea", OWNER_TRUSTED).id
-        mem._storage.conn.execute("UPDATE memories SET source = 'from-the-future' WHERE id = ?",
-                                  (a,))
+        mem._storage.conn.execute(
+            "UPDATE memories SET source = 'from-the-future' WHERE id = ?", (a,)
+        )
     with Memory.open(path, MemoryConfig(), clock) as mem:
         assert mem.get(a).source is Source.INIT and mem.get(b).source is Source.TOOL
         assert [h.id for h in mem.recall("Murka", OWNER_TRUSTED)] == [a]
@@ -27,8 +28,19 @@ def test_an_unknown_source_reads_leniently_and_the_store_opens(tmp_path):
 
 def test_a_bad_source_is_refused_on_write(mem):
     with pytest.raises(ValueError), mem._storage.transaction() as conn:
-        insert(conn, "x", Kind.FACT, 3, private=False, pinned=False, scope="global",
-               created_at=1.0, updated_at=1.0, source="bogus", source_turn=None)
+        insert(
+            conn,
+            "x",
+            Kind.FACT,
+            3,
+            private=False,
+            pinned=False,
+            scope="global",
+            created_at=1.0,
+            updated_at=1.0,
+            source="bogus",
+            source_turn=None,
+        )
     assert mem.count() == 0
 
 

@@ -57,10 +57,21 @@ def fill(mem, chat_id, turns, *, private_ok=True, start_day=0.0, clock=None):
     for i, (u, a) in enumerate(turns):
         at = 1_780_000_000.0 + start_day * DAY + i * 60
         for role, text in (("user", u), ("assistant", a)):
-            ids.append(tr.add("default", "tui", f"t{start_day}-{i}", role, text,
-                              private_ok=private_ok, status="ok", tokens=len(text.split()),
-                              at=at, meta={"owner": True} if role == "user" else {},
-                              chat_id=chat_id))
+            ids.append(
+                tr.add(
+                    "default",
+                    "tui",
+                    f"t{start_day}-{i}",
+                    role,
+                    text,
+                    private_ok=private_ok,
+                    status="ok",
+                    tokens=len(text.split()),
+                    at=at,
+                    meta={"owner": True} if role == "user" else {},
+                    chat_id=chat_id,
+                )
+            )
     return ids
 
 
@@ -70,8 +81,9 @@ def make(mem, clock, model=None, **kw):
     return conv, s
 
 
-TURNS = [(f"I met Anna{i} at {10 + i} Baker street", f"Nice, Anna{i} sounds lovely!")
-         for i in range(40)]
+TURNS = [
+    (f"I met Anna{i} at {10 + i} Baker street", f"Nice, Anna{i} sounds lovely!") for i in range(40)
+]
 
 
 def test_salient_terms_are_mid_sentence_names_and_numbers():
@@ -102,8 +114,7 @@ def _slid_conversation(mem) -> tuple[SummaryLLM, Conversation]:
     import random
 
     rng = random.Random(5)
-    replies = [["ok " + " ".join(f"{rng.getrandbits(30):x}" for _ in range(30))]
-               for _ in range(30)]
+    replies = [["ok " + " ".join(f"{rng.getrandbits(30):x}" for _ in range(30))] for _ in range(30)]
     llm = SummaryLLM(replies, context_size=1024)
     conv = Conversation(mem, llm, config=ConversationConfig(learning=False))
     for i in range(12):
@@ -120,8 +131,7 @@ def test_what_left_the_window_is_summarised_and_placed_between_prefix_and_window
     results = conv.summarise()
     assert results and {r.action for r in results} == {"chunk"}
     left = {m.id for m in conv.summaries.left_window(conv.chat_id, conv.chat.window_start)}
-    covered = {i for s in conv.summaries.active(conv.chat_id)
-               for i in conv.summaries.covers(s.id)}
+    covered = {i for s in conv.summaries.active(conv.chat_id) for i in conv.summaries.covers(s.id)}
     assert left and covered == left
     list(conv.turn("what now?", OWNER_TRUSTED))
     msgs = llm.calls[-1]["messages"]
@@ -132,9 +142,12 @@ def test_what_left_the_window_is_summarised_and_placed_between_prefix_and_window
 
 
 def test_a_summary_that_drops_a_number_is_rejected_retried_then_kept(mem, clock):
-    llm = SummaryLLM(plans=[{"summary": "The owner met Anna0 on Baker street.", "verbatim": []},
-                            {"summary": "The owner met Anna0 at 10 Baker street.",
-                             "verbatim": ["10 Baker street"]}])
+    llm = SummaryLLM(
+        plans=[
+            {"summary": "The owner met Anna0 on Baker street.", "verbatim": []},
+            {"summary": "The owner met Anna0 at 10 Baker street.", "verbatim": ["10 Baker street"]},
+        ]
+    )
     conv, s = make(mem, clock, llm)
     ids = fill(mem, conv.chat_id, TURNS[:1])
     r = s.step(conv.chat_id, ids[-1] + 1)
@@ -180,8 +193,11 @@ def test_tiers_four_recent_merge_then_four_merged_join_the_long_term(mem, clock)
 
 
 def test_long_term_past_its_cap_folds_oldest_lines_per_period():
-    lines = [f"2026-0{m}-0{d}: The owner did thing {m}{d} with Anna. Then more details here."
-             for m in (1, 2, 3) for d in (1, 2, 3)]
+    lines = [
+        f"2026-0{m}-0{d}: The owner did thing {m}{d} with Anna. Then more details here."
+        for m in (1, 2, 3)
+        for d in (1, 2, 3)
+    ]
 
     def over(ls):
         return sum(len(x) for x in ls) > 450
@@ -199,7 +215,7 @@ def test_long_term_cap_is_held_by_detail_level(mem, clock, monkeypatch):
     monkeypatch.setitem(summarizer.LONG_TERM_CAP, "key", 120)
     conv, s = make(mem, clock, chunk_messages=2, detail_level="key")
     for day in range(8):  # 8 days: folding has periods to work with
-        ids = fill(mem, conv.chat_id, TURNS[day * 4: day * 4 + 4], start_day=day * 20)
+        ids = fill(mem, conv.chat_id, TURNS[day * 4 : day * 4 + 4], start_day=day * 20)
     s.run(conv.chat_id, ids[-1] + 1)
     [lt] = [x for x in conv.summaries.active(conv.chat_id) if x.tier == LONG_TERM]
     assert lt.tokens <= 120
@@ -237,7 +253,9 @@ def test_regenerate_and_delete_invalidate_covering_summaries(mem, clock):
     tr.delete(ids[2], clock.now())
     assert conv.summaries.active(conv.chat_id) == []
     assert [m.id for m in conv.summaries.unsummarised(conv.chat_id, ids[-1] + 1)] == [
-        ids[0], ids[3]]
+        ids[0],
+        ids[3],
+    ]
 
 
 def test_rebuild_starts_over_and_is_resumable(mem, clock):
@@ -269,8 +287,9 @@ def test_a_private_summary_never_reaches_a_blind_turn(mem, clock):
     a turn that cannot see private memory gets only the others."""
     conv, s = make(mem, clock, chunk_messages=2)
     ids = fill(mem, conv.chat_id, [("My zqdiag is asthma, says Doctor Zqhouse", "Noted.")])
-    ids += fill(mem, conv.chat_id, [("We meet Pavel at 6", "See you there!")],
-                private_ok=False, start_day=1)
+    ids += fill(
+        mem, conv.chat_id, [("We meet Pavel at 6", "See you there!")], private_ok=False, start_day=1
+    )
     s.run(conv.chat_id, ids[-1] + 1)
     priv = [x for x in conv.summaries.active(conv.chat_id) if x.private]
     assert len(priv) == 1 and "Zqhouse" in priv[0].text()
@@ -332,20 +351,44 @@ def test_a_fact_the_turn_did_not_save_is_saved_before_it_scrolls_out(mem, clock)
     """Issue 12 item 3 (§8.9): the structured memory step runs over each chunk before it is
     summarised: a durable fact its turn did not save is saved (source dialogue, the message's
     turn id), while messages whose turn already saved, and others' words, are not re-read."""
-    plan = {"ops": [{"op": "save", "content": "My sister Olga lives in Riga", "kind": "fact",
-                     "importance": 3, "private": False}]}
+    plan = {
+        "ops": [
+            {
+                "op": "save",
+                "content": "My sister Olga lives in Riga",
+                "kind": "fact",
+                "importance": 3,
+                "private": False,
+            }
+        ]
+    }
     llm = SummaryLLM([plan])  # the one memory-step answer
     conv = Conversation(mem, llm, config=ConversationConfig())  # learning, structured
     tr = mem.attach(Transcript)
-    rows = [("t1", "user", "My sister Olga lives in Riga", {"owner": True}),
-            ("t1", "assistant", "How nice!", {"ops": []}),
-            ("t2", "user", "My cat Murka is 3 years old", {"owner": True}),
-            ("t2", "assistant", "Cute!", {"ops": [{"tool": "memory_save", "ok": True}]}),
-            ("t3", "user", "I, Petr, live in Oslo", {"owner": False}),
-            ("t3", "assistant", "Hi Petr!", {"ops": []})]
-    ids = [tr.add("default", "tui", t, role, text, private_ok=True, status="ok", tokens=5,
-                  at=clock.now(), meta=meta, chat_id=conv.chat_id)
-           for t, role, text, meta in rows]
+    rows = [
+        ("t1", "user", "My sister Olga lives in Riga", {"owner": True}),
+        ("t1", "assistant", "How nice!", {"ops": []}),
+        ("t2", "user", "My cat Murka is 3 years old", {"owner": True}),
+        ("t2", "assistant", "Cute!", {"ops": [{"tool": "memory_save", "ok": True}]}),
+        ("t3", "user", "I, Petr, live in Oslo", {"owner": False}),
+        ("t3", "assistant", "Hi Petr!", {"ops": []}),
+    ]
+    ids = [
+        tr.add(
+            "default",
+            "tui",
+            t,
+            role,
+            text,
+            private_ok=True,
+            status="ok",
+            tokens=5,
+            at=clock.now(),
+            meta=meta,
+            chat_id=conv.chat_id,
+        )
+        for t, role, text, meta in rows
+    ]
     conv.chats.set_window_start(conv.chat_id, ids[-1] + 1)
     conv._window_start = ids[-1] + 1
     results = conv.summarise()
@@ -380,8 +423,10 @@ def test_a_message_edited_while_its_chunk_is_summarised_makes_the_step_stale(mem
         if not edited:
             edited.append(True)
             tr.edit(ids[0], "I met Olga at 77 Baker street", clock.now())
-        return {"summary": "Summary of: " + prompt.split("The conversation:")[-1][-200:],
-                "verbatim": sorted(salient_terms(prompt.split("The conversation:")[-1]))}
+        return {
+            "summary": "Summary of: " + prompt.split("The conversation:")[-1][-200:],
+            "verbatim": sorted(salient_terms(prompt.split("The conversation:")[-1])),
+        }
 
     conv, s = make(mem, clock, SummaryLLM(summarise=summarise))
     ids += fill(mem, conv.chat_id, TURNS[:1])

@@ -38,8 +38,19 @@ def test_a_real_model_summary_keeps_every_name_and_number(mem, clock, qwen):
     last = 0
     for i, (u, a) in enumerate(TURNS):
         for role, text in (("user", u), ("assistant", a)):
-            last = tr.add("default", "tui", f"t{i}", role, text, private_ok=True, status="ok",
-                          tokens=10, at=clock.now(), meta={}, chat_id=conv.chat_id)
+            last = tr.add(
+                "default",
+                "tui",
+                f"t{i}",
+                role,
+                text,
+                private_ok=True,
+                status="ok",
+                tokens=10,
+                at=clock.now(),
+                meta={},
+                chat_id=conv.chat_id,
+            )
     conv._window_start = last + 1
     [step] = conv.summarise()
     s = step.summary

@@ -14,8 +14,12 @@ def test_mixed_russian_english_text_is_stemmed_by_script():
     """SPEC §4: mixed Russian/English text — each token stemmed by the stemmer of its script."""
     got = text.stems("Сестра Anna живёт в Казани, she is running a bakery")
     assert got == [
-        _ru.stemWord("сестра"), "anna", _ru.stemWord("живет"), _ru.stemWord("казани"),
-        _en.stemWord("running"), _en.stemWord("bakery"),
+        _ru.stemWord("сестра"),
+        "anna",
+        _ru.stemWord("живет"),
+        _ru.stemWord("казани"),
+        _en.stemWord("running"),
+        _en.stemWord("bakery"),
     ]
     # the Russian stemmer would not touch "running"; the English one would not touch "казани"
     assert text.stem_token("running") == "run"
@@ -40,7 +44,14 @@ def test_yo_is_folded_to_ye():
 
 def test_tokens_are_lower_cased_words_and_numbers_in_order():
     """SPEC §4: tokenisation of mixed text; punctuation separates tokens."""
-    assert text.tokens("Встреча в 15:00 с Ивановым!") == ["встреча", "в", "15", "00", "с", "ивановым"]
+    assert text.tokens("Встреча в 15:00 с Ивановым!") == [
+        "встреча",
+        "в",
+        "15",
+        "00",
+        "с",
+        "ивановым",
+    ]
     assert text.tokens("Owner's cat, MURKA.") == ["owner's", "cat", "murka"]
 
 
@@ -93,10 +104,14 @@ def test_stem_set_jaccard():
     assert text.jaccard(frozenset("ab"), frozenset("cd")) == 0.0
     assert text.jaccard(frozenset(), frozenset()) == 1.0
     # inflection and stop words do not lower the similarity of the same statement
-    assert text.jaccard(text.stem_set("The owner loves cats"),
-                        text.stem_set("owner loved the cat")) == 1.0
-    assert text.jaccard(text.stem_set("Хозяин любит книги"),
-                        text.stem_set("хозяин любил книгу")) == 1.0
+    assert (
+        text.jaccard(text.stem_set("The owner loves cats"), text.stem_set("owner loved the cat"))
+        == 1.0
+    )
+    assert (
+        text.jaccard(text.stem_set("Хозяин любит книги"), text.stem_set("хозяин любил книгу"))
+        == 1.0
+    )
 
 
 def test_stems_keep_repeats_for_bm25():
@@ -138,8 +153,10 @@ def test_one_name_detector_for_name_links_and_what_a_summary_must_keep():
     from core import text
     from core.chat.summary_fidelity import salient_terms
 
-    t = ("Вчера плавал в бассейне «Лужники». Дети: Соня и Марк. My sister — Vika — moved to "
-         "Kazan's old town with a beagle (Fantik) and Mr O'Brien. Hello Lena! Thanks, DVDs.")
+    t = (
+        "Вчера плавал в бассейне «Лужники». Дети: Соня и Марк. My sister — Vika — moved to "
+        "Kazan's old town with a beagle (Fantik) and Mr O'Brien. Hello Lena! Thanks, DVDs."
+    )
     names = ["Лужники", "Соня", "Марк", "Vika", "Kazan", "Fantik", "O'Brien", "Lena"]
     assert text.names(t) == names
     assert {w for w in salient_terms(t) if not w.isdigit()} == set(names)

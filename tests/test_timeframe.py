@@ -19,51 +19,64 @@ NOW = datetime(2026, 12, 1, 12, 0).timestamp()  # a Tuesday
 
 def days(query: str, now: float = NOW) -> list[tuple[date, date]]:
     """The spans as (first day, day after the last) in the local calendar."""
-    return [(datetime.fromtimestamp(a).date(), datetime.fromtimestamp(b).date())
-            for a, b in spans(query, now)]
+    return [
+        (datetime.fromtimestamp(a).date(), datetime.fromtimestamp(b).date())
+        for a, b in spans(query, now)
+    ]
 
 
-@pytest.mark.parametrize("query, expected", [
-    # a named day: the day before (a time zone) to the day after (told the next morning)
-    ("What did I do on 3 June, 2023?", [(date(2023, 6, 2), date(2023, 6, 5))]),
-    ("What did John do on June 3rd 2023?", [(date(2023, 6, 2), date(2023, 6, 5))]),
-    ("Что я делала 3 июня 2023 года?", [(date(2023, 6, 2), date(2023, 6, 5))]),
-    ("Что было 8 марта?", [(date(2026, 3, 7), date(2026, 3, 10))]),  # latest 8 March
-    # a month: the latest one not after today when no year is named
-    ("Where did I travel in July 2022?", [(date(2022, 7, 1), date(2022, 8, 2))]),
-    ("Where did I go in June?", [(date(2026, 6, 1), date(2026, 7, 2))]),
-    ("Куда я ездил в мае?", [(date(2026, 5, 1), date(2026, 6, 2))]),
-    ("What happened last December?", [(date(2025, 12, 1), date(2026, 1, 2))]),
-    # seasons and years
-    ("What state did I visit in summer 2021?", [(date(2021, 6, 1), date(2021, 9, 2))]),
-    ("Что я делал летом?", [(date(2026, 6, 1), date(2026, 9, 2))]),
-    ("Где я был зимой 2022 года?", [(date(2021, 12, 1), date(2022, 3, 2))]),
-    ("What did I achieve in 2022?", [(date(2022, 1, 1), date(2023, 1, 2))]),
-    # relative to now
-    ("What did I tell you yesterday?", [(date(2026, 11, 30), date(2026, 12, 2))]),
-    ("Что я говорил вчера?", [(date(2026, 11, 30), date(2026, 12, 2))]),
-    ("Where was I last week?", [(date(2026, 11, 23), date(2026, 12, 1))]),
-    ("Что я делал на прошлой неделе?", [(date(2026, 11, 23), date(2026, 12, 1))]),
-    ("What did I do last weekend?", [(date(2026, 11, 27), date(2026, 12, 1))]),
-    ("Что я рассказывал в прошлом месяце?", [(date(2026, 11, 1), date(2026, 12, 2))]),
-    ("What did I buy three weeks ago?", [(date(2026, 11, 4), date(2026, 11, 16))]),
-    # the stretch before a named day
-    ("What did John do the week before August 3, 2023?", [(date(2023, 7, 26), date(2023, 8, 5))]),
-    ("What did Maria adopt two weeks before 11 August 2023?",
-     [(date(2023, 7, 27), date(2023, 8, 13))]),
-])
+@pytest.mark.parametrize(
+    "query, expected",
+    [
+        # a named day: the day before (a time zone) to the day after (told the next morning)
+        ("What did I do on 3 June, 2023?", [(date(2023, 6, 2), date(2023, 6, 5))]),
+        ("What did John do on June 3rd 2023?", [(date(2023, 6, 2), date(2023, 6, 5))]),
+        ("Что я делала 3 июня 2023 года?", [(date(2023, 6, 2), date(2023, 6, 5))]),
+        ("Что было 8 марта?", [(date(2026, 3, 7), date(2026, 3, 10))]),  # latest 8 March
+        # a month: the latest one not after today when no year is named
+        ("Where did I travel in July 2022?", [(date(2022, 7, 1), date(2022, 8, 2))]),
+        ("Where did I go in June?", [(date(2026, 6, 1), date(2026, 7, 2))]),
+        ("Куда я ездил в мае?", [(date(2026, 5, 1), date(2026, 6, 2))]),
+        ("What happened last December?", [(date(2025, 12, 1), date(2026, 1, 2))]),
+        # seasons and years
+        ("What state did I visit in summer 2021?", [(date(2021, 6, 1), date(2021, 9, 2))]),
+        ("Что я делал летом?", [(date(2026, 6, 1), date(2026, 9, 2))]),
+        ("Где я был зимой 2022 года?", [(date(2021, 12, 1), date(2022, 3, 2))]),
+        ("What did I achieve in 2022?", [(date(2022, 1, 1), date(2023, 1, 2))]),
+        # relative to now
+        ("What did I tell you yesterday?", [(date(2026, 11, 30), date(2026, 12, 2))]),
+        ("Что я говорил вчера?", [(date(2026, 11, 30), date(2026, 12, 2))]),
+        ("Where was I last week?", [(date(2026, 11, 23), date(2026, 12, 1))]),
+        ("Что я делал на прошлой неделе?", [(date(2026, 11, 23), date(2026, 12, 1))]),
+        ("What did I do last weekend?", [(date(2026, 11, 27), date(2026, 12, 1))]),
+        ("Что я рассказывал в прошлом месяце?", [(date(2026, 11, 1), date(2026, 12, 2))]),
+        ("What did I buy three weeks ago?", [(date(2026, 11, 4), date(2026, 11, 16))]),
+        # the stretch before a named day
+        (
+            "What did John do the week before August 3, 2023?",
+            [(date(2023, 7, 26), date(2023, 8, 5))],
+        ),
+        (
+            "What did Maria adopt two weeks before 11 August 2023?",
+            [(date(2023, 7, 27), date(2023, 8, 13))],
+        ),
+    ],
+)
 def test_the_times_a_question_names(query, expected):
     assert days(query) == expected
 
 
-@pytest.mark.parametrize("query", [
-    "May I ask you something?",  # a verb, not a month
-    "Расскажи про маяк",  # a word that starts like a month
-    "How long have you been married?",
-    "I have 3 cats and 2 dogs",
-    "Я переехала в Лиссабон",
-    "",
-])
+@pytest.mark.parametrize(
+    "query",
+    [
+        "May I ask you something?",  # a verb, not a month
+        "Расскажи про маяк",  # a word that starts like a month
+        "How long have you been married?",
+        "I have 3 cats and 2 dogs",
+        "Я переехала в Лиссабон",
+        "",
+    ],
+)
 def test_a_question_that_names_no_time_has_no_span(query):
     assert spans(query, NOW) == []
 
@@ -72,14 +85,25 @@ def _open(tmp_path, clock: ManualClock, **cfg) -> Memory:
     return Memory.open(tmp_path / "m.db", MemoryConfig(recall_floor=0.0, **cfg), clock)
 
 
-@pytest.mark.parametrize("said, asked", [
-    (("Went to a concert with Lena, great evening", "Went to a concert with Oleg, loud but fun"),
-     ("Which concert did I go to?", "Which concert did I go to in May?")),
-    (("Ходила на концерт с Леной, чудесный вечер", "Ходила на концерт с Олегом, громко"),
-     ("На какой концерт я ходила?", "На какой концерт я ходила в мае?")),
-])
+@pytest.mark.parametrize(
+    "said, asked",
+    [
+        (
+            (
+                "Went to a concert with Lena, great evening",
+                "Went to a concert with Oleg, loud but fun",
+            ),
+            ("Which concert did I go to?", "Which concert did I go to in May?"),
+        ),
+        (
+            ("Ходила на концерт с Леной, чудесный вечер", "Ходила на концерт с Олегом, громко"),
+            ("На какой концерт я ходила?", "На какой концерт я ходила в мае?"),
+        ),
+    ],
+)
 def test_a_record_said_in_the_named_month_outranks_a_fresher_equally_relevant_one(
-        tmp_path, said, asked):
+    tmp_path, said, asked
+):
     """SPEC §4: among comparably relevant memories the fresher wins — unless the question names
     a time, when the one said then is what it asks about."""
     clock = ManualClock(datetime(2026, 5, 12, 18).timestamp())

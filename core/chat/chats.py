@@ -69,8 +69,7 @@ def valid_title(title: object) -> str:
         raise MemoryOpError("a chat's title must be text")
     title = " ".join(title.split())
     if len(title) > MAX_TITLE:
-        raise MemoryOpError(f"a chat's title is at most {MAX_TITLE} characters "
-                            f"(got {len(title)})")
+        raise MemoryOpError(f"a chat's title is at most {MAX_TITLE} characters (got {len(title)})")
     return title
 
 
@@ -97,8 +96,9 @@ class Chats:
             raise ChatNotFound(chat_id)
         return _chat(rows[0])
 
-    def list(self, persona: str | None = None, channel: str | None = None, *,
-             archived: bool = False) -> list[Chat]:
+    def list(
+        self, persona: str | None = None, channel: str | None = None, *, archived: bool = False
+    ) -> list[Chat]:
         """Live chats (or, with ``archived``, the archived ones), most recently used first."""
         where = ["c.archived_at IS " + ("NOT NULL" if archived else "NULL")]
         params: list[object] = []
@@ -110,7 +110,8 @@ class Chats:
             params.append(channel)
         rows = self._storage.query(
             _SELECT + " WHERE " + " AND ".join(where) + " ORDER BY c.updated_at DESC, c.id DESC",
-            tuple(params))
+            tuple(params),
+        )
         return [_chat(r) for r in rows]
 
     def current(self, persona: str, channel: str, now: float) -> Chat:
@@ -130,7 +131,9 @@ class Chats:
         with self._storage.transaction() as conn:
             cur = conn.execute(
                 "INSERT INTO chats (persona, channel, title, created_at, updated_at) "
-                "VALUES (?, ?, ?, ?, ?)", (persona, channel, title, now, now))
+                "VALUES (?, ?, ?, ?, ?)",
+                (persona, channel, title, now, now),
+            )
             assert cur.lastrowid is not None  # an INSERT sets it
             chat_id = cur.lastrowid
         return self.get(chat_id)
@@ -159,13 +162,18 @@ class Chats:
         return self.get(chat_id)
 
     @staticmethod
-    def archive_of_persona(conn: sqlite3.Connection, persona_id: str, now: float,
-                           why: str = "its persona was deleted") -> int:
+    def archive_of_persona(
+        conn: sqlite3.Connection, persona_id: str, now: float, why: str = "its persona was deleted"
+    ) -> int:
         """Inside the caller's transaction (deleting a persona, SPEC §8.6): every live chat of
         the persona moves to the archive with its summaries, as :meth:`archive` does one.
         Returns how many chats moved."""
-        ids = [r[0] for r in conn.execute(
-            "SELECT id FROM chats WHERE persona = ? AND archived_at IS NULL", (persona_id,))]
+        ids = [
+            r[0]
+            for r in conn.execute(
+                "SELECT id FROM chats WHERE persona = ? AND archived_at IS NULL", (persona_id,)
+            )
+        ]
         for chat_id in ids:
             _archive_chat(conn, chat_id, now, why)
         return len(ids)
@@ -178,10 +186,13 @@ class Chats:
                 raise ChatNotFound(chat_id)
             if row["archived_at"] is None:
                 raise MemoryOpError(f"chat #{chat_id} is not in the archive")
-            conn.execute("UPDATE summaries SET archived_at = NULL WHERE chat_id = ? AND "
-                         "archived_at = ?", (chat_id, row["archived_at"]))
-            conn.execute("UPDATE chats SET archived_at = NULL, archived_why = NULL WHERE id = ?",
-                         (chat_id,))
+            conn.execute(
+                "UPDATE summaries SET archived_at = NULL WHERE chat_id = ? AND archived_at = ?",
+                (chat_id, row["archived_at"]),
+            )
+            conn.execute(
+                "UPDATE chats SET archived_at = NULL, archived_why = NULL WHERE id = ?", (chat_id,)
+            )
         return self.get(chat_id)
 
     def clear(self, chat_id: int, now: float) -> int:
@@ -189,22 +200,33 @@ class Chats:
         transaction); the chat stays, empty. Returns how many messages moved."""
         with self._storage.transaction() as conn:
             self._live(conn, chat_id)
-            n = conn.execute("UPDATE messages SET archived_at = ? WHERE chat_id = ? AND "
-                             "archived_at IS NULL", (now, chat_id)).rowcount
-            conn.execute("UPDATE summaries SET archived_at = ? WHERE chat_id = ? AND "
-                         "archived_at IS NULL", (now, chat_id))
-            conn.execute("UPDATE chats SET window_start = NULL, updated_at = ? WHERE id = ?",
-                         (now, chat_id))
+            n = conn.execute(
+                "UPDATE messages SET archived_at = ? WHERE chat_id = ? AND archived_at IS NULL",
+                (now, chat_id),
+            ).rowcount
+            conn.execute(
+                "UPDATE summaries SET archived_at = ? WHERE chat_id = ? AND archived_at IS NULL",
+                (now, chat_id),
+            )
+            conn.execute(
+                "UPDATE chats SET window_start = NULL, updated_at = ? WHERE id = ?", (now, chat_id)
+            )
         return n
 
     def restore_history(self, chat_id: int) -> int:
         """Undo :meth:`clear` (and retention) while the archive still holds the messages."""
         with self._storage.transaction() as conn:
             self._live(conn, chat_id)
-            n = conn.execute("UPDATE messages SET archived_at = NULL WHERE chat_id = ? AND "
-                             "archived_at IS NOT NULL", (chat_id,)).rowcount
-            conn.execute("UPDATE summaries SET archived_at = NULL WHERE chat_id = ? AND "
-                         "archived_at IS NOT NULL", (chat_id,))
+            n = conn.execute(
+                "UPDATE messages SET archived_at = NULL WHERE chat_id = ? AND "
+                "archived_at IS NOT NULL",
+                (chat_id,),
+            ).rowcount
+            conn.execute(
+                "UPDATE summaries SET archived_at = NULL WHERE chat_id = ? AND "
+                "archived_at IS NOT NULL",
+                (chat_id,),
+            )
         return n
 
     def apply_retention(self, now: float, keep_days: float | None) -> int:
@@ -214,14 +236,18 @@ class Chats:
             return 0
         cutoff = now - keep_days * 86_400.0
         with self._storage.transaction() as conn:
-            n = conn.execute("UPDATE messages SET archived_at = ? WHERE archived_at IS NULL "
-                             "AND created_at < ?", (now, cutoff)).rowcount
+            n = conn.execute(
+                "UPDATE messages SET archived_at = ? WHERE archived_at IS NULL AND created_at < ?",
+                (now, cutoff),
+            ).rowcount
             if n:
                 conn.execute(
                     "UPDATE summaries SET archived_at = ? WHERE archived_at IS NULL AND NOT "
                     "EXISTS (SELECT 1 FROM summary_covers sc JOIN messages m ON "
                     "m.id = sc.message_id WHERE sc.summary_id = summaries.id AND "
-                    "m.archived_at IS NULL)", (now,))
+                    "m.archived_at IS NULL)",
+                    (now,),
+                )
         return n
 
     def purge(self, now: float, ttl_seconds: float) -> int:
@@ -230,22 +256,28 @@ class Chats:
         messages deleted."""
         cutoff = now - ttl_seconds
         with self._storage.transaction() as conn:
-            gone = [r[0] for r in conn.execute(
-                "SELECT id FROM chats WHERE archived_at IS NOT NULL AND archived_at < ?",
-                (cutoff,))]
+            gone = [
+                r[0]
+                for r in conn.execute(
+                    "SELECT id FROM chats WHERE archived_at IS NOT NULL AND archived_at < ?",
+                    (cutoff,),
+                )
+            ]
             n = 0
             for chat_id in gone:
                 n += conn.execute("DELETE FROM messages WHERE chat_id = ?", (chat_id,)).rowcount
                 _delete_summaries(conn, "chat_id = ?", (chat_id,))
                 conn.execute("DELETE FROM chats WHERE id = ?", (chat_id,))
-            n += conn.execute("DELETE FROM messages WHERE archived_at IS NOT NULL AND "
-                              "archived_at < ?", (cutoff,)).rowcount
+            n += conn.execute(
+                "DELETE FROM messages WHERE archived_at IS NOT NULL AND archived_at < ?", (cutoff,)
+            ).rowcount
             _delete_summaries(conn, "archived_at IS NOT NULL AND archived_at < ?", (cutoff,))
         return n
 
     # ------------------------------------------------------------------ imports (issue 28)
-    def import_chats(self, chats: Sequence[Any], source: str, now: float,
-                     channel: str = DEFAULT_CHANNEL) -> tuple[builtins.list[int], int]:
+    def import_chats(
+        self, chats: Sequence[Any], source: str, now: float, channel: str = DEFAULT_CHANNEL
+    ) -> tuple[builtins.list[int], int]:
         """Write checked chats (:func:`core.chat.imports.parse`: each with ``title``, ``persona``
         and ``messages`` of ``role``, ``content``, ``created_at``, ``private``, ``status``) as
         new chats of ``channel``, all in one transaction (or nothing). A persona this store
@@ -265,33 +297,49 @@ class Chats:
                 cur = conn.execute(
                     "INSERT INTO chats (persona, channel, title, created_at, updated_at, "
                     "imported_from) VALUES (?, ?, ?, ?, ?, ?)",
-                    (persona, channel, valid_title(chat.title), min(times), max(times),
-                     source))
+                    (persona, channel, valid_title(chat.title), min(times), max(times), source),
+                )
                 assert cur.lastrowid is not None  # an INSERT sets it
                 chat_id = cur.lastrowid
                 rows, turn = [], 0
                 for k, m in enumerate(chat.messages):
                     if m.role == "user" or k == 0:
                         turn += 1
-                    meta = {"imported": source, **({"owner": True} if m.role == "user"
-                                                  else {})}
-                    rows.append((persona, channel, int(m.private), f"import:{batch}:{chat_id}:"
-                                 f"{turn}", m.role, m.content, m.status,
-                                 max(1, len(m.content) // 3), m.created_at,
-                                 json.dumps(meta), chat_id))
+                    meta = {"imported": source, **({"owner": True} if m.role == "user" else {})}
+                    rows.append(
+                        (
+                            persona,
+                            channel,
+                            int(m.private),
+                            f"import:{batch}:{chat_id}:{turn}",
+                            m.role,
+                            m.content,
+                            m.status,
+                            max(1, len(m.content) // 3),
+                            m.created_at,
+                            json.dumps(meta),
+                            chat_id,
+                        )
+                    )
                 conn.executemany(
                     "INSERT INTO messages (persona, channel, private_ok, turn_id, role, "
                     "content, status, tokens, created_at, meta, chat_id) "
-                    "VALUES (?,?,?,?,?,?,?,?,?,?,?)", rows)
-                conn.execute("UPDATE chats SET review_from = (SELECT MIN(id) FROM messages "
-                             "WHERE chat_id = ?) WHERE id = ?", (chat_id, chat_id))
+                    "VALUES (?,?,?,?,?,?,?,?,?,?,?)",
+                    rows,
+                )
+                conn.execute(
+                    "UPDATE chats SET review_from = (SELECT MIN(id) FROM messages "
+                    "WHERE chat_id = ?) WHERE id = ?",
+                    (chat_id, chat_id),
+                )
                 made.append(chat_id)
         return made, moved
 
     def to_review(self) -> builtins.list[Chat]:
         """Live imported chats with messages not yet offered for drafting, oldest first."""
-        rows = self._storage.query(_SELECT + " WHERE c.archived_at IS NULL AND "
-                                   "c.review_from IS NOT NULL ORDER BY c.id")
+        rows = self._storage.query(
+            _SELECT + " WHERE c.archived_at IS NULL AND c.review_from IS NOT NULL ORDER BY c.id"
+        )
         return [_chat(r) for r in rows]
 
     def reviewed(self, chat_id: int, upto: int) -> None:
@@ -300,7 +348,9 @@ class Chats:
         with self._storage.transaction() as conn:
             nxt = conn.execute(
                 "SELECT MIN(id) FROM messages WHERE chat_id = ? AND id > ? AND archived_at IS "
-                "NULL AND status != 'discarded'", (chat_id, upto)).fetchone()[0]
+                "NULL AND status != 'discarded'",
+                (chat_id, upto),
+            ).fetchone()[0]
             conn.execute("UPDATE chats SET review_from = ? WHERE id = ?", (nxt, chat_id))
 
     def stop_review(self, chat_id: int) -> None:
@@ -325,14 +375,28 @@ def _delete_summaries(conn: sqlite3.Connection, where: str, params: tuple) -> No
 
 
 def _chat(r: sqlite3.Row) -> Chat:
-    return Chat(r["id"], r["persona"], r["channel"], r["title"], r["created_at"],
-                r["updated_at"], r["window_start"], r["archived_at"], r["n"] or 0,
-                r["first_words"] or "", r["imported_from"], r["review_from"])
+    return Chat(
+        r["id"],
+        r["persona"],
+        r["channel"],
+        r["title"],
+        r["created_at"],
+        r["updated_at"],
+        r["window_start"],
+        r["archived_at"],
+        r["n"] or 0,
+        r["first_words"] or "",
+        r["imported_from"],
+        r["review_from"],
+    )
 
 
 def _archive_chat(conn: sqlite3.Connection, chat_id: int, now: float, why: str) -> None:
     """One chat to the archive with its live summaries (inside the caller's transaction)."""
-    conn.execute("UPDATE chats SET archived_at = ?, archived_why = ? WHERE id = ?",
-                 (now, why, chat_id))
-    conn.execute("UPDATE summaries SET archived_at = ? WHERE chat_id = ? AND "
-                 "archived_at IS NULL", (now, chat_id))
+    conn.execute(
+        "UPDATE chats SET archived_at = ?, archived_why = ? WHERE id = ?", (now, why, chat_id)
+    )
+    conn.execute(
+        "UPDATE summaries SET archived_at = ? WHERE chat_id = ? AND archived_at IS NULL",
+        (now, chat_id),
+    )

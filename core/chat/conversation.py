@@ -67,8 +67,13 @@ from core.reminders import Reminder
 from core.store.turn_rollback import Rollback
 
 __all__ = [  # StoredMessage is re-exported for the chat screen
-    "DETAIL_LEVELS", "Conversation", "ConversationConfig", "DetailLevel", "SleepGate",
-    "StoredMessage", "window_budget",
+    "DETAIL_LEVELS",
+    "Conversation",
+    "ConversationConfig",
+    "DetailLevel",
+    "SleepGate",
+    "StoredMessage",
+    "window_budget",
 ]
 
 # ---------------------------------------------------------------------------- detail levels
@@ -87,7 +92,6 @@ DETAIL_LEVELS = {
     "detailed": DetailLevel("detailed", 16_000, 80),
 }
 MAX_CONTEXT_SHARE = 0.25
-
 
 
 @dataclass(frozen=True)
@@ -112,8 +116,10 @@ class ConversationConfig:
 
     def __post_init__(self) -> None:
         if self.memory_writes not in MEMORY_WRITES:
-            raise ValueError(f"memory_writes must be one of {', '.join(MEMORY_WRITES)} "
-                             f"(got {self.memory_writes!r})")
+            raise ValueError(
+                f"memory_writes must be one of {', '.join(MEMORY_WRITES)} "
+                f"(got {self.memory_writes!r})"
+            )
         if self.detail_level not in DETAIL_LEVELS:
             raise ValueError(
                 f"detail_level must be one of {', '.join(DETAIL_LEVELS)} (got {self.detail_level!r})"
@@ -127,7 +133,6 @@ class ConversationConfig:
 def window_budget(level: DetailLevel, context_size: int) -> tuple[int, int]:
     """(tokens, messages) the live window may hold with this model."""
     return min(level.window_tokens, int(context_size * MAX_CONTEXT_SHARE)), level.window_messages
-
 
 
 class SleepGate(Protocol):
@@ -174,8 +179,9 @@ class Conversation:
         self._last_lang: str | None = None  # a message with no letters keeps the last language
         self._summarizer: Summarizer | None = None
         self._last_ctx: TurnContext | None = None  # whose prefix a new summary warms up
-        self._current = CurrentChat.open(self.chats, self.clock, self.config.persona_id,
-                                         channel, self._busy, chat_id)
+        self._current = CurrentChat.open(
+            self.chats, self.clock, self.config.persona_id, channel, self._busy, chat_id
+        )
 
     # ------------------------------------------------------------------ chats (§8.9)
     @property
@@ -221,8 +227,12 @@ class Conversation:
         if self._summarizer is None:
             saver = WindowSaver(self.memory, self.writer, self._transcript.set_meta)
             self._summarizer = Summarizer(
-                self.summaries, self.model, clock=self.clock,
-                detail_level=self.config.detail_level, writer=saver)
+                self.summaries,
+                self.model,
+                clock=self.clock,
+                detail_level=self.config.detail_level,
+                writer=saver,
+            )
         s = self._summarizer
         s.detail_level = self.config.detail_level
         if s.writer is not None and not (self.config.learning and self.structured):
@@ -231,21 +241,28 @@ class Conversation:
             s.writer = WindowSaver(self.memory, self.writer, self._transcript.set_meta)
         return s
 
-    def summarise(self, cancel: threading.Event | None = None,
-                  progress: Callable[[StepResult], None] | None = None,
-                  chat_id: int | None = None) -> list[StepResult]:
+    def summarise(
+        self,
+        cancel: threading.Event | None = None,
+        progress: Callable[[StepResult], None] | None = None,
+        chat_id: int | None = None,
+    ) -> list[StepResult]:
         """Summarise what has left the window of a chat (this one by default), until there is
         nothing left, a turn wants the model (it interrupts), or ``cancel``. Blocking: run it
         in a background worker, never on the send path."""
         if not self.config.summaries:
             return []
         target = self.chat_id if chat_id is None else chat_id
-        results = self.summarizer.run(target, lambda: self._current.window_start_of(target),
-                                      cancel, progress)
-        if (target == self.chat_id and self._last_ctx is not None
-                and any(r.summary is not None for r in results)
-                and not self.summarizer.interrupt.is_set()
-                and not (cancel is not None and cancel.is_set())):
+        results = self.summarizer.run(
+            target, lambda: self._current.window_start_of(target), cancel, progress
+        )
+        if (
+            target == self.chat_id
+            and self._last_ctx is not None
+            and any(r.summary is not None for r in results)
+            and not self.summarizer.interrupt.is_set()
+            and not (cancel is not None and cancel.is_set())
+        ):
             # A new summary changed the prompt's prefix: read it now, in the background, not
             # in the owner's next turn (measured: 25 s before a first token on the default
             # model); a turn that wants the model stops this at once (the model gives way).
@@ -260,8 +277,9 @@ class Conversation:
         """The summary block this turn's prompt carries ("" when none)."""
         return rolling.render(self.summaries.for_prompt(self.chat_id, ctx.sees_private))
 
-    def use_persona(self, persona_id: str, persona_text: str, detail_level: str,
-                    learning: bool) -> None:
+    def use_persona(
+        self, persona_id: str, persona_text: str, detail_level: str, learning: bool
+    ) -> None:
         """Run the next turns as this persona (SPEC §8.6): its text, detail level (§8.2) and
         learning toggle (§8.7), and its own chats: a change of persona continues its most recent
         chat (or starts one). The caller's turn context carries ``persona=persona_id`` so recall
@@ -269,12 +287,20 @@ class Conversation:
         if persona_id != self.config.persona_id:  # its own chats: the most recent one, or new
             self._current.follow(persona_id)
         self.persona = persona_text
-        self.config = replace(self.config, persona_id=persona_id, detail_level=detail_level,
-                              learning=learning)
+        self.config = replace(
+            self.config, persona_id=persona_id, detail_level=detail_level, learning=learning
+        )
 
     # ------------------------------------------------------------------ messages
-    def _persist(self, turn_id: str, role: str, content: str, ctx: TurnContext,
-                 status: str = "ok", meta: dict | None = None) -> int:
+    def _persist(
+        self,
+        turn_id: str,
+        role: str,
+        content: str,
+        ctx: TurnContext,
+        status: str = "ok",
+        meta: dict | None = None,
+    ) -> int:
         """Store one message. ``private_ok`` records whether the turn could see private memory:
         such a message (its recalled lines, the owner's words) never enters the window of a turn
         that cannot."""
@@ -282,10 +308,19 @@ class Conversation:
         tokens = self.model.count_tokens(meta.get("prompt", content)) if content else 0
         if role == "user":
             meta = {**meta, "owner": ctx.is_owner}
-        return self._transcript.add(self.config.persona_id, self.channel, turn_id, role,
-                                    content, private_ok=ctx.sees_private, status=status,
-                                    tokens=tokens, at=self.clock.now(), meta=meta,
-                                    chat_id=self.chat_id)
+        return self._transcript.add(
+            self.config.persona_id,
+            self.channel,
+            turn_id,
+            role,
+            content,
+            private_ok=ctx.sees_private,
+            status=status,
+            tokens=tokens,
+            at=self.clock.now(),
+            meta=meta,
+            chat_id=self.chat_id,
+        )
 
     def history(self, limit: int = 200, sees_private: bool = True) -> list[StoredMessage]:
         """Messages of the current chat, oldest first, discarded and archived ones excluded;
@@ -336,9 +371,12 @@ class Conversation:
             alts = {m.id: m for m in self._transcript.alternatives(turn_id)}
             if message_id not in alts:
                 raise MemoryOpError(f"message #{message_id} is not an answer of that turn")
-            return self.memory.rollback_turn(turn_id, also=lambda: self._transcript
-                                             .discard_answers(turn_id, self.clock.now(),
-                                                              keep=message_id))
+            return self.memory.rollback_turn(
+                turn_id,
+                also=lambda: self._transcript.discard_answers(
+                    turn_id, self.clock.now(), keep=message_id
+                ),
+            )
 
     def window(self, ctx: TurnContext | None = None) -> Window:
         """The live window the next prompt carries (§8.1, §8.2), without moving it: a turn
@@ -346,13 +384,17 @@ class Conversation:
         level = DETAIL_LEVELS[self.config.detail_level]
         max_tokens, max_msgs = window_budget(level, self.model.context_size)
         sees_private = ctx.sees_private if ctx is not None else True
-        return live_window(self.history(max_msgs * 2 + 2, sees_private), self._window_start,
-                           max_tokens, max_msgs, self.config.slide_keep)
+        return live_window(
+            self.history(max_msgs * 2 + 2, sees_private),
+            self._window_start,
+            max_tokens,
+            max_msgs,
+            self.config.slide_keep,
+        )
 
     def live_window(self, ctx: TurnContext | None = None) -> list[StoredMessage]:
         """The earlier messages the next prompt carries."""
         return self.window(ctx).messages
-
 
     # ------------------------------------------------------------------ prompt
     def system_prompt(self, ctx: TurnContext, section: PromptSection | None) -> str:
@@ -367,21 +409,38 @@ class Conversation:
         """Memory is written by the structured step after the reply, not by tools (§3.1)."""
         return self.config.memory_writes == STRUCTURED
 
-    def build_messages(self, user_text: str, ctx: TurnContext, section: PromptSection | None,
-                       lang: str | None = None, window: Window | None = None, *,
-                       reminder: Reminder | None = None) -> list[Message]:
+    def build_messages(
+        self,
+        user_text: str,
+        ctx: TurnContext,
+        section: PromptSection | None,
+        lang: str | None = None,
+        window: Window | None = None,
+        *,
+        reminder: Reminder | None = None,
+    ) -> list[Message]:
         """The whole prompt for ``user_text`` (:func:`core.chat.prompt.build_messages`)."""
         return prompt.build_messages(
-            persona=self.persona, rule=self._rule(ctx), section=section,
-            summary=self.summary_block(ctx), window=(window or self.window(ctx)).messages,
-            user_text=user_text, lang=lang, reminder=reminder)
+            persona=self.persona,
+            rule=self._rule(ctx),
+            section=section,
+            summary=self.summary_block(ctx),
+            window=(window or self.window(ctx)).messages,
+            user_text=user_text,
+            lang=lang,
+            reminder=reminder,
+        )
 
-    def prefix_messages(self, ctx: TurnContext, section: PromptSection | None,
-                        window: Window | None = None) -> list[Message]:
+    def prefix_messages(
+        self, ctx: TurnContext, section: PromptSection | None, window: Window | None = None
+    ) -> list[Message]:
         """The system prompt and the live window: the part of the next prompt that is already
         known before the owner writes."""
-        return prompt.prefix_messages(self.system_prompt(ctx, section), self.summary_block(ctx),
-                                      (window or self.window(ctx)).messages)
+        return prompt.prefix_messages(
+            self.system_prompt(ctx, section),
+            self.summary_block(ctx),
+            (window or self.window(ctx)).messages,
+        )
 
     def warm_up(self, ctx: TurnContext) -> None:
         """Evaluate the known part of the next prompt now (at start-up, while the owner types),
@@ -401,8 +460,9 @@ class Conversation:
         return memory_tools.tools_for(ctx, extra)
 
     # ------------------------------------------------------------------ turns
-    def turn(self, text: str, ctx: TurnContext, cancel: threading.Event | None = None
-             ) -> Iterator[TurnEvent]:
+    def turn(
+        self, text: str, ctx: TurnContext, cancel: threading.Event | None = None
+    ) -> Iterator[TurnEvent]:
         """Run one turn. Yields events; never raises for model or tool failures."""
         turn_id = ctx.turn_id or uuid.uuid4().hex
         ctx = ctx.with_turn(turn_id)
@@ -429,8 +489,9 @@ class Conversation:
             if s is not None:
                 s.interrupt.clear()
 
-    def regenerate(self, ctx: TurnContext, cancel: threading.Event | None = None
-                   ) -> Iterator[TurnEvent]:
+    def regenerate(
+        self, ctx: TurnContext, cancel: threading.Event | None = None
+    ) -> Iterator[TurnEvent]:
         """Discard the last answer, roll back the memory writes of its turn (pinned records
         and records changed since excepted, SPEC §8.4; what it created goes to the archive),
         and answer the same message again."""
@@ -447,18 +508,32 @@ class Conversation:
         with self._wanting_model(), self._busy:
             turn = last_user.turn_id  # its answers leave with its memory writes, in one commit
             undone = self.memory.rollback_turn(
-                turn, also=lambda: self._transcript.discard_answers(turn, self.clock.now()))
+                turn, also=lambda: self._transcript.discard_answers(turn, self.clock.now())
+            )
             if undone.kept:
                 ids = ", ".join(f"#{i}" for i in undone.kept)
-                yield Notice(f"Kept memory {ids} as it is: it changed after that answer "
-                             "(an edit, a later turn or sleep), so regenerate left it alone.")
-            yield from self._answer(last_user.content, ctx.with_turn(last_user.turn_id),
-                                    last_user.turn_id, cancel, user_stored=True,
-                                    user_id=last_user.id)
+                yield Notice(
+                    f"Kept memory {ids} as it is: it changed after that answer "
+                    "(an edit, a later turn or sleep), so regenerate left it alone."
+                )
+            yield from self._answer(
+                last_user.content,
+                ctx.with_turn(last_user.turn_id),
+                last_user.turn_id,
+                cancel,
+                user_stored=True,
+                user_id=last_user.id,
+            )
 
-    def _answer(self, text: str, ctx: TurnContext, turn_id: str,
-                cancel: threading.Event | None, user_stored: bool = False,
-                user_id: int | None = None) -> Iterator[TurnEvent]:
+    def _answer(
+        self,
+        text: str,
+        ctx: TurnContext,
+        turn_id: str,
+        cancel: threading.Event | None,
+        user_stored: bool = False,
+        user_id: int | None = None,
+    ) -> Iterator[TurnEvent]:
         """One turn, top to bottom: its prompt, its reply, then what follows the reply."""
         stats = TurnStats(time.monotonic())
         turn = yield from self._start(text, ctx, turn_id, stats, user_stored, user_id)
@@ -471,8 +546,15 @@ class Conversation:
             return
         yield from self._finish(turn, cancel)
 
-    def _start(self, text: str, ctx: TurnContext, turn_id: str, stats: TurnStats,
-               user_stored: bool, user_id: int | None) -> Generator[TurnEvent, None, Turn]:
+    def _start(
+        self,
+        text: str,
+        ctx: TurnContext,
+        turn_id: str,
+        stats: TurnStats,
+        user_stored: bool,
+        user_id: int | None,
+    ) -> Generator[TurnEvent, None, Turn]:
         """The turn's window, memory section, day's reminder and prompt; the owner's message
         stored as the model saw it (on regenerate it is stored already)."""
         self._last_ctx = ctx
@@ -487,39 +569,76 @@ class Conversation:
             # A statement does not: repeating "Меня зовут Дима" under every later statement
             # made the model greet Dima again in 14 of 20 replies.
             section = self.memory.prompt_section(
-                text, ctx, exclude=window.recalled,
-                repeat_best=None if language.is_question(text) else 0)
+                text,
+                ctx,
+                exclude=window.recalled,
+                repeat_best=None if language.is_question(text) else 0,
+            )
             yield MemoryUsed(section)
-        reminder = None if section is None else day_reminder(
-            self.memory, ctx, self.config.reminder_days, self.config.persona_id, self.clock)
+        reminder = (
+            None
+            if section is None
+            else day_reminder(
+                self.memory, ctx, self.config.reminder_days, self.config.persona_id, self.clock
+            )
+        )
         summary = self.summary_block(ctx)
         messages = prompt.build_messages(
-            persona=self.persona, rule=self._rule(ctx), section=section, summary=summary,
-            window=window.messages, user_text=text, lang=lang, reminder=reminder)
+            persona=self.persona,
+            rule=self._rule(ctx),
+            section=section,
+            summary=summary,
+            window=window.messages,
+            user_text=text,
+            lang=lang,
+            reminder=reminder,
+        )
         if user_stored:  # regenerate: the message is already in the window; drop that copy
             messages = prompt.drop_current_user(messages)
         else:
             # The user's message is stored as the model saw it (with its recalled lines), so
             # the next turn's prompt repeats this one token for token: the KV cache holds.
-            user_id = self._persist(turn_id, "user", text, ctx, meta={
-                "prompt": messages[-1]["content"],
-                "recalled": list(section.recalled_ids) if section else [],
-                **({"reminder": reminder.id} if reminder is not None else {})})
+            user_id = self._persist(
+                turn_id,
+                "user",
+                text,
+                ctx,
+                meta={
+                    "prompt": messages[-1]["content"],
+                    "recalled": list(section.recalled_ids) if section else [],
+                    **({"reminder": reminder.id} if reminder is not None else {}),
+                },
+            )
         support = prompt.support(text, section, summary, reminder, window.messages)
         earlier = earlier_replies(window.messages, text)
-        return Turn(id=turn_id, text=text, ctx=ctx, lang=lang, window=window, section=section,
-                    reminder=reminder, summary=summary, support=support, earlier=earlier,
-                    messages=messages, tools=self.offered_tools(ctx),
-                    judge=ReplyJudge(text, lang, earlier=earlier, support=support),
-                    stats=stats, user_id=user_id)
+        return Turn(
+            id=turn_id,
+            text=text,
+            ctx=ctx,
+            lang=lang,
+            window=window,
+            section=section,
+            reminder=reminder,
+            summary=summary,
+            support=support,
+            earlier=earlier,
+            messages=messages,
+            tools=self.offered_tools(ctx),
+            judge=ReplyJudge(text, lang, earlier=earlier, support=support),
+            stats=stats,
+            user_id=user_id,
+        )
 
     def _run_tool(self, c: ToolCall, turn: Turn) -> memory_tools.ToolResult:
         """Run one tool call of the reply: only a tool this turn was offered."""
         ctx = turn.ctx
         if c.name not in turn.offered:
             return memory_tools.ToolResult(
-                c.name, False, f"Error: tool {c.name!r} is not available here",
-                {"error": "not offered"})
+                c.name,
+                False,
+                f"Error: tool {c.name!r} is not available here",
+                {"error": "not offered"},
+            )
         if c.name in self.extra_tools:
             return self.extra_tools[c.name][1](ctx)
         return memory_tools.call(self.memory, c.name, c.arguments, ctx)
@@ -530,20 +649,29 @@ class Conversation:
         st, ctx = turn.stats, turn.ctx
         final = turn.reply
         reminder = turn.reminder
-        if (reminder is not None and reminder.days >= 0 and not st.stopped
-                and not mentions(final, reminder.content)):
+        if (
+            reminder is not None
+            and reminder.days >= 0
+            and not st.stopped
+            and not mentions(final, reminder.content)
+        ):
             # the day's reminder, in Eva's own line, when her reply left it out (§8.11)
             line = reminder_line(reminder, turn.lang)
             yield Token(f"\n\n{line}" if final else line)
             final = f"{final}\n\n{line}" if final else line
         meta = {"ops": turn.ops, "prompt_tokens": st.prompt_tokens, "evaluated": st.evaluated}
-        msg_id = self._persist(turn.id, "assistant", final, ctx,
-                               "stopped" if st.stopped else "ok", meta)
+        msg_id = self._persist(
+            turn.id, "assistant", final, ctx, "stopped" if st.stopped else "ok", meta
+        )
         if self.structured and self.config.learning and ctx.can_mutate and not st.stopped:
             yield Remembering()
             outcome = self.writer.run(
                 [*prompt.for_writer(turn.messages), {"role": "assistant", "content": final}],
-                turn.text, ctx, turn.section.core_ids if turn.section else (), cancel)
+                turn.text,
+                ctx,
+                turn.section.core_ids if turn.section else (),
+                cancel,
+            )
             st.calls += outcome.model_calls
             for r in outcome.results:
                 cap = turn.add_op(r.name, r.ok, r.data)
@@ -551,12 +679,23 @@ class Conversation:
                 if cap is not None:
                     yield Notice(capped_notice(cap))
             if outcome.error and not (cancel is not None and cancel.is_set()):
-                yield Notice(f"Eva could not update her memory for this message "
-                             f"({outcome.error}).")
+                yield Notice(f"Eva could not update her memory for this message ({outcome.error}).")
             if turn.ops:  # the step's notes join the answer's (shown again after a restart)
                 self._set_meta(msg_id, meta)
-        yield TurnDone(turn.id, final, st.stopped, st.prompt_tokens, st.evaluated, st.completion,
-                       st.first, time.monotonic() - st.started, st.calls, msg_id, turn.user_id)
+        yield TurnDone(
+            turn.id,
+            final,
+            st.stopped,
+            st.prompt_tokens,
+            st.evaluated,
+            st.completion,
+            st.first,
+            time.monotonic() - st.started,
+            st.calls,
+            msg_id,
+            turn.user_id,
+            tuple((c.purpose, c.prompt_tokens, c.evaluated_tokens) for c in st.per_call),
+        )
 
     def _set_meta(self, message_id: int, meta: dict) -> None:
         self._transcript.set_meta(message_id, meta)

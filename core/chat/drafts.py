@@ -49,9 +49,11 @@ def drafts_schema(max_drafts: int = MAX_DRAFTS) -> dict[str, Any]:
         },
         "required": ["content", "kind", "importance", "private"],
     }
-    return {"type": "object",
-            "properties": {"memories": {"type": "array", "items": item, "maxItems": max_drafts}},
-            "required": ["memories"]}
+    return {
+        "type": "object",
+        "properties": {"memories": {"type": "array", "items": item, "maxItems": max_drafts}},
+        "required": ["memories"],
+    }
 
 
 RULES = """Each memory is one short sentence about the owner, in the owner's language and, as \
@@ -63,16 +65,22 @@ once, "core" only for who the owner is or how to address them. importance: 1 tri
 essential. private: true for body, health, money, location, documents, other people's names."""
 
 
-def dialogue_messages(selected: Sequence[tuple[str, str]], max_drafts: int = MAX_DRAFTS
-                      ) -> list[Message]:
+def dialogue_messages(
+    selected: Sequence[tuple[str, str]], max_drafts: int = MAX_DRAFTS
+) -> list[Message]:
     """The drafting prompt for messages the owner selected: (role, text) pairs, role ``user``
     (the owner) or ``assistant`` (Eva)."""
-    lines = "\n".join(f"{'Owner' if role == 'user' else 'Eva'}: {text.strip()}"
-                      for role, text in selected)
+    lines = "\n".join(
+        f"{'Owner' if role == 'user' else 'Eva'}: {text.strip()}" for role, text in selected
+    )
     return [
-        {"role": "system", "content": (
-            "The owner selected part of a conversation with you, Eva, to keep in your memory. "
-            f"Write at most {max_drafts} memories from it.\n{RULES}\nAnswer with JSON only.")},
+        {
+            "role": "system",
+            "content": (
+                "The owner selected part of a conversation with you, Eva, to keep in your memory. "
+                f"Write at most {max_drafts} memories from it.\n{RULES}\nAnswer with JSON only."
+            ),
+        },
         {"role": "user", "content": f"The selected messages:\n{lines}"},
     ]
 
@@ -80,10 +88,14 @@ def dialogue_messages(selected: Sequence[tuple[str, str]], max_drafts: int = MAX
 def description_messages(description: str, max_drafts: int = MAX_INIT_DRAFTS) -> list[Message]:
     """The drafting prompt for the owner's description of themselves (initialize memories)."""
     return [
-        {"role": "system", "content": (
-            "The owner wrote a description of themselves so that you, Eva, know them from the "
-            f"start. What should you remember? Write at most {max_drafts} memories from it.\n"
-            f"{RULES}\nAnswer with JSON only.")},
+        {
+            "role": "system",
+            "content": (
+                "The owner wrote a description of themselves so that you, Eva, know them from the "
+                f"start. What should you remember? Write at most {max_drafts} memories from it.\n"
+                f"{RULES}\nAnswer with JSON only."
+            ),
+        },
         {"role": "user", "content": description.strip()},
     ]
 
@@ -118,9 +130,15 @@ def clean(answer: object, max_chars: int, max_drafts: int) -> list[Draft]:
     return out
 
 
-def draft_from_dialogue(model: ChatModel, selected: Sequence[tuple[str, str]], max_chars: int,
-                        *, timeout: float | None = 180.0, max_tokens: int = 600,
-                        cancel: threading.Event | None = None) -> list[Draft]:
+def draft_from_dialogue(
+    model: ChatModel,
+    selected: Sequence[tuple[str, str]],
+    max_chars: int,
+    *,
+    timeout: float | None = 180.0,
+    max_tokens: int = 600,
+    cancel: threading.Event | None = None,
+) -> list[Draft]:
     """Up to 5 drafts from up to 20 selected messages (raises MemoryOpError on a bad
     selection, ModelError when the model fails)."""
     selected = [(r, t) for r, t in selected if t and t.strip()]
@@ -128,8 +146,13 @@ def draft_from_dialogue(model: ChatModel, selected: Sequence[tuple[str, str]], m
         raise MemoryOpError("select at least one message")
     if len(selected) > MAX_MESSAGES:
         raise MemoryOpError(f"{len(selected)} messages are selected; the limit is {MAX_MESSAGES}")
-    answer = model.generate_json(dialogue_messages(selected), drafts_schema(MAX_DRAFTS),
-                                 timeout=timeout, max_tokens=max_tokens, cancel=cancel)
+    answer = model.generate_json(
+        dialogue_messages(selected),
+        drafts_schema(MAX_DRAFTS),
+        timeout=timeout,
+        max_tokens=max_tokens,
+        cancel=cancel,
+    )
     return clean(answer, max_chars, MAX_DRAFTS)
 
 
@@ -138,17 +161,28 @@ def check_description(description: object) -> str:
         raise MemoryOpError("write a few sentences about yourself first")
     description = description.strip()
     if len(description) > MAX_DESCRIPTION:
-        raise MemoryOpError(f"the description is {len(description)} characters; the limit is "
-                            f"{MAX_DESCRIPTION}")
+        raise MemoryOpError(
+            f"the description is {len(description)} characters; the limit is {MAX_DESCRIPTION}"
+        )
     return description
 
 
-def draft_from_description(model: ChatModel, description: str, max_chars: int, *,
-                           timeout: float | None = 180.0, max_tokens: int = 800,
-                           cancel: threading.Event | None = None) -> list[Draft]:
+def draft_from_description(
+    model: ChatModel,
+    description: str,
+    max_chars: int,
+    *,
+    timeout: float | None = 180.0,
+    max_tokens: int = 800,
+    cancel: threading.Event | None = None,
+) -> list[Draft]:
     """Drafts from the owner's description of themselves (at most 1,000 characters)."""
     description = check_description(description)
-    answer = model.generate_json(description_messages(description),
-                                 drafts_schema(MAX_INIT_DRAFTS), timeout=timeout,
-                                 max_tokens=max_tokens, cancel=cancel)
+    answer = model.generate_json(
+        description_messages(description),
+        drafts_schema(MAX_INIT_DRAFTS),
+        timeout=timeout,
+        max_tokens=max_tokens,
+        cancel=cancel,
+    )
     return clean(answer, max_chars, MAX_INIT_DRAFTS)

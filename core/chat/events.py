@@ -52,9 +52,11 @@ class Notice:
 
 def capped_notice(cap: int) -> str:
     """Said once in a turn whose model tried to change more memories than one turn may."""
-    return (f"Eva tried to change or forget more than {cap} memories in one message; only the "
-            f"first {cap} were changed (the rest are untouched). To change more, use the "
-            "memories screen, or raise [memory] model_changes_per_turn.")
+    return (
+        f"Eva tried to change or forget more than {cap} memories in one message; only the "
+        f"first {cap} were changed (the rest are untouched). To change more, use the "
+        "memories screen, or raise [memory] model_changes_per_turn."
+    )
 
 
 @dataclass(frozen=True)
@@ -70,6 +72,9 @@ class TurnDone:
     model_calls: int
     message_id: int | None = None  # the stored answer (issue 28 item 5: edit, alternatives)
     user_message_id: int | None = None  # the owner's stored message
+    # each model call of the reply: (purpose, prompt tokens, evaluated tokens), the counts None
+    # for a call cut off in flight (issue 32 item 5; bench.chat prints them)
+    calls: tuple[tuple[str, int | None, int | None], ...] = ()
 
 
 @dataclass(frozen=True)
@@ -78,5 +83,14 @@ class TurnError:
     message: str  # calm, safe to show the owner
 
 
-TurnEvent = (Sleeping | MemoryUsed | Token | ToolStarted | ToolFinished | Remembering | Notice
-             | TurnDone | TurnError)
+TurnEvent = (
+    Sleeping
+    | MemoryUsed
+    | Token
+    | ToolStarted
+    | ToolFinished
+    | Remembering
+    | Notice
+    | TurnDone
+    | TurnError
+)

@@ -35,8 +35,15 @@ class ChatExport:
     private_left_out: int  # messages written where private memory was visible, not exported
 
 
-def export_chats(chats: Chats, transcript: Transcript, fmt: str = "jsonl", *,
-                 chat_id: int | None = None, private: bool = False, now: float) -> ChatExport:
+def export_chats(
+    chats: Chats,
+    transcript: Transcript,
+    fmt: str = "jsonl",
+    *,
+    chat_id: int | None = None,
+    private: bool = False,
+    now: float,
+) -> ChatExport:
     """The owner's live chats (or one, ``chat_id``) as JSON Lines or Markdown."""
     if fmt not in FORMATS:
         raise MemoryOpError(f"format must be one of {', '.join(FORMATS)} (got {fmt!r})")
@@ -54,28 +61,61 @@ def export_chats(chats: Chats, transcript: Transcript, fmt: str = "jsonl", *,
     kept = [c for c in picked if by_chat.get(c.id)]
     n_msgs = sum(len(by_chat[c.id]) for c in kept)
     if fmt == "jsonl":
-        header = {HEADER_KEY: FORMAT_VERSION, "exported_at": now, "chats": len(kept),
-                  "messages": n_msgs, "private_included": private,
-                  "private_left_out": left_out}
+        header = {
+            HEADER_KEY: FORMAT_VERSION,
+            "exported_at": now,
+            "chats": len(kept),
+            "messages": n_msgs,
+            "private_included": private,
+            "private_left_out": left_out,
+        }
         lines = [json.dumps(header, ensure_ascii=False) + "\n"]
         for c in kept:
-            lines.append(json.dumps({"type": "chat", "id": c.id, "title": c.label,
-                                     "persona": c.persona, "created_at": c.created_at,
-                                     "updated_at": c.updated_at}, ensure_ascii=False) + "\n")
-            lines += [json.dumps({"type": "message", "chat": c.id, "id": m["id"],
-                                  "role": m["role"], "content": m["content"],
-                                  "created_at": m["created_at"],
-                                  "private": bool(m["private_ok"]), "status": m["status"]},
-                                 ensure_ascii=False) + "\n" for m in by_chat[c.id]]
+            lines.append(
+                json.dumps(
+                    {
+                        "type": "chat",
+                        "id": c.id,
+                        "title": c.label,
+                        "persona": c.persona,
+                        "created_at": c.created_at,
+                        "updated_at": c.updated_at,
+                    },
+                    ensure_ascii=False,
+                )
+                + "\n"
+            )
+            lines += [
+                json.dumps(
+                    {
+                        "type": "message",
+                        "chat": c.id,
+                        "id": m["id"],
+                        "role": m["role"],
+                        "content": m["content"],
+                        "created_at": m["created_at"],
+                        "private": bool(m["private_ok"]),
+                        "status": m["status"],
+                    },
+                    ensure_ascii=False,
+                )
+                + "\n"
+                for m in by_chat[c.id]
+            ]
     else:
-        lines = [f"# Eva's chats — exported {readable_time(now)}\n", "\n",
-                 f"{len(kept)} chat{'s' if len(kept) != 1 else ''}, {n_msgs} "
-                 f"message{'s' if n_msgs != 1 else ''}.\n"]
+        lines = [
+            f"# Eva's chats — exported {readable_time(now)}\n",
+            "\n",
+            f"{len(kept)} chat{'s' if len(kept) != 1 else ''}, {n_msgs} "
+            f"message{'s' if n_msgs != 1 else ''}.\n",
+        ]
         if left_out:
-            lines.append(f"{left_out} message{'s' if left_out != 1 else ''} written where "
-                         "private memory was visible "
-                         f"{'was' if left_out == 1 else 'were'} left out (export with "
-                         "--private to include them).\n")
+            lines.append(
+                f"{left_out} message{'s' if left_out != 1 else ''} written where "
+                "private memory was visible "
+                f"{'was' if left_out == 1 else 'were'} left out (export with "
+                "--private to include them).\n"
+            )
         lines.append("\n")
         for c in kept:
             lines.append(f"## {c.label} (#{c.id})\n\n")

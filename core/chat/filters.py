@@ -34,8 +34,11 @@ def _json_call(text: str) -> bool:
     if isinstance(value, list) and value and all(isinstance(v, dict) for v in value):
         value = value[0]
     return isinstance(value, dict) and bool(
-        {"name", "arguments"} <= value.keys() or "ops" in value or "tool" in value
-        or "function" in value)
+        {"name", "arguments"} <= value.keys()
+        or "ops" in value
+        or "tool" in value
+        or "function" in value
+    )
 
 
 class MarkupFilter:
@@ -61,9 +64,9 @@ class MarkupFilter:
                 j = buf.find(self._inside)
                 if j < 0:  # drop all but a tail that may be the start of the closing tag
                     keep = 0 if final else min(len(buf), len(self._inside) - 1)
-                    buf = buf[len(buf) - keep:]
+                    buf = buf[len(buf) - keep :]
                     break
-                buf = buf[j + len(self._inside):]
+                buf = buf[j + len(self._inside) :]
                 self._inside = None
                 continue
             if self._line_start:
@@ -79,7 +82,7 @@ class MarkupFilter:
                         break  # still arriving
                     candidate = stripped if end is None else stripped[:end]
                     if _json_call(candidate):
-                        buf = stripped[len(candidate):]
+                        buf = stripped[len(candidate) :]
                         continue
                 self._line_start = False
             lt = buf.find("<")
@@ -87,7 +90,7 @@ class MarkupFilter:
             if lt < 0:
                 if nl >= 0:
                     out.append(buf[: nl + 1])
-                    buf = buf[nl + 1:]
+                    buf = buf[nl + 1 :]
                     self._line_start = True
                     continue
                 out.append(buf)
@@ -95,7 +98,7 @@ class MarkupFilter:
                 break
             if 0 <= nl < lt:
                 out.append(buf[: nl + 1])
-                buf = buf[nl + 1:]
+                buf = buf[nl + 1 :]
                 self._line_start = True
                 continue
             out.append(buf[:lt])
@@ -111,7 +114,7 @@ class MarkupFilter:
                 out.append("<")
                 buf = buf[1:]
                 continue
-            buf = buf[len(tag):]
+            buf = buf[len(tag) :]
             if tag in _OPENERS:
                 self._inside = "</" + tag[1:]
         self._buf = buf
@@ -129,8 +132,12 @@ class MarkupFilter:
         head = buf[: _MAX_TAG + 22]
         if any(t.startswith(head) for t in _OPENERS + _CLOSERS):
             return None
-        if head.startswith("<|") and "|>" not in head and len(head) < 24 and re.fullmatch(
-                r"<\|[a-z_]*\|?", head):
+        if (
+            head.startswith("<|")
+            and "|>" not in head
+            and len(head) < 24
+            and re.fullmatch(r"<\|[a-z_]*\|?", head)
+        ):
             return None
         return ""
 
@@ -246,7 +253,7 @@ def _bare_words(text: str) -> list[str]:
 
 
 def _head_state(words: list[str], partial: bool) -> str:
-    """"no" (not an announcement), "maybe" (could still become one) or "head" (the words
+    """ "no" (not an announcement), "maybe" (could still become one) or "head" (the words
     open with a whole head: an announcement if a colon or line break follows soon)."""
     best = "no"
     for head in _HEADS:
@@ -305,10 +312,10 @@ class PreambleFilter:
         partial = bool(text) and not text[-1].isspace() and not final
         # judge only the words before the first colon or line break
         cut = re.search(r"[:\n]", text)
-        head_words = _bare_words(text[:cut.start()] if cut else text)
+        head_words = _bare_words(text[: cut.start()] if cut else text)
         state = _head_state(head_words, partial and cut is None) if head_words else "no"
         if state == "head" and cut is not None and cut.start() <= MAX_ANNOUNCE:
-            out, self._held, self._done = text[cut.end():].lstrip(), "", True
+            out, self._held, self._done = text[cut.end() :].lstrip(), "", True
             self._trim = not out
             return out
         if not final and cut is None and len(text) <= MAX_ANNOUNCE and state != "no":
@@ -320,6 +327,7 @@ class PreambleFilter:
         if self._done:
             return ""
         return self._decide(final=True)
+
 
 class StreamFilter(Protocol):
     """The feed/finish protocol every filter of the chain keeps."""
@@ -336,7 +344,10 @@ class ReplyFilters:
 
     def __init__(self, *filters: StreamFilter) -> None:
         self.filters: tuple[StreamFilter, ...] = filters or (
-            MarkupFilter(), ScriptFixer(), PreambleFilter())
+            MarkupFilter(),
+            ScriptFixer(),
+            PreambleFilter(),
+        )
 
     def feed(self, piece: str) -> str:
         for f in self.filters:

@@ -43,12 +43,13 @@ FORMAT_NAMES = {
     SILLYTAVERN: "SillyTavern chat (.jsonl)",
 }
 CHAT_FIELDS = frozenset({"type", "id", "title", "persona", "created_at", "updated_at"})
-MESSAGE_FIELDS = frozenset({"type", "chat", "id", "role", "content", "created_at", "private",
-                            "status"})
+MESSAGE_FIELDS = frozenset(
+    {"type", "chat", "id", "role", "content", "created_at", "private", "status"}
+)
 
 
 def day_span(first: float, last: float) -> str:
-    """"2024-05-01" or "2024-05-01 – 2024-06-05" (UTC days)."""
+    """ "2024-05-01" or "2024-05-01 – 2024-06-05" (UTC days)."""
     a, b = (datetime.fromtimestamp(t, UTC).strftime("%Y-%m-%d") for t in (first, last))
     return a if a == b else f"{a} – {b}"
 
@@ -125,8 +126,7 @@ def _time(value: object, name: str, now: float) -> float:
         try:
             dt = datetime.fromisoformat(value.strip().replace("Z", "+00:00"))
         except ValueError:
-            raise _Bad(f"{name} must be a time (seconds or ISO 8601), got {clip(value)}"
-                       ) from None
+            raise _Bad(f"{name} must be a time (seconds or ISO 8601), got {clip(value)}") from None
         ts = (dt if dt.tzinfo else dt.replace(tzinfo=UTC)).timestamp()
     elif isinstance(value, bool) or not isinstance(value, int | float):
         raise _Bad(f"{name} must be a time (seconds or ISO 8601), got {clip(value)}")
@@ -138,8 +138,9 @@ def _time(value: object, name: str, now: float) -> float:
         if math.isfinite(ts) and ts > now + FUTURE_SLACK and ts / 1000 <= now + FUTURE_SLACK:
             ts /= 1000  # milliseconds
     if not math.isfinite(ts) or not 0 <= ts <= now + FUTURE_SLACK:
-        raise _Bad(f"{name} is out of range ({clip(value)}): a time must lie between "
-                   "1970-01-01 and now")
+        raise _Bad(
+            f"{name} is out of range ({clip(value)}): a time must lie between 1970-01-01 and now"
+        )
     return ts
 
 
@@ -147,8 +148,7 @@ def _content(value: object, name: str = "content") -> str:
     if not isinstance(value, str):
         raise _Bad(f"{name} must be text, got {clip(value)}")
     if len(value) > MAX_CONTENT:
-        raise _Bad(f"{name} is {len(value):,} characters; a message is at most "
-                   f"{MAX_CONTENT:,}")
+        raise _Bad(f"{name} is {len(value):,} characters; a message is at most {MAX_CONTENT:,}")
     return value.replace("\x00", "")
 
 
@@ -194,8 +194,10 @@ def _json(raw: str) -> Any:
         raise _Bad(f"not JSON Eva reads ({clip_text(str(e).split(';')[0], 120)})") from None
 
 
-UNKNOWN = ("this is not a chat file Eva reads: give Eva's chat export (eva export --chats), "
-           "ChatGPT's conversations.json or a SillyTavern chat .jsonl")
+UNKNOWN = (
+    "this is not a chat file Eva reads: give Eva's chat export (eva export --chats), "
+    "ChatGPT's conversations.json or a SillyTavern chat .jsonl"
+)
 
 
 def detect(text: str) -> str:
@@ -221,8 +223,15 @@ def detect(text: str) -> str:
         if "user_name" in obj or "character_name" in obj or "chat_metadata" in obj:
             return SILLYTAVERN
         if "eva_export" in obj:
-            raise ChatImportRefused([("", "this is an export of Eva's memories, not of chats: "
-                                          "`eva import FILE` (without --chats) reads it")])
+            raise ChatImportRefused(
+                [
+                    (
+                        "",
+                        "this is an export of Eva's memories, not of chats: "
+                        "`eva import FILE` (without --chats) reads it",
+                    )
+                ]
+            )
     raise ChatImportRefused([("", UNKNOWN)])
 
 
@@ -231,7 +240,8 @@ def parse(text: str, now: float) -> ImportPlan:
     every bad line's place and reason; nothing is written either way)."""
     fmt = detect(text)
     return {EVA: _parse_eva, CHATGPT: _parse_chatgpt, SILLYTAVERN: _parse_sillytavern}[fmt](
-        text, now)
+        text, now
+    )
 
 
 def parse_file(path: str | Path, now: float) -> ImportPlan:
@@ -265,8 +275,10 @@ def _parse_eva(text: str, now: float) -> ImportPlan:
                 if not first:
                     raise _Bad("the export header is allowed only on the first line")
                 if obj[HEADER_KEY] != FORMAT_VERSION:
-                    raise _Bad(f"chat export format {clip(obj[HEADER_KEY])} is not one this "
-                               f"Eva reads ({FORMAT_VERSION})")
+                    raise _Bad(
+                        f"chat export format {clip(obj[HEADER_KEY])} is not one this "
+                        f"Eva reads ({FORMAT_VERSION})"
+                    )
                 continue
             kind = obj.get("type")
             if kind == "chat":
@@ -291,11 +303,14 @@ def _parse_eva(text: str, now: float) -> ImportPlan:
                 unknown = sorted(set(obj) - MESSAGE_FIELDS)
                 if unknown:
                     raise _Bad(f"unknown field {clip(unknown[0])} of a message line")
-                target = chats.get(obj.get("chat")) if isinstance(obj.get("chat"),
-                                                                  int | str) else None
+                target = (
+                    chats.get(obj.get("chat")) if isinstance(obj.get("chat"), int | str) else None
+                )
                 if target is None:
-                    raise _Bad(f"message of chat {clip(obj.get('chat'))}, which no earlier "
-                               "chat line declares")
+                    raise _Bad(
+                        f"message of chat {clip(obj.get('chat'))}, which no earlier "
+                        "chat line declares"
+                    )
                 role = obj.get("role")
                 if role not in ("user", "assistant"):
                     raise _Bad(f"role must be user or assistant (got {clip(role)})")
@@ -310,12 +325,15 @@ def _parse_eva(text: str, now: float) -> ImportPlan:
                     raise _Bad("private must be true or false")
                 if "created_at" not in obj:
                     raise _Bad("created_at is missing")
-                target.messages.append(ImportedMessage(
-                    role, content, _time(obj["created_at"], "created_at", now), private,
-                    status))
+                target.messages.append(
+                    ImportedMessage(
+                        role, content, _time(obj["created_at"], "created_at", now), private, status
+                    )
+                )
             else:
-                raise _Bad('a line is a chat ({"type": "chat", …}) or a message '
-                           '({"type": "message", …})')
+                raise _Bad(
+                    'a line is a chat ({"type": "chat", …}) or a message ({"type": "message", …})'
+                )
         except _Bad as e:
             problems.append((f"line {n}", str(e)))
     return _finish(plan, problems)
@@ -353,8 +371,9 @@ def _parse_chatgpt(text: str, now: float) -> ImportPlan:
     if isinstance(data, dict):
         data = [data]
     if not isinstance(data, list):
-        raise ChatImportRefused([("", "conversations.json must be a list of conversations")],
-                                CHATGPT)
+        raise ChatImportRefused(
+            [("", "conversations.json must be a list of conversations")], CHATGPT
+        )
     problems: list[tuple[str, str]] = []
     for i, conv in enumerate(data, 1):
         where = f"conversation {i}"
@@ -367,8 +386,11 @@ def _parse_chatgpt(text: str, now: float) -> ImportPlan:
             mapping = conv.get("mapping")
             if not isinstance(mapping, dict):
                 raise _Bad("it has no mapping (the tree of its messages)")
-            start = (_time(conv["create_time"], "create_time", now)
-                     if conv.get("create_time") is not None else None)
+            start = (
+                _time(conv["create_time"], "create_time", now)
+                if conv.get("create_time") is not None
+                else None
+            )
             chain = _chatgpt_chain(mapping, conv.get("current_node"))
             chat = ImportedChat(title, "default", where=where)
             last = start
@@ -383,13 +405,16 @@ def _parse_chatgpt(text: str, now: float) -> ImportPlan:
                 if not isinstance(role, str):
                     raise _Bad(f"node {clip(node_id)}: message.author.role is missing")
                 meta = msg.get("metadata") or {}
-                hidden = isinstance(meta, dict) and meta.get("is_visually_hidden_from_"
-                                                             "conversation")
+                hidden = isinstance(meta, dict) and meta.get("is_visually_hidden_from_conversation")
                 words = _chatgpt_text(msg.get("content"))
                 when = msg.get("create_time")
                 at = _time(when, "create_time", now) if when is not None else None
-                if (role not in ("user", "assistant") or hidden or words is None
-                        or msg.get("recipient", "all") != "all"):
+                if (
+                    role not in ("user", "assistant")
+                    or hidden
+                    or words is None
+                    or msg.get("recipient", "all") != "all"
+                ):
                     plan.skipped += 1
                     continue
                 if at is None:
@@ -398,8 +423,9 @@ def _parse_chatgpt(text: str, now: float) -> ImportPlan:
                 last = at
                 chat.messages.append(ImportedMessage(role, words, at))
             if not chat.title and chat.messages:
-                chat.title = _title(next((m.content for m in chat.messages
-                                          if m.role == "user"), ""))
+                chat.title = _title(
+                    next((m.content for m in chat.messages if m.role == "user"), "")
+                )
             plan.chats.append(chat)
         except _Bad as e:
             problems.append((where, str(e)))
@@ -444,10 +470,18 @@ def _chatgpt_chain(mapping: dict, current: object) -> list[str]:
 
 
 # -- SillyTavern's chat .jsonl
-_ST_AT = re.compile(r"(\d{4})-(\d{1,2})-(\d{1,2})\s*@\s*(\d{1,2})h\s*(\d{1,2})m"
-                    r"(?:\s*(\d{1,2})s)?(?:\s*(\d{1,3})ms)?")
-_ST_FORMATS = ("%B %d, %Y %I:%M%p", "%B %d, %Y %I:%M %p", "%b %d, %Y %I:%M%p",
-               "%B %d, %Y %H:%M", "%Y-%m-%d %H:%M:%S", "%Y-%m-%d %H:%M")
+_ST_AT = re.compile(
+    r"(\d{4})-(\d{1,2})-(\d{1,2})\s*@\s*(\d{1,2})h\s*(\d{1,2})m"
+    r"(?:\s*(\d{1,2})s)?(?:\s*(\d{1,3})ms)?"
+)
+_ST_FORMATS = (
+    "%B %d, %Y %I:%M%p",
+    "%B %d, %Y %I:%M %p",
+    "%b %d, %Y %I:%M%p",
+    "%B %d, %Y %H:%M",
+    "%Y-%m-%d %H:%M:%S",
+    "%Y-%m-%d %H:%M",
+)
 
 
 def _st_time(value: object, now: float) -> float | None:
@@ -524,8 +558,7 @@ def _parse_sillytavern(text: str, now: float) -> ImportPlan:
                 plan.times_guessed += 1
                 at = last if last is not None else now
             last = at
-            chat.messages.append(ImportedMessage("user" if is_user else "assistant", words,
-                                                 at))
+            chat.messages.append(ImportedMessage("user" if is_user else "assistant", words, at))
         except _Bad as e:
             problems.append((f"line {n}", str(e)))
     return _finish(plan, problems)
@@ -535,17 +568,24 @@ def import_summary(plan: ImportPlan) -> list[str]:
     """What a checked chat import holds, in the owner's words (the CLI and the TUI's preview
     say the same)."""
     n, m = len(plan.chats), plan.messages
-    lines = [f"{plan.format_name}: {n} chat{'s' if n != 1 else ''}, {m} "
-             f"message{'s' if m != 1 else ''}"]
+    lines = [
+        f"{plan.format_name}: {n} chat{'s' if n != 1 else ''}, {m} message{'s' if m != 1 else ''}"
+    ]
     if plan.skipped:
-        lines.append(f"{plan.skipped} message{'s are' if plan.skipped != 1 else ' is'} not "
-                     "yours or the assistant's words (system, tools, hidden, empty) and will "
-                     "not be imported")
+        lines.append(
+            f"{plan.skipped} message{'s are' if plan.skipped != 1 else ' is'} not "
+            "yours or the assistant's words (system, tools, hidden, empty) and will "
+            "not be imported"
+        )
     if plan.empty_chats:
-        lines.append(f"{plan.empty_chats} chat{'s have' if plan.empty_chats != 1 else ' has'} "
-                     "nothing to import and will be left out")
+        lines.append(
+            f"{plan.empty_chats} chat{'s have' if plan.empty_chats != 1 else ' has'} "
+            "nothing to import and will be left out"
+        )
     if plan.times_guessed:
-        lines.append(f"{plan.times_guessed} message"
-                     f"{'s have' if plan.times_guessed != 1 else ' has'} no readable time and "
-                     "will take the time of the message before")
+        lines.append(
+            f"{plan.times_guessed} message"
+            f"{'s have' if plan.times_guessed != 1 else ' has'} no readable time and "
+            "will take the time of the message before"
+        )
     return lines

@@ -65,13 +65,17 @@ def is_echo(reply: str, message: str) -> bool:
 # этот диалог." for "Я учитель физики, работаю в обычной школе.", and the same for a dog's name)
 _REFUSAL_START = re.compile(
     r"^\W*(извини|прости|к сожалению|sorry|i'm sorry|i am sorry|i apologi[sz]e|unfortunately|"
-    r"i can't|i cannot|i'm unable|i am unable|я не могу|не могу)", re.IGNORECASE)
+    r"i can't|i cannot|i'm unable|i am unable|я не могу|не могу)",
+    re.IGNORECASE,
+)
 # … and says it cannot go on in its first sentence
 _REFUSAL = re.compile(
     r"(не могу|не в состоянии|не имею возможности|не буду)\s+(\w+\s+)?(продолж|участв|помоч|"
     r"обсужд|ответ|выполн|говорить|поддерж|предостав|дать|сказать|рассказ)|"
     r"(can't|cannot|can not|won't|unable to|not able to)\s+(\w+\s+)?(help|assist|continue|"
-    r"engage|discuss|provide|answer|comply|participate|talk)", re.IGNORECASE)
+    r"engage|discuss|provide|answer|comply|participate|talk)",
+    re.IGNORECASE,
+)
 _SENTENCE_END = re.compile(r"[.!?…](\s|$)")
 MAX_REFUSAL_HELD = 200  # characters: a first sentence longer than this is not a refusal
 
@@ -93,12 +97,14 @@ def is_refusal(text: str) -> bool:
 _FIRST_TEXT = (
     "я мне меня мной мною мой моя моё мое мои моего моей моему моим моих моею мою моём моем "
     "моими "
-    "i i'm i've i'd i'll me my mine myself")
+    "i i'm i've i'd i'll me my mine myself"
+)
 _SECOND_TEXT = (
     "ты тебя тебе тобой тобою твой твоя твоё твое твои твоего твоей твоему твоим твоих твою "
     "твоём твоем твоими вашу вашем вашими вы вас "
     "вам вами ваш ваша ваше ваши вашего вашей вашему вашим ваших you you're you've you'd "
-    "you'll your yours yourself yourselves u")
+    "you'll your yours yourself yourselves u"
+)
 _FIRST_PERSON = frozenset(_FIRST_TEXT.split())  # closed word classes, not a list of facts
 _SECOND_PERSON = frozenset(_SECOND_TEXT.split())
 # a reply that says it does not know, or that the owner has not told it (then a question back)
@@ -108,7 +114,9 @@ _ADMITS = re.compile(
     r"don't know|do not know|not sure|no idea|don't remember|do not remember|don't recall|"
     r"can't recall|can't remember|haven't (told|mentioned|shared|said)|"
     r"didn't (tell|mention|share|say)|never (told|mentioned)|not in my memory|"
-    r"don't have (that|this|any (information|info|record))|no information", re.IGNORECASE)
+    r"don't have (that|this|any (information|info|record))|no information",
+    re.IGNORECASE,
+)
 MAX_JUDGED = 200  # characters of a first sentence held for the check (then judged as is)
 
 
@@ -133,8 +141,7 @@ def asks_about_owner(text: str, support: str = "") -> bool:
 
 def admits_not_knowing(text: str) -> bool:
     """The reply says it does not know, or asks back (it ends with a question mark)."""
-    return bool(_ADMITS.search(text.replace("\u2019", "'"))) or text.rstrip(
-        " )»\"'").endswith("?")
+    return bool(_ADMITS.search(text.replace("\u2019", "'"))) or text.rstrip(" )»\"'").endswith("?")
 
 
 def speaks_as_owner(text: str) -> bool:
@@ -149,11 +156,19 @@ def _support_stems(support: str) -> set[str]:
     return set(stems(support)) | set(stems(other))
 
 
-_MONTH_WORDS = (r"(january|february|march|april|may|june|july|august|september|october|"
-                r"november|december|январ\w*|феврал\w*|март\w*|апрел\w*|ма[йяе]\w*|июн\w*|"
-                r"июл\w*|август\w*|сентябр\w*|октябр\w*|ноябр\w*|декабр\w*)")
-_DAY_OF = re.compile(r"\b([0-3]?\d)(?:st|nd|rd|th|-?го|-?е)?\s+(?:of\s+)?" + _MONTH_WORDS
-                     + r"|" + _MONTH_WORDS + r"\s+([0-3]?\d)(?:st|nd|rd|th)?\b", re.IGNORECASE)
+_MONTH_WORDS = (
+    r"(january|february|march|april|may|june|july|august|september|october|"
+    r"november|december|январ\w*|феврал\w*|март\w*|апрел\w*|ма[йяе]\w*|июн\w*|"
+    r"июл\w*|август\w*|сентябр\w*|октябр\w*|ноябр\w*|декабр\w*)"
+)
+_DAY_OF = re.compile(
+    r"\b([0-3]?\d)(?:st|nd|rd|th|-?го|-?е)?\s+(?:of\s+)?"
+    + _MONTH_WORDS
+    + r"|"
+    + _MONTH_WORDS
+    + r"\s+([0-3]?\d)(?:st|nd|rd|th)?\b",
+    re.IGNORECASE,
+)
 
 
 def _days_of_shown_months(text: str, support: str) -> set[str]:
@@ -174,8 +189,7 @@ def unsupported(text: str, support: str) -> list[str]:
     summaries, the owner's messages) does not hold — a name in either script. A day of a month
     the support names is not counted (:func:`_days_of_shown_months`)."""
     days = _days_of_shown_months(text, support)
-    out = sorted(n for n in numbers(text) - numbers(support)
-                 if re.sub(r"\D", "", n) not in days)
+    out = sorted(n for n in numbers(text) - numbers(support) if re.sub(r"\D", "", n) not in days)
     known = _support_stems(support)
     for group in name_stems(text):
         if not group & known:
@@ -210,9 +224,14 @@ class ReplyJudge:
 
     MIN_HELD = 30  # characters: an echo often opens with a greeting of its own ("Hello! I'm…")
 
-    def __init__(self, message: str, lang: str | None = None,
-                 also: list[str] | None = None, earlier: list[str] | None = None,
-                 support: str | None = None) -> None:
+    def __init__(
+        self,
+        message: str,
+        lang: str | None = None,
+        also: list[str] | None = None,
+        earlier: list[str] | None = None,
+        support: str | None = None,
+    ) -> None:
         self.message = _norm(message)
         # Eva's own earlier replies in this chat: held while copied, and a copy is a repeat
         self.earlier = [e for e in (_norm(x) for x in earlier or ()) if e]
@@ -230,8 +249,9 @@ class ReplyJudge:
         self.refused = False  # the reply opened with a refusal (held, never shown)
         # never invent: for a question about the owner, ``support`` is everything the turn was
         # shown; the first sentence is held until it can be judged (:func:`invents`)
-        self.support = (support if support is not None and asks_about_owner(message, support)
-                        else None)
+        self.support = (
+            support if support is not None and asks_about_owner(message, support) else None
+        )
         self.invented = False
         self.claims: list[str] = []  # the numbers and names an invented reply made up
 
@@ -239,8 +259,13 @@ class ReplyJudge:
         if self.released:
             return piece
         self._held += piece
-        if (self._language_undecided() or self.wrong_language or self._could_refuse()
-                or self._could_echo() or self._could_invent()):
+        if (
+            self._language_undecided()
+            or self.wrong_language
+            or self._could_refuse()
+            or self._could_echo()
+            or self._could_invent()
+        ):
             return ""
         self.released = True
         out, self._held = self._held, ""
@@ -321,9 +346,14 @@ class ReplyJudge:
         if any(is_echo(reply, a) for a in self.also):
             return True
         mine = _norm(reply)
-        if len(mine.split()) >= 3 and not brings_news(reply, self._said) and any(
+        if (
+            len(mine.split()) >= 3
+            and not brings_news(reply, self._said)
+            and any(
                 _copied(mine, p) >= COPIED
-                for p in (*self._pieced, *(f"{self.message} {a}" for a in self.also))):
+                for p in (*self._pieced, *(f"{self.message} {a}" for a in self.also))
+            )
+        ):
             return True  # the note and the owner's words pieced together (measured: 'The
             # owner wrote in English: "What's my dog's name?"')
         if self.question and brings_news(reply, self._said):
@@ -346,8 +376,12 @@ class ReplyJudge:
         out, self._held = self._held, ""
         if not self.released and is_refusal(out):
             self.refused = True
-        if not self.released and self.lang is not None and out.strip() and (
-                not self.wrong_language):  # a start judged in the other language stays so:
+        if (
+            not self.released
+            and self.lang is not None
+            and out.strip()
+            and (not self.wrong_language)
+        ):  # a start judged in the other language stays so:
             # the turn stopped it there (what arrived after was never generated); a whole
             # reply as much in one language as in the other is let through
             self.wrong_language = bool(self._mostly_other(out))
@@ -366,12 +400,26 @@ class ReplyJudge:
         echoed = bool(reply) and self.echoes(reply)
         repeated = bool(reply) and not echoed and self.repeats(reply)
         return Verdict(
-            kind=_kind(reply, echoed=echoed, repeated=repeated, wrong_language=self.wrong_language,
-                       refused=self.refused, invented=self.invented),
-            reply=reply, held=held, shown=self.released, question=self.question,
-            about_owner=self.support is not None, echoed=echoed, repeated=repeated,
-            wrong_language=self.wrong_language, refused=self.refused, invented=self.invented,
-            claims=tuple(self.claims))
+            kind=_kind(
+                reply,
+                echoed=echoed,
+                repeated=repeated,
+                wrong_language=self.wrong_language,
+                refused=self.refused,
+                invented=self.invented,
+            ),
+            reply=reply,
+            held=held,
+            shown=self.released,
+            question=self.question,
+            about_owner=self.support is not None,
+            echoed=echoed,
+            repeated=repeated,
+            wrong_language=self.wrong_language,
+            refused=self.refused,
+            invented=self.invented,
+            claims=tuple(self.claims),
+        )
 
 
 class Kind(Enum):
@@ -406,8 +454,9 @@ class Verdict:
     claims: tuple[str, ...] = ()  # the numbers and names an invented reply made up
 
 
-def _kind(reply: str, *, echoed: bool, repeated: bool, wrong_language: bool, refused: bool,
-          invented: bool) -> Kind:
+def _kind(
+    reply: str, *, echoed: bool, repeated: bool, wrong_language: bool, refused: bool, invented: bool
+) -> Kind:
     if wrong_language:
         return Kind.WRONG_LANGUAGE
     if refused:

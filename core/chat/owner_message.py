@@ -28,15 +28,24 @@ from core.learned import Embed, Linear
 _CORRECTION = re.compile(
     r"\b(now|moved|no longer|not anymore|anymore|actually|instead|changed|switched|turned out|"
     r"теперь|сейчас|переехал|переехала|переехали|больше не|уже не|на самом деле|вместо|"
-    r"поменял|сменил|оказалось|перенес|перенёс|передумал)", re.IGNORECASE)
+    r"поменял|сменил|оказалось|перенес|перенёс|передумал)",
+    re.IGNORECASE,
+)
 _FORGET = re.compile(
     r"\b(forget|delete|erase|remove|unlearn|don'?t remember|забуд|удали|сотри|стереть|"
-    r"не помни|не запоминай|выкинь из памяти)", re.IGNORECASE)
-_REMEMBER = re.compile(r"\b(remember that|remember:|please remember|remember,|запомни|"
-                       r"запиши|не забудь|note that|keep in mind)", re.IGNORECASE)
+    r"не помни|не запоминай|выкинь из памяти)",
+    re.IGNORECASE,
+)
+_REMEMBER = re.compile(
+    r"\b(remember that|remember:|please remember|remember,|запомни|"
+    r"запиши|не забудь|note that|keep in mind)",
+    re.IGNORECASE,
+)
 _SECRET = re.compile(
     r"\b(secret|private|between us|don'?t tell|секрет|тайн|между нами|никому не|приватн|"
-    r"личное)", re.IGNORECASE)
+    r"личное)",
+    re.IGNORECASE,
+)
 
 
 def asks_to_forget(text: str) -> bool:
@@ -49,7 +58,7 @@ def corrects(text: str) -> bool:
 
 
 def asks_to_remember(text: str) -> bool:
-    """"Запомни…", "remember that…" — a request, not a question ("what do you remember?")."""
+    """ "Запомни…", "remember that…" — a request, not a question ("what do you remember?")."""
     return bool(_REMEMBER.search(text)) and not text.rstrip().endswith("?")
 
 
@@ -73,7 +82,9 @@ _WORD = re.compile(r"[\w'’-]+", re.UNICODE)
 _CHATTER = re.compile(
     r"(привет\w*|здравствуй\w*|добр\w*|хай|пока|спасибо|благодар\w*|(ха)+|(хе)+|ок|окей|ладно|"
     r"угу|ага|ого|hi|hello|hey|thanks|thank|(ha)+|lol|ok|okay|bye|good|morning|night|evening|"
-    r"cool|nice|wow)", re.IGNORECASE)
+    r"cool|nice|wow)",
+    re.IGNORECASE,
+)
 _EVA = frozenset({"ева", "eva", "евочка"})
 
 
@@ -114,7 +125,7 @@ GATE_FILE = Path(__file__).with_name("fact_gate.json")
 
 
 class FactGate:
-    """"May this message carry a fact?" — a logistic regression over the message's USE vector,
+    """ "May this message carry a fact?" — a logistic regression over the message's USE vector,
     whole and sentence by sentence (the highest score counts), trained on the dev split of the
     labelled set (bench/train_fact_gate.py; issue 26: chosen by its numbers, the keyword gate
     above missed a fifth of the facts: "ветеринаром" began with the weather stem "ветер"). A
@@ -149,8 +160,9 @@ GROUNDED = 0.7  # share of an update's stems that must come from the owner's mes
 # 400 тысяч." for "коплю на квартиру, отложил уже 400 тысяч" passed: 4 of its 7 stems)
 # words any memory about the owner may add without inventing anything ("The owner's corgi is
 # named Bublik" for "my corgi is Bublik")
-_NEUTRAL = frozenset(text.stems("owner owner's user name named called владелец владельца "
-                                "пользователь зовут"))
+_NEUTRAL = frozenset(
+    text.stems("owner owner's user name named called владелец владельца пользователь зовут")
+)
 
 
 @dataclass(frozen=True)
@@ -169,10 +181,16 @@ class Exchange:
     @classmethod
     def of(cls, owner_text: str) -> Exchange:
         facts = fact_sentences(owner_text)
-        return cls(owner_text, frozenset(text.stems(owner_text)),
-                   tuple(facts) or (owner_text.strip(),), bool(facts),
-                   asks_to_forget(owner_text), asks_to_remember(owner_text),
-                   corrects(owner_text), says_secret(owner_text))
+        return cls(
+            owner_text,
+            frozenset(text.stems(owner_text)),
+            tuple(facts) or (owner_text.strip(),),
+            bool(facts),
+            asks_to_forget(owner_text),
+            asks_to_remember(owner_text),
+            corrects(owner_text),
+            says_secret(owner_text),
+        )
 
     def grounded(self, content: str) -> bool:
         """A memory the step writes must come from the owner's words: measured on the default
@@ -211,4 +229,4 @@ class Exchange:
                 grown = True
             if not grown:
                 break
-        return " ".join(self.sentences[lo: hi + 1])
+        return " ".join(self.sentences[lo : hi + 1])

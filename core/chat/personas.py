@@ -68,9 +68,15 @@ class Persona:
 
 
 def _from_row(r: sqlite3.Row) -> Persona:
-    return Persona(r["id"], r["name"], r["persona_text"], r["detail_level"],
-                   None if r["learning"] is None else bool(r["learning"]), r["created_at"],
-                   r["updated_at"])
+    return Persona(
+        r["id"],
+        r["name"],
+        r["persona_text"],
+        r["detail_level"],
+        None if r["learning"] is None else bool(r["learning"]),
+        r["created_at"],
+        r["updated_at"],
+    )
 
 
 def _name(value: object) -> str:
@@ -91,8 +97,7 @@ def _text(value: object) -> str | None:
     if not value:
         return None  # empty: the configured default
     if len(value) > MAX_TEXT:
-        raise MemoryOpError(f"the persona text is {len(value)} characters; the limit is "
-                            f"{MAX_TEXT}")
+        raise MemoryOpError(f"the persona text is {len(value)} characters; the limit is {MAX_TEXT}")
     return value
 
 
@@ -100,8 +105,9 @@ def _level(value: object) -> str | None:
     if value is None:
         return None
     if value not in DETAIL_LEVELS:
-        raise MemoryOpError(f"detail level must be one of {', '.join(DETAIL_LEVELS)} "
-                            f"(got {value!r})")
+        raise MemoryOpError(
+            f"detail level must be one of {', '.join(DETAIL_LEVELS)} (got {value!r})"
+        )
     return str(value)
 
 
@@ -127,14 +133,16 @@ class Personas:
         self._storage = storage
         # deleting a persona archives its chats (and their summaries) in the same transaction
         self.archive_chats: Callable[[sqlite3.Connection, str, float], int] = (
-            Chats.archive_of_persona)
+            Chats.archive_of_persona
+        )
 
     # ------------------------------------------------------------------ reads
     def list(self) -> list[Persona]:
         """Every persona, the default first, then by name."""
         rows = self._storage.query("SELECT * FROM personas")
-        return sorted((_from_row(r) for r in rows),
-                      key=lambda p: (not p.is_default, p.name.casefold()))
+        return sorted(
+            (_from_row(r) for r in rows), key=lambda p: (not p.is_default, p.name.casefold())
+        )
 
     def get(self, persona_id: object) -> Persona:
         rows = self._storage.query("SELECT * FROM personas WHERE id = ?", (str(persona_id),))
@@ -178,8 +186,15 @@ class Personas:
         self._storage.meta_set(MODEL_KEY + p.id, spec.strip())
 
     # ------------------------------------------------------------------ changes
-    def create(self, name: object, now: float, *, persona_text: object = None,
-               detail_level: object = None, learning: object = None) -> Persona:
+    def create(
+        self,
+        name: object,
+        now: float,
+        *,
+        persona_text: object = None,
+        detail_level: object = None,
+        learning: object = None,
+    ) -> Persona:
         name = _name(name)
         body, level, learn = _text(persona_text), _level(detail_level), _learning(learning)
         with self._storage.transaction() as conn:
@@ -194,7 +209,8 @@ class Personas:
             conn.execute(
                 "INSERT INTO personas (id, name, persona_text, detail_level, learning, "
                 "created_at, updated_at) VALUES (?, ?, ?, ?, ?, ?, ?)",
-                (pid, name, body, level, None if learn is None else int(learn), now, now))
+                (pid, name, body, level, None if learn is None else int(learn), now, now),
+            )
         return self.get(pid)
 
     def _check_unique(self, conn: sqlite3.Connection, name: str, own_id: str | None) -> None:
@@ -202,9 +218,16 @@ class Personas:
             if pid != own_id and other.casefold() == name.casefold():
                 raise Refused(f"there is already a persona named {other!r}")
 
-    def update(self, persona_id: str, now: float, *, name: object = UNCHANGED,
-               persona_text: object = UNCHANGED, detail_level: object = UNCHANGED,
-               learning: object = UNCHANGED) -> Persona:
+    def update(
+        self,
+        persona_id: str,
+        now: float,
+        *,
+        name: object = UNCHANGED,
+        persona_text: object = UNCHANGED,
+        detail_level: object = UNCHANGED,
+        learning: object = UNCHANGED,
+    ) -> Persona:
         """Rename, change the text, detail level or learning (None: back to the configured
         default). The id, and so every memory's scope, stays."""
         sets: dict[str, object] = {}
@@ -224,8 +247,10 @@ class Personas:
                 self._check_unique(conn, str(sets["name"]), persona_id)
             if sets:
                 cols = ", ".join(f"{c} = ?" for c in sets)
-                conn.execute(f"UPDATE personas SET {cols}, updated_at = ? WHERE id = ?",
-                             (*sets.values(), now, persona_id))
+                conn.execute(
+                    f"UPDATE personas SET {cols}, updated_at = ? WHERE id = ?",
+                    (*sets.values(), now, persona_id),
+                )
         return self.get(persona_id)
 
     def delete(self, persona_id: str, memory: Memory) -> tuple[builtins.list[int], int]:
@@ -242,12 +267,18 @@ class Personas:
             conn = w.conn
             ids = records.all_ids(conn, persona_id)
             pinned = len(records.live_ids(conn, persona_id, pinned=True))
-            records.check_pin_room(conn, GLOBAL_SCOPE, memory.config.max_pinned, pinned,
-                                   where=f"its {pinned} pinned memories go global: ",
-                                   then="; nothing was deleted")
+            records.check_pin_room(
+                conn,
+                GLOBAL_SCOPE,
+                memory.config.max_pinned,
+                pinned,
+                where=f"its {pinned} pinned memories go global: ",
+                then="; nothing was deleted",
+            )
             for rid in ids:
-                records.log_change(conn, w.now, Actor.OWNER, turn_id, "scope", rid,
-                                   records.snapshot(conn, rid))
+                records.log_change(
+                    conn, w.now, Actor.OWNER, turn_id, "scope", rid, records.snapshot(conn, rid)
+                )
             records.set_scope(conn, ids, GLOBAL_SCOPE)
             w.touched.update(ids)
             chats = self.archive_chats(conn, persona_id, w.now)

@@ -59,8 +59,7 @@ def system_prompt(persona: str, rule: str | None, section: PromptSection | None)
     return "\n\n".join(parts)
 
 
-def prefix_messages(system: str, summary: str, window: Sequence[StoredMessage]
-                    ) -> list[Message]:
+def prefix_messages(system: str, summary: str, window: Sequence[StoredMessage]) -> list[Message]:
     """The system prompt, the summary block (when there is one) and the live window: the part
     of the next prompt that is already known before the owner writes."""
     messages: list[Message] = [{"role": "system", "content": system}]
@@ -94,12 +93,15 @@ def user_prompt(user_text: str, section: PromptSection | None, lang: str | None 
     # a question about the owner and nothing recalled: said plainly (§8.10). Not after recalled
     # lines: measured on companion_a with the default model, "answer only from these lines"
     # after them made it say "не знаю" with the answer among them (known answers 7/8 → 4/8)
-    return (f"{RECALLED_HEADER}\n{NOTHING_RECALLED}\n{ANSWER_FROM_MEMORY}\n\n"
-            f"## Message\n{body}")
+    return f"{RECALLED_HEADER}\n{NOTHING_RECALLED}\n{ANSWER_FROM_MEMORY}\n\n## Message\n{body}"
 
 
-def user_message(user_text: str, section: PromptSection | None, lang: str | None,
-                 reminder: Reminder | None = None) -> Message:
+def user_message(
+    user_text: str,
+    section: PromptSection | None,
+    lang: str | None,
+    reminder: Reminder | None = None,
+) -> Message:
     """The owner's message as the model sees it, with the day's reminder before it (§8.11)."""
     content = user_prompt(user_text, section, lang)
     if reminder is not None:
@@ -107,23 +109,42 @@ def user_message(user_text: str, section: PromptSection | None, lang: str | None
     return {"role": "user", "content": content}
 
 
-def build_messages(*, persona: str, rule: str | None, section: PromptSection | None,
-                   summary: str, window: Sequence[StoredMessage], user_text: str,
-                   lang: str | None, reminder: Reminder | None = None) -> list[Message]:
+def build_messages(
+    *,
+    persona: str,
+    rule: str | None,
+    section: PromptSection | None,
+    summary: str,
+    window: Sequence[StoredMessage],
+    user_text: str,
+    lang: str | None,
+    reminder: Reminder | None = None,
+) -> list[Message]:
     """The whole prompt of a turn, from its inputs."""
     messages = prefix_messages(system_prompt(persona, rule, section), summary, window)
     messages.append(user_message(user_text, section, lang, reminder))
     return messages
 
 
-def support(user_text: str, section: PromptSection | None, summary: str,
-            reminder: Reminder | None, window: Sequence[StoredMessage]) -> str:
+def support(
+    user_text: str,
+    section: PromptSection | None,
+    summary: str,
+    reminder: Reminder | None,
+    window: Sequence[StoredMessage],
+) -> str:
     """Never invent (§8.10): everything this turn was shown about the owner, which is what Eva
     may say about the owner — the memory section, the summaries, the reminder, the owner's
     messages in the window and this one."""
-    return "\n".join([section.text if section else "", summary,
-                      reminder.content if reminder is not None else "",
-                      *(m.content for m in window if m.role == "user"), user_text])
+    return "\n".join(
+        [
+            section.text if section else "",
+            summary,
+            reminder.content if reminder is not None else "",
+            *(m.content for m in window if m.role == "user"),
+            user_text,
+        ]
+    )
 
 
 def drop_current_user(messages: list[Message]) -> list[Message]:
@@ -138,5 +159,10 @@ def drop_current_user(messages: list[Message]) -> list[Message]:
 def for_writer(messages: list[Message]) -> list[Message]:
     """The reply's prompt as the memory step continues it (retry notes dropped: the reply that
     stands was written to the owner's message, and the next turn will not carry them)."""
-    return [{k: v for k, v in m.items() if k != "original"} | {"content": m["original"]}
-            if "original" in m else m for m in messages if not m.get("retry")]
+    return [
+        {k: v for k, v in m.items() if k != "original"} | {"content": m["original"]}
+        if "original" in m
+        else m
+        for m in messages
+        if not m.get("retry")
+    ]

@@ -18,8 +18,9 @@ from core.text import stem_set as text_stems
 log = logging.getLogger("eva.conversation")
 
 
-def day_reminder(memory: Memory, ctx: TurnContext, days: int, persona_id: str, clock: Clock
-                 ) -> Reminder | None:
+def day_reminder(
+    memory: Memory, ctx: TurnContext, days: int, persona_id: str, clock: Clock
+) -> Reminder | None:
     """The most urgent item coming up within ``days``, for the owner's first turn of the day
     (once a day, in whichever chat comes first; only what this audience may see, of the
     global memory and this persona's). None when ``days`` is 0 (off)."""
@@ -49,7 +50,8 @@ def reminder_line(item: Reminder, lang: str | None) -> str:
     quote = " ".join(item.content.split())
     if lang == language.RUSSIAN:
         when = {0: "на сегодня", 1: "на завтра"}.get(
-            item.days, f"через {item.days} дн., {item.on:%d.%m}")
+            item.days, f"через {item.days} дн., {item.on:%d.%m}"
+        )
         return f"Кстати, напоминаю ({when}): «{quote}»"
     return f"By the way, a reminder ({item.when}): “{quote}”"
 

@@ -17,14 +17,16 @@ from core.chat.events import Notice, Token, ToolFinished, ToolStarted, TurnEvent
 from core.chat.filters import ReplyFilters
 from core.chat.judge import ReplyJudge, Verdict
 from core.chat.retry import REPLY_NUDGE, Outcome, Retry
-from core.chat.turn import Turn
+from core.chat.turn import CallFigures, Turn
 from core.llm import ChatModel, Done, TextDelta, ToolCall
 from core.memory import tools as memory_tools
 
 # Small models tend to read a tool result as the owner's words and answer it (or echo it):
 # every result says whom it is for.
-TOOL_RESULT_TRAILER = ("(Memory tool result, for you only: the owner does not see it. Do not "
-                       "repeat it; continue your reply to the owner's message.)")
+TOOL_RESULT_TRAILER = (
+    "(Memory tool result, for you only: the owner does not see it. Do not "
+    "repeat it; continue your reply to the owner's message.)"
+)
 
 ToolRunner = Callable[[ToolCall, Turn], memory_tools.ToolResult]
 
@@ -66,8 +68,10 @@ class Reply:
                 yield from _stopped(turn)
                 return
             if calls and last_round:
-                yield Notice(f"Eva asked for {len(calls)} more memory operation(s) after "
-                             f"{self.settings.max_tool_rounds} rounds; they were not run.")
+                yield Notice(
+                    f"Eva asked for {len(calls)} more memory operation(s) after "
+                    f"{self.settings.max_tool_rounds} rounds; they were not run."
+                )
                 return
             if calls:
                 yield from self._run_tools(turn, text, calls)
@@ -84,12 +88,15 @@ class Reply:
                 return
             _ask_again(turn, again)
 
-    def _round(self, turn: Turn, cancel: threading.Event | None
-               ) -> Generator[TurnEvent, None, tuple[str, list[ToolCall]]]:
+    def _round(
+        self, turn: Turn, cancel: threading.Event | None
+    ) -> Generator[TurnEvent, None, tuple[str, list[ToolCall]]]:
         """One model call: its text goes through the filters and the judge before the owner
         sees it. Returns the text (as filtered) and the tool calls."""
         st = turn.stats
         st.calls += 1
+        purpose = _purpose(turn)
+        counted = len(st.per_call)
         filters = ReplyFilters()
         text: list[str] = []
         calls: list[ToolCall] = []
@@ -103,9 +110,13 @@ class Reply:
                 st.shown()
                 yield Token(out)
 
-        for ev in self.model.stream_chat(turn.messages, turn.tools or None, cancel,
-                                         self.settings.max_answer_tokens,
-                                         self._temperature(turn)):
+        for ev in self.model.stream_chat(
+            turn.messages,
+            turn.tools or None,
+            cancel,
+            self.settings.max_answer_tokens,
+            self._temperature(turn),
+        ):
             if isinstance(ev, TextDelta):
                 yield from show(filters.feed(ev.text))
                 if turn.judge.stops:
@@ -113,7 +124,9 @@ class Reply:
             elif isinstance(ev, ToolCall):
                 calls.append(ev)
             elif isinstance(ev, Done):
-                st.count(ev)
+                st.count(ev, purpose)
+        if len(st.per_call) == counted:  # cut off in flight: its figures never came
+            st.per_call.append(CallFigures(purpose, None, None))
         yield from show(filters.finish())
         return "".join(text), calls
 
@@ -129,9 +142,13 @@ class Reply:
 
     def _run_tools(self, turn: Turn, text: str, calls: list[ToolCall]) -> Iterator[TurnEvent]:
         """Run a round's tool calls; their results go into the prompt for the next round."""
-        turn.messages.append({"role": "assistant", "content": text,
-                              "tool_calls": [{"name": c.name, "arguments": c.arguments}
-                                             for c in calls]})
+        turn.messages.append(
+            {
+                "role": "assistant",
+                "content": text,
+                "tool_calls": [{"name": c.name, "arguments": c.arguments} for c in calls],
+            }
+        )
         for c in calls:
             yield ToolStarted(c.name, c.arguments)
             result = self.run_tool(c, turn)
@@ -139,8 +156,21 @@ class Reply:
             yield ToolFinished(c.name, result)
             if cap is not None:
                 yield Notice(capped_notice(cap))
-            turn.messages.append({"role": "tool", "name": c.name,
-                                  "content": f"{result.text}\n{TOOL_RESULT_TRAILER}"})
+            turn.messages.append(
+                {"role": "tool", "name": c.name, "content": f"{result.text}\n{TOOL_RESULT_TRAILER}"}
+            )
+
+
+def _purpose(turn: Turn) -> str:
+    """What the next model call of ``turn`` is asked for (its :class:`CallFigures`)."""
+    last = turn.messages[-1] if turn.messages else {}
+    if last.get("role") == "tool":
+        return "tools"
+    if turn.reply_nudged and last.get("content") == REPLY_NUDGE:
+        return "nudge"
+    if turn.retry is not None:
+        return f"retry:{turn.retry.verdict.kind.value}:{turn.retry.form.value}"
+    return "reply"
 
 
 def _ask_again(turn: Turn, again: Retry) -> None:
@@ -150,8 +180,13 @@ def _ask_again(turn: Turn, again: Retry) -> None:
     turn.retry = again
     turn.answer.clear()
     turn.messages = again.messages(turn.messages, turn.text)
-    turn.judge = ReplyJudge(turn.text, turn.lang if again.watches_language else None,
-                            also=[again.note], support=turn.support, earlier=turn.earlier)
+    turn.judge = ReplyJudge(
+        turn.text,
+        turn.lang if again.watches_language else None,
+        also=[again.note],
+        support=turn.support,
+        earlier=turn.earlier,
+    )
 
 
 def _settle(turn: Turn, verdict: Verdict) -> Iterator[TurnEvent]:

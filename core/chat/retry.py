@@ -37,30 +37,40 @@ LANGUAGE_NUDGE = "Your reply must be in {language}."
 # for a question "a short warm comment or question" (the note statements had) was itself the
 # failure: measured on the default model, an echoed "Куда я собираюсь поехать осенью?" came
 # back as "Привет! Как дела?"
-QUESTION_ECHO_NUDGE = ("You repeated the owner's question instead of answering it. You are Eva, "
-                       "not the owner. Answer the question now, briefly, from what you remember "
-                       "about the owner.")
+QUESTION_ECHO_NUDGE = (
+    "You repeated the owner's question instead of answering it. You are Eva, "
+    "not the owner. Answer the question now, briefly, from what you remember "
+    "about the owner."
+)
 # measured on the default model: after one generic reply ("Здравствуйте, Дима! Я рад, что у вас
 # есть возможность знакомиться. Как дела?") it gave the same words to the next 4 statements, and
 # "Как ты?" to 5 more — each copy in the window made the next one likelier
-REPEAT_NUDGE = ("You already gave that same reply earlier in this chat. Now reply in new "
-                "words: a short warm comment or question about what the owner just said.")
+REPEAT_NUDGE = (
+    "You already gave that same reply earlier in this chat. Now reply in new "
+    "words: a short warm comment or question about what the owner just said."
+)
 # The retry after an echoed or empty reply to a statement. Measured on the default model, the
 # first reply forced to an echo on 16 first messages (8 RU/EN, twice): the echo kept in the
 # prompt with a note after it ("You repeated the owner's words as if they were yours … reply in
 # your own words: a short warm comment or question") gave 3 echoes or empty replies, and
 # answers in the owner's voice ("о моем коте Барсике"); the message quoted as the owner's, 1,
 # and most replies addressed the owner by name ("Привет, Оля!", "Hi Tom!").
-REFRAME = ("The owner just told you: \u00ab{text}\u00bb\n\nThose are the owner's words about "
-           "their own life, not yours. Reply to the owner as Eva, in your own words: a short warm "
-           "comment or question about what they told you.")
+REFRAME = (
+    "The owner just told you: \u00ab{text}\u00bb\n\nThose are the owner's words about "
+    "their own life, not yours. Reply to the owner as Eva, in your own words: a short warm "
+    "comment or question about what they told you."
+)
 # a reply to a question about the owner that stated what nothing the turn was shown holds, or
 # spoke of the owner's life as Eva's own (core.chat.judge.invents): asked once more, unseen
-INVENT_NUDGE = ("Your memory does not say that. Answer the owner only from the memory lines "
-                "and the conversation, and speak of the owner as \"you\". If they do not "
-                "answer the question, say plainly that you don't know and ask the owner.")
-REFUSAL_NUDGE = ("The owner is simply talking with you about their life; there is nothing to "
-                 "refuse. Reply warmly and briefly to what they said.")
+INVENT_NUDGE = (
+    "Your memory does not say that. Answer the owner only from the memory lines "
+    'and the conversation, and speak of the owner as "you". If they do not '
+    "answer the question, say plainly that you don't know and ask the owner."
+)
+REFUSAL_NUDGE = (
+    "The owner is simply talking with you about their life; there is nothing to "
+    "refuse. Reply warmly and briefly to what they said."
+)
 
 # ---------------------------------------------------------------------------- Eva's own lines
 
@@ -68,7 +78,7 @@ REFUSAL_NUDGE = ("The owner is simply talking with you about their life; there i
 DONT_KNOW = {
     language.RUSSIAN: "Этого я не знаю: в моей памяти об этом ничего нет. Расскажешь?",
     language.ENGLISH: "I don't know that: there is nothing about it in my memory. Will you "
-                      "tell me?",
+    "tell me?",
 }
 CANNED_DONT_KNOW = frozenset(DONT_KNOW.values())
 # … and when a statement's reply only echoed the owner twice, a short acknowledgement in Eva's
@@ -79,8 +89,10 @@ ACKNOWLEDGE = {
     language.RUSSIAN: "Поняла, спасибо, что рассказываешь мне.",
     language.ENGLISH: "Got it, thank you for telling me.",
 }
-NO_REPLY_NOTICE = ("Eva could not find an answer to this message. Try saying it another way, "
-                   "or press Ctrl+R to regenerate.")
+NO_REPLY_NOTICE = (
+    "Eva could not find an answer to this message. Try saying it another way, "
+    "or press Ctrl+R to regenerate."
+)
 
 # ---------------------------------------------------------------------------- asking again
 
@@ -185,14 +197,20 @@ def settle(verdict: Verdict, retry: Retry | None) -> Outcome:
         # know, for a statement she acknowledges it
         return Outcome.DONT_KNOW if v.question else Outcome.ACKNOWLEDGE
     after_invention = retry is not None and retry.verdict.invented
-    if (v.invented and v.claims) or (after_invention and not v.shown
-                                     and not (v.held and not v.echoed)):
+    if (v.invented and v.claims) or (
+        after_invention and not v.shown and not (v.held and not v.echoed)
+    ):
         # asked again, it made a fact up again (or said nothing): she says she does not know
         # (a reply only in the wrong voice is shown: its facts are the memory's, and an answer
         # is not thrown away for grammar)
         return Outcome.DONT_KNOW
-    if (retry is not None and v.wrong_language and v.question and v.held
-            and admits_not_knowing(v.held)):
+    if (
+        retry is not None
+        and v.wrong_language
+        and v.question
+        and v.held
+        and admits_not_knowing(v.held)
+    ):
         # asked again in the owner's language, it said it does not know in the other one again
         # (seen as the owner: "Какой у меня любимый фильм?" got "I don't know what your
         # favorite movie is."): her own words, in hers
@@ -234,8 +252,11 @@ def reframed(messages: list[Message], text: str) -> list[Message]:
 
     def quote(content: str) -> str:
         head, sep, tail = content.rpartition(text)
-        return f"{head}{REFRAME.format(text=text)}{tail}" if sep else \
-            f"{content}\n\n{REFRAME.format(text=text)}"
+        return (
+            f"{head}{REFRAME.format(text=text)}{tail}"
+            if sep
+            else f"{content}\n\n{REFRAME.format(text=text)}"
+        )
 
     return _last_user_rewritten(messages, quote)
 
@@ -246,15 +267,17 @@ def noted(messages: list[Message], note: str) -> list[Message]:
     return _last_user_rewritten(messages, lambda content: f"{content}\n\n{note}")
 
 
-def _last_user_rewritten(messages: list[Message], rewrite: Callable[[str], str]
-                         ) -> list[Message]:
+def _last_user_rewritten(messages: list[Message], rewrite: Callable[[str], str]) -> list[Message]:
     """The prompt with its last user message's content rewritten; the form it had before any
     rewrite is kept under ``original``."""
     out = list(messages)
     for i in range(len(out) - 1, -1, -1):
         if out[i]["role"] == "user":
             content = out[i]["content"]
-            out[i] = {**out[i], "content": rewrite(content),
-                      "original": out[i].get("original", content)}
+            out[i] = {
+                **out[i],
+                "content": rewrite(content),
+                "original": out[i].get("original", content),
+            }
             break
     return out

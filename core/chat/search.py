@@ -70,8 +70,9 @@ def queries(text: str) -> tuple[str, str] | None:
         if len(stem) >= MIN_PREFIX and not stem.isdigit():
             # the English stemmer may change a letter ("happy" → "happi"): the word itself then
             # still counts
-            widened.append(_quote(stem) + "*" if w.startswith(stem)
-                           else f"({_quote(w)} OR {_quote(stem)}*)")
+            widened.append(
+                _quote(stem) + "*" if w.startswith(stem) else f"({_quote(w)} OR {_quote(stem)}*)"
+            )
         else:
             widened.append(_quote(w))
     return " AND ".join(_quote(w) for w in kept), " AND ".join(widened)

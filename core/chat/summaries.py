@@ -90,8 +90,9 @@ class SourceMessage:
 
 
 # ---------------------------------------------------------------------------- the store
-def invalidate_covering(conn: sqlite3.Connection, message_ids: Iterable[int], now: float
-                        ) -> list[int]:
+def invalidate_covering(
+    conn: sqlite3.Connection, message_ids: Iterable[int], now: float
+) -> list[int]:
     """Inside the caller's transaction: every summary covering one of ``message_ids`` becomes
     invalid (a merged summary covers its parts' messages, so it goes too); the summaries an
     invalid one had absorbed come back into use. Returns the invalidated ids."""
@@ -99,16 +100,27 @@ def invalidate_covering(conn: sqlite3.Connection, message_ids: Iterable[int], no
     if not ids:
         return []
     marks = ",".join("?" * len(ids))
-    bad = [r[0] for r in conn.execute(
-        f"SELECT DISTINCT s.id FROM summaries s JOIN summary_covers c ON c.summary_id = s.id "
-        f"WHERE c.message_id IN ({marks}) AND s.status != 'invalid'", ids)]
+    bad = [
+        r[0]
+        for r in conn.execute(
+            f"SELECT DISTINCT s.id FROM summaries s JOIN summary_covers c ON c.summary_id = s.id "
+            f"WHERE c.message_id IN ({marks}) AND s.status != 'invalid'",
+            ids,
+        )
+    ]
     if not bad:
         return []
     bmarks = ",".join("?" * len(bad))
-    conn.execute(f"UPDATE summaries SET status = 'invalid', parent_id = NULL, updated_at = ? "
-                 f"WHERE id IN ({bmarks})", (now, *bad))
-    conn.execute(f"UPDATE summaries SET parent_id = NULL, updated_at = ? WHERE parent_id IN "
-                 f"({bmarks}) AND status != 'invalid'", (now, *bad))
+    conn.execute(
+        f"UPDATE summaries SET status = 'invalid', parent_id = NULL, updated_at = ? "
+        f"WHERE id IN ({bmarks})",
+        (now, *bad),
+    )
+    conn.execute(
+        f"UPDATE summaries SET parent_id = NULL, updated_at = ? WHERE parent_id IN "
+        f"({bmarks}) AND status != 'invalid'",
+        (now, *bad),
+    )
     return bad
 
 
@@ -136,7 +148,9 @@ class SummaryStore:
             "SELECT * FROM summaries WHERE chat_id = ? AND status != 'invalid' AND "
             "archived_at IS NULL AND parent_id IS NULL "
             + ("" if sees_private else "AND private = 0 ")
-            + "ORDER BY first_id, tier DESC", (chat_id,))
+            + "ORDER BY first_id, tier DESC",
+            (chat_id,),
+        )
         return [_summary(r) for r in rows]
 
     def for_prompt(self, chat_id: int, sees_private: bool) -> list[Summary]:
@@ -148,13 +162,19 @@ class SummaryStore:
         """Every summary of a chat not in the archive (invalid and merged ones included)."""
         rows = self._storage.query(
             "SELECT * FROM summaries WHERE chat_id = ? AND archived_at IS NULL "
-            "ORDER BY first_id, tier DESC, id", (chat_id,))
+            "ORDER BY first_id, tier DESC, id",
+            (chat_id,),
+        )
         return [_summary(r) for r in rows]
 
     def covers(self, summary_id: int) -> list[int]:
-        return [r[0] for r in self._storage.query(
-            "SELECT message_id FROM summary_covers WHERE summary_id = ? ORDER BY message_id",
-            (summary_id,))]
+        return [
+            r[0]
+            for r in self._storage.query(
+                "SELECT message_id FROM summary_covers WHERE summary_id = ? ORDER BY message_id",
+                (summary_id,),
+            )
+        ]
 
     def left_window(self, chat_id: int, before: int | None) -> list[SourceMessage]:
         """Messages of a chat that have left its live window (id < ``before``), oldest first,
@@ -163,7 +183,9 @@ class SummaryStore:
             return []
         rows = self._storage.query(
             "SELECT * FROM messages WHERE chat_id = ? AND id < ? AND status != 'discarded' "
-            "AND archived_at IS NULL AND content != '' ORDER BY id", (chat_id, before))
+            "AND archived_at IS NULL AND content != '' ORDER BY id",
+            (chat_id, before),
+        )
         return [_source(r) for r in rows]
 
     def unsummarised(self, chat_id: int, before: int | None) -> list[SourceMessage]:
@@ -175,13 +197,28 @@ class SummaryStore:
             "'discarded' AND m.archived_at IS NULL AND m.content != '' AND NOT EXISTS ("
             "SELECT 1 FROM summary_covers c JOIN summaries s ON s.id = c.summary_id WHERE "
             "c.message_id = m.id AND s.status != 'invalid' AND s.archived_at IS NULL) "
-            "ORDER BY m.id", (chat_id, before))
+            "ORDER BY m.id",
+            (chat_id, before),
+        )
         return [_source(r) for r in rows]
 
     # ------------------------------------------------------------------ writing
-    def add(self, chat_id: int, tier: int, private: bool, prose: str, verbatim: list[str],
-            covers: Iterable[int], *, status: str, detail_level: str, tokens: int, now: float,
-            absorbs: Iterable[int] = (), expect: dict[int, str] | None = None) -> Summary:
+    def add(
+        self,
+        chat_id: int,
+        tier: int,
+        private: bool,
+        prose: str,
+        verbatim: list[str],
+        covers: Iterable[int],
+        *,
+        status: str,
+        detail_level: str,
+        tokens: int,
+        now: float,
+        absorbs: Iterable[int] = (),
+        expect: dict[int, str] | None = None,
+    ) -> Summary:
         """One summary with its coverage; the summaries it ``absorbs`` (merged into it) point to
         it — one transaction. Raises :class:`Stale` (nothing written) when what it was made from
         changed meanwhile: a covered message edited (``expect``: id → the content summarised),
@@ -191,9 +228,14 @@ class SummaryStore:
         with self._storage.transaction() as conn:
             if expect is not None:
                 marks = ",".join("?" * len(expect))
-                rows = {r[0]: r[1] for r in conn.execute(
-                    f"SELECT id, content FROM messages WHERE id IN ({marks}) AND status != "
-                    f"'discarded' AND archived_at IS NULL", list(expect))}
+                rows = {
+                    r[0]: r[1]
+                    for r in conn.execute(
+                        f"SELECT id, content FROM messages WHERE id IN ({marks}) AND status != "
+                        f"'discarded' AND archived_at IS NULL",
+                        list(expect),
+                    )
+                }
                 if rows != expect:
                     raise Stale("a message of the chunk changed while it was summarised")
             if absorbs:
@@ -201,28 +243,46 @@ class SummaryStore:
                 live = conn.execute(
                     f"SELECT COUNT(*) FROM summaries WHERE id IN ({marks}) AND status != "
                     f"'invalid' AND parent_id IS NULL AND archived_at IS NULL",
-                    absorbs).fetchone()[0]
+                    absorbs,
+                ).fetchone()[0]
                 if live != len(absorbs):
                     raise Stale("a summary being merged changed meanwhile")
             cur = conn.execute(
                 "INSERT INTO summaries (chat_id, tier, private, prose, verbatim, first_id, "
                 "last_id, status, detail_level, tokens, created_at, updated_at) "
                 "VALUES (?,?,?,?,?,?,?,?,?,?,?,?)",
-                (chat_id, tier, int(private), prose, json.dumps(list(verbatim),
-                                                                ensure_ascii=False),
-                 covers[0], covers[-1], status, detail_level, tokens, now, now))
+                (
+                    chat_id,
+                    tier,
+                    int(private),
+                    prose,
+                    json.dumps(list(verbatim), ensure_ascii=False),
+                    covers[0],
+                    covers[-1],
+                    status,
+                    detail_level,
+                    tokens,
+                    now,
+                    now,
+                ),
+            )
             sid = cur.lastrowid
             if sid is None:  # an INSERT always sets it
                 raise StoreError("the store gave the new summary no id")
-            conn.executemany("INSERT INTO summary_covers (summary_id, message_id) VALUES (?, ?)",
-                             [(sid, m) for m in covers])
+            conn.executemany(
+                "INSERT INTO summary_covers (summary_id, message_id) VALUES (?, ?)",
+                [(sid, m) for m in covers],
+            )
             for child in absorbs:
-                conn.execute("UPDATE summaries SET parent_id = ?, updated_at = ? WHERE id = ?",
-                             (sid, now, child))
+                conn.execute(
+                    "UPDATE summaries SET parent_id = ?, updated_at = ? WHERE id = ?",
+                    (sid, now, child),
+                )
         return self.get(sid)
 
-    def edit(self, summary_id: int, prose: str, verbatim: list[str], now: float,
-             tokens: int = 0) -> Summary:
+    def edit(
+        self, summary_id: int, prose: str, verbatim: list[str], now: float, tokens: int = 0
+    ) -> Summary:
         """The owner's edit: kept as written (no fidelity check), marked ``edited``."""
         if not isinstance(prose, str) or not prose.strip():
             raise MemoryOpError("a summary cannot be empty")
@@ -231,8 +291,8 @@ class SummaryStore:
             n = conn.execute(
                 "UPDATE summaries SET prose = ?, verbatim = ?, status = 'edited', tokens = ?, "
                 "updated_at = ? WHERE id = ? AND status != 'invalid' AND archived_at IS NULL",
-                (prose.strip(), json.dumps(items, ensure_ascii=False), tokens, now,
-                 summary_id)).rowcount
+                (prose.strip(), json.dumps(items, ensure_ascii=False), tokens, now, summary_id),
+            ).rowcount
         if not n:
             raise MemoryOpError(f"summary #{summary_id} is not in use (rebuilt or archived)")
         return self.get(summary_id)
@@ -244,30 +304,51 @@ class SummaryStore:
             return conn.execute(
                 "UPDATE summaries SET status = 'invalid', parent_id = NULL, updated_at = ? "
                 "WHERE chat_id = ? AND status != 'invalid' AND archived_at IS NULL",
-                (now, chat_id)).rowcount
-
+                (now, chat_id),
+            ).rowcount
 
     def span(self, s: Summary) -> tuple[float, float]:
         """When the first and the last message a summary covers were written (the summary's
         own creation when they are gone)."""
         rows = self._storage.query(
             "SELECT MIN(created_at), MAX(created_at) FROM messages WHERE id IN (?, ?)",
-            (s.first_id, s.last_id))
+            (s.first_id, s.last_id),
+        )
         if rows and rows[0][0] is not None:
             return rows[0][0], rows[0][1]
         return s.created_at, s.created_at
 
 
 def _summary(r: sqlite3.Row) -> Summary:
-    return Summary(r["id"], r["chat_id"], r["tier"], bool(r["private"]), r["prose"],
-                   tuple(json.loads(r["verbatim"] or "[]")), r["first_id"], r["last_id"],
-                   r["status"], r["parent_id"], r["detail_level"], r["tokens"], r["created_at"],
-                   r["updated_at"], r["archived_at"])
+    return Summary(
+        r["id"],
+        r["chat_id"],
+        r["tier"],
+        bool(r["private"]),
+        r["prose"],
+        tuple(json.loads(r["verbatim"] or "[]")),
+        r["first_id"],
+        r["last_id"],
+        r["status"],
+        r["parent_id"],
+        r["detail_level"],
+        r["tokens"],
+        r["created_at"],
+        r["updated_at"],
+        r["archived_at"],
+    )
 
 
 def _source(r: sqlite3.Row) -> SourceMessage:
-    return SourceMessage(r["id"], r["turn_id"], r["role"], r["content"], bool(r["private_ok"]),
-                  r["created_at"], json.loads(r["meta"] or "{}"))
+    return SourceMessage(
+        r["id"],
+        r["turn_id"],
+        r["role"],
+        r["content"],
+        bool(r["private_ok"]),
+        r["created_at"],
+        json.loads(r["meta"] or "{}"),
+    )
 
 
 # ---------------------------------------------------------------------------- the prompt block

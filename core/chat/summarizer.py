@@ -52,8 +52,10 @@ and rules, copied exactly as written.{terms}
 The conversation:
 {transcript}"""
 TERMS_LINE = "\nThese names and numbers of the conversation must all appear: {terms}."
-RETRY_LINE = ("\nYour previous summary dropped: {missing}. Every one of them must appear in "
-              "the summary or in the verbatim list.")
+RETRY_LINE = (
+    "\nYour previous summary dropped: {missing}. Every one of them must appear in "
+    "the summary or in the verbatim list."
+)
 MERGE_INSTRUCTION = """Merge these consecutive summaries of one conversation into one shorter \
 summary, oldest first, for Eva's own later use. Keep every name, number and date, open \
 promises, the current state and the owner's corrections. Answer as JSON {{"summary": "..."}}.{terms}
@@ -63,12 +65,15 @@ The summaries:
 
 
 def summary_schema(with_verbatim: bool) -> dict[str, Any]:
-    props: dict[str, Any] = {"summary": {"type": "string", "minLength": 10,
-                                         "maxLength": MAX_SUMMARY_CHARS}}
+    props: dict[str, Any] = {
+        "summary": {"type": "string", "minLength": 10, "maxLength": MAX_SUMMARY_CHARS}
+    }
     if with_verbatim:
-        props["verbatim"] = {"type": "array", "items": {"type": "string", "minLength": 1,
-                                                        "maxLength": MAX_ITEM_CHARS},
-                             "maxItems": MAX_VERBATIM}
+        props["verbatim"] = {
+            "type": "array",
+            "items": {"type": "string", "minLength": 1, "maxLength": MAX_ITEM_CHARS},
+            "maxItems": MAX_VERBATIM,
+        }
     return {"type": "object", "properties": props, "required": list(props)}
 
 
@@ -117,18 +122,29 @@ def fold(lines: list[str], over: Callable[[list[str]], bool]) -> list[str]:
             periods: dict[str, list[int]] = {}
             for i, ln in enumerate(out):
                 periods.setdefault(_period(ln, year_only), []).append(i)
-            target = next((p for p, idx in periods.items()
-                           if len(idx) > 1 or len(out[idx[0]]) > FOLD_LINE_CHARS), None)
+            target = next(
+                (
+                    p
+                    for p, idx in periods.items()
+                    if len(idx) > 1 or len(out[idx[0]]) > FOLD_LINE_CHARS
+                ),
+                None,
+            )
             if target is None:
                 break
             idx = periods[target]
-            bodies = [re.sub(r"^\d{4}(-\d{2})?(-\d{2})?(\s*…\s*\d{4}-\d{2}-\d{2})?:\s*", "",
-                             out[i]) for i in idx]
+            bodies = [
+                re.sub(r"^\d{4}(-\d{2})?(-\d{2})?(\s*…\s*\d{4}-\d{2}-\d{2})?:\s*", "", out[i])
+                for i in idx
+            ]
             line = f"{target}: " + "; ".join(_first_clause(b) for b in bodies)
             if len(line) > FOLD_LINE_CHARS:
                 line = line[: FOLD_LINE_CHARS - 1].rstrip() + "…"
-            out = out[: idx[0]] + [line] + [ln for k, ln in enumerate(out)
-                                            if k > idx[0] and k not in idx]
+            out = (
+                out[: idx[0]]
+                + [line]
+                + [ln for k, ln in enumerate(out) if k > idx[0] and k not in idx]
+            )
     while len(out) > 1 and over(out):
         out.pop(0)
     return out
@@ -148,10 +164,19 @@ class Summarizer:
     ``writer`` is the structured memory-writing step (§3.1) run over each chunk before it is
     summarised (:class:`WindowKeeper` adapts it); ``None`` skips that."""
 
-    def __init__(self, store: SummaryStore, model: ChatModel, *, clock: Any,
-                 detail_level: str = "balanced", chunk_messages: int = 16,
-                 chunk_tokens: int = 1_500, writer: Any = None, timeout: float = 1_200.0,
-                 max_tokens: int = 600) -> None:
+    def __init__(
+        self,
+        store: SummaryStore,
+        model: ChatModel,
+        *,
+        clock: Any,
+        detail_level: str = "balanced",
+        chunk_messages: int = 16,
+        chunk_tokens: int = 1_500,
+        writer: Any = None,
+        timeout: float = 1_200.0,
+        max_tokens: int = 600,
+    ) -> None:
         self.store = store
         self.model = model
         self.clock = clock
@@ -215,16 +240,19 @@ class Summarizer:
                         longs = [s for s in active if s.tier == LONG_TERM]
                         return self._long_term(chat_id, longs, merged[:MERGE_EVERY], priv, t0)
             except _Interrupted as e:
-                return StepResult("paused", seconds=time.monotonic() - t0,
-                                  model_calls=e.calls)
+                return StepResult("paused", seconds=time.monotonic() - t0, model_calls=e.calls)
             except Stale as e:  # nothing written; the next step reads the new state
                 return StepResult("stale", seconds=time.monotonic() - t0, note=str(e))
             return StepResult("idle", seconds=time.monotonic() - t0)
 
-    def run(self, chat_id: int, window_start: Callable[[], int | None] | int | None,
-            cancel: threading.Event | None = None,
-            progress: Callable[[StepResult], None] | None = None, max_steps: int = 1_000
-            ) -> list[StepResult]:
+    def run(
+        self,
+        chat_id: int,
+        window_start: Callable[[], int | None] | int | None,
+        cancel: threading.Event | None = None,
+        progress: Callable[[StepResult], None] | None = None,
+        max_steps: int = 1_000,
+    ) -> list[StepResult]:
         """Steps until idle, paused or cancelled (``window_start`` may be a callable: the chat's
         current start)."""
         out: list[StepResult] = []
@@ -243,14 +271,20 @@ class Summarizer:
         return out
 
     # ------------------------------------------------------------------ the three kinds
-    def _ask(self, messages: list[Message], schema: dict[str, Any], calls: list[int]
-             ) -> dict[str, Any]:
+    def _ask(
+        self, messages: list[Message], schema: dict[str, Any], calls: list[int]
+    ) -> dict[str, Any]:
         if self.interrupt.is_set():
             raise _Interrupted(calls[0])
         calls[0] += 1
         try:
-            out = self.model.generate_json(messages, schema, timeout=self.timeout,
-                                           max_tokens=self.max_tokens, cancel=self.interrupt)
+            out = self.model.generate_json(
+                messages,
+                schema,
+                timeout=self.timeout,
+                max_tokens=self.max_tokens,
+                cancel=self.interrupt,
+            )
         except ModelError:
             if self.interrupt.is_set():
                 raise _Interrupted(calls[0]) from None
@@ -267,8 +301,9 @@ class Summarizer:
             if self.interrupt.is_set():
                 raise _Interrupted(calls[0])
         source = "\n".join(m.content for m in chunk)
-        transcript = "\n".join(f"{'Owner' if m.role == 'user' else 'Eva'}: {m.content}"
-                               for m in chunk)
+        transcript = "\n".join(
+            f"{'Owner' if m.role == 'user' else 'Eva'}: {m.content}" for m in chunk
+        )
         terms = sorted(salient_terms(source))
         terms_line = TERMS_LINE.format(terms=", ".join(terms)) if terms else ""
         rejected = 0
@@ -277,8 +312,14 @@ class Summarizer:
         why: list[str] = []
         for attempt in range(2):
             extra = RETRY_LINE.format(missing=", ".join(missing)) if attempt else ""
-            prompt: list[Message] = [{"role": "user", "content": CHUNK_INSTRUCTION.format(
-                terms=terms_line + extra, transcript=transcript)}]
+            prompt: list[Message] = [
+                {
+                    "role": "user",
+                    "content": CHUNK_INSTRUCTION.format(
+                        terms=terms_line + extra, transcript=transcript
+                    ),
+                }
+            ]
             try:
                 plan = self._ask(prompt, summary_schema(True), calls)
             except ModelError as e:
@@ -295,21 +336,35 @@ class Summarizer:
         else:
             prose, verbatim, status = extractive(chunk), sorted(terms), FALLBACK
         date = _line_date(chunk[0].created_at)
-        s = self.store.add(chat_id, RECENT, any(m.private_ok for m in chunk), prose, verbatim,
-                           [m.id for m in chunk], status=status, detail_level=self.detail_level,
-                           tokens=self._tokens(prose, verbatim), now=self.clock.now(),
-                           expect={m.id: m.content for m in chunk})
-        return StepResult("chunk", s, time.monotonic() - t0, calls[0], rejected, saved,
-                          f"{len(chunk)} messages from {date}"
-                          + (" · rejected: " + "; ".join(why) if why else ""))
+        s = self.store.add(
+            chat_id,
+            RECENT,
+            any(m.private_ok for m in chunk),
+            prose,
+            verbatim,
+            [m.id for m in chunk],
+            status=status,
+            detail_level=self.detail_level,
+            tokens=self._tokens(prose, verbatim),
+            now=self.clock.now(),
+            expect={m.id: m.content for m in chunk},
+        )
+        return StepResult(
+            "chunk",
+            s,
+            time.monotonic() - t0,
+            calls[0],
+            rejected,
+            saved,
+            f"{len(chunk)} messages from {date}"
+            + (" · rejected: " + "; ".join(why) if why else ""),
+        )
 
-    def _merge(self, chat_id: int, parts: list[Summary], private: bool, t0: float
-               ) -> StepResult:
+    def _merge(self, chat_id: int, parts: list[Summary], private: bool, t0: float) -> StepResult:
         calls = [0]
         source = "\n".join(p.prose for p in parts)
         verbatim = _union(v for p in parts for v in p.verbatim)
-        terms = sorted(t for t in salient_terms(source)
-                       if not present(t, "\n".join(verbatim)))
+        terms = sorted(t for t in salient_terms(source) if not present(t, "\n".join(verbatim)))
         terms_line = TERMS_LINE.format(terms=", ".join(terms)) if terms else ""
         rejected = 0
         prose, status = "", OK
@@ -317,8 +372,14 @@ class Summarizer:
         for attempt in range(2):
             extra = RETRY_LINE.format(missing=", ".join(missing)) if attempt else ""
             summaries = "\n\n".join(f"({i + 1}) {p.prose}" for i, p in enumerate(parts))
-            prompt: list[Message] = [{"role": "user", "content": MERGE_INSTRUCTION.format(
-                terms=terms_line + extra, summaries=summaries)}]
+            prompt: list[Message] = [
+                {
+                    "role": "user",
+                    "content": MERGE_INSTRUCTION.format(
+                        terms=terms_line + extra, summaries=summaries
+                    ),
+                }
+            ]
             try:
                 plan = self._ask(prompt, summary_schema(False), calls)
             except ModelError:
@@ -332,14 +393,24 @@ class Summarizer:
         else:
             prose, status = " ".join(p.prose for p in parts), FALLBACK
         covers = [m for p in parts for m in self.store.covers(p.id)]
-        s = self.store.add(chat_id, MERGED, private, prose, verbatim, covers, status=status,
-                           detail_level=self.detail_level,
-                           tokens=self._tokens(prose, verbatim), now=self.clock.now(),
-                           absorbs=[p.id for p in parts])
+        s = self.store.add(
+            chat_id,
+            MERGED,
+            private,
+            prose,
+            verbatim,
+            covers,
+            status=status,
+            detail_level=self.detail_level,
+            tokens=self._tokens(prose, verbatim),
+            now=self.clock.now(),
+            absorbs=[p.id for p in parts],
+        )
         return StepResult("merge", s, time.monotonic() - t0, calls[0], rejected)
 
-    def _long_term(self, chat_id: int, longs: list[Summary], parts: list[Summary],
-                   private: bool, t0: float) -> StepResult:
+    def _long_term(
+        self, chat_id: int, longs: list[Summary], parts: list[Summary], private: bool, t0: float
+    ) -> StepResult:
         """4 merged summaries join the long-term summary as timeline lines (no model call: a
         merged summary is already short); past the cap the oldest lines fold."""
         lines = [ln for s in longs for ln in s.prose.splitlines() if ln.strip()]
@@ -347,8 +418,9 @@ class Summarizer:
             first, last = self._dates(p)
             span = first if first == last else f"{first} … {last}"
             lines.append(f"{span}: {p.prose}")
-        verbatim = _union([*(v for s in longs for v in s.verbatim),
-                           *(v for p in parts for v in p.verbatim)])
+        verbatim = _union(
+            [*(v for s in longs for v in s.verbatim), *(v for p in parts for v in p.verbatim)]
+        )
         cap = LONG_TERM_CAP.get(self.detail_level, LONG_TERM_CAP["balanced"])
         folded = fold(lines, lambda ls: self._tokens("\n".join(ls), verbatim) > cap)
         # past the cap even fully folded: the oldest verbatim items go (newest state wins)
@@ -356,10 +428,19 @@ class Summarizer:
             verbatim.pop(0)
         prose = "\n".join(folded)
         covers = [m for s in [*longs, *parts] for m in self.store.covers(s.id)]
-        s = self.store.add(chat_id, LONG_TERM, private, prose, verbatim, covers,
-                           status=OK, detail_level=self.detail_level,
-                           tokens=self._tokens(prose, verbatim), now=self.clock.now(),
-                           absorbs=[x.id for x in [*longs, *parts]])
+        s = self.store.add(
+            chat_id,
+            LONG_TERM,
+            private,
+            prose,
+            verbatim,
+            covers,
+            status=OK,
+            detail_level=self.detail_level,
+            tokens=self._tokens(prose, verbatim),
+            now=self.clock.now(),
+            absorbs=[x.id for x in [*longs, *parts]],
+        )
         action = "fold" if len(folded) < len(lines) else "long-term"
         return StepResult(action, s, time.monotonic() - t0, 0, 0)
 

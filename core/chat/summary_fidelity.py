@@ -45,7 +45,6 @@ def fidelity(source: str, summary_text: str) -> float:
     return sum(present(t, summary_text) for t in terms) / len(terms)
 
 
-
 def extractive(chunk: list[SourceMessage], per_message: int = 160) -> str:
     """The fallback summary: each message's sentences that carry a name or number (or its
     first sentence), clipped — the source's own words, so nothing is made up."""

@@ -16,8 +16,9 @@ class CurrentChat:
     """The current chat of one conversation and its window start. ``lock`` is the
     conversation's: a switch never happens in the middle of a turn."""
 
-    def __init__(self, chats: Chats, clock: Clock, channel: str, lock: threading.Lock,
-                 chat: Chat) -> None:
+    def __init__(
+        self, chats: Chats, clock: Clock, channel: str, lock: threading.Lock, chat: Chat
+    ) -> None:
         self.chats = chats
         self.clock = clock
         self.channel = channel
@@ -26,11 +27,21 @@ class CurrentChat:
         self.window_start: int | None = chat.window_start  # first message id of the live window
 
     @classmethod
-    def open(cls, chats: Chats, clock: Clock, persona_id: str, channel: str,
-             lock: threading.Lock, chat_id: int | None = None) -> CurrentChat:
+    def open(
+        cls,
+        chats: Chats,
+        clock: Clock,
+        persona_id: str,
+        channel: str,
+        lock: threading.Lock,
+        chat_id: int | None = None,
+    ) -> CurrentChat:
         """``chat_id``, or the most recent chat of the persona and channel (a new one if none)."""
-        chat = (chats.get(chat_id) if chat_id is not None
-                else chats.current(persona_id, channel, clock.now()))
+        chat = (
+            chats.get(chat_id)
+            if chat_id is not None
+            else chats.current(persona_id, channel, clock.now())
+        )
         return cls(chats, clock, channel, lock, chat)
 
     @property

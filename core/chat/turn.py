@@ -18,6 +18,22 @@ from core.privacy import TurnContext
 from core.reminders import Reminder
 
 
+@dataclass(frozen=True)
+class CallFigures:
+    """One model call of a turn's reply."""
+
+    purpose: str  # "reply", "tools" (after tool results), "nudge", or "retry:<verdict>"
+    prompt_tokens: int | None
+    evaluated_tokens: int | None
+
+    @property
+    def reuse(self) -> float | None:
+        """The share of the prompt that came from the KV cache."""
+        if not self.prompt_tokens or self.evaluated_tokens is None:
+            return None
+        return round(1 - self.evaluated_tokens / self.prompt_tokens, 3)
+
+
 @dataclass
 class TurnStats:
     """The figures a turn reports in :class:`core.chat.events.TurnDone`."""
@@ -29,6 +45,10 @@ class TurnStats:
     calls: int = 0
     stopped: bool = False
     first: float | None = None  # seconds to the first token the owner saw
+    # one entry per model call of the reply, in order (issue 32 item 5: which call breaks the
+    # KV cache): what it was asked for, its prompt tokens and how many were evaluated (None
+    # when the call was cut off before its figures came — the judge stopped it in flight)
+    per_call: list[CallFigures] = field(default_factory=list)
 
     def elapsed(self) -> float:
         return time.monotonic() - self.started
@@ -38,8 +58,9 @@ class TurnStats:
         if self.first is None:
             self.first = self.elapsed()
 
-    def count(self, done: Done) -> None:
+    def count(self, done: Done, purpose: str = "reply") -> None:
         """Add one model call's figures."""
+        self.per_call.append(CallFigures(purpose, done.prompt_tokens, done.evaluated_tokens))
         self.prompt_tokens += done.prompt_tokens
         self.evaluated += done.evaluated_tokens
         self.completion += done.completion_tokens

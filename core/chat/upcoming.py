@@ -21,9 +21,15 @@ __all__ = ["NIGHT_DAYS", "upcoming"]
 NIGHT_DAYS = 7  # a notable night not yet shown is listed for a week
 
 
-def upcoming(memory: Memory, ctx: TurnContext, *, days: int = 3,
-             scopes: Iterable[str] | None = None, now: float | None = None,
-             nights: bool = True) -> list[Reminder]:
+def upcoming(
+    memory: Memory,
+    ctx: TurnContext,
+    *,
+    days: int = 3,
+    scopes: Iterable[str] | None = None,
+    now: float | None = None,
+    nights: bool = True,
+) -> list[Reminder]:
     now = memory.clock.now() if now is None else now
     out = memory.coming_up(ctx, days=days, scopes=scopes, now=now)
     if nights and ctx.sees_private:
@@ -32,6 +38,16 @@ def upcoming(memory: Memory, ctx: TurnContext, *, days: int = 3,
             at = run.finished_at or run.started_at
             day = datetime.fromtimestamp(at).date()
             if 0 <= (today - day).days <= NIGHT_DAYS:
-                out.append(Reminder(run.id, f"A notable night of sleep: {run.summary}", day,
-                                    None, (day - today).days, True, 3, kind="night"))
+                out.append(
+                    Reminder(
+                        run.id,
+                        f"A notable night of sleep: {run.summary}",
+                        day,
+                        None,
+                        (day - today).days,
+                        True,
+                        3,
+                        kind="night",
+                    )
+                )
     return out

@@ -48,8 +48,12 @@ class WindowSaver:
     def __init__(self, memory: Memory, writer: MemoryWriter, mark: Any = None) -> None:
         """``mark(message_id, meta)`` stores a message's meta (the transcript's ``set_meta``)."""
         self.memory = memory
-        self.writer = MemoryWriter(_DialogueMemory(memory), writer.model,  # type: ignore[arg-type]
-                                   timeout=writer.timeout, max_tokens=writer.max_tokens)
+        self.writer = MemoryWriter(
+            _DialogueMemory(memory),  # type: ignore[arg-type]
+            writer.model,
+            timeout=writer.timeout,
+            max_tokens=writer.max_tokens,
+        )
         self.mark = mark
 
     @staticmethod
@@ -70,15 +74,19 @@ class WindowSaver:
         memories it saved or updated."""
         saved = 0
         for i, m in enumerate(chunk):
-            reply = next((r for r in chunk[i + 1:] if r.role == "assistant"
-                          and r.turn_id == m.turn_id), None)
+            reply = next(
+                (r for r in chunk[i + 1 :] if r.role == "assistant" and r.turn_id == m.turn_id),
+                None,
+            )
             if not self.needs_step(m, reply):
                 continue
             if cancel is not None and cancel.is_set():
                 break
             ctx = (OWNER_TRUSTED if m.private_ok else OWNER_UNTRUSTED).with_turn(m.turn_id)
-            messages = [{"role": "system", "content": STEP_RULE},
-                        {"role": "user", "content": m.content}]
+            messages = [
+                {"role": "system", "content": STEP_RULE},
+                {"role": "user", "content": m.content},
+            ]
             if reply is not None:
                 messages.append({"role": "assistant", "content": reply.content})
             outcome = self.writer.run(messages, m.content, ctx, (), cancel)

@@ -42,19 +42,36 @@ def save_pinned(mem: Memory, items: Sequence[dict], scope: object, source: Sourc
     scope's pinned records (at most max_pinned, §2)."""
     scope = valid.scope(scope)
     limit = mem.config.max_chars
-    clean = [(valid.content(it.get("content"), limit), valid.kind(it.get("kind", "fact")),
-              valid.importance(it.get("importance", 4)),
-              valid.flag(it.get("private", False), "private")) for it in items]
+    clean = [
+        (
+            valid.content(it.get("content"), limit),
+            valid.kind(it.get("kind", "fact")),
+            valid.importance(it.get("importance", 4)),
+            valid.flag(it.get("private", False), "private"),
+        )
+        for it in items
+    ]
     if not clean:
         raise MemoryOpError("nothing to save")
     vecs = mem.embed_many([c[0] for c in clean])
     with mem.transaction() as w:
-        records.check_pin_room(w.conn, scope, mem.config.max_pinned, len(clean),
-                               then=" or save fewer")
+        records.check_pin_room(
+            w.conn, scope, mem.config.max_pinned, len(clean), then=" or save fewer"
+        )
         for k, (content, kind, imp, private) in enumerate(clean):
-            rid = records.insert(w.conn, content, kind, imp, private=private, pinned=True,
-                                 scope=scope, created_at=w.now, updated_at=w.now, source=source,
-                                 source_turn=None)
+            rid = records.insert(
+                w.conn,
+                content,
+                kind,
+                imp,
+                private=private,
+                pinned=True,
+                scope=scope,
+                created_at=w.now,
+                updated_at=w.now,
+                source=source,
+                source_turn=None,
+            )
             records.log_change(w.conn, w.now, Actor.OWNER, None, "create", rid, None)
             if vecs is not None:
                 w.vector(rid, vecs[k])
@@ -62,8 +79,14 @@ def save_pinned(mem: Memory, items: Sequence[dict], scope: object, source: Sourc
     return list(w.added)
 
 
-def import_records(mem: Memory, items: Iterable[dict], *, source: Source = Source.INIT,
-                   batch: int | None = None, progress: Progress | None = None) -> list[int]:
+def import_records(
+    mem: Memory,
+    items: Iterable[dict],
+    *,
+    source: Source = Source.INIT,
+    batch: int | None = None,
+    progress: Progress | None = None,
+) -> list[int]:
     """The owner's bulk import (initial memories, migrations from another tool, benchmarks):
     no dedup, all or nothing — every item is checked first (a bad one is named by its
     position), then all are embedded (``batch`` at a time; default the embedder's own batch),
@@ -82,34 +105,46 @@ def import_records(mem: Memory, items: Iterable[dict], *, source: Source = Sourc
     with mem.transaction() as w:
         for n, item in enumerate(checked):
             if item["pinned"]:
-                records.check_pin_room(w.conn, item["scope"], mem.config.max_pinned,
-                                       where=f"import item {n + 1}: ",
-                                       then="; nothing was imported")
-            rid = records.insert(w.conn, **item, updated_at=item["created_at"], source=source,
-                                 source_turn=None)
+                records.check_pin_room(
+                    w.conn,
+                    item["scope"],
+                    mem.config.max_pinned,
+                    where=f"import item {n + 1}: ",
+                    then="; nothing was imported",
+                )
+            rid = records.insert(
+                w.conn, **item, updated_at=item["created_at"], source=source, source_turn=None
+            )
             w.added.append(rid)
             if vectors is not None:
                 w.vector(rid, vectors[n])
     return list(w.added)
 
 
-def exported(mem: Memory, *, include_archive: bool = False, private: bool = False
-             ) -> tuple[list[dict], int]:
+def exported(
+    mem: Memory, *, include_archive: bool = False, private: bool = False
+) -> tuple[list[dict], int]:
     """The owner's export (SPEC §11): every live record (and archived ones with
     ``include_archive``) as a plain dict of its stored fields with its access history
     (``accesses``), oldest id first; private ones only with ``private``. Returns the rows and
     how many private records were left out. One consistent read."""
     mem.flush_reinforcements()  # the export carries every access
     with mem.reading() as conn:
-        rows = [{**dict(r), "accesses": acc} for r, acc in record_export.exported(
-            conn, include_archive=include_archive, private=private)]
-        left_out = 0 if private else record_export.count_private(
-            conn, include_archive=include_archive)
+        rows = [
+            {**dict(r), "accesses": acc}
+            for r, acc in record_export.exported(
+                conn, include_archive=include_archive, private=private
+            )
+        ]
+        left_out = (
+            0 if private else record_export.count_private(conn, include_archive=include_archive)
+        )
     return rows, left_out
 
 
-def import_exported(mem: Memory, items: Sequence[dict], progress: Progress | None = None
-                    ) -> ImportResult:
+def import_exported(
+    mem: Memory, items: Sequence[dict], progress: Progress | None = None
+) -> ImportResult:
     """Write an export's records back (``eva import``, SPEC §11), all or nothing: one
     transaction. Items are checked by :mod:`core.memory.portability` (every field clean, ``line``
     their line number). A line that is already in the store — the same content and creation
@@ -135,13 +170,27 @@ def import_exported(mem: Memory, items: Sequence[dict], progress: Progress | Non
                 continue
             if it["pinned"] and arch is None:
                 records.check_pin_room(
-                    w.conn, it["scope"], mem.config.max_pinned, where=f"line {it['line']}: ",
-                    then=" (or set pinned to false there); nothing was imported")
+                    w.conn,
+                    it["scope"],
+                    mem.config.max_pinned,
+                    where=f"line {it['line']}: ",
+                    then=" (or set pinned to false there); nothing was imported",
+                )
             rid = records.insert(
-                w.conn, it["content"], it["kind"], it["importance"], private=it["private"],
-                pinned=it["pinned"], scope=it["scope"], created_at=it["created_at"],
-                updated_at=it["updated_at"], consolidated_at=it.get("consolidated_at"),
-                source=it["source"], source_turn=None, history=it.get("accesses", ()))
+                w.conn,
+                it["content"],
+                it["kind"],
+                it["importance"],
+                private=it["private"],
+                pinned=it["pinned"],
+                scope=it["scope"],
+                created_at=it["created_at"],
+                updated_at=it["updated_at"],
+                consolidated_at=it.get("consolidated_at"),
+                source=it["source"],
+                source_turn=None,
+                history=it.get("accesses", ()),
+            )
             records.log_change(w.conn, w.now, Actor.OWNER, turn_id, "create", rid, None)
             record_export.log_imported_history(w.conn, rid, it.get("accesses", ()), turn_id)
             created.append(rid)
@@ -172,8 +221,7 @@ def clear_scope(mem: Memory, scope: object, *, pinned: bool, why: str) -> tuple[
     return turn_id, ids
 
 
-def reembed(mem: Memory, ids: Sequence[int], batch: int, progress: Progress | None = None
-            ) -> int:
+def reembed(mem: Memory, ids: Sequence[int], batch: int, progress: Progress | None = None) -> int:
     """The one re-embedding loop (a backfill after a model change, the wordings a rollback put
     back): ``batch`` records at a time, their contents embedded outside the store's lock, then
     written in one transaction each — only for records whose content is still what was
@@ -181,7 +229,7 @@ def reembed(mem: Memory, ids: Sequence[int], batch: int, progress: Progress | No
     first failure. Returns how many were done; ``progress(done, total)`` after each batch."""
     done = 0
     for start in range(0, len(ids), max(1, batch)):
-        wording = mem.contents(ids[start: start + batch])
+        wording = mem.contents(ids[start : start + batch])
         part = list(wording)
         m = mem.embed_many([wording[i] for i in part])
         if m is None:

@@ -26,8 +26,7 @@ def visible(r: Record | None, ctx: TurnContext) -> bool:
     return r is not None and (ctx.sees_private or not r.private) and r.scope in ctx.scopes()
 
 
-def live_target(conn: sqlite3.Connection, record_id: int, ctx: TurnContext, actor: Actor
-                ) -> Record:
+def live_target(conn: sqlite3.Connection, record_id: int, ctx: TurnContext, actor: Actor) -> Record:
     """The live record an op acts on. Records the turn may not see are reported as
     non-existent, so an error never confirms that a private memory exists."""
     row = records.row(conn, record_id)
@@ -41,8 +40,10 @@ def live_target(conn: sqlite3.Connection, record_id: int, ctx: TurnContext, acto
     return r
 
 
-def log(conn: sqlite3.Connection, now: float, actor: Actor, ctx: TurnContext, op: str,
-        record_id: int) -> None:
+def log(
+    conn: sqlite3.Connection, now: float, actor: Actor, ctx: TurnContext, op: str, record_id: int
+) -> None:
     """Log a change with the record as it is before it (what rollback puts back)."""
-    records.log_change(conn, now, actor, ctx.turn_id, op, record_id,
-                       records.snapshot(conn, record_id))
+    records.log_change(
+        conn, now, actor, ctx.turn_id, op, record_id, records.snapshot(conn, record_id)
+    )

@@ -36,8 +36,15 @@ import numpy as np
 
 from core.recall import vectors as recall_vectors
 
-__all__ = ["LEASE_KEY", "Lease", "LeaseHeld", "SleepLease", "StoreWatch", "changed_ids",
-           "holder_at"]
+__all__ = [
+    "LEASE_KEY",
+    "Lease",
+    "LeaseHeld",
+    "SleepLease",
+    "StoreWatch",
+    "changed_ids",
+    "holder_at",
+]
 
 LEASE_KEY = "sleep_lease"
 WAKE_KEY = "sleep_wake"  # the nonce of the holder another process asks to wake
@@ -86,8 +93,11 @@ def _last_change(conn: sqlite3.Connection) -> int:
 
 
 def _count_changes(conn: sqlite3.Connection, upto: int, after: int = 0) -> int:
-    return int(conn.execute("SELECT COUNT(*) FROM changes WHERE id > ? AND id <= ?",
-                            (after, upto)).fetchone()[0])
+    return int(
+        conn.execute(
+            "SELECT COUNT(*) FROM changes WHERE id > ? AND id <= ?", (after, upto)
+        ).fetchone()[0]
+    )
 
 
 def _max_id(conn: sqlite3.Connection) -> int:
@@ -122,10 +132,15 @@ def changed_ids(conn: sqlite3.Connection, watch: StoreWatch, index: Any) -> set[
     elif generation != watch.generation or seq != watch.change_seq:
         cur = conn.cursor()
         cur.row_factory = None
-        changed.update(r[0] for r in cur.execute(
-            "SELECT DISTINCT memory_id FROM changes WHERE id > ?", (watch.change_seq,)))
-        changed.update(r[0] for r in cur.execute(
-            "SELECT id FROM memories WHERE id > ?", (watch.max_id,)))
+        changed.update(
+            r[0]
+            for r in cur.execute(
+                "SELECT DISTINCT memory_id FROM changes WHERE id > ?", (watch.change_seq,)
+            )
+        )
+        changed.update(
+            r[0] for r in cur.execute("SELECT id FROM memories WHERE id > ?", (watch.max_id,))
+        )
         new_rows = _count_changes(conn, seq, watch.change_seq)
         if generation != watch.generation:
             # content, archive marks or vectors moved: was it (also) a rollback, which deletes
@@ -164,13 +179,13 @@ def _full_diff(conn: sqlite3.Connection, index: Any) -> set[int]:
     cur.row_factory = None
     rows = cur.execute(
         "SELECT id, kind, importance, private, pinned, scope, created_at, last_access_at, "
-        "access_count, stems FROM memories WHERE archived_at IS NULL").fetchall()
+        "access_count, stems FROM memories WHERE archived_at IS NULL"
+    ).fetchall()
     changed: set[int] = set()
     n = len(cols.alive)
     live = np.zeros(0, np.int64)
     if rows:
-        ids, kinds, imp, priv, pin, scopes, created, last, count, stems = zip(*rows,
-                                                                              strict=True)
+        ids, kinds, imp, priv, pin, scopes, created, last, count, stems = zip(*rows, strict=True)
         live = np.asarray(ids, np.int64)
         inside = live < n
         changed.update(int(i) for i in live[~inside])
@@ -181,12 +196,17 @@ def _full_diff(conn: sqlite3.Connection, index: Any) -> set[int]:
         core = np.fromiter((k == Kind.CORE.value for k in kinds_a), bool, len(sel))
         half = np.fromiter((hl[k] for k in kinds_a), np.float64, len(sel))
         recalled = np.fromiter(
-            (c if a is None else a for a, c in zip(np.asarray(last, object)[sel],
-                                                   np.asarray(created, object)[sel],
-                                                   strict=True)), np.float64, len(sel))
+            (
+                c if a is None else a
+                for a, c in zip(
+                    np.asarray(last, object)[sel], np.asarray(created, object)[sel], strict=True
+                )
+            ),
+            np.float64,
+            len(sel),
+        )
         codes = {s: cols._scope_codes.get(s, -1) for s in set(scopes)}
-        scope = np.fromiter((codes[s] for s in np.asarray(scopes, object)[sel]), np.int32,
-                            len(sel))
+        scope = np.fromiter((codes[s] for s in np.asarray(scopes, object)[sel]), np.int32, len(sel))
         differ = (
             ~cols.alive[at]
             | (cols.core[at] != core)
@@ -200,8 +220,9 @@ def _full_diff(conn: sqlite3.Connection, index: Any) -> set[int]:
         )
         changed.update(int(i) for i in at[differ])
         docs = index.lexical.docs
-        changed.update(rid for rid, st in zip(ids, stems, strict=True)
-                       if docs.get(rid) != st.split())
+        changed.update(
+            rid for rid, st in zip(ids, stems, strict=True) if docs.get(rid) != st.split()
+        )
     alive = np.flatnonzero(cols.alive[:n])
     changed.update(int(i) for i in np.setdiff1d(alive, live, assume_unique=True))
     if index.vectors is not None and index.embedder is not None:
@@ -237,8 +258,10 @@ class Lease:
 
     def describe(self, now: float) -> str:
         where = "" if self.host == _HOST else f" on {self.host}"
-        return (f"process {self.pid}{where}, asleep for {max(0, int(now - self.since))} s, "
-                f"last heartbeat {max(0, int(now - self.heartbeat))} s ago")
+        return (
+            f"process {self.pid}{where}, asleep for {max(0, int(now - self.since))} s, "
+            f"last heartbeat {max(0, int(now - self.heartbeat))} s ago"
+        )
 
 
 def _pid_alive(pid: int) -> bool:
@@ -258,8 +281,9 @@ class LeaseHeld(RuntimeError):
 
     def __init__(self, lease: Lease) -> None:
         self.lease = lease
-        super().__init__(f"Eva is already asleep in another process "
-                         f"({lease.describe(time.time())})")
+        super().__init__(
+            f"Eva is already asleep in another process ({lease.describe(time.time())})"
+        )
 
 
 class SleepLease:
@@ -267,8 +291,12 @@ class SleepLease:
     ``memory.attach(SleepLease)`` (it shares the store's connection and lock). Liveness is
     measured on the wall clock (``time.time``), never a test clock: it is about processes."""
 
-    def __init__(self, storage: Any, stale_after: float = STALE_AFTER_SECONDS,
-                 heartbeat: float = HEARTBEAT_SECONDS) -> None:
+    def __init__(
+        self,
+        storage: Any,
+        stale_after: float = STALE_AFTER_SECONDS,
+        heartbeat: float = HEARTBEAT_SECONDS,
+    ) -> None:
         self._storage = storage
         self.stale_after = stale_after
         self.heartbeat_every = heartbeat
@@ -282,8 +310,13 @@ class SleepLease:
             return None
         try:
             d = json.loads(value)
-            return Lease(int(d["pid"]), str(d["host"]), str(d["nonce"]), float(d["since"]),
-                         float(d["heartbeat"]))
+            return Lease(
+                int(d["pid"]),
+                str(d["host"]),
+                str(d["nonce"]),
+                float(d["since"]),
+                float(d["heartbeat"]),
+            )
         except (ValueError, KeyError, TypeError):
             return None  # unreadable: as good as free
 
@@ -312,8 +345,11 @@ class SleepLease:
             if old is not None and not old.mine and old.alive(now, self.stale_after):
                 raise LeaseHeld(old)
             mine = Lease(os.getpid(), _HOST, _NONCE, now, now)
-            conn.execute("INSERT INTO meta (key, value) VALUES (?, ?) ON CONFLICT(key) DO "
-                         "UPDATE SET value = excluded.value", (LEASE_KEY, json.dumps(asdict(mine))))
+            conn.execute(
+                "INSERT INTO meta (key, value) VALUES (?, ?) ON CONFLICT(key) DO "
+                "UPDATE SET value = excluded.value",
+                (LEASE_KEY, json.dumps(asdict(mine))),
+            )
         return old if old is not None and not old.mine else None
 
     def beat(self) -> bool:
@@ -323,8 +359,10 @@ class SleepLease:
             lease = self._read(conn)
             if lease is None or not lease.mine:
                 return False
-            conn.execute("UPDATE meta SET value = ? WHERE key = ?",
-                         (json.dumps({**asdict(lease), "heartbeat": time.time()}), LEASE_KEY))
+            conn.execute(
+                "UPDATE meta SET value = ? WHERE key = ?",
+                (json.dumps({**asdict(lease), "heartbeat": time.time()}), LEASE_KEY),
+            )
             row = conn.execute("SELECT value FROM meta WHERE key = ?", (WAKE_KEY,)).fetchone()
             if row is not None:
                 conn.execute("DELETE FROM meta WHERE key = ?", (WAKE_KEY,))
@@ -338,8 +376,11 @@ class SleepLease:
         lease = self.holder()
         if lease is not None:
             with self._storage.transaction() as conn:
-                conn.execute("INSERT INTO meta (key, value) VALUES (?, ?) ON CONFLICT(key) DO "
-                             "UPDATE SET value = excluded.value", (WAKE_KEY, lease.nonce))
+                conn.execute(
+                    "INSERT INTO meta (key, value) VALUES (?, ?) ON CONFLICT(key) DO "
+                    "UPDATE SET value = excluded.value",
+                    (WAKE_KEY, lease.nonce),
+                )
         return lease
 
     def release(self) -> None:

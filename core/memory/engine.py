@@ -66,8 +66,9 @@ class MemoryEngine:
         self._lock: threading.RLock = storage.lock
         self.clock = clock or SystemClock()
         self.embedder = embedder
-        self._index = RecallIndex(config or MemoryConfig(), embedder, storage.meta_get,
-                                  snapshot_path(storage.path))
+        self._index = RecallIndex(
+            config or MemoryConfig(), embedder, storage.meta_get, snapshot_path(storage.path)
+        )
         with self._lock, storage.reading() as conn:
             stamp = storage.index_stamp()
             self._index.load(conn, stamp)
@@ -170,8 +171,9 @@ class MemoryEngine:
             committed = False
             try:
                 with self._storage.transaction() as conn:
-                    w = Writes(conn, self.clock.now(),
-                               partial(self._write_vector, conn, written=written))
+                    w = Writes(
+                        conn, self.clock.now(), partial(self._write_vector, conn, written=written)
+                    )
                     yield w
                     # read inside the transaction: nothing is read after COMMIT
                     if w.added:
@@ -183,16 +185,23 @@ class MemoryEngine:
             finally:
                 if committed:
                     if added:
-                        self._index.add_imported(added, {r.id: written.vectors[r.id]
-                                                         for r in added
-                                                         if r.id in written.vectors})
+                        self._index.add_imported(
+                            added,
+                            {r.id: written.vectors[r.id] for r in added if r.id in written.vectors},
+                        )
                     if changes is not None:
                         self._index.apply(changes)
                 elif w is not None and w.touched:  # rolled back: the rows are as they were
                     self._index.reindex(self._storage.conn, w.touched)
 
-    def _write_vector(self, conn: sqlite3.Connection, record_id: int, vec: np.ndarray | None,
-                      *, written: IndexChanges) -> None:
+    def _write_vector(
+        self,
+        conn: sqlite3.Connection,
+        record_id: int,
+        vec: np.ndarray | None,
+        *,
+        written: IndexChanges,
+    ) -> None:
         self._index.write_vector(conn, record_id, vec, written)  # indexed when it ends
 
     # ------------------------------------------------------------------ reads
@@ -237,8 +246,9 @@ class MemoryEngine:
         records then have no vector until the next backfill)."""
         return self._index.embed(list(contents))
 
-    def embed_many(self, contents: Sequence[str], *, batch: int | None = None,
-                   progress: Progress | None = None) -> np.ndarray | None:
+    def embed_many(
+        self, contents: Sequence[str], *, batch: int | None = None, progress: Progress | None = None
+    ) -> np.ndarray | None:
         """:meth:`embed` for a bulk path: ``batch`` texts at a time (None: the embedder's own
         batch), each batch one forward pass of every model, ``progress(done, total)`` after
         each (:func:`core.embedding.embed_many`)."""

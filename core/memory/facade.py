@@ -71,8 +71,7 @@ class Memory(MemoryEngine):
     """The owner's and the model's operations (see the module's docstring), on the store, lock,
     index and transactions of :class:`core.memory.engine.MemoryEngine`."""
 
-    def _reinforce(self, hit_ids: Sequence[int], now: float, ctx: TurnContext
-                   ) -> dict[int, Record]:
+    def _reinforce(self, hit_ids: Sequence[int], now: float, ctx: TurnContext) -> dict[int, Record]:
         """Reinforce what a turn was given: the access rows wait to be written with the next
         transaction (core.memory.reinforcement), their columns move now. Returns the records as they
         are with it."""
@@ -125,8 +124,14 @@ class Memory(MemoryEngine):
                     records.reinforce(conn, dup, now)
                     status = "reinforced"
                     if self._index.more_detailed(new_stems, dup) and not target.pinned:
-                        records.reword(conn, dup, content, now, source_turn=ctx.turn_id,
-                                       said_at=now if said_at is None else said_at)
+                        records.reword(
+                            conn,
+                            dup,
+                            content,
+                            now,
+                            source_turn=ctx.turn_id,
+                            said_at=now if said_at is None else said_at,
+                        )
                         self._index.write_vector(conn, dup, vec, changes)
                         status = "updated"
                     if private and not target.private and not target.pinned:
@@ -135,10 +140,20 @@ class Memory(MemoryEngine):
                 else:
                     if pinned:
                         records.check_pin_room(conn, scope, self.config.max_pinned)
-                    rid = records.insert(conn, content, kind, importance, private=private,
-                                         pinned=pinned, scope=scope, created_at=now,
-                                         updated_at=now, source=source, source_turn=ctx.turn_id,
-                                         said_at=said_at)
+                    rid = records.insert(
+                        conn,
+                        content,
+                        kind,
+                        importance,
+                        private=private,
+                        pinned=pinned,
+                        scope=scope,
+                        created_at=now,
+                        updated_at=now,
+                        source=source,
+                        source_turn=ctx.turn_id,
+                        said_at=said_at,
+                    )
                     records.log_change(conn, now, actor, ctx.turn_id, "create", rid, None)
                     memory_reminders.moved_from(conn, rid, content, new_stems, ctx, actor, now)
                     self._index.write_vector(conn, rid, vec, changes)
@@ -154,9 +169,14 @@ class Memory(MemoryEngine):
             return SaveResult(rid, status, record, similar)
 
     # ------------------------------------------------------------------ reminders (§8.11)
-    def coming_up(self, ctx: TurnContext = OWNER_TRUSTED, *, days: int = 3,
-                  scopes: Iterable[str] | None = None, now: float | None = None
-                  ) -> list[reminders.Reminder]:
+    def coming_up(
+        self,
+        ctx: TurnContext = OWNER_TRUSTED,
+        *,
+        days: int = 3,
+        scopes: Iterable[str] | None = None,
+        now: float | None = None,
+    ) -> list[reminders.Reminder]:
         """What is due around now: :func:`core.memory.reminders.coming_up`."""
         with self._lock:
             return memory_reminders.coming_up(self, ctx, days=days, scopes=scopes, now=now)
@@ -166,12 +186,21 @@ class Memory(MemoryEngine):
         :func:`core.memory.reminders.remind`."""
         return memory_reminders.remind(self, record_id, action, until=until)
 
-    def _similar(self, content: str, ctx: TurnContext, exclude: int, now: float,
-                 qvec: np.ndarray | None, scored: Scored | None = None) -> tuple[Similar, ...]:
+    def _similar(
+        self,
+        content: str,
+        ctx: TurnContext,
+        exclude: int,
+        now: float,
+        qvec: np.ndarray | None,
+        scored: Scored | None = None,
+    ) -> tuple[Similar, ...]:
         ids = self._index.similar(content, ctx, exclude, qvec, scored)
         recs = self._fetch_many(ids)
-        return tuple(Similar(r.id, r.kind, ps.human_age(now - r.updated_at), r.content)
-                     for r in (recs[i] for i in ids))
+        return tuple(
+            Similar(r.id, r.kind, ps.human_age(now - r.updated_at), r.content)
+            for r in (recs[i] for i in ids)
+        )
 
     def update(
         self,
@@ -203,8 +232,15 @@ class Memory(MemoryEngine):
                 if actor is not Actor.OWNER and r.private and new_priv is False:
                     raise Refused("the private flag is never removed by the model; the owner can")
                 checks.log(conn, now, actor, ctx, "update", rid)
-                records.update(conn, rid, now, content=new_content, kind=new_kind,
-                               importance=new_imp, private=new_priv)
+                records.update(
+                    conn,
+                    rid,
+                    now,
+                    content=new_content,
+                    kind=new_kind,
+                    importance=new_imp,
+                    private=new_priv,
+                )
                 if new_content is not None:
                     self._index.write_vector(conn, rid, vec, changes)
                 record = records.fetch_written(conn, rid)
@@ -212,8 +248,14 @@ class Memory(MemoryEngine):
             self._index.apply(changes)
             return record
 
-    def forget(self, record_id: object, why: object, ctx: TurnContext = OWNER_TRUSTED, *,
-               actor: Actor = Actor.MODEL) -> ArchivedRecord:
+    def forget(
+        self,
+        record_id: object,
+        why: object,
+        ctx: TurnContext = OWNER_TRUSTED,
+        *,
+        actor: Actor = Actor.MODEL,
+    ) -> ArchivedRecord:
         """memory_forget: move to the archive with who/why/when; restorable for archive_ttl."""
         checks.check_mutate(ctx, actor, "memory_forget")
         rid = valid.record_id(record_id)
@@ -226,8 +268,14 @@ class Memory(MemoryEngine):
             self._index.apply(IndexChanges(removals=[rid]))
             return ArchivedRecord(r, now, actor.value, why, now + self.config.archive_ttl_seconds)
 
-    def recall(self, query: str, ctx: TurnContext, top_k: int | None = None,
-               now: float | None = None, use_vectors: bool = True) -> list[Hit]:
+    def recall(
+        self,
+        query: str,
+        ctx: TurnContext,
+        top_k: int | None = None,
+        now: float | None = None,
+        use_vectors: bool = True,
+    ) -> list[Hit]:
         """Scored selection for a query (§4), core excluded, privacy and public cut applied.
         Pure: reinforces nothing."""
         with self._lock:
@@ -238,8 +286,14 @@ class Memory(MemoryEngine):
                 k = min(k, self.config.public_top_k)
             return self._index.recall(query, ctx, k, now, use_vectors, contents=self.contents)
 
-    def search(self, query: object, ctx: TurnContext = OWNER_TRUSTED, *, reinforce: bool = True,
-               top_k: int | None = None) -> list[Hit]:
+    def search(
+        self,
+        query: object,
+        ctx: TurnContext = OWNER_TRUSTED,
+        *,
+        reinforce: bool = True,
+        top_k: int | None = None,
+    ) -> list[Hit]:
         """memory_search: scored recall (§4) that reinforces what it returns; never core.
         Each hit carries its record (as it is after the reinforcement)."""
         if not isinstance(query, str) or not query.strip():
@@ -254,10 +308,20 @@ class Memory(MemoryEngine):
                 recs = self._fetch_many(h.id for h in hits)
             return [with_record(h, recs[h.id]) for h in hits]
 
-    def list(self, ctx: TurnContext = OWNER_TRUSTED, *, kind: object = None,
-             private: bool | None = None, pinned: bool | None = None, scope: str | None = None,
-             contains: str | None = None, order: str = "updated", limit: int = 100,
-             offset: int = 0, scopes: Sequence[str] | None = None) -> list[Record]:
+    def list(
+        self,
+        ctx: TurnContext = OWNER_TRUSTED,
+        *,
+        kind: object = None,
+        private: bool | None = None,
+        pinned: bool | None = None,
+        scope: str | None = None,
+        contains: str | None = None,
+        order: str = "updated",
+        limit: int = 100,
+        offset: int = 0,
+        scopes: Sequence[str] | None = None,
+    ) -> list[Record]:
         """memory_list — only where private memory may be seen (a dump would carry it).
         ``scopes`` restricts the listing to these scopes (a turn's ``ctx.scopes()``: the model
         lists only what its persona may see, SPEC §8.6); None lists every scope (the owner's
@@ -271,9 +335,18 @@ class Memory(MemoryEngine):
         kind = None if kind is None else valid.kind(kind)
         with self._lock:
             self._accesses.flush()  # the counts and last accesses as the owner left them
-            return records.listing(self._storage.conn, kind=kind, private=private,
-                                   pinned=pinned, scope=scope, scopes=scopes, contains=contains,
-                                   order=order, limit=limit, offset=offset)
+            return records.listing(
+                self._storage.conn,
+                kind=kind,
+                private=private,
+                pinned=pinned,
+                scope=scope,
+                scopes=scopes,
+                contains=contains,
+                order=order,
+                limit=limit,
+                offset=offset,
+            )
 
     # ------------------------------------------------------------------ owner operations
     def get(self, record_id: object, ctx: TurnContext = OWNER_TRUSTED) -> Record:
@@ -341,8 +414,9 @@ class Memory(MemoryEngine):
             self._index.apply(changes)
             return record
 
-    def archived(self, ctx: TurnContext = OWNER_TRUSTED, limit: int = 1000
-                 ) -> builtins.list[ArchivedRecord]:
+    def archived(
+        self, ctx: TurnContext = OWNER_TRUSTED, limit: int = 1000
+    ) -> builtins.list[ArchivedRecord]:
         """Archived records, newest first, with who/why/when and the moment of purge."""
         if not ctx.can_list:
             raise AccessDenied("the archive is the owner's, on a trusted surface")
@@ -360,9 +434,15 @@ class Memory(MemoryEngine):
                 return records.purge(conn, cutoff)
 
     # ------------------------------------------------------------------ the prompt section
-    def prompt_section(self, query: str, ctx: TurnContext, *, reinforce: bool = False,
-                       exclude: Iterable[int] = (), repeat_best: int | None = None
-                       ) -> ps.PromptSection:
+    def prompt_section(
+        self,
+        query: str,
+        ctx: TurnContext,
+        *,
+        reinforce: bool = False,
+        exclude: Iterable[int] = (),
+        repeat_best: int | None = None,
+    ) -> ps.PromptSection:
         """The memory section a turn carries (§5). Passive weaving reinforces nothing.
         ``exclude``: records the conversation already shows (recalled in earlier messages of
         the live window) are not repeated — unless they are among the query's best
@@ -381,19 +461,22 @@ class Memory(MemoryEngine):
             if query and query.strip():
                 hits = self.recall(query, ctx, top_k=self.config.top_k + len(skip), now=now)
                 best = self.config.repeat_best if repeat_best is None else repeat_best
-                hits = [h for i, h in enumerate(hits)
-                        if i < best or h.id not in skip][: self.config.top_k]
+                hits = [h for i, h in enumerate(hits) if i < best or h.id not in skip][
+                    : self.config.top_k
+                ]
             recs = self._fetch_many(h.id for h in hits)
             recalled = [recs[h.id] for h in hits]
-            recalled += self._named_by(recalled[: self.config.name_links_from], ctx,
-                                       skip | {h.id for h in hits})
+            recalled += self._named_by(
+                recalled[: self.config.name_links_from], ctx, skip | {h.id for h in hits}
+            )
             section = ps.build(core, recalled, self.config, now, ctx.gets_withheld_footnote)
             if reinforce and section.recalled_ids:
                 self._reinforce(list(section.recalled_ids), now, ctx)
             return section
 
-    def _named_by(self, recalled: builtins.list[Record], ctx: TurnContext, exclude: set[int]
-                  ) -> builtins.list[Record]:
+    def _named_by(
+        self, recalled: builtins.list[Record], ctx: TurnContext, exclude: set[int]
+    ) -> builtins.list[Record]:
         """Records naming whom the best recalled ones name (§5, "what else I know about Lena"):
         "Where does my sister live now?" finds "My sister Lena lives in Kazan", and the newer
         "Лена переехала в Санкт-Петербург" shares no word with the question, only the name."""
@@ -421,24 +504,32 @@ class Memory(MemoryEngine):
         return bulk.reembed(self, todo, batch, progress)
 
     # ------------------------------------------------------------------ bulk paths and rollback
-    def import_records(self, items: Iterable[dict], *, source: Source = Source.INIT,
-                       batch: int | None = None, progress: Progress | None = None
-                       ) -> builtins.list[int]:
+    def import_records(
+        self,
+        items: Iterable[dict],
+        *,
+        source: Source = Source.INIT,
+        batch: int | None = None,
+        progress: Progress | None = None,
+    ) -> builtins.list[int]:
         """The owner's bulk import, all or nothing: :func:`core.memory.bulk.import_records`."""
         return bulk.import_records(self, items, source=source, batch=batch, progress=progress)
 
-    def save_pinned(self, items: Sequence[dict], scope: object, source: Source
-                    ) -> builtins.list[int]:
+    def save_pinned(
+        self, items: Sequence[dict], scope: object, source: Source
+    ) -> builtins.list[int]:
         """Save from dialogue (§8.5), one transaction: :func:`core.memory.bulk.save_pinned`."""
         return bulk.save_pinned(self, items, scope, source)
 
-    def exported(self, *, include_archive: bool = False, private: bool = False
-                 ) -> tuple[builtins.list[dict], int]:
+    def exported(
+        self, *, include_archive: bool = False, private: bool = False
+    ) -> tuple[builtins.list[dict], int]:
         """The owner's export (SPEC §11): :func:`core.memory.bulk.exported`."""
         return bulk.exported(self, include_archive=include_archive, private=private)
 
-    def import_exported(self, items: Sequence[dict], progress: Progress | None = None
-                        ) -> ImportResult:
+    def import_exported(
+        self, items: Sequence[dict], progress: Progress | None = None
+    ) -> ImportResult:
         """An export's records back (``eva import``, SPEC §11), all or nothing:
         :func:`core.memory.bulk.import_exported`."""
         return bulk.import_exported(self, items, progress)
@@ -450,8 +541,9 @@ class Memory(MemoryEngine):
         with self._lock:
             return records.model_changes(self._storage.conn, turn_id)
 
-    def rollback_turn(self, turn_id: str, also: Callable[[], None] | None = None
-                      ) -> turn_rollback.Rollback:
+    def rollback_turn(
+        self, turn_id: str, also: Callable[[], None] | None = None
+    ) -> turn_rollback.Rollback:
         """Undo the memory writes of one turn (regenerate, SPEC §8.4; a whole night of sleep,
         ``sleep:<run id>``), newest first, in one transaction — only on records unchanged
         since the turn (``kept`` lists the others, left as they are now). Nothing is deleted:
@@ -523,7 +615,8 @@ class Memory(MemoryEngine):
             self._index.apply(IndexChanges(upserts=[record]))
             return record
 
-    def clear_scope(self, scope: object, *, pinned: bool = False,
-                    why: str = "cleared by the owner") -> tuple[str, builtins.list[int]]:
+    def clear_scope(
+        self, scope: object, *, pinned: bool = False, why: str = "cleared by the owner"
+    ) -> tuple[str, builtins.list[int]]:
         """Clear all (§8.8), one transaction: :func:`core.memory.bulk.clear_scope`."""
         return bulk.clear_scope(self, scope, pinned=pinned, why=why)

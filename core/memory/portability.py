@@ -42,11 +42,25 @@ FUTURE_SLACK = 86_400.0
 
 # A record line's fields. Unknown fields are refused: a typo such as "privat": true must not
 # import a private memory as a public one.
-FIELDS = frozenset({
-    "id", "content", "kind", "importance", "private", "pinned", "scope", "source",
-    "created_at", "updated_at", "last_access_at", "access_count", "consolidated_at", "accesses",
-    "archived",
-})
+FIELDS = frozenset(
+    {
+        "id",
+        "content",
+        "kind",
+        "importance",
+        "private",
+        "pinned",
+        "scope",
+        "source",
+        "created_at",
+        "updated_at",
+        "last_access_at",
+        "access_count",
+        "consolidated_at",
+        "accesses",
+        "archived",
+    }
+)
 HEADER_KEY = "eva_export"
 
 
@@ -64,8 +78,11 @@ class Export:
 def _record_line(row: dict) -> dict[str, Any]:
     archived = None
     if row["archived_at"] is not None:
-        archived = {"at": row["archived_at"], "by": row["archived_by"] or Actor.OWNER.value,
-                    "why": row["archived_why"] or ""}
+        archived = {
+            "at": row["archived_at"],
+            "by": row["archived_by"] or Actor.OWNER.value,
+            "why": row["archived_why"] or "",
+        }
     return {
         "id": row["id"],
         "content": row["content"],
@@ -96,8 +113,14 @@ def readable_time(ts: float | None) -> str:
         return f"{clip(ts)} (not a valid time)"
 
 
-def export(memory: Memory, fmt: str = "jsonl", *, include_archive: bool = False,
-           private: bool = False, now: float | None = None) -> Export:
+def export(
+    memory: Memory,
+    fmt: str = "jsonl",
+    *,
+    include_archive: bool = False,
+    private: bool = False,
+    now: float | None = None,
+) -> Export:
     """The owner's memory as JSON Lines (``jsonl``) or Markdown (``md``)."""
     if fmt not in FORMATS:
         raise MemoryOpError(f"format must be one of {', '.join(FORMATS)} (got {fmt!r})")
@@ -109,9 +132,14 @@ def export(memory: Memory, fmt: str = "jsonl", *, include_archive: bool = False,
     now = memory.clock.now() if now is None else now
     n_arch = sum(1 for r in rows if r["archived_at"] is not None)
     if fmt == "jsonl":
-        header = {HEADER_KEY: FORMAT_VERSION, "exported_at": now, "records": len(rows),
-                  "archive_included": include_archive, "private_included": private,
-                  "private_left_out": left_out}
+        header = {
+            HEADER_KEY: FORMAT_VERSION,
+            "exported_at": now,
+            "records": len(rows),
+            "archive_included": include_archive,
+            "private_included": private,
+            "private_left_out": left_out,
+        }
         lines = [json.dumps(header, ensure_ascii=False) + "\n"]
         lines += [json.dumps(_record_line(r), ensure_ascii=False) + "\n" for r in rows]
     else:
@@ -124,24 +152,31 @@ def _markdown(rows: list[dict], left_out: int, include_archive: bool, now: float
     live = [r for r in rows if r["archived_at"] is None]
     arch = [r for r in rows if r["archived_at"] is not None]
     noun = "memory" if len(live) == 1 else "memories"
-    out.append(f"{len(live)} {noun}" + (f", {len(arch)} in the archive" if include_archive
-                                       else "") + ".\n")
+    out.append(
+        f"{len(live)} {noun}" + (f", {len(arch)} in the archive" if include_archive else "") + ".\n"
+    )
     if left_out:
-        out.append(f"{left_out} private memor{'y was' if left_out == 1 else 'ies were'} left "
-                   "out (export with --private to include them).\n")
+        out.append(
+            f"{left_out} private memor{'y was' if left_out == 1 else 'ies were'} left "
+            "out (export with --private to include them).\n"
+        )
     out.append("\n")
 
     def item(r: dict) -> list[str]:
         flags = [r["kind"], f"importance {r['importance']}"]
         flags += [f for f, on in (("pinned", r["pinned"]), ("private", r["private"])) if on]
-        lines = [f"- **#{r['id']}** {' · '.join(flags)} — {r['content']}\n",
-                 f"  created {readable_time(r['created_at'])}, "
-                 f"updated {readable_time(r['updated_at'])}, "
-                 f"last recalled {readable_time(r['last_access_at'])}, reinforced "
-                 f"{len(r['accesses'])}×, source {r['source']}\n"]
+        lines = [
+            f"- **#{r['id']}** {' · '.join(flags)} — {r['content']}\n",
+            f"  created {readable_time(r['created_at'])}, "
+            f"updated {readable_time(r['updated_at'])}, "
+            f"last recalled {readable_time(r['last_access_at'])}, reinforced "
+            f"{len(r['accesses'])}×, source {r['source']}\n",
+        ]
         if r["archived_at"] is not None:
-            lines.append(f"  archived {readable_time(r['archived_at'])} by {r['archived_by']}: "
-                         f"{r['archived_why'] or ''}\n")
+            lines.append(
+                f"  archived {readable_time(r['archived_at'])} by {r['archived_by']}: "
+                f"{r['archived_why'] or ''}\n"
+            )
         return lines
 
     scopes = sorted({r["scope"] for r in live}, key=lambda s: (s != GLOBAL_SCOPE, s))
@@ -187,8 +222,9 @@ def _number(value: object, name: str, now: float, *, optional: bool = False) -> 
                 dt = dt.replace(tzinfo=UTC)
             ts = dt.timestamp()
         except (ValueError, OverflowError):
-            raise MemoryOpError(f"{name} must be a time (seconds or ISO 8601), "
-                                f"got {clip(value)}") from None
+            raise MemoryOpError(
+                f"{name} must be a time (seconds or ISO 8601), got {clip(value)}"
+            ) from None
     elif isinstance(value, bool) or not isinstance(value, int | float):
         raise MemoryOpError(f"{name} must be a time (seconds or ISO 8601), got {clip(value)}")
     else:
@@ -197,8 +233,9 @@ def _number(value: object, name: str, now: float, *, optional: bool = False) -> 
         except OverflowError:  # a 400-digit number
             ts = math.inf
     if not math.isfinite(ts) or not EARLIEST <= ts <= now + FUTURE_SLACK:
-        raise MemoryOpError(f"{name} is out of range ({clip(value)}): a time must lie between "
-                            "1970-01-01 and now")
+        raise MemoryOpError(
+            f"{name} is out of range ({clip(value)}): a time must lie between 1970-01-01 and now"
+        )
     return ts
 
 
@@ -208,9 +245,11 @@ def check_line(obj: object, line: int, max_chars: int, now: float) -> dict[str, 
         raise MemoryOpError("a record line must be a JSON object")
     unknown = sorted(set(obj) - FIELDS)
     if unknown:
-        raise MemoryOpError(f"unknown field {clip(unknown[0])} (fields: content, kind, importance, "
-                            "private, pinned, scope, source, created_at, updated_at, "
-                            "consolidated_at, accesses, archived)")
+        raise MemoryOpError(
+            f"unknown field {clip(unknown[0])} (fields: content, kind, importance, "
+            "private, pinned, scope, source, created_at, updated_at, "
+            "consolidated_at, accesses, archived)"
+        )
     if "content" not in obj:
         raise MemoryOpError("content is missing")
     created = _number(obj.get("created_at", now), "created_at", now)
@@ -222,16 +261,17 @@ def check_line(obj: object, line: int, max_chars: int, now: float) -> dict[str, 
     try:
         source = Source(obj.get("source", Source.OWNER.value))
     except ValueError:
-        raise MemoryOpError(f"source must be one of {', '.join(s.value for s in Source)} "
-                            f"(got {clip(obj.get('source'))})") from None
+        raise MemoryOpError(
+            f"source must be one of {', '.join(s.value for s in Source)} "
+            f"(got {clip(obj.get('source'))})"
+        ) from None
     archived = obj.get("archived")
     if archived is not None:
         if not isinstance(archived, dict) or "at" not in archived:
             raise MemoryOpError('archived must be null or {"at": time, "by": who, "why": text}')
         by = archived.get("by", Actor.OWNER.value)
         if by not in {a.value for a in Actor}:
-            raise MemoryOpError(f"archived.by must be one of model, owner, sleep "
-                                f"(got {clip(by)})")
+            raise MemoryOpError(f"archived.by must be one of model, owner, sleep (got {clip(by)})")
         why = archived.get("why", "")
         if not isinstance(why, str):
             raise MemoryOpError("archived.why must be text")
@@ -247,8 +287,9 @@ def check_line(obj: object, line: int, max_chars: int, now: float) -> dict[str, 
         "source": source,
         "created_at": created,
         "updated_at": updated,
-        "consolidated_at": _number(obj.get("consolidated_at"), "consolidated_at", now,
-                                   optional=True),
+        "consolidated_at": _number(
+            obj.get("consolidated_at"), "consolidated_at", now, optional=True
+        ),
         "accesses": accesses,
         "archived": archived,
     }
@@ -280,8 +321,13 @@ def parse(lines: Iterable[str], max_chars: int, now: float) -> list[dict[str, An
             if not first:
                 problems.append((n, "an export header is allowed only on the first line"))
             elif obj[HEADER_KEY] != FORMAT_VERSION:
-                problems.append((n, f"export format {clip(obj[HEADER_KEY])} is not one this "
-                                    f"Eva reads ({FORMAT_VERSION})"))
+                problems.append(
+                    (
+                        n,
+                        f"export format {clip(obj[HEADER_KEY])} is not one this "
+                        f"Eva reads ({FORMAT_VERSION})",
+                    )
+                )
             continue
         try:
             items.append(check_line(obj, n, max_chars, now))
@@ -330,8 +376,9 @@ def import_items(memory: Memory, items: list[dict[str, Any]]) -> ImportResult:
         return res
     skipped = dict(res.duplicates)
     made = iter(res.created)
-    record_of = {it["line"]: skipped[it["line"]] if it["line"] in skipped else next(made)
-                 for it in keep}
+    record_of = {
+        it["line"]: skipped[it["line"]] if it["line"] in skipped else next(made) for it in keep
+    }
     dups = [*res.duplicates, *((n, record_of[e]) for n, e in repeats.items())]
     return replace(res, duplicates=tuple(sorted(dups)))
 
@@ -381,5 +428,3 @@ def backup(memory: Memory, directory: str | Path, now: float | None = None) -> P
         dest = d / backup_name(now).replace(".db", f"-{k}.db")
         k += 1
     return memory.backup(dest)
-
-

@@ -139,7 +139,7 @@ class Reinforcements:
         return self._end
 
     def _write_rest(self, conn: sqlite3.Connection) -> None:
-        rest = self._pending[self._writing:]
+        rest = self._pending[self._writing :]
         if not rest:
             return
         wanted = sorted({i for a in rest for i in a.ids})
@@ -147,8 +147,7 @@ class Reinforcements:
         # to take: its row would break the foreign key, and with it every later write
         live = records.existing(conn, wanted)
         for a in rest:
-            records.log_accesses(conn, a.at, a.actor, a.turn_id,
-                                 [i for i in a.ids if i in live])
+            records.log_accesses(conn, a.at, a.actor, a.turn_id, [i for i in a.ids if i in live])
         self._writing = len(self._pending)
         self._waiting = {}
 

@@ -22,8 +22,9 @@ if TYPE_CHECKING:
     from core.memory.facade import Memory
 
 
-def coming_up(mem: Memory, ctx: TurnContext, *, days: int, scopes: Iterable[str] | None,
-              now: float | None) -> list[reminders.Reminder]:
+def coming_up(
+    mem: Memory, ctx: TurnContext, *, days: int, scopes: Iterable[str] | None, now: float | None
+) -> list[reminders.Reminder]:
     """What is due around now (:func:`core.reminders.coming_up`) among the live records this
     audience may see (a private one only where private memory is visible)."""
     mem.refresh()
@@ -54,8 +55,9 @@ def remind(mem: Memory, record_id: object, action: str, *, until: float | None) 
             after = until if until is not None else reminders.next_morning(w.now)
             records.set_reminder(w.conn, rid, after=after)
         elif r.due_every is not None:
-            records.set_reminder(w.conn, rid,
-                                 after=reminders.after_occurrence(on, r.due_every, w.now))
+            records.set_reminder(
+                w.conn, rid, after=reminders.after_occurrence(on, r.due_every, w.now)
+            )
         elif action == "dismiss":
             records.set_reminder(w.conn, rid, state=reminders.DISMISSED)
         else:
@@ -68,8 +70,15 @@ def remind(mem: Memory, record_id: object, action: str, *, until: float | None) 
         return records.fetch_written(w.conn, rid)
 
 
-def moved_from(conn: sqlite3.Connection, rid: int, content: str, new_stems: list[str],
-               ctx: TurnContext, actor: Actor, now: float) -> None:
+def moved_from(
+    conn: sqlite3.Connection,
+    rid: int,
+    content: str,
+    new_stems: list[str],
+    ctx: TurnContext,
+    actor: Actor,
+    now: float,
+) -> None:
     """A new record that says a dated thing moved ("встречу перенесли на 2 июня") ends the
     reminder of the record it moves (the old day is no longer due), in the save's transaction:
     a one-off, open reminder of a live record this audience sees, in the same scope, sharing

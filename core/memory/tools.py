@@ -44,12 +44,23 @@ SCHEMAS: dict[str, dict[str, Any]] = {
         "parameters": {
             "type": "object",
             "properties": {
-                "content": {"type": "string", "description": "The memory, self-contained.",
-                            "minLength": 1, "maxLength": 500},
-                "kind": {"type": "string", "enum": ["core", "fact", "event"],
-                         "description": KIND_HELP},
-                "importance": {"type": "integer", "minimum": 1, "maximum": 5,
-                               "description": IMPORTANCE_HELP},
+                "content": {
+                    "type": "string",
+                    "description": "The memory, self-contained.",
+                    "minLength": 1,
+                    "maxLength": 500,
+                },
+                "kind": {
+                    "type": "string",
+                    "enum": ["core", "fact", "event"],
+                    "description": KIND_HELP,
+                },
+                "importance": {
+                    "type": "integer",
+                    "minimum": 1,
+                    "maximum": 5,
+                    "description": IMPORTANCE_HELP,
+                },
                 "private": {"type": "boolean", "description": PRIVATE_HELP},
             },
             "required": ["content", "kind", "importance"],
@@ -63,10 +74,17 @@ SCHEMAS: dict[str, dict[str, Any]] = {
             "properties": {
                 "id": {"type": "integer", "description": "The memory's id."},
                 "content": {"type": "string", "minLength": 1, "maxLength": 500},
-                "kind": {"type": "string", "enum": ["core", "fact", "event"],
-                         "description": KIND_HELP},
-                "importance": {"type": "integer", "minimum": 1, "maximum": 5,
-                               "description": IMPORTANCE_HELP},
+                "kind": {
+                    "type": "string",
+                    "enum": ["core", "fact", "event"],
+                    "description": KIND_HELP,
+                },
+                "importance": {
+                    "type": "integer",
+                    "minimum": 1,
+                    "maximum": 5,
+                    "description": IMPORTANCE_HELP,
+                },
                 "private": {"type": "boolean", "description": PRIVATE_HELP},
             },
             "required": ["id"],
@@ -114,8 +132,9 @@ MUTATING = frozenset({"memory_save", "memory_update", "memory_forget", "memory_c
 CAPPED = frozenset({"memory_update", "memory_forget"})
 
 
-def tools_for(ctx: TurnContext, extra: dict[str, dict[str, Any]] | None = None
-              ) -> list[dict[str, Any]]:
+def tools_for(
+    ctx: TurnContext, extra: dict[str, dict[str, Any]] | None = None
+) -> list[dict[str, Any]]:
     """The tool schemas this turn is offered (SPEC §1). ``extra`` adds tools of later layers
     (e.g. ``memory_consolidate``), filtered by the same rules."""
     schemas = dict(SCHEMAS)
@@ -143,7 +162,10 @@ def _similar_text(similar: tuple[Similar, ...]) -> str:
     if not similar:
         return "No similar memories."
     rows = "\n".join(f"#{s.id} | {s.kind.value} | {s.age} | {quoted(s.content)}" for s in similar)
-    return "Similar memories (check for contradictions; fix with memory_update/memory_forget):\n" + rows
+    return (
+        "Similar memories (check for contradictions; fix with memory_update/memory_forget):\n"
+        + rows
+    )
 
 
 def _save_text(res: SaveResult, ctx: TurnContext) -> str:
@@ -152,10 +174,10 @@ def _save_text(res: SaveResult, ctx: TurnContext) -> str:
     shown = "" if (r.private and not ctx.sees_private) else f": {r.content}"
     head = {
         "created": f"Saved as #{r.id} ({r.kind.value}, importance {r.importance}"
-                   f"{', private' if r.private else ''}){shown}",
+        f"{', private' if r.private else ''}){shown}",
         "reinforced": f"Already remembered as #{r.id}; reinforced it{shown}",
         "updated": f"Already remembered as #{r.id}; replaced it with the more detailed wording"
-                   f"{shown}",
+        f"{shown}",
     }[res.status]
     return head + "\n" + _similar_text(res.similar)
 
@@ -207,31 +229,55 @@ def call(memory: Memory, name: str, raw_args: Any, ctx: TurnContext) -> ToolResu
             cap = memory.config.model_changes_per_turn
             if memory.model_changes(ctx.turn_id) >= cap:
                 return ToolResult(
-                    name, False,
+                    name,
+                    False,
                     f"Error: this turn already changed or forgot {cap} memories, the most one "
                     "turn may; nothing more was changed. Tell the owner what else should "
                     "change: they can do it on the memories screen.",
-                    {"error": "per-turn limit", "capped": cap})
+                    {"error": "per-turn limit", "capped": cap},
+                )
         if name == "memory_save":
-            res = memory.save(args["content"], ctx, kind=args["kind"],
-                              importance=args["importance"], private=args.get("private", False))
-            return ToolResult(name, True, _save_text(res, ctx),
-                              {"id": res.id, "status": res.status, "kind": res.record.kind.value,
-                               "importance": res.record.importance,
-                               "private": res.record.private, **_words(res.record, ctx)},
-                              (res.id,))
+            res = memory.save(
+                args["content"],
+                ctx,
+                kind=args["kind"],
+                importance=args["importance"],
+                private=args.get("private", False),
+            )
+            return ToolResult(
+                name,
+                True,
+                _save_text(res, ctx),
+                {
+                    "id": res.id,
+                    "status": res.status,
+                    "kind": res.record.kind.value,
+                    "importance": res.record.importance,
+                    "private": res.record.private,
+                    **_words(res.record, ctx),
+                },
+                (res.id,),
+            )
         if name == "memory_update":
             fields = {k: args[k] for k in ("content", "kind", "importance", "private") if k in args}
             r = memory.update(args["id"], ctx, **fields)
             shown = "" if (r.private and not ctx.sees_private) else f": {r.content}"
-            return ToolResult(name, True, f"Updated #{r.id} ({r.kind.value}, importance "
-                                          f"{r.importance}){shown}",
-                              {"id": r.id, "status": "updated", **_words(r, ctx)}, (r.id,))
+            return ToolResult(
+                name,
+                True,
+                f"Updated #{r.id} ({r.kind.value}, importance {r.importance}){shown}",
+                {"id": r.id, "status": "updated", **_words(r, ctx)},
+                (r.id,),
+            )
         if name == "memory_forget":
             a = memory.forget(args["id"], args["why"], ctx)
-            return ToolResult(name, True, f"Forgot #{a.record.id} (moved to the archive).",
-                              {"id": a.record.id, "status": "forgotten",
-                               **_words(a.record, ctx)}, (a.record.id,))
+            return ToolResult(
+                name,
+                True,
+                f"Forgot #{a.record.id} (moved to the archive).",
+                {"id": a.record.id, "status": "forgotten", **_words(a.record, ctx)},
+                (a.record.id,),
+            )
         if name == "memory_search":
             hits = memory.search(args["query"], ctx)
             if not hits:
@@ -248,7 +294,6 @@ def call(memory: Memory, name: str, raw_args: Any, ctx: TurnContext) -> ToolResu
             raise MemoryOpError("limit must be a whole number from 1 to 200")
         recs = memory.list(ctx, kind=args.get("kind"), limit=limit, scopes=ctx.scopes())
         rows = "\n".join(line(r, now, mark="#") for r in recs) or "(no memories)"
-        return ToolResult(name, True, COLUMNS + "\n" + rows,
-                          {"ids": [r.id for r in recs]})
+        return ToolResult(name, True, COLUMNS + "\n" + rows, {"ids": [r.id for r in recs]})
     except (MemoryOpError, AccessDenied) as e:
         return ToolResult(name, False, f"Error: {e}", {"error": str(e)})

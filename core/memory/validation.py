@@ -79,13 +79,15 @@ def why(value: object) -> str:
 def item(it: Mapping, max_chars: int, now: Callable[[], float]) -> dict[str, Any]:
     """An import item — ``content`` and optionally kind, importance, private, pinned, scope,
     created_at (default: now) — as the fields of a new record."""
-    return {"content": content(it.get("content"), max_chars),
-            "kind": kind(it.get("kind", "fact")),
-            "importance": importance(it.get("importance", 3)),
-            "private": flag(it.get("private", False), "private"),
-            "pinned": flag(it.get("pinned", False), "pinned"),
-            "scope": scope(it.get("scope", GLOBAL_SCOPE)),
-            "created_at": moment(it.get("created_at", None), now)}
+    return {
+        "content": content(it.get("content"), max_chars),
+        "kind": kind(it.get("kind", "fact")),
+        "importance": importance(it.get("importance", 3)),
+        "private": flag(it.get("private", False), "private"),
+        "pinned": flag(it.get("pinned", False), "pinned"),
+        "scope": scope(it.get("scope", GLOBAL_SCOPE)),
+        "created_at": moment(it.get("created_at", None), now),
+    }
 
 
 def moment(value: object, now: Callable[[], float]) -> float:

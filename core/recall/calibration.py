@@ -64,8 +64,9 @@ def background_cosine(vectors: np.ndarray, pairs: int = PAIRS, seed: int = 0) ->
     return float(np.median(cos))
 
 
-def calibrate(memory, *, apply: bool = True, max_records: int = MAX_RECORDS,
-              pairs: int = PAIRS, seed: int = 0) -> Calibration:
+def calibrate(
+    memory, *, apply: bool = True, max_records: int = MAX_RECORDS, pairs: int = PAIRS, seed: int = 0
+) -> Calibration:
     """Measure ``b`` of ``memory``'s embedder over its own live records and (``apply``) store it
     with :meth:`Memory.set_background`. Raises :class:`MemoryOpError` when there is no embedder,
     too few records, or the embedder fails."""
@@ -88,7 +89,8 @@ def calibrate(memory, *, apply: bool = True, max_records: int = MAX_RECORDS,
     if len(texts) < MIN_RECORDS:
         raise MemoryOpError(
             f"calibration needs at least {MIN_RECORDS} distinct memories; the store has "
-            f"{len(texts)}")
+            f"{len(texts)}"
+        )
     if len(texts) > max_records:
         rng = np.random.default_rng(seed)
         texts = [texts[k] for k in sorted(rng.choice(len(texts), max_records, replace=False))]
@@ -102,10 +104,15 @@ def calibrate(memory, *, apply: bool = True, max_records: int = MAX_RECORDS,
     cos = pair_cosines(primary_rows(embedder, vecs), pairs, seed)
     b = float(np.median(cos))
     if not -1.0 <= b < MAX_BACKGROUND:
-        raise MemoryOpError(f"measured background cosine {b:.3f} is unusable for "
-                            f"{embedder.name}")
+        raise MemoryOpError(f"measured background cosine {b:.3f} is unusable for {embedder.name}")
     if apply:
         memory.set_background(b)
-    return Calibration(model=embedder.name, background=b, records=len(texts), pairs=len(cos),
-                       p10=float(np.quantile(cos, 0.1)), p90=float(np.quantile(cos, 0.9)),
-                       applied=apply)
+    return Calibration(
+        model=embedder.name,
+        background=b,
+        records=len(texts),
+        pairs=len(cos),
+        p10=float(np.quantile(cos, 0.1)),
+        p90=float(np.quantile(cos, 0.9)),
+        applied=apply,
+    )

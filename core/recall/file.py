@@ -39,8 +39,7 @@ _MAGIC = b"EVA-RECALL-INDEX\n"
 
 def fingerprint() -> str:
     src = Path(language.__file__).read_bytes()
-    return (f"{SNAPSHOT_FORMAT}:{lexical.K1}:{lexical.B}:"
-            f"{hashlib.sha256(src).hexdigest()[:16]}")
+    return f"{SNAPSHOT_FORMAT}:{lexical.K1}:{lexical.B}:{hashlib.sha256(src).hexdigest()[:16]}"
 
 
 def snapshot_path(store: str | Path) -> Path | None:
@@ -144,8 +143,11 @@ def read_into(index: Any, conn: sqlite3.Connection, stamp: tuple[str, int]) -> d
     z = ArrayFile(path)
     try:
         header = z.header
-        if (header.get("format") != fingerprint() or header.get("store") != stamp[0]
-                or header.get("generation") != stamp[1]):
+        if (
+            header.get("format") != fingerprint()
+            or header.get("store") != stamp[0]
+            or header.get("generation") != stamp[1]
+        ):
             return None  # stale, another store's, or another code's: rebuild
         rows = records.score_rows(conn)
         ids = np.fromiter((r[0] for r in rows), np.int64, len(rows))
@@ -153,7 +155,8 @@ def read_into(index: Any, conn: sqlite3.Connection, stamp: tuple[str, int]) -> d
         if not np.array_equal(ids, z["lang_ids"]) or len(codes) != len(ids):
             raise ValueError("the live records differ from the persisted index's")
         index.lexical.restore_with_docs(
-            ids, {k: z[k] for k in z.names() if k.startswith(("lex_", "df_", "doc_"))})
+            ids, {k: z[k] for k in z.names() if k.startswith(("lex_", "df_", "doc_"))}
+        )
         index.columns.put_rows(rows, codes.astype(np.int8), index.config)
         index.vectors = None
         emb = index.embedder
@@ -175,20 +178,29 @@ def write_from(index: Any, stamp: tuple[str, int], known: dict | None) -> dict |
     (``known``: the header of what it holds, as far as the index knows). Returns the header
     written, or None."""
     emb = index.embedder
-    header = {"format": fingerprint(), "store": stamp[0], "generation": stamp[1],
-              "embedder": (None if index.vectors is None or emb is None
-                           else [emb.name, emb.dim])}
-    if known is not None and all(known.get(k) == header[k]
-                                 for k in ("format", "store", "generation")) \
-            and (header["embedder"] is None or known.get("embedder") == header["embedder"]):
+    header = {
+        "format": fingerprint(),
+        "store": stamp[0],
+        "generation": stamp[1],
+        "embedder": (None if index.vectors is None or emb is None else [emb.name, emb.dim]),
+    }
+    if (
+        known is not None
+        and all(known.get(k) == header[k] for k in ("format", "store", "generation"))
+        and (header["embedder"] is None or known.get("embedder") == header["embedder"])
+    ):
         return None  # the file already holds this index
     cols, lex = index.columns, index.lexical
     ids = np.flatnonzero(cols.alive[: len(cols.alive)]).astype(np.int64)
     if len(ids) != len(lex) or any(int(i) not in lex for i in ids[:1000]):
         log.warning("recall index columns and lexical index disagree; not persisted")
         return None
-    arrays = {"lang_ids": ids, "lang_codes": cols.language[ids],
-              **lex.state(), **lex.docs_state(ids)}
+    arrays = {
+        "lang_ids": ids,
+        "lang_codes": cols.language[ids],
+        **lex.state(),
+        **lex.docs_state(ids),
+    }
     if header["embedder"] is not None and index.vectors is not None:
         arrays.update(index.vectors.state())
     write_arrays(index.snapshot, header, arrays)

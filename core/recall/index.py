@@ -42,6 +42,7 @@ log = logging.getLogger("eva.memory")
 
 def _guarded(method):
     """An index update that fails leaves the index unknown: it is never persisted then."""
+
     @wraps(method)
     def run(self, *args, **kwargs):
         try:
@@ -49,6 +50,7 @@ def _guarded(method):
         except BaseException:
             self.broken = True
             raise
+
     return run
 
 
@@ -80,15 +82,20 @@ class IndexChanges:
 @dataclass(frozen=True)
 class Scored:
     """A text's stems and their raw BM25 scores (:meth:`LexicalIndex.scores`)."""
+
     stems: list[str]
     ids: np.ndarray
     raw: np.ndarray
 
 
 class RecallIndex(HybridScores):
-    def __init__(self, config: MemoryConfig, embedder: Embedder | None,
-                 stored_background: Callable[[str], str | None],
-                 snapshot: Path | None = None) -> None:
+    def __init__(
+        self,
+        config: MemoryConfig,
+        embedder: Embedder | None,
+        stored_background: Callable[[str], str | None],
+        snapshot: Path | None = None,
+    ) -> None:
         self.config = config
         self.embedder = embedder
         self._stored_background = stored_background  # the store's meta, by key
@@ -115,8 +122,7 @@ class RecallIndex(HybridScores):
                     self.loaded_from = "snapshot"
                     return
             except Exception as e:  # corrupt, truncated, inconsistent: rebuild from the rows
-                log.warning("persisted recall index %s unusable, rebuilding: %s",
-                            self.snapshot, e)
+                log.warning("persisted recall index %s unusable, rebuilding: %s", self.snapshot, e)
             self.lexical = LexicalIndex()
             self.columns = Columns()
             self._snapshot_header = None
@@ -224,8 +230,9 @@ class RecallIndex(HybridScores):
         for r in recs:
             self.columns.put(r, self.config)
         if len(recs) > self.lexical.min_merge:
-            self.lexical.bulk_load(list(self.lexical.docs.items())
-                                   + [(r.id, text.stems(r.content)) for r in recs])
+            self.lexical.bulk_load(
+                list(self.lexical.docs.items()) + [(r.id, text.stems(r.content)) for r in recs]
+            )
         else:
             for r in recs:
                 self.lexical.upsert(r.id, text.stems(r.content))
@@ -234,16 +241,26 @@ class RecallIndex(HybridScores):
                 self.vectors.set(rid, vec, self._is_english(rid))
 
     # ------------------------------------------------------------------ vectors
-    def embed(self, contents: list[str], *, many: bool = False, batch: int | None = None,
-              progress: Progress | None = None) -> np.ndarray | None:
+    def embed(
+        self,
+        contents: list[str],
+        *,
+        many: bool = False,
+        batch: int | None = None,
+        progress: Progress | None = None,
+    ) -> np.ndarray | None:
         """Vectors of these texts, or None without an embedder or when it fails (best effort,
         SPEC §6: recall goes on lexically; the failure shows in ``status``). ``many``: a bulk
         path's texts, embedded in batches (:func:`core.embedding.embed_many`)."""
         if self.embedder is None or not contents:
             return None
         try:
-            m = np.asarray(embed_many(self.embedder, contents, batch, progress) if many
-                           else self.embedder.embed(contents), dtype=np.float32)
+            m = np.asarray(
+                embed_many(self.embedder, contents, batch, progress)
+                if many
+                else self.embedder.embed(contents),
+                dtype=np.float32,
+            )
             if m.shape != (len(contents), self.embedder.dim):
                 raise ValueError(f"embedder returned shape {m.shape}")
             self.embed_error = None
@@ -257,8 +274,13 @@ class RecallIndex(HybridScores):
         m = self.embed([content])
         return None if m is None else m[0]
 
-    def write_vector(self, conn: sqlite3.Connection, record_id: int, vec: np.ndarray | None,
-                     changes: IndexChanges) -> None:
+    def write_vector(
+        self,
+        conn: sqlite3.Connection,
+        record_id: int,
+        vec: np.ndarray | None,
+        changes: IndexChanges,
+    ) -> None:
         """Store a record's vector (made from its content as the row now holds it) in the
         writing transaction; applied to the spaces with ``changes`` after the commit."""
         if vec is None or self.embedder is None:
@@ -302,16 +324,25 @@ class RecallIndex(HybridScores):
         return {rid: frozenset(s) for rid, s in self.lexical.docs.items()}
 
     # ------------------------------------------------------------------ relevance and scores
-    def relevance(self, query: str, qvec: np.ndarray | None = None, use_vectors: bool = True,
-                  scored: Scored | None = None
-                  ) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray | None]:
+    def relevance(
+        self,
+        query: str,
+        qvec: np.ndarray | None = None,
+        use_vectors: bool = True,
+        scored: Scored | None = None,
+    ) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray | None]:
         """(ids, relevance, lexical, semantic|None) of every record related to the query;
         ``scored``: its stems' BM25 scores, when the caller has them already."""
         return self._relevance(query, qvec, use_vectors, scored)[:4]
 
-    def _relevance(self, query: str, qvec: np.ndarray | None = None, use_vectors: bool = True,
-                   scored: Scored | None = None, near: int = 0
-                   ) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray | None, np.ndarray]:
+    def _relevance(
+        self,
+        query: str,
+        qvec: np.ndarray | None = None,
+        use_vectors: bool = True,
+        scored: Scored | None = None,
+        near: int = 0,
+    ) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray | None, np.ndarray]:
         """:meth:`relevance`, and with ``near`` the ids of the ``near`` records whose whole
         vector is closest to the query — among the ids even when their cosine is below the
         background (relevance 0 unless BM25 finds them): a record of several facts can sit
@@ -321,7 +352,7 @@ class RecallIndex(HybridScores):
         lk, lv = self.lexical.relevance(scored.stems, (scored.ids, scored.raw))
         if qvec is None and use_vectors and self.vectors is not None and len(self.vectors) > 0:
             qvec = self.embed_one(query)
-        if not use_vectors or qvec is None or self.vectors is None:
+        if not use_vectors or qvec is None or self.vectors is None or self.embedder is None:
             lv = lv.astype(np.float64)
             return lk, lv, lv, None, none  # lexical only: relevance is BM25 (one array)
         qcode = language_code(query)
@@ -348,18 +379,24 @@ class RecallIndex(HybridScores):
         lex, semantic = lex_by_id[ids], sem_by_id[ids]
         return ids, self._fuse(ids, lex, semantic, qcode, share), lex, semantic, closest
 
-    def _by_parts(self, query: str, qvec: np.ndarray, ids: np.ndarray, rel: np.ndarray,
-                  lex: np.ndarray, sem: np.ndarray, closest: np.ndarray,
-                  contents: Callable[[list[int]], dict[int, str]]
-                  ) -> tuple[np.ndarray, np.ndarray]:
+    def _by_parts(
+        self,
+        query: str,
+        qvec: np.ndarray,
+        ids: np.ndarray,
+        rel: np.ndarray,
+        lex: np.ndarray,
+        sem: np.ndarray,
+        closest: np.ndarray,
+        contents: Callable[[list[int]], dict[int, str]],
+    ) -> tuple[np.ndarray, np.ndarray]:
         """(relevance, semantic) with the best ``part_candidates`` by relevance and the
         ``part_candidates`` closest by whole vector (``closest``) scored again by their best
         clause (:mod:`core.recall.parts`): semantic = max(whole, best clause)."""
         m = self.config.part_candidates
         if m <= 0 or len(ids) == 0 or self.embedder is None:
             return rel, sem
-        pos = (np.arange(len(ids)) if len(ids) <= m
-               else np.argpartition(-rel, m - 1)[:m])
+        pos = np.arange(len(ids)) if len(ids) <= m else np.argpartition(-rel, m - 1)[:m]
         if len(closest):
             pos = np.union1d(pos, np.flatnonzero(np.isin(ids, closest)))
         qcode = language_code(query)
@@ -372,8 +409,9 @@ class RecallIndex(HybridScores):
         cand = ids[pos].tolist()
         need = [rid for rid in cand if rid not in self.parts]
         if need:
-            self.parts.fill(contents(need), self.vectors.primary.dim if self.vectors else 0,
-                            self._embed_primary)
+            self.parts.fill(
+                contents(need), self.vectors.primary.dim if self.vectors else 0, self._embed_primary
+            )
         where, rows = self.parts.rows(cand)
         if len(where) == 0:
             return rel, sem
@@ -394,9 +432,15 @@ class RecallIndex(HybridScores):
         rel[pos] = self._fuse(ids[pos], lex[pos], sem[pos], qcode, share)
         return rel, sem
 
-    def recall(self, query: str, ctx: TurnContext, k: int, now: float,
-               use_vectors: bool = True,
-               contents: Callable[[list[int]], dict[int, str]] | None = None) -> list[Hit]:
+    def recall(
+        self,
+        query: str,
+        ctx: TurnContext,
+        k: int,
+        now: float,
+        use_vectors: bool = True,
+        contents: Callable[[list[int]], dict[int, str]] | None = None,
+    ) -> list[Hit]:
         """The §4 selection for a query among what this turn may see, core excluded.
         ``contents`` reads records' contents by id: with it, the best candidates are scored by
         their clauses too (:mod:`core.recall.parts`)."""
@@ -405,8 +449,11 @@ class RecallIndex(HybridScores):
             qvec = self.embed_one(query)
         by_parts = contents is not None and self.config.part_candidates > 0
         ids, rel, lex, sem, closest = self._relevance(
-            query, qvec=qvec, use_vectors=use_vectors,
-            near=self.config.part_candidates if by_parts else 0)
+            query,
+            qvec=qvec,
+            use_vectors=use_vectors,
+            near=self.config.part_candidates if by_parts else 0,
+        )
         if len(ids) == 0:
             return []
         ok = self.columns.visible_mask(ids, ctx.scopes(), ctx.sees_private, include_core=False)
@@ -437,11 +484,22 @@ class RecallIndex(HybridScores):
         keep = select(ids, s, k, self.config.recall_floor)
         sems = sem[keep].tolist() if sem is not None else [None] * len(keep)
         rels = rel[keep].tolist()
-        return hits_of(ids[keep].tolist(), s[keep].tolist(), rels,
-                       rels if lex is rel else lex[keep].tolist(), sems)
+        return hits_of(
+            ids[keep].tolist(),
+            s[keep].tolist(),
+            rels,
+            rels if lex is rel else lex[keep].tolist(),
+            sems,
+        )
 
-    def similar(self, content: str, ctx: TurnContext, exclude: int,
-                qvec: np.ndarray | None, scored: Scored | None = None) -> list[int]:
+    def similar(
+        self,
+        content: str,
+        ctx: TurnContext,
+        exclude: int,
+        qvec: np.ndarray | None,
+        scored: Scored | None = None,
+    ) -> list[int]:
         """The records this turn may see that are most related to a text just saved
         (``scored``: its BM25 scores as :meth:`scored` read them before the save)."""
         ids, rel, _lex, _sem = self.relevance(content, qvec=qvec, scored=scored)
@@ -460,8 +518,9 @@ class RecallIndex(HybridScores):
         ids, raw = self.lexical.scores(stems)
         return Scored(stems, ids, raw)
 
-    def duplicate(self, new_stems: list[str], ctx: TurnContext, scope: str,
-                  scored: Scored | None = None) -> int | None:
+    def duplicate(
+        self, new_stems: list[str], ctx: TurnContext, scope: str, scored: Scored | None = None
+    ) -> int | None:
         """The record a save would reinforce instead of adding (§3.2): stem-set Jaccard ≥
         ``dedup_jaccard`` and compatible numbers, among what this turn may see."""
         scored = scored or self.scored(new_stems)
@@ -486,8 +545,9 @@ class RecallIndex(HybridScores):
     def more_detailed(self, new_stems: list[str], record_id: int) -> bool:
         return len(set(new_stems)) > len(set(self.lexical.docs[record_id]))
 
-    def named(self, groups: list[frozenset[str]], ctx: TurnContext, exclude: set[int],
-              k: int) -> list[int]:
+    def named(
+        self, groups: list[frozenset[str]], ctx: TurnContext, exclude: set[int], k: int
+    ) -> list[int]:
         """Up to ``k`` records this turn may see (core excluded) that name someone or something
         of ``groups`` (:func:`text.name_stems`), the most recently used or written first."""
         if k <= 0 or not groups:
@@ -500,8 +560,9 @@ class RecallIndex(HybridScores):
         if not found:
             return []
         ids = np.array(sorted(found), dtype=np.int64)
-        ids = ids[self.columns.visible_mask(ids, ctx.scopes(), ctx.sees_private,
-                                            include_core=False)]
+        ids = ids[
+            self.columns.visible_mask(ids, ctx.scopes(), ctx.sees_private, include_core=False)
+        ]
         order = np.lexsort((-ids, -self.columns.recalled_at[ids]))  # ties: the newer id
         return [int(i) for i in ids[order][:k]]
 

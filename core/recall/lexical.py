@@ -184,8 +184,10 @@ class LexicalIndex:
             "lex_keys": self._main_keys,
             "lex_alive": self._main_alive,
             "lex_len": self._main_len,
-            "lex_stats": np.asarray([self._main_avgdl, 1.0 if main is not None else 0.0,
-                                     sc["num_docs"] if sc else 0], np.float64),
+            "lex_stats": np.asarray(
+                [self._main_avgdl, 1.0 if main is not None else 0.0, sc["num_docs"] if sc else 0],
+                np.float64,
+            ),
             "df_terms": _pack(list(self.df)),
             "df_counts": np.fromiter(self.df.values(), np.int64, len(self.df)),
         }
@@ -206,18 +208,26 @@ class LexicalIndex:
         with the document frequencies: one string per distinct stem)."""
         words = _unpack(st["df_terms"])
         terms, offsets = st["doc_terms"], st["doc_offsets"]
-        if not (len(offsets) == len(keys) + 1 and (len(offsets) == 0 or int(offsets[0]) == 0)
-                and int(offsets[-1]) == len(terms) and bool(np.all(np.diff(offsets) >= 0))
-                and (len(terms) == 0 or 0 <= int(terms.min()) <= int(terms.max()) < len(words))):
+        if not (
+            len(offsets) == len(keys) + 1
+            and (len(offsets) == 0 or int(offsets[0]) == 0)
+            and int(offsets[-1]) == len(terms)
+            and bool(np.all(np.diff(offsets) >= 0))
+            and (len(terms) == 0 or 0 <= int(terms.min()) <= int(terms.max()) < len(words))
+        ):
             raise ValueError("persisted documents are inconsistent")
         vocab = np.empty(len(words), dtype=object)
         vocab[:] = words
         docs = PackedDocs(keys.astype(np.int64), terms, offsets, vocab)
         self.restore(docs, st, df_words=words, doc_lens=(keys, np.diff(offsets)))
 
-    def restore(self, docs: MutableMapping[int, list[str]], st: dict[str, np.ndarray],
-                df_words: list[str] | None = None,
-                doc_lens: tuple[np.ndarray, np.ndarray] | None = None) -> None:
+    def restore(
+        self,
+        docs: MutableMapping[int, list[str]],
+        st: dict[str, np.ndarray],
+        df_words: list[str] | None = None,
+        doc_lens: tuple[np.ndarray, np.ndarray] | None = None,
+    ) -> None:
         """Take back a :meth:`state` saved over exactly these documents: the main as it was,
         every document it does not hold alive goes to the delta. Raises ValueError on anything
         inconsistent (the caller then rebuilds)."""
@@ -230,12 +240,15 @@ class LexicalIndex:
         df_terms = df_words if df_words is not None else _unpack(st["df_terms"])
         df_counts = st["df_counts"]
         n_cols = len(indptr) - 1  # bm25s names one more term ("") than it has columns for
-        if not (0 <= n_cols <= len(terms)
-                and len(tf) == len(indices) == int(indptr[-1]) and len(keys) == len(alive)
-                == len(lens) and len(df_terms) == len(df_counts) and int(num_docs) == len(keys)
-                and (len(indices) == 0 or 0 <= int(indices.min()) <= int(indices.max())
-                     < len(keys))
-                and bool(np.all(np.diff(indptr) >= 0))):
+        if not (
+            0 <= n_cols <= len(terms)
+            and len(tf) == len(indices) == int(indptr[-1])
+            and len(keys) == len(alive) == len(lens)
+            and len(df_terms) == len(df_counts)
+            and int(num_docs) == len(keys)
+            and (len(indices) == 0 or 0 <= int(indices.min()) <= int(indices.max()) < len(keys))
+            and bool(np.all(np.diff(indptr) >= 0))
+        ):
             raise ValueError("persisted lexical index is inconsistent")
         live_main = keys[alive]
         if doc_lens is None:
@@ -246,14 +259,18 @@ class LexicalIndex:
         order = np.argsort(doc_keys, kind="stable")
         at = np.searchsorted(doc_keys, live_main, sorter=order)
         at = order[np.minimum(at, len(order) - 1)] if len(order) else at
-        if len(live_main) and (len(order) == 0 or not np.array_equal(doc_keys[at], live_main)
-                               or not np.array_equal(doc_len[at], lens[alive])):
+        if len(live_main) and (
+            len(order) == 0
+            or not np.array_equal(doc_keys[at], live_main)
+            or not np.array_equal(doc_len[at], lens[alive])
+        ):
             raise ValueError("persisted lexical index does not match the documents")
         live_main = live_main.tolist()
         self.docs = docs
         self.df = Counter(dict(zip(df_terms, df_counts.tolist(), strict=True)))
-        self.total_len = int(doc_lens[1].sum()) if doc_lens is not None else \
-            sum(len(s) for s in docs.values())
+        self.total_len = (
+            int(doc_lens[1].sum()) if doc_lens is not None else sum(len(s) for s in docs.values())
+        )
         self._main_keys, self._main_alive, self._main_len = keys, alive, lens
         self._main_len_b = B * lens
         self._main_dead = len(alive) - int(np.count_nonzero(alive))
@@ -313,13 +330,14 @@ class LexicalIndex:
                     pos, tf = indices[lo:hi], self._main_tf[lo:hi].astype(np.float64)
                 else:
                     pos = np.concatenate([indices[lo:hi] for lo, hi in spans])
-                    tf = np.concatenate([self._main_tf[lo:hi] for lo, hi in spans]
-                                        ).astype(np.float64)
+                    tf = np.concatenate([self._main_tf[lo:hi] for lo, hi in spans]).astype(
+                        np.float64
+                    )
                 den = K1 * (1 - B + self._main_len_b[pos] / self.avgdl) + tf
                 # idf × tf, term by term in place (the numerator of idf·tf / (norm + tf))
                 at = 0
                 for (lo, hi), w in zip(spans, idfs, strict=True):
-                    tf[at: at + hi - lo] *= w
+                    tf[at : at + hi - lo] *= w
                     at += hi - lo
                 val = np.divide(tf, den, out=tf)
                 # a document's score sums its terms' (bincount adds in input order); its
@@ -336,8 +354,11 @@ class LexicalIndex:
                     inv[order] = group
                     uniq = ordered[first]
                     acc = np.bincount(inv, weights=val, minlength=len(uniq))
-                    hit = np.flatnonzero(self._main_alive[uniq]) if self._main_dead \
+                    hit = (
+                        np.flatnonzero(self._main_alive[uniq])
+                        if self._main_dead
                         else np.arange(len(uniq))
+                    )
                     out_keys.append(self._main_keys[uniq[hit]])
                 else:
                     acc = np.bincount(pos, weights=val, minlength=n_main)
@@ -364,15 +385,14 @@ class LexicalIndex:
                     delta[key] = delta.get(key, 0.0) + idf * n / (norm + n)
             if delta:
                 out_keys.append(np.fromiter(delta.keys(), dtype=np.int64, count=len(delta)))
-                out_scores.append(np.fromiter(delta.values(), dtype=np.float32,
-                                              count=len(delta)))
+                out_scores.append(np.fromiter(delta.values(), dtype=np.float32, count=len(delta)))
         if not out_keys:
             return np.zeros(0, dtype=np.int64), np.zeros(0, dtype=np.float32)
         return np.concatenate(out_keys), np.concatenate(out_scores)
 
-    def relevance(self, query_stems: list[str],
-                  scored: tuple[np.ndarray, np.ndarray] | None = None
-                  ) -> tuple[np.ndarray, np.ndarray]:
+    def relevance(
+        self, query_stems: list[str], scored: tuple[np.ndarray, np.ndarray] | None = None
+    ) -> tuple[np.ndarray, np.ndarray]:
         """BM25 normalised by the query's ceiling, in 0..1: (keys, relevance); ``scored``: the
         query's :meth:`scores`, when the caller has them already."""
         keys, raw = self.scores(query_stems) if scored is None else scored
@@ -390,8 +410,9 @@ class PackedDocs(MutableMapping):
     a plain dict beside them. A list asked for is made anew and not kept: reading every
     document (bench.scale's bare BM25 floor, a store-wide comparison) leaves none behind."""
 
-    def __init__(self, keys: np.ndarray, terms: np.ndarray, offsets: np.ndarray,
-                 words: np.ndarray) -> None:
+    def __init__(
+        self, keys: np.ndarray, terms: np.ndarray, offsets: np.ndarray, words: np.ndarray
+    ) -> None:
         self._keys, self._terms, self._offsets, self._words = keys, terms, offsets, words
         self._at = _positions(keys)  # by key: its run, -1 once set again or removed
         self._packed = len(keys)
@@ -407,7 +428,7 @@ class PackedDocs(MutableMapping):
         p = self._run(key)
         if p < 0:
             raise KeyError(key)
-        return self._words[self._terms[self._offsets[p]: self._offsets[p + 1]]].tolist()
+        return self._words[self._terms[self._offsets[p] : self._offsets[p + 1]]].tolist()
 
     def __contains__(self, key: object) -> bool:
         return key in self._set or (isinstance(key, int | np.integer) and self._run(key) >= 0)
@@ -448,8 +469,11 @@ def _positions(keys: np.ndarray) -> np.ndarray:
 
 def _pack(words: list[str]) -> np.ndarray:
     """Words (stems: no whitespace) as one array of UTF-8 bytes, newline-separated."""
-    return np.frombuffer("\n".join(words).encode("utf-8"), dtype=np.uint8).copy() if words \
+    return (
+        np.frombuffer("\n".join(words).encode("utf-8"), dtype=np.uint8).copy()
+        if words
         else np.zeros(0, np.uint8)
+    )
 
 
 def _unpack(packed: np.ndarray) -> list[str]:

@@ -74,8 +74,9 @@ class PartVectors:
     def clear(self) -> None:
         self.parts_of.clear()
 
-    def fill(self, contents: dict[int, str], dim: int,
-             embed: Callable[[list[str]], np.ndarray | None]) -> None:
+    def fill(
+        self, contents: dict[int, str], dim: int, embed: Callable[[list[str]], np.ndarray | None]
+    ) -> None:
         """Make the parts of these records (one embedder call for all of them). A failed call
         leaves them unknown, to be tried again by a later query."""
         if len(self.parts_of) + len(contents) > MAX_CACHED:

@@ -29,8 +29,7 @@ from core.config import MemoryConfig
 from core.store.records import Kind, Record
 
 
-def freshness(age_seconds: np.ndarray | float, half_life_seconds: np.ndarray | float,
-              floor: float):
+def freshness(age_seconds: np.ndarray | float, half_life_seconds: np.ndarray | float, floor: float):
     """From 1 (just used) down towards ``floor`` (old and never used)."""
     return floor + (1.0 - floor) * np.power(0.5, np.maximum(age_seconds, 0.0) / half_life_seconds)
 
@@ -39,8 +38,9 @@ def frequency_bonus(reinforcements: np.ndarray | int):
     return np.minimum(1.5, 1.0 + 0.1 * np.log1p(reinforcements))
 
 
-def score(relevance, age_seconds, half_life_seconds, importance, reinforcements,
-          freshness_floor: float):
+def score(
+    relevance, age_seconds, half_life_seconds, importance, reinforcements, freshness_floor: float
+):
     """The §4 formula; works on scalars and numpy arrays alike."""
     return (
         relevance
@@ -55,8 +55,12 @@ def half_life_of(kind: Kind, config: MemoryConfig) -> float:
     return hl * config.event_half_life_factor if kind is Kind.EVENT else hl
 
 
-def fuse(lexical: np.ndarray, semantic: np.ndarray, lexical_weight: float | np.ndarray,
-         cross_language: np.ndarray) -> np.ndarray:
+def fuse(
+    lexical: np.ndarray,
+    semantic: np.ndarray,
+    lexical_weight: float | np.ndarray,
+    cross_language: np.ndarray,
+) -> np.ndarray:
     """Hybrid relevance (§4): ``w`` × BM25 + (1 − w) × calibrated cosine. A record in another
     language than the query cannot share its words, so BM25's silence says nothing there: such a
     pair keeps at least its whole semantic score (otherwise "Which city do I live in?" never
@@ -78,8 +82,13 @@ class Hit:
     record: Record | None = None
 
 
-def hits_of(ids: list[int], scores: list[float], relevance: list[float], lexical: list[float],
-            semantic: list[float | None]) -> list[Hit]:
+def hits_of(
+    ids: list[int],
+    scores: list[float],
+    relevance: list[float],
+    lexical: list[float],
+    semantic: list[float | None],
+) -> list[Hit]:
     """Hits of these (recall's selection): built as ``Hit(...)`` would, without the frozen
     dataclass's ``__init__`` (it sets each field through ``object.__setattr__``; a search makes
     eight twice)."""
@@ -142,12 +151,29 @@ class Columns:
         if need <= self._cap:
             return
         cap = max(need, 2 * self._cap, 1024)
-        for name in ("alive", "core", "private", "pinned", "importance", "half_life",
-                     "recalled_at", "said_at", "reinforcements", "importance_share", "bonus",
-                     "weight", "scope", "language", "hidden"):
+        for name in (
+            "alive",
+            "core",
+            "private",
+            "pinned",
+            "importance",
+            "half_life",
+            "recalled_at",
+            "said_at",
+            "reinforcements",
+            "importance_share",
+            "bonus",
+            "weight",
+            "scope",
+            "language",
+            "hidden",
+        ):
             old = getattr(self, name)
-            new = np.full(cap, GONE, dtype=old.dtype) if name == "hidden" \
+            new = (
+                np.full(cap, GONE, dtype=old.dtype)
+                if name == "hidden"
                 else np.zeros(cap, dtype=old.dtype)
+            )
             new[: len(old)] = old
             setattr(self, name, new)
         self._cap = cap
@@ -178,7 +204,8 @@ class Columns:
         if not rows:
             return
         row_ids, core, event, imp, priv, pin, scopes, created, recalled, count = zip(
-            *rows, strict=True)
+            *rows, strict=True
+        )
         ids = np.asarray(row_ids, dtype=np.int64)
         self._grow(int(ids.max()) + 1)
         self.alive[ids] = True
@@ -186,9 +213,11 @@ class Columns:
         self.private[ids] = np.asarray(priv, dtype=bool)
         self.pinned[ids] = np.asarray(pin, dtype=bool)
         self.importance[ids] = np.asarray(imp, dtype=np.float64)
-        self.half_life[ids] = np.where(np.asarray(event, dtype=bool),
-                                       half_life_of(Kind.EVENT, config),
-                                       half_life_of(Kind.FACT, config))
+        self.half_life[ids] = np.where(
+            np.asarray(event, dtype=bool),
+            half_life_of(Kind.EVENT, config),
+            half_life_of(Kind.FACT, config),
+        )
         self.recalled_at[ids] = np.asarray(recalled, dtype=np.float64)
         self.said_at[ids] = np.asarray(created, dtype=np.float64)
         self.reinforcements[ids] = np.asarray(count, dtype=np.float64)
@@ -223,21 +252,26 @@ class Columns:
         self.bonus[ids] = frequency_bonus(self.reinforcements[ids])
         self.weight[ids] = self.importance_share[ids] * self.bonus[ids]
 
-    def score(self, ids: np.ndarray, relevance: np.ndarray, now: float, freshness_floor: float
-              ) -> np.ndarray:
+    def score(
+        self, ids: np.ndarray, relevance: np.ndarray, now: float, freshness_floor: float
+    ) -> np.ndarray:
         """:func:`score` of these records (the same operations in the same order, so the same
         numbers), their importance share and frequency bonus read from their columns."""
-        return (relevance
-                * freshness(now - self.recalled_at[ids], self.half_life[ids], freshness_floor)
-                * self.importance_share[ids] * self.bonus[ids])
+        return (
+            relevance
+            * freshness(now - self.recalled_at[ids], self.half_life[ids], freshness_floor)
+            * self.importance_share[ids]
+            * self.bonus[ids]
+        )
 
     def drop(self, record_id: int) -> None:
         if record_id < self._cap:
             self.alive[record_id] = False
             self.hidden[record_id] |= GONE
 
-    def visible_mask(self, ids: np.ndarray, scopes: tuple[str, ...], sees_private: bool,
-                     include_core: bool) -> np.ndarray:
+    def visible_mask(
+        self, ids: np.ndarray, scopes: tuple[str, ...], sees_private: bool, include_core: bool
+    ) -> np.ndarray:
         bits = GONE | (0 if sees_private else PRIVATE) | (0 if include_core else CORE)
         ok = (self.hidden[ids] & bits) == 0
         codes = self._scope_codes

@@ -59,8 +59,7 @@ class HybridScores:
                 return b
             # a damaged stored value never makes recall fail: the declared or default b is
             # used instead, and `eva calibrate` stores a good one again (issue 15)
-            log.warning("stored background cosine %r is not a number in [-1, 1); ignored",
-                        stored)
+            log.warning("stored background cosine %r is not a number in [-1, 1); ignored", stored)
         declared = getattr(self.embedder, "background", None)  # the model's own measured b
         return float(declared) if declared is not None else self.config.background_cosine
 
@@ -84,23 +83,26 @@ class HybridScores:
         codes = codes[codes != 0]
         return float(np.count_nonzero(codes == query_code)) / len(codes) if len(codes) else 1.0
 
-    def lexical_weight(self, query_code: int = 0, english: bool = False,
-                       share: float | None = None) -> float:
+    def lexical_weight(
+        self, query_code: int = 0, english: bool = False, share: float | None = None
+    ) -> float:
         """BM25's share of hybrid relevance: the owner's setting, else the embedder's declared
         weight (measured beside its ``b``; ``english``: the one of its English half, for an
         English question and an English record), else half — scaled down by the share of the
         store written in the query's language (``share``, else measured), since BM25 can only
         ever find that share."""
-        declared = getattr(self.embedder, "english_lexical_weight" if english
-                           else "lexical_weight", None)
+        declared = getattr(
+            self.embedder, "english_lexical_weight" if english else "lexical_weight", None
+        )
         if self.config.lexical_weight is not None:
             w = self.config.lexical_weight
         else:
             w = float(declared) if declared is not None else 0.5
         return w * (self._share(query_code) if share is None else share) ** SHARE_POWER
 
-    def _semantic(self, keys: np.ndarray, cos: np.ndarray, cos_en: np.ndarray | None,
-                  qcode: int, share: float) -> np.ndarray:
+    def _semantic(
+        self, keys: np.ndarray, cos: np.ndarray, cos_en: np.ndarray | None, qcode: int, share: float
+    ) -> np.ndarray:
         """Calibrated cosines of these records (``keys``) to a query in language ``qcode``
         (``share``: the share of the store written in it)."""
         b: float | np.ndarray = self.background()  # one per record across languages
@@ -116,28 +118,29 @@ class HybridScores:
         # bury a Russian answer under English near-misses. ``cos_en`` is NaN for the records
         # with no row in the English space: those not in English.
         if cos_en is not None and qcode == ENGLISH and share > 0:
-            s = share ** ENGLISH_SHARE_POWER
+            s = share**ENGLISH_SHARE_POWER
             both = ~np.isnan(cos_en)
             if both.any():
-                mixed = (s * calibrated(cos_en[both], self._english_background())
-                         + (1.0 - s) * sem[both])
+                mixed = (
+                    s * calibrated(cos_en[both], self._english_background()) + (1.0 - s) * sem[both]
+                )
                 sem = np.array(sem, dtype=np.result_type(sem, mixed))
                 sem[both] = mixed
         return sem
 
-    def _fuse(self, ids: np.ndarray, lex: np.ndarray, semantic: np.ndarray, qcode: int,
-              share: float) -> np.ndarray:
+    def _fuse(
+        self, ids: np.ndarray, lex: np.ndarray, semantic: np.ndarray, qcode: int, share: float
+    ) -> np.ndarray:
         """Hybrid relevance of these records (:func:`core.recall.score.fuse`) to a query in ``qcode``."""
         codes = self.columns.language[ids]
         weight: float | np.ndarray = self.lexical_weight(qcode, share=share)
-        if (english_part(self.embedder) is not None and qcode == ENGLISH and share > 0):
-            s = share ** ENGLISH_SHARE_POWER
+        if english_part(self.embedder) is not None and qcode == ENGLISH and share > 0:
+            s = share**ENGLISH_SHARE_POWER
             w_en = s * self.lexical_weight(qcode, english=True, share=share) + (1.0 - s) * weight
             weight = np.where(codes == ENGLISH, w_en, weight)
         return fuse(lex, semantic, weight, cross_language(qcode, codes))
 
-    def _named_time(self, query: str, now: float, ids: np.ndarray, rel: np.ndarray
-                    ) -> np.ndarray:
+    def _named_time(self, query: str, now: float, ids: np.ndarray, rel: np.ndarray) -> np.ndarray:
         """Relevance to a question that names a time (core.timeframe): a record said within it
         counts ``timeframe_boost`` more. ``rel`` itself is never written (it may be the lexical
         index's own array)."""

@@ -23,18 +23,25 @@ from collections.abc import Callable
 
 import numpy as np
 
-from core.embedding import VectorSpace, cosines_of, english_part, normalise_rows, to_blob
+from core.embedding import (
+    Embedder,
+    VectorSpace,
+    cosines_of,
+    english_part,
+    normalise_rows,
+    to_blob,
+)
 
 
-def stored_dims(embedder: object) -> tuple[int, ...]:
+def stored_dims(embedder: Embedder) -> tuple[int, ...]:
     """The lengths a stored row of this embedder may have: its whole row, and for one of two
     models also the primary half alone."""
-    dim = int(embedder.dim)  # type: ignore[attr-defined]
+    dim = int(embedder.dim)
     split = english_part(embedder)
     return (dim,) if split is None else (dim, split)
 
 
-def primary_query(embedder: object, query: np.ndarray) -> np.ndarray:
+def primary_query(embedder: Embedder, query: np.ndarray) -> np.ndarray:
     """The part of a query row the primary space is compared with (unit length)."""
     split = english_part(embedder)
     q = np.asarray(query, dtype=np.float32).ravel()
@@ -45,8 +52,8 @@ class Vectors:
     """The live records' vectors of one embedder: the primary space (every record) and, for an
     embedder of two models, the English space (English records only)."""
 
-    def __init__(self, embedder: object) -> None:
-        dim = int(embedder.dim)  # type: ignore[attr-defined]
+    def __init__(self, embedder: Embedder) -> None:
+        dim = int(embedder.dim)
         self.split = english_part(embedder)
         self.primary = VectorSpace(self.split or dim)
         self.english = VectorSpace(dim - self.split) if self.split else None
@@ -78,7 +85,7 @@ class Vectors:
             self.primary.set(key, row)
             return
         self.primary.set(key, row[: self.split])
-        tail = row[self.split:]
+        tail = row[self.split :]
         if english and len(tail) == self.english.dim and bool(np.any(tail)):
             self.english.set(key, tail)
         else:
@@ -89,8 +96,9 @@ class Vectors:
         if self.english is not None:
             self.english.remove(key)
 
-    def cosines(self, embedder: object, query: np.ndarray, english: bool
-                ) -> tuple[np.ndarray, np.ndarray, np.ndarray | None]:
+    def cosines(
+        self, embedder: Embedder, query: np.ndarray, english: bool
+    ) -> tuple[np.ndarray, np.ndarray, np.ndarray | None]:
         """(keys, primary cosine, English cosine | None) of every live vector against a query
         row. The English cosine (only with ``english``: an English question) is aligned with
         the keys, NaN for a record with no English row. Run through the embedder's
@@ -99,7 +107,7 @@ class Vectors:
         if self.english is None or self.split is None or not english or not len(self.english):
             keys, cos = cosines_of(embedder, self.primary, qp)
             return keys, cos, None
-        qe = np.asarray(query, dtype=np.float32).ravel()[self.split:]
+        qe = np.asarray(query, dtype=np.float32).ravel()[self.split :]
         space = self.english
 
         def both():
@@ -118,11 +126,11 @@ class Vectors:
         the English one's under ``en_``."""
         out = dict(self.primary.state())
         if self.english is not None:
-            out.update({"en_" + k[len("vec_"):]: v for k, v in self.english.state().items()})
+            out.update({"en_" + k[len("vec_") :]: v for k, v in self.english.state().items()})
         return out
 
     @classmethod
-    def restore(cls, embedder: object, get) -> Vectors:
+    def restore(cls, embedder: Embedder, get) -> Vectors:
         """The spaces from a :meth:`state`, read through ``get(name, spare_rows)`` (the
         persisted file's reader)."""
         out = cls(embedder)
@@ -132,16 +140,25 @@ class Vectors:
         for prefix, attr in spaces:
             space = getattr(out, attr)
             keys = get(prefix + "keys", 0)
-            setattr(out, attr, VectorSpace.restore(space.dim, {
-                "vec_keys": keys, "vec_alive": get(prefix + "alive", 0),
-                "vec_mat": get(prefix + "mat", VectorSpace.room(len(keys)))}))
+            setattr(
+                out,
+                attr,
+                VectorSpace.restore(
+                    space.dim,
+                    {
+                        "vec_keys": keys,
+                        "vec_alive": get(prefix + "alive", 0),
+                        "vec_mat": get(prefix + "mat", VectorSpace.room(len(keys))),
+                    },
+                ),
+            )
         if out.english is not None and not np.isin(out.english.keys(), out.primary.keys()).all():
             raise ValueError("persisted English vectors of records with no vector")
         return out
 
 
 # ---------------------------------------------------------------------- the vectors table
-def row_of(blob: bytes, dim: int, embedder: object) -> np.ndarray:
+def row_of(blob: bytes, dim: int, embedder: Embedder) -> np.ndarray:
     """A stored row, checked against its ``dim`` and the lengths this embedder stores."""
     v = np.frombuffer(blob, dtype=np.float32)
     if v.shape[0] != dim or dim not in stored_dims(embedder):
@@ -149,8 +166,9 @@ def row_of(blob: bytes, dim: int, embedder: object) -> np.ndarray:
     return v
 
 
-def read_all(conn: sqlite3.Connection, embedder: object,
-             is_english: Callable[[int], bool]) -> Vectors:
+def read_all(
+    conn: sqlite3.Connection, embedder: Embedder, is_english: Callable[[int], bool]
+) -> Vectors:
     """The live records' stored vectors of this embedder; ``is_english(id)``: whether that
     record is written in English (the index's language column). Read row by row: the rows of
     100k records never sit in memory at once."""
@@ -160,25 +178,28 @@ def read_all(conn: sqlite3.Connection, embedder: object,
     cur.row_factory = None
     out = Vectors(embedder)
     for rid, dim, blob in cur.execute(
-            "SELECT v.memory_id, v.dim, v.vec FROM vectors v JOIN memories m ON "
-            f"m.id = v.memory_id WHERE m.archived_at IS NULL AND v.model = ? "
-            f"AND v.dim IN ({marks})", (embedder.name, *dims)):  # type: ignore[attr-defined]
+        "SELECT v.memory_id, v.dim, v.vec FROM vectors v JOIN memories m ON "
+        f"m.id = v.memory_id WHERE m.archived_at IS NULL AND v.model = ? "
+        f"AND v.dim IN ({marks})",
+        (embedder.name, *dims),
+    ):
         out.set(rid, row_of(blob, dim, embedder), is_english(rid))
     return out
 
 
-def stored(conn: sqlite3.Connection, embedder: object, record_id: int) -> np.ndarray | None:
+def stored(conn: sqlite3.Connection, embedder: Embedder, record_id: int) -> np.ndarray | None:
     """The record's stored row if it is this embedder's."""
-    r = conn.execute("SELECT model, dim, vec FROM vectors WHERE memory_id = ?",
-                     (record_id,)).fetchone()
-    if (r is None or r[0] != embedder.name  # type: ignore[attr-defined]
-            or r[1] not in stored_dims(embedder)):
+    r = conn.execute(
+        "SELECT model, dim, vec FROM vectors WHERE memory_id = ?", (record_id,)
+    ).fetchone()
+    if r is None or r[0] != embedder.name or r[1] not in stored_dims(embedder):
         return None
     return row_of(r[2], r[1], embedder)
 
 
-def write(conn: sqlite3.Connection, embedder: object, record_id: int, vec: np.ndarray,
-          english: bool) -> None:
+def write(
+    conn: sqlite3.Connection, embedder: Embedder, record_id: int, vec: np.ndarray, english: bool
+) -> None:
     """Store a record's row: the whole row for a record in English, else its primary half."""
     split = english_part(embedder)
     row = np.asarray(vec, dtype=np.float32).ravel()
@@ -188,31 +209,43 @@ def write(conn: sqlite3.Connection, embedder: object, record_id: int, vec: np.nd
         "INSERT INTO vectors (memory_id, model, dim, vec) VALUES (?,?,?,?) "
         "ON CONFLICT(memory_id) DO UPDATE SET model = excluded.model, dim = excluded.dim, "
         "vec = excluded.vec",
-        (record_id, embedder.name, len(row), to_blob(row)))  # type: ignore[attr-defined]
+        (record_id, embedder.name, len(row), to_blob(row)),
+    )
 
 
 def drop(conn: sqlite3.Connection, record_id: int) -> None:
     conn.execute("DELETE FROM vectors WHERE memory_id = ?", (record_id,))
 
 
-def missing(conn: sqlite3.Connection, embedder: object) -> list[int]:
+def missing(conn: sqlite3.Connection, embedder: Embedder) -> list[int]:
     """Live records with no vector of this embedder, oldest first."""
     dims = stored_dims(embedder)
     marks = ",".join("?" * len(dims))
-    return [r[0] for r in conn.execute(
-        "SELECT m.id FROM memories m LEFT JOIN vectors v ON v.memory_id = m.id "
-        "WHERE m.archived_at IS NULL AND (v.model IS NULL OR v.model != ? "
-        f"OR v.dim NOT IN ({marks})) ORDER BY m.id",
-        (embedder.name, *dims))]  # type: ignore[attr-defined]
+    return [
+        r[0]
+        for r in conn.execute(
+            "SELECT m.id FROM memories m LEFT JOIN vectors v ON v.memory_id = m.id "
+            "WHERE m.archived_at IS NULL AND (v.model IS NULL OR v.model != ? "
+            f"OR v.dim NOT IN ({marks})) ORDER BY m.id",
+            (embedder.name, *dims),
+        )
+    ]
 
 
-def stored_ids(conn: sqlite3.Connection, embedder: object) -> np.ndarray:
+def stored_ids(conn: sqlite3.Connection, embedder: Embedder) -> np.ndarray:
     """The live records that have a stored vector of this embedder."""
     dims = stored_dims(embedder)
     marks = ",".join("?" * len(dims))
     cur = conn.cursor()
     cur.row_factory = None
-    return np.fromiter((r[0] for r in cur.execute(
-        "SELECT v.memory_id FROM vectors v JOIN memories m ON m.id = v.memory_id "
-        f"WHERE m.archived_at IS NULL AND v.model = ? AND v.dim IN ({marks})",
-        (embedder.name, *dims))), np.int64)  # type: ignore[attr-defined]
+    return np.fromiter(
+        (
+            r[0]
+            for r in cur.execute(
+                "SELECT v.memory_id FROM vectors v JOIN memories m ON m.id = v.memory_id "
+                f"WHERE m.archived_at IS NULL AND v.model = ? AND v.dim IN ({marks})",
+                (embedder.name, *dims),
+            )
+        ),
+        np.int64,
+    )

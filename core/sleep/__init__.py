@@ -38,7 +38,16 @@ from core.sleep.sleeper import (
 from core.sleep.stage import StageContext
 
 __all__ = [
-    "CONSOLIDATE_TOOL", "STAGES", "AlreadySleeping", "OpLog", "PhaseLog", "SleepProgress",
-    "SleepRun", "Sleeper", "StageContext", "consolidate_tool", "register_stage",
+    "CONSOLIDATE_TOOL",
+    "STAGES",
+    "AlreadySleeping",
+    "OpLog",
+    "PhaseLog",
+    "SleepProgress",
+    "SleepRun",
+    "Sleeper",
+    "StageContext",
+    "consolidate_tool",
+    "register_stage",
     "resolve_planner",
 ]

@@ -55,8 +55,13 @@ PHASE_OPS: dict[str, tuple[str, ...]] = {
 }
 
 # refusals that may not hold tomorrow: the unit they belong to is not marked as reviewed
-TRANSIENT = ("max_ops", "max_forget", "younger than keep_recent", "changed after the plan",
-             "no longer exists")
+TRANSIENT = (
+    "max_ops",
+    "max_forget",
+    "younger than keep_recent",
+    "changed after the plan",
+    "no longer exists",
+)
 
 
 def is_young(r: Record, now: float, keep_recent: float) -> bool:
@@ -140,10 +145,19 @@ class Safeguards:
     """The night's rules for one phase. ``records`` is the corpus as planned on (live records
     by id); ``core_chars``/``core_budget`` track core's share of the prompt budget."""
 
-    def __init__(self, memory: Memory, config: SleepConfig, budget: NightBudget, phase: str,
-                 records: Mapping[int, Record], now: float, *, core_chars: int = 0,
-                 core_budget: int | None = None,
-                 similar: Callable[[str, Record], bool] | None = None) -> None:
+    def __init__(
+        self,
+        memory: Memory,
+        config: SleepConfig,
+        budget: NightBudget,
+        phase: str,
+        records: Mapping[int, Record],
+        now: float,
+        *,
+        core_chars: int = 0,
+        core_budget: int | None = None,
+        similar: Callable[[str, Record], bool] | None = None,
+    ) -> None:
         self.memory = memory
         self.config = config
         self.budget = budget
@@ -169,8 +183,11 @@ class Safeguards:
             if rid not in self.records:
                 return f"unknown id #{rid}"
             if rid not in allowed:
-                what = ("not a forgetting candidate: the model may only shorten that list"
-                        if name == "forget" else "not among the records under review")
+                what = (
+                    "not a forgetting candidate: the model may only shorten that list"
+                    if name == "forget"
+                    else "not among the records under review"
+                )
                 return f"#{rid} is {what}"
         max_chars = self.memory.config.max_chars
         for key in ("content",):
@@ -185,19 +202,25 @@ class Safeguards:
                 if r.pinned:
                     return f"#{r.id} is pinned by the owner; sleep never touches it"
                 if self._young(r):
-                    return (f"#{r.id} is younger than keep_recent ({keep_days} d): not merged "
-                            "or rewritten yet")
+                    return (
+                        f"#{r.id} is younger than keep_recent ({keep_days} d): not merged "
+                        "or rewritten yet"
+                    )
             merged = text.stem_set(op["content"])
             numbers = candidates.numbers(op["content"])
             for r in recs:
-                if not (merged & text.stem_set(r.content)) and not (
-                        candidates.shares_name(op["content"], r.content)) and not (
-                        self.similar is not None and self.similar(op["content"], r)):
+                if (
+                    not (merged & text.stem_set(r.content))
+                    and not (candidates.shares_name(op["content"], r.content))
+                    and not (self.similar is not None and self.similar(op["content"], r))
+                ):
                     return f"the merged text drops everything of #{r.id}"
                 lost = sorted(candidates.numbers(r.content) - numbers)
                 if lost:
-                    return (f"the merged text loses the numbers {', '.join(lost)} of #{r.id} "
-                            "(different numbers are different memories: 3 pm is not 5 pm)")
+                    return (
+                        f"the merged text loses the numbers {', '.join(lost)} of #{r.id} "
+                        "(different numbers are different memories: 3 pm is not 5 pm)"
+                    )
         elif name == "resolve":
             keep = self.records[op["keep"]]
             if op["keep"] in op["drop"]:
@@ -207,16 +230,19 @@ class Safeguards:
                 if r.pinned:
                     return f"#{rid} is pinned by the owner; sleep never touches it"
                 if r.kind is Kind.CORE:
-                    return (f"#{rid} is core: core is never deleted, only demoted (rewrite it "
-                            "with a date or demote it)")
+                    return (
+                        f"#{rid} is core: core is never deleted, only demoted (rewrite it "
+                        "with a date or demote it)"
+                    )
                 if self._young(r):
                     return f"#{rid} is younger than keep_recent ({keep_days} d): not forgotten yet"
                 if r.kind is Kind.EVENT:
-                    return (f"#{rid} is an event: it happened, and no newer record makes it "
-                            "untrue")
+                    return f"#{rid} is an event: it happened, and no newer record makes it untrue"
                 if max(keep.created_at, keep.updated_at) < max(r.created_at, r.updated_at):
-                    return (f"#{keep.id} is older than #{rid}: a contradiction is resolved in "
-                            "favour of the fresher record")
+                    return (
+                        f"#{keep.id} is older than #{rid}: a contradiction is resolved in "
+                        "favour of the fresher record"
+                    )
         elif name in ("rewrite", "split"):
             r = recs[0]
             if r.pinned:
@@ -227,8 +253,12 @@ class Safeguards:
             for new in op["parts"] if name == "split" else [op["content"]]:
                 if not (text.stem_set(new) & old):
                     return f"the new text drops everything of #{r.id}"
-            if (name == "rewrite" and r.kind is Kind.EVENT and DATED.match(op["content"])
-                    and not DATED.match(r.content)):
+            if (
+                name == "rewrite"
+                and r.kind is Kind.EVENT
+                and DATED.match(op["content"])
+                and not DATED.match(r.content)
+            ):
                 return f"#{r.id} is an event: it happened, it is never dated as history"
             if name == "split":
                 if not 2 <= len(op["parts"]) <= 4:
@@ -289,8 +319,10 @@ class Safeguards:
             if op["kind"] == "core" and r.kind is not Kind.CORE:
                 grow = len(prompt_line(r, self.now)) + 1
                 if self.core_chars + grow > self.core_budget:
-                    return (f"core would outgrow its share of the prompt budget "
-                            f"({self.core_chars + grow} > {self.core_budget} characters)")
+                    return (
+                        f"core would outgrow its share of the prompt budget "
+                        f"({self.core_chars + grow} > {self.core_budget} characters)"
+                    )
         return None
 
     def _core_delta(self, op: dict[str, Any] | None) -> int:
@@ -305,8 +337,9 @@ class Safeguards:
             return -size
         return 0
 
-    def _do(self, tx: SleepTxn, s: Screened, vectors: Mapping[str, np.ndarray | None]
-            ) -> dict[str, Any]:
+    def _do(
+        self, tx: SleepTxn, s: Screened, vectors: Mapping[str, np.ndarray | None]
+    ) -> dict[str, Any]:
         op, v = s.well_formed, s.proposal.versions
         name, why = op["op"], op["why"]
         vec = vectors.get(op.get("content", ""))
@@ -323,13 +356,21 @@ class Safeguards:
             r = ops.rewrite(tx, op["id"], op["content"], why, dict(v), vec)
             return {"before": before, "content": r.content}
         if name == "split":
-            ids = ops.split(tx, op["id"], op["parts"], why, dict(v),
-                                [vectors.get(p) for p in op["parts"]])
+            ids = ops.split(
+                tx, op["id"], op["parts"], why, dict(v), [vectors.get(p) for p in op["parts"]]
+            )
             return {"before": self.records[op["id"]].content, "parts": op["parts"], "ids": ids}
         if name == "derive":
-            r = ops.derive(tx, op["from"], op["content"], why, dict(v),
-                               kind=op.get("kind", "fact"), importance=op.get("importance"),
-                               vec=vec)
+            r = ops.derive(
+                tx,
+                op["from"],
+                op["content"],
+                why,
+                dict(v),
+                kind=op.get("kind", "fact"),
+                importance=op.get("importance"),
+                vec=vec,
+            )
             return {"id": r.id, "content": r.content, "private": r.private}
         if name == "forget":
             ops.forget(tx, op["id"], why, dict(v))
@@ -342,8 +383,12 @@ class Safeguards:
         ops.set_fields(tx, op["id"], dict(v), importance=op["importance"])
         return {"from": old_importance, "to": op["importance"]}
 
-    def apply(self, tx: SleepTxn | None, screened: Iterable[Screened],
-              vectors: Mapping[str, np.ndarray | None] | None = None) -> Applied:
+    def apply(
+        self,
+        tx: SleepTxn | None,
+        screened: Iterable[Screened],
+        vectors: Mapping[str, np.ndarray | None] | None = None,
+    ) -> Applied:
         """Apply (or, with ``tx=None``, a dry run: judge as if applying) op by op, each in
         its own savepoint; refusals are journaled, not raised."""
         vectors = vectors or {}
@@ -389,8 +434,9 @@ class Safeguards:
                 out.forgotten.add(op["id"])
             if tx is None:
                 detail["dry_run"] = True
-                detail.update({k: op[k] for k in ("content", "parts", "kind", "importance")
-                               if k in op})
+                detail.update(
+                    {k: op[k] for k in ("content", "parts", "kind", "importance") if k in op}
+                )
             out.ops.append(OpLog(name, s.ids, tx is not None, op["why"], None, detail))
         return out
 

@@ -34,8 +34,21 @@ def fingerprint(corpus: dict[int, Record]) -> str:
     h = hashlib.sha256()
     for rid in sorted(corpus):
         r = corpus[rid]
-        h.update(repr((rid, r.kind.value, r.importance, r.private, r.pinned, r.scope,
-                       r.updated_at, r.access_count, r.content)).encode())
+        h.update(
+            repr(
+                (
+                    rid,
+                    r.kind.value,
+                    r.importance,
+                    r.private,
+                    r.pinned,
+                    r.scope,
+                    r.updated_at,
+                    r.access_count,
+                    r.content,
+                )
+            ).encode()
+        )
     return h.hexdigest()
 
 
@@ -54,8 +67,15 @@ def compact_selection(corpus: dict[int, Record], budget_chars: int) -> list[Reco
     """What phase 5 shows: core first, then importance 4–5, then the most recalled, then the
     most recently changed, until ``budget_chars``. Pinned records are the owner's: not shown."""
     pool = [r for r in corpus.values() if not r.pinned]
-    pool.sort(key=lambda r: (r.kind is not Kind.CORE, r.importance < 4, -r.access_count,
-                             -r.updated_at, r.id))
+    pool.sort(
+        key=lambda r: (
+            r.kind is not Kind.CORE,
+            r.importance < 4,
+            -r.access_count,
+            -r.updated_at,
+            r.id,
+        )
+    )
     out, used = [], 0
     for r in pool:
         size = 170 + min(len(r.content), 120)  # a JSON line of the compact form, roughly
@@ -70,8 +90,9 @@ PROMOTE_RECALLS = 5  # a non-core record recalled this often within a half-life:
 CREPT_SHARE = 0.3  # importance 4–5 above this share of the corpus has crept up
 
 
-def calibrate_proposals(corpus: dict[int, Record], config: MemoryConfig, now: float,
-                        core_chars: int, core_budget: int) -> list[tuple[Record, str]]:
+def calibrate_proposals(
+    corpus: dict[int, Record], config: MemoryConfig, now: float, core_chars: int, core_budget: int
+) -> list[tuple[Record, str]]:
     """What phase 5 could change, by arithmetic (``review = "decide"``: the call shows only
     these, and is not made when there are none): a non-core record recalled at least
     ``PROMOTE_RECALLS`` times and within its half-life (promote?); every core record when core
@@ -79,16 +100,24 @@ def calibrate_proposals(corpus: dict[int, Record], config: MemoryConfig, now: fl
     the corpus, the important records never recalled for two half-lives (lower?). Pinned
     records are the owner's: never shown."""
     pool = [r for r in corpus.values() if not r.pinned]
-    out = {r.id: (r, questions.PROMOTE) for r in pool if r.kind is not Kind.CORE
-           and r.access_count >= PROMOTE_RECALLS
-           and now - r.recalled_at <= half_life_of(r.kind, config)}
+    out = {
+        r.id: (r, questions.PROMOTE)
+        for r in pool
+        if r.kind is not Kind.CORE
+        and r.access_count >= PROMOTE_RECALLS
+        and now - r.recalled_at <= half_life_of(r.kind, config)
+    }
     if core_chars > core_budget:
         out.update((r.id, (r, questions.DEMOTE)) for r in pool if r.kind is Kind.CORE)
     high = [r for r in pool if r.importance >= 4 and r.kind is not Kind.CORE]
     if corpus and len(high) > CREPT_SHARE * len(corpus):
-        out.update((r.id, (r, questions.LOWER)) for r in high if r.access_count == 0
-                   and now - r.recalled_at > 2 * half_life_of(r.kind, config)
-                   and r.id not in out)
+        out.update(
+            (r.id, (r, questions.LOWER))
+            for r in high
+            if r.access_count == 0
+            and now - r.recalled_at > 2 * half_life_of(r.kind, config)
+            and r.id not in out
+        )
     return [out[i] for i in sorted(out)]
 
 
@@ -99,8 +128,18 @@ def calibrate(ctx: StageContext) -> None:
         corpus = ctx.read_corpus().records
         fp = fingerprint(corpus)
         if ctx.store.meta_get(CALIBRATE_META) == fp:
-            ctx.journal(PhaseLog(STAGE, "calibrate", "skipped", elapsed(), 0, [], [],
-                                 "nothing changed since the last review: no model call"))
+            ctx.journal(
+                PhaseLog(
+                    STAGE,
+                    "calibrate",
+                    "skipped",
+                    elapsed(),
+                    0,
+                    [],
+                    [],
+                    "nothing changed since the last review: no model call",
+                )
+            )
             return
         if ctx.planner is None or ctx.calls_left == 0:
             why = "no planner model is available" if ctx.planner is None else "max_calls reached"
@@ -114,19 +153,39 @@ def calibrate(ctx: StageContext) -> None:
             # (1.5B, load ~9) and changed nothing
             proposed = calibrate_proposals(corpus, mem.config, now, core_chars, core_budget)
             if not proposed:
-                ctx.journal(PhaseLog(STAGE, "calibrate", "skipped", elapsed(), 0, [], [],
-                                     "no record to promote, demote or recalibrate by "
-                                     "arithmetic: no model call"))
+                ctx.journal(
+                    PhaseLog(
+                        STAGE,
+                        "calibrate",
+                        "skipped",
+                        elapsed(),
+                        0,
+                        [],
+                        [],
+                        "no record to promote, demote or recalibrate by arithmetic: no model call",
+                    )
+                )
                 if not ctx.dry_run:
                     ctx.store.meta_set(CALIBRATE_META, fp)
                 return
-            calibrate_decide(ctx, corpus, proposed[: ctx.calls_left], elapsed, core_chars,
-                             core_budget)
+            calibrate_decide(
+                ctx, corpus, proposed[: ctx.calls_left], elapsed, core_chars, core_budget
+            )
             return
         shown = compact_selection(corpus, ctx.config.calibrate_chars)
         if not shown:
-            ctx.journal(PhaseLog(STAGE, "calibrate", "skipped", elapsed(), 0, [], [],
-                                 "nothing to review (every record is pinned)"))
+            ctx.journal(
+                PhaseLog(
+                    STAGE,
+                    "calibrate",
+                    "skipped",
+                    elapsed(),
+                    0,
+                    [],
+                    [],
+                    "nothing to review (every record is pinned)",
+                )
+            )
             return
         ids = [r.id for r in shown]
         versions = {r.id: ops.version_of(r) for r in shown}
@@ -134,30 +193,64 @@ def calibrate(ctx: StageContext) -> None:
         ctx.progress("calibrate", 0, 1, f"{len(shown)} of {len(corpus)} record(s)")
         c0 = ctx.calls
         res = ctx.call(
-            calibrate_messages(ctx.persona, shown, now, total=len(corpus),
-                               omitted=len(corpus) - len(shown), core_chars=core_chars,
-                               core_budget=core_budget, importance_hist=hist),
-            calibrate_tool(ids))
+            calibrate_messages(
+                ctx.persona,
+                shown,
+                now,
+                total=len(corpus),
+                omitted=len(corpus) - len(shown),
+                core_chars=core_chars,
+                core_budget=core_budget,
+                importance_hist=hist,
+            ),
+            calibrate_tool(ids),
+        )
         ctx.progress("calibrate", 1, 1, "applying")
-        plans = [plan_log(res, shown=len(shown), core_chars=core_chars,
-                           core_budget=core_budget)]
-        proposals = ([Proposal(raw, frozenset(ids), versions) for raw in res.plan.ops]
-                     if res.plan is not None else [])
-        note = (f"{len(shown)} of {len(corpus)} record(s) shown; core uses {core_chars} of "
-                f"{core_budget} characters")
+        plans = [plan_log(res, shown=len(shown), core_chars=core_chars, core_budget=core_budget)]
+        proposals = (
+            [Proposal(raw, frozenset(ids), versions) for raw in res.plan.ops]
+            if res.plan is not None
+            else []
+        )
+        note = (
+            f"{len(shown)} of {len(corpus)} record(s) shown; core uses {core_chars} of "
+            f"{core_budget} characters"
+        )
         if res.plan is None:
             note += f"; the call failed ({res.error}): nothing changed"
-        guard = Safeguards(mem, ctx.config, ctx.budget, "calibrate", corpus, now,
-                           core_chars=core_chars, core_budget=core_budget)
-        result = apply_phase(ctx, guard, proposals, "calibrate", plans, elapsed, ctx.calls - c0,
-                             note, failed=res.plan is None)
+        guard = Safeguards(
+            mem,
+            ctx.config,
+            ctx.budget,
+            "calibrate",
+            corpus,
+            now,
+            core_chars=core_chars,
+            core_budget=core_budget,
+        )
+        result = apply_phase(
+            ctx,
+            guard,
+            proposals,
+            "calibrate",
+            plans,
+            elapsed,
+            ctx.calls - c0,
+            note,
+            failed=res.plan is None,
+        )
         if res.plan is not None and not ctx.dry_run and not transient_ids(result):
             ctx.store.meta_set(CALIBRATE_META, fingerprint(ctx.read_corpus().records))
 
 
-def calibrate_decide(ctx: StageContext, corpus: dict[int, Record],
-                     proposed: list[tuple[Record, str]], elapsed: Callable[[], float],
-                     core_chars: int, core_budget: int) -> None:
+def calibrate_decide(
+    ctx: StageContext,
+    corpus: dict[int, Record],
+    proposed: list[tuple[Record, str]],
+    elapsed: Callable[[], float],
+    core_chars: int,
+    core_budget: int,
+) -> None:
     """Phase 5 with ``review = "decide"``: one small question per record the arithmetic
     proposed (:func:`calibrate_proposals`), applied through the same safeguards. Measured on
     dev (1.5B, load ~5): the open-ended call took over 3 minutes for 2 records."""
@@ -170,15 +263,34 @@ def calibrate_decide(ctx: StageContext, corpus: dict[int, Record],
     tally = decisions.Tally()
     raw, log, failed = decisions.decide_calibration(proposed, now, ctx.decide, tally)
     ctx.progress("calibrate", len(proposed), len(proposed), "applying")
-    note = (f"{len(proposed)} record(s) proposed by arithmetic; core uses {core_chars} of "
-            f"{core_budget} characters")
+    note = (
+        f"{len(proposed)} record(s) proposed by arithmetic; core uses {core_chars} of "
+        f"{core_budget} characters"
+    )
     if failed:
         note += f"; {failed} question(s) failed (nothing changed for them)"
     plans = [{"decisions": log, "core_chars": core_chars, "core_budget": core_budget}]
     proposals = [Proposal(op, frozenset(ids), versions) for op in raw]
-    guard = Safeguards(mem, ctx.config, ctx.budget, "calibrate", corpus, now,
-                       core_chars=core_chars, core_budget=core_budget)
-    result = apply_phase(ctx, guard, proposals, "calibrate", plans, elapsed, ctx.calls - c0,
-                         note, failed=failed == len(proposed))
+    guard = Safeguards(
+        mem,
+        ctx.config,
+        ctx.budget,
+        "calibrate",
+        corpus,
+        now,
+        core_chars=core_chars,
+        core_budget=core_budget,
+    )
+    result = apply_phase(
+        ctx,
+        guard,
+        proposals,
+        "calibrate",
+        plans,
+        elapsed,
+        ctx.calls - c0,
+        note,
+        failed=failed == len(proposed),
+    )
     if not failed and not ctx.dry_run and not transient_ids(result):
         ctx.store.meta_set(CALIBRATE_META, fingerprint(ctx.read_corpus().records))

@@ -64,16 +64,41 @@ CHANGE = re.compile(
     r"новое|новым|новой|бросил|бросила|отныне|с тех пор|перешёл|перешел|перешла|начал|"
     r"пошёл|пошла|пошел|с (января|февраля|марта|апреля|мая|июня|июля|августа|сентября|"
     r"октября|ноября|декабря))",
-    re.IGNORECASE)
+    re.IGNORECASE,
+)
 
 _DAYS = {
-    "monday": 1, "mon": 1, "понедельник": 1, "понедельникам": 1,
-    "tuesday": 2, "tue": 2, "вторник": 2, "вторникам": 2,
-    "wednesday": 3, "wed": 3, "среда": 3, "среду": 3, "средам": 3,
-    "thursday": 4, "thu": 4, "четверг": 4, "четвергам": 4,
-    "friday": 5, "fri": 5, "пятница": 5, "пятницу": 5, "пятницам": 5,
-    "saturday": 6, "sat": 6, "суббота": 6, "субботу": 6, "субботам": 6,
-    "sunday": 7, "sun": 7, "воскресенье": 7, "воскресеньям": 7,
+    "monday": 1,
+    "mon": 1,
+    "понедельник": 1,
+    "понедельникам": 1,
+    "tuesday": 2,
+    "tue": 2,
+    "вторник": 2,
+    "вторникам": 2,
+    "wednesday": 3,
+    "wed": 3,
+    "среда": 3,
+    "среду": 3,
+    "средам": 3,
+    "thursday": 4,
+    "thu": 4,
+    "четверг": 4,
+    "четвергам": 4,
+    "friday": 5,
+    "fri": 5,
+    "пятница": 5,
+    "пятницу": 5,
+    "пятницам": 5,
+    "saturday": 6,
+    "sat": 6,
+    "суббота": 6,
+    "субботу": 6,
+    "субботам": 6,
+    "sunday": 7,
+    "sun": 7,
+    "воскресенье": 7,
+    "воскресеньям": 7,
 }
 _WORDS = re.compile(r"[\w']+", re.UNICODE)
 
@@ -135,8 +160,7 @@ def text_change(a: str, b: str, anywhere: bool = False) -> str | None:
     return None
 
 
-NEGATION = re.compile(r"(?<!\w)(not|no|never|n't|не|нет|ни|никогда)(?!\w)|n't\b",
-                      re.IGNORECASE)
+NEGATION = re.compile(r"(?<!\w)(not|no|never|n't|не|нет|ни|никогда)(?!\w)|n't\b", re.IGNORECASE)
 
 
 def adds(older: str, newer: str) -> bool:
@@ -146,8 +170,7 @@ def adds(older: str, newer: str) -> bool:
     if len(NEGATION.findall(newer)) > len(NEGATION.findall(older)):
         return True
     old_names, old_stems = name_groups(older), text.stem_set(older)
-    return any(not any(g & h for h in old_names) and not g & old_stems
-               for g in name_groups(newer))
+    return any(not any(g & h for h in old_names) and not g & old_stems for g in name_groups(newer))
 
 
 def holds_words(a: str, b: str) -> bool:
@@ -172,7 +195,8 @@ def numbers(content: str) -> frozenset[str]:
 # Whose fact a record states: the owner (no role word) or a relative / someone in a role. Word
 # starts, lower case; each group is one role in both languages ("wife" / "жена", "жены").
 ROLES: tuple[tuple[str, re.Pattern[str]], ...] = tuple(
-    (name, re.compile(r"\b(" + pattern + r")", re.IGNORECASE)) for name, pattern in (
+    (name, re.compile(r"\b(" + pattern + r")", re.IGNORECASE))
+    for name, pattern in (
         ("wife", r"wife|wives|жен[аыеуо]"),
         ("husband", r"husband|муж[аеуо]?\b|мужем"),
         ("son", r"sons?\b|сын"),
@@ -186,10 +210,13 @@ ROLES: tuple[tuple[str, re.Pattern[str]], ...] = tuple(
         ("friend", r"friends?|друг|друз|подруг"),
         ("colleague", r"colleagues?|коллег"),
         ("manager", r"manager|boss|начальни|руководител"),
-    ))
+    )
+)
 _MONTHS = re.compile(
     r"^(jan|feb|mar|apr|may|jun|jul|aug|sep|oct|nov|dec|янв|фев|мар|апр|ма[яй]|июн|июл|авг|"
-    r"сен|окт|ноя|дек)", re.IGNORECASE)
+    r"сен|окт|ноя|дек)",
+    re.IGNORECASE,
+)
 
 
 def roles(content: str) -> frozenset[str]:
@@ -221,8 +248,11 @@ _OWNER = re.compile(r"^(owner|хозя)", re.IGNORECASE)
 def _people(content: str) -> list[frozenset[str]]:
     """Names in both scripts, a sentence's first word included ("Pavel left the company"),
     without months, the owner and role words."""
-    return [g for g in name_groups("x " + content.replace(". ", ", "))
-            if not any(_MONTHS.match(v) or _OWNER.match(v) or roles(v) for v in g)]
+    return [
+        g
+        for g in name_groups("x " + content.replace(". ", ", "))
+        if not any(_MONTHS.match(v) or _OWNER.match(v) or roles(v) for v in g)
+    ]
 
 
 # What a faded record may still hold that matters (issue 17: "never lose a debt, a promise, a
@@ -233,7 +263,8 @@ _MATTERS = re.compile(
     r"взял в долг|верн(уть|ёт|ет) деньги|обеща|поклял|"
     r"grave|cemetery|funeral|могил|кладбищ|похорон|"
     r"birthday|anniversary|wedding|день рождения|годовщин|свадьб)",
-    re.IGNORECASE)
+    re.IGNORECASE,
+)
 _CURRENCY = re.compile(r"[$€£₽]|\d\s*(k|к|тыс)\b", re.IGNORECASE)
 _DATE = re.compile(
     r"\b(\d{1,2}(st|nd|rd|th)?\s+(of\s+)?(jan|feb|mar|apr|may|jun|jul|aug|sep|oct|nov|dec)|"
@@ -241,7 +272,8 @@ _DATE = re.compile(
     r"\d{1,2}(-?го)?\s+(янв|фев|мар|апр|ма[яй]|июн|июл|авг|сен|окт|ноя|дек)|"
     r"(until|till|by|before|до|к)\s+(jan|feb|mar|apr|may|jun|jul|aug|sep|oct|nov|dec|янв|фев|"
     r"мар|апр|ма[яй]|июн|июл|авг|сен|окт|ноя|дек)|(19|20)\d\d\b)",
-    re.IGNORECASE)
+    re.IGNORECASE,
+)
 
 
 def still_matters(content: str) -> str | None:
@@ -254,8 +286,9 @@ def still_matters(content: str) -> str | None:
         return "money, a debt, a promise or an anniversary"
     if _DATE.search(content):
         return "a date"
-    if roles(content) or [g for g in name_groups(content)
-                          if not any(_MONTHS.match(v) or _OWNER.match(v) for v in g)]:
+    if roles(content) or [
+        g for g in name_groups(content) if not any(_MONTHS.match(v) or _OWNER.match(v) for v in g)
+    ]:
         return "a person"
     return None
 
@@ -269,10 +302,12 @@ def _time(r: Record) -> tuple[float, int]:
     return (r.created_at, r.id)
 
 
-def propose(cluster: Sequence[int], corpus: Mapping[int, Record],
-            weights: Mapping[tuple[int, int], float],
-            change_only: frozenset[tuple[int, int]] | set[tuple[int, int]] = frozenset()
-            ) -> list[Candidate]:
+def propose(
+    cluster: Sequence[int],
+    corpus: Mapping[int, Record],
+    weights: Mapping[tuple[int, int], float],
+    change_only: frozenset[tuple[int, int]] | set[tuple[int, int]] = frozenset(),
+) -> list[Candidate]:
     """The questions one cluster raises (pure arithmetic; deterministic). Pinned records are
     the owner's and are never proposed. An edge in ``change_only`` (a loose link found because
     the newer record says something changed) can only raise a supersession question."""
@@ -284,12 +319,22 @@ def propose(cluster: Sequence[int], corpus: Mapping[int, Record],
     if len(events) >= MIN_RUN:
         shown = events[-MAX_RUN:]
         in_run = {r.id for r in events}
-        w = max((weights.get((min(a.id, b.id), max(a.id, b.id)), 0.0)
-                 for a in shown for b in shown if a.id < b.id), default=0.0)
-        out.append(Candidate(EVENTS, tuple(r.id for r in shown), w,
-                             f"{len(events)} events on one subject"))
-    edges = sorted(((w, a, b) for (a, b), w in weights.items() if a in ids and b in ids),
-                   key=lambda e: (-e[0], e[1], e[2]))
+        w = max(
+            (
+                weights.get((min(a.id, b.id), max(a.id, b.id)), 0.0)
+                for a in shown
+                for b in shown
+                if a.id < b.id
+            ),
+            default=0.0,
+        )
+        out.append(
+            Candidate(EVENTS, tuple(r.id for r in shown), w, f"{len(events)} events on one subject")
+        )
+    edges = sorted(
+        ((w, a, b) for (a, b), w in weights.items() if a in ids and b in ids),
+        key=lambda e: (-e[0], e[1], e[2]),
+    )
     for w, a, b in edges:
         older, newer = sorted((corpus[a], corpus[b]), key=_time)
         change = value_change(older, newer)
@@ -307,14 +352,32 @@ def propose(cluster: Sequence[int], corpus: Mapping[int, Record],
         if change or cue:
             if older.kind is Kind.EVENT:
                 continue  # an event happened: it is never outdated by a newer record
-            same_first = (not change and not loose and n_events != 1
-                          and not adds(older.content, newer.content)
-                          and (w >= DUP_COSINE or holds_words(older.content, newer.content)))
-            out.append(Candidate(SUPERSEDE, (older.id, newer.id), w, change or CUE,
-                                 loose=loose, same_first=same_first))
+            same_first = (
+                not change
+                and not loose
+                and n_events != 1
+                and not adds(older.content, newer.content)
+                and (w >= DUP_COSINE or holds_words(older.content, newer.content))
+            )
+            out.append(
+                Candidate(
+                    SUPERSEDE,
+                    (older.id, newer.id),
+                    w,
+                    change or CUE,
+                    loose=loose,
+                    same_first=same_first,
+                )
+            )
         elif n_events != 1:  # an episode and a lasting fact are never the same fact
-            out.append(Candidate(DUPLICATE, (older.id, newer.id), w,
-                                 "similar, with nothing that tells them apart"))
+            out.append(
+                Candidate(
+                    DUPLICATE,
+                    (older.id, newer.id),
+                    w,
+                    "similar, with nothing that tells them apart",
+                )
+            )
     return out
 
 
@@ -349,18 +412,24 @@ class Links:
 
 
 def script(content: str) -> str:
-    """"ru" when a text is mostly Cyrillic, else "en"."""
+    """ "ru" when a text is mostly Cyrillic, else "en"."""
     cyr = len(re.findall(r"[а-яё]", content, re.IGNORECASE))
     lat = len(re.findall(r"[a-z]", content, re.IGNORECASE))
     return "ru" if cyr > lat else "en"
 
 
-def probe_links(probes: Iterable[int], corpus: Mapping[int, Record],
-                stems: Mapping[int, frozenset[str]],
-                vectors: tuple[np.ndarray, np.ndarray, float] | None, *,
-                dup_cosine: float = DUP_COSINE, change_cosine: float = CHANGE_COSINE,
-                k: int = PROBE_NEIGHBOURS, block: int = 512,
-                check: Callable[[], None] = lambda: None) -> Links:
+def probe_links(
+    probes: Iterable[int],
+    corpus: Mapping[int, Record],
+    stems: Mapping[int, frozenset[str]],
+    vectors: tuple[np.ndarray, np.ndarray, float] | None,
+    *,
+    dup_cosine: float = DUP_COSINE,
+    change_cosine: float = CHANGE_COSINE,
+    k: int = PROBE_NEIGHBOURS,
+    block: int = 512,
+    check: Callable[[], None] = lambda: None,
+) -> Links:
     """Links the strict clusters miss, searched from the ``probes`` only (the records changed
     since the last night, so an unchanged corpus costs nothing): per probe, at most ``k``
     records of its scope
@@ -405,7 +474,7 @@ def probe_links(probes: Iterable[int], corpus: Mapping[int, Record],
         with_vec = [i for i in probes if i in row]
         for start in range(0, len(with_vec), block):
             check()
-            chunk = with_vec[start:start + block]
+            chunk = with_vec[start : start + block]
             sims = mat[[row[i] for i in chunk]] @ mat[live_rows].T
             cal = (sims - background) / (1.0 - background)
             for n, i in enumerate(chunk):

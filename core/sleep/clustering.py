@@ -92,8 +92,11 @@ def lexical_edges(
     n = len(items)
     rids = np.fromiter((rid for _n, rid, _s in items), dtype=np.int64, count=n)
     lens = np.fromiter((ln for ln, _rid, _s in items), dtype=np.int64, count=n)
-    tok = np.fromiter((r for _n, _rid, s in items for r in sorted(rank[w] for w in s)),
-                      dtype=np.int64, count=int(lens.sum()))
+    tok = np.fromiter(
+        (r for _n, _rid, s in items for r in sorted(rank[w] for w in s)),
+        dtype=np.int64,
+        count=int(lens.sum()),
+    )
     starts = np.concatenate(([0], np.cumsum(lens)[:-1]))
     owner = np.repeat(np.arange(n, dtype=np.int64), lens)
     pos = np.arange(len(tok), dtype=np.int64) - np.repeat(starts, lens)
@@ -103,8 +106,11 @@ def lexical_edges(
     gcode = None
     if groups is not None:
         codes: dict[str, int] = {}
-        gcode = np.fromiter((codes.setdefault(groups.get(int(r), ""), len(codes)) for r in rids),
-                            dtype=np.int64, count=n)
+        gcode = np.fromiter(
+            (codes.setdefault(groups.get(int(r), ""), len(codes)) for r in rids),
+            dtype=np.int64,
+            count=n,
+        )
     check()
 
     # probe and index entries, grouped by stem
@@ -237,8 +243,9 @@ def semantic_edges(
             continue
         w = np.minimum(1.0, (sims[rr, cc] - background) / (1.0 - background))
         a, b = ids[start + rr], ids[start + cc]
-        edges.extend(zip(np.minimum(a, b).tolist(), np.maximum(a, b).tolist(), w.tolist(),
-                         strict=True))
+        edges.extend(
+            zip(np.minimum(a, b).tolist(), np.maximum(a, b).tolist(), w.tolist(), strict=True)
+        )
     if len(edges) > 0:
         edges = strongest(edges, max_neighbours)
     return edges
@@ -327,8 +334,9 @@ def cluster(
     if vectors is not None:
         ids, mat, background = vectors
         live = np.fromiter((int(i) in stems for i in ids), dtype=bool, count=len(ids))
-        sem = semantic_edges(ids[live], mat[live], background, cosine, groups, max_neighbours,
-                             check=check)
+        sem = semantic_edges(
+            ids[live], mat[live], background, cosine, groups, max_neighbours, check=check
+        )
     weights: dict[tuple[int, int], float] = {}
     for a, b, w in (*lex, *sem):
         key = (a, b)

@@ -38,12 +38,27 @@ _CHANGE = re.compile(
     r"\b(now|moved|no longer|not anymore|anymore|actually|instead|changed|switched|turned out|"
     r"update|correction|wrong|mistake|"
     r"теперь|сейчас|переехал\w*|больше не|уже не|на самом деле|вместо|поменял\w*|сменил\w*|"
-    r"оказалось|перенес\w*|перенёс\w*|передумал\w*|ошиб\w*|не так|поправ\w*)", re.IGNORECASE)
-_NEGATION = re.compile(r"\b(not|no|never|isn'?t|aren'?t|wasn'?t|didn'?t|don'?t|doesn'?t|"
-                       r"не|нет|ни|никогда)\b", re.IGNORECASE)
+    r"оказалось|перенес\w*|перенёс\w*|передумал\w*|ошиб\w*|не так|поправ\w*)",
+    re.IGNORECASE,
+)
+_NEGATION = re.compile(
+    r"\b(not|no|never|isn'?t|aren'?t|wasn'?t|didn'?t|don'?t|doesn'?t|"
+    r"не|нет|ни|никогда)\b",
+    re.IGNORECASE,
+)
 
-FEATURES = ("cosine", "margin", "best", "change_word", "negation", "value_changed",
-            "same_someone", "other_people", "overlap", "old_changes")
+FEATURES = (
+    "cosine",
+    "margin",
+    "best",
+    "change_word",
+    "negation",
+    "value_changed",
+    "same_someone",
+    "other_people",
+    "overlap",
+    "old_changes",
+)
 
 
 def says_change(message: str) -> bool:
@@ -56,19 +71,23 @@ def features(message: str, old: str, cosine: float, best_other: float) -> np.nda
     memories shown beside ``old`` (0 when it is alone)."""
     mine, theirs = text.stem_set(message), text.stem_set(old)
     same = sleep_candidates.shares_name(message, old) or bool(
-        sleep_candidates.roles(message) & sleep_candidates.roles(old))
-    return np.array([
-        cosine,
-        cosine - best_other,
-        1.0 if cosine >= best_other else 0.0,
-        1.0 if says_change(message) else 0.0,
-        1.0 if _NEGATION.search(message) else 0.0,
-        1.0 if sleep_candidates.text_change(old, message) else 0.0,
-        1.0 if same else 0.0,
-        1.0 if sleep_candidates.different_people(old, message) else 0.0,
-        text.jaccard(mine, theirs) if mine and theirs else 0.0,
-        1.0 if says_change(old) else 0.0,
-    ], dtype=np.float32)
+        sleep_candidates.roles(message) & sleep_candidates.roles(old)
+    )
+    return np.array(
+        [
+            cosine,
+            cosine - best_other,
+            1.0 if cosine >= best_other else 0.0,
+            1.0 if says_change(message) else 0.0,
+            1.0 if _NEGATION.search(message) else 0.0,
+            1.0 if sleep_candidates.text_change(old, message) else 0.0,
+            1.0 if same else 0.0,
+            1.0 if sleep_candidates.different_people(old, message) else 0.0,
+            text.jaccard(mine, theirs) if mine and theirs else 0.0,
+            1.0 if says_change(old) else 0.0,
+        ],
+        dtype=np.float32,
+    )
 
 
 def pair_rows(message: str, memories: Sequence[str], vectors: np.ndarray) -> np.ndarray:
@@ -80,8 +99,9 @@ def pair_rows(message: str, memories: Sequence[str], vectors: np.ndarray) -> np.
     rows = []
     for i, old in enumerate(memories):
         others = np.delete(cos, i)
-        rows.append(features(message, old, float(cos[i]),
-                             float(others.max()) if len(others) else 0.0))
+        rows.append(
+            features(message, old, float(cos[i]), float(others.max()) if len(others) else 0.0)
+        )
     return np.stack(rows) if rows else np.zeros((0, len(FEATURES)), dtype=np.float32)
 
 
@@ -94,8 +114,7 @@ class CorrectionModel:
     def probabilities(self, rows: np.ndarray) -> np.ndarray:
         return 1.0 / (1.0 + np.exp(-(rows @ self.linear.weights + self.linear.bias)))
 
-    def scores(self, message: str, memories: Sequence[str], embed: Embed
-               ) -> list[float] | None:
+    def scores(self, message: str, memories: Sequence[str], embed: Embed) -> list[float] | None:
         """Per memory, the probability that ``message`` replaces it; None when there are no
         USE vectors (the caller keeps its rules)."""
         if not memories:
@@ -109,5 +128,8 @@ class CorrectionModel:
 @functools.cache
 def correction_model() -> CorrectionModel | None:
     linear = Linear.load(MODEL, "threshold")
-    return CorrectionModel(linear) if linear is not None and len(linear.weights) == len(
-        FEATURES) else None
+    return (
+        CorrectionModel(linear)
+        if linear is not None and len(linear.weights) == len(FEATURES)
+        else None
+    )

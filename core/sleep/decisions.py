@@ -81,10 +81,15 @@ class Tally:
             per[answer] = per.get(answer, 0) + 1
 
     def as_dict(self) -> dict[str, Any]:
-        return {k: {"asked": n, "answers": dict(self.answers.get(k, {})),
-                    "failed": self.failed.get(k, 0),
-                    "seconds_per_decision": round(self.seconds[k] / n, 3) if n else None}
-                for k, n in self.asked.items()}
+        return {
+            k: {
+                "asked": n,
+                "answers": dict(self.answers.get(k, {})),
+                "failed": self.failed.get(k, 0),
+                "seconds_per_decision": round(self.seconds[k] / n, 3) if n else None,
+            }
+            for k, n in self.asked.items()
+        }
 
 
 @dataclass
@@ -148,11 +153,16 @@ def _of_kind(state: Sequence[Any], kind: str) -> Iterator[tuple[Any, Candidate]]
                 yield u, c
 
 
-def decide_units(units: Sequence[Sequence[Candidate]], corpus: Mapping[int, Record],
-                 now: float, ask: Ask, tally: Tally, max_chars: int,
-                 similar: Similar | None = None,
-                 progress: Callable[[str, int, int], None] | None = None
-                 ) -> list[ClusterDecisions]:
+def decide_units(
+    units: Sequence[Sequence[Candidate]],
+    corpus: Mapping[int, Record],
+    now: float,
+    ask: Ask,
+    tally: Tally,
+    max_chars: int,
+    similar: Similar | None = None,
+    progress: Callable[[str, int, int], None] | None = None,
+) -> list[ClusterDecisions]:
     """Ask about the clusters' candidates and turn the answers into ops, one list per
     cluster. Questions go kind by kind over all clusters (runs of events, then "same fact?"
     for the supersessions the duplicate test would merge, then supersessions, then
@@ -161,16 +171,30 @@ def decide_units(units: Sequence[Sequence[Candidate]], corpus: Mapping[int, Reco
     questions about it are not asked."""
     state = [_Unit(c) for c in units]
 
-    def one(u: _Unit, kind: str, msgs: list[Message], schema: dict[str, Any], key: str,
-            ids: Sequence[int], mapper: Callable[[str], str | None] | None = None,
-            **extra: Any) -> Any:
+    def one(
+        u: _Unit,
+        kind: str,
+        msgs: list[Message],
+        schema: dict[str, Any],
+        key: str,
+        ids: Sequence[int],
+        mapper: Callable[[str], str | None] | None = None,
+        **extra: Any,
+    ) -> Any:
         answer, error, seconds = ask(msgs, schema)
         value = answer.get(key) if answer is not None else None
         if value is None:
             u.failed += 1
             tally.add(kind, None, seconds)
-            u.log.append({"kind": kind, "ids": list(ids), "error": error or f"no {key!r}",
-                          "seconds": round(seconds, 3), **extra})
+            u.log.append(
+                {
+                    "kind": kind,
+                    "ids": list(ids),
+                    "error": error or f"no {key!r}",
+                    "seconds": round(seconds, 3),
+                    **extra,
+                }
+            )
             return None
         shown = value if isinstance(value, str) else str(value)
         if key == "same":
@@ -183,8 +207,9 @@ def decide_units(units: Sequence[Sequence[Candidate]], corpus: Mapping[int, Reco
         elif kind == "merge":
             label = "text"
         tally.add(kind, label, seconds)
-        u.log.append({"kind": kind, "ids": list(ids), "answer": value,
-                      "seconds": round(seconds, 3), **extra})
+        u.log.append(
+            {"kind": kind, "ids": list(ids), "answer": value, "seconds": round(seconds, 3), **extra}
+        )
         report(f"{kind} {label!r} in {seconds:.1f} s")
         return value
 
@@ -203,9 +228,16 @@ def decide_units(units: Sequence[Sequence[Candidate]], corpus: Mapping[int, Reco
         if sum(covers_words(fact, r, similar) for r in events) < 2:
             u.log[-1]["refused"] = "the fact shares nothing with the events"
             continue
-        u.ops.append({"op": "derive", "from": list(c.ids), "content": fact,
-                      "kind": "fact", "importance": 3,
-                      "why": f"a lasting fact from {len(events)} events"})
+        u.ops.append(
+            {
+                "op": "derive",
+                "from": list(c.ids),
+                "content": fact,
+                "kind": "fact",
+                "importance": 3,
+                "why": f"a lasting fact from {len(events)} events",
+            }
+        )
     # 2. a supersession the duplicate test would merge (no value tells the two apart, only a
     # change word, and they are as close as paraphrases): "same fact?" first — a duplicate
     # with a detail is merged, never archived or dated as replaced by its twin (issue 27)
@@ -214,8 +246,10 @@ def decide_units(units: Sequence[Sequence[Candidate]], corpus: Mapping[int, Reco
         a, b = c.ids
         if not c.same_first or u.groups.find(a) == u.groups.find(b):
             continue
-        if one(u, DUPLICATE, *same_question(corpus[a], corpus[b], now), "same",
-               c.ids, first=True) == "yes":
+        if (
+            one(u, DUPLICATE, *same_question(corpus[a], corpus[b], now), "same", c.ids, first=True)
+            == "yes"
+        ):
             u.same(a, b)
     # 3. supersessions: is the older still true? Asked before the duplicates: a record that a
     # newer one changed is not merged away first with a look-alike — the merge would hide the
@@ -230,13 +264,22 @@ def decide_units(units: Sequence[Sequence[Candidate]], corpus: Mapping[int, Reco
         if old.kind is Kind.EVENT:
             continue  # an event happened: never outdated (the arithmetic never proposes it)
         msgs, schema = replace_question(old, new, now)
-        verdict = one(u, SUPERSEDE, msgs, schema, "old", c.ids, REPLACES_ANSWERS.get,
-                      **({} if c.p is None else {"p": c.p}))
+        verdict = one(
+            u,
+            SUPERSEDE,
+            msgs,
+            schema,
+            "old",
+            c.ids,
+            REPLACES_ANSWERS.get,
+            **({} if c.p is None else {"p": c.p}),
+        )
         if verdict == "yes" and c.p is not None and c.p < CONFIRM:
             # a doubtful pair: the yes counts only if the question in the other order agrees
             msgs, schema = replace_question(old, new, now, swapped=True)
-            verdict = one(u, SUPERSEDE, msgs, schema, "old", c.ids, REPLACES_ANSWERS.get,
-                          p=c.p, confirm=True)
+            verdict = one(
+                u, SUPERSEDE, msgs, schema, "old", c.ids, REPLACES_ANSWERS.get, p=c.p, confirm=True
+            )
         if verdict != "yes":
             continue
         u.replaced.add(old.id)
@@ -244,12 +287,23 @@ def decide_units(units: Sequence[Sequence[Candidate]], corpus: Mapping[int, Reco
             # kept as dated history: core, an important record, or a pair linked only
             # loosely (measured on dev: the 1.5B called "plays chess on Saturdays"
             # outdated by "board games moved to Fridays") — nothing is lost either way
-            u.ops.append({"op": "rewrite", "id": old.id,
-                          "content": dated(old.content, new.created_at),
-                          "why": f"replaced by #{new.id} ({c.why}); kept as dated history"})
+            u.ops.append(
+                {
+                    "op": "rewrite",
+                    "id": old.id,
+                    "content": dated(old.content, new.created_at),
+                    "why": f"replaced by #{new.id} ({c.why}); kept as dated history",
+                }
+            )
         else:
-            u.ops.append({"op": "resolve", "keep": new.id, "drop": [old.id],
-                          "why": f"replaced by the newer #{new.id} ({c.why})"})
+            u.ops.append(
+                {
+                    "op": "resolve",
+                    "keep": new.id,
+                    "drop": [old.id],
+                    "why": f"replaced by the newer #{new.id} ({c.why})",
+                }
+            )
     # 4. duplicates: same fact? (strongest pairs first; a pair already joined, or with a member
     # already replaced, is not asked)
     report("duplicates")
@@ -257,8 +311,7 @@ def decide_units(units: Sequence[Sequence[Candidate]], corpus: Mapping[int, Reco
         a, b = c.ids
         if u.groups.find(a) == u.groups.find(b) or a in u.replaced or b in u.replaced:
             continue
-        if one(u, DUPLICATE, *same_question(corpus[a], corpus[b], now), "same",
-               c.ids) == "yes":
+        if one(u, DUPLICATE, *same_question(corpus[a], corpus[b], now), "same", c.ids) == "yes":
             u.same(a, b)
     # 5. the merged text of each group of duplicates
     report("merging")
@@ -271,22 +324,47 @@ def decide_units(units: Sequence[Sequence[Candidate]], corpus: Mapping[int, Reco
             holder = holds_all(recs, similar)
             if holder is not None:
                 # one member already says everything the others say: its text, no call
-                u.log.append({"kind": "merge", "ids": list(ids), "answer": holder.content,
-                              "seconds": 0.0, "asked": False})
-                u.ops.append({"op": "merge", "ids": ids, "content": holder.content,
-                              "why": "the same fact, said more than once"})
+                u.log.append(
+                    {
+                        "kind": "merge",
+                        "ids": list(ids),
+                        "answer": holder.content,
+                        "seconds": 0.0,
+                        "asked": False,
+                    }
+                )
+                u.ops.append(
+                    {
+                        "op": "merge",
+                        "ids": ids,
+                        "content": holder.content,
+                        "why": "the same fact, said more than once",
+                    }
+                )
                 continue
             merged = one(u, "merge", *merge_question(recs, now, max_chars), "text", ids)
             content = " ".join(merged.split()) if isinstance(merged, str) else ""
             if not content or not all(covers(content, r, similar) for r in recs):
                 # the model's text loses something: the richest member stands for the group
-                best = max(recs, key=lambda r: (len(arith.numbers(r.content)),
-                                                len(text.stem_set(r.content)), r.created_at))
+                best = max(
+                    recs,
+                    key=lambda r: (
+                        len(arith.numbers(r.content)),
+                        len(text.stem_set(r.content)),
+                        r.created_at,
+                    ),
+                )
                 if content:
                     u.log[-1]["refused"] = "the merged text loses what a member said"
                 content = best.content
-            u.ops.append({"op": "merge", "ids": ids, "content": content,
-                          "why": "the same fact, said more than once"})
+            u.ops.append(
+                {
+                    "op": "merge",
+                    "ids": ids,
+                    "content": content,
+                    "why": "the same fact, said more than once",
+                }
+            )
     return [ClusterDecisions(u.ops, u.log, u.failed) for u in state]
 
 
@@ -302,13 +380,19 @@ def holds_all(group: Sequence[Record], similar: Similar | None = None) -> Record
         stems, nums = text.stem_set(r.content), arith.numbers(r.content)
         lang, names = arith.script(r.content), arith.name_groups(r.content)
 
-        def holds(o: Record, r: Record = r, stems: frozenset[str] = stems,
-                  nums: frozenset[str] = nums, lang: str = lang,
-                  names: list[frozenset[str]] = names) -> bool:
+        def holds(
+            o: Record,
+            r: Record = r,
+            stems: frozenset[str] = stems,
+            nums: frozenset[str] = nums,
+            lang: str = lang,
+            names: list[frozenset[str]] = names,
+        ) -> bool:
             if o is r:
                 return True
             if not arith.numbers(o.content) <= nums or not all(
-                    any(g & h for h in names) for g in arith.name_groups(o.content)):
+                any(g & h for h in names) for g in arith.name_groups(o.content)
+            ):
                 return False
             if arith.script(o.content) == lang:
                 return text.stem_set(o.content) <= stems
@@ -339,9 +423,16 @@ def dated(content: str, until: float) -> str:
     return f"({word} {day(until)}) {content.strip()}"
 
 
-def ask_choice(ask: Ask, tally: Tally, log: list[dict[str, Any]], kind: str,
-               msgs: list[Message], schema: dict[str, Any], ids: Sequence[int],
-               **extra: Any) -> Any:
+def ask_choice(
+    ask: Ask,
+    tally: Tally,
+    log: list[dict[str, Any]],
+    kind: str,
+    msgs: list[Message],
+    schema: dict[str, Any],
+    ids: Sequence[int],
+    **extra: Any,
+) -> Any:
     """One question whose answer is one of its schema's options: the option (tallied and
     journaled), or None when the question failed (journaled with why)."""
     key = next(iter(schema["properties"]))
@@ -357,9 +448,9 @@ def ask_choice(ask: Ask, tally: Tally, log: list[dict[str, Any]], kind: str,
     return value
 
 
-def decide_forgetting(records: Sequence[Record], now: float, ask: Ask, tally: Tally,
-                      limit: int | None = None
-                      ) -> tuple[list[int], list[int], list[dict[str, Any]]]:
+def decide_forgetting(
+    records: Sequence[Record], now: float, ask: Ask, tally: Tally, limit: int | None = None
+) -> tuple[list[int], list[int], list[dict[str, Any]]]:
     """The arithmetic's forgetting list, shortened by the model one record at a time ("forget
     or keep?"): (the ids to forget, the ids answered, the journal entries). A record whose
     question failed is neither forgotten nor marked. Once ``limit`` records are to be
@@ -380,27 +471,46 @@ def decide_forgetting(records: Sequence[Record], now: float, ask: Ask, tally: Ta
     return forget, answered, log
 
 
-def decide_calibration(proposed: Sequence[tuple[Record, str]], now: float, ask: Ask,
-                       tally: Tally) -> tuple[list[dict[str, Any]], list[dict[str, Any]], int]:
+def decide_calibration(
+    proposed: Sequence[tuple[Record, str]], now: float, ask: Ask, tally: Tally
+) -> tuple[list[dict[str, Any]], list[dict[str, Any]], int]:
     """Phase 5 as small decisions: one question per record the arithmetic proposed (promote,
     demote, lower) → (ops, journal entries, failed questions)."""
     out: list[dict[str, Any]] = []
     log: list[dict[str, Any]] = []
     failed = 0
     for r, why in proposed:
-        value = ask_choice(ask, tally, log, "calibrate", *calibrate_question(r, why, now),
-                           [r.id], why=why)
+        value = ask_choice(
+            ask, tally, log, "calibrate", *calibrate_question(r, why, now), [r.id], why=why
+        )
         if value is None:
             failed += 1
             continue
         if why == PROMOTE and value == "make core":
-            out.append({"op": "set_kind", "id": r.id, "kind": "core",
-                        "why": f"recalled constantly ({r.access_count} times)"})
+            out.append(
+                {
+                    "op": "set_kind",
+                    "id": r.id,
+                    "kind": "core",
+                    "why": f"recalled constantly ({r.access_count} times)",
+                }
+            )
         elif why == DEMOTE and value == "ordinary fact":
-            out.append({"op": "set_kind", "id": r.id, "kind": "fact",
-                        "why": "core outgrew its budget; an ordinary fact"})
+            out.append(
+                {
+                    "op": "set_kind",
+                    "id": r.id,
+                    "kind": "fact",
+                    "why": "core outgrew its budget; an ordinary fact",
+                }
+            )
         elif why == LOWER and isinstance(value, int) and value < r.importance:
-            out.append({"op": "set_importance", "id": r.id, "importance": value,
-                        "why": "importance crept up; never recalled"})
+            out.append(
+                {
+                    "op": "set_importance",
+                    "id": r.id,
+                    "importance": value,
+                    "why": "importance crept up; never recalled",
+                }
+            )
     return out, log, failed
-

@@ -26,18 +26,29 @@ from core.store.records import Kind, Record
 MAX_FORGET_LIST = 40  # candidates shown in one forgetting call (oldest first)
 
 
-def forgetting_candidates(config: MemoryConfig, corpus: dict[int, Record], clustered: set[int],
-                          keep_recent: float, reviewed: dict[int, float], now: float
-                          ) -> list[Record]:
+def forgetting_candidates(
+    config: MemoryConfig,
+    corpus: dict[int, Record],
+    clustered: set[int],
+    keep_recent: float,
+    reviewed: dict[int, float],
+    now: float,
+) -> list[Record]:
     """The arithmetic of §7.4: faded past two half-lives, never recalled, importance ≤ 2,
     not core, not pinned, not in a cluster, not younger than keep_recent — and not kept by
     an earlier night within the last half-life (unless it changed since)."""
     out = []
     for r in corpus.values():
         hl = half_life_of(r.kind, config)
-        if (r.id in clustered or r.kind is Kind.CORE or r.pinned or r.importance > 2
-                or r.access_count > 0 or now - r.recalled_at <= 2 * hl
-                or now - r.created_at < keep_recent):
+        if (
+            r.id in clustered
+            or r.kind is Kind.CORE
+            or r.pinned
+            or r.importance > 2
+            or r.access_count > 0
+            or now - r.recalled_at <= 2 * hl
+            or now - r.created_at < keep_recent
+        ):
             continue
         seen = reviewed.get(r.id)
         if seen is not None and seen >= r.updated_at and now - seen < hl:
@@ -54,9 +65,14 @@ def forgetting(ctx: StageContext, state: ClusterState) -> None:
         now = mem.clock.now()
         corpus = ctx.read_corpus().records
         clustered = {i for c in state.result.clusters for i in c} | state.linked
-        cands = forgetting_candidates(mem.config, corpus, clustered,
-                                      ctx.config.keep_recent_seconds,
-                                      ctx.store.marks(MARK_FORGET), now)
+        cands = forgetting_candidates(
+            mem.config,
+            corpus,
+            clustered,
+            ctx.config.keep_recent_seconds,
+            ctx.store.marks(MARK_FORGET),
+            now,
+        )
         held: dict[int, str] = {}
         if decide:
             # a faded record that names money, a promise, a date or a person is not offered
@@ -67,22 +83,52 @@ def forgetting(ctx: StageContext, state: ClusterState) -> None:
             note = "no forgetting candidates"
             if held:
                 note += f"; {len(held)} faded record(s) held back (they still matter)"
-            ctx.journal(PhaseLog(STAGE, "forgetting", "skipped", elapsed(), 0,
-                                 [{"held": held}] if held else [], [], note))
+            ctx.journal(
+                PhaseLog(
+                    STAGE,
+                    "forgetting",
+                    "skipped",
+                    elapsed(),
+                    0,
+                    [{"held": held}] if held else [],
+                    [],
+                    note,
+                )
+            )
             return
         if ctx.planner is None or ctx.calls_left == 0:
             why = "no planner model is available" if ctx.planner is None else "max_calls reached"
-            ctx.journal(PhaseLog(STAGE, "forgetting", "skipped", elapsed(), 0, [], [],
-                                 f"{len(cands)} candidate(s); {why}"))
+            ctx.journal(
+                PhaseLog(
+                    STAGE,
+                    "forgetting",
+                    "skipped",
+                    elapsed(),
+                    0,
+                    [],
+                    [],
+                    f"{len(cands)} candidate(s); {why}",
+                )
+            )
             return
         room = ctx.budget.max_forget - ctx.budget.forgotten  # resolved contradictions count
         if decide and room <= 0:  # nothing more may be forgotten tonight: ask nothing (measured
             # on the 130-memory corpus: 12 questions asked whose answers the cap then refused)
-            ctx.journal(PhaseLog(STAGE, "forgetting", "skipped", elapsed(), 0, [], [],
-                                 f"{len(cands)} candidate(s) wait for the next night "
-                                 f"(max_forget {ctx.budget.max_forget} reached)"))
+            ctx.journal(
+                PhaseLog(
+                    STAGE,
+                    "forgetting",
+                    "skipped",
+                    elapsed(),
+                    0,
+                    [],
+                    [],
+                    f"{len(cands)} candidate(s) wait for the next night "
+                    f"(max_forget {ctx.budget.max_forget} reached)",
+                )
+            )
             return
-        batches = [cands[i: i + MAX_FORGET_LIST] for i in range(0, len(cands), MAX_FORGET_LIST)]
+        batches = [cands[i : i + MAX_FORGET_LIST] for i in range(0, len(cands), MAX_FORGET_LIST)]
         batches = batches[: ctx.calls_left]
         c0 = ctx.calls
         tally = decisions.Tally()
@@ -95,22 +141,32 @@ def forgetting(ctx: StageContext, state: ClusterState) -> None:
             versions = {r.id: ops.version_of(r) for r in shown}
             if decide:
                 forget_ids, got, entries = decisions.decide_forgetting(
-                    shown, now, ctx.decide, tally, limit=room - len(proposals))
+                    shown, now, ctx.decide, tally, limit=room - len(proposals)
+                )
                 plans.append({"candidates": ids, "decisions": entries})
                 if not got:
                     continue
                 answered.extend(got)
-                proposals.extend(Proposal({"op": "forget", "id": i, "why": "faded trivia: "
-                                           "old, never recalled, unimportant"},
-                                          frozenset(ids), versions, unit) for i in forget_ids)
+                proposals.extend(
+                    Proposal(
+                        {
+                            "op": "forget",
+                            "id": i,
+                            "why": "faded trivia: old, never recalled, unimportant",
+                        },
+                        frozenset(ids),
+                        versions,
+                        unit,
+                    )
+                    for i in forget_ids
+                )
                 continue
             res = ctx.call(forget_messages(ctx.persona, shown, now), forget_tool(ids))
             plans.append(plan_log(res, candidates=ids))
             if res.plan is None:
                 continue
             answered.extend(ids)
-            proposals.extend(Proposal(raw, frozenset(ids), versions, unit)
-                             for raw in res.plan.ops)
+            proposals.extend(Proposal(raw, frozenset(ids), versions, unit) for raw in res.plan.ops)
         ctx.progress("forgetting", len(batches), len(batches), "applying")
         shown_n = sum(len(b) for b in batches)
         note = f"{len(cands)} candidate(s), {shown_n} shown in {len(batches)} call(s)"
@@ -118,8 +174,9 @@ def forgetting(ctx: StageContext, state: ClusterState) -> None:
         if failed_calls:
             note += f"; {failed_calls} call(s) failed (nothing forgotten from them)"
         if held:
-            note += (f"; {len(held)} faded record(s) held back (money, a promise, a date or a "
-                     f"person)")
+            note += (
+                f"; {len(held)} faded record(s) held back (money, a promise, a date or a person)"
+            )
             plans.append({"held": held})
         if shown_n < len(cands):
             note += f"; {len(cands) - shown_n} wait for the next night (max_calls)"
@@ -129,5 +186,15 @@ def forgetting(ctx: StageContext, state: ClusterState) -> None:
             journal.set_marks(tx.conn, MARK_FORGET, sorted(keep), tx.now)
 
         guard = Safeguards(mem, ctx.config, ctx.budget, "forgetting", corpus, now)
-        apply_phase(ctx, guard, proposals, "forgetting", plans, elapsed, ctx.calls - c0, note,
-                    failed=not answered, after=mark)
+        apply_phase(
+            ctx,
+            guard,
+            proposals,
+            "forgetting",
+            plans,
+            elapsed,
+            ctx.calls - c0,
+            note,
+            failed=not answered,
+            after=mark,
+        )

@@ -68,14 +68,17 @@ class Gate:
         if older.id not in self.rows or newer.id not in self.rows:
             return None
         shown = [r for r in others if r.id in self.rows and r.id not in (older.id, newer.id)]
-        vectors = np.stack([self.rows[newer.id], self.rows[older.id],
-                            *(self.rows[r.id] for r in shown)])
-        features = corrections.pair_rows(newer.content, [older.content, *(r.content for r in shown)],
-                             vectors)
+        vectors = np.stack(
+            [self.rows[newer.id], self.rows[older.id], *(self.rows[r.id] for r in shown)]
+        )
+        features = corrections.pair_rows(
+            newer.content, [older.content, *(r.content for r in shown)], vectors
+        )
         return float(self.model.probabilities(features)[0])
 
-    def screen(self, cands: Iterable[Candidate], cluster: Iterable[int],
-               corpus: dict[int, Record]) -> tuple[list[Candidate], list[dict[str, Any]]]:
+    def screen(
+        self, cands: Iterable[Candidate], cluster: Iterable[int], corpus: dict[int, Record]
+    ) -> tuple[list[Candidate], list[dict[str, Any]]]:
         """The candidates to ask (each supersession carrying its probability) and the
         supersessions not asked, as journal entries. A supersession below the threshold that
         the duplicate test would merge becomes a "same fact?" question."""
@@ -91,17 +94,30 @@ class Gate:
             if p is not None and p >= self.threshold:
                 out.append(replace(c, p=round(p, 3)))
                 continue
-            why = ("no vector" if p is None
-                   else f"the gate's probability {p:.2f} is below {self.threshold:g}")
-            gated.append({"kind": SUPERSEDE, "ids": list(c.ids), "p": None if p is None
-                          else round(p, 3), "not_asked": why, "same_first": c.same_first})
+            why = (
+                "no vector"
+                if p is None
+                else f"the gate's probability {p:.2f} is below {self.threshold:g}"
+            )
+            gated.append(
+                {
+                    "kind": SUPERSEDE,
+                    "ids": list(c.ids),
+                    "p": None if p is None else round(p, 3),
+                    "not_asked": why,
+                    "same_first": c.same_first,
+                }
+            )
             if c.same_first:
                 out.append(arith.as_duplicate(c, f"not a supersession: {why}"))
         return out, gated
 
 
-def for_vectors(embedder: Any, vectors: tuple[np.ndarray, np.ndarray, float] | None,
-                threshold: float | None = None) -> Gate | None:
+def for_vectors(
+    embedder: Any,
+    vectors: tuple[np.ndarray, np.ndarray, float] | None,
+    threshold: float | None = None,
+) -> Gate | None:
     """The gate over the store's vectors (``Memory.vector_rows``: the multilingual part of
     each record's vector, unit length) when they are USE vectors and the correction model
     loads; otherwise None. ``threshold`` defaults to :data:`THRESHOLD`."""
@@ -109,5 +125,8 @@ def for_vectors(embedder: Any, vectors: tuple[np.ndarray, np.ndarray, float] | N
     if model is None or vectors is None or use_vectors(embedder) is None:
         return None
     ids, mat, _background = vectors
-    return Gate(model, {int(i): mat[n] for n, i in enumerate(ids)},
-                THRESHOLD if threshold is None else threshold)
+    return Gate(
+        model,
+        {int(i): mat[n] for n, i in enumerate(ids)},
+        THRESHOLD if threshold is None else threshold,
+    )

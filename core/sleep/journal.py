@@ -86,24 +86,45 @@ class SleepRun:
         becomes the bare word ``refused``), phase notes, the model's name; the summary is
         rebuilt from counts alone."""
         phases = [
-            PhaseLog(_word(p.stage), _word(p.name), _word(p.status), float(p.seconds),
-                     int(p.calls), plans=[],
-                     ops=[OpLog(_word(o.op), [int(i) for i in o.ids], bool(o.applied), "",
-                                None if o.refused_reason is None else "refused", {})
-                          for o in p.ops],
-                     note="")
+            PhaseLog(
+                _word(p.stage),
+                _word(p.name),
+                _word(p.status),
+                float(p.seconds),
+                int(p.calls),
+                plans=[],
+                ops=[
+                    OpLog(
+                        _word(o.op),
+                        [int(i) for i in o.ids],
+                        bool(o.applied),
+                        "",
+                        None if o.refused_reason is None else "refused",
+                        {},
+                    )
+                    for o in p.ops
+                ],
+                note="",
+            )
             for p in self.phases
         ]
         ops = [o for p in phases for o in p.ops]
         applied = sum(o.applied for o in ops)
         refused = sum(o.refused_reason is not None for o in ops)
         return SleepRun(
-            id=int(self.id), started_at=self.started_at, finished_at=self.finished_at,
-            status=_word(self.status), dry_run=bool(self.dry_run),
-            reason=self.reason if self.reason in RUN_REASONS else "other", model=None,
-            stages={_word(k): _word(v) for k, v in self.stages.items()}, phases=phases,
+            id=int(self.id),
+            started_at=self.started_at,
+            finished_at=self.finished_at,
+            status=_word(self.status),
+            dry_run=bool(self.dry_run),
+            reason=self.reason if self.reason in RUN_REASONS else "other",
+            model=None,
+            stages={_word(k): _word(v) for k, v in self.stages.items()},
+            phases=phases,
             notable=bool(self.notable),
-            summary=f"{applied} applied, {refused} refused" if ops else "", seen=bool(self.seen))
+            summary=f"{applied} applied, {refused} refused" if ops else "",
+            seen=bool(self.seen),
+        )
 
 
 # why a night ran: the code's own words (anything else is shown to others as "other")
@@ -120,11 +141,14 @@ def _word(value: object) -> str:
 # ---------------------------------------------------------------------------- writing
 
 
-def start_run(conn: sqlite3.Connection, now: float, dry_run: bool, reason: str,
-              model: str | None) -> int:
+def start_run(
+    conn: sqlite3.Connection, now: float, dry_run: bool, reason: str, model: str | None
+) -> int:
     cur = conn.execute(
         "INSERT INTO sleep_runs (started_at, status, dry_run, reason, model) "
-        "VALUES (?, 'running', ?, ?, ?)", (now, int(dry_run), reason, model))
+        "VALUES (?, 'running', ?, ?, ?)",
+        (now, int(dry_run), reason, model),
+    )
     assert cur.lastrowid is not None  # an INSERT sets it
     return cur.lastrowid
 
@@ -133,24 +157,55 @@ def write_phase(conn: sqlite3.Connection, run_id: int, seq: int, phase: PhaseLog
     cur = conn.execute(
         "INSERT INTO sleep_phases (run_id, seq, stage, name, status, seconds, calls, plans, note) "
         "VALUES (?,?,?,?,?,?,?,?,?)",
-        (run_id, seq, phase.stage, phase.name, phase.status, float(phase.seconds), phase.calls,
-         json.dumps(phase.plans, ensure_ascii=False, default=str), phase.note))
+        (
+            run_id,
+            seq,
+            phase.stage,
+            phase.name,
+            phase.status,
+            float(phase.seconds),
+            phase.calls,
+            json.dumps(phase.plans, ensure_ascii=False, default=str),
+            phase.note,
+        ),
+    )
     assert cur.lastrowid is not None  # an INSERT sets it
     pid = cur.lastrowid
     conn.executemany(
         "INSERT INTO sleep_ops (phase_id, seq, op, ids, applied, why, refused_reason, detail) "
         "VALUES (?,?,?,?,?,?,?,?)",
-        [(pid, i, o.op, json.dumps(list(o.ids)), int(o.applied), o.why, o.refused_reason,
-          json.dumps(o.detail, ensure_ascii=False, default=str)) for i, o in enumerate(phase.ops)])
+        [
+            (
+                pid,
+                i,
+                o.op,
+                json.dumps(list(o.ids)),
+                int(o.applied),
+                o.why,
+                o.refused_reason,
+                json.dumps(o.detail, ensure_ascii=False, default=str),
+            )
+            for i, o in enumerate(phase.ops)
+        ],
+    )
     return pid
 
 
-def finish_run(conn: sqlite3.Connection, run_id: int, now: float, status: str,
-               stages: dict[str, str], notable: bool, summary: str, model: str | None) -> None:
+def finish_run(
+    conn: sqlite3.Connection,
+    run_id: int,
+    now: float,
+    status: str,
+    stages: dict[str, str],
+    notable: bool,
+    summary: str,
+    model: str | None,
+) -> None:
     conn.execute(
         "UPDATE sleep_runs SET finished_at = ?, status = ?, stages = ?, notable = ?, "
         "summary = ?, model = ? WHERE id = ?",
-        (now, status, json.dumps(stages), int(notable), summary, model, run_id))
+        (now, status, json.dumps(stages), int(notable), summary, model, run_id),
+    )
 
 
 def fail_interrupted(conn: sqlite3.Connection, now: float) -> int:
@@ -158,7 +213,9 @@ def fail_interrupted(conn: sqlite3.Connection, now: float) -> int:
     return conn.execute(
         "UPDATE sleep_runs SET status = 'failed', finished_at = COALESCE(finished_at, ?), "
         "notable = 1, summary = 'interrupted: Eva stopped while sleeping; applied phases are "
-        "kept, the unfinished one was discarded' WHERE status = 'running'", (now,)).rowcount
+        "kept, the unfinished one was discarded' WHERE status = 'running'",
+        (now,),
+    ).rowcount
 
 
 def mark_seen(conn: sqlite3.Connection, run_id: int) -> bool:
@@ -169,7 +226,8 @@ def set_marks(conn: sqlite3.Connection, phase: str, ids: Iterable[int], at: floa
     conn.executemany(
         "INSERT INTO sleep_marks (memory_id, phase, at) VALUES (?, ?, ?) "
         "ON CONFLICT(memory_id, phase) DO UPDATE SET at = excluded.at",
-        [(int(i), phase, at) for i in ids])
+        [(int(i), phase, at) for i in ids],
+    )
 
 
 # ---------------------------------------------------------------------------- the store
@@ -192,11 +250,14 @@ class Journal:
         rows = self._storage.query(
             "SELECT status, started_at, finished_at FROM sleep_runs "
             "WHERE status IN ('done', 'skipped', 'failed')"
-            + ("" if dry_runs else " AND dry_run = 0") + " ORDER BY id DESC LIMIT 1")
+            + ("" if dry_runs else " AND dry_run = 0")
+            + " ORDER BY id DESC LIMIT 1"
+        )
         return rows[0] if rows else None
 
-    def runs(self, limit: int = 30, *, notable_unseen: bool = False,
-             run_id: int | None = None) -> list[SleepRun]:
+    def runs(
+        self, limit: int = 30, *, notable_unseen: bool = False, run_id: int | None = None
+    ) -> list[SleepRun]:
         return load_runs(self._storage, limit, notable_unseen=notable_unseen, run_id=run_id)
 
     def marks(self, phase: str) -> dict[int, float]:
@@ -214,8 +275,10 @@ class Journal:
 
 def marks(storage: Storage, phase: str) -> dict[int, float]:
     """When each record was last reviewed by ``phase`` (and kept)."""
-    return {r[0]: r[1] for r in storage.query(
-        "SELECT memory_id, at FROM sleep_marks WHERE phase = ?", (phase,))}
+    return {
+        r[0]: r[1]
+        for r in storage.query("SELECT memory_id, at FROM sleep_marks WHERE phase = ?", (phase,))
+    }
 
 
 def _runs(storage: Storage, rows: Sequence[sqlite3.Row]) -> list[SleepRun]:
@@ -225,37 +288,65 @@ def _runs(storage: Storage, rows: Sequence[sqlite3.Row]) -> list[SleepRun]:
     q = ",".join("?" * len(ids))
     phases: dict[int, list[tuple[int, sqlite3.Row]]] = {}
     pids: list[int] = []
-    for p in storage.query(f"SELECT * FROM sleep_phases WHERE run_id IN ({q}) ORDER BY run_id, seq",
-                           tuple(ids)):
+    for p in storage.query(
+        f"SELECT * FROM sleep_phases WHERE run_id IN ({q}) ORDER BY run_id, seq", tuple(ids)
+    ):
         phases.setdefault(p["run_id"], []).append((p["id"], p))
         pids.append(p["id"])
     ops: dict[int, list[OpLog]] = {}
     for start in range(0, len(pids), 500):
-        part = pids[start: start + 500]
+        part = pids[start : start + 500]
         qq = ",".join("?" * len(part))
         for o in storage.query(
-                f"SELECT * FROM sleep_ops WHERE phase_id IN ({qq}) ORDER BY phase_id, seq",
-                tuple(part)):
-            ops.setdefault(o["phase_id"], []).append(OpLog(
-                o["op"], json.loads(o["ids"]), bool(o["applied"]), o["why"], o["refused_reason"],
-                json.loads(o["detail"])))
+            f"SELECT * FROM sleep_ops WHERE phase_id IN ({qq}) ORDER BY phase_id, seq", tuple(part)
+        ):
+            ops.setdefault(o["phase_id"], []).append(
+                OpLog(
+                    o["op"],
+                    json.loads(o["ids"]),
+                    bool(o["applied"]),
+                    o["why"],
+                    o["refused_reason"],
+                    json.loads(o["detail"]),
+                )
+            )
     out = []
     for r in rows:
         plist = [
-            PhaseLog(p["stage"], p["name"], p["status"], p["seconds"], p["calls"],
-                     json.loads(p["plans"]), ops.get(pid, []), p["note"])
+            PhaseLog(
+                p["stage"],
+                p["name"],
+                p["status"],
+                p["seconds"],
+                p["calls"],
+                json.loads(p["plans"]),
+                ops.get(pid, []),
+                p["note"],
+            )
             for pid, p in phases.get(r["id"], [])
         ]
-        out.append(SleepRun(
-            id=r["id"], started_at=r["started_at"], finished_at=r["finished_at"],
-            status=r["status"], dry_run=bool(r["dry_run"]), reason=r["reason"], model=r["model"],
-            stages=json.loads(r["stages"]), phases=plist, notable=bool(r["notable"]),
-            summary=r["summary"], seen=bool(r["seen"])))
+        out.append(
+            SleepRun(
+                id=r["id"],
+                started_at=r["started_at"],
+                finished_at=r["finished_at"],
+                status=r["status"],
+                dry_run=bool(r["dry_run"]),
+                reason=r["reason"],
+                model=r["model"],
+                stages=json.loads(r["stages"]),
+                phases=plist,
+                notable=bool(r["notable"]),
+                summary=r["summary"],
+                seen=bool(r["seen"]),
+            )
+        )
     return out
 
 
-def load_runs(storage: Storage, limit: int = 30, *, notable_unseen: bool = False,
-              run_id: int | None = None) -> list[SleepRun]:
+def load_runs(
+    storage: Storage, limit: int = 30, *, notable_unseen: bool = False, run_id: int | None = None
+) -> list[SleepRun]:
     where, args = [], []
     if run_id is not None:
         where.append("id = ?")

@@ -35,9 +35,19 @@ def memory_stage(ctx: StageContext) -> str:
     mem = ctx.memory
     n = mem.count()
     if n < ctx.config.min_memories:
-        ctx.journal(PhaseLog(STAGE, STAGE, "skipped", 0.0, 0, [], [],
-                             f"{n} memories, fewer than min_memories "
-                             f"({ctx.config.min_memories}): the memory stage is skipped"))
+        ctx.journal(
+            PhaseLog(
+                STAGE,
+                STAGE,
+                "skipped",
+                0.0,
+                0,
+                [],
+                [],
+                f"{n} memories, fewer than min_memories "
+                f"({ctx.config.min_memories}): the memory stage is skipped",
+            )
+        )
         return "skipped"
     hygiene(ctx)
     state = cluster_phase(ctx)
@@ -53,6 +63,7 @@ def memory_stage(ctx: StageContext) -> str:
 def hygiene(ctx: StageContext) -> None:
     mem = ctx.memory
     with ctx.phase("hygiene") as elapsed:
+
         def prog(done: int, total: int) -> None:
             ctx.progress("hygiene", done, total, "embedding records without a vector")
             ctx.check()
@@ -64,14 +75,24 @@ def hygiene(ctx: StageContext) -> None:
         purged = mem.purge_archive(dry_run=ctx.dry_run)
         ops = []
         if embedded:
-            ops.append(OpLog("embed", [], True, "no vector of the active model", None,
-                             {"count": embedded}))
+            ops.append(
+                OpLog("embed", [], True, "no vector of the active model", None, {"count": embedded})
+            )
         if purged:
-            ops.append(OpLog("purge_archive", [], not ctx.dry_run,
-                             f"in the archive longer than {ttl:g} days", None, {"count": purged}))
+            ops.append(
+                OpLog(
+                    "purge_archive",
+                    [],
+                    not ctx.dry_run,
+                    f"in the archive longer than {ttl:g} days",
+                    None,
+                    {"count": purged},
+                )
+            )
         verb = "would purge" if ctx.dry_run else "purged"
         note = f"embedded {embedded} record(s); {verb} {purged} archive entr" + (
-            "y" if purged == 1 else "ies")
+            "y" if purged == 1 else "ies"
+        )
         error = mem.status().error
         if error:
             note += f"; embedding failed ({error}): those records wait for the next night"
@@ -90,18 +111,39 @@ def cluster_phase(ctx: StageContext) -> ClusterState:
         stems = {i: s for i, s in mem.stem_sets().items() if i in corpus}
         vectors = mem.vector_rows()
         result = clustering.cluster(
-            stems, jaccard=cfg.cluster_jaccard, cosine=cfg.cluster_cosine,
-            max_cluster=cfg.max_cluster, vectors=vectors,
-            groups={i: r.scope for i, r in corpus.items()}, max_neighbours=cfg.max_neighbours,
-            check=ctx.check)
+            stems,
+            jaccard=cfg.cluster_jaccard,
+            cosine=cfg.cluster_cosine,
+            max_cluster=cfg.max_cluster,
+            vectors=vectors,
+            groups={i: r.scope for i, r in corpus.items()},
+            max_neighbours=cfg.max_neighbours,
+            check=ctx.check,
+        )
         unsettled = [c for c in result.clusters if not all(settled(corpus[i]) for i in c)]
         hist = result.histogram()
-        note = (f"{len(result.clusters)} cluster(s) {hist or ''}, {len(unsettled)} unsettled; "
-                f"{result.lexical_edges} lexical and {result.semantic_edges} semantic edges, "
-                f"{result.cut_edges} cut; {result.seconds:.2f} s").replace("  ", " ")
+        note = (
+            f"{len(result.clusters)} cluster(s) {hist or ''}, {len(unsettled)} unsettled; "
+            f"{result.lexical_edges} lexical and {result.semantic_edges} semantic edges, "
+            f"{result.cut_edges} cut; {result.seconds:.2f} s"
+        ).replace("  ", " ")
         ctx.progress("clustering", 1, 1, note)
-        plans = [{"histogram": {str(k): v for k, v in hist.items()},
-                  "unsettled": [list(c) for c in unsettled[:200]]}]
-        ctx.journal(PhaseLog(STAGE, "clustering", "planned" if ctx.dry_run else "applied",
-                             elapsed(), 0, plans, [], note))
+        plans = [
+            {
+                "histogram": {str(k): v for k, v in hist.items()},
+                "unsettled": [list(c) for c in unsettled[:200]],
+            }
+        ]
+        ctx.journal(
+            PhaseLog(
+                STAGE,
+                "clustering",
+                "planned" if ctx.dry_run else "applied",
+                elapsed(),
+                0,
+                plans,
+                [],
+                note,
+            )
+        )
         return ClusterState(corpus, result, unsettled, vectors, stems)

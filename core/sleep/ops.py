@@ -33,8 +33,17 @@ from core.store import consolidation, records
 from core.store.records import Actor, Kind, Record, Source
 
 # What a plan is checked against: the fields of a record that an op's judgement rests on.
-VERSION = ("content", "kind", "importance", "private", "pinned", "updated_at",
-           "consolidated_at", "archived_at", "access_count")
+VERSION = (
+    "content",
+    "kind",
+    "importance",
+    "private",
+    "pinned",
+    "updated_at",
+    "consolidated_at",
+    "archived_at",
+    "access_count",
+)
 
 
 @dataclass
@@ -83,8 +92,17 @@ def transaction(memory: Memory, turn_id: str) -> Iterator[SleepTxn]:
 def version_of(r: Record) -> tuple:
     """The version tuple of a live record as read (same shape as ``versions``), so a plan is
     checked against exactly the records the model was shown."""
-    return (r.content, r.kind.value, r.importance, int(r.private), int(r.pinned),
-            r.updated_at, r.consolidated_at, None, r.access_count)
+    return (
+        r.content,
+        r.kind.value,
+        r.importance,
+        int(r.private),
+        int(r.pinned),
+        r.updated_at,
+        r.consolidated_at,
+        None,
+        r.access_count,
+    )
 
 
 def versions(conn: sqlite3.Connection, ids: Iterable[int]) -> dict[int, tuple]:
@@ -92,8 +110,14 @@ def versions(conn: sqlite3.Connection, ids: Iterable[int]) -> dict[int, tuple]:
     return consolidation.versions(conn, ids, VERSION)
 
 
-def check(tx: SleepTxn, ids: Sequence[int], planned: dict[int, tuple], *, touch: bool = True,
-          strict: bool = False) -> dict[int, Record]:
+def check(
+    tx: SleepTxn,
+    ids: Sequence[int],
+    planned: dict[int, tuple],
+    *,
+    touch: bool = True,
+    strict: bool = False,
+) -> dict[int, Record]:
     """The live records an op names, exactly as they were when the plan was made; otherwise
     ``Refused``. ``strict`` also compares reinforcements (a record recalled meanwhile is no
     longer a forgetting candidate); ``touch=False`` reads pinned records without refusing."""
@@ -112,7 +136,8 @@ def check(tx: SleepTxn, ids: Sequence[int], planned: dict[int, tuple], *, touch:
         if [cur[i] for i in keep] != [was[i] for i in keep]:
             raise Refused(
                 f"#{rid} changed after the plan was made (a write during sleep or an earlier "
-                "op of this night); the plan for it is stale")
+                "op of this night); the plan for it is stale"
+            )
         r = _read(tx, rid, with_history=True)
         if touch and r.pinned:
             raise Refused(f"#{rid} is pinned by the owner; sleep never touches it")
@@ -131,8 +156,9 @@ def _read(tx: SleepTxn, rid: int, *, with_history: bool = False) -> Record:
 
 
 def _log(tx: SleepTxn, op: str, rid: int) -> None:
-    records.log_change(tx.conn, tx.now, Actor.SLEEP, tx.turn_id, op, rid,
-                       records.snapshot(tx.conn, rid))
+    records.log_change(
+        tx.conn, tx.now, Actor.SLEEP, tx.turn_id, op, rid, records.snapshot(tx.conn, rid)
+    )
 
 
 def _archive(tx: SleepTxn, rid: int, why: str) -> None:
@@ -151,13 +177,33 @@ def _reword(tx: SleepTxn, rid: int, content: str, vec: np.ndarray | None) -> Non
     tx.touched.add(rid)
 
 
-def _insert(tx: SleepTxn, content: str, kind: Kind, importance: int, private: bool, scope: str,
-            created_at: float, updated_at: float, vec: np.ndarray | None,
-            history: Sequence[float] = ()) -> int:
-    rid = records.insert(tx.conn, content, kind, importance, private=private, pinned=False,
-                         scope=scope, created_at=created_at, updated_at=updated_at,
-                         source=Source.SLEEP, source_turn=tx.turn_id, consolidated_at=tx.now,
-                         history=history)
+def _insert(
+    tx: SleepTxn,
+    content: str,
+    kind: Kind,
+    importance: int,
+    private: bool,
+    scope: str,
+    created_at: float,
+    updated_at: float,
+    vec: np.ndarray | None,
+    history: Sequence[float] = (),
+) -> int:
+    rid = records.insert(
+        tx.conn,
+        content,
+        kind,
+        importance,
+        private=private,
+        pinned=False,
+        scope=scope,
+        created_at=created_at,
+        updated_at=updated_at,
+        source=Source.SLEEP,
+        source_turn=tx.turn_id,
+        consolidated_at=tx.now,
+        history=history,
+    )
     records.log_change(tx.conn, tx.now, Actor.SLEEP, tx.turn_id, "create", rid, None)
     tx.writes.vector(rid, vec)
     tx.touched.add(rid)
@@ -179,8 +225,14 @@ def _content(tx: SleepTxn, value: object) -> str:
 # ---------------------------------------------------------------------------- ops
 
 
-def merge(tx: SleepTxn, ids: Sequence[int], content: object, why: str,
-          planned: dict[int, tuple], vec: np.ndarray | None = None) -> Record:
+def merge(
+    tx: SleepTxn,
+    ids: Sequence[int],
+    content: object,
+    why: str,
+    planned: dict[int, tuple],
+    vec: np.ndarray | None = None,
+) -> Record:
     """Merge duplicates into the most reinforced member (its id survives). The survivor gets
     ``content``, the strongest kind, the highest importance, the earliest creation, private if
     any member was, and the sum of all access histories (spaced repetition is not reset); the
@@ -198,11 +250,17 @@ def merge(tx: SleepTxn, ids: Sequence[int], content: object, why: str,
     _log(tx, "merge", sid)
     members = list(recs.values())
     consolidation.merge(
-        tx.conn, sid, others, content, kind=strongest_kind(r.kind for r in members).value,
+        tx.conn,
+        sid,
+        others,
+        content,
+        kind=strongest_kind(r.kind for r in members).value,
         importance=max(r.importance for r in members),
         private=any(r.private for r in members),
         created_at=min(r.created_at for r in members),
-        updated_at=max(r.updated_at for r in members), now=tx.now)
+        updated_at=max(r.updated_at for r in members),
+        now=tx.now,
+    )
     _merge_due(tx, sid, members, content)
     tx.writes.vector(sid, vec)
     for rid in others:
@@ -221,12 +279,23 @@ def _merge_due(tx: SleepTxn, sid: int, members: Sequence[Record], content: str) 
         return
     last = max(dated, key=lambda r: (r.updated_at, r.id))
     consolidation.copy_due(tx.conn, last.id, sid)
-    records.redate(tx.conn, sid, content, records.said_at(tx.conn, last.id) or last.created_at,
-                   keep_if_none=True)
+    records.redate(
+        tx.conn,
+        sid,
+        content,
+        records.said_at(tx.conn, last.id) or last.created_at,
+        keep_if_none=True,
+    )
 
 
-def rewrite(tx: SleepTxn, record_id: int, content: object, why: str,
-            planned: dict[int, tuple], vec: np.ndarray | None = None) -> Record:
+def rewrite(
+    tx: SleepTxn,
+    record_id: int,
+    content: object,
+    why: str,
+    planned: dict[int, tuple],
+    vec: np.ndarray | None = None,
+) -> Record:
     """Replace a record's wording (e.g. "lived in Kazan until 2024"); kind, flags, history
     and the age of the knowledge (updated_at) stay."""
     content = _content(tx, content)
@@ -236,9 +305,14 @@ def rewrite(tx: SleepTxn, record_id: int, content: object, why: str,
     return _read(tx, rid)
 
 
-def split(tx: SleepTxn, record_id: int, parts: Sequence[object], why: str,
-          planned: dict[int, tuple], vecs: Sequence[np.ndarray | None] | None = None
-          ) -> list[int]:
+def split(
+    tx: SleepTxn,
+    record_id: int,
+    parts: Sequence[object],
+    why: str,
+    planned: dict[int, tuple],
+    vecs: Sequence[np.ndarray | None] | None = None,
+) -> list[int]:
     """Split a glued record: it keeps its id with the first part; each further part is a new
     record with the same kind, importance, flags, scope, creation and history."""
     texts = [_content(tx, p) for p in parts]
@@ -250,14 +324,34 @@ def split(tx: SleepTxn, record_id: int, parts: Sequence[object], why: str,
     _reword(tx, rid, texts[0], vecs[0])
     out = [rid]
     for part, vec in zip(texts[1:], vecs[1:], strict=True):
-        out.append(_insert(tx, part, r.kind, r.importance, r.private, r.scope, r.created_at,
-                           r.updated_at, vec, r.accesses))
+        out.append(
+            _insert(
+                tx,
+                part,
+                r.kind,
+                r.importance,
+                r.private,
+                r.scope,
+                r.created_at,
+                r.updated_at,
+                vec,
+                r.accesses,
+            )
+        )
     return out
 
 
-def derive(tx: SleepTxn, ids: Sequence[int], content: object, why: str,
-           planned: dict[int, tuple], *, kind: object = "fact", importance: object = None,
-           vec: np.ndarray | None = None) -> Record:
+def derive(
+    tx: SleepTxn,
+    ids: Sequence[int],
+    content: object,
+    why: str,
+    planned: dict[int, tuple],
+    *,
+    kind: object = "fact",
+    importance: object = None,
+    vec: np.ndarray | None = None,
+) -> Record:
     """A new record derived from a run of similar events ("goes swimming on Sundays"). The
     events stay as they are (they fade on their own); the new record is private if any source
     is. Sources may be pinned: they are only read."""
@@ -270,15 +364,33 @@ def derive(tx: SleepTxn, ids: Sequence[int], content: object, why: str,
     scopes = {r.scope for r in recs.values()}
     if len(scopes) > 1:
         raise Refused("sources of different scopes are never combined")
-    imp = (valid.importance(importance) if importance is not None
-           else max(r.importance for r in recs.values()))
-    rid = _insert(tx, content, kind, imp, any(r.private for r in recs.values()), scopes.pop(),
-                  tx.now, tx.now, vec)
+    imp = (
+        valid.importance(importance)
+        if importance is not None
+        else max(r.importance for r in recs.values())
+    )
+    rid = _insert(
+        tx,
+        content,
+        kind,
+        imp,
+        any(r.private for r in recs.values()),
+        scopes.pop(),
+        tx.now,
+        tx.now,
+        vec,
+    )
     return _read(tx, rid)
 
 
-def set_fields(tx: SleepTxn, record_id: int, planned: dict[int, tuple], *, kind: object = None,
-               importance: object = None) -> Record:
+def set_fields(
+    tx: SleepTxn,
+    record_id: int,
+    planned: dict[int, tuple],
+    *,
+    kind: object = None,
+    importance: object = None,
+) -> Record:
     """Re-kind or re-weigh a record (promote to core, demote dead core, recalibrate
     importance). The record's age and its review state are not touched."""
     rid = int(record_id)
@@ -288,8 +400,9 @@ def set_fields(tx: SleepTxn, record_id: int, planned: dict[int, tuple], *, kind:
         raise MemoryOpError("nothing to change: give kind or importance")
     r = check(tx, [rid], planned)[rid]
     _log(tx, "update", rid)
-    consolidation.set_kind_importance(tx.conn, rid, (new_kind or r.kind).value,
-                                      new_imp or r.importance)
+    consolidation.set_kind_importance(
+        tx.conn, rid, (new_kind or r.kind).value, new_imp or r.importance
+    )
     tx.touched.add(rid)
     return _read(tx, rid)
 

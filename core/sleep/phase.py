@@ -48,17 +48,35 @@ def plan_log(res: CallResult, **extra: Any) -> dict[str, Any]:
     return out
 
 
-def apply_phase(ctx: StageContext, guard: Safeguards, proposals: Sequence[Proposal], name: str,
-                plans: list[dict[str, Any]], elapsed: Callable[[], float], calls: int,
-                note: str, failed: bool,
-                after: Callable[[SleepTxn, Applied], None] | None = None) -> Applied:
+def apply_phase(
+    ctx: StageContext,
+    guard: Safeguards,
+    proposals: Sequence[Proposal],
+    name: str,
+    plans: list[dict[str, Any]],
+    elapsed: Callable[[], float],
+    calls: int,
+    note: str,
+    failed: bool,
+    after: Callable[[SleepTxn, Applied], None] | None = None,
+) -> Applied:
     """Judge and apply one phase's ops in one transaction with its journal (or, in a dry
     run, judge and journal them as planned)."""
     screened = guard.screen(proposals)
     if ctx.dry_run:
         result = guard.apply(None, screened)
-        ctx.journal(PhaseLog(STAGE, name, "failed" if failed else "planned", elapsed(), calls,
-                             plans, result.ops, note))
+        ctx.journal(
+            PhaseLog(
+                STAGE,
+                name,
+                "failed" if failed else "planned",
+                elapsed(),
+                calls,
+                plans,
+                result.ops,
+                note,
+            )
+        )
         return result
     vectors = embed_new_texts(ctx.memory, screened)
     ctx.check()  # the last point where a wake-up discards this phase
@@ -66,11 +84,26 @@ def apply_phase(ctx: StageContext, guard: Safeguards, proposals: Sequence[Propos
         result = guard.apply(tx, screened, vectors)
         if after is not None and not failed:
             after(tx, result)
-        ctx.journal(PhaseLog(STAGE, name, "failed" if failed else "applied", elapsed(), calls,
-                             plans, result.ops, note), tx.conn)
+        ctx.journal(
+            PhaseLog(
+                STAGE,
+                name,
+                "failed" if failed else "applied",
+                elapsed(),
+                calls,
+                plans,
+                result.ops,
+                note,
+            ),
+            tx.conn,
+        )
     return result
 
 
 def transient_ids(result: Applied) -> set[int]:
-    return {i for o in result.ops
-            if o.refused_reason and any(t in o.refused_reason for t in TRANSIENT) for i in o.ids}
+    return {
+        i
+        for o in result.ops
+        if o.refused_reason and any(t in o.refused_reason for t in TRANSIENT)
+        for i in o.ids
+    }

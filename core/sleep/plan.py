@@ -43,8 +43,10 @@ MAX_OPS_PER_CALL = 12
 # ---------------------------------------------------------------------------- the model chain
 
 
-def resolve_planner(models: Mapping[str, ChatModel | None], config: SleepConfig,
-                    ) -> tuple[str, ChatModel] | None:
+def resolve_planner(
+    models: Mapping[str, ChatModel | None],
+    config: SleepConfig,
+) -> tuple[str, ChatModel] | None:
     """The planner by the chain ``sleep.memory.model`` → ``llm.model.smartest`` →
     ``llm.model.general``: the first configured name that ``models`` holds (a loaded model).
     None when no link of the chain is available."""
@@ -104,30 +106,39 @@ def record_data(r: Record, now: float, short: int | None = None) -> dict[str, An
 def _data_block(records: Sequence[Record], now: float, short: int | None = None) -> str:
     """One JSON object per line inside ``<memories>``; "<" and ">" inside the data are
     escaped, so no memory text can close the block and speak outside it."""
-    lines = [json.dumps(record_data(r, now, short), ensure_ascii=False)
-             .replace("<", "\\u003c").replace(">", "\\u003e") for r in records]
+    lines = [
+        json.dumps(record_data(r, now, short), ensure_ascii=False)
+        .replace("<", "\\u003c")
+        .replace(">", "\\u003e")
+        for r in records
+    ]
     return "<memories>\n" + "\n".join(lines) + "\n</memories>"
 
 
 def _ask(persona: str, user: str) -> list[Message]:
-    return [{"role": "system", "content": system_prompt(persona)},
-            {"role": "user", "content": user}]
+    return [
+        {"role": "system", "content": system_prompt(persona)},
+        {"role": "user", "content": user},
+    ]
 
 
-_REVIEW = ("Step: cluster review. These {n} memories were found similar to each other. Review "
-           "them together: are some duplicates, does a newer one contradict an older one, is one "
-           "record two topics glued together, do several events repeat a pattern worth a durable "
-           "fact? Records marked pinned are the owner's and are read-only.")
-_FORGET = ("Step: forgetting. These {n} memories have faded: old, never recalled, of low "
-           "importance. Forgotten memories go to an archive for a while and can be restored. "
-           "Choose which of them to forget; keep anything that still matters to your owner or to "
-           "who you are. Naming none is fine.")
+_REVIEW = (
+    "Step: cluster review. These {n} memories were found similar to each other. Review "
+    "them together: are some duplicates, does a newer one contradict an older one, is one "
+    "record two topics glued together, do several events repeat a pattern worth a durable "
+    "fact? Records marked pinned are the owner's and are read-only."
+)
+_FORGET = (
+    "Step: forgetting. These {n} memories have faded: old, never recalled, of low "
+    "importance. Forgotten memories go to an archive for a while and can be restored. "
+    "Choose which of them to forget; keep anything that still matters to your owner or to "
+    "who you are. Naming none is fine."
+)
 
 
 def _step(persona: str, step: str, records: Sequence[Record], now: float) -> list[Message]:
     """A step over a block of records: today's date, the step's text, then the records."""
-    user = (f"Today is {_date(now)}. {step.format(n=len(records))}\n\n"
-            + _data_block(records, now))
+    user = f"Today is {_date(now)}. {step.format(n=len(records))}\n\n" + _data_block(records, now)
     return _ask(persona, user)
 
 
@@ -139,15 +150,26 @@ def forget_messages(persona: str, records: Sequence[Record], now: float) -> list
     return _step(persona, _FORGET, records, now)
 
 
-def calibrate_messages(persona: str, records: Sequence[Record], now: float, *, total: int,
-                       omitted: int, core_chars: int, core_budget: int,
-                       importance_hist: Mapping[int, int]) -> list[Message]:
+def calibrate_messages(
+    persona: str,
+    records: Sequence[Record],
+    now: float,
+    *,
+    total: int,
+    omitted: int,
+    core_chars: int,
+    core_budget: int,
+    importance_hist: Mapping[int, int],
+) -> list[Message]:
     hist = ", ".join(f"{k}: {v}" for k, v in sorted(importance_hist.items()))
     state = (
         f"The corpus has {total} memories; importance counts {{{hist}}}. Core memories take "
         f"{core_chars} of the {core_budget} characters they may use in every prompt"
-        + (" — core has outgrown its share: demote or shrink some." if core_chars > core_budget
-           else ".")
+        + (
+            " — core has outgrown its share: demote or shrink some."
+            if core_chars > core_budget
+            else "."
+        )
     )
     more = f" {omitted} less used memories are not shown." if omitted else ""
     user = (
@@ -173,14 +195,23 @@ def _id_schema(ids: Sequence[int]) -> dict[str, Any]:
 
 
 def _why() -> dict[str, Any]:
-    return {"type": "string", "minLength": 1, "maxLength": WHY_MAX,
-            "description": "Why this op is right, in one short sentence."}
+    return {
+        "type": "string",
+        "minLength": 1,
+        "maxLength": WHY_MAX,
+        "description": "Why this op is right, in one short sentence.",
+    }
 
 
 def _op(name: str, description: str, props: dict[str, Any]) -> dict[str, Any]:
     properties = {"op": {"type": "string", "enum": [name]}, **props, "why": _why()}
-    return {"type": "object", "description": description, "properties": properties,
-            "required": list(properties), "additionalProperties": False}
+    return {
+        "type": "object",
+        "description": description,
+        "properties": properties,
+        "required": list(properties),
+        "additionalProperties": False,
+    }
 
 
 def _tool(description: str, op_schemas: list[dict[str, Any]]) -> dict[str, Any]:
@@ -190,11 +221,17 @@ def _tool(description: str, op_schemas: list[dict[str, Any]]) -> dict[str, Any]:
         "parameters": {
             "type": "object",
             "properties": {
-                "reasoning": {"type": "string", "maxLength": REASONING_MAX,
-                              "description": "Think first: what you see and what to do (brief)."},
-                "ops": {"type": "array", "maxItems": MAX_OPS_PER_CALL,
-                        "items": {"anyOf": op_schemas},
-                        "description": "The changes, in order. Empty when nothing should change."},
+                "reasoning": {
+                    "type": "string",
+                    "maxLength": REASONING_MAX,
+                    "description": "Think first: what you see and what to do (brief).",
+                },
+                "ops": {
+                    "type": "array",
+                    "maxItems": MAX_OPS_PER_CALL,
+                    "items": {"anyOf": op_schemas},
+                    "description": "The changes, in order. Empty when nothing should change.",
+                },
             },
             "required": ["reasoning", "ops"],
             "additionalProperties": False,
@@ -209,26 +246,48 @@ def review_tool(ids: Sequence[int], max_chars: int) -> dict[str, Any]:
     return _tool(
         "Finish the review of this cluster of similar memories with a plan.",
         [
-            _op("merge", "Duplicates: several records say the same thing. They become one record "
+            _op(
+                "merge",
+                "Duplicates: several records say the same thing. They become one record "
                 "with 'content' (keep every detail, names, numbers and dates). The most recalled "
                 "record keeps its id; the others go to the archive.",
-                {"ids": many, "content": text}),
-            _op("resolve", "A contradiction: 'keep' is the newer truth; 'drop' are older records "
+                {"ids": many, "content": text},
+            ),
+            _op(
+                "resolve",
+                "A contradiction: 'keep' is the newer truth; 'drop' are older records "
                 "it replaces (they go to the archive). Use rewrite instead when the old state "
                 "still matters.",
-                {"keep": rid, "drop": {"type": "array", "items": rid, "minItems": 1,
-                                       "maxItems": len(ids)}}),
-            _op("rewrite", "Reword one record, e.g. date an outdated state: 'Lived in Kazan "
-                "until 2024'.", {"id": rid, "content": text}),
-            _op("split", "One record glues two or more topics: it becomes 'parts', one topic "
+                {
+                    "keep": rid,
+                    "drop": {"type": "array", "items": rid, "minItems": 1, "maxItems": len(ids)},
+                },
+            ),
+            _op(
+                "rewrite",
+                "Reword one record, e.g. date an outdated state: 'Lived in Kazan until 2024'.",
+                {"id": rid, "content": text},
+            ),
+            _op(
+                "split",
+                "One record glues two or more topics: it becomes 'parts', one topic "
                 "each (the first part keeps the id).",
-                {"id": rid, "parts": {"type": "array", "items": text, "minItems": 2,
-                                      "maxItems": 4}}),
-            _op("derive", "A run of similar events shows a durable fact or habit: add it as a "
+                {
+                    "id": rid,
+                    "parts": {"type": "array", "items": text, "minItems": 2, "maxItems": 4},
+                },
+            ),
+            _op(
+                "derive",
+                "A run of similar events shows a durable fact or habit: add it as a "
                 "new record (the events stay and fade on their own).",
-                {"from": many, "content": text,
-                 "kind": {"type": "string", "enum": ["fact"], "description": KIND_HELP},
-                 "importance": {"type": "integer", "minimum": 1, "maximum": 5}}),
+                {
+                    "from": many,
+                    "content": text,
+                    "kind": {"type": "string", "enum": ["fact"], "description": KIND_HELP},
+                    "importance": {"type": "integer", "minimum": 1, "maximum": 5},
+                },
+            ),
         ],
     )
 
@@ -236,8 +295,13 @@ def review_tool(ids: Sequence[int], max_chars: int) -> dict[str, Any]:
 def forget_tool(ids: Sequence[int]) -> dict[str, Any]:
     return _tool(
         "Finish the forgetting step: name the faded memories to forget (only from the list).",
-        [_op("forget", "Forget this faded memory (it goes to the archive, restorable).",
-             {"id": _id_schema(ids)})],
+        [
+            _op(
+                "forget",
+                "Forget this faded memory (it goes to the archive, restorable).",
+                {"id": _id_schema(ids)},
+            )
+        ],
     )
 
 
@@ -246,12 +310,23 @@ def calibrate_tool(ids: Sequence[int]) -> dict[str, Any]:
     return _tool(
         "Finish the kinds/importance step with a plan.",
         [
-            _op("set_kind", "Change a memory's kind: promote to core, demote core to fact or "
-                "event.", {"id": rid, "kind": {"type": "string", "enum": ["core", "fact", "event"],
-                                               "description": KIND_HELP}}),
-            _op("set_importance", "Recalibrate importance: 1 trivia, 2 minor, 3 normal, "
-                "4 important, 5 essential.",
-                {"id": rid, "importance": {"type": "integer", "minimum": 1, "maximum": 5}}),
+            _op(
+                "set_kind",
+                "Change a memory's kind: promote to core, demote core to fact or event.",
+                {
+                    "id": rid,
+                    "kind": {
+                        "type": "string",
+                        "enum": ["core", "fact", "event"],
+                        "description": KIND_HELP,
+                    },
+                },
+            ),
+            _op(
+                "set_importance",
+                "Recalibrate importance: 1 trivia, 2 minor, 3 normal, 4 important, 5 essential.",
+                {"id": rid, "importance": {"type": "integer", "minimum": 1, "maximum": 5}},
+            ),
         ],
     )
 
@@ -306,7 +381,7 @@ def check_op(raw: Any, allowed: Sequence[str]) -> tuple[dict[str, Any] | None, s
     why = raw.get("why")
     if not isinstance(why, str) or not why.strip():
         return None, "every op must say why"
-    out: dict[str, Any] = {"op": name, "why": why.strip()[:WHY_MAX * 2]}
+    out: dict[str, Any] = {"op": name, "why": why.strip()[: WHY_MAX * 2]}
     spec = OP_FIELDS[name]
     for key, typ in {**spec, **OPTIONAL_FIELDS.get(name, {})}.items():
         if key not in raw:
@@ -415,9 +490,15 @@ def call_planner(
     cancel = threading.Event()  # handed to models that can stop mid-generation
     if _accepts_cancel(planner):
         kwargs["cancel"] = cancel
-    answer, error, seconds = run_call(lambda: planner.force_tool_call(messages, tool, **kwargs),
-                                      timeout, wake, cancel, grace=grace, poll=poll,
-                                      clock=clock)
+    answer, error, seconds = run_call(
+        lambda: planner.force_tool_call(messages, tool, **kwargs),
+        timeout,
+        wake,
+        cancel,
+        grace=grace,
+        poll=poll,
+        clock=clock,
+    )
     if error is not None:
         return CallResult(None, error, seconds)
     try:
@@ -426,9 +507,16 @@ def call_planner(
         return CallResult(None, f"unusable answer: {e}", seconds)
 
 
-def run_call(fn: Callable[[], Any], timeout: float, wake: threading.Event,
-             cancel: threading.Event, *, grace: float = 5.0, poll: float = 0.05,
-             clock: Callable[[], float] = time.monotonic) -> tuple[Any, str | None, float]:
+def run_call(
+    fn: Callable[[], Any],
+    timeout: float,
+    wake: threading.Event,
+    cancel: threading.Event,
+    *,
+    grace: float = 5.0,
+    poll: float = 0.05,
+    clock: Callable[[], float] = time.monotonic,
+) -> tuple[Any, str | None, float]:
     """Run one model call in a helper thread with a wall-clock limit: (answer, error,
     seconds). Raises :class:`Woken` when ``wake`` is set while waiting (``cancel`` is set so
     a model that takes it stops generating; the answer, if any, is never used)."""

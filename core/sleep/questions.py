@@ -39,7 +39,7 @@ _AGO = {
 
 
 def ago(seconds: float, lang: str = "en") -> str:
-    """"today", "yesterday", "5 days ago", "3 weeks ago", "4 months ago", "2 years ago" (or the
+    """ "today", "yesterday", "5 days ago", "3 weeks ago", "4 months ago", "2 years ago" (or the
     Russian "сегодня", "вчера", "5 дн. назад", … with ``lang="ru"``)."""
     today, yesterday, days, weeks, months, years = _AGO[lang]
     d = max(0.0, seconds) / 86_400
@@ -77,28 +77,37 @@ def _ask(instruction: str, user: str) -> list[Message]:
     """The question's fixed instruction goes into the system block (the same for every question
     of a kind, so consecutive questions reuse the model's cached prefix), the records into the
     user message."""
-    return [{"role": "system", "content": f"{SYSTEM}\n\n{instruction}"},
-            {"role": "user", "content": user}]
+    return [
+        {"role": "system", "content": f"{SYSTEM}\n\n{instruction}"},
+        {"role": "user", "content": user},
+    ]
 
 
 def _enum_schema(key: str, options: Sequence[str]) -> dict[str, Any]:
-    return {"type": "object", "properties": {key: {"type": "string", "enum": list(options)}},
-            "required": [key], "additionalProperties": False}
+    return {
+        "type": "object",
+        "properties": {key: {"type": "string", "enum": list(options)}},
+        "required": [key],
+        "additionalProperties": False,
+    }
 
 
 def _text_schema(key: str, max_chars: int) -> dict[str, Any]:
-    return {"type": "object",
-            "properties": {key: {"type": "string", "minLength": 1, "maxLength": max_chars}},
-            "required": [key], "additionalProperties": False}
+    return {
+        "type": "object",
+        "properties": {key: {"type": "string", "minLength": 1, "maxLength": max_chars}},
+        "required": [key],
+        "additionalProperties": False,
+    }
 
 
 # ---------------------------------------------------------------------------- the questions
 
 SAME = (
-    "Question: are two memories A and B the same fact said twice? Answer \"same fact\" when "
+    'Question: are two memories A and B the same fact said twice? Answer "same fact" when '
     "they state the same thing about the same person or thing — also when they are worded "
     "differently, written in different languages, or one adds a small detail. Answer "
-    "\"different facts\" when they are about different people or things (the owner or a "
+    '"different facts" when they are about different people or things (the owner or a '
     "relative, a brother or a colleague), say different things about one person, or give "
     "different values (another day, place or number).\n"
     "Examples:\n"
@@ -126,9 +135,9 @@ MERGE = (
 # 26 and called 11 outdated, and answers three times faster (a two-word option, not NEW's text)
 STILL_TRUE = (
     "Question: OLD is a memory about the owner saved some time ago; NEW was saved later. Given "
-    "what NEW says, is OLD still true today? Answer \"no longer true\" only when NEW changes the "
+    'what NEW says, is OLD still true today? Answer "no longer true" only when NEW changes the '
     "very thing OLD states (a move, another job, person, day, number, or something stopped or "
-    "finished). Answer \"still true\" when NEW is about something else or only adds to OLD.\n"
+    'finished). Answer "still true" when NEW is about something else or only adds to OLD.\n'
     "Examples:\n"
     "OLD «The owner's dentist is Dr. Ivanova» NEW «Switched to a new dentist, Dr. Lee» → no "
     "longer true\n"
@@ -150,7 +159,7 @@ EVENTS_Q = (
     "Question: what lasting fact about the owner follows from these events of the owner's "
     "life: a habit, a routine, a regular place or partner? Write it as one short sentence in "
     "the language of the events, keeping names and places, without the dates of single "
-    "events. Write \"none\" if nothing lasting follows.\n"
+    'events. Write "none" if nothing lasting follows.\n'
     'Answer as JSON: {"fact": "..."}.'
 )
 # a fact about Russian events is written in Russian: the grammar admits Cyrillic only (measured
@@ -173,8 +182,10 @@ KEEP = (
 )
 
 
-ACROSS = ("A and B are written in different languages: compare what they mean, as if both "
-          "were in one language.")
+ACROSS = (
+    "A and B are written in different languages: compare what they mean, as if both "
+    "were in one language."
+)
 
 
 def same_question(a: Record, b: Record, now: float) -> tuple[list[Message], dict[str, Any]]:
@@ -193,8 +204,9 @@ def same_question(a: Record, b: Record, now: float) -> tuple[list[Message], dict
     return _ask(SAME, user), schema
 
 
-def merge_question(group: Sequence[Record], now: float, max_chars: int
-                   ) -> tuple[list[Message], dict[str, Any]]:
+def merge_question(
+    group: Sequence[Record], now: float, max_chars: int
+) -> tuple[list[Message], dict[str, Any]]:
     newest = max(group, key=lambda r: (r.created_at, r.id))
     lines = "\n".join(f"- ({when(r, now)}) {quote(r)}" for r in group)
     user = f"{lines}\n\nThe newest: {quote(newest)}"
@@ -202,7 +214,7 @@ def merge_question(group: Sequence[Record], now: float, max_chars: int
 
 
 def language(*records: Record) -> str:
-    """"ru" when the records are written mostly in Cyrillic, else "en": the events and
+    """ "ru" when the records are written mostly in Cyrillic, else "en": the events and
     forgetting questions are asked in the records' language (measured on dev, the 1.5B
     answered an English question without examples "still true" for "Хозяин курит" → "бросил
     курить"). The supersession and same-fact questions are the exceptions: with their worked
@@ -212,9 +224,10 @@ def language(*records: Record) -> str:
     return arith.script(" ".join(r.content for r in records))
 
 
-def replace_question(old: Record, new: Record, now: float, swapped: bool = False
-                     ) -> tuple[list[Message], dict[str, Any]]:
-    """"Given NEW, is OLD still true today?" — still true / no longer true. Asked in English
+def replace_question(
+    old: Record, new: Record, now: float, swapped: bool = False
+) -> tuple[list[Message], dict[str, Any]]:
+    """ "Given NEW, is OLD still true today?" — still true / no longer true. Asked in English
     for every pair (its examples are in both languages), with both records' dates;
     ``swapped``: the NEW line first (the confirmation of a doubtful yes,
     :data:`core.sleep.gate.CONFIRM`)."""
@@ -223,8 +236,9 @@ def replace_question(old: Record, new: Record, now: float, swapped: bool = False
     return _ask(STILL_TRUE, user), _enum_schema("old", STILL_OPTIONS)
 
 
-def events_question(events: Sequence[Record], now: float, max_chars: int
-                    ) -> tuple[list[Message], dict[str, Any]]:
+def events_question(
+    events: Sequence[Record], now: float, max_chars: int
+) -> tuple[list[Message], dict[str, Any]]:
     if language(*events) == "ru":
         lines = "\n".join(f"- ({when_ru(r, now)}) {quote(r)}" for r in events)
         schema = _text_schema("fact", max_chars)
@@ -276,16 +290,22 @@ LOWER_Q = (
 )
 
 
-def calibrate_question(r: Record, why: str, now: float
-                       ) -> tuple[list[Message], dict[str, Any]]:
+def calibrate_question(r: Record, why: str, now: float) -> tuple[list[Message], dict[str, Any]]:
     if why == PROMOTE:
-        user = (f"The memory ({when(r, now)}, recalled {r.access_count} times, last "
-                f"{ago(now - r.recalled_at)}): {quote(r)}")
+        user = (
+            f"The memory ({when(r, now)}, recalled {r.access_count} times, last "
+            f"{ago(now - r.recalled_at)}): {quote(r)}"
+        )
         return _ask(CORE_Q, user), _enum_schema("core", ["make core", "leave as is"])
     if why == DEMOTE:
-        return (_ask(DEMOTE_Q, f"The core memory ({when(r, now)}): {quote(r)}"),
-                _enum_schema("core", ["essential", "ordinary fact"]))
+        return (
+            _ask(DEMOTE_Q, f"The core memory ({when(r, now)}): {quote(r)}"),
+            _enum_schema("core", ["essential", "ordinary fact"]),
+        )
     user = f"The memory ({when(r, now)}, importance {r.importance}, never recalled): {quote(r)}"
     return _ask(LOWER_Q, user), {
-        "type": "object", "properties": {"importance": {"type": "integer", "enum": [2, 3, 4, 5]}},
-        "required": ["importance"], "additionalProperties": False}
+        "type": "object",
+        "properties": {"importance": {"type": "integer", "enum": [2, 3, 4, 5]}},
+        "required": ["importance"],
+        "additionalProperties": False,
+    }

@@ -39,12 +39,32 @@ def review(ctx: StageContext, state: ClusterState) -> None:
     mem = ctx.memory
     with ctx.phase("review") as elapsed:
         if not state.unsettled:
-            ctx.journal(PhaseLog(STAGE, "review", "skipped", elapsed(), 0, [], [],
-                                 "every cluster is settled: no model call"))
+            ctx.journal(
+                PhaseLog(
+                    STAGE,
+                    "review",
+                    "skipped",
+                    elapsed(),
+                    0,
+                    [],
+                    [],
+                    "every cluster is settled: no model call",
+                )
+            )
             return
         if ctx.planner is None:
-            ctx.journal(PhaseLog(STAGE, "review", "skipped", elapsed(), 0, [], [],
-                                 "no planner model is available"))
+            ctx.journal(
+                PhaseLog(
+                    STAGE,
+                    "review",
+                    "skipped",
+                    elapsed(),
+                    0,
+                    [],
+                    [],
+                    "no planner model is available",
+                )
+            )
             return
         order = sorted(state.unsettled, key=lambda c: _priority(c, state.corpus))
         todo = order[: ctx.calls_left]
@@ -60,8 +80,9 @@ def review(ctx: StageContext, state: ClusterState) -> None:
             recs = [state.corpus[i] for i in ids]
             vers = {r.id: ops.version_of(r) for r in recs}
             versions.update(vers)
-            res = ctx.call(review_messages(ctx.persona, recs, now),
-                           review_tool(ids, mem.config.max_chars))
+            res = ctx.call(
+                review_messages(ctx.persona, recs, now), review_tool(ids, mem.config.max_chars)
+            )
             plans.append(plan_log(res, cluster=list(ids)))
             if res.plan is None:
                 continue
@@ -76,13 +97,22 @@ def review(ctx: StageContext, state: ClusterState) -> None:
             note += f"; {waiting} cluster(s) wait for the next night (max_calls)"
 
         def mark(tx: SleepTxn, result: Applied) -> None:
-            ids = [i for unit, c in answered.items() if unit not in result.blocked_units
-                   for i in c]
+            ids = [i for unit, c in answered.items() if unit not in result.blocked_units for i in c]
             ops.mark_consolidated(tx, ids, versions)
 
         guard = Safeguards(mem, ctx.config, ctx.budget, "review", state.corpus, now)
-        apply_phase(ctx, guard, proposals, "review", plans, elapsed, ctx.calls - c0, note,
-                    failed=not answered, after=mark)
+        apply_phase(
+            ctx,
+            guard,
+            proposals,
+            "review",
+            plans,
+            elapsed,
+            ctx.calls - c0,
+            note,
+            failed=not answered,
+            after=mark,
+        )
 
 
 def similar_fn(ctx: StageContext, state: ClusterState) -> decisions.Similar | None:
@@ -117,12 +147,14 @@ def similar_fn(ctx: StageContext, state: ClusterState) -> decisions.Similar | No
     return similar
 
 
-def _refused_young(c: candidates.Candidate, corpus: dict[int, Record], now: float,
-                   keep_recent: float) -> bool:
+def _refused_young(
+    c: candidates.Candidate, corpus: dict[int, Record], now: float, keep_recent: float
+) -> bool:
     """The candidate's change could not be applied tonight (the safeguards keep a record
     younger than ``keep_recent`` seconds from a merge, and an older record from being replaced
     while it is that young): a duplicate with a young member, a supersession of a young
     record. A run of events can be asked (a derived fact adds a record)."""
+
     def young(i: int) -> bool:
         return is_young(corpus[i], now, keep_recent)
 
@@ -141,24 +173,50 @@ def review_decide(ctx: StageContext, state: ClusterState) -> None:
     mem = ctx.memory
     with ctx.phase("review") as elapsed:
         if ctx.planner is None:
-            ctx.journal(PhaseLog(STAGE, "review", "skipped", elapsed(), 0, [], [],
-                                 "no planner model is available"))
+            ctx.journal(
+                PhaseLog(
+                    STAGE,
+                    "review",
+                    "skipped",
+                    elapsed(),
+                    0,
+                    [],
+                    [],
+                    "no planner model is available",
+                )
+            )
             return
         now = mem.clock.now()
         corpus = state.corpus
         # the strict clusters' edges, and the loose links searched from the changed records
-        links = candidates.probe_links([i for i, r in corpus.items() if not settled(r)], corpus,
-                                       state.stems, state.vectors, check=ctx.check)
+        links = candidates.probe_links(
+            [i for i, r in corpus.items() if not settled(r)],
+            corpus,
+            state.stems,
+            state.vectors,
+            check=ctx.check,
+        )
         weights = dict(links.weights)
         weights.update(state.result.weights)
         change_only = links.change_only - set(state.result.weights)
-        units, _ = clustering.components([(a, b, w) for (a, b), w in weights.items()],
-                                         ctx.config.max_cluster)
+        units, _ = clustering.components(
+            [(a, b, w) for (a, b), w in weights.items()], ctx.config.max_cluster
+        )
         units = [u for u in units if not all(settled(corpus[i]) for i in u)]
         order = sorted(units, key=lambda c: _priority(c, corpus))
         if not order:
-            ctx.journal(PhaseLog(STAGE, "review", "skipped", elapsed(), 0, [], [],
-                                 "every cluster is settled: no model call"))
+            ctx.journal(
+                PhaseLog(
+                    STAGE,
+                    "review",
+                    "skipped",
+                    elapsed(),
+                    0,
+                    [],
+                    [],
+                    "every cluster is settled: no model call",
+                )
+            )
             return
         similar = similar_fn(ctx, state)
         tally = decisions.Tally()
@@ -179,12 +237,14 @@ def review_decide(ctx: StageContext, state: ClusterState) -> None:
             # asked then: a new record linked to their cluster does not ask it again (measured
             # at 10k records: a record of no cluster, linked on the second night, re-asked its
             # neighbours' duplicate pair — a call on an unchanged store)
-            cands = [c for c in candidates.propose(ids, corpus, weights, change_only)
-                     if not all(settled(corpus[i]) for i in c.ids)]
+            cands = [
+                c
+                for c in candidates.propose(ids, corpus, weights, change_only)
+                if not all(settled(corpus[i]) for i in c.ids)
+            ]
             if screen is not None:
                 cands, gated[unit] = screen.screen(cands, ids, corpus)
-            if any(_refused_young(c, corpus, now, ctx.config.keep_recent_seconds)
-                   for c in cands):
+            if any(_refused_young(c, corpus, now, ctx.config.keep_recent_seconds) for c in cands):
                 # its answer could not be applied yet (a record younger than keep_recent is
                 # neither merged nor replaced): asked once, when it is old enough — not asked
                 # tonight and again tomorrow (measured at 10k: a new duplicate's merge was
@@ -204,16 +264,35 @@ def review_decide(ctx: StageContext, state: ClusterState) -> None:
         def prog(step: str, done: int, _total: int) -> None:
             ctx.progress("review", done, asked_total, f"{step}: {len(chosen)} cluster(s)")
 
-        results = decisions.decide_units([c for _, _, c in chosen], corpus, now, ctx.decide,
-                                         tally, mem.config.max_chars, similar, prog)
+        results = decisions.decide_units(
+            [c for _, _, c in chosen],
+            corpus,
+            now,
+            ctx.decide,
+            tally,
+            mem.config.max_chars,
+            similar,
+            prog,
+        )
         for (unit, ids, cands), got in zip(chosen, results, strict=True):
-            plans.append({"cluster": list(ids),
-                          "candidates": [{"kind": c.kind, "ids": list(c.ids), "why": c.why,
-                                          **({} if c.p is None else {"p": c.p}),
-                                          **({"same_first": True} if c.same_first else {})}
-                                         for c in cands],
-                          **({"not_asked": gated[unit]} if gated.get(unit) else {}),
-                          "decisions": got.log, "ops": got.ops})
+            plans.append(
+                {
+                    "cluster": list(ids),
+                    "candidates": [
+                        {
+                            "kind": c.kind,
+                            "ids": list(c.ids),
+                            "why": c.why,
+                            **({} if c.p is None else {"p": c.p}),
+                            **({"same_first": True} if c.same_first else {}),
+                        }
+                        for c in cands
+                    ],
+                    **({"not_asked": gated[unit]} if gated.get(unit) else {}),
+                    "decisions": got.log,
+                    "ops": got.ops,
+                }
+            )
             state.linked.update(i for raw in got.ops for i in op_ids(raw))
             # a run of events whose fact was not derived is not forgetting material either
             state.linked.update(i for c in cands if c.kind == candidates.EVENTS for i in c.ids)
@@ -224,32 +303,51 @@ def review_decide(ctx: StageContext, state: ClusterState) -> None:
             proposals.extend(Proposal(raw, frozenset(ids), vers, unit) for raw in got.ops)
         ctx.progress("review", len(order), len(order), "applying")
         asked = sum(tally.asked.values())
-        note = (f"{len(chosen)} cluster(s) reviewed with {asked} decision(s): "
-                + ", ".join(f"{k} {v['asked']} {v['answers']}"
-                            for k, v in tally.as_dict().items()))
+        note = f"{len(chosen)} cluster(s) reviewed with {asked} decision(s): " + ", ".join(
+            f"{k} {v['asked']} {v['answers']}" for k, v in tally.as_dict().items()
+        )
         unanswered = len(chosen) - len(answered)
         if unanswered:
             note += f"; {unanswered} cluster(s) with a failed question (nothing applied for them)"
         if waiting:
             note += f"; {waiting} cluster(s) wait for the next night (max_calls)"
         if young:
-            note += (f"; {young} cluster(s) wait until their newest record is "
-                     f"{ctx.config.keep_recent:g} d old")
+            note += (
+                f"; {young} cluster(s) wait until their newest record is "
+                f"{ctx.config.keep_recent:g} d old"
+            )
         note += f"; candidates found in {found_in:.2f} s"
 
         def mark(tx: SleepTxn, result: Applied) -> None:
-            done = [i for unit, c in answered.items() if unit not in result.blocked_units
-                    for i in c]
+            done = [
+                i for unit, c in answered.items() if unit not in result.blocked_units for i in c
+            ]
             ops.mark_consolidated(tx, done, versions)
             # records an op of this night named (e.g. the events a fact was derived from) are
             # not forgetting candidates until a half-life has passed, like a kept candidate
             named = {i for o in result.ops if o.applied for i in o.ids}
-            named |= {i for unit, _ids, cands in chosen if unit in answered
-                      and unit not in result.blocked_units
-                      for c in cands if c.kind == candidates.EVENTS for i in c.ids}
+            named |= {
+                i
+                for unit, _ids, cands in chosen
+                if unit in answered and unit not in result.blocked_units
+                for c in cands
+                if c.kind == candidates.EVENTS
+                for i in c.ids
+            }
             journal.set_marks(tx.conn, MARK_FORGET, sorted(named & set(corpus)), tx.now)
 
-        guard = Safeguards(mem, ctx.config, ctx.budget, "review", state.corpus, now,
-                           similar=similar)
-        apply_phase(ctx, guard, proposals, "review", plans, elapsed, ctx.calls - c0, note,
-                    failed=not answered and unanswered > 0, after=mark)
+        guard = Safeguards(
+            mem, ctx.config, ctx.budget, "review", state.corpus, now, similar=similar
+        )
+        apply_phase(
+            ctx,
+            guard,
+            proposals,
+            "review",
+            plans,
+            elapsed,
+            ctx.calls - c0,
+            note,
+            failed=not answered and unanswered > 0,
+            after=mark,
+        )

@@ -45,8 +45,17 @@ from core.sleep.plan import Woken, resolve_planner
 from core.sleep.stage import StageContext
 
 __all__ = [
-    "CONSOLIDATE_TOOL", "AlreadySleeping", "OpLog", "PhaseLog", "SleepProgress", "SleepRun",
-    "Sleeper", "StageContext", "consolidate_tool", "register_stage", "resolve_planner",
+    "CONSOLIDATE_TOOL",
+    "AlreadySleeping",
+    "OpLog",
+    "PhaseLog",
+    "SleepProgress",
+    "SleepRun",
+    "Sleeper",
+    "StageContext",
+    "consolidate_tool",
+    "register_stage",
+    "resolve_planner",
 ]
 
 log = logging.getLogger("eva.sleep")
@@ -57,9 +66,16 @@ StageFn = Callable[[StageContext], str]
 # added with register_stage(name, fn) here or on one Sleeper.
 STAGES: dict[str, StageFn] = {"memory": memory_stage}
 
-OP_VERBS = {"merge": "merged", "resolve": "resolved", "rewrite": "rewrote", "split": "split",
-            "derive": "derived", "forget": "forgot", "set_kind": "re-kinded",
-            "set_importance": "re-weighed"}
+OP_VERBS = {
+    "merge": "merged",
+    "resolve": "resolved",
+    "rewrite": "rewrote",
+    "split": "split",
+    "derive": "derived",
+    "forget": "forgot",
+    "set_kind": "re-kinded",
+    "set_importance": "re-weighed",
+}
 
 
 def register_stage(name: str, fn: StageFn) -> None:
@@ -128,9 +144,14 @@ def _summary(phases: list[PhaseLog], status: str, dry_run: bool) -> str:
 
 
 class Sleeper:
-    def __init__(self, memory: Memory, planner: ChatModel | None,
-                 config: SleepConfig | None = None, clock: Clock | None = None,
-                 persona: str = DEFAULT_PERSONA) -> None:
+    def __init__(
+        self,
+        memory: Memory,
+        planner: ChatModel | None,
+        config: SleepConfig | None = None,
+        clock: Clock | None = None,
+        persona: str = DEFAULT_PERSONA,
+    ) -> None:
         self.memory = memory
         self.planner = planner
         self.config = config or SleepConfig()
@@ -202,8 +223,9 @@ class Sleeper:
         if row is None:
             return None
         if row["status"] == "failed":
-            return (row["finished_at"] or row["started_at"]) + min(self.config.retry_after,
-                                                                   self.config.every)
+            return (row["finished_at"] or row["started_at"]) + min(
+                self.config.retry_after, self.config.every
+            )
         return row["started_at"] + self.config.every
 
     def due(self) -> bool:
@@ -239,8 +261,13 @@ class Sleeper:
         return True
 
     # ------------------------------------------------------------------ runs
-    def run(self, *, dry_run: bool | None = None, reason: str = "manual",
-            progress: Callable[[SleepProgress], None] | None = None) -> SleepRun:
+    def run(
+        self,
+        *,
+        dry_run: bool | None = None,
+        reason: str = "manual",
+        progress: Callable[[SleepProgress], None] | None = None,
+    ) -> SleepRun:
         """One night, blocking (the app calls it in a worker thread). Raises
         :class:`AlreadySleeping` if a run is in progress."""
         if not self._run_lock.acquire(blocking=False):
@@ -263,8 +290,9 @@ class Sleeper:
             with self._state:
                 self._sleeping = True
             self._requested = None
-            return self._run(self.config.dry_run if dry_run is None else bool(dry_run), reason,
-                             progress)
+            return self._run(
+                self.config.dry_run if dry_run is None else bool(dry_run), reason, progress
+            )
         finally:
             with self._state:
                 self._sleeping = False
@@ -277,8 +305,9 @@ class Sleeper:
             finally:
                 self._run_lock.release()
 
-    def _run(self, dry_run: bool, reason: str,
-             progress: Callable[[SleepProgress], None] | None) -> SleepRun:
+    def _run(
+        self, dry_run: bool, reason: str, progress: Callable[[SleepProgress], None] | None
+    ) -> SleepRun:
         model = getattr(self.planner, "name", None) if self.planner is not None else None
         with self._journal.transaction() as conn:
             run_id = journal.start_run(conn, self.clock.now(), dry_run, reason, model)
@@ -288,9 +317,21 @@ class Sleeper:
         stages: dict[str, str] = {}
         woken = False
         for name, fn in list(self._stages.items()):
-            ctx = StageContext(self.memory, self.planner, self.config, self.persona, dry_run,
-                               run_id, name, budget, self._wake, self._journal, progress,
-                               calls=calls, seq=seq)
+            ctx = StageContext(
+                self.memory,
+                self.planner,
+                self.config,
+                self.persona,
+                dry_run,
+                run_id,
+                name,
+                budget,
+                self._wake,
+                self._journal,
+                progress,
+                calls=calls,
+                seq=seq,
+            )
             try:
                 ctx.check()
                 result = fn(ctx)
@@ -315,20 +356,33 @@ class Sleeper:
         else:
             status = "done"
         with self._journal.transaction() as conn:
-            journal.finish_run(conn, run_id, self.clock.now(), status, stages,
-                               _notable(phases, status), _summary(phases, status, dry_run), model)
+            journal.finish_run(
+                conn,
+                run_id,
+                self.clock.now(),
+                status,
+                stages,
+                _notable(phases, status),
+                _summary(phases, status, dry_run),
+                model,
+            )
         return self.get_run(run_id)
 
-    def start(self, *, dry_run: bool | None = None, reason: str = "manual",
-              progress: Callable[[SleepProgress], None] | None = None,
-              on_done: Callable[[SleepRun | BaseException], None] | None = None
-              ) -> threading.Thread:
+    def start(
+        self,
+        *,
+        dry_run: bool | None = None,
+        reason: str = "manual",
+        progress: Callable[[SleepProgress], None] | None = None,
+        on_done: Callable[[SleepRun | BaseException], None] | None = None,
+    ) -> threading.Thread:
         """``run`` in a daemon thread (sleep on demand from a surface without workers)."""
 
         def work() -> None:
             try:
-                out: SleepRun | BaseException = self.run(dry_run=dry_run, reason=reason,
-                                                         progress=progress)
+                out: SleepRun | BaseException = self.run(
+                    dry_run=dry_run, reason=reason, progress=progress
+                )
             except BaseException as e:  # noqa: BLE001 — handed to on_done
                 out = e
                 if on_done is None:
@@ -385,22 +439,31 @@ CONSOLIDATE_TOOL: dict[str, Any] = {
 }
 
 
-def consolidate_tool(sleeper: Sleeper, ctx: TurnContext, *, start_now: bool = False
-                     ) -> ToolResult:
+def consolidate_tool(sleeper: Sleeper, ctx: TurnContext, *, start_now: bool = False) -> ToolResult:
     """Handle ``memory_consolidate`` (owner turns only). By default the night is requested
     and ``Sleeper.tick`` starts it once the turn's generation has ended; ``start_now`` starts
     it at once in a background thread (for callers with nothing generating)."""
     name = CONSOLIDATE_TOOL["name"]
     if not ctx.can_mutate:
-        return ToolResult(name, False, "Error: memory_consolidate is available only in the "
-                                       "owner's turns", {"error": "not allowed"})
+        return ToolResult(
+            name,
+            False,
+            "Error: memory_consolidate is available only in the owner's turns",
+            {"error": "not allowed"},
+        )
     if sleeper.is_sleeping():
-        return ToolResult(name, True, "Already asleep: consolidation is in progress.",
-                          {"status": "sleeping"})
+        return ToolResult(
+            name, True, "Already asleep: consolidation is in progress.", {"status": "sleeping"}
+        )
     if start_now:
         sleeper.start(reason="tool")
-        return ToolResult(name, True, "Going to sleep now to consolidate memory.",
-                          {"status": "started"})
+        return ToolResult(
+            name, True, "Going to sleep now to consolidate memory.", {"status": "started"}
+        )
     sleeper.request("tool")
-    return ToolResult(name, True, "I will sleep and consolidate my memory as soon as this turn "
-                                  "ends.", {"status": "requested"})
+    return ToolResult(
+        name,
+        True,
+        "I will sleep and consolidate my memory as soon as this turn ends.",
+        {"status": "requested"},
+    )

@@ -98,8 +98,9 @@ class StageContext:
         self.calls += 1
         return call_planner(self.planner, messages, tool, self.config.call_timeout, self.wake)
 
-    def decide(self, messages: list[Message], schema: dict[str, Any]
-               ) -> tuple[dict[str, Any] | None, str | None, float]:
+    def decide(
+        self, messages: list[Message], schema: dict[str, Any]
+    ) -> tuple[dict[str, Any] | None, str | None, float]:
         """One small grammar-forced decision (``ChatModel.generate_json`` against ``schema``):
         (answer, error, seconds); wall-clock limited, raises Woken when woken meanwhile."""
         self.check()
@@ -111,9 +112,13 @@ class StageContext:
         cancel = threading.Event()
         planner = self.planner
         answer, error, seconds = run_call(
-            lambda: planner.generate_json(messages, schema, timeout=self.config.call_timeout,
-                                          cancel=cancel),
-            self.config.call_timeout, self.wake, cancel)
+            lambda: planner.generate_json(
+                messages, schema, timeout=self.config.call_timeout, cancel=cancel
+            ),
+            self.config.call_timeout,
+            self.wake,
+            cancel,
+        )
         if error is None and not isinstance(answer, dict):
             answer, error = None, "the answer is not a JSON object"
         return answer, error, seconds
@@ -158,10 +163,30 @@ class StageContext:
         try:
             yield elapsed
         except Woken:
-            self.journal(PhaseLog(self.stage, name, "discarded", elapsed(), self.calls - c0, [], [],
-                                  "woken: this phase was discarded"))
+            self.journal(
+                PhaseLog(
+                    self.stage,
+                    name,
+                    "discarded",
+                    elapsed(),
+                    self.calls - c0,
+                    [],
+                    [],
+                    "woken: this phase was discarded",
+                )
+            )
             raise
         except Exception as e:
-            self.journal(PhaseLog(self.stage, name, "failed", elapsed(), self.calls - c0, [], [],
-                                  f"{type(e).__name__}: {e}"[:500]))
+            self.journal(
+                PhaseLog(
+                    self.stage,
+                    name,
+                    "failed",
+                    elapsed(),
+                    self.calls - c0,
+                    [],
+                    [],
+                    f"{type(e).__name__}: {e}"[:500],
+                )
+            )
             raise

@@ -153,12 +153,18 @@ MIGRATIONS: list[list[str]] = [
             generation INTEGER NOT NULL
         )""",
         "INSERT INTO index_state (id, store, generation) VALUES (1, lower(hex(randomblob(16))), 0)",
-        *[f"""CREATE TRIGGER index_state_{table}_{event.split()[0].lower()} AFTER {event} ON {table}
+        *[
+            f"""CREATE TRIGGER index_state_{table}_{event.split()[0].lower()} AFTER {event} ON {table}
             BEGIN UPDATE index_state SET generation = generation + 1 WHERE id = 1; END"""
-          for table, event in (("memories", "INSERT"), ("memories", "DELETE"),
-                               ("memories", "UPDATE OF content, stems, archived_at"),
-                               ("vectors", "INSERT"), ("vectors", "DELETE"),
-                               ("vectors", "UPDATE"))],
+            for table, event in (
+                ("memories", "INSERT"),
+                ("memories", "DELETE"),
+                ("memories", "UPDATE OF content, stems, archived_at"),
+                ("vectors", "INSERT"),
+                ("vectors", "DELETE"),
+                ("vectors", "UPDATE"),
+            )
+        ],
     ],
     # v5: chats (SPEC §8.9: each belongs to a persona and a channel; deleted ones wait in the
     # archive), the chat of every message (the old single conversation of each persona and
@@ -279,8 +285,6 @@ MIGRATIONS: list[list[str]] = [
 SCHEMA_VERSION = len(MIGRATIONS)
 
 
-
-
 def migrate(conn: sqlite3.Connection, upto: int = SCHEMA_VERSION) -> int:
     """Bring the schema to version ``upto``, one transaction per step. Returns the version."""
     current = conn.execute("PRAGMA user_version").fetchone()[0]
@@ -303,9 +307,7 @@ def migrate(conn: sqlite3.Connection, upto: int = SCHEMA_VERSION) -> int:
 
 
 def connect(path: str | Path) -> sqlite3.Connection:
-    conn = sqlite3.connect(
-        str(path), isolation_level=None, check_same_thread=False, timeout=30.0
-    )
+    conn = sqlite3.connect(str(path), isolation_level=None, check_same_thread=False, timeout=30.0)
     conn.row_factory = sqlite3.Row
     conn.execute("PRAGMA foreign_keys = ON")
     return conn
@@ -405,9 +407,9 @@ class Storage:
             return
         if before is None:
             try:  # a rollback: the generation is what it was, unless someone else moved it
-                self.index_generation = (self.index_generation
-                                         if self._generation() == self.index_generation
-                                         else None)
+                self.index_generation = (
+                    self.index_generation if self._generation() == self.index_generation else None
+                )
             except sqlite3.Error:
                 self.index_generation = None
             return
@@ -422,8 +424,9 @@ class Storage:
     def index_stamp(self) -> tuple[str, int]:
         """(this store's random id, its index generation now)."""
         with self.lock:
-            r = self.conn.execute("SELECT store, generation FROM index_state WHERE id = 1"
-                                  ).fetchone()
+            r = self.conn.execute(
+                "SELECT store, generation FROM index_state WHERE id = 1"
+            ).fetchone()
         return r[0], r[1]
 
     @contextmanager

@@ -25,18 +25,39 @@ REGENERATED = "regenerated"
 NIGHT_UNDONE = "night undone"  # a whole night of sleep rolled back (turn id "sleep:<run id>")
 # the columns a rollback puts back from a snapshot: the record's knowledge and flags, never its
 # access history (later turns' accesses stay theirs; a dedup's own access is taken back alone)
-_RESTORED = ("content", "kind", "importance", "private", "scope", "updated_at", "consolidated_at",
-             "source", "source_turn", "stems", "archived_at", "archived_by", "archived_why",
-             "due_on", "due_every", "due_read", "remind_state", "remind_after")
+_RESTORED = (
+    "content",
+    "kind",
+    "importance",
+    "private",
+    "scope",
+    "updated_at",
+    "consolidated_at",
+    "source",
+    "source_turn",
+    "stems",
+    "archived_at",
+    "archived_by",
+    "archived_why",
+    "due_on",
+    "due_every",
+    "due_read",
+    "remind_state",
+    "remind_after",
+)
 
 
 def _changed_since(conn: sqlite3.Connection, record_id: int, turn_id: str, after: int) -> bool:
     """Whether anything but this turn changed the record after change ``after`` (an access by
     a later turn is not a change of the record; its access stays)."""
-    return conn.execute(
-        "SELECT 1 FROM changes WHERE memory_id = ? AND id > ? AND op != 'reinforce' "
-        "AND (turn_id IS NULL OR turn_id != ?) LIMIT 1",
-        (record_id, after, turn_id)).fetchone() is not None
+    return (
+        conn.execute(
+            "SELECT 1 FROM changes WHERE memory_id = ? AND id > ? AND op != 'reinforce' "
+            "AND (turn_id IS NULL OR turn_id != ?) LIMIT 1",
+            (record_id, after, turn_id),
+        ).fetchone()
+        is not None
+    )
 
 
 def rollback(conn: sqlite3.Connection, turn_id: str, now: float) -> Rollback:
@@ -48,7 +69,8 @@ def rollback(conn: sqlite3.Connection, turn_id: str, now: float) -> Rollback:
     out = Rollback()
     changes = conn.execute(
         "SELECT id, at, op, memory_id, before FROM changes WHERE turn_id = ? ORDER BY id DESC",
-        (turn_id,)).fetchall()
+        (turn_id,),
+    ).fetchall()
     last: dict[int, int] = {}
     for ch in changes:
         last.setdefault(ch["memory_id"], ch["id"])
@@ -66,15 +88,18 @@ def rollback(conn: sqlite3.Connection, turn_id: str, now: float) -> Rollback:
         rid = ch["memory_id"]
         if rid in skip:
             if rid in out.kept:
-                conn.execute("UPDATE changes SET turn_id = ? WHERE id = ?",
-                             (f"{turn_id}:kept", ch["id"]))
+                conn.execute(
+                    "UPDATE changes SET turn_id = ? WHERE id = ?", (f"{turn_id}:kept", ch["id"])
+                )
             continue
         if ch["before"] is None:  # created by this turn: archived, never deleted
             if not is_archived(conn, rid):
                 why = NIGHT_UNDONE if turn_id.startswith("sleep:") else REGENERATED
-                conn.execute("UPDATE memories SET archived_at = ?, archived_by = ?, "
-                             "archived_why = ? WHERE id = ?",
-                             (now, Actor.OWNER.value, why, rid))
+                conn.execute(
+                    "UPDATE memories SET archived_at = ?, archived_by = ?, "
+                    "archived_why = ? WHERE id = ?",
+                    (now, Actor.OWNER.value, why, rid),
+                )
         else:
             snap = json.loads(ch["before"])
             if "access" in snap:  # a reinforcement: only its own access is taken back
@@ -82,10 +107,13 @@ def rollback(conn: sqlite3.Connection, turn_id: str, now: float) -> Rollback:
             else:
                 r = snap["row"]
                 cols = [c for c in _RESTORED if c in r]
-                old = conn.execute("SELECT content FROM memories WHERE id = ?",
-                                   (rid,)).fetchone()[0]
-                conn.execute(f"UPDATE memories SET {', '.join(c + ' = ?' for c in cols)} "
-                             "WHERE id = ?", (*[r[c] for c in cols], rid))
+                old = conn.execute("SELECT content FROM memories WHERE id = ?", (rid,)).fetchone()[
+                    0
+                ]
+                conn.execute(
+                    f"UPDATE memories SET {', '.join(c + ' = ?' for c in cols)} WHERE id = ?",
+                    (*[r[c] for c in cols], rid),
+                )
                 if r.get("content") is not None and r["content"] != old:
                     out.reworded[rid] = r["content"]
                 if ch["op"] == "dedup":  # the dedup's reinforcement, at the change's moment

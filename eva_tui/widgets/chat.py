@@ -139,8 +139,9 @@ class TurnView(Vertical, can_focus=True):
         Binding("right", "act('next')", S.ANSWER_NEXT, id="answer.next"),
     ]
 
-    def __init__(self, text: str = "", turn_id: str | None = None,
-                 message_id: int | None = None) -> None:
+    def __init__(
+        self, text: str = "", turn_id: str | None = None, message_id: int | None = None
+    ) -> None:
         super().__init__(classes="turn")
         self.initial = text
         self.turn_id = turn_id
@@ -217,8 +218,11 @@ class TurnView(Vertical, can_focus=True):
 
     def _subtitle(self, text: str) -> None:
         self._subtitle_text = text
-        parts = [S.alternative(*self.alternative) if self.alternative else "",
-                 S.EDITED if self.edited else "", text]
+        parts = [
+            S.alternative(*self.alternative) if self.alternative else "",
+            S.EDITED if self.edited else "",
+            text,
+        ]
         text = " · ".join(p for p in parts if p)
         bodies = self.query(AssistantMessage)
         if bodies:  # absent only while the app closes (a cancelled turn ends as it quits)

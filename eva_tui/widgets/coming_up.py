@@ -31,8 +31,13 @@ class ReminderAction(Message):
 
 
 def _button(label: str, action: str, variant: str = "default") -> Button:
-    b = Button(label, name=action, variant=variant, compact=True,  # type: ignore[arg-type]
-               classes=f"remind-{action}")
+    b = Button(
+        label,
+        name=action,
+        variant=variant,  # type: ignore[arg-type]
+        compact=True,
+        classes=f"remind-{action}",
+    )
     b.can_focus = False
     return b
 
@@ -60,8 +65,11 @@ class ReminderItem(Horizontal, can_focus=True):
 
     def compose(self) -> ComposeResult:
         r = self.reminder
-        yield Static(S.reminder_line(r.when, r.content, r.private, self.night), markup=False,
-                     classes="reminder-text")
+        yield Static(
+            S.reminder_line(r.when, r.content, r.private, self.night),
+            markup=False,
+            classes="reminder-text",
+        )
         yield _button(S.BTN_DONE, "done", "primary")
         if not self.night:
             yield _button(S.BTN_SNOOZE, "snooze")

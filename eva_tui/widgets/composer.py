@@ -21,7 +21,8 @@ from eva_tui import strings as S
 # TextArea's own keys, less the F-keys it takes for selection (F6 select line, F7 select all):
 # those are Eva's screens and Wake everywhere else, and must stay so in the chat
 _KEPT: list[BindingType] = [
-    b for b in TextArea.BINDINGS
+    b
+    for b in TextArea.BINDINGS
     if isinstance(b, Binding) and not set(b.key.split(",")) & {"f6", "f7"}
 ]
 NEWLINE_KEYS = ("shift+enter", "ctrl+j", "newline")
@@ -44,10 +45,17 @@ class Composer(TextArea, inherit_bindings=False):
         def control(self) -> Composer:
             return self.composer
 
-    def __init__(self, *, max_chars: int = 8000, placeholder: str = "",
-                 id: str | None = None) -> None:  # noqa: A002 - Textual's name
-        super().__init__(id=id, soft_wrap=True, tab_behavior="focus", show_line_numbers=False,
-                         highlight_cursor_line=False, placeholder=placeholder)
+    def __init__(
+        self, *, max_chars: int = 8000, placeholder: str = "", id: str | None = None
+    ) -> None:  # noqa: A002 - Textual's name
+        super().__init__(
+            id=id,
+            soft_wrap=True,
+            tab_behavior="focus",
+            show_line_numbers=False,
+            highlight_cursor_line=False,
+            placeholder=placeholder,
+        )
         self.max_chars = max_chars
         self.earlier: list[str] = []  # the owner's earlier messages of this chat, oldest first
         self._pos: int | None = None  # where ↑/↓ are in ``history`` (None: not walking)
@@ -115,8 +123,7 @@ class Composer(TextArea, inherit_bindings=False):
             if key == "up":
                 event.stop()
                 event.prevent_default()
-                self._recall(len(self.earlier) - 1 if self._pos is None
-                             else max(0, self._pos - 1))
+                self._recall(len(self.earlier) - 1 if self._pos is None else max(0, self._pos - 1))
                 return
             if self._pos is not None:
                 event.stop()
@@ -131,6 +138,7 @@ class Composer(TextArea, inherit_bindings=False):
     def _count(self) -> None:
         """Near the limit the box says how long the message is against it."""
         n = len(self.text)
-        self.border_subtitle = S.composer_count(n, self.max_chars) if n > self.max_chars * 0.9 \
-            else ""
+        self.border_subtitle = (
+            S.composer_count(n, self.max_chars) if n > self.max_chars * 0.9 else ""
+        )
         self.set_class(n > self.max_chars, "-too-long")

@@ -33,8 +33,12 @@ def screen_keys(app: Any, screen: Screen) -> list[tuple[str, str]]:
 def everywhere_keys(app: Any) -> list[tuple[str, str]]:
     out = [(key, title) for _mode, title, key in app.nav_items()]
     for binding in app.BINDINGS:
-        if isinstance(binding, Binding) and binding.id in ("app.wake", "app.dry_run",
-                                                            "app.sleep", "app.help"):
+        if isinstance(binding, Binding) and binding.id in (
+            "app.wake",
+            "app.dry_run",
+            "app.sleep",
+            "app.help",
+        ):
             keys = app.services.config.keymap.get(binding.id, binding.key).split(",")
             out.append((" ".join(app.key_label(k) for k in keys), binding.description))
     out.append(("Ctrl+P", S.HELP_PALETTE))

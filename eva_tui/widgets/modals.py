@@ -47,10 +47,12 @@ def record_text(r: Record, now: float, archived: Any = None) -> Text:
     if r.due_on:  # §8.11: the day it points to, near the top (an 80×24 dialog scrolls)
         on = date.fromisoformat(r.due_on)
         days = (on - datetime.fromtimestamp(now).date()).days
-        quiet = (datetime.fromtimestamp(r.remind_after).strftime("%a %d %b")
-                 if r.remind_after is not None and r.remind_after > now else None)
-        row("due", S.due_text(on.strftime("%a %d %b %Y"), r.due_every, r.remind_state, quiet,
-                              days))
+        quiet = (
+            datetime.fromtimestamp(r.remind_after).strftime("%a %d %b")
+            if r.remind_after is not None and r.remind_after > now
+            else None
+        )
+        row("due", S.due_text(on.strftime("%a %d %b %Y"), r.due_every, r.remind_state, quiet, days))
     row("created", ago(r.created_at, now))
     row("updated", ago(r.updated_at, now))
     row("recalled", ago(r.last_access_at, now))
@@ -288,7 +290,10 @@ class EditRecord(ModalScreen[dict | None]):
 
         self.app.push_screen(
             Confirm(
-                S.DISCARD_TITLE, S.discard_text(changed), S.BTN_DISCARD, S.BTN_KEEP_EDITING,
+                S.DISCARD_TITLE,
+                S.discard_text(changed),
+                S.BTN_DISCARD,
+                S.BTN_KEEP_EDITING,
                 danger=True,
             ),
             answered,

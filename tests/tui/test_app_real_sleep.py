@@ -20,11 +20,21 @@ def real_env(tmp_path, tick_seconds=None, sleep=None):
     clock = ManualClock(NOW)
     memory = Memory.open(tmp_path / "memory.db", MemoryConfig(), clock)
     memory.import_records([dict(r) for r in SEED])
-    config = cfg.from_mapping({"memory": {"embedding_model": "none"},
-                               "sleep": sleep or {"every": "24h", "idle_for": "15m"}},
-                              tmp_path / "config.toml")
-    services = Services(config, tmp_path, clock=clock, memory=memory,
-                        chat_model=PlannedLLM([]), sleeper_factory=build_sleeper)
+    config = cfg.from_mapping(
+        {
+            "memory": {"embedding_model": "none"},
+            "sleep": sleep or {"every": "24h", "idle_for": "15m"},
+        },
+        tmp_path / "config.toml",
+    )
+    services = Services(
+        config,
+        tmp_path,
+        clock=clock,
+        memory=memory,
+        chat_model=PlannedLLM([]),
+        sleeper_factory=build_sleeper,
+    )
     assert isinstance(services.sleeper, Sleeper)  # the real one
     app = create_app(services, clock=clock, cursor_blink=False, tick_seconds=tick_seconds)
     return app, services, memory, clock
@@ -73,7 +83,8 @@ async def test_the_status_bar_runs_no_sql_on_the_event_loop(tmp_path):
             await settle(pilot)
             loop_thread = threading.get_ident()
             memory._storage.conn.set_trace_callback(
-                lambda sql: seen.append((threading.get_ident(), sql)))
+                lambda sql: seen.append((threading.get_ident(), sql))
+            )
             for _ in range(3):
                 app.refresh_status()
                 await settle(pilot)

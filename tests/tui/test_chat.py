@@ -389,8 +389,14 @@ def test_services_warm_the_model_once_with_the_chats_known_prefix(tmp_path):
     clock = ManualClock()
     mem = Memory.open(tmp_path / "m.db", clock=clock)
     llm = ScriptedLLM([["Hello there, nice to see you again today!"]], plans=[])
-    services = Services(EvaConfig(), tmp_path, clock=clock, memory=mem, chat_model=llm,
-                        sleeper_factory=lambda s: None)
+    services = Services(
+        EvaConfig(),
+        tmp_path,
+        clock=clock,
+        memory=mem,
+        chat_model=llm,
+        sleeper_factory=lambda s: None,
+    )
     services.warm_up()
     services.warm_up()
     assert len(llm.warmed) == 1 and services.warmed

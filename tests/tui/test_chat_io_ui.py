@@ -31,15 +31,27 @@ def fill(env, title: str, lines: list[str], start: int = 0) -> int:
     c = chats.create("default", "tui", NOW + start, title).id
     for k, text in enumerate(lines):
         role = "user" if k % 2 == 0 else "assistant"
-        tr.add("default", "tui", f"t{c}-{k // 2}", role, text, private_ok=True, status="ok",
-               tokens=5, at=NOW - 86_400 * 30 + start + k * 60, meta={}, chat_id=c)
+        tr.add(
+            "default",
+            "tui",
+            f"t{c}-{k // 2}",
+            role,
+            text,
+            private_ok=True,
+            status="ok",
+            tokens=5,
+            at=NOW - 86_400 * 30 + start + k * 60,
+            meta={},
+            chat_id=c,
+        )
     return c
 
 
 def on_screen(app) -> list[str]:
     log = app.screen.query_one("#log")
-    return [str(getattr(w, "text", "")) for w in log.children
-            if isinstance(w, UserMessage | TurnView)]
+    return [
+        str(getattr(w, "text", "")) for w in log.children if isinstance(w, UserMessage | TurnView)
+    ]
 
 
 # ---------------------------------------------------------------------------- search
@@ -49,9 +61,13 @@ async def test_search_lists_hits_and_enter_opens_the_chat_at_the_message(env_fac
     message in another chat; Enter opens that chat with the hit marked and the messages
     before it."""
     env = env_factory([["ok"]])
-    trip = fill(env, "Trip", [f"Day {i}: walked around Tbilisi" for i in range(30)]
-                + ["Мы нашли кота в старом дворе", "Какой он?", "Рыжий, с белым хвостом"]
-                + [f"Later {i}" for i in range(10)])
+    trip = fill(
+        env,
+        "Trip",
+        [f"Day {i}: walked around Tbilisi" for i in range(30)]
+        + ["Мы нашли кота в старом дворе", "Какой он?", "Рыжий, с белым хвостом"]
+        + [f"Later {i}" for i in range(10)],
+    )
     fill(env, "Other", ["Nothing here", "Indeed"], start=10_000)
     async with env.app.run_test(size=SIZE) as pilot:
         await settle(pilot)
@@ -204,12 +220,27 @@ def test_search_results_snapshot(snap_compare, env_factory, size):
     """Issue 28 item 9: the search results (chat, day, who, the marked words) and the context
     of the highlighted hit fit at both sizes."""
     env = env_factory()
-    fill(env, "Кот и ветеринар", ["Пирожку завтра к ветеринару в 10:00",
-                                  "Запомнила: завтра в 10:00 ветеринар для Пирожка.",
-                                  "И купи ему корм для котов", "Куплю корм для кота."])
-    fill(env, "Trip to Tbilisi", ["We fly to Tbilisi on 12 May", "Noted!",
-                                  "My cat stays with Anna", "Good, the cat will be fine."],
-         start=5_000)
+    fill(
+        env,
+        "Кот и ветеринар",
+        [
+            "Пирожку завтра к ветеринару в 10:00",
+            "Запомнила: завтра в 10:00 ветеринар для Пирожка.",
+            "И купи ему корм для котов",
+            "Куплю корм для кота.",
+        ],
+    )
+    fill(
+        env,
+        "Trip to Tbilisi",
+        [
+            "We fly to Tbilisi on 12 May",
+            "Noted!",
+            "My cat stays with Anna",
+            "Good, the cat will be fine.",
+        ],
+        start=5_000,
+    )
 
     async def search(pilot) -> None:
         await pilot.press("ctrl+g")

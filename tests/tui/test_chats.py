@@ -32,7 +32,8 @@ class SummarisingLLM(PlannedLLM):
 
 def texts(app) -> list[str]:
     return [w.text for w in app.screen.query(UserMessage)] + [
-        v.text for v in app.screen.query(TurnView) if v.turn_id]
+        v.text for v in app.screen.query(TurnView) if v.turn_id
+    ]
 
 
 def left_window(env, n=6):
@@ -41,11 +42,23 @@ def left_window(env, n=6):
     tr = env.memory.attach(Transcript)
     last = 0
     for i in range(n):
-        for role, text in (("user", f"My friend Boris{i} turned {30 + i} in Kazan"),
-                           ("assistant", f"Say happy birthday to Boris{i}!")):
-            last = tr.add("default", "tui", f"t{i}", role, text, private_ok=True, status="ok",
-                          tokens=8, at=NOW + i, meta={"owner": True} if role == "user" else {},
-                          chat_id=conv.chat_id)
+        for role, text in (
+            ("user", f"My friend Boris{i} turned {30 + i} in Kazan"),
+            ("assistant", f"Say happy birthday to Boris{i}!"),
+        ):
+            last = tr.add(
+                "default",
+                "tui",
+                f"t{i}",
+                role,
+                text,
+                private_ok=True,
+                status="ok",
+                tokens=8,
+                at=NOW + i,
+                meta={"owner": True} if role == "user" else {},
+                chat_id=conv.chat_id,
+            )
     conv.chats.set_window_start(conv.chat_id, last + 1)
     conv._window_start = last + 1
     return conv
@@ -127,8 +140,7 @@ async def test_summary_panel_shows_counts_edits_and_rebuilds(env_factory):
         panel = pilot.app.screen
         assert isinstance(panel, SummaryPanel)
         progress = panel.query_one("#summary-progress", Static)
-        assert "12 of 12 messages that left the window are not summarised" in str(
-            progress.render())
+        assert "12 of 12 messages that left the window are not summarised" in str(progress.render())
         conv.summarise()  # what the app's worker does after a turn
         panel.reload()
         await settle(pilot)
@@ -162,7 +174,8 @@ async def test_an_empty_summary_panel_says_why_it_is_empty(env_factory):
         await settle(pilot)
         panel = pilot.app.screen
         assert "no message has left the live window yet" in str(
-            panel.query_one("#summary-progress", Static).render())
+            panel.query_one("#summary-progress", Static).render()
+        )
         assert "No summaries yet" in str(panel.query_one("#summary-detail", Static).render())
 
 
@@ -232,8 +245,19 @@ def test_keep_days_retention_and_the_chat_archive_purge_run_at_start(env_factory
     conv = env.services.conversation
     tr = env.memory.attach(Transcript)
     for i, age in enumerate((40, 1)):
-        tr.add("default", "tui", f"t{i}", "user", f"message {age} days old", private_ok=True,
-               status="ok", tokens=4, at=NOW - age * 86_400, meta={}, chat_id=conv.chat_id)
+        tr.add(
+            "default",
+            "tui",
+            f"t{i}",
+            "user",
+            f"message {age} days old",
+            private_ok=True,
+            status="ok",
+            tokens=4,
+            at=NOW - age * 86_400,
+            meta={},
+            chat_id=conv.chat_id,
+        )
     env.services.housekeeping()
     assert [m.content for m in conv.history()] == ["message 1 days old"]
     env.clock.advance(31 * 86_400)

@@ -78,12 +78,15 @@ def test_a_full_disk_during_sleep_is_a_clear_error(tmp_path, monkeypatch, capsys
     assert rc == 1 and "is full" in err and "free some space" in err
 
 
-@pytest.mark.parametrize("problem", [
-    PermissionError(13, "Permission denied"),
-    sqlite3.OperationalError("attempt to write a readonly database"),
-    sqlite3.DatabaseError("database disk image is malformed"),
-    OSError(28, "No space left on device"),
-])
+@pytest.mark.parametrize(
+    "problem",
+    [
+        PermissionError(13, "Permission denied"),
+        sqlite3.OperationalError("attempt to write a readonly database"),
+        sqlite3.DatabaseError("database disk image is malformed"),
+        OSError(28, "No space left on device"),
+    ],
+)
 def test_each_store_problem_names_a_fix(tmp_path, problem):
     msg = cli_io.store_problem(problem, tmp_path)
     assert str(tmp_path) in msg
@@ -103,8 +106,9 @@ def _store(path: Path, n: int = 2, width: int = 0) -> None:
 
     path.parent.mkdir(parents=True, exist_ok=True)
     with Memory.open(path, MemoryConfig(), ManualClock(T0)) as mem:
-        mem.import_records([{"content": f"Memory number {k} zq{k}x " + "w" * width}
-                            for k in range(n)])
+        mem.import_records(
+            [{"content": f"Memory number {k} zq{k}x " + "w" * width} for k in range(n)]
+        )
 
 
 def _damage(kind: str, tmp_path: Path) -> Path:
@@ -153,8 +157,9 @@ DAMAGES = ["junk", "directory", "future schema", "under a file"]
 
 @pytest.mark.parametrize("damage", DAMAGES)
 @pytest.mark.parametrize("cmd", ["export", "import", "backup", "sleep", "calibrate"])
-def test_every_command_on_an_unusable_store_is_one_sentence(tmp_path, monkeypatch, capsys,
-                                                             cmd, damage):
+def test_every_command_on_an_unusable_store_is_one_sentence(
+    tmp_path, monkeypatch, capsys, cmd, damage
+):
     """Issue 25 item A: export, import and backup (like sleep and calibrate) on a damaged
     store, a directory in place of memory.db, a store of a newer schema, or a data dir that
     cannot be made say so in one sentence, exit 1, and leave the store as it was."""
@@ -182,17 +187,27 @@ def _free_port() -> int:
 
 def _subprocess_env(tmp_path: Path, **extra: str) -> dict[str, str]:
     env = {k: v for k, v in os.environ.items() if not k.startswith("EVA_")}
-    env.update(XDG_CONFIG_HOME=str(tmp_path / "cfg"), EVA_MEMORY__EMBEDDING_MODEL="none",
-               EVA_LLM__MODEL__GENERAL=str(tmp_path / "missing.gguf"), PYTHONPATH=str(ROOT))
+    env.update(
+        XDG_CONFIG_HOME=str(tmp_path / "cfg"),
+        EVA_MEMORY__EMBEDDING_MODEL="none",
+        EVA_LLM__MODEL__GENERAL=str(tmp_path / "missing.gguf"),
+        PYTHONPATH=str(ROOT),
+    )
     env.update(extra)
     return env
 
 
 def _eva(args: list[str], tmp_path: Path, **kw) -> subprocess.CompletedProcess:
     env = _subprocess_env(tmp_path, **kw.pop("env", {}))
-    return subprocess.run([sys.executable, "-m", "eva_tui.cli", *args], cwd=ROOT, env=env,
-                          capture_output=kw.pop("stdout", None) is None, text=True,
-                          timeout=120, **kw)
+    return subprocess.run(
+        [sys.executable, "-m", "eva_tui.cli", *args],
+        cwd=ROOT,
+        env=env,
+        capture_output=kw.pop("stdout", None) is None,
+        text=True,
+        timeout=120,
+        **kw,
+    )
 
 
 @pytest.mark.parametrize("damage", DAMAGES)
@@ -205,8 +220,7 @@ def test_serve_on_an_unusable_store_is_one_sentence(tmp_path, damage):
     _one_sentence(r.stderr)
 
 
-def test_an_unexpected_error_is_one_sentence_and_eva_debug_shows_it(tmp_path, monkeypatch,
-                                                                    capsys):
+def test_an_unexpected_error_is_one_sentence_and_eva_debug_shows_it(tmp_path, monkeypatch, capsys):
     """Issue 25 item A: an exception nobody expected is "unexpected error (TypeName)", exit 1;
     EVA_DEBUG=1 prints its traceback too (same exit code)."""
     _env(monkeypatch, tmp_path)
@@ -246,8 +260,14 @@ def test_the_exit_codes_are_in_help_and_readme(capsys):
     out = capsys.readouterr().out
     readme = (ROOT / "README.md").read_text(encoding="utf-8")
     section = readme.split("### Exit codes", 1)[1].split("\n#", 1)[0]
-    codes = [cli_io.EXIT_OK, cli_io.EXIT_FAILED, cli_io.EXIT_USAGE, cli_io.EXIT_OUTPUT,
-             cli_io.EXIT_ASLEEP_ELSEWHERE, cli_io.EXIT_INTERRUPTED]
+    codes = [
+        cli_io.EXIT_OK,
+        cli_io.EXIT_FAILED,
+        cli_io.EXIT_USAGE,
+        cli_io.EXIT_OUTPUT,
+        cli_io.EXIT_ASLEEP_ELSEWHERE,
+        cli_io.EXIT_INTERRUPTED,
+    ]
     assert codes == [0, 1, 2, 74, 75, 130]
     assert "exit codes:" in out and "EVA_DEBUG=1" in out and "EVA_DEBUG=1" in section
     for code in codes:
@@ -263,9 +283,15 @@ def test_export_to_a_full_disk_is_exit_74_in_one_sentence(tmp_path):
     data = tmp_path / "data"
     _store(data / "memory.db", n=50)
     with open("/dev/full", "w") as full:
-        r = subprocess.run([sys.executable, "-m", "eva_tui.cli", "--data", str(data), "export"],
-                           cwd=ROOT, env=_subprocess_env(tmp_path), stdout=full,
-                           stderr=subprocess.PIPE, text=True, timeout=120)
+        r = subprocess.run(
+            [sys.executable, "-m", "eva_tui.cli", "--data", str(data), "export"],
+            cwd=ROOT,
+            env=_subprocess_env(tmp_path),
+            stdout=full,
+            stderr=subprocess.PIPE,
+            text=True,
+            timeout=120,
+        )
     assert r.returncode == 74, r.stderr
     _one_sentence(r.stderr)
     assert "stdout" in r.stderr and len(_errors(r.stderr)) == 1
@@ -276,9 +302,13 @@ def test_export_into_a_closed_pipe_exits_quietly_with_74(tmp_path):
     quietly (no traceback, no "Exception ignored", nothing on stderr) with exit 74."""
     data = tmp_path / "data"
     _store(data / "memory.db", n=1500, width=200)  # ~400 KB: far more than a pipe holds
-    p = subprocess.Popen([sys.executable, "-m", "eva_tui.cli", "--data", str(data), "export"],
-                         cwd=ROOT, env=_subprocess_env(tmp_path), stdout=subprocess.PIPE,
-                         stderr=subprocess.PIPE)
+    p = subprocess.Popen(
+        [sys.executable, "-m", "eva_tui.cli", "--data", str(data), "export"],
+        cwd=ROOT,
+        env=_subprocess_env(tmp_path),
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+    )
     first = p.stdout.readline()
     p.stdout.close()
     err = p.stderr.read().decode()
@@ -292,8 +322,10 @@ def test_a_deeply_nested_config_is_a_config_error_naming_the_file(tmp_path, monk
     """Issue 25 item A/D: a TOML file nested 100,000 deep (tomllib's RecursionError) or with a
     table header 5,000 names deep is a config error naming the file, exit 2."""
     _env(monkeypatch, tmp_path)
-    for text in ("a = " + "[" * 100_000 + "]" * 100_000 + "\n",
-                 "[" + ".".join(["x"] * 5000) + "]\nk = 1\n"):
+    for text in (
+        "a = " + "[" * 100_000 + "]" * 100_000 + "\n",
+        "[" + ".".join(["x"] * 5000) + "]\nk = 1\n",
+    ):
         p = tmp_path / "deep.toml"
         p.write_text(text)
         with pytest.raises(cfg.ConfigError, match="nested too deeply"):
@@ -314,8 +346,7 @@ def test_an_output_that_cannot_be_written_is_exit_74(tmp_path, monkeypatch, caps
     _store(data / "memory.db")
     (tmp_path / "plain").write_text("x")
     where = tmp_path / "plain" / "sub"
-    args = ["export", "-o", str(where / "all.jsonl")] if cmd == "export" else ["backup",
-                                                                                 str(where)]
+    args = ["export", "-o", str(where / "all.jsonl")] if cmd == "export" else ["backup", str(where)]
     rc = cli.main(["--data", str(data), *args])
     err = capsys.readouterr().err
     assert rc == 74, err

@@ -209,8 +209,9 @@ async def test_the_card_follows_the_personas_scope(env_factory):
         await settle(pilot)
         await until(pilot, lambda: len(items(pilot)) >= 2)
         await settle(pilot)
-        assert sorted(items(pilot)) == sorted([DENTIST,
-                                               "Promised to send the report to Oleg tomorrow"])
+        assert sorted(items(pilot)) == sorted(
+            [DENTIST, "Promised to send the report to Oleg tomorrow"]
+        )
 
 
 # ---------------------------------------------------------------------------- the record view
@@ -242,7 +243,8 @@ async def test_the_record_view_shows_the_due_day_and_answers_it(env_factory):
         await settle(pilot)
         assert env.memory.get(rid).remind_after is not None
         assert "not brought up before Fri 29 May" in str(
-            pilot.app.screen.query_one(".record-text").render())
+            pilot.app.screen.query_one(".record-text").render()
+        )
         await pilot.press("x")
         await settle(pilot)
         assert env.memory.get(rid).remind_state == "done"
@@ -275,8 +277,9 @@ async def test_a_notable_night_is_on_the_card_and_dismiss_marks_it_seen(env_fact
     env = env_factory(seed=SEED)
     with env.memory.attach(Journal).transaction() as conn:
         run = journal.start_run(conn, NOW - 3600, False, "schedule", "scripted")
-        journal.finish_run(conn, run, NOW - 60, "done", {"memory": "done"}, True,
-                           "merged 2 records", "scripted")
+        journal.finish_run(
+            conn, run, NOW - 60, "done", {"memory": "done"}, True, "merged 2 records", "scripted"
+        )
     async with env.app.run_test(size=(110, 32)) as pilot:
         await settle(pilot)
         night = await focus_item(pilot, "A notable night of sleep: merged 2 records")

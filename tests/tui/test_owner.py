@@ -23,12 +23,18 @@ from tests.tui.conftest import SEED, SIZE, aio, send, settle, until
 CAT = 3
 WORK = 5  # SEED's record in scope "work"
 
-DRAFTS = {"memories": [
-    {"content": "My sister Lena moved to Yerevan", "kind": "fact", "importance": 4,
-     "private": True},
-    {"content": "Allergic to penicillin", "kind": "core", "importance": 5, "private": True},
-    {"content": "Likes the weather today", "kind": "event", "importance": 1, "private": False},
-]}
+DRAFTS = {
+    "memories": [
+        {
+            "content": "My sister Lena moved to Yerevan",
+            "kind": "fact",
+            "importance": 4,
+            "private": True,
+        },
+        {"content": "Allergic to penicillin", "kind": "core", "importance": 5, "private": True},
+        {"content": "Likes the weather today", "kind": "event", "importance": 1, "private": False},
+    ]
+}
 
 
 async def press_button(pilot, selector: str) -> None:
@@ -50,11 +56,16 @@ async def test_palette_offers_owner_commands_and_export_backup_write_files(env_f
     async with env.app.run_test(size=SIZE) as pilot:
         await settle(pilot)
         offered = {c.title: c for c in pilot.app.get_system_commands(pilot.app.screen)}
-        for title in ("Personas…", "Add a memory…", "Save from dialogue…",
-                      "Initialize memories from a description…",
-                      "Clear all memories of a scope…", "Backup now",
-                      "Export memory (JSON Lines, without private)",
-                      "Export memory with private (JSON Lines)"):
+        for title in (
+            "Personas…",
+            "Add a memory…",
+            "Save from dialogue…",
+            "Initialize memories from a description…",
+            "Clear all memories of a scope…",
+            "Backup now",
+            "Export memory (JSON Lines, without private)",
+            "Export memory with private (JSON Lines)",
+        ):
             assert title in offered, title
         offered["Export memory (JSON Lines, without private)"].callback()
         offered["Backup now"].callback()
@@ -153,8 +164,12 @@ async def test_add_memory_shows_the_duplicate_first(env_factory):
         await press_button(pilot, "#save")
         await until(pilot, lambda: env.memory.count() == 6)
         new = env.memory.list(OWNER_TRUSTED, contains="Dima")[0]
-        assert (new.importance, new.private, new.scope, new.source) == (4, True, "work",
-                                                                         Source.OWNER)
+        assert (new.importance, new.private, new.scope, new.source) == (
+            4,
+            True,
+            "work",
+            Source.OWNER,
+        )
 
 
 @aio
@@ -230,8 +245,10 @@ async def test_save_from_dialogue_keeps_edits_and_drops(env_factory):
         await press_button(pilot, "#save")
         await until(pilot, lambda: not isinstance(pilot.app.screen, SaveFromDialogue))
         saved = env.memory.list(OWNER_TRUSTED, pinned=True)
-        assert sorted(r.content for r in saved) == ["Allergic to penicillin (rash)",
-                                                    "My sister Lena moved to Yerevan"]
+        assert sorted(r.content for r in saved) == [
+            "Allergic to penicillin (rash)",
+            "My sister Lena moved to Yerevan",
+        ]
         assert all(r.source is Source.DIALOGUE and r.private for r in saved)
 
 
@@ -240,8 +257,7 @@ async def test_save_from_dialogue_says_when_the_pinned_cap_is_reached(env_factor
     """§8.5, §2: with 19 pinned global memories, two drafts do not fit: the dialog says how
     many fit and nothing is saved; the selection kept verbatim (one draft) then fits."""
     env = env_factory([["Noted."]])
-    env.memory.import_records([{"content": f"rule {k} zq{k}", "pinned": True}
-                               for k in range(19)])
+    env.memory.import_records([{"content": f"rule {k} zq{k}", "pinned": True} for k in range(19)])
     async with env.app.run_test(size=SIZE) as pilot:
         await settle(pilot)
         await send(pilot, "Call me Sasha, and never call before 10 am.")
@@ -260,7 +276,8 @@ async def test_save_from_dialogue_says_when_the_pinned_cap_is_reached(env_factor
         rows = list(dialog.query(DraftRow))
         assert len(rows) == 1
         assert rows[0].query_one(".draft-text", EvaTextArea).text == (
-            "Call me Sasha, and never call before 10 am.")
+            "Call me Sasha, and never call before 10 am."
+        )
         await press_button(pilot, "#save")
         await until(pilot, lambda: env.memory.count() == 20)
 
@@ -332,7 +349,9 @@ async def test_drafting_dialogs_work_from_the_keyboard(env_factory):
         await pilot.press("enter")  # saves draft 2
         await until(pilot, lambda: env.memory.count() == 2)
         assert sorted(r.content for r in env.memory.list()) == [
-            "Likes the weather today", "My sister Lena moved to Yerevan"]
+            "Likes the weather today",
+            "My sister Lena moved to Yerevan",
+        ]
         await pilot.press("escape")
         await settle(pilot)
         await send(pilot, "Call me Sasha, please.")

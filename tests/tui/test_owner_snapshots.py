@@ -19,8 +19,13 @@ def test_personas_screen(snap_compare, env_factory):
     default), how many memories each has, and the persona text."""
     env = env_factory(seed=SEED)
     ps = env.services.personas
-    ps.create("Work", NOW, persona_text="You are a focused, terse colleague.",
-              detail_level="key", learning=False)
+    ps.create(
+        "Work",
+        NOW,
+        persona_text="You are a focused, terse colleague.",
+        detail_level="key",
+        learning=False,
+    )
     ps.create("Мама", NOW)
     env.services.switch_persona("work")
 
@@ -80,8 +85,9 @@ def test_initialize_from_a_description_with_drafts(snap_compare, env_factory):
     async def draft(pilot) -> None:
         owner.init_from_description(pilot.app)
         await settle(pilot)
-        pilot.app.screen.query_one("#description", EvaTextArea).text = (
-            "I'm Sasha. My sister Lena lives in Yerevan. I'm allergic to penicillin.")
+        pilot.app.screen.query_one(
+            "#description", EvaTextArea
+        ).text = "I'm Sasha. My sister Lena lives in Yerevan. I'm allergic to penicillin."
         await settle(pilot)
         env.llm.plans[:] = [DRAFTS]
         pilot.app.screen.query_one("#draft", Button).press()

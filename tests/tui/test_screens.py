@@ -297,9 +297,10 @@ async def test_preview_shows_private_text_only_as_trusted(env_factory):
         assert "Anna" not in public
         # the trusted pane marks what a public turn would not see (issue 16)
         assert [line[:2] for line in trusted.split("\n")] == ["  "] * 6 + ["✗ "]
-        assert "\n".join(line[2:] for line in trusted.split("\n")) == env.memory.preview(
-            "where does sister Anna live"
-        ).text
+        assert (
+            "\n".join(line[2:] for line in trusted.split("\n"))
+            == env.memory.preview("where does sister Anna live").text
+        )
         assert public == env.memory.preview("where does sister Anna live", public=True).text
     after = {r.id: r.access_count for r in env.memory.list(OWNER_TRUSTED)}
     assert after == before

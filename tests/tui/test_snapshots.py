@@ -18,8 +18,10 @@ OWNER_CONFIG = Path("/home/owner/.config/eva/config.toml")
 CHAT_SCRIPT = [
     ["Noted — I'll keep that between us."],
     # only what the memory holds (SPEC §8.10: a name nothing shown holds is asked again)
-    ["Here is what I know:\n\n- your sister **Anna** lives in *Kazan*\n- you told me it is "
-     "private"],
+    [
+        "Here is what I know:\n\n- your sister **Anna** lives in *Kazan*\n- you told me it is "
+        "private"
+    ],
 ]
 CHAT_PLANS = [  # the structured memory step (SPEC §3.1): one save, then nothing to keep
     {

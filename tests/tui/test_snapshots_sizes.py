@@ -87,8 +87,7 @@ def test_chat_edited_message(snap_compare, env_factory, size):
         view.focus()
         await pilot.press("e")
         await settle(pilot)
-        pilot.app.screen.query_one("#message-text").text = (
-            "Noted — Anna in Kazan stays between us.")
+        pilot.app.screen.query_one("#message-text").text = "Noted — Anna in Kazan stays between us."
         await pilot.press("ctrl+s")
         await settle(pilot)
         pilot.app.screen.query_one("#prompt").focus()
@@ -100,8 +99,7 @@ def test_chat_edited_message(snap_compare, env_factory, size):
 def test_chat_alternatives(snap_compare, env_factory, size):
     """Issue 28 items 5 and 9: an answer regenerated twice, flipped back to the second of its
     three versions with ← (the subtitle says ‹ 2/3 ›; the focused answer is outlined)."""
-    env = env_factory([["First answer."], ["Second answer, kept."], ["Third answer."]],
-                      seed=SEED)
+    env = env_factory([["First answer."], ["Second answer, kept."], ["Third answer."]], seed=SEED)
 
     async def flip(pilot) -> None:
         await send(pilot, "Tell me something short")
@@ -303,11 +301,15 @@ def _due(env) -> list[int]:
     from core.reminders import DAY as _DAY
 
     now = env.clock.now()
-    said = [("Я обещал маме починить кран послезавтра", now - 2 * _DAY, False),
-            ("Promised to pay the rent to the landlord tomorrow", now - _DAY, True),
-            ("Brother's birthday is on June 2nd", now - 30 * _DAY, False)]
-    return [env.memory.save(c, OWNER_TRUSTED, private=p, said_at=at, actor=Actor.OWNER).id
-            for c, at, p in said]
+    said = [
+        ("Я обещал маме починить кран послезавтра", now - 2 * _DAY, False),
+        ("Promised to pay the rent to the landlord tomorrow", now - _DAY, True),
+        ("Brother's birthday is on June 2nd", now - 30 * _DAY, False),
+    ]
+    return [
+        env.memory.save(c, OWNER_TRUSTED, private=p, said_at=at, actor=Actor.OWNER).id
+        for c, at, p in said
+    ]
 
 
 @pytest.mark.parametrize("size", SIZES)
