@@ -139,7 +139,10 @@ def run(model_name: str, turns: int, n_ctx: int, max_answer_tokens: int) -> dict
                     "turn": i + 1,
                     "prompt_tokens": done.prompt_tokens,
                     "evaluated_tokens": done.evaluated_tokens,
-                    "reuse_share": round(1 - done.evaluated_tokens / max(1, done.prompt_tokens), 3),
+                    # None when no call reported figures (not 1.0: nothing was measured)
+                    "reuse_share": round(1 - done.evaluated_tokens / done.prompt_tokens, 3)
+                    if done.prompt_tokens
+                    else None,
                     "model_calls": done.model_calls,
                     "calls": [_call(c) for c in done.calls],
                     "ttft_s": round(first, 3) if first is not None else None,
@@ -149,7 +152,7 @@ def run(model_name: str, turns: int, n_ctx: int, max_answer_tokens: int) -> dict
                 }
             )
         mem.close()
-    later = [r for r in rows if "reuse_share" in r and r["turn"] >= 3]
+    later = [r for r in rows if r.get("reuse_share") is not None and r["turn"] >= 3]
     return {
         "model": model_name,
         "n_ctx": n_ctx,

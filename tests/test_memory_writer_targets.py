@@ -340,3 +340,25 @@ def test_a_retried_reply_reports_each_call_and_keeps_the_cached_prefix(mem):
     last = llm.render([llm.calls[1]["messages"][-1]])
     assert 0 < evaluated <= len(last) + 8 and evaluated < prompt / 2
     assert done.evaluated_tokens == sum(c[2] for c in done.calls if c[2] is not None)
+
+
+def test_a_reply_the_judge_stops_in_flight_still_reports_its_figures(mem):
+    """Issue 32 item 5: a reply stopped unseen (here: in the other language) is stopped through
+    the model's cancel, so its figures still come and the turn's reuse counts every call; the
+    judge's stop is not the owner's (the turn goes on to its retry, not to "stopped")."""
+    from core.chat.events import TurnDone
+
+    llm = ScriptedLLM(
+        [
+            ["Yes, you have ", "an allergy to peanuts, ", "I remember it well."],
+            ["Да, у тебя аллергия на арахис, я помню."],
+        ],
+        plans=news(),
+    )
+    events = run(Conversation(mem, llm), "Какая у меня аллергия?")
+    done = [e for e in events if isinstance(e, TurnDone)][0]
+    assert not done.stopped and done.text.startswith("Да, у тебя аллергия")
+    assert [c[0] for c in done.calls] == ["reply", "retry:wrong language:after"], done.calls
+    first = done.calls[0]
+    assert first[1] == llm.calls[0]["prompt_tokens"] and first[2] == llm.calls[0]["evaluated"]
+    assert done.evaluated_tokens == first[2] + done.calls[1][2]

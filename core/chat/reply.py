@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import threading
 from collections.abc import Callable, Generator, Iterator
+from dataclasses import replace
 from typing import Protocol
 
 from core.chat import retry
@@ -110,21 +111,30 @@ class Reply:
                 st.shown()
                 yield Token(out)
 
+        halt = _Halt(cancel)
+        after_halt = 0
         for ev in self.model.stream_chat(
             turn.messages,
             turn.tools or None,
-            cancel,
+            halt,
             self.settings.max_answer_tokens,
             self._temperature(turn),
         ):
-            if isinstance(ev, TextDelta):
+            if isinstance(ev, Done):
+                # the judge's own stop is not the owner's: the turn goes on (a retry)
+                st.count(replace(ev, stopped=False) if halt.own else ev, purpose)
+            elif halt.own:
+                # asked to stop: what still comes is not shown; its figures are waited for a
+                # few events (a model that ignores the stop is closed)
+                after_halt += 1
+                if after_halt > _DRAIN:
+                    break
+            elif isinstance(ev, TextDelta):
                 yield from show(filters.feed(ev.text))
                 if turn.judge.stops:
-                    break  # unseen, in the other language, a refusal or made up: ask again
+                    halt.set()  # unseen, in the other language, a refusal or made up: ask again
             elif isinstance(ev, ToolCall):
                 calls.append(ev)
-            elif isinstance(ev, Done):
-                st.count(ev, purpose)
         if len(st.per_call) == counted:  # cut off in flight: its figures never came
             st.per_call.append(CallFigures(purpose, None, None))
         yield from show(filters.finish())
@@ -159,6 +169,29 @@ class Reply:
             turn.messages.append(
                 {"role": "tool", "name": c.name, "content": f"{result.text}\n{TOOL_RESULT_TRAILER}"}
             )
+
+
+# events read after the judge stopped a reply, waiting for the model's figures (Done); a model
+# honouring the stop sends them after at most one more token
+_DRAIN = 8
+
+
+class _Halt(threading.Event):
+    """The cancel a reply's model call watches: the owner's (Esc), or the judge's own stop of a
+    reply it will ask again. Stopping through it, not by closing the stream, lets the model
+    report what it evaluated (issue 32 item 5: cut-off calls had no figures)."""
+
+    def __init__(self, owner: threading.Event | None) -> None:
+        super().__init__()
+        self.owner = owner
+
+    def is_set(self) -> bool:
+        return super().is_set() or (self.owner is not None and self.owner.is_set())
+
+    @property
+    def own(self) -> bool:
+        """Stopped by the judge, not by the owner."""
+        return super().is_set() and not (self.owner is not None and self.owner.is_set())
 
 
 def _purpose(turn: Turn) -> str:
