@@ -157,6 +157,7 @@ class ModelLoader:
         threads: int | None = None,
         progress: Progress | None = None,
         gpu_layers: int = 0,
+        kv_cache_keys: str | None = None,
     ) -> ChatModel:
         problem = self.check_chat(spec)
         if problem:
@@ -172,6 +173,8 @@ class ModelLoader:
             kwargs["n_threads"] = threads
         if gpu_layers:
             kwargs["n_gpu_layers"] = gpu_layers
+        if kv_cache_keys:
+            kwargs["kv_cache_keys"] = kv_cache_keys
         try:
             return llama.load_chat_model(str(path), **kwargs)
         except Exception as e:  # llama.cpp failures: show the owner, keep the app alive

@@ -279,6 +279,7 @@ class Services:
             threads=llm.threads,
             progress=progress,
             gpu_layers=llm.gpu_layers,
+            kv_cache_keys=llm.kv_cache_keys,
         )
 
     def load_model(self, progress: Callable[[int, int], None] | None = None) -> ChatModel | None:

@@ -16,7 +16,7 @@ from core.llm import ChatModel, Done, ModelError, TextDelta, ToolCall
 from core.memory import tools as memtools
 from models import packaged
 from models.chat_template import prepare_messages, tools_system_block
-from models.llama import KVSnapshots, LlamaChatModel, load_chat_model
+from models.llama import KV_TYPES, KVSnapshots, LlamaChatModel, load_chat_model
 
 pytestmark = pytest.mark.real_model
 
@@ -425,3 +425,29 @@ def test_a_warm_up_gives_way_to_a_call_waiting_for_the_model(qwen):
     t.join(60)
     assert out == [False] and done.completion_tokens >= 1
     assert qwen.warm_up(prefix[:1]) is True  # nothing waits: a warm-up completes
+
+
+def test_kv_cache_keys_are_q8_0_by_default_and_f16_keeps_the_greedy_reply(qwen):
+    """Issue 32 item 3 ([llm] kv_cache_keys): the default model's KV cache keys are q8_0, which
+    costs less memory per cached token than f16 (the live cache and every snapshot) and gives
+    the same greedy reply; anything else is refused with the choices named."""
+    import llama_cpp
+
+    chat = [
+        {"role": "system", "content": SYSTEM},
+        {"role": "user", "content": "Name three colours of the rainbow, in one line."},
+    ]
+    assert qwen._llm.context_params.type_k == KV_TYPES["q8_0"]
+    full = _load(packaged.TEST_CHAT_MODEL, n_ctx=2048, kv_cache_keys="f16")
+    try:
+        assert full._llm.context_params.type_k == KV_TYPES["f16"]
+        q8_text, _, _ = run(qwen, chat, max_tokens=16, temperature=0.0)
+        f16_text, _, _ = run(full, chat, max_tokens=16, temperature=0.0)
+        assert q8_text == f16_text and q8_text.strip()
+        q8_state = llama_cpp.llama_state_seq_get_size(qwen._llm._ctx.ctx, 0)
+        f16_state = llama_cpp.llama_state_seq_get_size(full._llm._ctx.ctx, 0)
+        assert q8_state < f16_state
+    finally:
+        full.close()
+    with pytest.raises(ModelError, match="kv_cache_keys: must be one of q8_0, f16"):
+        _load(packaged.TEST_CHAT_MODEL, n_ctx=512, kv_cache_keys="q4")
