@@ -202,3 +202,31 @@ def test_a_day_worked_out_from_a_dated_memory_is_not_an_invention():
     assert unsupported("On the 7th of May.", shown) == []
     assert unsupported("Isla is 6 years old.", shown) == ["6"]
     assert "7" in unsupported("It was on 7 June.", shown)
+
+
+@pytest.mark.parametrize(
+    ("reply", "owner_voice"),
+    [
+        # Eva reporting her memory is her own voice about it (issue 26, bench.chat on the
+        # default model: this answer was retried and became "I don't know")
+        ("I remember that Anna is a doctor in Moscow.", False),
+        ("Насколько я помню, Анна работает врачом в Москве.", False),
+        ("As far as I remember, Anna lives in Moscow.", False),
+        # … but the owner's life after the clause still counts
+        ("I remember that I am learning Russian.", True),
+        ("Я помню, что я работаю учителем.", True),
+        ("Я люблю зелёный чай без сахара.", True),
+    ],
+)
+def test_a_reply_reporting_evas_memory_is_not_the_owners_voice(reply, owner_voice):
+    """§8.10: the owner's life told in the first person is invented; Eva saying what she
+    remembers is not."""
+    assert speaks_as_owner(reply) is owner_voice
+
+
+def test_a_list_items_number_is_not_a_made_up_number():
+    """§8.10: "1." opening a list item states nothing about the owner (measured on the default
+    model: a packing list for "Что мне взять с собой в Грузию?" was judged invented)."""
+    asked = "Что мне взять с собой в Грузию?"
+    assert not invents("В Грузию вы можете взять следующие вещи:\n\n1.", asked)
+    assert unsupported("Тебе 12 лет.\n1. Работа", asked) == ["12"]  # a number said still counts

@@ -144,10 +144,25 @@ def admits_not_knowing(text: str) -> bool:
     return bool(_ADMITS.search(text.replace("\u2019", "'"))) or text.rstrip(" )»\"'").endswith("?")
 
 
+# Eva reporting her own memory before what it holds: "I remember that Anna is a doctor in
+# Moscow." is her voice about her memory, not the owner's life told as hers (measured on the
+# default model, bench.chat: that answer to "What do you remember about my sister?" was judged
+# invented, and the retry said "I don't know"). Only the clause goes; a first person after it
+# still counts ("I remember that I am learning Russian").
+_REPORTS = re.compile(
+    r"^\W*(?:as far as i (?:can )?(?:remember|recall|know)|if i (?:remember|recall) (?:correctly|"
+    r"right)|i (?:do )?(?:remember|recall|know)|from what i remember|"
+    r"насколько я (?:помню|знаю)|если я (?:правильно )?помню|я (?:помню|знаю)|помню)"
+    r"(?:,?\s*(?:that|что))?[\s,:]*",
+    re.IGNORECASE,
+)
+
+
 def speaks_as_owner(text: str) -> bool:
     """Eva's own voice where the owner's belongs: the text is in the first person singular and
-    never addresses the owner ("Мне 12 лет.", "I am learning Russian.")."""
-    w = _words(text)
+    never addresses the owner ("Мне 12 лет.", "I am learning Russian."). An opening that
+    reports Eva's memory ("I remember that …", "Насколько я помню, …") is not counted."""
+    w = _words(_REPORTS.sub("", text.strip(), count=1))
     return bool(w & _FIRST_PERSON) and not w & _SECOND_PERSON
 
 
@@ -184,10 +199,17 @@ def _days_of_shown_months(text: str, support: str) -> set[str]:
     return out
 
 
+# the number of a list item at the start of a line (measured on the default model: "В Грузию
+# вы можете взять следующие вещи:\n\n1." — a packing list for "Что мне взять с собой в
+# Грузию?" — was judged invented for its "1")
+_LIST_MARK = re.compile(r"(?m)^[ \t]*\d{1,2}[.)](?=\s|$)")
+
+
 def unsupported(text: str, support: str) -> list[str]:
     """The numbers and names ``text`` states that ``support`` (what the turn was shown: memory,
     summaries, the owner's messages) does not hold — a name in either script. A day of a month
     the support names is not counted (:func:`_days_of_shown_months`)."""
+    text = _LIST_MARK.sub(" ", text)  # "1." opening a list item states nothing
     days = _days_of_shown_months(text, support)
     out = sorted(n for n in numbers(text) - numbers(support) if re.sub(r"\D", "", n) not in days)
     known = _support_stems(support)
