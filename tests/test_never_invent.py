@@ -4,6 +4,8 @@ as Eva's own. The scripted replies are the ones the default model gave (issue 26
 
 from __future__ import annotations
 
+import re
+
 import pytest
 
 from core import OWNER_TRUSTED
@@ -50,7 +52,7 @@ def test_a_made_up_answer_about_the_owner_is_never_shown_and_asked_again(
     mem, question, made_up, fact
 ):
     mem.save(fact, OWNER_TRUSTED)
-    honest = HONEST_RU if "ы" in question or "а" in question else HONEST_EN
+    honest = HONEST_RU if re.search("[а-яё]", question, re.IGNORECASE) else HONEST_EN
     llm = ScriptedLLM([[made_up[:6], made_up[6:]], honest], plans=[])
     shown = run(Conversation(mem, llm), question)
     assert shown == "".join(honest)
@@ -230,3 +232,23 @@ def test_a_list_items_number_is_not_a_made_up_number():
     asked = "Что мне взять с собой в Грузию?"
     assert not invents("В Грузию вы можете взять следующие вещи:\n\n1.", asked)
     assert unsupported("Тебе 12 лет.\n1. Работа", asked) == ["12"]  # a number said still counts
+
+
+def test_after_a_made_up_answer_i_dont_know_in_the_other_language_is_said_in_the_owners(mem):
+    """§8.10 and the owner's language (§3.1): asked again after an invented answer, the model's
+    "I don't know" in the other language becomes Eva's own line in the owner's (seen on an
+    unseen scenario with the default model: "Какой у меня любимый фильм?" → "I don't know
+    your favorite movie.")."""
+    mem.save("Я работаю ветеринаром в Самаре.", OWNER_TRUSTED)
+    llm = ScriptedLLM(
+        [["Твой любимый фильм — ", "«Титаник»."], ["I don't know ", "your favorite movie."]],
+        plans=[],
+    )
+    assert run(Conversation(mem, llm), "Какой у меня любимый фильм?") == DONT_KNOW["ru"]
+
+
+def test_after_a_made_up_answer_a_true_answer_in_the_other_language_still_stands(mem):
+    """… while an answer the memory holds is not thrown away for its language."""
+    mem.save("Мне 34 года, я ветеринар.", OWNER_TRUSTED, kind="core")
+    llm = ScriptedLLM([["Тебе 40 лет."], ["You are ", "34 years old."]], plans=[])
+    assert run(Conversation(mem, llm), "Сколько мне лет?") == "You are 34 years old."

@@ -253,8 +253,12 @@ class ReplyJudge:
         also: list[str] | None = None,
         earlier: list[str] | None = None,
         support: str | None = None,
+        admissions_only: bool = False,
     ) -> None:
         self.message = _norm(message)
+        # the other language counts only in a start that says it does not know (a retry: its
+        # "I don't know" is said in the owner's language instead; an answer is let through)
+        self.admissions_only = admissions_only
         # Eva's own earlier replies in this chat: held while copied, and a copy is a repeat
         self.earlier = [e for e in (_norm(x) for x in earlier or ()) if e]
         self.question = is_question(message)
@@ -313,6 +317,8 @@ class ReplyJudge:
             self.wrong_language = found is not None and found != self.lang
         else:
             self.wrong_language = other
+        if self.admissions_only and not admits_not_knowing(self._held):
+            self.wrong_language = False
         return False
 
     def _mostly_other(self, text: str) -> bool | None:
@@ -403,6 +409,7 @@ class ReplyJudge:
             and self.lang is not None
             and out.strip()
             and (not self.wrong_language)
+            and (not self.admissions_only or admits_not_knowing(out))
         ):  # a start judged in the other language stays so:
             # the turn stopped it there (what arrived after was never generated); a whole
             # reply as much in one language as in the other is let through

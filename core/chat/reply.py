@@ -215,10 +215,11 @@ def _ask_again(turn: Turn, again: Retry) -> None:
     turn.messages = again.messages(turn.messages, turn.text)
     turn.judge = ReplyJudge(
         turn.text,
-        turn.lang if again.watches_language else None,
+        turn.lang if again.watches_language or again.watches_admissions else None,
         also=[again.note],
         support=turn.support,
         earlier=turn.earlier,
+        admissions_only=again.watches_admissions,
     )
 
 

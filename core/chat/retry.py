@@ -130,6 +130,13 @@ class Retry:
         wrong), so a second "I don't know" in it is said in the owner's (:func:`settle`)."""
         return self.verdict.wrong_language
 
+    @property
+    def watches_admissions(self) -> bool:
+        """After a made-up reply only a start saying it does not know is watched for the
+        language (seen in bench.companion on an unseen scenario, the default model: "Какой у
+        меня любимый фильм?" made up, then "I don't know your favorite movie." shown as is)."""
+        return self.verdict.invented and not self.watches_language
+
     def messages(self, messages: list[Message], text: str) -> list[Message]:
         """The prompt of the retry: ``messages`` (the one the failed reply was written to) with
         the note in its place; ``text`` is the owner's message."""
