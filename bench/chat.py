@@ -24,7 +24,7 @@ from typing import Any
 
 from core import OWNER_TRUSTED, Memory
 from core.chat.conversation import Conversation, ConversationConfig
-from core.chat.events import Token, TurnDone, TurnError
+from core.chat.events import CallFigures, Token, TurnDone, TurnError
 
 MEMORIES = [
     ("Владелец живёт в Казани с 2021 года", "fact", 4),
@@ -62,40 +62,34 @@ MESSAGES = [
 ]
 
 
-def _call(c: tuple[str, int | None, int | None]) -> dict[str, Any]:
+def _call(c: CallFigures) -> dict[str, Any]:
     """One model call of a turn's reply: what it was for and its share from the KV cache."""
-    purpose, prompt, evaluated = c
-    reuse = None if not prompt or evaluated is None else round(1 - evaluated / prompt, 3)
     return {
-        "purpose": purpose,
-        "prompt_tokens": prompt,
-        "evaluated_tokens": evaluated,
-        "reuse_share": reuse,
+        "purpose": c.purpose,
+        "prompt_tokens": c.prompt_tokens,
+        "evaluated_tokens": c.evaluated_tokens,
+        "reuse_share": c.reuse,
     }
 
 
 def _by_purpose(rows: list[dict[str, Any]]) -> dict[str, dict[str, Any]]:
-    """Per kind of call, from turn 3: how many, and their min and mean reuse."""
-    out: dict[str, list[float]] = {}
-    cut: dict[str, int] = {}
+    """Per kind of call, from turn 3: how many (and how many were cut off without figures),
+    and the min and mean reuse of the rest."""
+    shares: dict[str, list[float | None]] = {}
     for r in rows:
-        if r.get("turn", 0) < 3:
-            continue
-        for c in r.get("calls", []):
-            kind = c["purpose"].split(":")[0]
-            if c["reuse_share"] is None:
-                cut[kind] = cut.get(kind, 0) + 1
-            else:
-                out.setdefault(kind, []).append(c["reuse_share"])
-    return {
-        k: {
-            "calls": len(v) + cut.get(k, 0),
-            "cut_off": cut.get(k, 0),
-            "min_reuse": min(v) if v else None,
-            "mean_reuse": round(sum(v) / len(v), 3) if v else None,
+        if r.get("turn", 0) >= 3:
+            for c in r.get("calls", []):
+                shares.setdefault(c["purpose"].split(":")[0], []).append(c["reuse_share"])
+    out: dict[str, dict[str, Any]] = {}
+    for kind, v in sorted(shares.items()):
+        got = [x for x in v if x is not None]
+        out[kind] = {
+            "calls": len(v),
+            "cut_off": len(v) - len(got),
+            "min_reuse": min(got) if got else None,
+            "mean_reuse": round(sum(got) / len(got), 3) if got else None,
         }
-        for k, v in sorted({**{k: [] for k in cut}, **out}.items())
-    }
+    return out
 
 
 def peak_rss_mb() -> float:

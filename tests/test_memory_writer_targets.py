@@ -332,14 +332,14 @@ def test_a_retried_reply_reports_each_call_and_keeps_the_cached_prefix(mem):
     said = "My sister Lena moved to Kazan last year, she loves it there."
     llm = ScriptedLLM([[said], ["How lovely! Do you visit her often?"]], plans=news())
     done = [e for e in run(Conversation(mem, llm), said) if isinstance(e, TurnDone)][0]
-    purposes = [c[0] for c in done.calls]
+    purposes = [c.purpose for c in done.calls]
     assert purposes == ["reply", "retry:echo:reframe"], done.calls
-    _, prompt, evaluated = done.calls[1]
+    prompt, evaluated = done.calls[1].prompt_tokens, done.calls[1].evaluated_tokens
     assert prompt == llm.calls[1]["prompt_tokens"] and evaluated == llm.calls[1]["evaluated"]
     # everything up to the owner's message is reused: only the last message is read again
     last = llm.render([llm.calls[1]["messages"][-1]])
     assert 0 < evaluated <= len(last) + 8 and evaluated < prompt / 2
-    assert done.evaluated_tokens == sum(c[2] for c in done.calls if c[2] is not None)
+    assert done.evaluated_tokens == sum(c.evaluated_tokens or 0 for c in done.calls)
 
 
 def test_a_reply_the_judge_stops_in_flight_still_reports_its_figures(mem):
@@ -358,7 +358,8 @@ def test_a_reply_the_judge_stops_in_flight_still_reports_its_figures(mem):
     events = run(Conversation(mem, llm), "Какая у меня аллергия?")
     done = [e for e in events if isinstance(e, TurnDone)][0]
     assert not done.stopped and done.text.startswith("Да, у тебя аллергия")
-    assert [c[0] for c in done.calls] == ["reply", "retry:wrong language:after"], done.calls
-    first = done.calls[0]
-    assert first[1] == llm.calls[0]["prompt_tokens"] and first[2] == llm.calls[0]["evaluated"]
-    assert done.evaluated_tokens == first[2] + done.calls[1][2]
+    assert [c.purpose for c in done.calls] == ["reply", "retry:wrong language:after"], done.calls
+    first, second = done.calls
+    assert first.prompt_tokens == llm.calls[0]["prompt_tokens"]
+    assert first.evaluated_tokens == llm.calls[0]["evaluated"]
+    assert done.evaluated_tokens == first.evaluated_tokens + (second.evaluated_tokens or 0)

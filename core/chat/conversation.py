@@ -694,7 +694,7 @@ class Conversation:
             st.calls,
             msg_id,
             turn.user_id,
-            tuple((c.purpose, c.prompt_tokens, c.evaluated_tokens) for c in st.per_call),
+            tuple(st.per_call),
         )
 
     def _set_meta(self, message_id: int, meta: dict) -> None:

@@ -60,6 +60,22 @@ def capped_notice(cap: int) -> str:
 
 
 @dataclass(frozen=True)
+class CallFigures:
+    """One model call of a turn's reply."""
+
+    purpose: str  # "reply", "tools" (after tool results), "nudge", or "retry:<verdict>"
+    prompt_tokens: int | None
+    evaluated_tokens: int | None
+
+    @property
+    def reuse(self) -> float | None:
+        """The share of the prompt that came from the KV cache."""
+        if not self.prompt_tokens or self.evaluated_tokens is None:
+            return None
+        return round(1 - self.evaluated_tokens / self.prompt_tokens, 3)
+
+
+@dataclass(frozen=True)
 class TurnDone:
     turn_id: str
     text: str
@@ -72,9 +88,8 @@ class TurnDone:
     model_calls: int
     message_id: int | None = None  # the stored answer (issue 28 item 5: edit, alternatives)
     user_message_id: int | None = None  # the owner's stored message
-    # each model call of the reply: (purpose, prompt tokens, evaluated tokens), the counts None
-    # for a call cut off in flight (issue 32 item 5; bench.chat prints them)
-    calls: tuple[tuple[str, int | None, int | None], ...] = ()
+    # each model call of the reply, in order (issue 32 item 5; bench.chat prints them)
+    calls: tuple[CallFigures, ...] = ()
 
 
 @dataclass(frozen=True)

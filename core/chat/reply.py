@@ -14,11 +14,19 @@ from dataclasses import replace
 from typing import Protocol
 
 from core.chat import retry
-from core.chat.events import Notice, Token, ToolFinished, ToolStarted, TurnEvent, capped_notice
+from core.chat.events import (
+    CallFigures,
+    Notice,
+    Token,
+    ToolFinished,
+    ToolStarted,
+    TurnEvent,
+    capped_notice,
+)
 from core.chat.filters import ReplyFilters
 from core.chat.judge import ReplyJudge, Verdict
 from core.chat.retry import REPLY_NUDGE, Outcome, Retry
-from core.chat.turn import CallFigures, Turn
+from core.chat.turn import Turn
 from core.llm import ChatModel, Done, TextDelta, ToolCall
 from core.memory import tools as memory_tools
 

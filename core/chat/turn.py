@@ -9,6 +9,7 @@ import time
 from dataclasses import dataclass, field
 from typing import Any
 
+from core.chat.events import CallFigures
 from core.chat.judge import ReplyJudge
 from core.chat.retry import Retry
 from core.chat.transcript import Window
@@ -16,22 +17,6 @@ from core.llm import Done, Message
 from core.memory.prompt_section import PromptSection
 from core.privacy import TurnContext
 from core.reminders import Reminder
-
-
-@dataclass(frozen=True)
-class CallFigures:
-    """One model call of a turn's reply."""
-
-    purpose: str  # "reply", "tools" (after tool results), "nudge", or "retry:<verdict>"
-    prompt_tokens: int | None
-    evaluated_tokens: int | None
-
-    @property
-    def reuse(self) -> float | None:
-        """The share of the prompt that came from the KV cache."""
-        if not self.prompt_tokens or self.evaluated_tokens is None:
-            return None
-        return round(1 - self.evaluated_tokens / self.prompt_tokens, 3)
 
 
 @dataclass
