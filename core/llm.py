@@ -93,3 +93,23 @@ class ChatModel(Protocol):
     ) -> dict[str, Any]:
         """Schema-constrained JSON (raises ModelError on timeout or unparsable output)."""
         ...
+
+
+@runtime_checkable
+class ChoiceModel(Protocol):
+    """A model that can say how sure it is of a closed choice (issue 27 item 3: "the answer is
+    read with its probability"). Optional: a model without it is asked with
+    :meth:`ChatModel.generate_json` and its answer taken as given."""
+
+    def choice_probabilities(
+        self,
+        messages: list[Message],
+        key: str,
+        options: list[str],
+        timeout: float | None = None,
+        cancel: threading.Event | None = None,
+    ) -> dict[str, float]:
+        """The probability of each option as the value of ``key`` in the one-key JSON answer
+        ``{"key": "<option>"}`` to these messages (they sum to 1 over ``options``). Raises
+        ModelError on timeout or cancel."""
+        ...

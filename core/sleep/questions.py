@@ -92,6 +92,25 @@ def _enum_schema(key: str, options: Sequence[str]) -> dict[str, Any]:
     }
 
 
+# where :meth:`core.sleep.stage.StageContext.decide` puts the options' probabilities of a closed choice
+PROBABILITIES = "_probabilities"
+
+
+def one_choice(schema: dict[str, Any]) -> tuple[str, list[str]] | None:
+    """(key, options) when ``schema`` asks for one string out of a closed list (an object with
+    one required property that is an enum of strings), else None."""
+    props = schema.get("properties")
+    if schema.get("type") != "object" or not isinstance(props, dict) or len(props) != 1:
+        return None
+    ((key, prop),) = props.items()
+    options = prop.get("enum") if isinstance(prop, dict) else None
+    if not isinstance(options, list) or len(options) < 2:
+        return None
+    if not all(isinstance(o, str) for o in options):
+        return None
+    return key, list(options)
+
+
 def _text_schema(key: str, max_chars: int) -> dict[str, Any]:
     return {
         "type": "object",
@@ -152,9 +171,12 @@ STILL_TRUE = (
     'Answer as JSON: {"old": "still true"} or {"old": "no longer true"}.'
 )
 STILL_OPTIONS = ("still true", "no longer true")
+NO_LONGER = STILL_OPTIONS[1]
 # the answers as the journal and the bench count them (issue 17: yes / no / both true)
 REPLACES_ANSWERS = {"no longer true": "yes", "still true": "both true"}
-SAME_ANSWERS = {"same fact": "yes", "different facts": "no"}
+SAME_OPTIONS = ("same fact", "different facts")
+IS_SAME, NOT_SAME = SAME_OPTIONS
+SAME_ANSWERS = {IS_SAME: "yes", NOT_SAME: "no"}
 EVENTS_Q = (
     "Question: what lasting fact about the owner follows from these events of the owner's "
     "life: a habit, a routine, a regular place or partner? Write it as one short sentence in "
@@ -196,7 +218,7 @@ def same_question(a: Record, b: Record, now: float) -> tuple[list[Message], dict
     Russian pairs answered "different facts", a reordering among them) and called no other
     pair the same; with examples and a Russian version, 15 and one contradiction the same;
     with examples, in English, 14 and none."""
-    schema = _enum_schema("same", ["same fact", "different facts"])
+    schema = _enum_schema("same", list(SAME_OPTIONS))
     la, lb = language(a), language(b)
     user = f"A ({when(a, now)}): {quote(a)}\nB ({when(b, now)}): {quote(b)}"
     if la != lb:

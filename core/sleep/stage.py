@@ -27,6 +27,7 @@ from core.sleep.apply import NightBudget
 from core.sleep.journal import Journal, PhaseLog, SleepProgress, write_phase
 from core.sleep.ops import SleepTxn
 from core.sleep.plan import CallResult, Woken, call_planner, run_call
+from core.sleep.questions import PROBABILITIES, one_choice
 from core.store.records import Record
 
 
@@ -111,6 +112,24 @@ class StageContext:
         self.calls += 1
         cancel = threading.Event()
         planner = self.planner
+        choice = one_choice(schema)
+        choose = getattr(planner, "choice_probabilities", None) if choice else None
+        if choice is not None and callable(choose):
+            # a closed choice read with its probability (issue 27 item 3): the most likely
+            # option, and every option's probability under PROBABILITIES
+            key, options = choice
+            probs, error, seconds = run_call(
+                lambda: choose(
+                    messages, key, options, timeout=self.config.call_timeout, cancel=cancel
+                ),
+                self.config.call_timeout,
+                self.wake,
+                cancel,
+            )
+            if error is None and isinstance(probs, dict) and set(probs) == set(options):
+                best = max(options, key=lambda o: probs[o])
+                return {key: best, PROBABILITIES: dict(probs)}, None, seconds
+            return None, error or "the model gave no probability of each option", seconds
         answer, error, seconds = run_call(
             lambda: planner.generate_json(
                 messages, schema, timeout=self.config.call_timeout, cancel=cancel
