@@ -133,6 +133,12 @@ def test_what_reads_as_a_refusal(reply, refusal):
         ("Here's what I understood: you save for a flat.", "you save for a flat."),
         ("Вот что я помню: Бублик", "Вот что я помню: Бублик"),
         ("Вот что вы написали: Я учитель физики.", "Я учитель физики."),
+        # a head that is a whole sentence (seen as the owner on the default model)
+        ('"Вот, что я понял. Ты работаешь в Авито."', 'Ты работаешь в Авито."'),
+        ("Here's what I understood. You work at Avito.", "You work at Avito."),
+        ("My answer is no. Sorry.", "My answer is no. Sorry."),
+        ("Вот это да. Отлично.", "Вот это да. Отлично."),
+        ("Вот что я помню. Бублик", "Вот что я помню. Бублик"),
         ("Here's what you said:\nI teach physics.", "I teach physics."),
         ("My answer is no", "My answer is no"),
         ("Ответ", "Ответ"),

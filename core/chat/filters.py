@@ -286,6 +286,21 @@ def _head_state(words: list[str], partial: bool) -> str:
     return best
 
 
+def _is_head(words: list[str]) -> bool:
+    """Whether ``words`` are exactly an announcement head, nothing before or after it ("вот
+    что я понял", "конечно вот ответ"): what may end at a full stop."""
+
+    def match(head: tuple[str, ...], k: int) -> bool:
+        if not head:
+            return k == len(words)
+        opt = head[0].startswith("?")
+        options = head[0].lstrip("?").split("|")
+        here = k < len(words) and words[k] in options and match(head[1:], k + 1)
+        return here or (opt and match(head[1:], k))
+
+    return any(match(head, 0) for head in _HEADS)
+
+
 class PreambleFilter:
     """Drops an opening that only announces the reply ("Вот ответ на ваш вопрос:", "Here's my
     answer:"), so what follows is judged (and shown) as the reply. Holds the start back only
@@ -316,6 +331,19 @@ class PreambleFilter:
         state = _head_state(head_words, partial and cut is None) if head_words else "no"
         if state == "head" and cut is not None and cut.start() <= MAX_ANNOUNCE:
             out, self._held, self._done = text[cut.end() :].lstrip(), "", True
+            self._trim = not out
+            return out
+        # a head that is a whole sentence: "Вот, что я понял. Ты работаешь в Авито." (measured
+        # on the default model: after a reframed turn it opened its answers so, and the judge
+        # took "что я понял" for the owner's life told as Eva's own)
+        stop = re.search(r"\.(?=\s)", text)
+        if (
+            stop is not None
+            and (cut is None or stop.start() < cut.start())
+            and stop.start() <= MAX_ANNOUNCE
+            and _is_head(_bare_words(text[: stop.start()]))
+        ):
+            out, self._held, self._done = text[stop.end() :].lstrip(), "", True
             self._trim = not out
             return out
         if not final and cut is None and len(text) <= MAX_ANNOUNCE and state != "no":
