@@ -51,15 +51,7 @@ def same_rows(
     duplicate test would merge) with the model's probability of "same fact" and its label:
     ``duplicate`` when the corpus puts both records in one duplicate group, else ``other`` —
     what :data:`core.sleep.decisions.SAME_FACT` is chosen by."""
-    group: dict[str, str] = {}
-
-    def find(k: str) -> str:
-        while group.get(k, k) != k:
-            k = group[k]
-        return k
-
-    for a, b in data["expect"].get("duplicates", []):
-        group[find(a)] = find(b)
+    find = sleep_quality.duplicate_groups(data["expect"])
     rows: list[dict[str, Any]] = []
     done: set[tuple[int, ...]] = set()
     for _cluster, corpus, cands in seen:

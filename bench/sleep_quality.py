@@ -62,6 +62,7 @@ import re
 import sys
 import tempfile
 import time
+from collections.abc import Callable
 from datetime import datetime
 from pathlib import Path
 from typing import Any
@@ -322,6 +323,22 @@ def is_dated(content: str, original: str, rewritten: bool = False) -> bool:
     return rewritten and bool(HISTORY.search(content)) and not HISTORY.search(original)
 
 
+def duplicate_groups(exp: dict[str, Any]) -> Callable[[str], str]:
+    """The representative of a key's duplicate group (the labelled pairs of ``expect``
+    joined transitively): two keys are labelled the same fact when their representatives are
+    equal."""
+    group: dict[str, str] = {}
+
+    def find(k: str) -> str:
+        while group.get(k, k) != k:
+            k = group[k]
+        return k
+
+    for a, b in exp.get("duplicates", []):
+        group[find(a)] = find(b)
+    return find
+
+
 def judged(
     runs: list[Any], data: dict[str, Any], keys: dict[str, int], part: str | None = None
 ) -> dict[str, Any]:
@@ -335,15 +352,7 @@ def judged(
     where = {m["key"]: m.get("part", "dev") for m in data["memories"]}
     exp = data.get("expect", {})
     contra = {(c["old"], c["new"]) for c in exp.get("contradictions", [])}
-    group: dict[str, str] = {}
-
-    def find(k: str) -> str:
-        while group.get(k, k) != k:
-            k = group[k]
-        return k
-
-    for a, b in exp.get("duplicates", []):
-        group[find(a)] = find(b)
+    find = duplicate_groups(exp)
     said: dict[str, list[tuple[str, str]]] = {"supersede": [], "duplicate": []}
 
     def add(kind: str, a: Any, b: Any) -> None:

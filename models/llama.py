@@ -406,11 +406,7 @@ class LlamaChatModel:
         the cache keeps what was evaluated so far) as soon as another call waits for the
         model. Must hold ``self._lock``."""
         llm = self._llm
-        self._restore(tokens)
-        keep = _common_prefix(llm._input_ids[: llm.n_tokens], tokens)
-        keep = max(0, min(keep, len(tokens) - 1))
-        llm.n_tokens = keep
-        self._eval_count = 0
+        keep = self._reuse_cache(tokens)
 
         def wanted() -> bool:
             return self._waiters > 0
@@ -439,6 +435,17 @@ class LlamaChatModel:
                 yield
         finally:
             self._eval_batch = self._n_batch
+
+    def _reuse_cache(self, tokens: list[int]) -> int:
+        """Make the KV cache hold the longest prefix of ``tokens`` it (or a snapshot) already
+        has, leaving at least the last token to evaluate so its logits are fresh; returns where
+        evaluation starts and resets the evaluated-token count. Must hold ``self._lock``."""
+        llm = self._llm
+        self._restore(tokens)
+        keep = _common_prefix(llm._input_ids[: llm.n_tokens], tokens)
+        llm.n_tokens = max(0, min(keep, len(tokens) - 1))
+        self._eval_count = 0
+        return int(llm.n_tokens)
 
     def _restore(self, tokens: list[int]) -> None:
         try:
@@ -708,15 +715,12 @@ class LlamaChatModel:
 
         with self._model():
             llm = self._llm
-            self._restore(tokens)
-            keep = _common_prefix(llm._input_ids[: llm.n_tokens], tokens)
-            llm.n_tokens = max(0, min(keep, len(tokens) - 1))
-            self._eval_count = 0
+            keep = self._reuse_cache(tokens)
             self._abort = abort
             logps: list[float] = []
             try:
                 with self._interruptible(abort):
-                    llm.eval(tokens[llm.n_tokens :])
+                    llm.eval(tokens[keep:])
                     evaluated = self._eval_count
                     base = llm.n_tokens
                     first = self._last_log_probs()
