@@ -36,6 +36,7 @@ from typing import TYPE_CHECKING, Any, cast
 
 from core.llm import ChatEvent, Done, Message, ModelError, TextDelta, ToolCall
 from models.chat_template import CHATML_TEMPLATE, prepare_messages
+from models.scripts import ScriptGuard
 from models.toolcalls import RESPONSE_OPEN, ToolCallStream, tool_function
 
 if TYPE_CHECKING:
@@ -311,6 +312,7 @@ class LlamaChatModel:
         self._hook: AbortHook | None = None
         self._wrap_eval()
         self.snapshots = KVSnapshots()
+        self._scripts = ScriptGuard(lambda i: self._llm.detokenize([i]), self._llm.n_vocab())
 
         model = self._llm._model
         eos_id, bos_id = self._llm.token_eos(), self._llm.token_bos()
@@ -381,6 +383,7 @@ class LlamaChatModel:
         tokens = self.tokenize(prompt)
         if len(tokens) >= self.context_size:
             return False
+        self._scripts.prepare()
         with self._model():
             return self._eval_prefix(tokens)
 
@@ -509,6 +512,7 @@ class LlamaChatModel:
                 return True
             return cancel is not None and cancel.is_set()
 
+        forbid = self._scripts.processor(tokens)
         self._restore(tokens)
         self._eval_count = 0
         self._abort = abort
@@ -521,6 +525,7 @@ class LlamaChatModel:
             temp=temperature,
             repeat_penalty=self.repeat_penalty,
             grammar=grammar,
+            logits_processor=None if forbid is None else [forbid],
         )
         try:
             if interruptible:

@@ -451,3 +451,20 @@ def test_kv_cache_keys_are_q8_0_by_default_and_f16_keeps_the_greedy_reply(qwen):
         full.close()
     with pytest.raises(ModelError, match="kv_cache_keys: must be one of q8_0, f16"):
         _load(packaged.TEST_CHAT_MODEL, n_ctx=512, kv_cache_keys="q4")
+
+
+def _east_asian(text: str) -> bool:
+    return any("\u3000" <= ch <= "\ud7ff" for ch in text)
+
+
+def test_a_reply_never_slips_into_chinese_unless_the_owner_writes_it(qwen):
+    """Issue 26 (SPEC §3.1: the reply is in the owner's language): Qwen continued a Russian reply
+    in Chinese ("в вашем生活中"). East Asian tokens are forbidden while the prompt holds none,
+    so even a request for Chinese characters is answered without them; a prompt that holds
+    them lifts the ban."""
+    ask = [{"role": "user", "content": "Write the Chinese characters for 'life'. Only them."}]
+    banned, _, _ = run(qwen, ask, max_tokens=16, temperature=0.0)
+    assert banned.strip() and not _east_asian(banned), banned
+    echo = [{"role": "user", "content": "Repeat exactly: 生活"}]
+    allowed, _, _ = run(qwen, echo, max_tokens=8, temperature=0.0)
+    assert _east_asian(allowed), allowed
