@@ -512,6 +512,8 @@ class LlamaChatModel:
                 return True
             return cancel is not None and cancel.is_set()
 
+        from llama_cpp import LogitsProcessorList
+
         forbid = self._scripts.processor(tokens)
         self._restore(tokens)
         self._eval_count = 0
@@ -525,7 +527,7 @@ class LlamaChatModel:
             temp=temperature,
             repeat_penalty=self.repeat_penalty,
             grammar=grammar,
-            logits_processor=None if forbid is None else [forbid],
+            logits_processor=None if forbid is None else LogitsProcessorList([forbid]),
         )
         try:
             if interruptible:
