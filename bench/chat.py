@@ -23,7 +23,8 @@ from pathlib import Path
 from typing import Any
 
 from core import OWNER_TRUSTED, Memory
-from core.chat.conversation import Conversation, ConversationConfig
+from core.chat.conversation import Conversation
+from core.chat.conversation_config import ConversationConfig
 from core.chat.events import CallFigures, Token, TurnDone, TurnError
 
 MEMORIES = [

@@ -80,7 +80,8 @@ from typing import Any
 
 from bench.common import chat_model, environment, peak_rss_mb, percentile
 from core import language
-from core.chat.conversation import Conversation, ConversationConfig
+from core.chat.conversation import Conversation
+from core.chat.conversation_config import ConversationConfig
 from core.chat.events import MemoryUsed, Notice, Token, ToolFinished, TurnDone, TurnError
 from core.chat.judge import is_echo
 from core.clock import ManualClock

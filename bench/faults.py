@@ -220,7 +220,8 @@ def soak(turns: int, work: Path, warmup: int | None = None) -> dict:
     from dataclasses import replace
 
     from core import OWNER_TRUSTED, ManualClock, Memory, MemoryConfig
-    from core.chat.conversation import Conversation, ConversationConfig
+    from core.chat.conversation import Conversation
+    from core.chat.conversation_config import ConversationConfig
     from core.config import SleepConfig
     from core.llm import ToolCall
     from core.sleep import Sleeper

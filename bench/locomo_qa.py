@@ -103,7 +103,8 @@ from bench.locomo import (
     dia_ids,
     turn_text,
 )
-from core.chat.conversation import Conversation, ConversationConfig
+from core.chat.conversation import Conversation
+from core.chat.conversation_config import ConversationConfig
 from core.chat.events import Notice, ToolFinished, TurnDone
 from core.chat.owner_message import may_carry_a_fact
 from core.clock import ManualClock

@@ -476,7 +476,8 @@ def run_item(
     max_answer_tokens: int = GENERATED_TOKENS,
 ) -> dict[str, Any]:
     """One item on a fresh store: the befores saved, ``say`` as one owner turn, the diff."""
-    from core.chat.conversation import Conversation, ConversationConfig
+    from core.chat.conversation import Conversation
+    from core.chat.conversation_config import ConversationConfig
     from core.chat.events import Notice, Remembering, Token, TurnDone, TurnError
 
     clock = ManualClock(START - 2 * DAY)

@@ -26,7 +26,7 @@ from typing import Any
 
 from bench.common import environment, rounded
 from bench.sleep_quality import build_store, load_embedder
-from core.chat import memory_writer
+from core.chat import supersession
 from core.chat.memory_writer import STEP_RULE, MemoryWriter
 from core.privacy import OWNER_TRUSTED
 
@@ -36,9 +36,9 @@ def run_arm(data: dict[str, Any], model: Any, embedder: Any, arm: str) -> dict[s
     news = {c["new"] for c in contra}
     parts = {m["key"]: m.get("part", "dev") for m in data["memories"]}
     kept = {**data, "memories": [m for m in data["memories"] if m["key"] not in news]}
-    original = memory_writer.outdated_by
+    original = supersession.outdated_by
     if arm == "old":
-        memory_writer.outdated_by = lambda message, content: None
+        supersession.outdated_by = lambda message, content: None
     items = []
     t0 = time.perf_counter()
     try:
@@ -83,7 +83,7 @@ def run_arm(data: dict[str, Any], model: Any, embedder: Any, arm: str) -> dict[s
                 clock.advance(60)
             mem.close()
     finally:
-        memory_writer.outdated_by = original
+        supersession.outdated_by = original
     by_part: dict[str, dict[str, int]] = {}
     for it in items:
         p = by_part.setdefault(it["part"], {"caught": 0, "total": 0})

@@ -46,7 +46,8 @@ from bench.locomo import load as load_locomo
 from core.chat import summaries as rolling
 from core.chat import summarizer
 from core.chat import summary_fidelity as fidelity
-from core.chat.conversation import Conversation, ConversationConfig
+from core.chat.conversation import Conversation
+from core.chat.conversation_config import ConversationConfig
 from core.chat.events import Token, TurnDone
 from core.chat.transcript import Transcript
 from core.clock import ManualClock

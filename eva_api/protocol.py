@@ -6,7 +6,8 @@ from __future__ import annotations
 
 from typing import Protocol
 
-from core.chat.conversation import Conversation, ConversationConfig
+from core.chat.conversation import Conversation
+from core.chat.conversation_config import ConversationConfig
 from core.clock import Clock
 from core.llm import ChatModel
 from core.memory.facade import Memory

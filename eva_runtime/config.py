@@ -41,7 +41,7 @@ from typing import TYPE_CHECKING, Any, TypeVar, get_args, get_type_hints
 import tomlkit
 import tomlkit.exceptions
 
-from core.chat.conversation import DETAIL_LEVELS
+from core.chat.conversation_config import DETAIL_LEVELS
 from core.chat.memory_writer import MEMORY_WRITES, STRUCTURED
 from core.config import MemoryConfig, SleepConfig
 from core.errors import clip, clip_text

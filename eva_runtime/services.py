@@ -21,7 +21,8 @@ from typing import Any, Protocol
 
 from core import ownership
 from core.chat.chats import Chats
-from core.chat.conversation import Conversation, ConversationConfig
+from core.chat.conversation import Conversation
+from core.chat.conversation_config import ConversationConfig
 from core.chat.personas import Persona, Personas
 from core.clock import Clock
 from core.clock import from_env as clock_from_env

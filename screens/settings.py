@@ -18,7 +18,7 @@ from textual.containers import Horizontal, Vertical, VerticalScroll
 from textual.message import Message
 from textual.widgets import Button, Footer, Label, Select, Static, Switch
 
-from core.chat.conversation import DETAIL_LEVELS
+from core.chat.conversation_config import DETAIL_LEVELS
 from core.chat.memory_writer import MEMORY_WRITES
 from eva_runtime import config as cfg
 from eva_tui import strings as S

@@ -164,7 +164,8 @@ def _regenerate_base(path: Path) -> None:
     from dataclasses import replace
 
     from core import OWNER_TRUSTED
-    from core.chat.conversation import Conversation, ConversationConfig
+    from core.chat.conversation import Conversation
+    from core.chat.conversation_config import ConversationConfig
     from core.llm import ToolCall
     from tests.fake_llm import ScriptedLLM
 
@@ -236,7 +237,8 @@ def _op_regenerate(mem) -> Any:
     from dataclasses import replace
 
     from core import OWNER_TRUSTED
-    from core.chat.conversation import Conversation, ConversationConfig
+    from core.chat.conversation import Conversation
+    from core.chat.conversation_config import ConversationConfig
     from tests.fake_llm import ScriptedLLM
 
     conv = Conversation(
@@ -287,7 +289,8 @@ def _op_search(mem) -> Any:
 def _summarise_base(path: Path) -> None:
     """A chat whose first exchanges left the live window: one owner fact its turn did not save
     (the window saver reads it), then talk with names and numbers to summarise."""
-    from core.chat.conversation import Conversation, ConversationConfig
+    from core.chat.conversation import Conversation
+    from core.chat.conversation_config import ConversationConfig
     from core.chat.transcript import Transcript
     from tests.fake_llm import ScriptedLLM
 
@@ -334,7 +337,8 @@ def _summarise_base(path: Path) -> None:
 def _op_summarise(mem) -> Any:
     """Issue 12's background work: the memory step over a chunk that leaves the window
     (extraction), then its summary, tier by tier."""
-    from core.chat.conversation import Conversation, ConversationConfig
+    from core.chat.conversation import Conversation
+    from core.chat.conversation_config import ConversationConfig
     from tests.test_summaries import SummaryLLM
 
     plan = {

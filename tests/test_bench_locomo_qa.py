@@ -242,7 +242,7 @@ def test_bench_runs_and_reports_every_key(capsys, monkeypatch, tmp_path):
 
 def test_replay_stores_the_chat_with_turn_ids(tmp_path):
     from core.chat.chats import Chats
-    from core.chat.conversation import ConversationConfig
+    from core.chat.conversation_config import ConversationConfig
     from core.chat.transcript import Transcript
     from core.clock import ManualClock
     from core.memory.facade import Memory

@@ -5,7 +5,8 @@ from __future__ import annotations
 import pytest
 
 from core import OWNER_TRUSTED, PUBLIC
-from core.chat.conversation import Conversation, ConversationConfig
+from core.chat.conversation import Conversation
+from core.chat.conversation_config import ConversationConfig
 from core.chat.events import Token, TurnDone
 
 pytestmark = pytest.mark.real_model

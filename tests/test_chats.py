@@ -7,7 +7,8 @@ import pytest
 
 from core import OWNER_TRUSTED
 from core.chat.chats import Chats
-from core.chat.conversation import Conversation, ConversationConfig
+from core.chat.conversation import Conversation
+from core.chat.conversation_config import ConversationConfig
 from core.chat.summaries import SummaryStore
 from core.errors import MemoryOpError
 from tests.fake_llm import ScriptedLLM

@@ -9,7 +9,8 @@ import re
 import pytest
 
 from core import OWNER_TRUSTED
-from core.chat.conversation import Conversation, ConversationConfig
+from core.chat.conversation import Conversation
+from core.chat.conversation_config import ConversationConfig
 from core.chat.events import Notice, Token, TurnDone
 
 pytestmark = pytest.mark.real_model

@@ -11,12 +11,8 @@ from dataclasses import replace
 import pytest
 
 from core import OWNER_IN_GROUP, OWNER_TRUSTED, OWNER_UNTRUSTED, PUBLIC, Memory
-from core.chat.conversation import (
-    DETAIL_LEVELS,
-    Conversation,
-    ConversationConfig,
-    window_budget,
-)
+from core.chat.conversation import Conversation
+from core.chat.conversation_config import DETAIL_LEVELS, ConversationConfig, window_budget
 from core.chat.events import (
     MemoryUsed,
     Notice,

@@ -10,7 +10,8 @@ from datetime import datetime
 import pytest
 
 from core import OWNER_TRUSTED, PUBLIC, ManualClock, Memory, MemoryConfig
-from core.chat.conversation import Conversation, ConversationConfig
+from core.chat.conversation import Conversation
+from core.chat.conversation_config import ConversationConfig
 from core.memory.prompt_section import REMINDER_HEADER
 from tests.fake_llm import ScriptedLLM
 

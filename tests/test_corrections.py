@@ -43,7 +43,7 @@ def test_a_new_fact_about_the_same_person_replaces_nothing(embed):
 def test_the_model_on_the_labelled_test_splits(embed):
     """Issue 26 item 7: over the test splits of the pair set and the memory-step set (146
     messages, 80 corrections) — measured precision 0.875, recall 0.256, 3 messages retiring
-    a memory they do not replace; the rules alone (core.chat.memory_writer.supersedes) retired 1 of
+    a memory they do not replace; the rules alone (core.chat.supersession.supersedes) retired 1 of
     20 dev corrections, so the floor can fail."""
     from bench.train_corrections import figures, load_pairs, rows
 

@@ -9,9 +9,10 @@ import pytest
 from core import OWNER_IN_GROUP, OWNER_TRUSTED, PUBLIC, language
 from core.chat.conversation import Conversation
 from core.chat.events import Notice, Remembering, Token, ToolFinished, TurnDone
-from core.chat.memory_writer import STEP_RULE, ops_schema
+from core.chat.memory_writer import STEP_RULE
 from core.chat.owner_message import asks_to_forget, asks_to_remember, may_carry_a_fact, says_secret
 from core.chat.retry import DONT_KNOW
+from core.chat.step_schema import ops_schema
 from core.instructions import MEMORY_RULE
 from tests.fake_llm import ScriptedLLM
 

@@ -204,7 +204,7 @@ def test_a_new_fact_about_the_same_person_replaces_nothing(mem):
 def test_what_a_saved_correction_replaces(old, new, replaces):
     """The arithmetic behind it: the message says something changed, of the same someone (or
     of the owner alone), a value changed, and they speak of the same thing."""
-    from core.chat.memory_writer import supersedes
+    from core.chat.supersession import supersedes
 
     assert (supersedes(new, old, new) is not None) is replaces
 

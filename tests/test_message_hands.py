@@ -10,7 +10,8 @@ from dataclasses import replace
 import pytest
 
 from core import OWNER_TRUSTED
-from core.chat.conversation import Conversation, ConversationConfig
+from core.chat.conversation import Conversation
+from core.chat.conversation_config import ConversationConfig
 from core.chat.events import TurnDone
 from core.chat.summaries import INVALID
 from core.chat.summarizer import Summarizer

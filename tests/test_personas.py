@@ -7,7 +7,7 @@ from __future__ import annotations
 import pytest
 
 from core import OWNER_TRUSTED, ManualClock, Memory, MemoryConfig, Refused
-from core.chat.conversation import DETAIL_LEVELS
+from core.chat.conversation_config import DETAIL_LEVELS
 from core.chat.events import MemoryUsed
 from core.chat.personas import DEFAULT_ID, PersonaNotFound, Personas, slug
 from core.store.records import Actor

@@ -558,7 +558,8 @@ def test_summaries_of_private_turns_never_reach_a_blind_prompt(tmp_path_factory,
     private-only — over generated conversations mixing trusted and blind turns, chunk sizes and
     tiers (4 → merged → long-term), no private marker reaches the prompt of any context that
     cannot see private memory, while every trusted prompt does carry them (not vacuous)."""
-    from core.chat.conversation import Conversation, ConversationConfig
+    from core.chat.conversation import Conversation
+    from core.chat.conversation_config import ConversationConfig
     from core.chat.summarizer import Summarizer
     from core.chat.transcript import Transcript
 

@@ -7,7 +7,8 @@ from __future__ import annotations
 from dataclasses import replace
 
 from core import OWNER_TRUSTED, ManualClock, Memory, MemoryConfig
-from core.chat.conversation import Conversation, ConversationConfig
+from core.chat.conversation import Conversation
+from core.chat.conversation_config import ConversationConfig
 from core.chat.events import Notice
 from core.llm import ToolCall
 from core.sleep import ops

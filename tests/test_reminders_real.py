@@ -12,7 +12,8 @@ from datetime import date, datetime
 import pytest
 
 from core import OWNER_TRUSTED, ManualClock, Memory, MemoryConfig
-from core.chat.conversation import Conversation, ConversationConfig
+from core.chat.conversation import Conversation
+from core.chat.conversation_config import ConversationConfig
 from core.chat.events import Token, TurnDone
 from core.store.records import Actor
 

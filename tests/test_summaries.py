@@ -10,7 +10,8 @@ import re
 import pytest
 
 from core import OWNER_IN_GROUP, OWNER_TRUSTED
-from core.chat.conversation import Conversation, ConversationConfig
+from core.chat.conversation import Conversation
+from core.chat.conversation_config import ConversationConfig
 from core.chat.summaries import FALLBACK, HEADER, INVALID, LONG_TERM, MERGED, OK, RECENT
 from core.chat.summarizer import Summarizer, fold
 from core.chat.summary_fidelity import dropped, fidelity, salient_terms

@@ -6,7 +6,8 @@ from __future__ import annotations
 
 import pytest
 
-from core.chat.conversation import Conversation, ConversationConfig
+from core.chat.conversation import Conversation
+from core.chat.conversation_config import ConversationConfig
 from core.chat.summaries import FALLBACK, OK, RECENT
 from core.chat.summary_fidelity import fidelity
 from core.chat.transcript import Transcript

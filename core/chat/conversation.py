@@ -16,7 +16,10 @@ A turn, top to bottom (:meth:`Conversation._answer`):
 3. :meth:`~Conversation._finish` — the day's reminder line, the answer stored, the structured
    memory step (§3.1), :class:`TurnDone`.
 
-The current chat and its window start are :class:`core.chat.switching.CurrentChat`'s.
+The current chat and its window start are :class:`core.chat.switching.CurrentChat`'s; what the
+conversation holds outside a turn (its chats, messages, live window and the owner's hands on
+them) is :class:`core.chat.session.ChatSession`'s, which it extends; its settings are
+:mod:`core.chat.conversation_config`'s.
 """
 
 from __future__ import annotations
@@ -26,13 +29,11 @@ import time
 import uuid
 from collections.abc import Callable, Generator, Iterator
 from contextlib import contextmanager
-from dataclasses import dataclass, replace
-from typing import Any, Protocol
+from typing import Any
 
 from core import language
 from core.chat import prompt
 from core.chat import summaries as rolling
-from core.chat.chats import Chat, Chats
 from core.chat.events import (
     MemoryUsed,
     Notice,
@@ -46,178 +47,26 @@ from core.chat.events import (
     capped_notice,
 )
 from core.chat.judge import ReplyJudge, earlier_replies
-from core.chat.memory_writer import MEMORY_WRITES, STRUCTURED, MemoryWriter
+from core.chat.memory_writer import STRUCTURED
 from core.chat.reminder import day_reminder, mentions, reminder_line
 from core.chat.reply import Reply
+from core.chat.session import ChatSession
 from core.chat.summarizer import Progress as SummaryProgress
 from core.chat.summarizer import StepResult, Summarizer
-from core.chat.switching import CurrentChat
-from core.chat.transcript import StoredMessage, Transcript, Window, live_window
+from core.chat.transcript import StoredMessage, Window
 from core.chat.turn import Turn, TurnStats
 from core.chat.window_saver import WindowSaver
-from core.clock import Clock, SystemClock
-from core.errors import MemoryOpError
-from core.instructions import DEFAULT_PERSONA
-from core.llm import ChatModel, Message, ModelError, ToolCall
+from core.llm import Message, ModelError, ToolCall
 from core.memory import tools as memory_tools
-from core.memory.facade import Memory
 from core.memory.prompt_section import PromptSection
 from core.privacy import TurnContext
 from core.reminders import Reminder
-from core.store.turn_rollback import Rollback
 
-__all__ = [  # StoredMessage is re-exported for the chat screen
-    "DETAIL_LEVELS",
-    "Conversation",
-    "ConversationConfig",
-    "DetailLevel",
-    "SleepGate",
-    "StoredMessage",
-    "window_budget",
-]
-
-# ---------------------------------------------------------------------------- detail levels
+__all__ = ["Conversation", "StoredMessage"]  # StoredMessage is re-exported for the chat screen
 
 
-@dataclass(frozen=True)
-class DetailLevel:
-    name: str
-    window_tokens: int
-    window_messages: int
-
-
-DETAIL_LEVELS = {
-    "key": DetailLevel("key", 6_000, 30),
-    "balanced": DetailLevel("balanced", 10_000, 50),
-    "detailed": DetailLevel("detailed", 16_000, 80),
-}
-MAX_CONTEXT_SHARE = 0.25
-
-
-@dataclass(frozen=True)
-class ConversationConfig:
-    detail_level: str = "balanced"
-    learning: bool = True  # per persona: off → no memory section and no memory tools (§8.7)
-    max_tool_rounds: int = 4
-    max_answer_tokens: int | None = None
-    temperature: float = 0.7
-    persona_id: str = "default"
-    slide_keep: float = 0.75  # when the window overflows it drops to this share (cache-friendly)
-    # §3.1: "structured" — the reply has no tool schemas and one grammar-forced JSON step after
-    # it writes memory; "tools" — the model calls the memory tools in the loop (capable models)
-    memory_writes: str = STRUCTURED
-    retry_temperature: float = 0.3  # an empty or echoing reply is tried once more with this
-    # a question is answered from memory with careful sampling: measured on the default model at
-    # 0.7, "Моё дрессирейт на 14 марта", "она работает как панистка" — words garbled in flight
-    question_temperature: float = 0.3
-    summaries: bool = True  # §8.3: what leaves the window is summarised (in the background)
-    # §8.11: the day's first owner turn carries the most urgent reminder (0 days: off)
-    reminder_days: int = 3
-
-    def __post_init__(self) -> None:
-        if self.memory_writes not in MEMORY_WRITES:
-            raise ValueError(
-                f"memory_writes must be one of {', '.join(MEMORY_WRITES)} "
-                f"(got {self.memory_writes!r})"
-            )
-        if self.detail_level not in DETAIL_LEVELS:
-            raise ValueError(
-                f"detail_level must be one of {', '.join(DETAIL_LEVELS)} (got {self.detail_level!r})"
-            )
-        if not 1 <= self.max_tool_rounds <= 16:
-            raise ValueError("max_tool_rounds must be 1..16")
-        if not 0.1 <= self.slide_keep <= 1.0:
-            raise ValueError("slide_keep must be in [0.1, 1]")
-
-
-def window_budget(level: DetailLevel, context_size: int) -> tuple[int, int]:
-    """(tokens, messages) the live window may hold with this model."""
-    return min(level.window_tokens, int(context_size * MAX_CONTEXT_SHARE)), level.window_messages
-
-
-class SleepGate(Protocol):
-    """What a turn needs from sleep (SPEC §7): is she asleep, and wait until she wakes."""
-
-    def is_sleeping(self) -> bool: ...
-
-    def wait_awake(self, cancel: threading.Event | None) -> bool:
-        """Block until awake; False if cancelled first."""
-        ...
-
-
-# ---------------------------------------------------------------------------- the engine
-
-
-class Conversation:
-    def __init__(
-        self,
-        memory: Memory,
-        model: ChatModel,
-        persona: str = DEFAULT_PERSONA,
-        config: ConversationConfig | None = None,
-        clock: Clock | None = None,
-        sleep: SleepGate | None = None,
-        channel: str = "tui",
-        extra_tools: dict[str, tuple[dict[str, Any], Callable[[TurnContext], Any]]] | None = None,
-        chat_id: int | None = None,
-    ) -> None:
-        self.memory = memory
-        self.model = model
-        self.persona = persona
-        self.config = config or ConversationConfig()
-        self.clock = clock or memory.clock or SystemClock()
-        self.sleep = sleep
-        self.channel = channel  # one conversation per place (the TUI, a group, a DM bridge…)
-        # tools of later layers, e.g. {"memory_consolidate": (schema, handler(ctx) -> ToolResult)};
-        # offered under the same rules as the memory tools (SPEC §1)
-        self.extra_tools = dict(extra_tools or {})
-        self._transcript = memory.attach(Transcript)
-        self.chats = memory.attach(Chats)
-        self.summaries = memory.attach(rolling.SummaryStore)
-        self._busy = threading.Lock()
-        self.writer = MemoryWriter(memory, model)
-        self._last_lang: str | None = None  # a message with no letters keeps the last language
-        self._summarizer: Summarizer | None = None
-        self._last_ctx: TurnContext | None = None  # whose prefix a new summary warms up
-        self._current = CurrentChat.open(
-            self.chats, self.clock, self.config.persona_id, channel, self._busy, chat_id
-        )
-
-    # ------------------------------------------------------------------ chats (§8.9)
-    @property
-    def chat_id(self) -> int:
-        return self._current.id
-
-    @property
-    def _window_start(self) -> int | None:
-        """First message id of the live window (a turn moves it when the window slides;
-        reading the window never does)."""
-        return self._current.window_start
-
-    @_window_start.setter
-    def _window_start(self, start: int | None) -> None:
-        self._current.window_start = start
-
-    @property
-    def chat(self) -> Chat:
-        return self._current.chat
-
-    def switch_chat(self, chat_id: int) -> Chat:
-        """Continue another live chat (its window starts where it was left)."""
-        return self._current.switch(chat_id)
-
-    def new_chat(self, title: str = "") -> Chat:
-        """Start a new chat of this persona and channel and switch to it."""
-        return self._current.new(self.config.persona_id, title)
-
-    def clear_chat(self) -> int:
-        """Clear this chat's history (messages and summaries to the archive)."""
-        return self._current.clear()
-
-    def delete_chat(self, chat_id: int) -> Chat:
-        """Delete a chat (to the archive). Deleting the current one switches to the most
-        recent other chat, or a new one."""
-        return self._current.delete(chat_id, self.config.persona_id)
+class Conversation(ChatSession):
+    """The turns of a :class:`ChatSession`, with its summaries and its prompt."""
 
     # ------------------------------------------------------------------ summaries (§8.3)
     @property
@@ -276,125 +125,6 @@ class Conversation:
     def summary_block(self, ctx: TurnContext) -> str:
         """The summary block this turn's prompt carries ("" when none)."""
         return rolling.render(self.summaries.for_prompt(self.chat_id, ctx.sees_private))
-
-    def use_persona(
-        self, persona_id: str, persona_text: str, detail_level: str, learning: bool
-    ) -> None:
-        """Run the next turns as this persona (SPEC §8.6): its text, detail level (§8.2) and
-        learning toggle (§8.7), and its own chats: a change of persona continues its most recent
-        chat (or starts one). The caller's turn context carries ``persona=persona_id`` so recall
-        sees its memories plus global ones."""
-        if persona_id != self.config.persona_id:  # its own chats: the most recent one, or new
-            self._current.follow(persona_id)
-        self.persona = persona_text
-        self.config = replace(
-            self.config, persona_id=persona_id, detail_level=detail_level, learning=learning
-        )
-
-    # ------------------------------------------------------------------ messages
-    def _persist(
-        self,
-        turn_id: str,
-        role: str,
-        content: str,
-        ctx: TurnContext,
-        status: str = "ok",
-        meta: dict | None = None,
-    ) -> int:
-        """Store one message. ``private_ok`` records whether the turn could see private memory:
-        such a message (its recalled lines, the owner's words) never enters the window of a turn
-        that cannot."""
-        meta = meta or {}
-        tokens = self.model.count_tokens(meta.get("prompt", content)) if content else 0
-        if role == "user":
-            meta = {**meta, "owner": ctx.is_owner}
-        return self._transcript.add(
-            self.config.persona_id,
-            self.channel,
-            turn_id,
-            role,
-            content,
-            private_ok=ctx.sees_private,
-            status=status,
-            tokens=tokens,
-            at=self.clock.now(),
-            meta=meta,
-            chat_id=self.chat_id,
-        )
-
-    def history(self, limit: int = 200, sees_private: bool = True) -> list[StoredMessage]:
-        """Messages of the current chat, oldest first, discarded and archived ones excluded;
-        with ``sees_private=False`` only those written where private memory was hidden."""
-        return self._transcript.chat_history(self.chat_id, limit, sees_private)
-
-    # ------------------------------------------------------------------ the owner's hands (§8.12)
-    def message(self, message_id: int) -> StoredMessage:
-        """A message of the current chat, or MemoryOpError."""
-        m = self._transcript.get(message_id, self.chat_id)
-        if m is None:
-            raise MemoryOpError(f"there is no message #{message_id} in this chat")
-        return m
-
-    def edit_message(self, message_id: int, content: str) -> StoredMessage:
-        """The owner edits a message of this chat, hers or Eva's (SPEC §8.12): the window and
-        the next summaries use the new words; the summaries covering it are invalidated."""
-        with self._busy:
-            self.message(message_id)
-            try:
-                self._transcript.edit(message_id, content, self.clock.now())
-            except ValueError as e:
-                raise MemoryOpError(str(e)) from None
-            return self.message(message_id)
-
-    def delete_message(self, message_id: int) -> None:
-        """A message of this chat goes to the archive (SPEC §8.12); the summaries covering it
-        are invalidated."""
-        with self._busy:
-            self.message(message_id)
-            self._transcript.delete(message_id, self.clock.now())
-
-    def alternatives(self, turn_id: str) -> list[StoredMessage]:
-        """The answers of one turn of this chat, oldest first: regenerate keeps the earlier
-        ones (SPEC §8.12); the one whose status is not ``discarded`` is the chosen one."""
-        return self._transcript.alternatives(turn_id)
-
-    def alternative_counts(self) -> dict[str, int]:
-        """turn id → number of answers, for this chat's turns with more than one."""
-        return self._transcript.alternative_counts(self.chat_id)
-
-    def choose_alternative(self, turn_id: str, message_id: int) -> Rollback:
-        """Make another answer of a turn the chosen one (the window and the summaries use it).
-        The memory writes of the answer it replaces are rolled back, as regenerate does (SPEC
-        §8.4), in the same transaction as the switch; the chosen one's own writes were rolled
-        back when it was discarded and are not redone."""
-        with self._busy:
-            alts = {m.id: m for m in self._transcript.alternatives(turn_id)}
-            if message_id not in alts:
-                raise MemoryOpError(f"message #{message_id} is not an answer of that turn")
-            return self.memory.rollback_turn(
-                turn_id,
-                also=lambda: self._transcript.discard_answers(
-                    turn_id, self.clock.now(), keep=message_id
-                ),
-            )
-
-    def window(self, ctx: TurnContext | None = None) -> Window:
-        """The live window the next prompt carries (§8.1, §8.2), without moving it: a turn
-        computes it once and keeps its start (see :func:`core.chat.transcript.live_window`)."""
-        level = DETAIL_LEVELS[self.config.detail_level]
-        max_tokens, max_msgs = window_budget(level, self.model.context_size)
-        sees_private = ctx.sees_private if ctx is not None else True
-        return live_window(
-            self.history(max_msgs * 2 + 2, sees_private),
-            self._window_start,
-            max_tokens,
-            max_msgs,
-            self.config.slide_keep,
-        )
-
-    def live_window(self, ctx: TurnContext | None = None) -> list[StoredMessage]:
-        """The earlier messages the next prompt carries."""
-        return self.window(ctx).messages
 
     # ------------------------------------------------------------------ prompt
     def system_prompt(self, ctx: TurnContext, section: PromptSection | None) -> str:

@@ -5,7 +5,8 @@ back).
 
 A small local model cannot drive free-form tool calls (measured: the default 1.5B model saved 1 of
 9 told facts and answered with ``<tools>`` markup), but it fills a JSON schema well. The schema is
-built per exchange so the grammar itself keeps the model inside the rules:
+built per exchange (:mod:`core.chat.step_schema`) so the grammar itself keeps the model inside
+the rules:
 
 - ``update`` and ``forget`` may name only the memories shown to it (the related records of this
   message and the core records of the prompt);
@@ -18,7 +19,8 @@ refusals, as error results with the reason).
 The call continues the chat's KV cache: its messages are the turn's prompt, the reply, then the
 instruction, so the model pays only for the instruction and its answer. What the step reads in
 the owner's message before asking (a request, whether it may carry a fact, the owner's own
-words) is :mod:`core.chat.owner_message`.
+words) is :mod:`core.chat.owner_message`; whether the message changes a saved memory,
+:mod:`core.chat.supersession`.
 """
 
 from __future__ import annotations
@@ -30,7 +32,9 @@ from dataclasses import dataclass
 from typing import Any, TypeGuard
 
 from core import language, text
-from core.chat.owner_message import Exchange, asks_to_forget, corrects, may_carry_a_fact
+from core.chat import supersession
+from core.chat.owner_message import Exchange, asks_to_forget, may_carry_a_fact
+from core.chat.step_schema import MAX_OPS, ops_schema
 from core.importance import importance_model
 from core.learned import use_vectors
 from core.llm import ChatModel, Message, ModelError
@@ -44,7 +48,6 @@ from core.sleep.corrections import correction_model
 STRUCTURED = "structured"
 TOOLS = "tools"
 MEMORY_WRITES = (STRUCTURED, TOOLS)
-MAX_OPS = 4
 RELATED_SHOWN = 5
 
 # In the stable prefix of every owner turn (cached): the §3.1 rule, phrased for a model whose
@@ -103,109 +106,6 @@ class Related:
     replaced: float | None = None  # the learned probability that it does (core.sleep.corrections)
 
 
-def outdated_by(message: str, content: str) -> str | None:
-    """Whether the owner's message seems to change this saved memory (issue 17 item 2: a
-    contradiction caught when it is written, not a night later): the same subject — a name in
-    common or a fifth of their words — and a changed value (a number, a day, a name) or a
-    word saying it changed ("now", "moved", "теперь", "больше не"). Pure arithmetic; the model
-    decides whether to update."""
-    mine, theirs = text.stem_set(message), text.stem_set(content)
-    same_subject = sleep_candidates.shares_name(message, content) or (
-        bool(mine and theirs) and text.jaccard(mine, theirs) >= 0.2
-    )
-    if not same_subject:
-        return None
-    change = sleep_candidates.text_change(content, message)
-    if change:
-        return change
-    if sleep_candidates.says_change(message) and not sleep_candidates.says_change(content):
-        return "the message says something changed"
-    return None
-
-
-def supersedes(new: str, old: str, message: str) -> str | None:
-    """Whether a memory saved from the owner's ``message`` (its text ``new``) replaces the shown
-    memory ``old`` (issue 26 item 2: "Update: Anna moved again, she now lives in Yerevan." was
-    kept beside "My sister Anna moved to Tbilisi last month.", and "Where does my sister live
-    now?" got "Tbilisi"). Stricter than :func:`outdated_by`, which only offers the model an
-    update: the message says something changed; both speak of the same someone (a name or a
-    role in common, not different people); a value changed (a number, a day, a name); and they
-    speak of the same thing — a word in common beyond the names, roles and numbers ("moved"),
-    so "Anna's birthday is on March 3" or "Anna started at Google" replace nothing. Pure
-    arithmetic (the sleep's supersession rules, :mod:`core.sleep.candidates`), or None."""
-    if not (corrects(message) or sleep_candidates.says_change(message)):
-        return None
-    if sleep_candidates.different_people(old, new):
-        return None
-    # names, a sentence's first word included ("Лена переехала в Казань")
-    names_old = sleep_candidates.name_groups("x " + old)
-    names_new = sleep_candidates.name_groups("x " + new)
-    roles_old, roles_new = sleep_candidates.roles(old), sleep_candidates.roles(new)
-    same_name = any(g & h for g in names_old for h in names_new)
-    owners = not (
-        roles_old
-        or roles_new
-        or sleep_candidates.name_groups(old)
-        or sleep_candidates.name_groups(new)
-    )  # both about the owner alone
-    if not (same_name or roles_old & roles_new or owners):
-        return None
-    change = sleep_candidates.text_change(old, new)
-    if change is None:
-        return None
-    subject = {v for g in names_old + names_new for v in g}
-    words = {
-        w
-        for w in text.stem_set(old) & text.stem_set(new)
-        if w not in subject and not any(ch.isdigit() for ch in w) and not sleep_candidates.roles(w)
-    }
-    return change if words else None
-
-
-def _op(name: str, **fields: Any) -> dict[str, Any]:
-    """One op of the schema: ``{"op": name, **fields}``, every field required."""
-    return {
-        "type": "object",
-        "properties": {"op": {"const": name}, **fields},
-        "required": ["op", *fields],
-    }
-
-
-def ops_schema(
-    ids: list[int],
-    *,
-    allow_private: bool,
-    allow_forget: bool,
-    allow_update: bool = True,
-    max_ops: int = MAX_OPS,
-) -> dict[str, Any]:
-    """The JSON schema of this exchange's ops; the grammar made from it is the first guard.
-    When the owner asked to forget, forgetting is the only op; ``update`` is offered only for a
-    correction (the default model, offered it always, overwrote unrelated memories)."""
-    text_field = {"type": "string", "minLength": 3}
-    save = _op(
-        "save",
-        content=text_field,
-        kind={"enum": ["fact", "event"]},
-        # 3 first: a small model takes the first option it is shown (measured: every
-        # memory got importance 1 with [1..5], which sleep may forget)
-        importance={"enum": [3, 4, 2, 5, 1]},
-        private={"type": "boolean"} if allow_private else {"const": False},
-    )
-    update = _op("update", id={"enum": list(ids)}, content=text_field)
-    forget = _op("forget", id={"enum": list(ids)}, why={"type": "string", "minLength": 1})
-    if allow_forget and ids:
-        variants: list[dict[str, Any]] = [forget]
-    else:
-        variants = [save] + ([update] if ids and allow_update else [])
-    item = variants[0] if len(variants) == 1 else {"anyOf": variants}
-    return {
-        "type": "object",
-        "properties": {"ops": {"type": "array", "items": item, "minItems": 1, "maxItems": max_ops}},
-        "required": ["ops"],
-    }
-
-
 def _among(rid: Any, shown: set[int]) -> TypeGuard[int]:
     """An op's id is one of the shown records' (a list or an object in its place is not: the
     plan is the model's JSON, whatever it holds — found by the fuzz of issue 15)."""
@@ -247,7 +147,8 @@ class MemoryWriter:
         """The saved memories this message may change, as this audience may see them (pure:
         reinforces nothing). Each carries the learned probability that the message replaces
         it (:mod:`core.sleep.corrections`); the step's hint ("may change this") comes from it, or
-        from the arithmetic (:func:`outdated_by`) where there are no USE vectors."""
+        from the arithmetic (:func:`core.chat.supersession.outdated_by`) where there are no USE
+        vectors."""
         hits = self.memory.recall(owner_text, ctx, top_k=RELATED_SHOWN)
         now = self.memory.clock.now()
         ids = [h.id for h in hits]
@@ -266,7 +167,7 @@ class MemoryWriter:
         best = max(scores or (), default=None)
         out = []
         for i, r in enumerate(records):
-            hint = outdated_by(owner_text, r.content)
+            hint = supersession.outdated_by(owner_text, r.content)
             p = scores[i] if scores is not None else None
             if p is not None and model is not None and p == best and p >= model.hint:
                 # (the hint invites the model's update op: at a recall-first threshold, 0.59,
@@ -444,8 +345,9 @@ class MemoryWriter:
         related: list[Related] | tuple[Related, ...] = (),
     ) -> list[memory_tools.ToolResult]:
         """Run each op through the memory tools; refuse, one by one, what breaks a rule. A save
-        that replaces a shown related memory (:func:`supersedes`) archives that memory, with
-        why: the live memory holds the new value only, the archive the old one."""
+        that replaces a shown related memory (:func:`core.chat.supersession.supersedes`) archives
+        that memory, with why: the live memory holds the new value only, the archive the old
+        one."""
         out: list[memory_tools.ToolResult] = []
         # the shown records an op of this plan changes itself: never archived for a save
         touched: set[int] = {
@@ -590,7 +492,7 @@ class MemoryWriter:
             if r.replaced is not None and model is not None and r.replaced >= model.threshold:
                 change = f"learned, p={r.replaced:.2f}"
             else:
-                change = supersedes(new, r.content, ex.text)
+                change = supersession.supersedes(new, r.content, ex.text)
             if change is None:
                 continue
             target = self.memory.visible([r.id], ctx)

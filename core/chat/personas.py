@@ -36,7 +36,7 @@ DEFAULT_ID = "default"
 ACTIVE_KEY = "persona.active"
 MODEL_KEY = "persona.model."  # + id: the chat model a persona names (issue 31), in ``meta``
 MAX_MODEL = 500
-DETAIL_LEVELS = ("key", "balanced", "detailed")  # = chat.conversation.DETAIL_LEVELS (tested)
+DETAIL_LEVELS = ("key", "balanced", "detailed")  # = chat.conversation_config.DETAIL_LEVELS (tested)
 MAX_NAME = 40
 MAX_TEXT = 8000
 RESERVED = frozenset({GLOBAL_SCOPE, "any", "all"})

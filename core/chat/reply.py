@@ -41,7 +41,7 @@ ToolRunner = Callable[[ToolCall, Turn], memory_tools.ToolResult]
 
 
 class ReplySettings(Protocol):
-    """What the reply reads of :class:`core.chat.conversation.ConversationConfig`."""
+    """What the reply reads of :class:`core.chat.conversation_config.ConversationConfig`."""
 
     @property
     def max_tool_rounds(self) -> int: ...

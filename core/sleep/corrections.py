@@ -3,7 +3,7 @@ memory Eva already holds? "Update: Anna moved again, she now lives in Yerevan." 
 "My sister Anna moved to Tbilisi last month.", or "Where does my sister live now?" is answered
 "Tbilisi".
 
-Hand-written rules alone (:func:`core.chat.memory_writer.supersedes`: a change word, the same
+Hand-written rules alone (:func:`core.chat.supersession.supersedes`: a change word, the same
 someone, a changed value and a word in common) retired 1 of 20 corrections of the labelled
 dev set: "I switched to decaf, doctor's orders." shares no word with "I drink three espressos a
 day.". The decision is a small logistic regression over a few features of the pair, learned on
