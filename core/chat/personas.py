@@ -12,7 +12,7 @@ back into a scope that is gone) and archives its chats, in one transaction.
 
 The table is this module's (v6 in :mod:`core.store.storage`); it shares the store through
 ``Memory.attach(Personas)`` and changes memories only through ``Memory.transaction()`` and
-:mod:`core.store.records`, like sleep does.
+:mod:`core.store.records` (by scope: :mod:`core.store.scopes`), like sleep does.
 """
 
 from __future__ import annotations
@@ -29,7 +29,7 @@ from core.chat.chats import Chats
 from core.errors import MemoryOpError, NotFound, Refused
 from core.memory.facade import Memory
 from core.privacy import TurnContext
-from core.store import records
+from core.store import records, scopes
 from core.store.records import GLOBAL_SCOPE, Actor
 
 DEFAULT_ID = "default"
@@ -265,8 +265,8 @@ class Personas:
         turn_id = f"persona-delete:{persona_id}"
         with memory.transaction() as w:
             conn = w.conn
-            ids = records.all_ids(conn, persona_id)
-            pinned = len(records.live_ids(conn, persona_id, pinned=True))
+            ids = scopes.all_ids(conn, persona_id)
+            pinned = len(scopes.live_ids(conn, persona_id, pinned=True))
             records.check_pin_room(
                 conn,
                 GLOBAL_SCOPE,
@@ -279,7 +279,7 @@ class Personas:
                 records.log_change(
                     conn, w.now, Actor.OWNER, turn_id, "scope", rid, records.snapshot(conn, rid)
                 )
-            records.set_scope(conn, ids, GLOBAL_SCOPE)
+            scopes.set_scope(conn, ids, GLOBAL_SCOPE)
             w.touched.update(ids)
             chats = self.archive_chats(conn, persona_id, w.now)
             conn.execute("DELETE FROM personas WHERE id = ?", (persona_id,))

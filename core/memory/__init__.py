@@ -4,6 +4,7 @@ chat.
 
 ==================  =================================================================
 ``facade``          :class:`Memory`, the public API every layer above uses
+``owner_ops``       under it: the owner's pin, restore, archive and scopes
 ``engine``          the engine room: the store, the recall index, transactions, refresh
 ``checks``          who may change what in a turn, what a turn may see
 ``validation``      the arguments of every operation, checked one way

@@ -18,7 +18,7 @@ from typing import TYPE_CHECKING
 from core.embedding import Progress
 from core.errors import MemoryOpError
 from core.memory import validation as valid
-from core.store import record_export, records
+from core.store import record_export, records, scopes
 from core.store.records import Actor, Source
 
 if TYPE_CHECKING:
@@ -214,7 +214,7 @@ def clear_scope(mem: Memory, scope: object, *, pinned: bool, why: str) -> tuple[
     why = valid.why(why)
     turn_id = f"clear:{uuid.uuid4().hex}"
     with mem.transaction() as w:
-        ids = records.live_ids(w.conn, scope, pinned=None if pinned else False)
+        ids = scopes.live_ids(w.conn, scope, pinned=None if pinned else False)
         for rid in ids:
             records.archive(w.conn, rid, w.now, Actor.OWNER, turn_id, why)
         w.touched.update(ids)

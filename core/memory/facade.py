@@ -14,8 +14,9 @@ Each public method is one SQLite transaction (or none), holds the store's lock, 
 the in-memory indexes (:class:`core.recall.index.RecallIndex`) only after its transaction
 committed. Rows are read and written by :mod:`core.store.records`, arguments checked by
 :mod:`core.memory.validation`. The store, its lock, its index and its transactions are
-:class:`core.memory.engine.MemoryEngine`'s; the bulk paths (imports, export, pinned saves,
-re-embedding), the reminders and the checks every op makes are modules of their own
+:class:`core.memory.engine.MemoryEngine`'s; the owner's pin, archive and scopes are
+:class:`core.memory.owner_ops.OwnerOperations`' (Memory is one); the bulk paths (imports, export,
+pinned saves, re-embedding), the reminders and the checks every op makes are modules of their own
 (:mod:`core.memory.bulk`, :mod:`core.memory.reminders`, :mod:`core.memory.checks`), and
 :class:`Memory` names each of them.
 """
@@ -37,11 +38,11 @@ from core.memory import prompt_section as ps
 from core.memory import reminders as memory_reminders
 from core.memory import validation as valid
 from core.memory.bulk import ImportResult
-from core.memory.engine import MemoryEngine
+from core.memory.owner_ops import OwnerOperations
 from core.privacy import OWNER_TRUSTED, PUBLIC, AccessDenied, TurnContext
 from core.recall.index import IndexChanges, RecallStatus, Scored
 from core.recall.score import Hit, with_record
-from core.store import records, turn_rollback
+from core.store import accesses, records, turn_rollback
 from core.store.records import GLOBAL_SCOPE, Actor, ArchivedRecord, Kind, Record, Source
 
 log = logging.getLogger("eva.memory")
@@ -67,7 +68,7 @@ class SaveResult:
     similar: tuple[Similar, ...] = ()
 
 
-class Memory(MemoryEngine):
+class Memory(OwnerOperations):
     """The owner's and the model's operations (see the module's docstring), on the store, lock,
     index and transactions of :class:`core.memory.engine.MemoryEngine`."""
 
@@ -121,7 +122,7 @@ class Memory(MemoryEngine):
                 if dup is not None:
                     target = records.fetch_written(conn, dup)
                     checks.log(conn, now, actor, ctx, "dedup", dup)
-                    records.reinforce(conn, dup, now)
+                    accesses.reinforce(conn, dup, now)
                     status = "reinforced"
                     if self._index.more_detailed(new_stems, dup) and not target.pinned:
                         records.reword(
@@ -370,68 +371,9 @@ class Memory(MemoryEngine):
             recs = records.fetch_many(self._storage.conn, ids, live=True)
         return [recs[i] for i in ids if i in recs and checks.visible(recs[i], ctx)]
 
-    def pin(self, record_id: object, pinned: bool = True) -> Record:
-        """The owner's lock (§2). Only the owner pins or unpins."""
-        rid = valid.record_id(record_id)
-        with self._lock:
-            now = self.clock.now()
-            with self._storage.transaction() as conn:
-                r = checks.live_target(conn, rid, OWNER_TRUSTED, Actor.OWNER)
-                if r.pinned == bool(pinned):
-                    return r
-                if pinned:
-                    records.check_pin_room(conn, r.scope, self.config.max_pinned)
-                checks.log(conn, now, Actor.OWNER, OWNER_TRUSTED, "pin" if pinned else "unpin", rid)
-                records.set_flag(conn, rid, "pinned", bool(pinned))
-                record = records.fetch_written(conn, rid)
-            self._index.apply(IndexChanges(upserts=[record]))
-            return record
-
     def set_private(self, record_id: object, private: bool) -> Record:
         """The owner marks or unmarks a record private (never a migration's guess)."""
         return self.update(record_id, OWNER_TRUSTED, private=bool(private), actor=Actor.OWNER)
-
-    def restore(self, record_id: object, ctx: TurnContext = OWNER_TRUSTED) -> Record:
-        """Bring an archived record back with its id, kind, flags and history."""
-        if not ctx.can_list:
-            raise AccessDenied("restoring from the archive is the owner's, on a trusted surface")
-        rid = valid.record_id(record_id)
-        with self._lock:
-            now = self.clock.now()
-            with self._storage.transaction() as conn:
-                row = records.row(conn, rid)
-                if row is None or row["archived_at"] is None:
-                    raise NotFound(f"{rid} in the archive")
-                if row["pinned"]:  # at most max_pinned per scope (§2)
-                    records.check_pin_room(conn, row["scope"], self.config.max_pinned)
-                checks.log(conn, now, Actor.OWNER, ctx, "restore", rid)
-                records.unarchive(conn, rid)
-                record = records.fetch_written(conn, rid)
-                vec = self._index.stored_vector(conn, rid)
-            changes = IndexChanges(upserts=[record])
-            if vec is not None:
-                changes.vectors[rid] = vec
-            self._index.apply(changes)
-            return record
-
-    def archived(
-        self, ctx: TurnContext = OWNER_TRUSTED, limit: int = 1000
-    ) -> builtins.list[ArchivedRecord]:
-        """Archived records, newest first, with who/why/when and the moment of purge."""
-        if not ctx.can_list:
-            raise AccessDenied("the archive is the owner's, on a trusted surface")
-        with self._lock:
-            return records.archived(self._storage.conn, self.config.archive_ttl_seconds, limit)
-
-    def purge_archive(self, *, dry_run: bool = False) -> int:
-        """Delete archive entries older than archive_ttl (sleep's hygiene); with ``dry_run``
-        only count them. Returns the count."""
-        with self._lock:
-            cutoff = self.clock.now() - self.config.archive_ttl_seconds
-            if dry_run:
-                return records.purge(self._storage.conn, cutoff, dry_run=True)
-            with self._storage.transaction() as conn:
-                return records.purge(conn, cutoff)
 
     # ------------------------------------------------------------------ the prompt section
     def prompt_section(
@@ -569,52 +511,7 @@ class Memory(MemoryEngine):
         return done
 
     # ------------------------------------------------------------------ the owner's hands
-    # (issue 13: scopes, clear all, save from dialogue, import; SPEC §8.5, §8.6, §8.8, §11)
-
-    @staticmethod
-    def owner_in(scope: str) -> TurnContext:
-        """The owner on the trusted surface, reading ``scope`` besides global."""
-        return OWNER_TRUSTED if scope == GLOBAL_SCOPE else TurnContext(persona=scope)
-
-    def scope_stats(self) -> dict[str, tuple[int, int]]:
-        """Per scope: (live records, of which pinned)."""
-        with self._lock:
-            return records.scope_stats(self._storage.conn)
-
-    def pin_room(self, scope: str) -> int:
-        """How many more records may be pinned in ``scope`` (§2: at most max_pinned)."""
-        scope = valid.scope(scope)
-        with self._lock:
-            return max(0, self.config.max_pinned - records.pinned_count(self._storage.conn, scope))
-
-    def duplicate_of(self, content: object, scope: str = GLOBAL_SCOPE) -> Record | None:
-        """The live record a save of ``content`` into ``scope`` would reinforce instead of
-        adding (§3.2 dedup, as the owner sees it: private ones included). Reads only."""
-        content = valid.content(content, self.config.max_chars)
-        scope = valid.scope(scope)
-        with self._lock:
-            rid = self._index.duplicate(text.stems(content), self.owner_in(scope), scope)
-            return None if rid is None else records.fetch(self._storage.conn, rid)
-
-    def move_to_scope(self, record_id: object, scope: object) -> Record:
-        """The owner moves a memory to another scope (global or a persona, §8.6). A pinned
-        record needs room among the new scope's pinned ones."""
-        rid = valid.record_id(record_id)
-        scope = valid.scope(scope)
-        with self._lock:
-            now = self.clock.now()
-            with self._storage.transaction() as conn:
-                r = checks.live_target(conn, rid, OWNER_TRUSTED, Actor.OWNER)
-                if r.scope == scope:
-                    return r
-                if r.pinned:
-                    records.check_pin_room(conn, scope, self.config.max_pinned)
-                checks.log(conn, now, Actor.OWNER, OWNER_TRUSTED, "scope", rid)
-                records.set_scope(conn, [rid], scope)
-                record = records.fetch_written(conn, rid)
-            self._index.apply(IndexChanges(upserts=[record]))
-            return record
-
+    # (issue 13: clear all, SPEC §8.8; the pin, the archive and scopes: core.memory.owner_ops)
     def clear_scope(
         self, scope: object, *, pinned: bool = False, why: str = "cleared by the owner"
     ) -> tuple[str, builtins.list[int]]:

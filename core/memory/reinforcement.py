@@ -2,7 +2,7 @@
 
 A search reinforces what it returns: an access row per record, a "reinforce" line in the change
 log (what a rollback of the turn takes back), and the record's last access and count
-(:func:`core.store.records.log_accesses`). Written in a transaction of its own, that was a commit per
+(:func:`core.store.accesses.log_accesses`). Written in a transaction of its own, that was a commit per
 search: 0.15 ms of a 0.42 ms lexical search at 10k records. So the rows wait here, and are
 written
 
@@ -30,7 +30,7 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from typing import Any
 
-from core.store import records
+from core.store import accesses, records
 from core.store.records import Actor, Record
 
 log = logging.getLogger("eva.memory")
@@ -147,7 +147,7 @@ class Reinforcements:
         # to take: its row would break the foreign key, and with it every later write
         live = records.existing(conn, wanted)
         for a in rest:
-            records.log_accesses(conn, a.at, a.actor, a.turn_id, [i for i in a.ids if i in live])
+            accesses.log_accesses(conn, a.at, a.actor, a.turn_id, [i for i in a.ids if i in live])
         self._writing = len(self._pending)
         self._waiting = {}
 

@@ -1,7 +1,7 @@
 """Memory's reminders (SPEC §8.11): what is coming up, the owner's answer to a reminder, and the
 reminder a newer record ends by saying the thing moved — on :meth:`core.memory.facade.Memory.transaction`
-and :mod:`core.store.records`. The rules of days (reading them, recurrences, what is due) are
-:mod:`core.reminders`' own."""
+and :mod:`core.store.records` (a record's day and reminder: :mod:`core.store.reminder_rows`). The
+rules of days (reading them, recurrences, what is due) are :mod:`core.reminders`' own."""
 
 from __future__ import annotations
 
@@ -15,7 +15,7 @@ from core.errors import MemoryOpError, NotFound
 from core.memory import checks
 from core.memory import validation as valid
 from core.privacy import OWNER_TRUSTED, TurnContext
-from core.store import records
+from core.store import records, reminder_rows
 from core.store.records import Actor, Record
 
 if TYPE_CHECKING:
@@ -30,7 +30,7 @@ def coming_up(
     mem.refresh()
     now = mem.clock.now() if now is None else now
     with mem.reading() as conn:
-        rows = records.due(conn, private=ctx.sees_private)
+        rows = reminder_rows.due(conn, private=ctx.sees_private)
     if scopes is not None:
         allowed = set(scopes)
         rows = [r for r in rows if r["scope"] in allowed]
@@ -53,18 +53,18 @@ def remind(mem: Memory, record_id: object, action: str, *, until: float | None) 
         on = date.fromisoformat(r.due_on)
         if action == "snooze":
             after = until if until is not None else reminders.next_morning(w.now)
-            records.set_reminder(w.conn, rid, after=after)
+            reminder_rows.set_reminder(w.conn, rid, after=after)
         elif r.due_every is not None:
-            records.set_reminder(
+            reminder_rows.set_reminder(
                 w.conn, rid, after=reminders.after_occurrence(on, r.due_every, w.now)
             )
         elif action == "dismiss":
-            records.set_reminder(w.conn, rid, state=reminders.DISMISSED)
+            reminder_rows.set_reminder(w.conn, rid, state=reminders.DISMISSED)
         else:
             content = reminders.done_text(r.content, w.now, mem.config.max_chars)
             vecs = mem.embed([content])
             records.reword(w.conn, rid, content, w.now, said_at=None)
-            records.set_reminder(w.conn, rid, state=reminders.DONE)
+            reminder_rows.set_reminder(w.conn, rid, state=reminders.DONE)
             w.vector(rid, None if vecs is None else vecs[0])
         w.touched.add(rid)
         return records.fetch_written(w.conn, rid)
@@ -91,11 +91,11 @@ def moved_from(
     mine = reminders.topic_stems(new_stems)
     if not mine:
         return
-    for r in records.open_one_offs(conn, new["scope"], rid):
+    for r in reminder_rows.open_one_offs(conn, new["scope"], rid):
         if r["private"] and not ctx.sees_private:
             continue
         theirs = reminders.topic_stems(r["stems"].split())
         shared = mine & theirs
         if len(shared) >= 1 and len(shared) / len(mine | theirs) >= 0.25:
             checks.log(conn, now, actor, ctx, "update", r["id"])
-            records.set_reminder(conn, r["id"], state=reminders.DISMISSED)
+            reminder_rows.set_reminder(conn, r["id"], state=reminders.DISMISSED)

@@ -246,7 +246,7 @@ class Columns:
 
     def reinforce(self, ids: np.ndarray, now: float) -> None:
         """One access each at ``now``: what :meth:`put_accesses` reads once
-        :func:`core.store.records.log_accesses` wrote it (last access ``now``, one more)."""
+        :func:`core.store.accesses.log_accesses` wrote it (last access ``now``, one more)."""
         self.recalled_at[ids] = now
         np.add.at(self.reinforcements, ids, 1.0)
         self.bonus[ids] = frequency_bonus(self.reinforcements[ids])

@@ -29,7 +29,7 @@ from core.errors import MemoryOpError, Refused
 from core.memory import validation as valid
 from core.memory.engine import Writes
 from core.memory.facade import Memory
-from core.store import consolidation, records
+from core.store import consolidation, records, reminder_rows
 from core.store.records import Actor, Kind, Record, Source
 
 # What a plan is checked against: the fields of a record that an op's judgement rests on.
@@ -168,11 +168,11 @@ def _archive(tx: SleepTxn, rid: int, why: str) -> None:
 
 def _reword(tx: SleepTxn, rid: int, content: str, vec: np.ndarray | None) -> None:
     _log(tx, "update", rid)
-    said = records.said_at(tx.conn, rid)
+    said = reminder_rows.said_at(tx.conn, rid)
     assert said is not None, f"#{rid} was checked in this transaction"
     consolidation.reword(tx.conn, rid, content, tx.now)
     # SPEC §8.11: a reworded record keeps its day (read anew against when it was said)
-    records.redate(tx.conn, rid, content, said, keep_if_none=True)
+    reminder_rows.redate(tx.conn, rid, content, said, keep_if_none=True)
     tx.writes.vector(rid, vec)
     tx.touched.add(rid)
 
@@ -275,15 +275,15 @@ def _merge_due(tx: SleepTxn, sid: int, members: Sequence[Record], content: str) 
     member's day (with the owner's answer to it)."""
     dated = [r for r in members if r.due_on is not None]
     if not dated:
-        records.redate(tx.conn, sid, content, min(r.created_at for r in members))
+        reminder_rows.redate(tx.conn, sid, content, min(r.created_at for r in members))
         return
     last = max(dated, key=lambda r: (r.updated_at, r.id))
     consolidation.copy_due(tx.conn, last.id, sid)
-    records.redate(
+    reminder_rows.redate(
         tx.conn,
         sid,
         content,
-        records.said_at(tx.conn, last.id) or last.created_at,
+        reminder_rows.said_at(tx.conn, last.id) or last.created_at,
         keep_if_none=True,
     )
 

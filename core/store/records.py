@@ -1,6 +1,8 @@
 """Memory records (SPEC §2): the plain, immutable values the core hands out, and the rows they
 are stored in (row ↔ :class:`Record`, fetch, access history, change log, the one insert, the one
-archive move, the one purge) as plain functions over a connection."""
+archive move, the one purge) as plain functions over a connection. The day a record points to
+and its reminder are :mod:`core.store.reminder_rows`', a record's accesses
+:mod:`core.store.accesses`', records by scope :mod:`core.store.scopes`'."""
 
 from __future__ import annotations
 
@@ -8,11 +10,11 @@ import json
 import sqlite3
 from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
-from datetime import datetime
 from enum import StrEnum
 
-from core import reminders, text
+from core import text
 from core.errors import NotFound, Refused, StoreError
+from core.store.reminder_rows import redate
 
 
 class Kind(StrEnum):
@@ -438,58 +440,6 @@ def insert(
     return rid
 
 
-def reinforce(conn: sqlite3.Connection, record_id: int, now: float) -> None:
-    """One access: history, last access and count (the change is logged by the caller)."""
-    conn.execute("INSERT INTO accesses (memory_id, at) VALUES (?, ?)", (record_id, now))
-    conn.execute(
-        "UPDATE memories SET last_access_at = ?, access_count = access_count + 1 WHERE id = ?",
-        (now, record_id),
-    )
-
-
-def log_accesses(
-    conn: sqlite3.Connection,
-    now: float,
-    actor: Actor,
-    turn_id: str | None,
-    record_ids: Sequence[int],
-) -> None:
-    """Reinforce these records (one access each, at ``now``) and log each as a "reinforce"
-    change that holds only the access it appended — not a snapshot of the record and its whole
-    history: ``rollback`` takes that one access back."""
-    if not record_ids:
-        return
-    before = json.dumps({"access": now})
-    conn.executemany(
-        "INSERT INTO changes (at, actor, turn_id, op, memory_id, before) "
-        "VALUES (?, ?, ?, 'reinforce', ?, ?)",
-        [(now, actor.value, turn_id, rid, before) for rid in record_ids],
-    )
-    conn.executemany(
-        "INSERT INTO accesses (memory_id, at) VALUES (?, ?)", [(rid, now) for rid in record_ids]
-    )
-    conn.executemany(
-        "UPDATE memories SET last_access_at = ?, access_count = access_count + 1 WHERE id = ?",
-        [(now, rid) for rid in record_ids],
-    )
-
-
-def take_back_access(conn: sqlite3.Connection, record_id: int, at: float) -> None:
-    """Undo one logged access: its row goes, the count drops by one and the last access is the
-    latest one left (the history the owner sees stays the record's own)."""
-    cur = conn.execute(
-        "DELETE FROM accesses WHERE rowid = (SELECT rowid FROM accesses WHERE memory_id = ? "
-        "AND at = ? ORDER BY rowid DESC LIMIT 1)",
-        (record_id, at),
-    )
-    if cur.rowcount:
-        conn.execute(
-            "UPDATE memories SET access_count = MAX(access_count - 1, 0), last_access_at = "
-            "(SELECT MAX(at) FROM accesses WHERE memory_id = ?) WHERE id = ?",
-            (record_id, record_id),
-        )
-
-
 def snapshot(conn: sqlite3.Connection, record_id: int) -> str | None:
     """The record's row and access history as JSON: what ``rollback`` puts back."""
     r = conn.execute("SELECT * FROM memories WHERE id = ?", (record_id,)).fetchone()
@@ -595,104 +545,6 @@ def set_flag(conn: sqlite3.Connection, record_id: int, flag: str, value: bool) -
     conn.execute(f"UPDATE memories SET {flag} = ? WHERE id = ?", (int(value), record_id))
 
 
-def redate(
-    conn: sqlite3.Connection,
-    record_id: int,
-    content: str,
-    said_at: float,
-    *,
-    keep_if_none: bool = False,
-) -> None:
-    """The day a record's (new) words point to, read against ``said_at``, written in the
-    caller's transaction (SPEC §8.11: an update or a correction moves the date; the old one is
-    no longer due). Words that still carry the phrase the day was read from keep that day (a
-    relative "в субботу" stays the Saturday it meant when it was said); words without a day
-    clear it, unless ``keep_if_none`` (sleep rewording keeps the day it cannot read anew). A
-    moved day is a new reminder: the owner's done / snooze / dismiss of the old one goes."""
-    new = reminders.read(content, said_at)
-    old = conn.execute(
-        "SELECT due_on, due_every, due_read FROM memories WHERE id = ?", (record_id,)
-    ).fetchone()
-    if old is not None and old["due_on"] is not None:
-        if new is None and keep_if_none:
-            return
-        if new is not None and old["due_read"]:
-            try:
-                phrase = json.loads(old["due_read"]).get("phrase")
-            except (ValueError, AttributeError):
-                phrase = None
-            if phrase == new.phrase and (old["due_every"] or None) == new.every:
-                return
-    cols = new.columns() if new is not None else (None, None, None)
-    if old is not None and (old["due_on"], old["due_every"]) == cols[:2]:
-        conn.execute("UPDATE memories SET due_read = ? WHERE id = ?", (cols[2], record_id))
-        return
-    conn.execute(
-        "UPDATE memories SET due_on = ?, due_every = ?, due_read = ?, "
-        "remind_state = NULL, remind_after = NULL WHERE id = ?",
-        (*cols, record_id),
-    )
-
-
-def said_at(conn: sqlite3.Connection, record_id: int) -> float | None:
-    """When the words a record's day was read from were said (its reading's day, at noon), or
-    its creation: what a rewording of it is read against."""
-    r = conn.execute(
-        "SELECT due_read, created_at FROM memories WHERE id = ?", (record_id,)
-    ).fetchone()
-    if r is None:
-        return None
-    if r["due_read"]:
-        try:
-            day = json.loads(r["due_read"])["said"]
-            return datetime.fromisoformat(day).replace(hour=12).timestamp()
-        except (ValueError, KeyError, TypeError):
-            pass
-    return r["created_at"]
-
-
-# ---------------------------------------------------------------------------- reminders (§8.11)
-
-_REMIND = (
-    "id, content, importance, private, updated_at, due_on, due_every, remind_state, "
-    "remind_after, scope, stems"
-)
-
-
-def due(conn: sqlite3.Connection, *, private: bool) -> list[sqlite3.Row]:
-    """Every live record with a day (private ones only with ``private``), for
-    :func:`core.reminders.coming_up`."""
-    return conn.execute(
-        f"SELECT {_REMIND} FROM memories WHERE archived_at IS NULL AND due_on "
-        f"IS NOT NULL{'' if private else ' AND private = 0'}"
-    ).fetchall()
-
-
-def open_one_offs(conn: sqlite3.Connection, scope: str, exclude: int) -> list[sqlite3.Row]:
-    """The live, unpinned one-off records of ``scope`` whose reminder is still open (what a
-    record saying a thing moved may end)."""
-    return conn.execute(
-        f"SELECT {_REMIND} FROM memories WHERE archived_at IS NULL AND id != ? AND due_on IS "
-        "NOT NULL AND due_every IS NULL AND remind_state IS NULL AND scope = ? AND pinned = 0",
-        (exclude, scope),
-    ).fetchall()
-
-
-def set_reminder(
-    conn: sqlite3.Connection,
-    record_id: int,
-    *,
-    state: str | None = None,
-    after: float | None = None,
-) -> None:
-    """The owner's answer to a reminder: its state (done, dismissed) or the moment before
-    which it is not shown again."""
-    if state is not None:
-        conn.execute("UPDATE memories SET remind_state = ? WHERE id = ?", (state, record_id))
-    if after is not None:
-        conn.execute("UPDATE memories SET remind_after = ? WHERE id = ?", (after, record_id))
-
-
 def purge(conn: sqlite3.Connection, before: float, *, dry_run: bool = False) -> int:
     """The one purge: delete archive entries archived before ``before`` (with ``dry_run`` only
     count them)."""
@@ -709,41 +561,3 @@ def model_changes(conn: sqlite3.Connection, turn_id: str) -> int:
         "AND op IN ('update', 'forget')",
         (turn_id, Actor.MODEL.value),
     ).fetchone()[0]
-
-
-# ---------------------------------------------------------------------------- the owner's hands
-# (issue 13: scopes, clear all, export and import)
-
-
-def scope_stats(conn: sqlite3.Connection) -> dict[str, tuple[int, int]]:
-    """Per scope: (live records, of which pinned)."""
-    rows = conn.execute(
-        "SELECT scope, COUNT(*), SUM(pinned) FROM memories WHERE archived_at IS NULL GROUP BY scope"
-    )
-    return {r[0]: (r[1], r[2] or 0) for r in rows}
-
-
-def live_ids(conn: sqlite3.Connection, scope: str, *, pinned: bool | None = None) -> list[int]:
-    """Live record ids of one scope (``pinned``: only pinned / only unpinned / any)."""
-    cond = "" if pinned is None else f" AND pinned = {int(pinned)}"
-    return [
-        r[0]
-        for r in conn.execute(
-            f"SELECT id FROM memories WHERE archived_at IS NULL AND scope = ?{cond} ORDER BY id",
-            (scope,),
-        )
-    ]
-
-
-def set_scope(conn: sqlite3.Connection, record_ids: Sequence[int], scope: str) -> None:
-    """Move records to another scope (the change is logged by the caller)."""
-    conn.executemany(
-        "UPDATE memories SET scope = ? WHERE id = ?", [(scope, rid) for rid in record_ids]
-    )
-
-
-def all_ids(conn: sqlite3.Connection, scope: str) -> list[int]:
-    """Every record id of a scope, live or archived."""
-    return [
-        r[0] for r in conn.execute("SELECT id FROM memories WHERE scope = ? ORDER BY id", (scope,))
-    ]

@@ -7,7 +7,8 @@ import json
 import sqlite3
 from dataclasses import dataclass, field
 
-from core.store.records import Actor, is_archived, take_back_access
+from core.store.accesses import take_back_access
+from core.store.records import Actor, is_archived
 
 
 @dataclass
