@@ -63,7 +63,7 @@ from core.memory import tools as memory_tools
 from core.memory.facade import Memory
 from core.memory.prompt_section import PromptSection
 from core.privacy import TurnContext
-from core.reminders import Reminder
+from core.reminders.schedule import Reminder
 from core.store.turn_rollback import Rollback
 
 __all__ = [  # StoredMessage is re-exported for the chat screen

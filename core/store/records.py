@@ -11,8 +11,9 @@ from dataclasses import dataclass, field
 from datetime import datetime
 from enum import StrEnum
 
-from core import reminders, text
+from core import text
 from core.errors import NotFound, Refused, StoreError
+from core.reminders import due_day
 
 
 class Kind(StrEnum):
@@ -609,7 +610,7 @@ def redate(
     relative "в субботу" stays the Saturday it meant when it was said); words without a day
     clear it, unless ``keep_if_none`` (sleep rewording keeps the day it cannot read anew). A
     moved day is a new reminder: the owner's done / snooze / dismiss of the old one goes."""
-    new = reminders.read(content, said_at)
+    new = due_day.read(content, said_at)
     old = conn.execute(
         "SELECT due_on, due_every, due_read FROM memories WHERE id = ?", (record_id,)
     ).fetchone()
@@ -661,7 +662,7 @@ _REMIND = (
 
 def due(conn: sqlite3.Connection, *, private: bool) -> list[sqlite3.Row]:
     """Every live record with a day (private ones only with ``private``), for
-    :func:`core.reminders.coming_up`."""
+    :func:`core.reminders.schedule.coming_up`."""
     return conn.execute(
         f"SELECT {_REMIND} FROM memories WHERE archived_at IS NULL AND due_on "
         f"IS NOT NULL{'' if private else ' AND private = 0'}"
