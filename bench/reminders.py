@@ -33,7 +33,7 @@ from dataclasses import dataclass
 from datetime import date, datetime
 from pathlib import Path
 
-from core import reminders
+from core.reminders import due_day
 
 DATA = Path(__file__).parent / "data" / "reminders.tsv"
 
@@ -74,7 +74,7 @@ def score(items: list[Item]) -> tuple[dict, list[dict]]:
     predicted = correct = expected = every_right = false = none_items = 0
     errors = []
     for it in items:
-        got = reminders.read(it.text, it.said.timestamp())
+        got = due_day.read(it.text, it.said.timestamp())
         on = got.on if got else None
         every = got.every if got else None
         if got is not None:

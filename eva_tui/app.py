@@ -432,11 +432,12 @@ class EvaApp(App):
     @work(thread=True, exit_on_error=False, name="saving the theme", group="theme")
     def _save_theme(self, name: str) -> None:
         from eva_runtime import config as cfg
+        from eva_runtime import config_file
 
         config = self.services.config
         path = config.path or cfg.default_config_path()
         try:
-            cfg.save_changes(path, {"ui.theme": name})
+            config_file.save_changes(path, {"ui.theme": name})
         except cfg.ConfigError as e:
             self.call_from_thread(self.notify, S.theme_not_saved(str(e)), severity="warning")
             return
@@ -701,8 +702,9 @@ def create_app(
     paint."""
     if services is None:
         from eva_runtime import config as cfg
+        from eva_runtime import config_file
 
-        config = config or cfg.load()
+        config = config or config_file.load()
         services = Services(config, data_dir or cfg.default_data_dir(), clock=clock)
         services.first_run_offer = True
     app = EvaApp(

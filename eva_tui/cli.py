@@ -33,7 +33,7 @@ from pathlib import Path
 
 from core import __version__
 from eva_api import cli as serve_cli
-from eva_runtime import cli_files, cli_memory
+from eva_runtime import cli_files, cli_memory, config_file
 from eva_runtime import config as cfg
 from eva_runtime.cli_io import EXIT_CODES, UsageError, debug, failure
 
@@ -188,7 +188,7 @@ def main(argv: list[str] | None = None) -> int:
 
 
 def _run(args: argparse.Namespace, data_dir: Path) -> int:
-    config = cfg.load(args.config)
+    config = config_file.load(args.config)
     if args.cmd == "sleep":
         return cli_memory.cmd_sleep(config, data_dir, args.dry_run)
     if args.cmd == "calibrate":

@@ -19,7 +19,7 @@ from textual.message import Message
 
 from core.chat.upcoming import upcoming
 from core.errors import MemoryOpError, StoreError
-from core.reminders import Reminder
+from core.reminders.schedule import Reminder
 from core.store.records import GLOBAL_SCOPE
 from eva_tui import strings as S
 from eva_tui.widgets.coming_up import ComingUpCard, ReminderAction, ReminderItem

@@ -21,6 +21,7 @@ from textual.widgets import Button, Footer, Label, Select, Static, Switch
 from core.chat.conversation_config import DETAIL_LEVELS
 from core.chat.memory_writer import MEMORY_WRITES
 from eva_runtime import config as cfg
+from eva_runtime import config_file
 from eva_tui import strings as S
 from eva_tui.widgets import EvaInput, EvaScreen, NavBar, PaletteCommand, StatusBar
 from eva_tui.widgets.base import eva_app
@@ -184,8 +185,8 @@ class SettingsScreen(EvaScreen):
     @work(thread=True, exit_on_error=False, name="saving the settings", group="settings")
     def _save(self, changes: dict[str, Any], values: dict[str, Any], path: Path) -> None:
         try:
-            cfg.save_changes(path, changes)
-            new = cfg.load(path)
+            config_file.save_changes(path, changes)
+            new = config_file.load(path)
         except cfg.ConfigError as e:
             self.post_message(SettingsRefused(str(e)))
             return

@@ -322,6 +322,7 @@ def config_files(examples: int) -> None:
     import tomlkit
 
     from eva_runtime import config as cfg
+    from eva_runtime import config_file
 
     with tempfile.TemporaryDirectory() as d:
         path = Path(d) / "config.toml"
@@ -401,7 +402,7 @@ def config_files(examples: int) -> None:
                 except Exception:  # noqa: BLE001 - not writable as TOML: not an input
                     return
             try:
-                c = cfg.load(path, environ={})
+                c = config_file.load(path, environ={})
             except cfg.ConfigError as e:
                 assert str(e)
             else:
@@ -414,9 +415,10 @@ def config_files(examples: int) -> None:
 def env_variables(examples: int) -> None:
     """Any ``EVA_`` variables (known keys, misspelt tables, odd values): config or ConfigError."""
     from eva_runtime import config as cfg
+    from eva_runtime import config_file
 
     names = st.one_of(
-        st.sampled_from([cfg.env_name(k) for k in cfg.known_keys()]),
+        st.sampled_from([config_file.env_name(k) for k in cfg.known_keys()]),
         st.text(alphabet=string.ascii_uppercase + "_", min_size=1, max_size=24).map(
             lambda s: "EVA_" + s
         ),
@@ -447,7 +449,7 @@ def env_variables(examples: int) -> None:
             INPUTS["env_variables"] += 1
             env = {k: v.replace("\0", "") for k, v in env.items()}
             try:
-                c = cfg.load(path, environ=env)
+                c = config_file.load(path, environ=env)
             except cfg.ConfigError as e:
                 assert str(e)
             else:

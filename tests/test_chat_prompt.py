@@ -21,7 +21,7 @@ from core.instructions import (
     NOTHING_RECALLED,
 )
 from core.memory.prompt_section import RECALLED_HEADER, REMINDER_HEADER, PromptSection
-from core.reminders import Reminder
+from core.reminders.schedule import Reminder
 
 PERSONA = "You are Eva."
 SAY_RU = "(Ответь по-русски.)"

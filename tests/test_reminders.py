@@ -17,7 +17,7 @@ from core import (
     Memory,
     MemoryConfig,
 )
-from core import reminders as rem
+from core.reminders import due_day
 
 MONDAY = datetime(2026, 5, 18, 10).timestamp()
 DAY = 86_400.0
@@ -42,7 +42,7 @@ def at(y, m, d, h=10):
     ],
 )
 def test_read_finds_the_day(text, due, every):
-    got = rem.read(text, MONDAY)
+    got = due_day.read(text, MONDAY)
     assert got is not None and (got.on, got.every) == (due, every)
 
 
@@ -61,13 +61,13 @@ def test_read_finds_the_day(text, due, every):
     ],
 )
 def test_times_that_are_not_due_dates(text):
-    assert rem.read(text, MONDAY) is None
+    assert due_day.read(text, MONDAY) is None
 
 
 def test_after_the_holidays_is_read_against_when_it_was_said():
-    assert rem.read("после праздников созвонимся", at(2026, 12, 18)).on == date(2027, 1, 9)
-    assert rem.read("после праздников созвонимся", at(2026, 4, 28)).on == date(2026, 5, 12)
-    assert rem.read("после праздников созвонимся", at(2026, 8, 1)) is None  # none near
+    assert due_day.read("после праздников созвонимся", at(2026, 12, 18)).on == date(2027, 1, 9)
+    assert due_day.read("после праздников созвонимся", at(2026, 4, 28)).on == date(2026, 5, 12)
+    assert due_day.read("после праздников созвонимся", at(2026, 8, 1)) is None  # none near
 
 
 def test_test_split_floor():

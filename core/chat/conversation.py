@@ -60,7 +60,7 @@ from core.llm import Message, ModelError, ToolCall
 from core.memory import tools as memory_tools
 from core.memory.prompt_section import PromptSection
 from core.privacy import TurnContext
-from core.reminders import Reminder
+from core.reminders.schedule import Reminder
 
 __all__ = ["Conversation", "StoredMessage"]  # StoredMessage is re-exported for the chat screen
 

@@ -32,7 +32,7 @@ from core.instructions import (
 from core.llm import Message
 from core.memory import prompt_section as ps
 from core.memory.prompt_section import RECALLED_HEADER, PromptSection
-from core.reminders import Reminder
+from core.reminders.schedule import Reminder
 
 
 def memory_rule(learning: bool, can_mutate: bool, structured: bool) -> str | None:

@@ -11,7 +11,7 @@ from core import language
 from core.clock import Clock
 from core.memory.facade import Memory
 from core.privacy import TurnContext
-from core.reminders import Reminder
+from core.reminders.schedule import Reminder
 from core.store.records import GLOBAL_SCOPE
 from core.text import stem_set as text_stems
 

@@ -16,7 +16,7 @@ from core.chat.transcript import Window
 from core.llm import Done, Message
 from core.memory.prompt_section import PromptSection
 from core.privacy import TurnContext
-from core.reminders import Reminder
+from core.reminders.schedule import Reminder
 
 
 @dataclass

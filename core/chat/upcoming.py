@@ -13,7 +13,7 @@ from datetime import datetime
 
 from core.memory.facade import Memory
 from core.privacy import TurnContext
-from core.reminders import Reminder
+from core.reminders.schedule import Reminder
 from core.sleep.journal import Journal
 
 __all__ = ["NIGHT_DAYS", "upcoming"]

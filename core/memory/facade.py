@@ -30,7 +30,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from core import reminders, text
+from core import text
 from core.embedding import Progress
 from core.errors import MemoryOpError, NotFound, Refused
 from core.memory import bulk, checks
@@ -42,6 +42,7 @@ from core.memory.owner_ops import OwnerOperations
 from core.privacy import OWNER_TRUSTED, PUBLIC, AccessDenied, TurnContext
 from core.recall.index import IndexChanges, RecallStatus, Scored
 from core.recall.score import Hit, with_record
+from core.reminders.schedule import Reminder
 from core.store import accesses, records, turn_rollback
 from core.store.records import GLOBAL_SCOPE, Actor, ArchivedRecord, Kind, Record, Source
 
@@ -177,7 +178,7 @@ class Memory(OwnerOperations):
         days: int = 3,
         scopes: Iterable[str] | None = None,
         now: float | None = None,
-    ) -> list[reminders.Reminder]:
+    ) -> list[Reminder]:
         """What is due around now: :func:`core.memory.reminders.coming_up`."""
         with self._lock:
             return memory_reminders.coming_up(self, ctx, days=days, scopes=scopes, now=now)

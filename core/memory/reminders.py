@@ -10,11 +10,11 @@ from collections.abc import Iterable
 from datetime import date
 from typing import TYPE_CHECKING
 
-from core import reminders
 from core.errors import MemoryOpError, NotFound
 from core.memory import checks
 from core.memory import validation as valid
 from core.privacy import OWNER_TRUSTED, TurnContext
+from core.reminders import due_day, schedule
 from core.store import records, reminder_rows
 from core.store.records import Actor, Record
 
@@ -24,9 +24,9 @@ if TYPE_CHECKING:
 
 def coming_up(
     mem: Memory, ctx: TurnContext, *, days: int, scopes: Iterable[str] | None, now: float | None
-) -> list[reminders.Reminder]:
-    """What is due around now (:func:`core.reminders.coming_up`) among the live records this
-    audience may see (a private one only where private memory is visible)."""
+) -> list[schedule.Reminder]:
+    """What is due around now (:func:`core.reminders.schedule.coming_up`) among the live records
+    this audience may see (a private one only where private memory is visible)."""
     mem.refresh()
     now = mem.clock.now() if now is None else now
     with mem.reading() as conn:
@@ -34,7 +34,7 @@ def coming_up(
     if scopes is not None:
         allowed = set(scopes)
         rows = [r for r in rows if r["scope"] in allowed]
-    return reminders.coming_up(rows, now, days=days)
+    return schedule.coming_up(rows, now, days=days)
 
 
 def remind(mem: Memory, record_id: object, action: str, *, until: float | None) -> Record:
@@ -52,19 +52,19 @@ def remind(mem: Memory, record_id: object, action: str, *, until: float | None) 
         checks.log(w.conn, w.now, Actor.OWNER, OWNER_TRUSTED, "update", rid)
         on = date.fromisoformat(r.due_on)
         if action == "snooze":
-            after = until if until is not None else reminders.next_morning(w.now)
+            after = until if until is not None else schedule.next_morning(w.now)
             reminder_rows.set_reminder(w.conn, rid, after=after)
         elif r.due_every is not None:
             reminder_rows.set_reminder(
-                w.conn, rid, after=reminders.after_occurrence(on, r.due_every, w.now)
+                w.conn, rid, after=schedule.after_occurrence(on, r.due_every, w.now)
             )
         elif action == "dismiss":
-            reminder_rows.set_reminder(w.conn, rid, state=reminders.DISMISSED)
+            reminder_rows.set_reminder(w.conn, rid, state=schedule.DISMISSED)
         else:
-            content = reminders.done_text(r.content, w.now, mem.config.max_chars)
+            content = schedule.done_text(r.content, w.now, mem.config.max_chars)
             vecs = mem.embed([content])
             records.reword(w.conn, rid, content, w.now, said_at=None)
-            reminder_rows.set_reminder(w.conn, rid, state=reminders.DONE)
+            reminder_rows.set_reminder(w.conn, rid, state=schedule.DONE)
             w.vector(rid, None if vecs is None else vecs[0])
         w.touched.add(rid)
         return records.fetch_written(w.conn, rid)
@@ -86,16 +86,16 @@ def moved_from(
     new = records.row(conn, rid)
     if new is None:  # the save inserted it in this transaction
         raise NotFound(rid)
-    if new["due_on"] is None or not reminders.says_moved(content):
+    if new["due_on"] is None or not due_day.says_moved(content):
         return
-    mine = reminders.topic_stems(new_stems)
+    mine = due_day.topic_stems(new_stems)
     if not mine:
         return
     for r in reminder_rows.open_one_offs(conn, new["scope"], rid):
         if r["private"] and not ctx.sees_private:
             continue
-        theirs = reminders.topic_stems(r["stems"].split())
+        theirs = due_day.topic_stems(r["stems"].split())
         shared = mine & theirs
         if len(shared) >= 1 and len(shared) / len(mine | theirs) >= 0.25:
             checks.log(conn, now, actor, ctx, "update", r["id"])
-            reminder_rows.set_reminder(conn, r["id"], state=reminders.DISMISSED)
+            reminder_rows.set_reminder(conn, r["id"], state=schedule.DISMISSED)

@@ -11,7 +11,7 @@ import json
 import sqlite3
 from datetime import datetime
 
-from core import reminders
+from core.reminders import due_day
 
 
 def redate(
@@ -28,7 +28,7 @@ def redate(
     relative "в субботу" stays the Saturday it meant when it was said); words without a day
     clear it, unless ``keep_if_none`` (sleep rewording keeps the day it cannot read anew). A
     moved day is a new reminder: the owner's done / snooze / dismiss of the old one goes."""
-    new = reminders.read(content, said_at)
+    new = due_day.read(content, said_at)
     old = conn.execute(
         "SELECT due_on, due_every, due_read FROM memories WHERE id = ?", (record_id,)
     ).fetchone()
@@ -78,7 +78,7 @@ _REMIND = (
 
 def due(conn: sqlite3.Connection, *, private: bool) -> list[sqlite3.Row]:
     """Every live record with a day (private ones only with ``private``), for
-    :func:`core.reminders.coming_up`."""
+    :func:`core.reminders.schedule.coming_up`."""
     return conn.execute(
         f"SELECT {_REMIND} FROM memories WHERE archived_at IS NULL AND due_on "
         f"IS NOT NULL{'' if private else ' AND private = 0'}"

@@ -17,7 +17,7 @@ from textual.containers import Horizontal, Vertical
 from textual.message import Message
 from textual.widgets import Button, Label, Static
 
-from core.reminders import Reminder
+from core.reminders.schedule import Reminder
 from eva_tui import strings as S
 
 

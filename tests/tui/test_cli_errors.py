@@ -15,7 +15,7 @@ from pathlib import Path
 
 import pytest
 
-from eva_runtime import cli_files, cli_io, cli_memory
+from eva_runtime import cli_files, cli_io, cli_memory, config_file
 from eva_runtime import config as cfg
 from eva_tui import cli
 
@@ -329,7 +329,7 @@ def test_a_deeply_nested_config_is_a_config_error_naming_the_file(tmp_path, monk
         p = tmp_path / "deep.toml"
         p.write_text(text)
         with pytest.raises(cfg.ConfigError, match="nested too deeply"):
-            cfg.load(p, environ={})
+            config_file.load(p, environ={})
         rc = cli.main(["--config", str(p), "--data", str(tmp_path / "d"), "doctor"])
         err = capsys.readouterr().err
         assert rc == 2

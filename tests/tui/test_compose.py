@@ -19,6 +19,7 @@ from textual.widgets import TextArea
 
 from core import OWNER_TRUSTED
 from eva_runtime import config as cfg
+from eva_runtime import config_file
 from eva_tui.widgets import Composer, MemoryNote, TurnView, UserMessage
 from eva_tui.widgets.help import HelpScreen
 from eva_tui.widgets.modals import Confirm
@@ -535,10 +536,10 @@ async def test_the_chosen_theme_is_saved_and_used_at_the_next_start(env_factory,
         await settle(pilot)
     text = env.config_path.read_text()
     assert text.startswith('# mine\n[chat]\ndetail_level = "key"\n')
-    assert cfg.load(env.config_path, environ={}).ui.theme == "nord"
+    assert config_file.load(env.config_path, environ={}).ui.theme == "nord"
     from eva_tui.app import create_app
 
-    env.services.config = cfg.load(env.config_path, environ={})
+    env.services.config = config_file.load(env.config_path, environ={})
     app = create_app(env.services, clock=env.clock, cursor_blink=False, tick_seconds=None)
     async with app.run_test(size=SIZE) as pilot:
         await settle(pilot)

@@ -11,6 +11,7 @@ import pytest
 
 from core import OWNER_TRUSTED, Memory, MemoryConfig
 from eva_runtime import config as cfg
+from eva_runtime import config_file
 from eva_tui import cli
 from tests.fakes import HashEmbedder
 
@@ -34,7 +35,7 @@ def test_file_and_environment_overrides(tmp_path):
         '[sleep]\nevery = "12h"\nidle_for = 600\n[sleep.memory]\nmodel = "x.gguf"\n'
         '[chat]\ndetail_level = "key"\n[keymap]\n"chat.stop" = "ctrl+g"\n'
     )
-    c = cfg.load(
+    c = config_file.load(
         path,
         environ={
             "EVA_MEMORY__TOP_K": "5",
@@ -83,7 +84,7 @@ def test_a_bad_file_names_the_key_and_the_reason(tmp_path, text, where):
     path = tmp_path / "config.toml"
     path.write_text(text)
     with pytest.raises(cfg.ConfigError) as e:
-        cfg.load(path, environ={})
+        config_file.load(path, environ={})
     assert where in str(e.value)
     assert str(path) in str(e.value)
 
@@ -93,12 +94,12 @@ def test_memory_writes_is_set_in_the_file_or_the_environment(tmp_path):
     EVA_CHAT__MEMORY_WRITES overrides it; a bad value names the key and the override."""
     path = tmp_path / "config.toml"
     path.write_text('[chat]\nmemory_writes = "tools"\n')
-    assert cfg.load(path, environ={}).chat.memory_writes == "tools"
-    c = cfg.load(path, environ={"EVA_CHAT__MEMORY_WRITES": "structured"})
+    assert config_file.load(path, environ={}).chat.memory_writes == "tools"
+    c = config_file.load(path, environ={"EVA_CHAT__MEMORY_WRITES": "structured"})
     assert c.chat.memory_writes == "structured"
     assert c.overrides == ("EVA_CHAT__MEMORY_WRITES",)
     with pytest.raises(cfg.ConfigError) as e:
-        cfg.load(path, environ={"EVA_CHAT__MEMORY_WRITES": "sometimes"})
+        config_file.load(path, environ={"EVA_CHAT__MEMORY_WRITES": "sometimes"})
     assert "[chat] memory_writes" in str(e.value) and "structured, tools" in str(e.value)
     assert "EVA_CHAT__MEMORY_WRITES" in str(e.value)
 
@@ -133,16 +134,16 @@ def test_writer_round_trips_what_it_writes(tmp_path):
         "sleep": {"every": "1d", "memory": {"model": "qwen2.5-coder-0.5b"}},
         "keymap": {"chat.stop": "escape,ctrl+g"},
     }
-    path = cfg.save(data, tmp_path / "eva" / "config.toml")
+    path = config_file.save(data, tmp_path / "eva" / "config.toml")
     assert tomllib.loads(path.read_text()) == data
-    c = cfg.load(path, environ={})
+    c = config_file.load(path, environ={})
     assert c.llm.general == '/models/my "odd" model.gguf' and c.chat.learning is False
 
 
 def test_save_refuses_an_invalid_mapping(tmp_path):
     """§9: what would not read back valid is not written."""
     with pytest.raises(cfg.ConfigError):
-        cfg.save({"chat": {"detail_level": "huge"}}, tmp_path / "config.toml")
+        config_file.save({"chat": {"detail_level": "huge"}}, tmp_path / "config.toml")
     assert not (tmp_path / "config.toml").exists()
 
 

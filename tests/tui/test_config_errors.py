@@ -9,14 +9,17 @@ from __future__ import annotations
 import pytest
 
 from eva_runtime import config as cfg
+from eva_runtime import config_file
 from eva_tui import cli
 
 
 def test_config_naming_a_missing_file_is_an_error(tmp_path):
     missing = tmp_path / "nope.toml"
     with pytest.raises(cfg.ConfigError, match="no such config file"):
-        cfg.load(missing, environ={})
-    assert cfg.load(None, environ={"XDG_CONFIG_HOME": str(tmp_path)}).llm.general  # defaults
+        config_file.load(missing, environ={})
+    assert config_file.load(
+        None, environ={"XDG_CONFIG_HOME": str(tmp_path)}
+    ).llm.general  # defaults
 
 
 def test_the_cli_says_so_with_exit_2(tmp_path, monkeypatch, capsys):
@@ -36,7 +39,7 @@ def test_the_cli_says_so_with_exit_2(tmp_path, monkeypatch, capsys):
 )
 def test_a_typo_in_the_table_part_is_an_error_with_the_meant_variable(tmp_path, var, meant):
     with pytest.raises(cfg.ConfigError) as e:
-        cfg.load(None, environ={"XDG_CONFIG_HOME": str(tmp_path), var: "5"})
+        config_file.load(None, environ={"XDG_CONFIG_HOME": str(tmp_path), var: "5"})
     msg = str(e.value)
     assert msg.startswith(f"environment variable {var}:") and f"did you mean {meant}?" in msg
 
@@ -45,7 +48,7 @@ def test_eva_llm_general_names_the_variable_and_suggests_the_model_key(tmp_path)
     """Issue 16 item 6: the error names the variable as the source (not a config file that does
     not exist) and suggests EVA_LLM__MODEL__GENERAL."""
     with pytest.raises(cfg.ConfigError) as e:
-        cfg.load(None, environ={"XDG_CONFIG_HOME": str(tmp_path), "EVA_LLM__GENERAL": ""})
+        config_file.load(None, environ={"XDG_CONFIG_HOME": str(tmp_path), "EVA_LLM__GENERAL": ""})
     msg = str(e.value)
     assert msg.startswith("environment variable EVA_LLM__GENERAL:")
     assert "did you mean EVA_LLM__MODEL__GENERAL?" in msg
@@ -54,8 +57,10 @@ def test_eva_llm_general_names_the_variable_and_suggests_the_model_key(tmp_path)
 
 def test_a_bad_value_in_a_variable_names_the_variable_and_a_good_one_still_works(tmp_path):
     with pytest.raises(cfg.ConfigError, match="environment variable EVA_MEMORY__TOP_K: .*top_k"):
-        cfg.load(None, environ={"XDG_CONFIG_HOME": str(tmp_path), "EVA_MEMORY__TOP_K": "many"})
-    c = cfg.load(
+        config_file.load(
+            None, environ={"XDG_CONFIG_HOME": str(tmp_path), "EVA_MEMORY__TOP_K": "many"}
+        )
+    c = config_file.load(
         None,
         environ={
             "XDG_CONFIG_HOME": str(tmp_path),
@@ -70,13 +75,13 @@ def test_a_file_error_still_names_the_file(tmp_path):
     p = tmp_path / "c.toml"
     p.write_text("[memory]\ntop_kk = 3\n")
     with pytest.raises(cfg.ConfigError, match=f"^{p}: \\[memory\\] top_kk: unknown key"):
-        cfg.load(p, environ={"EVA_MEMORY__TOP_K": "5"})
+        config_file.load(p, environ={"EVA_MEMORY__TOP_K": "5"})
 
 
 @pytest.mark.parametrize("bad", ["abc", "0", "-2", "1.5"])
 def test_a_bad_eva_llm_threads_is_an_error(tmp_path, bad):
     with pytest.raises(cfg.ConfigError, match="EVA_LLM_THREADS: must be a whole number"):
-        cfg.load(None, environ={"XDG_CONFIG_HOME": str(tmp_path), "EVA_LLM_THREADS": bad})
+        config_file.load(None, environ={"XDG_CONFIG_HOME": str(tmp_path), "EVA_LLM_THREADS": bad})
     from models.profiles import auto_threads
 
     with pytest.MonkeyPatch.context() as mp:
@@ -92,15 +97,15 @@ def test_saving_a_model_over_the_llm_model_shorthand(tmp_path):
     keeps the owner's other keys and comments (was a raw TypeError)."""
     p = tmp_path / "config.toml"
     p.write_text('# my settings\n[llm]\nmodel = "qwen2.5-coder-0.5b"\ncontext_size = 4096\n')
-    cfg.save_changes(p, {"llm.model.smartest": "qwen2.5-coder-1.5b"})
-    c = cfg.load(p, environ={})
+    config_file.save_changes(p, {"llm.model.smartest": "qwen2.5-coder-1.5b"})
+    c = config_file.load(p, environ={})
     assert (c.llm.general, c.llm.smartest, c.llm.context_size) == (
         "qwen2.5-coder-0.5b",
         "qwen2.5-coder-1.5b",
         4096,
     )
-    cfg.save_changes(p, {"llm.model.general": "other.gguf"})
-    assert cfg.load(p, environ={}).llm.general == "other.gguf"
+    config_file.save_changes(p, {"llm.model.general": "other.gguf"})
+    assert config_file.load(p, environ={}).llm.general == "other.gguf"
     assert p.read_text().startswith("# my settings")
 
 
@@ -108,7 +113,7 @@ def test_a_value_where_a_table_is_needed_is_a_clear_error(tmp_path):
     p = tmp_path / "config.toml"
     p.write_text("chat = 3\n")
     with pytest.raises(cfg.ConfigError):
-        cfg.save_changes(p, {"chat.learning": False})
+        config_file.save_changes(p, {"chat.learning": False})
 
 
 @pytest.mark.parametrize(("key", "value"), [("app.memories", "banana"), ("no.such", "f2")])
@@ -118,7 +123,7 @@ def test_keymap_values_and_ids_are_checked(tmp_path, key, value):
     p = tmp_path / "c.toml"
     p.write_text(f'[keymap]\n"{key}" = "{value}"\n')
     with pytest.raises(cfg.ConfigError, match=f"\\[keymap\\] {key}"):
-        cfg.load(p, environ={})
+        config_file.load(p, environ={})
 
 
 # ---------------------------------------------------------------------------------- issue 25
@@ -137,7 +142,7 @@ def test_an_eva_variable_that_is_not_a_setting_is_an_error_with_the_meant_one(tm
     believed top_k was 5. An EVA_ variable that is neither a setting nor one Eva reads
     elsewhere is an error naming it, with the spelling probably meant."""
     with pytest.raises(cfg.ConfigError) as e:
-        cfg.load(None, environ={"XDG_CONFIG_HOME": str(tmp_path), var: "5"})
+        config_file.load(None, environ={"XDG_CONFIG_HOME": str(tmp_path), var: "5"})
     assert str(e.value).startswith(
         f"environment variable {var} is not a setting; did you mean {meant}?"
     )
@@ -171,7 +176,7 @@ def test_the_eva_variables_eva_reads_elsewhere_are_accepted(tmp_path):
         "EVA_LLM_THREADS": "2",
         "EVA_CMAKE_ARGS": "-DGGML_NATIVE=ON",
     }
-    assert cfg.load(None, environ=env).overrides == ()
+    assert config_file.load(None, environ=env).overrides == ()
     root = Path(__file__).resolve().parents[2]
     read = set()
     for path in [*root.rglob("*.py"), *root.glob("scripts/*.sh")]:
@@ -182,7 +187,7 @@ def test_the_eva_variables_eva_reads_elsewhere_are_accepted(tmp_path):
             re.findall(r"(?:environ\.get\(|getenv\(|environ\[)\s*['\"](EVA_[A-Z0-9_]+)", text)
         )
         read |= set(re.findall(r"\$\{?(EVA_[A-Z0-9_]+)", text))
-    assert read and read <= set(cfg.OTHER_ENV), read - set(cfg.OTHER_ENV)
+    assert read and read <= set(config_file.OTHER_ENV), read - set(config_file.OTHER_ENV)
 
 
 @pytest.mark.parametrize("where", ["file", "env"])

@@ -10,6 +10,7 @@ from textual.widgets import Select
 from core import MemoryConfig
 from core.config import SleepConfig
 from eva_runtime import config as cfg
+from eva_runtime import config_file
 from tests.tui.conftest import SEED, SIZE, aio, settle
 
 
@@ -83,14 +84,14 @@ def test_saving_keeps_comments_and_layout_and_writes_only_the_changed_key(tmp_pa
     the other keys stay; no default and no empty table is added."""
     path = tmp_path / "config.toml"
     path.write_text(OWNER_FILE)
-    cfg.save_changes(path, {"chat.detail_level": "detailed"})
+    config_file.save_changes(path, {"chat.detail_level": "detailed"})
     assert path.read_text() == OWNER_FILE.replace('"key"', '"detailed"')
-    cfg.save_changes(path, {"sleep.memory.model": "x.gguf", "llm.model.smartest": None})
+    config_file.save_changes(path, {"sleep.memory.model": "x.gguf", "llm.model.smartest": None})
     text = path.read_text()
     assert text.startswith(OWNER_FILE.replace('"key"', '"detailed"'))
     assert "[sleep]" not in text and "[memory]" not in text  # no empty table on the way
     assert text.endswith('[sleep.memory]\nmodel = "x.gguf"\n')
-    assert cfg.load(path, environ={}).sleep.memory_model == "x.gguf"
+    assert config_file.load(path, environ={}).sleep.memory_model == "x.gguf"
 
 
 def test_a_refused_save_loses_nothing(tmp_path):
@@ -99,11 +100,11 @@ def test_a_refused_save_loses_nothing(tmp_path):
     path = tmp_path / "config.toml"
     path.write_text(OWNER_FILE)
     with pytest.raises(cfg.ConfigError, match=r"\[chat\] detail_level"):
-        cfg.save_changes(path, {"chat.detail_level": "huge"})
+        config_file.save_changes(path, {"chat.detail_level": "huge"})
     assert path.read_text() == OWNER_FILE
     path.write_text("[chat\n# mine\n")
     with pytest.raises(cfg.ConfigError, match=str(path)):
-        cfg.save_changes(path, {"chat.learning": False})
+        config_file.save_changes(path, {"chat.learning": False})
     assert path.read_text() == "[chat\n# mine\n"
 
 
@@ -227,7 +228,7 @@ async def test_the_settings_screen_saves_only_changes_and_never_an_override(env_
     defaults; a second save with nothing changed writes nothing."""
     env = env_factory(seed=SEED)
     env.config_path.write_text('[memory]\nembedding_model = "none"\n\n' + OWNER_FILE)
-    env.services.config = cfg.load(env.config_path, environ={"EVA_LLM__MODEL__GENERAL": ""})
+    env.services.config = config_file.load(env.config_path, environ={"EVA_LLM__MODEL__GENERAL": ""})
     assert env.services.config.llm.general is None  # the override is in force
     before = env.config_path.read_text()
     async with env.app.run_test(size=SIZE) as pilot:

@@ -8,7 +8,7 @@ from __future__ import annotations
 from textual.widgets import DataTable, Select, Static
 
 from core import OWNER_TRUSTED
-from eva_runtime import config as cfg
+from eva_runtime import config_file
 from eva_tui.widgets import ConfirmForget, EditRecord
 from eva_tui.widgets.modals import Confirm
 from tests.tui.conftest import SEED, SIZE, aio, settle, until
@@ -322,7 +322,7 @@ async def test_settings_are_saved_to_the_config_file_and_chat_ones_apply(env_fac
         screen.query_one("#set-sleep-dry-run").value = True
         await pilot.press("ctrl+s")
         await settle(pilot)
-        saved = cfg.load(env.config_path, environ={})
+        saved = config_file.load(env.config_path, environ={})
         assert saved.chat.detail_level == "detailed"
         assert saved.chat.learning is False
         assert saved.chat.memory_writes == "tools"

@@ -298,7 +298,7 @@ def test_add_memory_dialog(snap_compare, env_factory, size):
 def _due(env) -> list[int]:
     """Issue 29: a promise told two days ago for "послезавтра" (due today), a private one told
     yesterday for tomorrow, and a birthday in five days."""
-    from core.reminders import DAY as _DAY
+    from core.reminders.schedule import DAY as _DAY
 
     now = env.clock.now()
     said = [

@@ -1,4 +1,4 @@
-"""Reminders (SPEC §8.11, issue 29): the day a memory points to, and what is coming up.
+"""The day a memory points to (SPEC §8.11, issue 29), read from its words.
 
 :func:`read` finds the time a memory's words point to, read against when they were said:
 
@@ -14,14 +14,9 @@ Times that are not due dates give nothing: "три года назад", "в д�
 weekday or a day told in the past tense ("в субботу ходили в кино"). A correction ("перенесли с
 субботы на воскресенье", "не в пятницу, а в субботу") gives the new day.
 
-:func:`coming_up` lists, for a day, what is due: today, tomorrow and within ``days``;
-birthdays and anniversaries (yearly) a week ahead; weekly ones today and tomorrow; and one-off
-promises whose day passed (up to ``overdue_days``) without a later word about them (the record
-was not changed after its day). Done / dismissed items and snoozed ones are left out.
-
-Pure functions over dates and rows: the columns live on ``memories`` (schema v8: ``due_on``,
-``due_every``, ``due_read``, ``remind_state``, ``remind_after``), written by
-:mod:`core.store.records` in the transaction that writes the words.
+The calendar arithmetic of due days (:func:`local_day`, :func:`next_yearly`) and a "done"
+mark's words (:func:`strip_done`) are here too; what is due on a day is
+:mod:`core.reminders.schedule`'s.
 """
 
 from __future__ import annotations
@@ -36,23 +31,15 @@ from datetime import date, datetime, timedelta
 from core.timeframe import WEEKDAY, day_mentions, month_number, weekday_number
 
 __all__ = [
-    "DISMISSED",
-    "DONE",
     "Due",
-    "Reminder",
-    "after_occurrence",
-    "coming_up",
-    "done_text",
-    "next_morning",
-    "next_occurrence",
+    "local_day",
+    "next_yearly",
     "read",
     "says_moved",
     "strip_done",
     "topic_stems",
 ]
 
-DAY = 86_400.0
-DONE, DISMISSED = "done", "dismissed"
 EVERY = ("week", "month", "year")
 
 # the words a "done" mark adds to a memory ("(done 23.05.2026)"), never read as a due day
@@ -193,7 +180,7 @@ def strip_done(text: str) -> str:
     return _DONE_MARK.sub("", text)
 
 
-def _local_day(t: float) -> date:
+def local_day(t: float) -> date:
     return datetime.fromtimestamp(t).date()
 
 
@@ -210,7 +197,7 @@ def _next_weekday(said: date, wd: int, *, next_week: bool = False) -> date:
     return said + timedelta(days=ahead)
 
 
-def _yearly(said: date, month: int, day: int, *, include_today: bool = True) -> date:
+def next_yearly(said: date, month: int, day: int, *, include_today: bool = True) -> date:
     for y in (said.year, said.year + 1, said.year + 2, said.year + 3, said.year + 4):
         try:
             d = date(y, month, day)
@@ -367,14 +354,14 @@ def _candidates(text: str, said: date, direction: str) -> list[_Cand]:
     for start, end, y, mo, d in day_mentions(text):
         every_before = _EVERY_BEFORE.search(text[:start])
         if yearly or every_before:
-            out.append(_Cand(start, end, _yearly(said, mo, d), "year", "yearly"))
+            out.append(_Cand(start, end, next_yearly(said, mo, d), "year", "yearly"))
             continue
         if y is not None:
             when = date(y, mo, d)
             if when >= said:
                 out.append(_Cand(start, end, when, None, "absolute"))
             continue
-        when = _yearly(said, mo, d)
+        when = next_yearly(said, mo, d)
         if when.year > said.year:  # this year's day is past
             this_year = date(said.year, mo, min(d, calendar.monthrange(said.year, mo)[1]))
             if past or (said - this_year).days <= 45:
@@ -453,7 +440,7 @@ def _candidates(text: str, said: date, direction: str) -> list[_Cand]:
             month = month_number(m["m"] or m["rm"])
             if month is None or month == said.month:
                 continue
-            out.append(_Cand(m.start(), m.end(), _yearly(said, month, 1), None, "month"))
+            out.append(_Cand(m.start(), m.end(), next_yearly(said, month, 1), None, "month"))
     for m in _HOLIDAYS.finditer(text):
         holiday = _holidays(said)
         if holiday is not None:
@@ -482,7 +469,7 @@ def read(content: str, said_at: float) -> Due | None:
     text = " ".join(strip_done(content).lower().replace("ё", "е").split())
     if not text:
         return None
-    said = _local_day(said_at)
+    said = local_day(said_at)
     if _FORMER.search(text):
         return None
     direction = _direction(text)
@@ -529,125 +516,3 @@ _DAY_STEMS = re.compile(
 def topic_stems(stems: Iterable[str]) -> set[str]:
     """A record's stems without the day words (what the dated thing is)."""
     return {s for s in stems if len(s) >= 3 and not _DAY_STEMS.match(s)}
-
-
-def done_text(content: str, now: float, max_chars: int) -> str:
-    """A one-off's words once the owner marked it done: "(done 23.05.2026)" in its language."""
-    word = "сделано" if re.search(r"[а-яё]", content.lower()) else "done"
-    mark = f" ({word} {_local_day(now):%d.%m.%Y})"
-    base = strip_done(content).rstrip()
-    return base[: max(0, max_chars - len(mark))] + mark
-
-
-def next_morning(now: float) -> float:
-    """A snooze's end: the next midnight (the next day's first look)."""
-    return _midnight(_local_day(now)) + DAY
-
-
-def next_occurrence(on: date, every: str | None, today: date) -> date:
-    """The first occurrence of a due day at or after ``today`` (a one-off: the day itself)."""
-    if every is None or on >= today:
-        return on
-    if every == "week":
-        return today + timedelta(days=(on.weekday() - today.weekday()) % 7)
-    if every == "month":
-        d = today
-        for _ in range(62):
-            if d.day == min(on.day, calendar.monthrange(d.year, d.month)[1]):
-                return d
-            d += timedelta(days=1)
-        return d
-    return _yearly(today, on.month, on.day)
-
-
-@dataclass(frozen=True)
-class Reminder:
-    """One item coming up: a memory (its id, words, flags) and the day it is due."""
-
-    id: int
-    content: str
-    on: date
-    every: str | None
-    days: int  # from today: 0 today, 1 tomorrow, < 0 overdue
-    private: bool
-    importance: int
-    kind: str = "memory"  # "memory" or "night" (a notable night of sleep)
-
-    @property
-    def when(self) -> str:
-        if self.days < 0:
-            return f"overdue since {self.on:%d %b}" if self.days < -1 else "overdue since yesterday"
-        if self.days == 0:
-            return "today"
-        if self.days == 1:
-            return "tomorrow"
-        return f"in {self.days} days ({self.on:%a %d %b})"
-
-    def to_json(self) -> dict:
-        return {
-            "id": self.id,
-            "content": self.content,
-            "due": self.on.isoformat(),
-            "every": self.every,
-            "days": self.days,
-            "when": self.when,
-            "private": self.private,
-            "kind": self.kind,
-        }
-
-
-def coming_up(
-    rows: Iterable, now: float, *, days: int = 3, yearly_days: int = 7, overdue_days: int = 7
-) -> list[Reminder]:
-    """What is due around ``now`` among ``rows`` (mappings with the memory's id, content,
-    importance, private, updated_at and the v8 columns): most urgent first — today and the
-    overdue, then by day, then by importance."""
-    today = _local_day(now)
-    out: list[Reminder] = []
-    for r in rows:
-        if not r["due_on"]:
-            continue
-        on = date.fromisoformat(r["due_on"])
-        every = r["due_every"]
-        state, after = r["remind_state"], r["remind_after"]
-        if every is None and state in (DONE, DISMISSED):
-            continue
-        start = today
-        if after is not None and after > now:
-            if every is None:
-                continue  # snoozed
-            start = max(today, _local_day(after))
-        when = next_occurrence(on, every, start)
-        delta = (when - today).days
-        if every is None and delta < 0:
-            # a promise whose day passed: brought back unless a later word was said
-            if -delta > overdue_days or r["updated_at"] >= _midnight(on) + DAY:
-                continue
-        else:
-            window = yearly_days if every == "year" else (min(days, 1) if every == "week" else days)
-            if delta > window:
-                continue
-        out.append(
-            Reminder(
-                r["id"],
-                strip_done(r["content"]),
-                when,
-                every,
-                delta,
-                bool(r["private"]),
-                r["importance"],
-            )
-        )
-    out.sort(key=lambda x: (x.days > 0, x.days if x.days > 0 else 0, -x.importance, x.id))
-    return out
-
-
-def _midnight(d: date) -> float:
-    return datetime(d.year, d.month, d.day).timestamp()
-
-
-def after_occurrence(on: date, every: str | None, now: float) -> float:
-    """The moment a done / dismissed occurrence of a recurring item stops being shown: the
-    midnight after the occurrence that is current at ``now``."""
-    when = next_occurrence(on, every, _local_day(now))
-    return _midnight(when) + DAY
