@@ -16,7 +16,7 @@ Prints JSON: per stage ``rss_mb`` (VmRSS), ``delta_mb`` (from the stage before),
 and where the resident pages are (``/proc/self/smaps``): ``gguf_mb`` (the chat model's mapped
 weights: file pages, shared and reclaimable), ``files_mb`` (libraries and other mapped files),
 ``anon_mb`` (the heap: KV cache, llama.cpp's buffers, numpy and onnxruntime); and the chat
-model's ``kv_snapshots_mb`` (``models.llama.KVSnapshots``). ``peak_rss_mb`` is VmHWM; the
+model's ``kv_snapshots_mb`` (``models.kv_snapshots.KVSnapshots``). ``peak_rss_mb`` is VmHWM; the
 target is ``rss_mb`` after the turns ≤ 2000 with the default model.
 """
 

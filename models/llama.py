@@ -16,7 +16,7 @@
   (→ :class:`core.llm.ModelError`).
 - Cancelling (``cancel`` event) is checked between tokens and between prompt batches; an
   interruptible structured call (background work) is also stopped inside a decode, by
-  llama.cpp's abort callback (:class:`AbortHook`).
+  llama.cpp's abort callback (:class:`models.abort_hook.AbortHook`).
 
 One generation runs at a time per model (a lock); the TUI calls these from a worker thread.
 """
@@ -26,7 +26,6 @@ from __future__ import annotations
 import codecs
 import contextlib
 import json
-import math
 import threading
 import time
 from collections.abc import Callable, Iterator
@@ -35,7 +34,11 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, cast
 
 from core.llm import ChatEvent, Done, Message, ModelError, TextDelta, ToolCall
+from models.abort_hook import INTERRUPTIBLE_BATCH, AbortHook, _Abort
 from models.chat_template import CHATML_TEMPLATE, prepare_messages
+from models.choice_scoring import choice_probabilities
+from models.gbnf import schema_grammar
+from models.kv_snapshots import KVSnapshots, _common_prefix
 from models.scripts import ScriptGuard
 from models.toolcalls import RESPONSE_OPEN, ToolCallStream, tool_function
 
@@ -53,149 +56,6 @@ def _template_messages(
     return cast("list[ChatCompletionRequestMessage]", prepare_messages(messages, tools))
 
 
-def _common_prefix(a: Any, b: list[int]) -> int:
-    n = 0
-    for x, y in zip(a, b, strict=False):
-        if x != y:
-            break
-        n += 1
-    return n
-
-
-class KVSnapshots:
-    """Snapshots of the KV cache of the last few conversations (sequence 0 only, so no logits
-    buffer is copied). llama.cpp keeps one sequence: without these, coming back to a chat after
-    another one re-evaluates its whole window — measured on the default model, 10-20 s before the
-    first token where 1-3 s is usual. A snapshot of a ~2k-token window of the 1.5B model is about
-    56 MB and takes some tens of milliseconds to take or restore."""
-
-    def __init__(self, capacity: int = 6, max_bytes: int = 384 << 20, min_gain: int = 64) -> None:
-        self.capacity, self.max_bytes, self.min_gain = capacity, max_bytes, min_gain
-        self._items: list[tuple[list[int], bytes]] = []  # most recently used last
-        self.restored = 0  # how many times a snapshot was used (for tests and benches)
-
-    def __len__(self) -> int:
-        return len(self._items)
-
-    def save(self, llm: Any) -> None:
-        import ctypes
-
-        import llama_cpp
-
-        ids = [int(t) for t in llm.input_ids[: llm.n_tokens]]
-        if len(ids) < self.min_gain:
-            return
-        ctx = llm._ctx.ctx
-        size = int(llama_cpp.llama_state_seq_get_size(ctx, 0))
-        if size <= 0 or size > self.max_bytes:
-            return
-        buf = (ctypes.c_uint8 * size)()
-        got = int(llama_cpp.llama_state_seq_get_data(ctx, buf, size, 0))
-        if got <= 0:
-            return
-        blob = bytes(memoryview(buf)[:got])
-        # a snapshot this one covers three quarters of is no longer worth its memory: the same
-        # chat one turn earlier (only its recalled memories, message and reply differ), a
-        # retry's first attempt; restoring this one instead re-reads at most that last quarter.
-        # Another chat, the summariser's or sleep's prompt share little more than the persona.
-        # Measured (issue 32 item 3, default model, 20 turns of one chat): 6 snapshots, 187 MB,
-        # were kept before, each one turn of the same chat.
-        self._items = [(t, b) for t, b in self._items if 4 * _common_prefix(t, ids) < 3 * len(t)]
-        self._items.append((ids, blob))
-        while len(self._items) > self.capacity or (
-            len(self._items) > 1 and sum(len(b) for _, b in self._items) > self.max_bytes
-        ):
-            self._items.pop(0)
-
-    def restore(self, llm: Any, tokens: list[int]) -> int:
-        """Load the snapshot sharing the longest prefix with ``tokens`` when it beats what the
-        cache holds now by ``min_gain`` tokens. Returns the tokens it saves from evaluation."""
-        if not self._items:
-            return 0
-        import ctypes
-
-        import llama_cpp
-
-        now = _common_prefix(llm.input_ids[: llm.n_tokens], tokens)
-        best, best_n = None, now + self.min_gain
-        for i, (ids, _) in enumerate(self._items):
-            n = _common_prefix(ids, tokens)
-            if n >= best_n:
-                best, best_n = i, n
-        if best is None:
-            return 0
-        ids, blob = self._items.pop(best)
-        self._items.append((ids, blob))
-        src = (ctypes.c_uint8 * len(blob)).from_buffer_copy(blob)
-        if int(llama_cpp.llama_state_seq_set_data(llm._ctx.ctx, src, len(blob), 0)) == 0:
-            llm.n_tokens = 0  # the cache is in an unknown state: evaluate from scratch
-            return 0
-        llm.input_ids[: len(ids)] = ids
-        llm.n_tokens = len(ids)
-        self.restored += 1
-        return best_n - now
-
-
-# prompt tokens between two cancel checks in an interruptible structured call (issue 12:
-# a turn stopping the background summariser waited for a whole 512-token batch)
-INTERRUPTIBLE_BATCH = 64
-
-
-class _Abort(Exception):
-    """Raised inside prompt evaluation when the caller cancelled or the deadline passed."""
-
-
-class AbortHook:
-    """llama.cpp's abort callback for an interruptible call (issue 12): ``llama_decode`` asks it
-    between the compute graph's nodes, so a turn stopping the background summariser waits for
-    one node (milliseconds), not for the rest of a prompt batch or a generated token (measured
-    before: +100 % first-token p95 while summaries ran, most of it that wait). llama.cpp then
-    drops the aborted batch from the KV cache and ``llama_decode`` returns 2.
-
-    Armed only around interruptible calls: the callback is Python, so each node takes the GIL
-    (about a thousand a decode, microseconds each when the GIL is free); a turn's own decode,
-    with the TUI drawing its tokens, never pays for it."""
-
-    def __init__(self, llm: Any) -> None:
-        import llama_cpp
-
-        self._llm = llm
-        self._check: Callable[[], bool] | None = None
-        self.fired = False
-        self.calls = 0  # how many times llama.cpp asked (tests and benches)
-        self._cb = llama_cpp.ggml_abort_callback(self._ask)  # kept alive while the model is
-        self._null = llama_cpp.ggml_abort_callback(0)
-
-    def _ask(self, _data: Any) -> bool:
-        self.calls += 1
-        check = self._check
-        try:
-            if check is not None and check():
-                self.fired = True
-                return True
-        except Exception:  # noqa: BLE001 - never raise into C
-            return False
-        return False
-
-    @contextlib.contextmanager
-    def armed(self, check: Callable[[], bool]) -> Iterator[None]:
-        import logging
-
-        import llama_cpp
-
-        quiet = logging.getLogger("llama-cpp-python")
-        level = quiet.level
-        self._check, self.fired = check, False
-        llama_cpp.llama_set_abort_callback(self._llm._ctx.ctx, self._cb, None)
-        quiet.setLevel(logging.CRITICAL)  # llama.cpp logs each abort as an error; it is not
-        try:
-            yield
-        finally:
-            llama_cpp.llama_set_abort_callback(self._llm._ctx.ctx, self._null, None)
-            self._check = None
-            quiet.setLevel(level)
-
-
 # The KV cache's key types (ggml type ids). Keys only: quantized values need flash attention,
 # which on this CPU evaluated prompts 41 % slower (33.8 vs 57.2 tok/s, 2,400 tokens, default
 # model, 2 threads). q8_0 keys, measured the same way: 1386 → 1333 MB resident after load,
@@ -210,25 +70,6 @@ def default_threads() -> int:
     from models.profiles import auto_threads
 
     return auto_threads()
-
-
-# JSON strings may not hold raw control characters; llama-cpp-python's converter allows them
-# (``[^"\\]``), which lets a model write a newline that breaks the JSON. llama.cpp's own rule:
-_STRICT_CHAR_RULE = (
-    r'char ::= [^"\\\x7F\x00-\x1F] | [\\] (["\\/bfnrt] | '
-    r'"u" [0-9a-fA-F] [0-9a-fA-F] [0-9a-fA-F] [0-9a-fA-F])'
-)
-
-
-def schema_grammar(schema: dict[str, Any]) -> str:
-    """A GBNF grammar that admits exactly the JSON documents of ``schema``."""
-    from llama_cpp.llama_grammar import json_schema_to_gbnf
-
-    gbnf = json_schema_to_gbnf(json.dumps(schema))
-    lines = [
-        (_STRICT_CHAR_RULE if line.startswith("char ::=") else line) for line in gbnf.splitlines()
-    ]
-    return "\n".join(lines) + "\n"
 
 
 class LlamaChatModel:
@@ -677,95 +518,8 @@ class LlamaChatModel:
     ) -> dict[str, Any]:
         return self._constrained(self.render(messages), schema, timeout, max_tokens, cancel)
 
-    def choice_probabilities(
-        self,
-        messages: list[Message],
-        key: str,
-        options: list[str],
-        timeout: float | None = None,
-        cancel: threading.Event | None = None,
-    ) -> dict[str, float]:
-        """:meth:`core.llm.ChoiceModel.choice_probabilities`. Each answer is the whole JSON
-        text ``{"key": "option"}`` tokenized as the tokenizer cuts it (a prompt ending in the
-        opening quote would force a cut the model rarely saw: measured on the default model,
-        such a prefix gave "no longer true" 0.35 where greedy decoding wrote it). The prompt and
-        the answers' common first tokens are evaluated once (reusing the cache as a generation
-        would), then each answer's remaining tokens are scored one by one from the logits;
-        log P(answer) is their sum, normalised among the options. Interruptible like a
-        structured call with a cancel."""
-        if len(options) < 2:
-            raise ModelError("a choice needs at least two options")
-        prompt = self.tokenize(self.render(messages))
-        seqs = [
-            self._llm.tokenize(
-                json.dumps({key: o}, ensure_ascii=False).encode("utf-8"),
-                add_bos=False,
-                special=False,
-            )
-            for o in options
-        ]
-        common = 0
-        while all(len(q) > common + 1 and q[common] == seqs[0][common] for q in seqs):
-            common += 1
-        tokens = prompt + seqs[0][:common]
-        if len(tokens) + max(len(q) for q in seqs) >= self.context_size:
-            raise ModelError(
-                f"the prompt has {len(tokens)} tokens; the context holds {self.context_size}"
-            )
-        deadline = None if timeout is None else time.monotonic() + timeout
-        t0 = time.perf_counter()
-
-        def abort() -> bool:
-            if deadline is not None and time.monotonic() > deadline:
-                return True
-            return cancel is not None and cancel.is_set()
-
-        with self._model():
-            llm = self._llm
-            keep = self._reuse_cache(tokens)
-            self._abort = abort
-            logps: list[float] = []
-            try:
-                with self._interruptible(abort):
-                    llm.eval(tokens[keep:])
-                    evaluated = self._eval_count
-                    base = llm.n_tokens
-                    first = self._last_log_probs()
-                    for seq in seqs:
-                        rest = seq[common:]
-                        lp = float(first[rest[0]])
-                        llm.n_tokens = base
-                        for prev, nxt in zip(rest, rest[1:], strict=False):
-                            llm.eval([prev])
-                            lp += float(self._last_log_probs()[nxt])
-                        logps.append(lp)
-                    llm.n_tokens = len(prompt)  # the cache holds the prompt, as after a call
-            except _Abort:
-                raise ModelError("the choice was cancelled or timed out") from None
-            finally:
-                self._abort = None
-        top = max(logps)
-        weights = [math.exp(lp - top) for lp in logps]
-        total = sum(weights)
-        self.last_done = Done(
-            prompt_tokens=len(tokens),
-            evaluated_tokens=evaluated,
-            completion_tokens=0,
-            seconds=time.perf_counter() - t0,
-            extra={"cached_tokens": len(tokens) - evaluated, "model": self.name},
-        )
-        return {o: w / total for o, w in zip(options, weights, strict=True)}
-
-    def _last_log_probs(self) -> Any:
-        """Log-softmax of the logits of the last token evaluated (llama.cpp keeps them for the
-        last token of each batch when logits_all is off)."""
-        import numpy as np
-
-        logits = np.ctypeslib.as_array(
-            self._llm._ctx.get_logits(), shape=(self._llm.n_vocab(),)
-        ).astype(np.float64)
-        top = logits.max()
-        return logits - top - np.log(np.exp(logits - top).sum())
+    # scored from the logits: :func:`models.choice_scoring.choice_probabilities`
+    choice_probabilities = choice_probabilities
 
     def _constrained(
         self,

@@ -1,4 +1,4 @@
-"""Schema → grammar for constrained decoding (models/llama.py), without loading a model.
+"""Schema → grammar for constrained decoding (models/gbnf.py), without loading a model.
 
 SPEC §7: sleep's plan is forced with JSON-schema constrained decoding; SPEC §11: malformed model
 output must not reach the store — so the grammar may only admit valid JSON."""
@@ -9,7 +9,7 @@ import pytest
 
 pytest.importorskip("llama_cpp")
 
-from models.llama import _STRICT_CHAR_RULE, schema_grammar  # noqa: E402
+from models.gbnf import _STRICT_CHAR_RULE, schema_grammar  # noqa: E402
 
 
 def test_strings_cannot_hold_raw_control_characters():

@@ -16,7 +16,8 @@ from core.llm import ChatModel, Done, ModelError, TextDelta, ToolCall
 from core.memory import tools as memtools
 from models import packaged
 from models.chat_template import prepare_messages, tools_system_block
-from models.llama import KV_TYPES, KVSnapshots, LlamaChatModel, load_chat_model
+from models.kv_snapshots import KVSnapshots
+from models.llama import KV_TYPES, LlamaChatModel, load_chat_model
 
 pytestmark = pytest.mark.real_model
 
@@ -334,7 +335,7 @@ def test_a_cancelled_background_call_stops_within_a_small_batch(qwen):
     checks its cancel every INTERRUPTIBLE_BATCH prompt tokens, so a cancel set while a long
     prompt is evaluated stops it after at most one small batch; the model then answers the
     next call normally."""
-    from models.llama import INTERRUPTIBLE_BATCH
+    from models.abort_hook import INTERRUPTIBLE_BATCH
 
     cancel = threading.Event()
     seen: list[int] = []
