@@ -13,6 +13,7 @@ from core import ManualClock, Memory, MemoryConfig
 from core.config import SleepConfig
 from core.llm import ToolCall
 from core.sleep import Sleeper
+from core.sleep.journal import PhaseLog
 from tests.fake_llm import ScriptedLLM
 
 DAY = 86_400.0
@@ -64,6 +65,10 @@ def set_kind(rid: int, kind: str, why: str = "recalibrated") -> dict[str, Any]:
 
 def set_importance(rid: int, importance: int, why: str = "recalibrated") -> dict[str, Any]:
     return {"op": "set_importance", "id": rid, "importance": importance, "why": why}
+
+
+def phase(run, name: str) -> PhaseLog:
+    return next(p for p in run.phases if p.name == name)
 
 
 def phase_of(tool: dict[str, Any]) -> str:
@@ -164,7 +169,8 @@ def open_memory(
 def sleeper(mem: Memory, planner, clock: ManualClock, **config: Any) -> Sleeper:
     config.setdefault("min_memories", 0)
     # these tests script whole plans: the planner protocol of review="plan" (the decisions of
-    # review="decide" are tested in test_sleep_decisions.py)
+    # review="decide" are tested with tests/decide_kit.py in test_sleep_decisions.py and the
+    # rule modules it names)
     config.setdefault("review", "plan")
     return Sleeper(mem, planner, SleepConfig(**config), clock)
 

@@ -9,7 +9,7 @@ import json
 
 import pytest
 
-from tests import probekit, probekit_cli
+from tests import probekit_cli, probekit_http
 
 
 @pytest.fixture(scope="module")
@@ -33,7 +33,7 @@ def _failures(rep: dict) -> str:
 
 
 def test_every_probe_ran(report):
-    assert report["http_probes"] == len(probekit.HTTP_PROBES)
+    assert report["http_probes"] == len(probekit_http.HTTP_PROBES)
     assert report["cli_probes"] == len(probekit_cli.CLI_PROBES)
     assert len(report["probes"]["outcomes"]) == report["http_probes"] + report["cli_probes"]
     assert report["kills"] == 0 and report["soak"] is None  # --only probes ran nothing else

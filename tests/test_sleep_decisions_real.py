@@ -12,8 +12,8 @@ import pytest
 
 from core import ManualClock
 from core.privacy import OWNER_TRUSTED
+from tests.decide_kit import CORPUS
 from tests.sleep_kit import T0, load, open_memory, sleeper
-from tests.test_sleep_decisions import CORPUS
 
 pytestmark = pytest.mark.real_model
 
@@ -124,7 +124,7 @@ def test_a_closed_choice_is_read_with_probabilities_from_a_cold_or_a_warm_cache(
     just written against the answer "same fact" — seen on this model, P(same fact) 0.85 and
     generate_json wrote "different facts".)"""
     from core.sleep import questions
-    from tests.test_sleep_decisions import _rec
+    from tests.decide_kit import _rec
 
     a = _rec(1, "The owner's dog is a beagle named Toffee")
     b = _rec(2, "Owner has a beagle called Toffee")
