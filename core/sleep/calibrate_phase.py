@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import hashlib
 from collections import Counter
-from collections.abc import Callable
+from typing import Any
 
 from core.config import MemoryConfig
 from core.memory.prompt_section import CORE_HEADER
@@ -21,10 +21,9 @@ from core.memory.prompt_section import line as prompt_line
 from core.recall.score import half_life_of
 from core.sleep import decisions, ops, questions
 from core.sleep.apply import Proposal, Safeguards
-from core.sleep.journal import PhaseLog
-from core.sleep.phase import STAGE, apply_phase, plan_log, transient_ids
+from core.sleep.phase import apply_phase, no_call_reason, plan_log, skip_phase, transient_ids
 from core.sleep.plan import calibrate_messages, calibrate_tool
-from core.sleep.stage import StageContext
+from core.sleep.stage import PhaseClock, StageContext
 from core.store.records import GLOBAL_SCOPE, Kind, Record
 
 CALIBRATE_META = "sleep:calibrate:fingerprint"
@@ -128,22 +127,13 @@ def calibrate(ctx: StageContext) -> None:
         corpus = ctx.read_corpus().records
         fp = fingerprint(corpus)
         if ctx.store.meta_get(CALIBRATE_META) == fp:
-            ctx.journal(
-                PhaseLog(
-                    STAGE,
-                    "calibrate",
-                    "skipped",
-                    elapsed(),
-                    0,
-                    [],
-                    [],
-                    "nothing changed since the last review: no model call",
-                )
+            skip_phase(
+                ctx, "calibrate", elapsed, "nothing changed since the last review: no model call"
             )
             return
-        if ctx.planner is None or ctx.calls_left == 0:
-            why = "no planner model is available" if ctx.planner is None else "max_calls reached"
-            ctx.journal(PhaseLog(STAGE, "calibrate", "skipped", elapsed(), 0, [], [], why))
+        why = no_call_reason(ctx)
+        if why is not None:
+            skip_phase(ctx, "calibrate", elapsed, why)
             return
         core_chars = core_usage(corpus, now)
         core_budget = int(mem.config.prompt_budget * mem.config.core_share)
@@ -153,17 +143,11 @@ def calibrate(ctx: StageContext) -> None:
             # (1.5B, load ~9) and changed nothing
             proposed = calibrate_proposals(corpus, mem.config, now, core_chars, core_budget)
             if not proposed:
-                ctx.journal(
-                    PhaseLog(
-                        STAGE,
-                        "calibrate",
-                        "skipped",
-                        elapsed(),
-                        0,
-                        [],
-                        [],
-                        "no record to promote, demote or recalibrate by arithmetic: no model call",
-                    )
+                skip_phase(
+                    ctx,
+                    "calibrate",
+                    elapsed,
+                    "no record to promote, demote or recalibrate by arithmetic: no model call",
                 )
                 if not ctx.dry_run:
                     ctx.store.meta_set(CALIBRATE_META, fp)
@@ -174,24 +158,11 @@ def calibrate(ctx: StageContext) -> None:
             return
         shown = compact_selection(corpus, ctx.config.calibrate_chars)
         if not shown:
-            ctx.journal(
-                PhaseLog(
-                    STAGE,
-                    "calibrate",
-                    "skipped",
-                    elapsed(),
-                    0,
-                    [],
-                    [],
-                    "nothing to review (every record is pinned)",
-                )
-            )
+            skip_phase(ctx, "calibrate", elapsed, "nothing to review (every record is pinned)")
             return
         ids = [r.id for r in shown]
-        versions = {r.id: ops.version_of(r) for r in shown}
         hist = Counter(r.importance for r in corpus.values())
         ctx.progress("calibrate", 0, 1, f"{len(shown)} of {len(corpus)} record(s)")
-        c0 = ctx.calls
         res = ctx.call(
             calibrate_messages(
                 ctx.persona,
@@ -207,59 +178,41 @@ def calibrate(ctx: StageContext) -> None:
         )
         ctx.progress("calibrate", 1, 1, "applying")
         plans = [plan_log(res, shown=len(shown), core_chars=core_chars, core_budget=core_budget)]
-        proposals = (
-            [Proposal(raw, frozenset(ids), versions) for raw in res.plan.ops]
-            if res.plan is not None
-            else []
-        )
         note = (
             f"{len(shown)} of {len(corpus)} record(s) shown; core uses {core_chars} of "
             f"{core_budget} characters"
         )
         if res.plan is None:
             note += f"; the call failed ({res.error}): nothing changed"
-        guard = Safeguards(
-            mem,
-            ctx.config,
-            ctx.budget,
-            "calibrate",
+        _apply_calibration(
+            ctx,
             corpus,
             now,
+            shown,
+            [] if res.plan is None else res.plan.ops,
+            plans,
+            elapsed,
+            note,
+            failed=res.plan is None,
+            settle=res.plan is not None,
             core_chars=core_chars,
             core_budget=core_budget,
         )
-        result = apply_phase(
-            ctx,
-            guard,
-            proposals,
-            "calibrate",
-            plans,
-            elapsed,
-            ctx.calls - c0,
-            note,
-            failed=res.plan is None,
-        )
-        if res.plan is not None and not ctx.dry_run and not transient_ids(result):
-            ctx.store.meta_set(CALIBRATE_META, fingerprint(ctx.read_corpus().records))
 
 
 def calibrate_decide(
     ctx: StageContext,
     corpus: dict[int, Record],
     proposed: list[tuple[Record, str]],
-    elapsed: Callable[[], float],
+    elapsed: PhaseClock,
     core_chars: int,
     core_budget: int,
 ) -> None:
     """Phase 5 with ``review = "decide"``: one small question per record the arithmetic
     proposed (:func:`calibrate_proposals`), applied through the same safeguards. Measured on
     dev (1.5B, load ~5): the open-ended call took over 3 minutes for 2 records."""
-    mem = ctx.memory
-    now = mem.clock.now()
-    ids = [r.id for r, _ in proposed]
-    versions = {r.id: ops.version_of(r) for r, _ in proposed}
+    now = ctx.memory.clock.now()
     ctx.progress("calibrate", 0, len(proposed), f"{len(proposed)} of {len(corpus)} record(s)")
-    c0 = ctx.calls
     tally = decisions.Tally()
     raw, log, failed = decisions.decide_calibration(proposed, now, ctx.decide, tally)
     ctx.progress("calibrate", len(proposed), len(proposed), "applying")
@@ -270,9 +223,45 @@ def calibrate_decide(
     if failed:
         note += f"; {failed} question(s) failed (nothing changed for them)"
     plans = [{"decisions": log, "core_chars": core_chars, "core_budget": core_budget}]
-    proposals = [Proposal(op, frozenset(ids), versions) for op in raw]
+    _apply_calibration(
+        ctx,
+        corpus,
+        now,
+        [r for r, _ in proposed],
+        raw,
+        plans,
+        elapsed,
+        note,
+        failed=failed == len(proposed),
+        settle=not failed,
+        core_chars=core_chars,
+        core_budget=core_budget,
+    )
+
+
+def _apply_calibration(
+    ctx: StageContext,
+    corpus: dict[int, Record],
+    now: float,
+    shown: list[Record],
+    raw_ops: list[dict[str, Any]],
+    plans: list[dict[str, Any]],
+    elapsed: PhaseClock,
+    note: str,
+    *,
+    failed: bool,
+    settle: bool,
+    core_chars: int,
+    core_budget: int,
+) -> None:
+    """Phase 5's ops, however they were asked for (one planner call or one question a
+    record), through the same safeguards: each op only on the records ``shown``, as they were
+    when shown. When every answer came (``settle``) and nothing was refused for a passing
+    reason, the corpus's fingerprint is kept: an unchanged corpus is not reviewed again."""
+    ids = frozenset(r.id for r in shown)
+    versions = {r.id: ops.version_of(r) for r in shown}
     guard = Safeguards(
-        mem,
+        ctx.memory,
         ctx.config,
         ctx.budget,
         "calibrate",
@@ -281,16 +270,7 @@ def calibrate_decide(
         core_chars=core_chars,
         core_budget=core_budget,
     )
-    result = apply_phase(
-        ctx,
-        guard,
-        proposals,
-        "calibrate",
-        plans,
-        elapsed,
-        ctx.calls - c0,
-        note,
-        failed=failed == len(proposed),
-    )
-    if not failed and not ctx.dry_run and not transient_ids(result):
+    proposals = [Proposal(op, ids, versions) for op in raw_ops]
+    result = apply_phase(ctx, guard, proposals, plans, elapsed, note, failed=failed)
+    if settle and not ctx.dry_run and not transient_ids(result):
         ctx.store.meta_set(CALIBRATE_META, fingerprint(ctx.read_corpus().records))

@@ -16,9 +16,16 @@ from core.config import MemoryConfig
 from core.recall.score import half_life_of
 from core.sleep import candidates, decisions, journal, ops
 from core.sleep.apply import Applied, Proposal, Safeguards
-from core.sleep.journal import PhaseLog
 from core.sleep.ops import SleepTxn
-from core.sleep.phase import MARK_FORGET, STAGE, ClusterState, apply_phase, plan_log, transient_ids
+from core.sleep.phase import (
+    MARK_FORGET,
+    ClusterState,
+    apply_phase,
+    no_call_reason,
+    plan_log,
+    skip_phase,
+    transient_ids,
+)
 from core.sleep.plan import forget_messages, forget_tool
 from core.sleep.stage import StageContext
 from core.store.records import Kind, Record
@@ -83,54 +90,25 @@ def forgetting(ctx: StageContext, state: ClusterState) -> None:
             note = "no forgetting candidates"
             if held:
                 note += f"; {len(held)} faded record(s) held back (they still matter)"
-            ctx.journal(
-                PhaseLog(
-                    STAGE,
-                    "forgetting",
-                    "skipped",
-                    elapsed(),
-                    0,
-                    [{"held": held}] if held else [],
-                    [],
-                    note,
-                )
-            )
+            skip_phase(ctx, "forgetting", elapsed, note, [{"held": held}] if held else None)
             return
-        if ctx.planner is None or ctx.calls_left == 0:
-            why = "no planner model is available" if ctx.planner is None else "max_calls reached"
-            ctx.journal(
-                PhaseLog(
-                    STAGE,
-                    "forgetting",
-                    "skipped",
-                    elapsed(),
-                    0,
-                    [],
-                    [],
-                    f"{len(cands)} candidate(s); {why}",
-                )
-            )
+        why = no_call_reason(ctx)
+        if why is not None:
+            skip_phase(ctx, "forgetting", elapsed, f"{len(cands)} candidate(s); {why}")
             return
         room = ctx.budget.max_forget - ctx.budget.forgotten  # resolved contradictions count
         if decide and room <= 0:  # nothing more may be forgotten tonight: ask nothing (measured
             # on the 130-memory corpus: 12 questions asked whose answers the cap then refused)
-            ctx.journal(
-                PhaseLog(
-                    STAGE,
-                    "forgetting",
-                    "skipped",
-                    elapsed(),
-                    0,
-                    [],
-                    [],
-                    f"{len(cands)} candidate(s) wait for the next night "
-                    f"(max_forget {ctx.budget.max_forget} reached)",
-                )
+            skip_phase(
+                ctx,
+                "forgetting",
+                elapsed,
+                f"{len(cands)} candidate(s) wait for the next night "
+                f"(max_forget {ctx.budget.max_forget} reached)",
             )
             return
         batches = [cands[i : i + MAX_FORGET_LIST] for i in range(0, len(cands), MAX_FORGET_LIST)]
         batches = batches[: ctx.calls_left]
-        c0 = ctx.calls
         tally = decisions.Tally()
         plans: list[dict[str, Any]] = []
         proposals: list[Proposal] = []
@@ -190,10 +168,8 @@ def forgetting(ctx: StageContext, state: ClusterState) -> None:
             ctx,
             guard,
             proposals,
-            "forgetting",
             plans,
             elapsed,
-            ctx.calls - c0,
             note,
             failed=not answered,
             after=mark,

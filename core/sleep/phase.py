@@ -1,8 +1,8 @@
 """What the phases of the ``memory`` stage share (SPEC §7): the stage's name in the journal,
 when a record counts as settled, the cluster state that clustering hands to the review and the
-forgetting, the journal entry of one planner call, and applying a phase — its ops judged by
-the safeguards (:mod:`core.sleep.apply`) and written in one transaction with its journal entry
-(in a dry run, judged and journaled as planned).
+forgetting, the journal entry of one planner call or of a skipped phase, and applying a phase —
+its ops judged by the safeguards (:mod:`core.sleep.apply`) and written in one transaction with
+its journal entry (in a dry run, judged and journaled as planned).
 """
 
 from __future__ import annotations
@@ -16,11 +16,12 @@ from core.sleep.clustering import Clustering
 from core.sleep.journal import PhaseLog
 from core.sleep.ops import SleepTxn
 from core.sleep.plan import CallResult
-from core.sleep.stage import StageContext
+from core.sleep.stage import PhaseClock, StageContext
 from core.store.records import Record
 
 STAGE = "memory"
 MARK_FORGET = "forgetting"  # the marks of records not to offer for forgetting again yet
+NO_PLANNER = "no planner model is available"  # why a phase was skipped, in the journal
 
 
 def settled(r: Record) -> bool:
@@ -48,20 +49,40 @@ def plan_log(res: CallResult, **extra: Any) -> dict[str, Any]:
     return out
 
 
+def skip_phase(
+    ctx: StageContext,
+    name: str,
+    elapsed: PhaseClock,
+    note: str,
+    plans: list[dict[str, Any]] | None = None,
+) -> None:
+    """Journal a phase that stops before any model call, changing nothing; ``note`` says why
+    (the owner reads it in the night's journal)."""
+    ctx.journal(PhaseLog(STAGE, name, "skipped", elapsed(), 0, plans or [], [], note))
+
+
+def no_call_reason(ctx: StageContext) -> str | None:
+    """Why a phase that needs a model call cannot make one tonight, or None when it can."""
+    if ctx.planner is None:
+        return NO_PLANNER
+    if ctx.calls_left == 0:
+        return "max_calls reached"
+    return None
+
+
 def apply_phase(
     ctx: StageContext,
     guard: Safeguards,
     proposals: Sequence[Proposal],
-    name: str,
     plans: list[dict[str, Any]],
-    elapsed: Callable[[], float],
-    calls: int,
+    elapsed: PhaseClock,
     note: str,
     failed: bool,
     after: Callable[[SleepTxn, Applied], None] | None = None,
 ) -> Applied:
     """Judge and apply one phase's ops in one transaction with its journal (or, in a dry
-    run, judge and journal them as planned)."""
+    run, judge and journal them as planned). The phase is the one ``guard`` judges for."""
+    name = guard.phase
     screened = guard.screen(proposals)
     if ctx.dry_run:
         result = guard.apply(None, screened)
@@ -71,7 +92,7 @@ def apply_phase(
                 name,
                 "failed" if failed else "planned",
                 elapsed(),
-                calls,
+                elapsed.calls,
                 plans,
                 result.ops,
                 note,
@@ -90,7 +111,7 @@ def apply_phase(
                 name,
                 "failed" if failed else "applied",
                 elapsed(),
-                calls,
+                elapsed.calls,
                 plans,
                 result.ops,
                 note,

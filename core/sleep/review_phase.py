@@ -19,9 +19,16 @@ import numpy as np
 from core.embedding import primary_rows
 from core.sleep import candidates, clustering, decisions, gate, journal, ops
 from core.sleep.apply import Applied, Proposal, Safeguards, is_young, op_ids
-from core.sleep.journal import PhaseLog
 from core.sleep.ops import SleepTxn
-from core.sleep.phase import MARK_FORGET, STAGE, ClusterState, apply_phase, plan_log, settled
+from core.sleep.phase import (
+    MARK_FORGET,
+    NO_PLANNER,
+    ClusterState,
+    apply_phase,
+    plan_log,
+    settled,
+    skip_phase,
+)
 from core.sleep.plan import review_messages, review_tool
 from core.sleep.stage import StageContext
 from core.store.records import Record
@@ -32,6 +39,21 @@ def _priority(c: tuple[int, ...], corpus: dict[int, Record]) -> tuple:
     return (-fresh, -max(corpus[i].updated_at for i in c), c)
 
 
+ALL_SETTLED = "every cluster is settled: no model call"  # the journal's note, either way
+
+
+def _mark_reviewed(
+    tx: SleepTxn,
+    result: Applied,
+    answered: dict[int, tuple[int, ...]],
+    versions: dict[int, tuple],
+) -> None:
+    """Mark settled, as of the versions shown, the records of every answered cluster but those
+    where an op was refused for a passing reason (that cluster is reviewed again)."""
+    done = [i for unit, c in answered.items() if unit not in result.blocked_units for i in c]
+    ops.mark_consolidated(tx, done, versions)
+
+
 def review(ctx: StageContext, state: ClusterState) -> None:
     if ctx.config.review == "decide":
         review_decide(ctx, state)
@@ -39,38 +61,15 @@ def review(ctx: StageContext, state: ClusterState) -> None:
     mem = ctx.memory
     with ctx.phase("review") as elapsed:
         if not state.unsettled:
-            ctx.journal(
-                PhaseLog(
-                    STAGE,
-                    "review",
-                    "skipped",
-                    elapsed(),
-                    0,
-                    [],
-                    [],
-                    "every cluster is settled: no model call",
-                )
-            )
+            skip_phase(ctx, "review", elapsed, ALL_SETTLED)
             return
         if ctx.planner is None:
-            ctx.journal(
-                PhaseLog(
-                    STAGE,
-                    "review",
-                    "skipped",
-                    elapsed(),
-                    0,
-                    [],
-                    [],
-                    "no planner model is available",
-                )
-            )
+            skip_phase(ctx, "review", elapsed, NO_PLANNER)
             return
         order = sorted(state.unsettled, key=lambda c: _priority(c, state.corpus))
         todo = order[: ctx.calls_left]
         waiting = len(order) - len(todo)
         now = mem.clock.now()
-        c0 = ctx.calls
         proposals: list[Proposal] = []
         plans: list[dict[str, Any]] = []
         versions: dict[int, tuple] = {}
@@ -97,18 +96,15 @@ def review(ctx: StageContext, state: ClusterState) -> None:
             note += f"; {waiting} cluster(s) wait for the next night (max_calls)"
 
         def mark(tx: SleepTxn, result: Applied) -> None:
-            ids = [i for unit, c in answered.items() if unit not in result.blocked_units for i in c]
-            ops.mark_consolidated(tx, ids, versions)
+            _mark_reviewed(tx, result, answered, versions)
 
         guard = Safeguards(mem, ctx.config, ctx.budget, "review", state.corpus, now)
         apply_phase(
             ctx,
             guard,
             proposals,
-            "review",
             plans,
             elapsed,
-            ctx.calls - c0,
             note,
             failed=not answered,
             after=mark,
@@ -173,18 +169,7 @@ def review_decide(ctx: StageContext, state: ClusterState) -> None:
     mem = ctx.memory
     with ctx.phase("review") as elapsed:
         if ctx.planner is None:
-            ctx.journal(
-                PhaseLog(
-                    STAGE,
-                    "review",
-                    "skipped",
-                    elapsed(),
-                    0,
-                    [],
-                    [],
-                    "no planner model is available",
-                )
-            )
+            skip_phase(ctx, "review", elapsed, NO_PLANNER)
             return
         now = mem.clock.now()
         corpus = state.corpus
@@ -205,22 +190,10 @@ def review_decide(ctx: StageContext, state: ClusterState) -> None:
         units = [u for u in units if not all(settled(corpus[i]) for i in u)]
         order = sorted(units, key=lambda c: _priority(c, corpus))
         if not order:
-            ctx.journal(
-                PhaseLog(
-                    STAGE,
-                    "review",
-                    "skipped",
-                    elapsed(),
-                    0,
-                    [],
-                    [],
-                    "every cluster is settled: no model call",
-                )
-            )
+            skip_phase(ctx, "review", elapsed, ALL_SETTLED)
             return
         similar = similar_fn(ctx, state)
         tally = decisions.Tally()
-        c0 = ctx.calls
         proposals: list[Proposal] = []
         plans: list[dict[str, Any]] = []
         versions: dict[int, tuple] = {}
@@ -319,10 +292,7 @@ def review_decide(ctx: StageContext, state: ClusterState) -> None:
         note += f"; candidates found in {found_in:.2f} s"
 
         def mark(tx: SleepTxn, result: Applied) -> None:
-            done = [
-                i for unit, c in answered.items() if unit not in result.blocked_units for i in c
-            ]
-            ops.mark_consolidated(tx, done, versions)
+            _mark_reviewed(tx, result, answered, versions)
             # records an op of this night named (e.g. the events a fact was derived from) are
             # not forgetting candidates until a half-life has passed, like a kept candidate
             named = {i for o in result.ops if o.applied for i in o.ids}
@@ -343,10 +313,8 @@ def review_decide(ctx: StageContext, state: ClusterState) -> None:
             ctx,
             guard,
             proposals,
-            "review",
             plans,
             elapsed,
-            ctx.calls - c0,
             note,
             failed=not answered and unanswered > 0,
             after=mark,

@@ -39,23 +39,20 @@ from core.memory.tools import ToolResult
 from core.privacy import TurnContext
 from core.sleep import journal
 from core.sleep.apply import NightBudget
-from core.sleep.journal import Journal, OpLog, PhaseLog, SleepProgress, SleepRun
+from core.sleep.journal import Journal, PhaseLog, SleepProgress, SleepRun
 from core.sleep.memory_stage import memory_stage
-from core.sleep.plan import Woken, resolve_planner
+from core.sleep.plan import Woken
 from core.sleep.stage import StageContext
 
+# what this module defines for others; the package's API (with the journal's records, the
+# stage context and the planner chain) is gathered once, in core/sleep/__init__.py
 __all__ = [
     "CONSOLIDATE_TOOL",
+    "STAGES",
     "AlreadySleeping",
-    "OpLog",
-    "PhaseLog",
-    "SleepProgress",
-    "SleepRun",
     "Sleeper",
-    "StageContext",
     "consolidate_tool",
     "register_stage",
-    "resolve_planner",
 ]
 
 log = logging.getLogger("eva.sleep")

@@ -47,6 +47,24 @@ class Corpus:
                 self.records.pop(rid, None)
 
 
+class PhaseClock:
+    """What a phase's journal entry reports of its cost: called, the seconds since the phase
+    began; ``calls``, the planner calls made since (counted here, once, for every entry the
+    phase may end with: applied, planned, failed or discarded)."""
+
+    def __init__(self, ctx: StageContext) -> None:
+        self._ctx = ctx
+        self._t0 = time.perf_counter()
+        self._c0 = ctx.calls
+
+    def __call__(self) -> float:
+        return time.perf_counter() - self._t0
+
+    @property
+    def calls(self) -> int:
+        return self._ctx.calls - self._c0
+
+
 @dataclass
 class StageContext:
     memory: Memory
@@ -170,15 +188,11 @@ class StageContext:
             self.corpus.refresh(self.memory, changed)
 
     @contextmanager
-    def phase(self, name: str) -> Iterator[Callable[[], float]]:
-        """Run a phase; yields a timer. A wake-up inside journals it as discarded (nothing of
-        it applied) and stops the stage; an unexpected error journals it as failed."""
-        t0 = time.perf_counter()
-        c0 = self.calls
-
-        def elapsed() -> float:
-            return time.perf_counter() - t0
-
+    def phase(self, name: str) -> Iterator[PhaseClock]:
+        """Run a phase; yields its clock (seconds, and planner calls, so far). A wake-up inside
+        journals it as discarded (nothing of it applied) and stops the stage; an unexpected
+        error journals it as failed."""
+        elapsed = PhaseClock(self)
         try:
             yield elapsed
         except Woken:
@@ -188,7 +202,7 @@ class StageContext:
                     name,
                     "discarded",
                     elapsed(),
-                    self.calls - c0,
+                    elapsed.calls,
                     [],
                     [],
                     "woken: this phase was discarded",
@@ -202,7 +216,7 @@ class StageContext:
                     name,
                     "failed",
                     elapsed(),
-                    self.calls - c0,
+                    elapsed.calls,
                     [],
                     [],
                     f"{type(e).__name__}: {e}"[:500],
