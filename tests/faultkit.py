@@ -292,6 +292,7 @@ def _summarise_base(path: Path) -> None:
     from core.chat.conversation import Conversation
     from core.chat.conversation_config import ConversationConfig
     from core.chat.transcript import Transcript
+    from tests.chat_kit import tui_message
     from tests.fake_llm import ScriptedLLM
 
     _base(path)
@@ -315,19 +316,7 @@ def _summarise_base(path: Path) -> None:
         )
     ]
     ids = [
-        tr.add(
-            "default",
-            "tui",
-            t,
-            role,
-            text,
-            private_ok=True,
-            status="ok",
-            tokens=8,
-            at=T0 + n,
-            meta=meta,
-            chat_id=conv.chat_id,
-        )
+        tui_message(tr, t, role, text, chat_id=conv.chat_id, at=T0 + n, tokens=8, meta=meta)
         for n, (t, role, text, meta) in enumerate(rows)
     ]
     conv.chats.set_window_start(conv.chat_id, ids[-1] + 1)
@@ -339,20 +328,9 @@ def _op_summarise(mem) -> Any:
     (extraction), then its summary, tier by tier."""
     from core.chat.conversation import Conversation
     from core.chat.conversation_config import ConversationConfig
-    from tests.test_summaries import SummaryLLM
+    from tests.test_summaries import OLGA_PLAN, SummaryLLM
 
-    plan = {
-        "ops": [
-            {
-                "op": "save",
-                "content": "My sister Olga lives in Riga",
-                "kind": "fact",
-                "importance": 3,
-                "private": False,
-            }
-        ]
-    }
-    conv = Conversation(mem, SummaryLLM([plan]), config=ConversationConfig())
+    conv = Conversation(mem, SummaryLLM([OLGA_PLAN]), config=ConversationConfig())
     return [(r.action, r.saved) for r in conv.summarise()]
 
 

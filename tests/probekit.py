@@ -191,8 +191,14 @@ def cli_env(tmp: Path, **extra: str) -> dict[str, str]:
     return env
 
 
+def under_umask_022(*cmd: str) -> list[str]:
+    """``cmd`` run by a shell with umask 022, the common default: what a probe finds
+    world-readable is then Eva's doing, not a permissive umask's."""
+    return ["sh", "-c", 'umask 022; exec "$@"', "sh", *cmd]
+
+
 def _eva_cmd(*args: str) -> list[str]:
-    return ["sh", "-c", 'umask 022; exec "$@"', "sh", sys.executable, "-m", "eva_tui.cli", *args]
+    return under_umask_022(sys.executable, "-m", "eva_tui.cli", *args)
 
 
 # ---------------------------------------------------------------------------- running

@@ -24,6 +24,7 @@ from tests.probekit import (
     cli_env,
     has_traceback,
     outcome,
+    under_umask_022,
 )
 
 
@@ -294,18 +295,14 @@ def cli_export_fail_no_part(tmp: Path) -> dict:
     _big_store(data / "memory.db", filler="\x01")
     size = sum(p.stat().st_size for p in data.iterdir())
     limit = size + 64 * 1024  # the store's own writes fit; the export (~700 kB) does not
-    wrapper = [
-        "sh",
-        "-c",
-        'umask 022; exec "$@"',
-        "sh",
+    wrapper = under_umask_022(
         sys.executable,
         "-c",
         "import resource, runpy, sys; "
         f"resource.setrlimit(resource.RLIMIT_FSIZE, ({limit}, {limit})); "
         "sys.argv = ['eva'] + sys.argv[1:]; "
         "runpy.run_module('eva_tui.cli', run_name='__main__')",
-    ]
+    )
     outdir = tmp / "out"
     outdir.mkdir()
     r = eva(tmp, "--data", str(data), "export", "-o", str(outdir / "export.jsonl"), wrapper=wrapper)
@@ -545,17 +542,13 @@ def cli_file_modes(tmp: Path) -> dict:
         eva(tmp, "--data", str(data), "export", "--private", "-o", str(tmp / "mine.jsonl")),
     ]
     tok = subprocess.run(
-        [
-            "sh",
-            "-c",
-            'umask 022; exec "$@"',
-            "sh",
+        under_umask_022(
             sys.executable,
             "-c",
             "import sys; from pathlib import Path; "
             "from eva_api.token import ensure_token; ensure_token(Path(sys.argv[1]))",
             str(data),
-        ],
+        ),
         env=cli_env(tmp),
         capture_output=True,
         text=True,

@@ -1,12 +1,17 @@
-"""A real uvicorn on a loopback port for the HTTP tests (no mocked server)."""
+"""A real uvicorn on a loopback port for the HTTP tests (no mocked server): in this process
+(:func:`running`) or as the `eva serve` command itself (:func:`eva_serve`)."""
 
 from __future__ import annotations
 
 import contextlib
+import socket
+import subprocess
+import sys
 import threading
 import time
 from collections.abc import Iterator
 from dataclasses import dataclass, replace
+from pathlib import Path
 
 import httpx
 
@@ -52,6 +57,51 @@ def running(services, data_dir, settings: ServeSettings | None = None) -> Iterat
         server.should_exit = True
         t.join(timeout=10)
         sock.close()
+
+
+def free_port() -> int:
+    """A loopback port nothing listens on right now."""
+    with socket.socket() as sk:
+        sk.bind(("127.0.0.1", 0))
+        return sk.getsockname()[1]
+
+
+def eva_serve(data: Path, env: dict[str, str]) -> tuple[subprocess.Popen, int]:
+    """`eva serve --no-chat` on the data folder ``data``, started as the owner starts it (its
+    own process, ``env`` its environment) on a free loopback port: the process (stdout and
+    stderr piped, text) and the port. The caller terminates it."""
+    port = free_port()
+    proc = subprocess.Popen(
+        [
+            sys.executable,
+            "-m",
+            "eva_tui.cli",
+            "--data",
+            str(data),
+            "serve",
+            "--port",
+            str(port),
+            "--no-chat",
+        ],
+        env=env,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+    return proc, port
+
+
+def first_answer(proc: subprocess.Popen, url: str, seconds: float = 30) -> httpx.Response:
+    """GET ``url`` of the server ``proc`` is starting, again until it answers (bounded; the
+    process must not die meanwhile)."""
+    deadline = time.monotonic() + seconds
+    while True:
+        try:
+            return httpx.get(url)
+        except httpx.ConnectError:
+            assert proc.poll() is None, proc.stderr.read() if proc.stderr else ""
+            assert time.monotonic() < deadline, "eva serve did not answer"
+            time.sleep(0.1)
 
 
 def sse_events(text: str) -> list[tuple[str, str]]:

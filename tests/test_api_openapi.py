@@ -17,6 +17,7 @@ from core.privacy import OWNER_TRUSTED
 from eva_api import schemas
 from eva_api.app import build_app
 from eva_api.guard import ServeSettings
+from tests.chat_kit import tui_message
 from tests.serve_kit import running
 from tests.test_serve import assert_error, make_services
 
@@ -113,18 +114,8 @@ def api(tmp_path):
     mem = s.memory
     mem.save("The owner's sister Anna lives in Kazan", OWNER_TRUSTED, private=True)
     chat = mem.attach(Chats).create("default", "tui", T0, "Trip").id
-    message = mem.attach(Transcript).add(
-        "default",
-        "tui",
-        "turn-1",
-        "user",
-        "We fly on 12 May",
-        private_ok=True,
-        status="ok",
-        tokens=5,
-        at=T0,
-        meta={},
-        chat_id=chat,
+    message = tui_message(
+        mem.attach(Transcript), "turn-1", "user", "We fly on 12 May", chat_id=chat, at=T0
     )
     with running(s, tmp_path) as r:
         yield r, f"/v1/chats/{chat}/messages/{message}", tmp_path / "memory.db"

@@ -35,20 +35,8 @@ MATRIX = [
     (OTH, U, GRP, False, False, False, False, True),  # somebody else in public
 ]
 IDS = [f"{s.value}-{f.value}-{a.value}" for s, f, a, *_ in MATRIX]
-
-PRIVATE = "Anna's diagnosis is asthma, treated by Dr Ivanova"
-SPORTS = ["swimming", "tennis", "skiing", "running", "yoga"]
-
-
-@pytest.fixture
-def stocked(mem) -> tuple[Memory, int, int, list[int]]:
-    core_priv = mem.save("Anna's salary is 300k", kind="core", private=True).id
-    priv = mem.save(PRIVATE, private=True).id
-    pub = [mem.save(f"Anna's sport number {i} is {s}").id for i, s in enumerate(SPORTS)]
-    return mem, core_priv, priv, pub
-
-
-@pytest.mark.parametrize(
+# the matrix's columns as a test's arguments: its properties and its behaviour read the same rows
+over_the_matrix = pytest.mark.parametrize(
     (
         "speaker",
         "surface",
@@ -62,6 +50,20 @@ def stocked(mem) -> tuple[Memory, int, int, list[int]]:
     MATRIX,
     ids=IDS,
 )
+
+PRIVATE = "Anna's diagnosis is asthma, treated by Dr Ivanova"
+SPORTS = ["swimming", "tennis", "skiing", "running", "yoga"]
+
+
+@pytest.fixture
+def stocked(mem) -> tuple[Memory, int, int, list[int]]:
+    core_priv = mem.save("Anna's salary is 300k", kind="core", private=True).id
+    priv = mem.save(PRIVATE, private=True).id
+    pub = [mem.save(f"Anna's sport number {i} is {s}").id for i, s in enumerate(SPORTS)]
+    return mem, core_priv, priv, pub
+
+
+@over_the_matrix
 def test_access_matrix_properties(
     speaker, surface, audience, sees_private, can_mutate, can_list, footnote, public_cut
 ):
@@ -79,20 +81,7 @@ def test_access_matrix_properties(
     ) == (sees_private, can_mutate, can_list, footnote, public_cut)
 
 
-@pytest.mark.parametrize(
-    (
-        "speaker",
-        "surface",
-        "audience",
-        "sees_private",
-        "can_mutate",
-        "can_list",
-        "footnote",
-        "public_cut",
-    ),
-    MATRIX,
-    ids=IDS,
-)
+@over_the_matrix
 def test_access_matrix_behaviour(
     stocked, speaker, surface, audience, sees_private, can_mutate, can_list, footnote, public_cut
 ):

@@ -19,6 +19,7 @@ from core.chat import imports as io
 from core.chat.chats import Chats
 from core.chat.export import export_chats
 from core.chat.transcript import Transcript
+from tests.chat_kit import tui_message
 
 T0 = 1_780_000_000.0
 FIX = Path(__file__).parent / "fixtures" / "chats"
@@ -201,18 +202,8 @@ def _chat(mem: Memory, title: str, lines: list[tuple[str, str, bool]]) -> int:
     chats, tr = mem.attach(Chats), mem.attach(Transcript)
     c = chats.create("default", "tui", T0, title).id
     for k, (role, text, private_ok) in enumerate(lines):
-        tr.add(
-            "default",
-            "tui",
-            f"t{c}-{k // 2}",
-            role,
-            text,
-            private_ok=private_ok,
-            status="ok",
-            tokens=3,
-            at=T0 + k,
-            meta={},
-            chat_id=c,
+        tui_message(
+            tr, f"t{c}-{k // 2}", role, text, chat_id=c, at=T0 + k, tokens=3, private_ok=private_ok
         )
     return c
 

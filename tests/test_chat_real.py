@@ -8,20 +8,14 @@ from core import OWNER_TRUSTED, PUBLIC
 from core.chat.conversation import Conversation
 from core.chat.conversation_config import ConversationConfig
 from core.chat.events import Token, TurnDone
+from tests.model_kit import module_model
 
 pytestmark = pytest.mark.real_model
 
 
 @pytest.fixture(scope="module")
 def qwen():
-    from models import packaged
-    from models.llama import load_chat_model
-
-    if not packaged.is_installed(packaged.TEST_CHAT_MODEL):
-        pytest.skip("packaged 0.5B model is not installed: run `make setup-dev`")
-    m = load_chat_model(packaged.TEST_CHAT_MODEL, n_ctx=4096, seed=0)
-    yield m
-    m.close()
+    yield from module_model(n_ctx=4096)
 
 
 def test_short_conversation_streams_and_reuses_the_prompt_prefix(mem, qwen):

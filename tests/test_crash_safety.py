@@ -89,36 +89,26 @@ class Op:
     expect: Callable[[object], None] = lambda res: None
 
 
+def _save_fact(content: str, **extra: object) -> Callable[[Memory, dict[str, int]], object]:
+    """A save as the model makes it (a fact of importance 3 in the owner's trusted turn): the
+    three save ops differ only in the text, which decides new record, reinforcement or update."""
+    return lambda m, ids: m.save(content, OWNER_TRUSTED, kind="fact", importance=3, **extra)
+
+
 OPS = [
     Op(
         "save-new",
-        lambda m, ids: m.save(
-            "Owner started learning the Go language in 2026",
-            OWNER_TRUSTED,
-            kind="fact",
-            importance=3,
-        ),
+        _save_fact("Owner started learning the Go language in 2026"),
         lambda res: res.status == "created" or pytest.fail(f"expected a new record, got {res}"),
     ),
     Op(
         "save-dedup-reinforce",
-        lambda m, ids: m.save(
-            "The owner's cat is called Murka and she likes fish",
-            OWNER_TRUSTED,
-            kind="fact",
-            importance=3,
-        ),
+        _save_fact("The owner's cat is called Murka and she likes fish"),
         lambda res: res.status == "reinforced" or pytest.fail(f"expected a dedup hit: {res}"),
     ),
     Op(
         "save-dedup-update",
-        lambda m, ids: m.save(
-            "The owner's cat is called Murka and she likes fish and milk",
-            OWNER_TRUSTED,
-            kind="fact",
-            importance=3,
-            private=True,
-        ),
+        _save_fact("The owner's cat is called Murka and she likes fish and milk", private=True),
         lambda res: res.status == "updated" or pytest.fail(f"expected a detailed dedup: {res}"),
     ),
     Op(
@@ -194,27 +184,55 @@ class Baseline:
     view_after: list
 
 
-@pytest.fixture(scope="module")
-def baselines(template, tmp_path_factory):
-    """For each op: the dump before and after a clean run, and how many statements it makes."""
+def clean_runs(
+    ops: list[Op],
+    template: tuple[Path, dict[str, int]],
+    tmp_path_factory: pytest.TempPathFactory,
+    dumper: Callable[[Path], dict] = dump,
+) -> dict[str, Baseline]:
+    """For each op: the dump (by ``dumper``) and the recall view before and after a clean run
+    on a copy of the template, and the statements it makes (one faulty run per statement)."""
     tpl, ids = template
     out = {}
-    for op in OPS:
+    for op in ops:
         path = _copy(tpl, tmp_path_factory.mktemp(f"clean-{op.name}"))
         plan = FaultPlan()
         mem = _open(path, plan)
-        before, view_before = dump(path), _recall_view(mem)
+        before, view_before = dumper(path), _recall_view(mem)
         plan.armed = True
         res = op.run(mem, ids)
         plan.armed = False
         op.expect(res)
         view_after = _recall_view(mem)
         mem.close()
-        after = dump(path)
+        after = dumper(path)
         assert after != before, f"{op.name} changed nothing"
         assert invariant_problems(path) == [], op.name
         out[op.name] = Baseline(before, after, list(plan.executed), view_before, view_after)
     return out
+
+
+def run_failing_at(
+    op: Op, template: tuple[Path, dict[str, int]], dest: Path, n: int, mode: str
+) -> tuple[Path, FaultPlan, Memory, bool]:
+    """``op`` run on a fresh copy of the template in ``dest`` with its statement ``n`` failing
+    (``mode``: once or dead): the copy, the plan (still armed), the Memory that saw the fault
+    (still open) and whether the op raised."""
+    tpl, ids = template
+    path = _copy(tpl, dest)
+    plan = FaultPlan(fail_at=n, mode=mode)
+    mem = _open(path, plan)
+    plan.armed = True
+    try:
+        op.run(mem, ids)
+    except sqlite3.Error:
+        return path, plan, mem, True
+    return path, plan, mem, False
+
+
+@pytest.fixture(scope="module")
+def baselines(template, tmp_path_factory):
+    return clean_runs(OPS, template, tmp_path_factory)
 
 
 def _state_name(state: dict, base: Baseline) -> str | None:
@@ -239,19 +257,11 @@ def test_transient_fault_at_every_statement_is_all_or_nothing(op, template, base
     either the whole change or none of it; the store's invariants hold; the failed Memory
     object's in-memory indexes did not move ahead of (or lag behind) the file; and the
     operation can simply be retried."""
-    tpl, ids = template
+    ids = template[1]
     base = baselines[op.name]
     assert len(base.statements) >= 3, base.statements
     for n in range(len(base.statements)):
-        path = _copy(tpl, tmp_path / f"n{n}")
-        plan = FaultPlan(fail_at=n, mode="once")
-        mem = _open(path, plan)
-        plan.armed = True
-        try:
-            op.run(mem, ids)
-            raised = False
-        except sqlite3.Error:
-            raised = True
+        path, plan, mem, raised = run_failing_at(op, template, tmp_path / f"n{n}", n, "once")
         plan.armed = False
         assert plan.fired, f"statement {n} of {op.name} was not reached"
         where = f"{op.name}: fault at statement {n} ({base.statements[n]})"
@@ -283,18 +293,9 @@ def test_crash_at_every_statement_is_all_or_nothing(op, template, baselines, tmp
     """SPEC §11: a crash at ANY statement (that statement and everything after it never reach
     the file, the connection is abandoned mid-transaction) leaves exactly the old or the new
     state, readable by a fresh ``Memory.open`` while the dead connection still exists."""
-    tpl, ids = template
     base = baselines[op.name]
     for n in range(len(base.statements)):
-        path = _copy(tpl, tmp_path / f"n{n}")
-        plan = FaultPlan(fail_at=n, mode="dead")
-        mem = _open(path, plan)
-        plan.armed = True
-        try:
-            op.run(mem, ids)
-            raised = False
-        except sqlite3.Error:
-            raised = True
+        path, plan, mem, raised = run_failing_at(op, template, tmp_path / f"n{n}", n, "dead")
         where = f"{op.name}: crash at statement {n} ({base.statements[n]})"
         # a fresh process opens the file while the dead one still holds its connection
         fresh = _open(path)

@@ -5,14 +5,13 @@ the real call (marker real_model)."""
 
 from __future__ import annotations
 
-import importlib.util
-
 import pytest
 
 from core import MemoryOpError
 from core.chat import drafts as dr
 from core.llm import ModelError
 from tests.fake_llm import ScriptedLLM
+from tests.model_kit import module_model
 
 SELECTED = [
     ("user", "My sister Lena moved to Yerevan last month."),
@@ -109,21 +108,11 @@ def test_a_model_failure_reaches_the_caller():
 
 
 # ---------------------------------------------------------------------------- a real model
-MODEL = "qwen2.5-coder-0.5b"
 
 
 @pytest.fixture(scope="module")
 def small_model():
-    if importlib.util.find_spec("llama_cpp") is None:
-        pytest.skip("llama-cpp-python is not installed")
-    from models import packaged
-    from models.llama import load_chat_model
-
-    if not packaged.is_installed(MODEL):
-        pytest.skip(f"packaged model {MODEL!r} is not installed: run `make setup-dev`")
-    m = load_chat_model(MODEL, seed=0, n_ctx=2048)
-    yield m
-    m.close()
+    yield from module_model(n_ctx=2048)
 
 
 @pytest.mark.real_model

@@ -67,6 +67,16 @@ def _forget_plan(*ids):
     return [{"ops": [{"op": "forget", "id": i, "why": "asked"} for i in ids]}]
 
 
+def _showing_every_memory(mem, reply: str, forget: list[int], channel: str = "tui"):
+    """A conversation whose memory step is shown every live memory, whatever recall finds, and
+    whose model asks to forget each of ``forget``: what stays is the check's doing alone."""
+    conv = Conversation(mem, ScriptedLLM([[reply]], plans=_forget_plan(*forget)), channel=channel)
+    conv.writer.related = lambda _t, _c: [
+        Related(r.id, "fact", "1d", r.content) for r in mem.list(OWNER_TRUSTED)
+    ]
+    return conv
+
+
 def test_a_forget_touches_only_what_the_owner_named(tmp_path):
     """Issue 26: "Actually forget the bike thing, I returned it to the shop." forgot the bike
     and "Моя бабушка Зоя в субботу празднует 90 лет…": once the bike was gone, the grandmother
@@ -133,12 +143,7 @@ def test_a_forget_of_one_of_two_similar_memories_keeps_the_other(mem):
     birthday = mem.save("Anna's birthday is on March 3, she loves tulips.", OWNER_TRUSTED).id
 
     def conv_showing_both(channel):
-        llm = ScriptedLLM([["Okay."]], plans=_forget_plan(birthday, home))
-        conv = Conversation(mem, llm, channel=channel)
-        conv.writer.related = lambda _t, _c: [  # both shown, whatever recall finds
-            Related(r.id, "fact", "1d", r.content) for r in mem.list(OWNER_TRUSTED)
-        ]
-        return conv
+        return _showing_every_memory(mem, "Okay.", [birthday, home], channel)
 
     fins = finished(run(conv_showing_both("a"), "Please forget that Anna lives in Tbilisi."))
     assert [f.result.ok for f in fins] == [False, True]
@@ -273,24 +278,7 @@ def test_a_forget_in_one_script_names_a_memory_in_the_other(mem):
     ).id
     other = mem.save("Hibs are my team, I have a season ticket.", OWNER_TRUSTED).id
     said = "Забудь про укулеле, я бросил после двух уроков."
-    conv = Conversation(
-        mem,
-        ScriptedLLM(
-            [["Хорошо, забыла."]],
-            plans=[
-                {
-                    "ops": [
-                        {"op": "forget", "id": uke, "why": "the owner asked"},
-                        {"op": "forget", "id": other, "why": "the owner asked"},
-                    ]
-                }
-            ],
-        ),
-    )
-    conv.writer.related = lambda _t, _c: [
-        Related(r.id, "fact", "1d", r.content) for r in mem.list(OWNER_TRUSTED)
-    ]
-    fins = finished(run(conv, said))
+    fins = finished(run(_showing_every_memory(mem, "Хорошо, забыла.", [uke, other]), said))
     assert [f.result.ok for f in fins] == [True, False]
     assert live(mem) == ["Hibs are my team, I have a season ticket."]
 
@@ -300,23 +288,7 @@ def test_a_forget_in_english_names_a_russian_memory_by_its_loanword(mem):
     на курсы итальянского…" live): "Italian" meets "итальянского" letter by letter."""
     course = mem.save("Записалась на курсы итальянского, по субботам утром.", OWNER_TRUSTED).id
     other = mem.save("Мой парень Матвей — курьер.", OWNER_TRUSTED).id
-    conv = Conversation(
-        mem,
-        ScriptedLLM(
-            [["Okay, forgotten."]],
-            plans=[
-                {
-                    "ops": [
-                        {"op": "forget", "id": course, "why": "asked"},
-                        {"op": "forget", "id": other, "why": "asked"},
-                    ]
-                }
-            ],
-        ),
-    )
-    conv.writer.related = lambda _t, _c: [
-        Related(r.id, "fact", "1d", r.content) for r in mem.list(OWNER_TRUSTED)
-    ]
+    conv = _showing_every_memory(mem, "Okay, forgotten.", [course, other])
     fins = finished(run(conv, "Forget about the Italian course, please, the group got cancelled."))
     assert [f.result.ok for f in fins] == [True, False]
     assert live(mem) == ["Мой парень Матвей — курьер."]

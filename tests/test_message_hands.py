@@ -17,6 +17,7 @@ from core.chat.summaries import INVALID
 from core.chat.summarizer import Summarizer
 from core.errors import MemoryOpError
 from core.llm import ToolCall
+from tests.chat_kit import tui_message
 from tests.fake_llm import ScriptedLLM
 from tests.test_summaries import TURNS, SummaryLLM, fill
 
@@ -135,18 +136,14 @@ def test_choosing_an_alternative_invalidates_the_summaries_covering_it(mem, cloc
     assert len(before) == 2
     turn_id = "t0.0-0"
     conv._transcript.discard_answers(turn_id, clock.now())  # a regenerate's discard …
-    fill_again = conv._transcript.add(
-        "default",
-        "tui",
+    fill_again = tui_message(
+        conv._transcript,
         turn_id,
         "assistant",
         "Anna0, again!",
-        private_ok=True,
-        status="ok",
-        tokens=2,
-        at=clock.now(),
-        meta={},
         chat_id=conv.chat_id,
+        at=clock.now(),
+        tokens=2,
     )
     assert len(conv.summaries.active(conv.chat_id)) == 1
     s.run(conv.chat_id, fill_again + 1)

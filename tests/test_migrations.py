@@ -287,6 +287,7 @@ def search_check(mem: Memory) -> None:
     them), and so are those written after (the triggers), in any case; an edit and a delete
     keep the index in step."""
     from core.chat.transcript import Transcript
+    from tests.chat_kit import tui_message
 
     tr = mem.attach(Transcript)
     version = mem._storage.schema_version()
@@ -297,19 +298,7 @@ def search_check(mem: Memory) -> None:
         assert [h.message_id for h in tr.search("TBILISI")] == [100]
         tr.edit(100, "We fly to Yerevan on 12 May", T0)
         assert tr.search("tbilisi") == [] and [h.message_id for h in tr.search("yerevan")] == [100]
-    new = tr.add(
-        "default",
-        "tui",
-        "turn-8",
-        "user",
-        "Кот Пирожок спит",
-        private_ok=True,
-        status="ok",
-        tokens=4,
-        at=T0,
-        meta={},
-        chat_id=8,
-    )
+    new = tui_message(tr, "turn-8", "user", "Кот Пирожок спит", chat_id=8, at=T0, tokens=4)
     assert [h.message_id for h in tr.search("пирожок")] == [new]
     mem._storage.conn.execute("DELETE FROM messages WHERE id = ?", (new,))
     assert tr.search("пирожок") == []

@@ -17,7 +17,8 @@ from core.memory import tools as memtools
 from models import packaged
 from models.chat_template import prepare_messages, tools_system_block
 from models.kv_snapshots import KVSnapshots
-from models.llama import KV_TYPES, LlamaChatModel, load_chat_model
+from models.llama import KV_TYPES
+from tests.model_kit import module_model, packaged_chat_model
 
 pytestmark = pytest.mark.real_model
 
@@ -50,24 +51,14 @@ SLEEP_FINISH = {
 }
 
 
-def _load(name: str, **kw) -> LlamaChatModel:
-    if not packaged.is_installed(name):
-        pytest.skip(f"packaged model {name!r} is not installed: run `make setup-dev`")
-    return load_chat_model(name, seed=0, **kw)
-
-
 @pytest.fixture(scope="module")
 def qwen():
-    m = _load(packaged.TEST_CHAT_MODEL, n_ctx=2048)
-    yield m
-    m.close()
+    yield from module_model(packaged.TEST_CHAT_MODEL, n_ctx=2048)
 
 
 @pytest.fixture(scope="module")
 def smol():
-    m = _load(packaged.TINY_CHAT_MODEL, n_ctx=1024)
-    yield m
-    m.close()
+    yield from module_model(packaged.TINY_CHAT_MODEL, n_ctx=1024)
 
 
 def run(model, messages, **kw):
@@ -439,7 +430,7 @@ def test_kv_cache_keys_are_q8_0_by_default_and_f16_keeps_the_greedy_reply(qwen):
         {"role": "user", "content": "Name three colours of the rainbow, in one line."},
     ]
     assert qwen._llm.context_params.type_k == KV_TYPES["q8_0"]
-    full = _load(packaged.TEST_CHAT_MODEL, n_ctx=2048, kv_cache_keys="f16")
+    full = packaged_chat_model(packaged.TEST_CHAT_MODEL, n_ctx=2048, kv_cache_keys="f16")
     try:
         assert full._llm.context_params.type_k == KV_TYPES["f16"]
         q8_text, _, _ = run(qwen, chat, max_tokens=16, temperature=0.0)
@@ -451,7 +442,7 @@ def test_kv_cache_keys_are_q8_0_by_default_and_f16_keeps_the_greedy_reply(qwen):
     finally:
         full.close()
     with pytest.raises(ModelError, match="kv_cache_keys: must be one of q8_0, f16"):
-        _load(packaged.TEST_CHAT_MODEL, n_ctx=512, kv_cache_keys="q4")
+        packaged_chat_model(packaged.TEST_CHAT_MODEL, n_ctx=512, kv_cache_keys="q4")
 
 
 def _east_asian(text: str) -> bool:

@@ -8,7 +8,6 @@ The machinery is tests/test_crash_safety.py's, over the same template store plus
 from __future__ import annotations
 
 import json
-import sqlite3
 from pathlib import Path
 
 import pytest
@@ -16,15 +15,16 @@ import pytest
 from core.chat.personas import Personas
 from core.memory import portability as pt
 from core.store.records import Source
-from tests.crashkit import FaultPlan, dump, invariant_problems, open_ro
+from tests.crashkit import dump, invariant_problems, open_ro
 from tests.test_crash_safety import (
     DAY,
     T0,
     Op,
     _build_template,
-    _copy,
     _open,
     _recall_view,
+    clean_runs,
+    run_failing_at,
 )
 
 IMPORT_LINES = [
@@ -115,24 +115,7 @@ def template(tmp_path_factory):
 
 @pytest.fixture(scope="module")
 def baselines(template, tmp_path_factory):
-    tpl, ids = template
-    out = {}
-    for op in OPS:
-        path = _copy(tpl, tmp_path_factory.mktemp(f"clean-{op.name}"))
-        plan = FaultPlan()
-        mem = _open(path, plan)
-        before, view_before = full_dump(path), _recall_view(mem)
-        plan.armed = True
-        res = op.run(mem, ids)
-        plan.armed = False
-        op.expect(res)
-        view_after = _recall_view(mem)
-        mem.close()
-        after = full_dump(path)
-        assert after != before, f"{op.name} changed nothing"
-        assert invariant_problems(path) == [], op.name
-        out[op.name] = (before, after, list(plan.executed), view_before, view_after)
-    return out
+    return clean_runs(OPS, template, tmp_path_factory, full_dump)
 
 
 @pytest.mark.parametrize("mode", ["once", "dead"])
@@ -142,27 +125,18 @@ def test_a_fault_at_every_statement_is_all_or_nothing(op, mode, template, baseli
     exactly as before or exactly as after (never half an import, half a clearing, half a
     persona deletion), consistent, and the in-memory index of the failed Memory agrees with a
     fresh reader of the file."""
-    tpl, ids = template
-    before, after, statements, view_before, view_after = baselines[op.name]
-    assert len(statements) >= 3, statements
-    for n in range(len(statements)):
-        path = _copy(tpl, tmp_path / f"n{n}")
-        plan = FaultPlan(fail_at=n, mode=mode)
-        mem = _open(path, plan)
-        plan.armed = True
-        try:
-            op.run(mem, ids)
-            raised = False
-        except sqlite3.Error:
-            raised = True
-        where = f"{op.name} ({mode}): fault at statement {n} ({statements[n]})"
+    base = baselines[op.name]
+    assert len(base.statements) >= 3, base.statements
+    for n in range(len(base.statements)):
+        path, plan, mem, raised = run_failing_at(op, template, tmp_path / f"n{n}", n, mode)
+        where = f"{op.name} ({mode}): fault at statement {n} ({base.statements[n]})"
         assert plan.fired, f"{where}: not reached"
         fresh = _open(path)
         state = full_dump(path)
-        assert state in (before, after), f"{where}: half-written store"
-        assert raised or state == after, f"{where}: reported success without the change"
+        assert state in (base.before, base.after), f"{where}: half-written store"
+        assert raised or state == base.after, f"{where}: reported success without the change"
         assert invariant_problems(path) == [], where
-        expected = view_before if state == before else view_after
+        expected = base.view_before if state == base.before else base.view_after
         assert _recall_view(fresh) == expected, where
         if mode == "once":
             assert _recall_view(mem) == expected, f"{where}: the failed Memory's index differs"

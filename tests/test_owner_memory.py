@@ -9,19 +9,12 @@ import json
 
 import pytest
 
-from core import OWNER_TRUSTED, ManualClock, Memory, MemoryConfig, Refused, TurnContext
+from core import OWNER_TRUSTED, Memory, Refused, TurnContext
 from core.memory import portability as pt
 from core.store.records import Actor, Source
 
-T0 = 1_780_000_000.0
+T0 = 1_780_000_000.0  # the clock of tests/conftest.py's mem
 DAY = 86_400.0
-
-
-@pytest.fixture
-def mem(tmp_path):
-    m = Memory.open(tmp_path / "memory.db", MemoryConfig(), ManualClock(T0))
-    yield m
-    m.close()
 
 
 def snapshot(mem: Memory) -> list[dict]:

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import pytest
 
-from core import OWNER_TRUSTED, ManualClock, Memory, MemoryConfig, Refused
+from core import OWNER_TRUSTED, Refused
 from core.chat.conversation_config import DETAIL_LEVELS
 from core.chat.events import MemoryUsed
 from core.chat.personas import DEFAULT_ID, PersonaNotFound, Personas, slug
@@ -15,14 +15,7 @@ from eva_runtime import config as cfg
 from eva_runtime.services import Services
 from tests.fake_llm import ScriptedLLM
 
-T0 = 1_780_000_000.0
-
-
-@pytest.fixture
-def mem(tmp_path):
-    m = Memory.open(tmp_path / "memory.db", MemoryConfig(), ManualClock(T0))
-    yield m
-    m.close()
+T0 = 1_780_000_000.0  # the clock of tests/conftest.py's mem
 
 
 def services(tmp_path, mem, replies=(), **chat) -> Services:

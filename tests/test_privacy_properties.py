@@ -562,6 +562,7 @@ def test_summaries_of_private_turns_never_reach_a_blind_prompt(tmp_path_factory,
     from core.chat.conversation_config import ConversationConfig
     from core.chat.summarizer import Summarizer
     from core.chat.transcript import Transcript
+    from tests.chat_kit import tui_message
 
     path = tmp_path_factory.mktemp("sum") / "m.db"
     mem = Memory.open(path, MemoryConfig(), ManualClock(T0))
@@ -576,18 +577,15 @@ def test_summaries_of_private_turns_never_reach_a_blind_prompt(tmp_path_factory,
             if marker:
                 markers.append(marker)
             for role in ("user", "assistant"):
-                last = tr.add(
-                    "default",
-                    "tui",
+                last = tui_message(
+                    tr,
                     f"t{i}",
                     role,
                     f"Turn {i} {marker} with Anna {i}",
-                    private_ok=trusted,
-                    status="ok",
-                    tokens=6,
-                    at=T0 + i,
-                    meta={},
                     chat_id=conv.chat_id,
+                    at=T0 + i,
+                    tokens=6,
+                    private_ok=trusted,
                 )
         conv._window_start = last + 1
         Summarizer(conv.summaries, model, clock=mem.clock, chunk_messages=chunk).run(

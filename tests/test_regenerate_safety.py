@@ -33,6 +33,16 @@ def notices(events):
     return [e.text for e in events if isinstance(e, Notice)]
 
 
+def moved_to_moscow(mem):
+    """The owner's "Owner lives in Kazan", and a turn whose tool call updated it to Moscow; the
+    record's id and the conversation, whose next answer is a regenerate's ("Again.")."""
+    rid = mem.save("Owner lives in Kazan", OWNER_TRUSTED, actor=Actor.OWNER).id
+    update = ToolCall("memory_update", {"id": rid, "content": "Owner lives in Moscow"})
+    conv = conv_for(mem, [[update], ["Ok."], ["Again."]])
+    turn(conv, "I moved to Moscow")
+    return rid, conv
+
+
 def test_a_record_the_owner_edited_after_the_turn_is_kept_and_reported(mem):
     conv = conv_for(mem, [[save("Owner's dog is called Rex")], ["Noted."], ["Again."]])
     turn(conv, "my dog is Rex")
@@ -47,16 +57,7 @@ def test_a_record_the_owner_edited_after_the_turn_is_kept_and_reported(mem):
 
 
 def test_an_update_the_turn_made_is_not_restored_over_a_later_owner_edit(mem):
-    rid = mem.save("Owner lives in Kazan", OWNER_TRUSTED, actor=Actor.OWNER).id
-    conv = conv_for(
-        mem,
-        [
-            [ToolCall("memory_update", {"id": rid, "content": "Owner lives in Moscow"})],
-            ["Ok."],
-            ["Again."],
-        ],
-    )
-    turn(conv, "I moved to Moscow")
+    rid, conv = moved_to_moscow(mem)
     mem.update(rid, OWNER_TRUSTED, importance=5, actor=Actor.OWNER)
     list(conv.regenerate(OWNER_TRUSTED))
     r = mem.get(rid)
@@ -64,16 +65,7 @@ def test_an_update_the_turn_made_is_not_restored_over_a_later_owner_edit(mem):
 
 
 def test_an_unchanged_update_is_undone_with_the_old_wording_searchable(mem):
-    rid = mem.save("Owner lives in Kazan", OWNER_TRUSTED, actor=Actor.OWNER).id
-    conv = conv_for(
-        mem,
-        [
-            [ToolCall("memory_update", {"id": rid, "content": "Owner lives in Moscow"})],
-            ["Ok."],
-            ["Again."],
-        ],
-    )
-    turn(conv, "I moved to Moscow")
+    rid, conv = moved_to_moscow(mem)
     list(conv.regenerate(OWNER_TRUSTED))
     assert mem.get(rid).content == "Owner lives in Kazan"
     assert [h.id for h in mem.recall("Kazan", OWNER_TRUSTED)] == [rid]

@@ -16,6 +16,7 @@ from core.chat.conversation import Conversation
 from core.chat.conversation_config import ConversationConfig
 from core.chat.events import Token, TurnDone
 from core.store.records import Actor
+from tests.model_kit import packaged_chat_model
 
 pytestmark = pytest.mark.real_model
 
@@ -25,15 +26,6 @@ PROMISE = "Я обещал маме починить кран послезавт
 # маму/мамой, mom/mum/mother
 MENTION = re.compile(r"кран|\btaps?\b|faucet|мам[аеуыо]|\bmom\b|\bmum\b|mother", re.IGNORECASE)
 SATURDAY = date(2026, 5, 30)
-
-
-def load(name: str):
-    from models import packaged
-    from models.llama import load_chat_model
-
-    if not packaged.is_installed(name):
-        pytest.skip(f"packaged model {name} is not installed: run `make setup`")
-    return load_chat_model(name, n_ctx=4096, seed=0)
 
 
 def reply(conv: Conversation, text: str) -> str:
@@ -48,7 +40,7 @@ def saturday_morning(tmp_path, *, in_chat: bool) -> str:
     09:00 (a new conversation on the store): her first reply of the day."""
     clock = ManualClock(datetime(2026, 5, 28, 20, 0).timestamp())
     mem = Memory.open(tmp_path / "memory.db", MemoryConfig(), clock)
-    model = load(DEFAULT)
+    model = packaged_chat_model(DEFAULT, setup="make setup", n_ctx=4096)
     try:
         if in_chat:  # told in the chat: the memory step saves it, with its day
             reply(

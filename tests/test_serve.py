@@ -22,7 +22,7 @@ from eva_api.token import ensure_token
 from eva_runtime import config as cfg
 from eva_runtime.services import Services
 from tests.fake_llm import ScriptedLLM
-from tests.serve_kit import running, sse_events
+from tests.serve_kit import eva_serve, first_answer, running, sse_events
 
 ROOT = Path(__file__).resolve().parents[1]
 SECRET = "Anna's diagnosis is zqvitrolex syndrome"  # a private memory
@@ -473,28 +473,7 @@ def test_eva_serve_command(tmp_path):
         timeout=60,
     )
     assert bad.returncode == 2 and "--allow-remote" in bad.stderr
-    import socket
-
-    with socket.socket() as sk:
-        sk.bind(("127.0.0.1", 0))
-        port = sk.getsockname()[1]
-    p = subprocess.Popen(
-        [
-            sys.executable,
-            "-m",
-            "eva_tui.cli",
-            "--data",
-            str(tmp_path),
-            "serve",
-            "--port",
-            str(port),
-            "--no-chat",
-        ],
-        env=env,
-        stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE,
-        text=True,
-    )
+    p, port = eva_serve(tmp_path, env)
     try:
         lines = [p.stdout.readline(), p.stdout.readline()]
         assert f"http://127.0.0.1:{port}" in lines[0]
@@ -503,14 +482,7 @@ def test_eva_serve_command(tmp_path):
         assert stat.S_IMODE(token_path.stat().st_mode) == 0o600
         token = token_path.read_text().strip()
         assert token not in "".join(lines)
-        deadline = time.monotonic() + 30
-        while True:
-            try:
-                r = httpx.get(f"http://127.0.0.1:{port}/v1/health")
-                break
-            except httpx.ConnectError:
-                assert time.monotonic() < deadline
-                time.sleep(0.1)
+        r = first_answer(p, f"http://127.0.0.1:{port}/v1/health")
         assert r.json()["status"] == "ok" and r.json()["chat"] is False
         r = httpx.get(
             f"http://127.0.0.1:{port}/v1/memories", headers={"Authorization": f"Bearer {token}"}

@@ -10,6 +10,7 @@ import pytest
 from core.chat.chats import Chats
 from core.chat.summaries import SummaryStore
 from core.chat.transcript import Transcript
+from tests.chat_kit import tui_message
 from tests.serve_kit import running
 from tests.test_serve import assert_error, make_services
 
@@ -23,19 +24,7 @@ def chat(tmp_path):
     chats, tr = mem.attach(Chats), mem.attach(Transcript)
     c = chats.create("default", "tui", T0, "Trip").id
     ids = [
-        tr.add(
-            "default",
-            "tui",
-            "turn-1",
-            role,
-            text,
-            private_ok=True,
-            status="ok",
-            tokens=5,
-            at=T0 + k,
-            meta={},
-            chat_id=c,
-        )
+        tui_message(tr, "turn-1", role, text, chat_id=c, at=T0 + k)
         for k, (role, text) in enumerate(
             [("user", "We fly to Tbilisi on 12 May"), ("assistant", "Noted: Tbilisi, 12 May.")]
         )

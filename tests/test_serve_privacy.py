@@ -16,8 +16,8 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from core.privacy import OWNER_TRUSTED
-from core.sleep.journal import Journal, OpLog, PhaseLog
 from core.store.records import Actor
+from tests.probekit_secrets import seed_journal
 from tests.serve_kit import running, sse_events
 from tests.test_privacy_properties import COMMON_WORDS, build, specs
 from tests.test_serve import make_services
@@ -28,8 +28,6 @@ CORE_MARKER = "zqffx00c0de"
 def seed(mem, stored) -> list[str]:
     """A private core memory and a journal night quoting private content; the markers a
     trusted caller must be able to see."""
-    from core.sleep import journal
-
     mem.save(
         f"Owner's bank PIN hint is the cat's birthday {CORE_MARKER}",
         OWNER_TRUSTED,
@@ -39,41 +37,7 @@ def seed(mem, stored) -> list[str]:
     )
     private = [r for r in stored if r.spec.private]
     quoted = [CORE_MARKER] + [r.marker for r in private[:2]]
-    j = mem.attach(Journal)
-    with j.transaction() as conn:
-        run = journal.start_run(conn, 1_780_000_000.0, False, "schedule", "scripted")
-        journal.write_phase(
-            conn,
-            run,
-            0,
-            PhaseLog(
-                "memory",
-                "review",
-                "applied",
-                0.1,
-                1,
-                plans=[{"said": " ".join(quoted)}],
-                ops=[
-                    OpLog(
-                        "merge",
-                        [1, 2],
-                        True,
-                        f"the same as {' '.join(quoted)}",
-                        detail={"content": " ".join(quoted)},
-                    )
-                ],
-            ),
-        )
-        journal.finish_run(
-            conn,
-            run,
-            1_780_000_100.0,
-            "done",
-            {"memory": "done"},
-            True,
-            "merged 1 — 1 model call",
-            "scripted",
-        )
+    seed_journal(mem, quoted, [], [1, 2])
     return quoted
 
 

@@ -26,7 +26,7 @@ from eva_api.log import LOG_FILE, PrivateLogFile, setup_logging
 from eva_api.token import TOKEN_FILE, ensure_token
 from eva_runtime.services import Component
 from eva_tui import cli
-from tests.serve_kit import running
+from tests.serve_kit import eva_serve, first_answer, running
 from tests.test_serve import assert_error, make_services
 
 MARK = "zqjournalsecret"  # private words a night's free text quotes
@@ -478,44 +478,14 @@ def test_chat_while_the_model_loads_says_so(tmp_path):
 
 def test_eva_serve_logs_to_a_private_file(tmp_path):
     """Issue 25 item 5 through the command: `eva serve` writes <data>/serve.log (0600)."""
-    import subprocess
-    import sys
-
     import httpx
 
     root = Path(__file__).resolve().parents[1]
     env = {**os.environ, "PYTHONPATH": str(root), "XDG_CONFIG_HOME": str(tmp_path / "cfg")}
-    with socket.socket() as sk:
-        sk.bind(("127.0.0.1", 0))
-        port = sk.getsockname()[1]
     data = tmp_path / "data"
-    p = subprocess.Popen(
-        [
-            sys.executable,
-            "-m",
-            "eva_tui.cli",
-            "--data",
-            str(data),
-            "serve",
-            "--port",
-            str(port),
-            "--no-chat",
-        ],
-        env=env,
-        stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE,
-        text=True,
-    )
+    p, port = eva_serve(data, env)
     try:
-        for _ in range(300):  # bounded: until it answers
-            try:
-                r = httpx.get(f"http://127.0.0.1:{port}/v1/health?q={MARK}")
-                break
-            except httpx.ConnectError:
-                assert p.poll() is None, p.stderr.read()
-                time.sleep(0.1)
-        else:
-            raise AssertionError("eva serve did not answer")
+        r = first_answer(p, f"http://127.0.0.1:{port}/v1/health?q={MARK}")
         assert r.status_code == 200 and r.json()["chat_loading"] is False
         resp = httpx.post(f"http://127.0.0.1:{port}/v1/chat", json={"message": "hi"})
         assert resp.json()["code"] == "unavailable"

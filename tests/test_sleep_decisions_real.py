@@ -6,32 +6,20 @@ safeguards apply or refuse cleanly. Asserts behaviour, never timings or the mode
 
 from __future__ import annotations
 
-import importlib.util
-
 import pytest
 
 from core import ManualClock
 from core.privacy import OWNER_TRUSTED
 from tests.decide_kit import CORPUS
+from tests.model_kit import module_model
 from tests.sleep_kit import T0, load, open_memory, sleeper
 
 pytestmark = pytest.mark.real_model
 
-MODEL = "qwen2.5-coder-0.5b"
-
 
 @pytest.fixture(scope="module")
 def model():
-    if importlib.util.find_spec("models.llama") is None:
-        pytest.skip("models.llama (the llama.cpp adapter) is not available")
-    from models import packaged
-    from models.llama import load_chat_model
-
-    if not packaged.is_installed(MODEL):
-        pytest.skip(f"packaged model {MODEL!r} is not installed: run `make setup-dev`")
-    m = load_chat_model(MODEL, seed=0, n_ctx=4096)
-    yield m
-    m.close()
+    yield from module_model(n_ctx=4096)
 
 
 def test_a_real_model_answers_every_decision_inside_its_schema(tmp_path, model):

@@ -6,8 +6,6 @@ the model's judgement."""
 
 from __future__ import annotations
 
-import importlib.util
-
 import pytest
 
 from core import ManualClock
@@ -15,11 +13,10 @@ from core.config import SleepConfig
 from core.privacy import OWNER_TRUSTED
 from core.sleep import Sleeper
 from core.sleep.plan import check_op
+from tests.model_kit import module_model
 from tests.sleep_kit import ANCIENT, OLD, T0, load, open_memory
 
 pytestmark = pytest.mark.real_model
-
-MODEL = "qwen2.5-coder-0.5b"
 
 CORPUS = {
     "dup_a": {"content": "The owner's cat is called Murka and she likes fish"},
@@ -39,16 +36,7 @@ CORPUS = {
 
 @pytest.fixture(scope="module")
 def planner():
-    if importlib.util.find_spec("models.llama") is None:
-        pytest.skip("models.llama (the llama.cpp adapter) is not available")
-    from models import packaged
-    from models.llama import load_chat_model
-
-    if not packaged.is_installed(MODEL):
-        pytest.skip(f"packaged model {MODEL!r} is not installed: run `make setup-dev`")
-    m = load_chat_model(MODEL, seed=0, n_ctx=4096)
-    yield m
-    m.close()
+    yield from module_model(n_ctx=4096)
 
 
 def test_a_real_model_plans_a_schema_valid_night_that_the_core_applies_or_refuses(

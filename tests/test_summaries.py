@@ -17,6 +17,7 @@ from core.chat.summarizer import Summarizer, fold
 from core.chat.summary_fidelity import dropped, fidelity, salient_terms
 from core.chat.transcript import Transcript
 from core.llm import ModelError
+from tests.chat_kit import tui_message
 from tests.fake_llm import ScriptedLLM
 
 DAY = 86_400.0
@@ -59,18 +60,16 @@ def fill(mem, chat_id, turns, *, private_ok=True, start_day=0.0, clock=None):
         at = 1_780_000_000.0 + start_day * DAY + i * 60
         for role, text in (("user", u), ("assistant", a)):
             ids.append(
-                tr.add(
-                    "default",
-                    "tui",
+                tui_message(
+                    tr,
                     f"t{start_day}-{i}",
                     role,
                     text,
-                    private_ok=private_ok,
-                    status="ok",
-                    tokens=len(text.split()),
-                    at=at,
-                    meta={"owner": True} if role == "user" else {},
                     chat_id=chat_id,
+                    at=at,
+                    tokens=len(text.split()),
+                    private_ok=private_ok,
+                    meta={"owner": True} if role == "user" else {},
                 )
             )
     return ids
@@ -85,6 +84,19 @@ def make(mem, clock, model=None, **kw):
 TURNS = [
     (f"I met Anna{i} at {10 + i} Baker street", f"Nice, Anna{i} sounds lovely!") for i in range(40)
 ]
+# the memory step's answer over a chunk where the owner said where their sister lives and the
+# turn saved nothing (here and in tests/faultkit.py's "summarise" scenario)
+OLGA_PLAN = {
+    "ops": [
+        {
+            "op": "save",
+            "content": "My sister Olga lives in Riga",
+            "kind": "fact",
+            "importance": 3,
+            "private": False,
+        }
+    ]
+}
 
 
 def test_salient_terms_are_mid_sentence_names_and_numbers():
@@ -352,18 +364,7 @@ def test_a_fact_the_turn_did_not_save_is_saved_before_it_scrolls_out(mem, clock)
     """Issue 12 item 3 (§8.9): the structured memory step runs over each chunk before it is
     summarised: a durable fact its turn did not save is saved (source dialogue, the message's
     turn id), while messages whose turn already saved, and others' words, are not re-read."""
-    plan = {
-        "ops": [
-            {
-                "op": "save",
-                "content": "My sister Olga lives in Riga",
-                "kind": "fact",
-                "importance": 3,
-                "private": False,
-            }
-        ]
-    }
-    llm = SummaryLLM([plan])  # the one memory-step answer
+    llm = SummaryLLM([OLGA_PLAN])  # the one memory-step answer
     conv = Conversation(mem, llm, config=ConversationConfig())  # learning, structured
     tr = mem.attach(Transcript)
     rows = [
@@ -375,19 +376,7 @@ def test_a_fact_the_turn_did_not_save_is_saved_before_it_scrolls_out(mem, clock)
         ("t3", "assistant", "Hi Petr!", {"ops": []}),
     ]
     ids = [
-        tr.add(
-            "default",
-            "tui",
-            t,
-            role,
-            text,
-            private_ok=True,
-            status="ok",
-            tokens=5,
-            at=clock.now(),
-            meta=meta,
-            chat_id=conv.chat_id,
-        )
+        tui_message(tr, t, role, text, chat_id=conv.chat_id, at=clock.now(), meta=meta)
         for t, role, text, meta in rows
     ]
     conv.chats.set_window_start(conv.chat_id, ids[-1] + 1)

@@ -11,6 +11,8 @@ from core.chat.conversation_config import ConversationConfig
 from core.chat.summaries import FALLBACK, OK, RECENT
 from core.chat.summary_fidelity import fidelity
 from core.chat.transcript import Transcript
+from tests.chat_kit import tui_message
+from tests.model_kit import module_model
 
 pytestmark = pytest.mark.real_model
 
@@ -23,14 +25,7 @@ TURNS = [
 
 @pytest.fixture(scope="module")
 def qwen():
-    from models import packaged
-    from models.llama import load_chat_model
-
-    if not packaged.is_installed(packaged.TEST_CHAT_MODEL):
-        pytest.skip("packaged 0.5B model is not installed: run `make setup-dev`")
-    m = load_chat_model(packaged.TEST_CHAT_MODEL, n_ctx=4096, seed=0)
-    yield m
-    m.close()
+    yield from module_model(n_ctx=4096)
 
 
 def test_a_real_model_summary_keeps_every_name_and_number(mem, clock, qwen):
@@ -39,18 +34,8 @@ def test_a_real_model_summary_keeps_every_name_and_number(mem, clock, qwen):
     last = 0
     for i, (u, a) in enumerate(TURNS):
         for role, text in (("user", u), ("assistant", a)):
-            last = tr.add(
-                "default",
-                "tui",
-                f"t{i}",
-                role,
-                text,
-                private_ok=True,
-                status="ok",
-                tokens=10,
-                at=clock.now(),
-                meta={},
-                chat_id=conv.chat_id,
+            last = tui_message(
+                tr, f"t{i}", role, text, chat_id=conv.chat_id, at=clock.now(), tokens=10
             )
     conv._window_start = last + 1
     [step] = conv.summarise()

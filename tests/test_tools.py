@@ -52,6 +52,32 @@ def err(res: ToolResult) -> ToolResult:
     return res
 
 
+def saved(mem: Memory, args: dict | str, ctx: TurnContext = OWNER_TRUSTED) -> ToolResult:
+    """The model's memory_save with ``args``, which must succeed."""
+    return ok(call(mem, "memory_save", args, ctx))
+
+
+def refused_writing_nothing(mem: Memory, tool: str, args: dict | str) -> ToolResult:
+    """``tool`` called with bad ``args``: an error result, and the store as it was (the row
+    counts of every table and every record's columns)."""
+    before, snap = rows(mem), snapshot(mem)
+    res = err(call(mem, tool, args, OWNER_TRUSTED))
+    assert rows(mem) == before and snapshot(mem) == snap
+    return res
+
+
+def on_target_or_pinned(mem: Memory, args: dict) -> dict:
+    """``args`` with the id placeholders made real: "TARGET" an ordinary record, "PINNED" a
+    pinned core record the owner saved."""
+    target = mem.save("The owner's cat is called Murka").id
+    pinned = mem.save("Owner's name is Lena", kind="core", actor=Actor.OWNER).id
+    mem.pin(pinned)
+    return {
+        k: {"TARGET": target, "PINNED": pinned}.get(v, v) if k == "id" else v
+        for k, v in args.items()
+    }
+
+
 # ---------------------------------------------------------------------------------------------
 # which tools a turn is offered
 
@@ -103,25 +129,13 @@ def test_schemas_explain_kinds_and_importance_and_do_not_offer_pinning():
 
 def test_memory_save_result_is_readable(mem):
     """SPEC §3.2: the model reads what was saved, as which id, and the similar records."""
-    old = ok(
-        call(
-            mem,
-            "memory_save",
-            {"content": "Anna lives in Kazan", "kind": "fact", "importance": 4},
-            OWNER_TRUSTED,
-        )
-    )
+    old = saved(mem, {"content": "Anna lives in Kazan", "kind": "fact", "importance": 4})
     assert old.text.startswith(f"Saved as #{old.data['id']} (fact, importance 4)")
     assert "Anna lives in Kazan" in old.text
     assert "No similar memories." in old.text
     mem.clock.advance(3 * DAY)
-    res = ok(
-        call(
-            mem,
-            "memory_save",
-            json.dumps({"content": "Anna moved to Moscow", "kind": "event", "importance": 3}),
-            OWNER_TRUSTED,
-        )
+    res = saved(
+        mem, json.dumps({"content": "Anna moved to Moscow", "kind": "event", "importance": 3})
     )
     assert res.data["status"] == "created" and res.changed_ids == (res.data["id"],)
     assert f'#{old.data["id"]} | fact | 3d | "Anna lives in Kazan"' in res.text
@@ -130,49 +144,25 @@ def test_memory_save_result_is_readable(mem):
 
 def test_memory_save_dedup_result_says_so(mem):
     """SPEC §3.2: a dedup hit is reported as such (reinforced / replaced with more detail)."""
-    first = ok(
-        call(
-            mem,
-            "memory_save",
-            {"content": "meeting at 3 pm", "kind": "event", "importance": 3},
-            OWNER_TRUSTED,
-        )
-    )
-    again = ok(
-        call(
-            mem,
-            "memory_save",
-            {"content": "meeting on Friday at 3 pm", "kind": "event", "importance": 3},
-            OWNER_TRUSTED,
-        )
-    )
+    first = saved(mem, {"content": "meeting at 3 pm", "kind": "event", "importance": 3})
+    again = saved(mem, {"content": "meeting on Friday at 3 pm", "kind": "event", "importance": 3})
     assert again.data["id"] == first.data["id"] and again.data["status"] == "updated"
     assert f"Already remembered as #{first.data['id']}" in again.text
-    same = ok(
-        call(
-            mem,
-            "memory_save",
-            {"content": "meeting at 3 pm", "kind": "event", "importance": 3},
-            OWNER_TRUSTED,
-        )
-    )
+    same = saved(mem, {"content": "meeting at 3 pm", "kind": "event", "importance": 3})
     assert same.data["status"] == "reinforced" and "reinforced" in same.text
 
 
 def test_private_save_in_an_untrusted_turn_is_not_echoed(mem):
     """SPEC §1: a private memory's text is not read back where private memory is withheld."""
-    res = ok(
-        call(
-            mem,
-            "memory_save",
-            {
-                "content": "Anna's diagnosis is asthma",
-                "kind": "fact",
-                "importance": 4,
-                "private": True,
-            },
-            OWNER_UNTRUSTED,
-        )
+    res = saved(
+        mem,
+        {
+            "content": "Anna's diagnosis is asthma",
+            "kind": "fact",
+            "importance": 4,
+            "private": True,
+        },
+        OWNER_UNTRUSTED,
     )
     assert "asthma" not in res.text and "private" in res.text
     assert mem.get(res.data["id"]).private
@@ -206,10 +196,7 @@ def test_memory_save_bad_arguments_are_error_results_and_write_nothing(mem, args
     """SPEC §3.2: bad arguments get a clear error result the model can read; nothing is
     written (row counts of every table unchanged)."""
     mem.save("Existing memory about the garden")
-    before, snap = rows(mem), snapshot(mem)
-    res = err(call(mem, "memory_save", args, OWNER_TRUSTED))
-    assert says in res.text
-    assert rows(mem) == before and snapshot(mem) == snap
+    assert says in refused_writing_nothing(mem, "memory_save", args).text
 
 
 def test_unknown_tool_is_an_error_result(mem):
@@ -253,17 +240,8 @@ def test_memory_update_edits_in_place(mem):
 def test_memory_update_bad_arguments_write_nothing(mem, args, says):
     """SPEC §2, §3.2: unknown id, empty text, importance 9, a pinned target — error result,
     nothing written."""
-    target = mem.save("The owner's cat is called Murka").id
-    pinned = mem.save("Owner's name is Lena", kind="core", actor=Actor.OWNER).id
-    mem.pin(pinned)
-    args = {
-        k: {"TARGET": target, "PINNED": pinned}.get(v, v) if k == "id" else v
-        for k, v in args.items()
-    }
-    before, snap = rows(mem), snapshot(mem)
-    res = err(call(mem, "memory_update", args, OWNER_TRUSTED))
+    res = refused_writing_nothing(mem, "memory_update", on_target_or_pinned(mem, args))
     assert says in res.text
-    assert rows(mem) == before and snapshot(mem) == snap
 
 
 def test_model_may_set_private_but_never_remove_it(mem):
@@ -311,17 +289,8 @@ def test_memory_forget_moves_to_the_archive_with_who_why_when(mem, clock):
 )
 def test_memory_forget_bad_arguments_write_nothing(mem, args, says):
     """SPEC §2, §3.2: unknown id, no reason, pinned target — error result, nothing written."""
-    target = mem.save("The owner's cat is called Murka").id
-    pinned = mem.save("Owner's name is Lena", kind="core", actor=Actor.OWNER).id
-    mem.pin(pinned)
-    args = {
-        k: {"TARGET": target, "PINNED": pinned}.get(v, v) if k == "id" else v
-        for k, v in args.items()
-    }
-    before, snap = rows(mem), snapshot(mem)
-    res = err(call(mem, "memory_forget", args, OWNER_TRUSTED))
+    res = refused_writing_nothing(mem, "memory_forget", on_target_or_pinned(mem, args))
     assert says in res.text
-    assert rows(mem) == before and snapshot(mem) == snap
 
 
 # ---------------------------------------------------------------------------------------------

@@ -17,6 +17,7 @@ from core import ManualClock, Memory, MemoryConfig
 from eva_runtime import config as cfg
 from eva_runtime.services import Services
 from eva_tui.app import EvaApp, create_app
+from eva_tui.widgets import TurnView
 from tests.fake_llm import ScriptedLLM
 from tests.tui.fakes import FakeLoader, FakeSleeper, PlannedLLM
 
@@ -141,6 +142,25 @@ async def send(pilot, text: str) -> None:
     prompt.focus()
     await pilot.press("enter")
     await settle(pilot)
+
+
+def spy_notices(app) -> list[str]:
+    """The notifications the app shows from now on, as text, in order (``app.notify`` still
+    shows them)."""
+    seen: list[str] = []
+    original = app.notify
+
+    def notify(message, **kw):
+        seen.append(str(message))
+        return original(message, **kw)
+
+    app.notify = notify
+    return seen
+
+
+def answers(app) -> list[TurnView]:
+    """Eva's answers in the chat on screen (a turn view with a turn id; not the welcome)."""
+    return [v for v in app.screen.query(TurnView) if v.turn_id]
 
 
 async def until(pilot, condition, rounds: int = 400) -> None:

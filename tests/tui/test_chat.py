@@ -11,7 +11,7 @@ from core import OWNER_TRUSTED, ManualClock
 from core.llm import ModelError, ToolCall
 from eva_tui.widgets import MemoryNote, Notice, RecordView, SleepBanner, TurnView, UserMessage
 from eva_tui.widgets.chat import REMEMBERING
-from tests.tui.conftest import NOW, SEED, SIZE, aio, send, settle, until
+from tests.tui.conftest import NOW, SEED, SIZE, aio, answers, send, settle, spy_notices, until
 from tests.tui.fakes import FakeSleeper, GatedLLM, PlannedLLM
 
 SAVE = ToolCall(
@@ -41,22 +41,6 @@ DOG_PLAN = {
         }
     ]
 }
-
-
-def spy_notices(app) -> list[str]:
-    seen: list[str] = []
-    orig = app.notify
-
-    def notify(message, **kw):
-        seen.append(message)
-        return orig(message, **kw)
-
-    app.notify = notify
-    return seen
-
-
-def answers(app) -> list[TurnView]:
-    return [v for v in app.screen.query(TurnView) if v.turn_id]
 
 
 @aio

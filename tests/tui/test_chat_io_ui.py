@@ -18,6 +18,7 @@ from screens import owner
 from screens.chat_import import ImportChatsScreen, ReviewOffer
 from screens.chat_search import ChatSearchScreen
 from screens.drafting import SaveFromDialogue
+from tests.chat_kit import tui_message
 from tests.tui.conftest import NOW, SIZE, aio, settle, until
 from tests.tui.test_snapshots import quiet
 
@@ -31,18 +32,8 @@ def fill(env, title: str, lines: list[str], start: int = 0) -> int:
     c = chats.create("default", "tui", NOW + start, title).id
     for k, text in enumerate(lines):
         role = "user" if k % 2 == 0 else "assistant"
-        tr.add(
-            "default",
-            "tui",
-            f"t{c}-{k // 2}",
-            role,
-            text,
-            private_ok=True,
-            status="ok",
-            tokens=5,
-            at=NOW - 86_400 * 30 + start + k * 60,
-            meta={},
-            chat_id=c,
+        tui_message(
+            tr, f"t{c}-{k // 2}", role, text, chat_id=c, at=NOW - 86_400 * 30 + start + k * 60
         )
     return c
 

@@ -12,7 +12,8 @@ from core.chat.transcript import Transcript
 from eva_tui.widgets import TurnView, UserMessage
 from screens.chats import ChatsScreen
 from screens.summary import EditSummary, SummaryPanel
-from tests.tui.conftest import NOW, SIZE, aio, send, settle, until
+from tests.chat_kit import tui_message
+from tests.tui.conftest import NOW, SIZE, aio, send, settle, spy_notices, until
 from tests.tui.fakes import PlannedLLM
 
 
@@ -46,18 +47,15 @@ def left_window(env, n=6):
             ("user", f"My friend Boris{i} turned {30 + i} in Kazan"),
             ("assistant", f"Say happy birthday to Boris{i}!"),
         ):
-            last = tr.add(
-                "default",
-                "tui",
+            last = tui_message(
+                tr,
                 f"t{i}",
                 role,
                 text,
-                private_ok=True,
-                status="ok",
-                tokens=8,
-                at=NOW + i,
-                meta={"owner": True} if role == "user" else {},
                 chat_id=conv.chat_id,
+                at=NOW + i,
+                tokens=8,
+                meta={"owner": True} if role == "user" else {},
             )
     conv.chats.set_window_start(conv.chat_id, last + 1)
     conv._window_start = last + 1
@@ -155,9 +153,7 @@ async def test_summary_panel_shows_counts_edits_and_rebuilds(env_factory):
         await settle(pilot)
         [s] = conv.summaries.active(conv.chat_id)
         assert (s.prose, s.status) == ("Boris0 to Boris5 had birthdays.", "edited")
-        seen = []
-        orig = pilot.app.notify
-        pilot.app.notify = lambda m, **kw: (seen.append(m), orig(m, **kw))[1]
+        seen = spy_notices(pilot.app)
         await pilot.press("r")
         await settle(pilot, rounds=6)
         await until(pilot, lambda: any(m.startswith("Summaries rebuilt") for m in seen))
@@ -245,18 +241,14 @@ def test_keep_days_retention_and_the_chat_archive_purge_run_at_start(env_factory
     conv = env.services.conversation
     tr = env.memory.attach(Transcript)
     for i, age in enumerate((40, 1)):
-        tr.add(
-            "default",
-            "tui",
+        tui_message(
+            tr,
             f"t{i}",
             "user",
             f"message {age} days old",
-            private_ok=True,
-            status="ok",
-            tokens=4,
-            at=NOW - age * 86_400,
-            meta={},
             chat_id=conv.chat_id,
+            at=NOW - age * 86_400,
+            tokens=4,
         )
     env.services.housekeeping()
     assert [m.content for m in conv.history()] == ["message 1 days old"]

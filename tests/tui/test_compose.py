@@ -24,7 +24,7 @@ from eva_tui.widgets import Composer, MemoryNote, TurnView, UserMessage
 from eva_tui.widgets.help import HelpScreen
 from eva_tui.widgets.modals import Confirm
 from screens.message_dialogs import EditMessage
-from tests.tui.conftest import SIZE, aio, send, settle, until
+from tests.tui.conftest import SIZE, aio, answers, send, settle, spy_notices, until
 from tests.tui.fakes import GatedLLM
 
 PASTE = "First line of my note.\nSecond line: my cat is named Pirozhok.\nThird line."
@@ -33,22 +33,6 @@ README = Path(__file__).resolve().parents[2] / "README.md"
 
 def composer(app) -> Composer:
     return app.screen.query_one("#prompt", Composer)
-
-
-def spy_notices(app) -> list[str]:
-    seen: list[str] = []
-    orig = app.notify
-
-    def notify(message, **kw):
-        seen.append(message)
-        return orig(message, **kw)
-
-    app.notify = notify
-    return seen
-
-
-def answers(app) -> list[TurnView]:
-    return [v for v in app.screen.query(TurnView) if v.turn_id]
 
 
 # ---------------------------------------------------------------------------- 1. the composer

@@ -23,7 +23,7 @@ from eva_tui.widgets.help import HelpScreen
 from eva_tui.widgets.modals import Confirm
 from screens.chat import TurnView
 from screens.settings import FIELDS
-from tests.tui.conftest import NOW, SEED, SIZE, aio, settle, until
+from tests.tui.conftest import NOW, SEED, SIZE, aio, settle, spy_notices, until
 from tests.tui.fakes import FakeLoader, night
 
 SMALL = (80, 24)
@@ -34,18 +34,6 @@ ANNA_RU = {
     "created_at": NOW - 3 * 86_400,
 }
 CAT, ANNA = 3, 2
-
-
-def spy_notices(app) -> list[str]:
-    seen: list[str] = []
-    original = app.notify
-
-    def notify(message, **kw):
-        seen.append(str(message))
-        return original(message, **kw)
-
-    app.notify = notify
-    return seen
 
 
 def text_of(pilot, selector: str) -> str:

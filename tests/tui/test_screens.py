@@ -29,6 +29,14 @@ def select_row(pilot, table_id: str, record_id: int) -> DataTable:
     return table
 
 
+async def press_on(pilot, table_id: str, record_id: int, key: str) -> None:
+    """Press ``key`` on the record's row of the table ``table_id``, as the owner does: the row
+    selected, the key pressed, what it started finished."""
+    select_row(pilot, table_id, record_id)
+    await pilot.press(key)
+    await settle(pilot)
+
+
 def row_ids(pilot, table_id: str) -> list[int]:
     table = pilot.app.screen.query_one(table_id, DataTable)
     return [int(k.value) for k in table.rows]
@@ -60,9 +68,7 @@ async def test_edit_changes_content_kind_and_importance(env_factory):
     env = env_factory(seed=SEED)
     async with env.app.run_test(size=SIZE) as pilot:
         await open_screen(pilot, "f2")
-        select_row(pilot, "#records", CAT)
-        await pilot.press("e")
-        await settle(pilot)
+        await press_on(pilot, "#records", CAT, "e")
         modal = pilot.app.screen
         assert isinstance(modal, EditRecord)
         modal.query_one("#content").text = "The cat Murka likes salmon and tuna"
@@ -86,13 +92,9 @@ async def test_toggle_private_marks_and_unmarks(env_factory):
     env = env_factory(seed=SEED)
     async with env.app.run_test(size=SIZE) as pilot:
         await open_screen(pilot, "f2")
-        select_row(pilot, "#records", CAT)
-        await pilot.press("v")
-        await settle(pilot)
+        await press_on(pilot, "#records", CAT, "v")
         assert env.memory.get(CAT).private
-        select_row(pilot, "#records", CAT)
-        await pilot.press("v")
-        await settle(pilot)
+        await press_on(pilot, "#records", CAT, "v")
         assert isinstance(pilot.app.screen, Confirm) and env.memory.get(CAT).private
         await pilot.press("y")
         await settle(pilot)
@@ -105,13 +107,9 @@ async def test_pin_and_unpin(env_factory):
     env = env_factory(seed=SEED)
     async with env.app.run_test(size=SIZE) as pilot:
         await open_screen(pilot, "f2")
-        select_row(pilot, "#records", CAT)
-        await pilot.press("p")
-        await settle(pilot)
+        await press_on(pilot, "#records", CAT, "p")
         assert env.memory.get(CAT).pinned
-        select_row(pilot, "#records", CAT)
-        await pilot.press("p")
-        await settle(pilot)
+        await press_on(pilot, "#records", CAT, "p")
         assert not env.memory.get(CAT).pinned
 
 
@@ -122,9 +120,7 @@ async def test_forget_goes_to_the_archive_and_restore_brings_it_back(env_factory
     env = env_factory(seed=SEED)
     async with env.app.run_test(size=SIZE) as pilot:
         await open_screen(pilot, "f2")
-        select_row(pilot, "#records", ANNA)
-        await pilot.press("d")
-        await settle(pilot)
+        await press_on(pilot, "#records", ANNA, "d")
         assert isinstance(pilot.app.screen, ConfirmForget)
         pilot.app.screen.query_one("#why").value = "she moved to Samara"
         await pilot.press("enter")
@@ -147,9 +143,7 @@ async def test_forget_goes_to_the_archive_and_restore_brings_it_back(env_factory
             "now",
             "in 30d",
         ]
-        select_row(pilot, "#archive", ANNA)
-        await pilot.press("r")
-        await settle(pilot)
+        await press_on(pilot, "#archive", ANNA, "r")
         assert row_ids(pilot, "#archive") == []
         r = env.memory.get(ANNA)
         assert r.private and r.content.startswith("Sister Anna")
@@ -163,9 +157,7 @@ async def test_cancelled_forget_changes_nothing(env_factory):
     env = env_factory(seed=SEED)
     async with env.app.run_test(size=SIZE) as pilot:
         await open_screen(pilot, "f2")
-        select_row(pilot, "#records", CAT)
-        await pilot.press("d")
-        await settle(pilot)
+        await press_on(pilot, "#records", CAT, "d")
         await pilot.press("escape")
         await settle(pilot)
         assert env.memory.count() == 5
@@ -394,9 +386,7 @@ async def test_user_keymap_from_config_rebinds_actions(env_factory):
         await settle(pilot)
         await open_screen(pilot, "f12")
         assert pilot.app.current_mode == "memories"
-        select_row(pilot, "#records", CAT)
-        await pilot.press("ctrl+t")
-        await settle(pilot)
+        await press_on(pilot, "#records", CAT, "ctrl+t")
         assert env.memory.get(CAT).pinned
         nav = [t for _m, t, k in pilot.app.nav_items() if k == "F12"]
         assert nav == ["Memories"]
