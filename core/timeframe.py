@@ -31,7 +31,15 @@ from collections.abc import Callable
 from datetime import date, datetime
 from typing import Any
 
-__all__ = ["WEEKDAY", "day_mentions", "month_number", "spans", "weekday_number"]
+__all__ = [
+    "EN_NUMBER_WORDS",
+    "RU_NUMBER_WORDS",
+    "WEEKDAY",
+    "day_mentions",
+    "month_number",
+    "spans",
+    "weekday_number",
+]
 
 DAY = 86400.0
 
@@ -88,7 +96,10 @@ _RU_MONTH = (
 _DAY = r"(?P<d>[0-3]?\d)(?:st|nd|rd|th|-?го|-?е)?"
 _YEAR = r"(?P<y>(?:19|20)\d\d)"
 
-_NUMBERS = {
+# Counts said in words, one to ten, that both readers of a count share: a question's "two weeks
+# ago" here, a reminder's "in two days" in :mod:`core.reminders.due_day`. Each adds its own
+# vaguer words ("couple", "несколько", "полторы") around them.
+EN_NUMBER_WORDS = {
     "a": 1,
     "an": 1,
     "one": 1,
@@ -101,8 +112,8 @@ _NUMBERS = {
     "eight": 8,
     "nine": 9,
     "ten": 10,
-    "couple": 2,
-    "few": 3,
+}
+RU_NUMBER_WORDS = {
     "один": 1,
     "одну": 1,
     "одна": 1,
@@ -116,6 +127,12 @@ _NUMBERS = {
     "восемь": 8,
     "девять": 9,
     "десять": 10,
+}
+_NUMBERS = {
+    **EN_NUMBER_WORDS,
+    "couple": 2,
+    "few": 3,
+    **RU_NUMBER_WORDS,
     "пару": 2,
     "несколько": 3,
 }

@@ -8,16 +8,7 @@ import json
 from collections.abc import AsyncGenerator, AsyncIterator
 from typing import Any
 
-from core.chat.events import (
-    MemoryUsed,
-    Notice,
-    Remembering,
-    Sleeping,
-    Token,
-    ToolFinished,
-    TurnDone,
-    TurnError,
-)
+from core.chat import events as turn_events
 
 
 def _j(d: dict) -> str:
@@ -26,12 +17,12 @@ def _j(d: dict) -> str:
 
 def event_json(ev: Any) -> dict | None:
     """One event as ``{"event": name, "data": json}``; None for one the caller does not get."""
-    if isinstance(ev, Sleeping):
+    if isinstance(ev, turn_events.Sleeping):
         return {
             "event": "sleeping",
             "data": _j({"message": "Eva is asleep; your message is queued until she wakes."}),
         }
-    if isinstance(ev, MemoryUsed):
+    if isinstance(ev, turn_events.MemoryUsed):
         s = ev.section
         return {
             "event": "memory",
@@ -43,18 +34,18 @@ def event_json(ev: Any) -> dict | None:
                 }
             ),
         }
-    if isinstance(ev, Token):
+    if isinstance(ev, turn_events.Token):
         return {"event": "token", "data": _j({"text": ev.text})}
-    if isinstance(ev, Remembering):
+    if isinstance(ev, turn_events.Remembering):
         return {"event": "remembering", "data": _j({})}
-    if isinstance(ev, ToolFinished):
+    if isinstance(ev, turn_events.ToolFinished):
         r = ev.result
         return {"event": "memory_note", "data": _j({"tool": ev.name, "ok": r.ok, "text": r.text})}
-    if isinstance(ev, Notice):
+    if isinstance(ev, turn_events.Notice):
         return {"event": "notice", "data": _j({"text": ev.text})}
-    if isinstance(ev, TurnError):
+    if isinstance(ev, turn_events.TurnError):
         return {"event": "error", "data": _j({"message": ev.message, "turn_id": ev.turn_id})}
-    if isinstance(ev, TurnDone):
+    if isinstance(ev, turn_events.TurnDone):
         return {
             "event": "done",
             "data": _j(
@@ -86,7 +77,7 @@ async def sse(events: AsyncGenerator[Any, None]) -> AsyncIterator[dict]:
     sent_sleeping = False
     try:
         async for ev in events:
-            if isinstance(ev, Sleeping):
+            if isinstance(ev, turn_events.Sleeping):
                 if sent_sleeping:
                     continue
                 sent_sleeping = True

@@ -48,38 +48,7 @@ def message_json(m: StoredMessage) -> dict:
 
 def run_json(r: SleepRun) -> dict:
     """The owner's view of a night: everything the journal holds."""
-    return {
-        "id": r.id,
-        "started_at": r.started_at,
-        "finished_at": r.finished_at,
-        "status": r.status,
-        "dry_run": r.dry_run,
-        "reason": r.reason,
-        "model": r.model,
-        "stages": r.stages,
-        "notable": r.notable,
-        "summary": r.summary,
-        "phases": [
-            {
-                "stage": p.stage,
-                "name": p.name,
-                "status": p.status,
-                "seconds": p.seconds,
-                "calls": p.calls,
-                "ops": [
-                    {
-                        "op": o.op,
-                        "ids": o.ids,
-                        "applied": o.applied,
-                        "why": o.why,
-                        "refused_reason": o.refused_reason,
-                    }
-                    for o in p.ops
-                ],
-            }
-            for p in r.phases
-        ],
-    }
+    return _night_json(r, owner=True)
 
 
 def public_run_json(run: SleepRun) -> dict:
@@ -87,7 +56,13 @@ def public_run_json(run: SleepRun) -> dict:
     of the allowlist-built :meth:`SleepRun.redacted` — ids, counts, statuses, times, flags and
     the code's own names. No free text that memory could be quoted in reaches it: whys, plans,
     details, refusal reasons, notes and the model's name are blank, and the summary is counts."""
-    r = run.redacted()
+    return _night_json(run.redacted(), owner=False)
+
+
+def _night_json(r: SleepRun, *, owner: bool) -> dict:
+    """Both views of a night in one allowlist, so that a field added to one is seen to be
+    added to the other; what only the owner reads (the model's name, whys, refusal reasons)
+    is blanked here for anyone else, on top of :meth:`SleepRun.redacted`."""
     return {
         "id": r.id,
         "started_at": r.started_at,
@@ -95,7 +70,7 @@ def public_run_json(run: SleepRun) -> dict:
         "status": r.status,
         "dry_run": r.dry_run,
         "reason": r.reason,
-        "model": None,
+        "model": r.model if owner else None,
         "stages": dict(r.stages),
         "notable": r.notable,
         "summary": r.summary,
@@ -111,8 +86,10 @@ def public_run_json(run: SleepRun) -> dict:
                         "op": o.op,
                         "ids": list(o.ids),
                         "applied": o.applied,
-                        "why": "",
-                        "refused_reason": None if o.refused_reason is None else "refused",
+                        "why": o.why if owner else "",
+                        "refused_reason": (
+                            o.refused_reason if owner or o.refused_reason is None else "refused"
+                        ),
                     }
                     for o in p.ops
                 ],

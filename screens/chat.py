@@ -16,18 +16,8 @@ from textual.timer import Timer
 from textual.widget import Widget
 from textual.widgets import Button, Footer, Label, Markdown
 
+from core.chat import events as turn_events
 from core.chat.conversation import StoredMessage
-from core.chat.events import (
-    MemoryUsed,
-    Remembering,
-    Sleeping,
-    Token,
-    ToolFinished,
-    TurnDone,
-    TurnError,
-    TurnEvent,
-)
-from core.chat.events import Notice as NoticeEvent
 from core.memory.prompt_section import PromptSection
 from eva_runtime.config import default_config_path
 from eva_tui import strings as S
@@ -57,7 +47,7 @@ GREETING = S.GREETING
 
 
 class TurnEventMessage(Message):
-    def __init__(self, event: TurnEvent) -> None:
+    def __init__(self, event: turn_events.TurnEvent) -> None:
         super().__init__()
         self.event = event
 
@@ -397,7 +387,7 @@ class ChatScreen(RecordActions):
 
     async def on_turn_event_message(self, message: TurnEventMessage) -> None:
         ev = message.event
-        if isinstance(ev, Token):
+        if isinstance(ev, turn_events.Token):
             self._pending.append(ev.text)
             if self._flush_timer is None:
                 self._flush_timer = self.set_timer(self.FLUSH_SECONDS, self._flush)
@@ -405,36 +395,38 @@ class ChatScreen(RecordActions):
                 self.current_user.mark_sent()
             return
         await self._flush()
-        if isinstance(ev, Sleeping):
+        if isinstance(ev, turn_events.Sleeping):
             self.waiting_for_wake = True
             if self.current_user is not None:
                 self.current_user.waiting()
             self._update_banner()
             return
-        if self.waiting_for_wake and not isinstance(ev, TurnError):
+        if self.waiting_for_wake and not isinstance(ev, turn_events.TurnError):
             self.waiting_for_wake = False
             if self.current_user is not None:
                 self.current_user.thinking()
             self._update_banner()
-        if self.current_user is not None and not isinstance(ev, TurnError | MemoryUsed):
+        if self.current_user is not None and not isinstance(
+            ev, turn_events.TurnError | turn_events.MemoryUsed
+        ):
             self.current_user.mark_sent()
-        if isinstance(ev, MemoryUsed):
+        if isinstance(ev, turn_events.MemoryUsed):
             self.section = ev.section
-        elif isinstance(ev, ToolFinished):
+        elif isinstance(ev, turn_events.ToolFinished):
             view = await self._view()
             view.add_note(ev.name, ev.result.ok, {**ev.result.data})
             if ev.result.ok and ev.name in MEMORY_CHANGING_TOOLS:
                 self.app.memory_changed()
-        elif isinstance(ev, Remembering):
+        elif isinstance(ev, turn_events.Remembering):
             # the reply is complete; the memory step's ops follow as ToolFinished (SPEC §3.1)
             view = await self._view()
             if not view.text:
                 await view.write(S.NO_ANSWER)
             await view.remembering()
-        elif isinstance(ev, NoticeEvent):
+        elif isinstance(ev, turn_events.Notice):
             await self._view()  # the notice follows the answer it is about
             await self._mount_in_turn(Notice(ev.text))
-        elif isinstance(ev, TurnDone):
+        elif isinstance(ev, turn_events.TurnDone):
             view = await self._view()
             view.turn_id = ev.turn_id
             view.message_id = ev.message_id
@@ -445,7 +437,7 @@ class ChatScreen(RecordActions):
             if not view.text:  # nothing was streamed (held back, or no answer at all)
                 await view.write(ev.text or (S.NO_ANSWER if not ev.stopped else "*(stopped)*"))
             await view.finish(self._subtitle(ev.stopped))
-        elif isinstance(ev, TurnError):
+        elif isinstance(ev, turn_events.TurnError):
             if self.current is not None:
                 await self.current.finish("error")
             if self.current_user is not None:

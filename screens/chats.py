@@ -21,6 +21,7 @@ from core.chat.chats import Chat
 from eva_tui.widgets import EvaInput, ago, clip, in_time
 from eva_tui.widgets.base import eva_app
 from eva_tui.widgets.modals import HELP
+from eva_tui.widgets.tables import selected_id
 
 COLUMNS = (
     ("", "current"),
@@ -212,14 +213,7 @@ class ChatsScreen(ModalScreen[bool]):
         return mem.config.archive_ttl_seconds if mem is not None else 30 * 86_400.0
 
     def _selected_id(self) -> int | None:
-        table = self.query_one("#chats", DataTable)
-        if table.row_count == 0:
-            return None
-        try:
-            key = table.coordinate_to_cell_key(table.cursor_coordinate).row_key
-        except Exception:
-            return None
-        return int(key.value) if key.value is not None else None
+        return selected_id(self.query_one("#chats", DataTable))
 
     def _selected(self) -> Chat | None:
         cid = self._selected_id()
@@ -284,9 +278,31 @@ class ChatsScreen(ModalScreen[bool]):
         conv = self.conversation
         self._do(lambda: (f"Started a new chat (#{conv.new_chat().id}).", True), close=True)
 
-    def action_rename(self) -> None:
+    def _live_selected(self, *, emptying: bool = False) -> Chat | None:
+        """The selected live chat a rename, delete or clear acts on; None when no chat is
+        selected, the archive is shown, or, for a delete or a clear (``emptying``), it is the
+        open chat while Eva answers in it (the owner is told why)."""
         chat = self._selected()
         if chat is None or self.archived:
+            return None
+        if emptying and chat.id == self.current and self._refuse_busy():
+            return None
+        return chat
+
+    def _confirm(
+        self, title: str, body: str, action: str, change: Callable[[], tuple[str, bool]]
+    ) -> None:
+        """Ask before a change that moves messages to the archive; ``change`` runs on yes."""
+
+        def done(ok: bool | None) -> None:
+            if ok:
+                self._do(change)
+
+        self.app.push_screen(ConfirmChat(title, body, action), done)
+
+    def action_rename(self) -> None:
+        chat = self._live_selected()
+        if chat is None:
             return
         conv = self.conversation
 
@@ -299,39 +315,26 @@ class ChatsScreen(ModalScreen[bool]):
         self.app.push_screen(RenameChat(chat), done)
 
     def action_delete(self) -> None:
-        chat = self._selected()
-        if chat is None or self.archived:
-            return
-        if chat.id == self.current and self._refuse_busy():
+        chat = self._live_selected(emptying=True)
+        if chat is None:
             return
         conv = self.conversation
         days = self._ttl() / 86_400
-
-        def done(ok: bool | None) -> None:
-            if ok:
-                self._do(
-                    lambda: (
-                        f"“{conv.delete_chat(chat.id).label}” moved to the archive "
-                        f"(restorable for {days:g} days).",
-                        chat.id == self.current,
-                    )
-                )
-
-        self.app.push_screen(
-            ConfirmChat(
-                f"Delete “{chat.label}”?",
-                f"The chat, its {chat.messages} messages and its summaries move to the archive; "
-                f"you can restore them for {days:g} days (a: archived chats, u: restore).",
-                "Delete",
+        self._confirm(
+            f"Delete “{chat.label}”?",
+            f"The chat, its {chat.messages} messages and its summaries move to the archive; "
+            f"you can restore them for {days:g} days (a: archived chats, u: restore).",
+            "Delete",
+            lambda: (
+                f"“{conv.delete_chat(chat.id).label}” moved to the archive "
+                f"(restorable for {days:g} days).",
+                chat.id == self.current,
             ),
-            done,
         )
 
     def action_clear(self) -> None:
-        chat = self._selected()
-        if chat is None or self.archived:
-            return
-        if chat.id == self.current and self._refuse_busy():
+        chat = self._live_selected(emptying=True)
+        if chat is None:
             return
         conv = self.conversation
 
@@ -344,18 +347,12 @@ class ChatsScreen(ModalScreen[bool]):
                 chat.id == self.current
             )
 
-        def done(ok: bool | None) -> None:
-            if ok:
-                self._do(clear)
-
-        self.app.push_screen(
-            ConfirmChat(
-                f"Clear the history of “{chat.label}”?",
-                f"Its {chat.messages} messages and its summaries move to the archive; the chat "
-                "stays, empty. What Eva saved in her memory stays.",
-                "Clear",
-            ),
-            done,
+        self._confirm(
+            f"Clear the history of “{chat.label}”?",
+            f"Its {chat.messages} messages and its summaries move to the archive; the chat "
+            "stays, empty. What Eva saved in her memory stays.",
+            "Clear",
+            clear,
         )
 
     def action_toggle_archived(self) -> None:

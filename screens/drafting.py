@@ -13,6 +13,8 @@ The model call runs in a thread worker; the dialogs never block the event loop.
 
 from __future__ import annotations
 
+from collections.abc import Callable
+
 from textual import work
 from textual.app import ComposeResult
 from textual.binding import Binding
@@ -30,7 +32,7 @@ from core.memory.facade import Memory, SaveResult
 from core.store.records import Actor, Source
 from eva_tui.widgets import EvaTextArea, clip
 from eva_tui.widgets.base import InApp, eva_app
-from eva_tui.widgets.modals import HELP
+from eva_tui.widgets.modals import HELP, scope_field
 
 KEEP_OPTIONS = [("keep", "keep"), ("drop", "drop")]
 
@@ -109,7 +111,41 @@ def _label(m: StoredMessage) -> str:
     return f"{who}: {clip(' '.join(m.content.split()), 90)}"
 
 
-class SaveFromDialogue(ModalScreen[list[int] | None]):
+class _DraftingDialog(ModalScreen[list[int] | None]):
+    """What both drafting dialogs do with their Draft button: one draft at a time (the button
+    says "Drafting…" meanwhile), the model asked in a worker, and the button back as "Draft
+    again" when the drafts (or the reason there are none) come. ``ERROR`` is the label that
+    says what went wrong."""
+
+    ERROR = "#draft-error"
+
+    def _error(self, text: str) -> None:
+        self.query_one(self.ERROR, Label).update(text)
+
+    def _drafting(self) -> bool:
+        return str(self.query_one("#draft", Button).label) == "Drafting…"
+
+    def _start_drafting(self, ask: Callable[[], list[dr.Draft]]) -> None:
+        self._error("")
+        button = self.query_one("#draft", Button)
+        button.disabled = True
+        button.label = "Drafting…"
+        self._draft(ask)
+
+    @work(thread=True, exit_on_error=False, group="drafting", name="drafting memories")
+    def _draft(self, ask: Callable[[], list[dr.Draft]]) -> None:
+        try:
+            self.post_message(Drafted(ask()))
+        except (ModelError, MemoryOpError) as e:
+            self.post_message(Drafted(None, str(e)))
+
+    def _drafting_done(self) -> None:
+        button = self.query_one("#draft", Button)
+        button.label = "Draft again"
+        button.disabled = False
+
+
+class SaveFromDialogue(_DraftingDialog):
     """Select messages → drafts → saved pinned (source ``dialogue``). Returns the saved ids."""
 
     # Ctrl+G drafts ("generate"): Ctrl+D deletes a character in a text field (issue 28 item 4)
@@ -152,11 +188,7 @@ class SaveFromDialogue(ModalScreen[list[int] | None]):
                 id="messages",
             )
             yield VerticalScroll(id="drafts")
-            with Horizontal(classes="fields"):
-                yield Label("scope", classes="field-label")
-                yield Select(
-                    self.scopes, value=self.scope, allow_blank=False, compact=True, id="scope"
-                )
+            yield scope_field(self.scopes, self.scope)
             yield Label("", id="draft-error", classes="error")
             with Horizontal(classes="buttons"):
                 yield Button("Draft memories", id="draft", variant="primary")
@@ -195,34 +227,20 @@ class SaveFromDialogue(ModalScreen[list[int] | None]):
             event.button.id or "cancel"
         ]()
 
-    def _error(self, text: str) -> None:
-        self.query_one("#draft-error", Label).update(text)
-
     # ------------------------------------------------------------------ drafting
     def action_draft(self) -> None:
-        services = eva_app(self).services
-        if str(self.query_one("#draft", Button).label) == "Drafting…":
+        model = eva_app(self).services.chat_model
+        if self._drafting():
             return
-        if services.chat_model is None:
+        if model is None:
             self._error("The model is not loaded yet; you can keep the selection verbatim.")
             return
-        self._error("")
-        self.query_one("#draft", Button).disabled = True
-        self.query_one("#draft", Button).label = "Drafting…"
         pairs = [(m.role, m.content) for m in self.selected()]
-        self._draft(services.chat_model, pairs, _memory(self).config.max_chars)
-
-    @work(thread=True, exit_on_error=False, group="drafting", name="drafting memories")
-    def _draft(self, model, pairs, max_chars) -> None:
-        try:
-            self.post_message(Drafted(dr.draft_from_dialogue(model, pairs, max_chars)))
-        except (ModelError, MemoryOpError) as e:
-            self.post_message(Drafted(None, str(e)))
+        max_chars = _memory(self).config.max_chars
+        self._start_drafting(lambda: dr.draft_from_dialogue(model, pairs, max_chars))
 
     async def on_drafted(self, event: Drafted) -> None:
-        button = self.query_one("#draft", Button)
-        button.label = "Draft again"
-        button.disabled = False
+        self._drafting_done()
         if event.error:
             self._error(f"Drafting failed: {event.error}. You can keep the selection verbatim.")
             return
@@ -286,7 +304,7 @@ class SaveFromDialogue(ModalScreen[list[int] | None]):
         self.dismiss(None)
 
 
-class InitFromDescription(ModalScreen[list[int] | None]):
+class InitFromDescription(_DraftingDialog):
     """Write about yourself → drafts → confirm each (source ``init``). Returns saved ids."""
 
     BINDINGS = [
@@ -303,6 +321,7 @@ class InitFromDescription(ModalScreen[list[int] | None]):
     InitFromDescription #scope { width: 40; }
     InitFromDescription .error, InitFromDescription .dim { width: 100%; }
     """
+    ERROR = "#init-error"
 
     def __init__(self, scopes: list[tuple[str, str]], scope: str) -> None:
         super().__init__(classes="modal")
@@ -323,11 +342,7 @@ class InitFromDescription(ModalScreen[list[int] | None]):
             yield EvaTextArea("", id="description", soft_wrap=True)
             yield Label("0 / 1000", id="description-count", classes="dim")
             yield VerticalScroll(id="init-drafts")
-            with Horizontal(classes="fields"):
-                yield Label("scope", classes="field-label")
-                yield Select(
-                    self.scopes, value=self.scope, allow_blank=False, compact=True, id="scope"
-                )
+            yield scope_field(self.scopes, self.scope)
             yield Label("", id="init-error", classes="error")
             with Horizontal(classes="buttons"):
                 yield Button("Draft memories", id="draft", variant="primary")
@@ -346,9 +361,6 @@ class InitFromDescription(ModalScreen[list[int] | None]):
         )
         self.query_one("#draft", Button).disabled = over
 
-    def _error(self, text: str) -> None:
-        self.query_one("#init-error", Label).update(text)
-
     def on_button_pressed(self, event: Button.Pressed) -> None:
         event.stop()
         bid = event.button.id or ""
@@ -360,8 +372,8 @@ class InitFromDescription(ModalScreen[list[int] | None]):
             self._decide(int(bid.split("-")[1]), bid.startswith("save-"))
 
     def action_draft(self) -> None:
-        services = eva_app(self).services
-        if str(self.query_one("#draft", Button).label) == "Drafting…":
+        model = eva_app(self).services.chat_model
+        if self._drafting():
             return
         text = self.query_one("#description", EvaTextArea).text
         try:
@@ -369,26 +381,14 @@ class InitFromDescription(ModalScreen[list[int] | None]):
         except MemoryOpError as e:
             self._error(str(e).capitalize() + ".")
             return
-        if services.chat_model is None:
+        if model is None:
             self._error("The model is not loaded yet; try again in a moment.")
             return
-        self._error("")
-        button = self.query_one("#draft", Button)
-        button.disabled = True
-        button.label = "Drafting…"
-        self._draft(services.chat_model, text, _memory(self).config.max_chars)
-
-    @work(thread=True, exit_on_error=False, group="drafting", name="drafting memories")
-    def _draft(self, model, text, max_chars) -> None:
-        try:
-            self.post_message(Drafted(dr.draft_from_description(model, text, max_chars)))
-        except (ModelError, MemoryOpError) as e:
-            self.post_message(Drafted(None, str(e)))
+        max_chars = _memory(self).config.max_chars
+        self._start_drafting(lambda: dr.draft_from_description(model, text, max_chars))
 
     async def on_drafted(self, event: Drafted) -> None:
-        button = self.query_one("#draft", Button)
-        button.label = "Draft again"
-        button.disabled = False
+        self._drafting_done()
         if event.error or not event.drafts:
             self._error(
                 f"Drafting failed: {event.error}."

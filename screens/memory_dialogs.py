@@ -16,7 +16,13 @@ from core.memory.facade import Memory
 from core.store.records import GLOBAL_SCOPE, Record
 from eva_tui import strings as S
 from eva_tui.widgets import EvaTextArea, clip
-from eva_tui.widgets.modals import HELP, IMPORTANCE_OPTIONS, KIND_OPTIONS
+from eva_tui.widgets.modals import (
+    HELP,
+    IMPORTANCE_OPTIONS,
+    KIND_OPTIONS,
+    SaveOrCancel,
+    scope_field,
+)
 
 PRIVATE_OPTIONS = [("not private", False), ("private", True)]
 
@@ -42,7 +48,7 @@ DIALOG_CSS = """
 """
 
 
-class AddMemory(ModalScreen[dict | None]):
+class AddMemory(SaveOrCancel[dict | None]):
     """Content, kind, importance, private and scope. Save first checks dedup: when a save would
     reinforce an existing record, the dialog shows it and a second Save goes ahead."""
 
@@ -73,11 +79,7 @@ class AddMemory(ModalScreen[dict | None]):
                 yield Select(
                     PRIVATE_OPTIONS, value=False, allow_blank=False, compact=True, id="private"
                 )
-            with Horizontal(classes="fields"):
-                yield Label("scope", classes="field-label")
-                yield Select(
-                    self.scopes, value=self.scope, allow_blank=False, compact=True, id="scope"
-                )
+            yield scope_field(self.scopes, self.scope)
             yield Label("", id="add-error", classes="error")
             with Horizontal(classes="buttons"):
                 yield Button("Save", id="save", variant="primary")
@@ -85,10 +87,6 @@ class AddMemory(ModalScreen[dict | None]):
 
     def on_mount(self) -> None:
         self.query_one("#content", EvaTextArea).focus()
-
-    def on_button_pressed(self, event: Button.Pressed) -> None:
-        event.stop()
-        self.action_save() if event.button.id == "save" else self.action_cancel()
 
     def action_save(self) -> None:
         content = self.query_one("#content", EvaTextArea).text.strip()
@@ -113,9 +111,6 @@ class AddMemory(ModalScreen[dict | None]):
             }
         )
 
-    def action_cancel(self) -> None:
-        self.dismiss(None)
-
 
 class MoveToScope(ModalScreen[str | None]):
     DEFAULT_CSS = DIALOG_CSS
@@ -134,15 +129,10 @@ class MoveToScope(ModalScreen[str | None]):
         with Vertical(classes="dialog"):
             yield Label(f"Move memory #{r.id} to another scope", classes="dialog-title")
             yield Static(r.content, markup=False, classes="record-text")
-            with Horizontal(classes="fields"):
-                yield Label("scope", classes="field-label")
-                yield Select(
-                    self.scopes,
-                    value=r.scope if any(v == r.scope for _, v in self.scopes) else GLOBAL_SCOPE,
-                    allow_blank=False,
-                    compact=True,
-                    id="scope",
-                )
+            yield scope_field(
+                self.scopes,
+                r.scope if any(v == r.scope for _, v in self.scopes) else GLOBAL_SCOPE,
+            )
             with Horizontal(classes="buttons"):
                 yield Button("Move", id="move", variant="primary")
                 yield Button("Cancel", id="cancel")
@@ -178,11 +168,7 @@ class ClearAll(ModalScreen[str | None]):
     def compose(self) -> ComposeResult:
         with Vertical(classes="dialog"):
             yield Label("Clear all memories of a scope", classes="dialog-title")
-            with Horizontal(classes="fields"):
-                yield Label("scope", classes="field-label")
-                yield Select(
-                    self.scopes, value=self.scope, allow_blank=False, compact=True, id="scope"
-                )
+            yield scope_field(self.scopes, self.scope)
             yield Static("", id="clear-what", classes="record-text")
             with Horizontal(classes="buttons"):
                 yield Button("Clear", id="clear", variant="error")

@@ -6,15 +6,14 @@ from __future__ import annotations
 from textual.app import ComposeResult
 from textual.binding import Binding
 from textual.containers import Horizontal, Vertical
-from textual.screen import ModalScreen
 from textual.widgets import Button, Footer, Label
 
 from eva_tui import strings as S
 from eva_tui.widgets.inputs import EvaTextArea
-from eva_tui.widgets.modals import HELP
+from eva_tui.widgets.modals import HELP, SaveOrCancel
 
 
-class EditMessage(ModalScreen[str | None]):
+class EditMessage(SaveOrCancel[str | None]):
     """Returns the new text (stripped, not empty, within ``max_chars``), or None."""
 
     HELP_NAME = "editing a message"
@@ -45,13 +44,6 @@ class EditMessage(ModalScreen[str | None]):
         area.focus()
         area.move_cursor(area.document.end)
 
-    def on_button_pressed(self, event: Button.Pressed) -> None:
-        event.stop()
-        if event.button.id == "save":
-            self.action_save()
-        else:
-            self.action_cancel()
-
     def action_save(self) -> None:
         text = self.query_one("#message-text", EvaTextArea).text.strip()
         error = self.query_one("#message-edit-error", Label)
@@ -62,6 +54,3 @@ class EditMessage(ModalScreen[str | None]):
             error.update(S.too_long(len(text), self.max_chars))
             return
         self.dismiss(text if text != self.text else None)
-
-    def action_cancel(self) -> None:
-        self.dismiss(None)

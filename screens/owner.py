@@ -4,7 +4,7 @@ Each store call runs in a thread worker; results and refusals become notices."""
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from pathlib import Path
 from typing import TYPE_CHECKING, NamedTuple
 
@@ -163,6 +163,18 @@ def clear_all(app: EvaApp) -> None:
     )
 
 
+def _on_saved(app: EvaApp, said: Callable[[list[int]], str]) -> Callable[[list[int] | None], None]:
+    """What follows a drafting dialog that saved memories (from the dialogue, or from the
+    owner's description): the memory views refresh and the owner is told ``said(ids)``."""
+
+    def saved(ids: list[int] | None) -> None:
+        if ids:
+            app.memory_changed()
+            app.notify(said(ids), timeout=8)
+
+    return saved
+
+
 def save_from_dialogue(app: EvaApp) -> None:
     if _memory(app) is None:
         return
@@ -172,32 +184,25 @@ def save_from_dialogue(app: EvaApp) -> None:
         app.notify("There is no conversation to save from yet.")
         return
 
-    def saved(ids: list[int] | None) -> None:
-        if ids:
-            app.memory_changed()
-            app.notify(
-                f"Saved {len(ids)} pinned memor{'y' if len(ids) == 1 else 'ies'}: "
-                + " ".join(f"#{i}" for i in ids),
-                timeout=8,
-            )
+    def said(ids: list[int]) -> str:
+        return f"Saved {len(ids)} pinned memor{'y' if len(ids) == 1 else 'ies'}: " + " ".join(
+            f"#{i}" for i in ids
+        )
 
-    app.push_screen(SaveFromDialogue(messages, _scopes(app), _active_scope(app)), saved)
+    app.push_screen(
+        SaveFromDialogue(messages, _scopes(app), _active_scope(app)), _on_saved(app, said)
+    )
 
 
 def init_from_description(app: EvaApp) -> None:
     if _memory(app) is None:
         return
 
-    def done(ids: list[int] | None) -> None:
-        if ids:
-            app.memory_changed()
-            app.notify(
-                f"Eva remembers {len(ids)} thing{'s' if len(ids) != 1 else ''} about "
-                "you now (F2 shows them).",
-                timeout=8,
-            )
+    def said(ids: list[int]) -> str:
+        n = len(ids)
+        return f"Eva remembers {n} thing{'s' if n != 1 else ''} about you now (F2 shows them)."
 
-    app.push_screen(InitFromDescription(_scopes(app), _active_scope(app)), done)
+    app.push_screen(InitFromDescription(_scopes(app), _active_scope(app)), _on_saved(app, said))
 
 
 def export_memory(app: EvaApp, private: bool) -> None:
@@ -205,16 +210,11 @@ def export_memory(app: EvaApp, private: bool) -> None:
     memory = _memory(app)
     if memory is None:
         return
-    folder = app.services.data_dir / "exports"
 
     def run() -> str:
         now = app.services.clock.now()
         ex = portability.export(memory, include_archive=True, private=private)
-        ownership.private_dir(folder)
-        name = portability.backup_name(now).replace("eva-backup-", "eva-export-")
-        path = _unique(folder / name.replace(".db", ".jsonl"))
-        with ownership.open_private(path, "x", encoding="utf-8") as f:
-            f.writelines(ex.lines)
+        path = _write_export(app, "eva-export", now, ".jsonl", ex.lines)
         note = f"Exported {ex.records} memories to {path}"
         if ex.private_left_out:
             note += f"; {ex.private_left_out} private left out"
@@ -229,18 +229,13 @@ def export_chats(app: EvaApp, fmt: str, private: bool) -> None:
     memory = _memory(app)
     if memory is None:
         return
-    folder = app.services.data_dir / "exports"
 
     def run() -> str:
         now = app.services.clock.now()
         ex = chat_export.export_chats(
             memory.attach(Chats), memory.attach(Transcript), fmt, private=private, now=now
         )
-        ownership.private_dir(folder)
-        name = portability.backup_name(now).replace("eva-backup-", "eva-chats-")
-        path = _unique(folder / name.replace(".db", ".jsonl" if fmt == "jsonl" else ".md"))
-        with ownership.open_private(path, "x", encoding="utf-8") as f:
-            f.writelines(ex.lines)
+        path = _write_export(app, "eva-chats", now, ".jsonl" if fmt == "jsonl" else ".md", ex.lines)
         note = f"Exported {ex.chats} chats ({ex.messages} messages) to {path}"
         if ex.private_left_out:
             note += (
@@ -307,6 +302,19 @@ def search_chats(app: EvaApp) -> None:
             app.screen.action_search()
 
     app.call_after_refresh(open_it)
+
+
+def _write_export(app: EvaApp, stem: str, now: float, suffix: str, lines: Iterable[str]) -> Path:
+    """``lines`` in a new file of <data dir>/exports that only the owner may read (mode 0600),
+    named as a backup of ``now`` is but for its ``stem`` and ``suffix``, and never over an
+    earlier one: what the memory's and the chats' exports both write."""
+    folder = app.services.data_dir / "exports"
+    ownership.private_dir(folder)
+    name = portability.backup_name(now).replace("eva-backup-", f"{stem}-")
+    path = _unique(folder / name.replace(".db", suffix))
+    with ownership.open_private(path, "x", encoding="utf-8") as f:
+        f.writelines(lines)
+    return path
 
 
 def _unique(path: Path) -> Path:

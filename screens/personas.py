@@ -19,7 +19,7 @@ from core.chat.personas import DEFAULT_ID, Persona
 from core.errors import MemoryOpError
 from eva_tui.widgets import EvaInput, EvaTextArea, clip
 from eva_tui.widgets.base import eva_app
-from eva_tui.widgets.modals import HELP
+from eva_tui.widgets.modals import HELP, SaveOrCancel
 
 DEFAULT = "default"  # a Select value: follow the configured default
 LEVEL_OPTIONS = [
@@ -40,7 +40,7 @@ class PersonasChanged(Message):
         self.switched = switched
 
 
-class PersonaForm(ModalScreen[dict | None]):
+class PersonaForm(SaveOrCancel[dict | None]):
     """Create or edit a persona. Returns the fields (or None)."""
 
     BINDINGS = [
@@ -90,10 +90,6 @@ class PersonaForm(ModalScreen[dict | None]):
     def on_mount(self) -> None:
         self.query_one("#persona-name", EvaInput).focus()
 
-    def on_button_pressed(self, event: Button.Pressed) -> None:
-        event.stop()
-        self.action_save() if event.button.id == "save" else self.action_cancel()
-
     def on_input_submitted(self, event: EvaInput.Submitted) -> None:
         event.stop()
         self.action_save()
@@ -113,9 +109,6 @@ class PersonaForm(ModalScreen[dict | None]):
                 "learning": None if learning == DEFAULT else bool(learning),
             }
         )
-
-    def action_cancel(self) -> None:
-        self.dismiss(None)
 
 
 class ConfirmDeletePersona(ModalScreen[bool]):

@@ -21,7 +21,8 @@ from core.chat.summaries import TIER_NAMES, Summary
 from core.chat.summarizer import Progress
 from eva_tui.widgets import EvaTextArea, clip
 from eva_tui.widgets.base import eva_app
-from eva_tui.widgets.modals import HELP
+from eva_tui.widgets.modals import HELP, SaveOrCancel
+from eva_tui.widgets.tables import keep_cursor, selected_id
 
 COLUMNS = (
     ("id", "id"),
@@ -74,7 +75,7 @@ def summary_text(s: Summary, covers: int) -> Text:
     return t
 
 
-class EditSummary(ModalScreen[tuple[str, list[str]] | None]):
+class EditSummary(SaveOrCancel[tuple[str, list[str]] | None]):
     """Edit a summary's prose and its verbatim list (one item a line)."""
 
     BINDINGS = [
@@ -101,16 +102,6 @@ class EditSummary(ModalScreen[tuple[str, list[str]] | None]):
 
     def on_mount(self) -> None:
         self.query_one("#prose", EvaTextArea).focus()
-
-    def on_button_pressed(self, event: Button.Pressed) -> None:
-        event.stop()
-        if event.button.id == "save":
-            self.action_save()
-        else:
-            self.action_cancel()
-
-    def action_cancel(self) -> None:
-        self.dismiss(None)
 
     def action_save(self) -> None:
         prose = self.query_one("#prose", EvaTextArea).text.strip()
@@ -213,19 +204,11 @@ class SummaryPanel(ModalScreen[None]):
                 clip(s.prose.replace("\n", " "), 60),
                 key=str(s.id),
             )
-        if keep is not None and str(keep) in table.rows:
-            table.move_cursor(row=table.get_row_index(str(keep)))
+        keep_cursor(table, keep)
         self._show_selected()
 
     def _selected_id(self) -> int | None:
-        table = self.query_one("#summaries", DataTable)
-        if table.row_count == 0:
-            return None
-        try:
-            key = table.coordinate_to_cell_key(table.cursor_coordinate).row_key
-        except Exception:
-            return None
-        return int(key.value) if key.value is not None else None
+        return selected_id(self.query_one("#summaries", DataTable))
 
     def _show_selected(self) -> None:
         sid = self._selected_id()

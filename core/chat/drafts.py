@@ -146,14 +146,9 @@ def draft_from_dialogue(
         raise MemoryOpError("select at least one message")
     if len(selected) > MAX_MESSAGES:
         raise MemoryOpError(f"{len(selected)} messages are selected; the limit is {MAX_MESSAGES}")
-    answer = model.generate_json(
-        dialogue_messages(selected),
-        drafts_schema(MAX_DRAFTS),
-        timeout=timeout,
-        max_tokens=max_tokens,
-        cancel=cancel,
+    return _drafts(
+        model, dialogue_messages(selected), MAX_DRAFTS, max_chars, timeout, max_tokens, cancel
     )
-    return clean(answer, max_chars, MAX_DRAFTS)
 
 
 def check_description(description: object) -> str:
@@ -178,11 +173,29 @@ def draft_from_description(
 ) -> list[Draft]:
     """Drafts from the owner's description of themselves (at most 1,000 characters)."""
     description = check_description(description)
-    answer = model.generate_json(
+    return _drafts(
+        model,
         description_messages(description),
-        drafts_schema(MAX_INIT_DRAFTS),
-        timeout=timeout,
-        max_tokens=max_tokens,
-        cancel=cancel,
+        MAX_INIT_DRAFTS,
+        max_chars,
+        timeout,
+        max_tokens,
+        cancel,
     )
-    return clean(answer, max_chars, MAX_INIT_DRAFTS)
+
+
+def _drafts(
+    model: ChatModel,
+    messages: list[Message],
+    most: int,
+    max_chars: int,
+    timeout: float | None,
+    max_tokens: int,
+    cancel: threading.Event | None,
+) -> list[Draft]:
+    """Up to ``most`` drafts the model writes from ``messages``, cleaned: one way of asking
+    whatever the drafts are drawn from (a dialogue, a description)."""
+    answer = model.generate_json(
+        messages, drafts_schema(most), timeout=timeout, max_tokens=max_tokens, cancel=cancel
+    )
+    return clean(answer, max_chars, most)

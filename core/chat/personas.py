@@ -82,10 +82,7 @@ def _from_row(r: sqlite3.Row) -> Persona:
 def _name(value: object) -> str:
     if not isinstance(value, str) or not value.strip():
         raise MemoryOpError("a persona needs a name")
-    value = " ".join(value.split())
-    if len(value) > MAX_NAME:
-        raise MemoryOpError(f"the name is {len(value)} characters; the limit is {MAX_NAME}")
-    return value
+    return _within(" ".join(value.split()), MAX_NAME, "the name")
 
 
 def _text(value: object) -> str | None:
@@ -96,8 +93,14 @@ def _text(value: object) -> str | None:
     value = value.strip()
     if not value:
         return None  # empty: the configured default
-    if len(value) > MAX_TEXT:
-        raise MemoryOpError(f"the persona text is {len(value)} characters; the limit is {MAX_TEXT}")
+    return _within(value, MAX_TEXT, "the persona text")
+
+
+def _within(value: str, limit: int, what: str) -> str:
+    """``value`` when it fits in ``limit`` characters; the refusal says by how much it does not,
+    in the same words for a name and a text."""
+    if len(value) > limit:
+        raise MemoryOpError(f"{what} is {len(value)} characters; the limit is {limit}")
     return value
 
 

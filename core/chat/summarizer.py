@@ -293,6 +293,39 @@ class Summarizer:
             raise _Interrupted(calls[0])
         return out
 
+    def _write(
+        self,
+        instruction: Callable[[str], str],
+        source: str,
+        terms_line: str,
+        calls: list[int],
+        verbatim: list[str] | None = None,
+    ) -> _Written:
+        """A summary of ``source`` that drops none of its salient terms, in up to two attempts:
+        the second is told what the first dropped. ``instruction`` makes the prompt around the
+        terms line; the model writes the verbatim items too unless they are given (a merge keeps
+        its parts' items). A chunk and a merge ask alike, so both go through here."""
+        rejected = 0
+        why: list[str] = []
+        missing: list[str] = []
+        for attempt in range(2):
+            extra = RETRY_LINE.format(missing=", ".join(missing)) if attempt else ""
+            prompt: list[Message] = [{"role": "user", "content": instruction(terms_line + extra)}]
+            try:
+                plan = self._ask(prompt, summary_schema(verbatim is None), calls)
+            except ModelError as e:
+                rejected += 1
+                why.append(f"model: {e}")
+                continue
+            prose = " ".join(str(plan.get("summary", "")).split())
+            items = _clean_items(plan.get("verbatim")) if verbatim is None else verbatim
+            missing = dropped(source, prose + "\n" + "\n".join(items))
+            if prose and not missing:
+                return _Written(prose, items, rejected, why)
+            rejected += 1
+            why.append("dropped: " + ", ".join(missing) if missing else "empty summary")
+        return _Written("", [], rejected, why)
+
     def _summarise_chunk(self, chat_id: int, chunk: list[SourceMessage], t0: float) -> StepResult:
         calls = [0]
         saved = 0
@@ -306,33 +339,15 @@ class Summarizer:
         )
         terms = sorted(salient_terms(source))
         terms_line = TERMS_LINE.format(terms=", ".join(terms)) if terms else ""
-        rejected = 0
-        prose, verbatim, status = "", [], OK
-        missing: list[str] = []
-        why: list[str] = []
-        for attempt in range(2):
-            extra = RETRY_LINE.format(missing=", ".join(missing)) if attempt else ""
-            prompt: list[Message] = [
-                {
-                    "role": "user",
-                    "content": CHUNK_INSTRUCTION.format(
-                        terms=terms_line + extra, transcript=transcript
-                    ),
-                }
-            ]
-            try:
-                plan = self._ask(prompt, summary_schema(True), calls)
-            except ModelError as e:
-                rejected += 1
-                why.append(f"model: {e}")
-                continue
-            prose = " ".join(str(plan.get("summary", "")).split())
-            verbatim = _clean_items(plan.get("verbatim"))
-            missing = dropped(source, prose + "\n" + "\n".join(verbatim))
-            if prose and not missing:
-                break
-            rejected += 1
-            why.append("dropped: " + ", ".join(missing) if missing else "empty summary")
+        written = self._write(
+            lambda line: CHUNK_INSTRUCTION.format(terms=line, transcript=transcript),
+            source,
+            terms_line,
+            calls,
+        )
+        rejected, why = written.rejected, written.why
+        if written.prose:
+            prose, verbatim, status = written.prose, written.verbatim, OK
         else:
             prose, verbatim, status = extractive(chunk), sorted(terms), FALLBACK
         date = _line_date(chunk[0].created_at)
@@ -366,30 +381,17 @@ class Summarizer:
         verbatim = _union(v for p in parts for v in p.verbatim)
         terms = sorted(t for t in salient_terms(source) if not present(t, "\n".join(verbatim)))
         terms_line = TERMS_LINE.format(terms=", ".join(terms)) if terms else ""
-        rejected = 0
-        prose, status = "", OK
-        missing: list[str] = []
-        for attempt in range(2):
-            extra = RETRY_LINE.format(missing=", ".join(missing)) if attempt else ""
-            summaries = "\n\n".join(f"({i + 1}) {p.prose}" for i, p in enumerate(parts))
-            prompt: list[Message] = [
-                {
-                    "role": "user",
-                    "content": MERGE_INSTRUCTION.format(
-                        terms=terms_line + extra, summaries=summaries
-                    ),
-                }
-            ]
-            try:
-                plan = self._ask(prompt, summary_schema(False), calls)
-            except ModelError:
-                rejected += 1
-                continue
-            prose = " ".join(str(plan.get("summary", "")).split())
-            missing = dropped(source, prose + "\n" + "\n".join(verbatim))
-            if prose and not missing:
-                break
-            rejected += 1
+        summaries = "\n\n".join(f"({i + 1}) {p.prose}" for i, p in enumerate(parts))
+        written = self._write(
+            lambda line: MERGE_INSTRUCTION.format(terms=line, summaries=summaries),
+            source,
+            terms_line,
+            calls,
+            verbatim,
+        )
+        rejected = written.rejected
+        if written.prose:
+            prose, status = written.prose, OK
         else:
             prose, status = " ".join(p.prose for p in parts), FALLBACK
         covers = [m for p in parts for m in self.store.covers(p.id)]
@@ -450,6 +452,18 @@ class Summarizer:
 
     def _tokens(self, prose: str, verbatim: list[str]) -> int:
         return self.model.count_tokens(prose + "\n" + "\n".join(verbatim))
+
+
+@dataclass(frozen=True)
+class _Written:
+    """What :meth:`Summarizer._write` came to: the prose and verbatim items of the attempt that
+    kept every salient term (empty prose: none did, the caller falls back), how many attempts
+    were rejected and why."""
+
+    prose: str
+    verbatim: list[str]
+    rejected: int
+    why: list[str]
 
 
 class _Interrupted(Exception):

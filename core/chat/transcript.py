@@ -125,26 +125,26 @@ class Transcript:
     ) -> list[StoredMessage]:
         """Messages of one conversation, oldest first, discarded ones excluded; with
         ``sees_private=False`` only those written where private memory was hidden."""
-        rows = self._storage.query(
-            "SELECT * FROM messages WHERE persona = ? AND channel = ? AND status != 'discarded' "
-            "AND archived_at IS NULL "
-            + ("" if sees_private else "AND private_ok = 0 ")
-            + "ORDER BY id DESC LIMIT ?",
-            (persona, channel, limit),
-        )
-        return [_message(r) for r in reversed(rows)]
+        return self._latest("persona = ? AND channel = ?", (persona, channel), limit, sees_private)
 
     def chat_history(
         self, chat_id: int, limit: int = 200, sees_private: bool = True
     ) -> list[StoredMessage]:
         """Messages of one chat, oldest first, discarded and archived ones excluded; with
         ``sees_private=False`` only those written where private memory was hidden."""
+        return self._latest("chat_id = ?", (chat_id,), limit, sees_private)
+
+    def _latest(
+        self, where: str, params: tuple[object, ...], limit: int, sees_private: bool
+    ) -> list[StoredMessage]:
+        """The last ``limit`` live messages matching ``where``, oldest first: what a
+        conversation's and a chat's history both are, read by one query."""
         rows = self._storage.query(
-            "SELECT * FROM messages WHERE chat_id = ? AND status != 'discarded' "
+            f"SELECT * FROM messages WHERE {where} AND status != 'discarded' "
             "AND archived_at IS NULL "
             + ("" if sees_private else "AND private_ok = 0 ")
             + "ORDER BY id DESC LIMIT ?",
-            (chat_id, limit),
+            (*params, limit),
         )
         return [_message(r) for r in reversed(rows)]
 

@@ -33,6 +33,14 @@ PRIVATE_HELP = (
     "such memories are shown only in the owner's private trusted conversations."
 )
 
+# what a save sets and an update may change besides the text: one definition, so that the two
+# tools never describe a memory's kind, importance or privacy differently
+_CLASSING: dict[str, dict[str, Any]] = {
+    "kind": {"type": "string", "enum": ["core", "fact", "event"], "description": KIND_HELP},
+    "importance": {"type": "integer", "minimum": 1, "maximum": 5, "description": IMPORTANCE_HELP},
+    "private": {"type": "boolean", "description": PRIVATE_HELP},
+}
+
 SCHEMAS: dict[str, dict[str, Any]] = {
     "memory_save": {
         "name": "memory_save",
@@ -50,18 +58,7 @@ SCHEMAS: dict[str, dict[str, Any]] = {
                     "minLength": 1,
                     "maxLength": 500,
                 },
-                "kind": {
-                    "type": "string",
-                    "enum": ["core", "fact", "event"],
-                    "description": KIND_HELP,
-                },
-                "importance": {
-                    "type": "integer",
-                    "minimum": 1,
-                    "maximum": 5,
-                    "description": IMPORTANCE_HELP,
-                },
-                "private": {"type": "boolean", "description": PRIVATE_HELP},
+                **_CLASSING,
             },
             "required": ["content", "kind", "importance"],
         },
@@ -74,18 +71,7 @@ SCHEMAS: dict[str, dict[str, Any]] = {
             "properties": {
                 "id": {"type": "integer", "description": "The memory's id."},
                 "content": {"type": "string", "minLength": 1, "maxLength": 500},
-                "kind": {
-                    "type": "string",
-                    "enum": ["core", "fact", "event"],
-                    "description": KIND_HELP,
-                },
-                "importance": {
-                    "type": "integer",
-                    "minimum": 1,
-                    "maximum": 5,
-                    "description": IMPORTANCE_HELP,
-                },
-                "private": {"type": "boolean", "description": PRIVATE_HELP},
+                **_CLASSING,
             },
             "required": ["id"],
         },

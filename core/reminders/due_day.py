@@ -28,7 +28,14 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 from datetime import date, datetime, timedelta
 
-from core.timeframe import WEEKDAY, day_mentions, month_number, weekday_number
+from core.timeframe import (
+    EN_NUMBER_WORDS,
+    RU_NUMBER_WORDS,
+    WEEKDAY,
+    day_mentions,
+    month_number,
+    weekday_number,
+)
 
 __all__ = [
     "Due",
@@ -209,34 +216,11 @@ def next_yearly(said: date, month: int, day: int, *, include_today: bool = True)
 
 
 _NUM = {
-    "a": 1,
-    "an": 1,
-    "one": 1,
-    "two": 2,
-    "three": 3,
-    "four": 4,
-    "five": 5,
-    "six": 6,
-    "seven": 7,
-    "eight": 8,
-    "nine": 9,
-    "ten": 10,
+    **EN_NUMBER_WORDS,
     "couple of": 2,
     "a couple of": 2,
     "few": 3,
-    "один": 1,
-    "одну": 1,
-    "одна": 1,
-    "два": 2,
-    "две": 2,
-    "три": 3,
-    "четыре": 4,
-    "пять": 5,
-    "шесть": 6,
-    "семь": 7,
-    "восемь": 8,
-    "девять": 9,
-    "десять": 10,
+    **RU_NUMBER_WORDS,
     "пару": 2,
     "полторы": 1,
 }

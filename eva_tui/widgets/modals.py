@@ -8,7 +8,7 @@ from __future__ import annotations
 import difflib
 from collections.abc import Callable
 from datetime import date, datetime
-from typing import Any
+from typing import Any, TypeVar
 
 from rich.text import Text
 from textual.app import ComposeResult
@@ -29,6 +29,17 @@ IMPORTANCE_OPTIONS = [
     (f"{i} — {w}", i)
     for i, w in ((1, "trivia"), (2, "minor"), (3, "normal"), (4, "important"), (5, "essential"))
 ]
+ResultT = TypeVar("ResultT")  # what a dialog built on SaveOrCancel returns
+
+
+def scope_field(scopes: list[tuple[str, str]], value: str) -> Horizontal:
+    """The "scope" row of every dialog that places memories in a scope (adding, moving,
+    drafting, clearing): its label and the scopes to choose from, as ``#scope``."""
+    return Horizontal(
+        Label("scope", classes="field-label"),
+        Select(scopes, value=value, allow_blank=False, compact=True, id="scope"),
+        classes="fields",
+    )
 
 
 def record_text(r: Record, now: float, archived: Any = None) -> Text:
@@ -67,6 +78,26 @@ def record_text(r: Record, now: float, archived: Any = None) -> Text:
     t.append("\n")
     t.append(r.content)
     return t
+
+
+class SaveOrCancel(ModalScreen[ResultT]):
+    """An editing dialog whose buttons are Save (``#save``) and Cancel: Save saves and any
+    other button cancels, as the dialog's own keys do. Cancelling dismisses it with nothing; a
+    dialog that asks first (:class:`EditRecord`, after a long edit) says so in its own
+    ``action_cancel``."""
+
+    def on_button_pressed(self, event: Button.Pressed) -> None:
+        event.stop()
+        if event.button.id == "save":
+            self.action_save()
+        else:
+            self.action_cancel()
+
+    def action_save(self) -> None:
+        raise NotImplementedError
+
+    def action_cancel(self) -> None:
+        self.dismiss(None)
 
 
 class Confirm(ModalScreen[bool]):
@@ -214,7 +245,7 @@ def changed_chars(old: str, new: str) -> int:
     return len(old) + len(new) - 2 * same
 
 
-class EditRecord(ModalScreen[dict | None]):
+class EditRecord(SaveOrCancel[dict | None]):
     """Edit content, kind and importance. Returns the changed fields (or None). A live counter
     shows the length against the limit; an error goes away as soon as the text changes; Esc
     asks before it throws away an edit of ``LONG_EDIT`` characters or more (issue 16)."""
@@ -270,13 +301,6 @@ class EditRecord(ModalScreen[dict | None]):
         count.update(self._count(text))
         count.set_class(len(text.strip()) > self.max_chars, "error")
         self.query_one("#edit-error", Label).update("")  # a stale error goes
-
-    def on_button_pressed(self, event: Button.Pressed) -> None:
-        event.stop()
-        if event.button.id == "save":
-            self.action_save()
-        else:
-            self.action_cancel()
 
     def action_cancel(self) -> None:
         changed = changed_chars(self.record.content, self.query_one("#content", EvaTextArea).text)
