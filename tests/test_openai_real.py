@@ -20,7 +20,7 @@ from core import OWNER_TRUSTED
 from core.chat.conversation import Conversation
 from core.chat.events import Token, TurnDone, TurnError
 from core.llm import Done, ModelError, TextDelta
-from core.sleep.plan import forget_tool
+from core.sleep.plan import TOOL_NAME, forget_tool
 from models.openai_compat import OpenAICompatModel
 
 pytestmark = pytest.mark.real_model
@@ -128,7 +128,7 @@ def test_a_sleep_decision_through_the_server(server):
         forget_tool([4, 7]),
         timeout=120,
     )
-    assert call.name == "sleep_finish" or call.name
+    assert call.name == TOOL_NAME
     assert isinstance(call.arguments, dict) and isinstance(call.arguments.get("ops"), list)
     for op in call.arguments["ops"]:
         assert op["id"] in (4, 7)
