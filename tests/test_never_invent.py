@@ -16,6 +16,7 @@ from core.chat.judge import (
     admits_not_knowing,
     asks_about_owner,
     invents,
+    missing_roles,
     speaks_as_owner,
     unsupported,
 )
@@ -38,6 +39,9 @@ MADE_UP = [
     ),
     ("How many children do I have?", "I don't have any children.", "My husband is Igor."),
     ("Какая у меня любимая книга?", "Я не люблю никаких книг.", "Я люблю грибной суп."),
+    # someone asked about by role whom memory never names: the answer borrows a name it holds
+    ("What is my brother's name?", "Your brother's name is Igor.", "My husband Igor is a pilot."),
+    ("Как зовут мою маму?", "Вашу маму зовут Алеся.", "Мою жену зовут Алеся, она из Минска."),
 ]
 
 
@@ -252,3 +256,32 @@ def test_after_a_made_up_answer_a_true_answer_in_the_other_language_still_stands
     mem.save("Мне 34 года, я ветеринар.", OWNER_TRUSTED, kind="core")
     llm = ScriptedLLM([["Тебе 40 лет."], ["You are ", "34 years old."]], plans=[])
     assert run(Conversation(mem, llm), "Сколько мне лет?") == "You are 34 years old."
+
+
+@pytest.mark.parametrize(
+    ("question", "fact", "answer"),
+    [
+        ("Where does my sister live?", "Моя сестра Аня живёт в Ереване.", "В Ереване."),
+        (
+            "Сколько у меня детей?",
+            "My son Mark is 7, my daughter Lisa is 4.",
+            "Two: Mark and Lisa.",
+        ),
+        ("What's my mum's name?", "Маму зовут Галина.", "Your mum is Galina."),
+    ],
+)
+def test_someone_memory_names_by_role_in_either_language_is_answered(question, fact, answer):
+    """Issue 26: the role rule holds a reply only when nothing shown names the person asked
+    about; a role in the other language, or a son for "children", counts."""
+    support = f"{fact}\n{question}"
+    assert missing_roles(question, support) == []
+    assert not invents(answer, support, question)
+
+
+def test_the_role_asked_about_is_read_from_the_question_not_from_its_copy_in_the_support():
+    support = "My husband Igor is a pilot.\nWhat is my brother's name?"
+    assert missing_roles("What is my brother's name?", support) == ["brother"]
+    assert invents("Igor.", support, "What is my brother's name?")
+    assert not invents(
+        "You haven't told me about a brother.", support, "What is my brother's name?"
+    )

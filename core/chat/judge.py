@@ -26,6 +26,7 @@ from enum import Enum
 from typing import Protocol
 
 from core.language import RUSSIAN, detect, is_question, word_counts
+from core.sleep.candidates import ROLES, roles
 from core.text import name_stems, numbers, stems, transliterate
 
 ECHO_SIMILARITY = 0.8  # a reply this similar to the owner's message is an echo
@@ -219,12 +220,72 @@ def unsupported(text: str, support: str) -> list[str]:
     return out
 
 
-def invents(text: str, support: str) -> bool:
+# A role that covers others: a question about the owner's children is answered by a line about a
+# son or a daughter.
+_ROLE_COVERS = {"child": frozenset({"son", "daughter"})}
+# the owner's own: "my brother", "мою старшую сестру", "у меня дети" (closed word classes)
+_MINE = frozenset(
+    [
+        "my",
+        "мой",
+        "моя",
+        "моё",
+        "мое",
+        "мои",
+        "моего",
+        "моей",
+        "моему",
+        "моим",
+        "моих",
+        "мою",
+        "моём",
+        "моем",
+        "моими",
+    ]
+)
+
+
+def _owners_roles(question: str) -> set[str]:
+    """The roles a question names as the owner's own: a role word with "my" (or "у меня")
+    among the two words before it. Someone else's ("Melanie's son") is not the owner's: on
+    LoCoMo such a role is often missing from the very lines that answer the question."""
+    out = set()
+    for name, rx in ROLES:
+        for m in rx.finditer(question):
+            before = [w.strip(".,!?:;«»\"'") for w in question[: m.start()].lower().split()[-3:]]
+            pairs = list(zip(before, before[1:], strict=False))
+            if _MINE & set(before[-2:]) or ("у", "меня") in pairs:
+                out.add(name)
+    return out
+
+
+def missing_roles(question: str, support: str) -> list[str]:
+    """The owner's people a question asks about by role ("What is my brother's name?", "Как
+    зовут мою маму?") whom nothing else the turn was shown names by that role, in either
+    language. Measured on unseen scenarios: with no brother and no mother in memory, the default
+    model answered with the husband's and the wife's names — names the support holds, so
+    :func:`unsupported` let them pass. Roles and possessives are closed classes of words
+    (:data:`core.sleep.candidates.ROLES`), not a list of facts."""
+    asked = _owners_roles(question)
+    if not asked:
+        return []
+    shown = set(roles(support.replace(question, " ")))
+    shown |= {role for role, parts in _ROLE_COVERS.items() if shown & parts}
+    return sorted(asked - shown)
+
+
+def invents(text: str, support: str, question: str = "") -> bool:
     """A reply (its first sentence) to a question about the owner invents: it admits nothing
-    and states an unsupported number or name, or speaks of the owner's life as Eva's own."""
+    and states an unsupported number or name, speaks of the owner's life as Eva's own, or
+    answers about someone the ``question`` names by role whom nothing shown names
+    (:func:`missing_roles`)."""
     if admits_not_knowing(text):
         return False
-    return speaks_as_owner(text) or bool(unsupported(text, support))
+    return (
+        speaks_as_owner(text)
+        or bool(unsupported(text, support))
+        or bool(question and missing_roles(question, support))
+    )
 
 
 def first_sentence(text: str) -> str:
@@ -278,8 +339,10 @@ class ReplyJudge:
         self.support = (
             support if support is not None and asks_about_owner(message, support) else None
         )
+        self._asked = message  # the question as the owner wrote it (roles are read from it)
         self.invented = False
-        self.claims: list[str] = []  # the numbers and names an invented reply made up
+        # the numbers and names an invented reply made up, and the roles nothing shown names
+        self.claims: list[str] = []
 
     def feed(self, piece: str) -> str:
         if self.released:
@@ -352,8 +415,12 @@ class ReplyJudge:
         if not final and len(held) < MAX_JUDGED and not _SENTENCE_END.search(held):
             return True
         first = first_sentence(held)
-        self.invented = invents(first, self.support)
-        self.claims = unsupported(first, self.support) if self.invented else []
+        self.invented = invents(first, self.support, self._asked)
+        self.claims = (
+            unsupported(first, self.support) + missing_roles(self._asked, self.support)
+            if self.invented
+            else []
+        )
         return self.invented
 
     def _could_echo(self) -> bool:
