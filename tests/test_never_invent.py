@@ -16,6 +16,7 @@ from core.chat.judge import (
     admits_not_knowing,
     asks_about_owner,
     invents,
+    misattributed,
     missing_roles,
     speaks_as_owner,
     unsupported,
@@ -285,3 +286,24 @@ def test_the_role_asked_about_is_read_from_the_question_not_from_its_copy_in_the
     assert not invents(
         "You haven't told me about a brother.", support, "What is my brother's name?"
     )
+
+
+def test_a_name_memory_gives_someone_else_is_not_the_answer_about_the_owners_mother(mem):
+    """Issue 26, seen on an unseen scenario: the mother is in memory, her name is not, and the
+    default model answered with the wife's. Asked once more, unseen; the honest reply shows."""
+    mem.save("My wife Alesya is from Minsk, she translates for the courts.", OWNER_TRUSTED)
+    mem.save("We're throwing Mum a party for her 70th in September.", OWNER_TRUSTED)
+    llm = ScriptedLLM([["Ваша мама ", "Alesya."], HONEST_RU], plans=[])
+    shown = run(Conversation(mem, llm), "Как зовут мою маму?")
+    assert shown == "".join(HONEST_RU)
+    assert len(llm.calls) == 2
+
+
+def test_a_name_is_misattributed_only_when_every_line_holding_it_names_someone_else():
+    q = "Как зовут мою жену?"
+    support = f"- My wife Alesya is from Minsk.\n- Mum turns 70 in September.\n{q}"
+    assert misattributed("Вашу жену зовут Alesya.", support, q) == []
+    assert misattributed("Её зовут Alesya.", "- Alesya is from Minsk.", "Как зовут мою маму?") == []
+    assert misattributed("Её зовут Alesya.", support.replace(q, "Мою маму?"), "Мою маму?") == [
+        "alesya"
+    ]

@@ -274,17 +274,43 @@ def missing_roles(question: str, support: str) -> list[str]:
     return sorted(asked - shown)
 
 
+def misattributed(text: str, support: str, question: str) -> list[str]:
+    """The names ``text`` gives for one of the owner's people the ``question`` asks about by
+    role that every line of the support holding them gives to someone else by role: asked "Как
+    зовут мою маму?" with the mother in memory but not her name, the default model answered
+    "Ваша мама Alesya." — the wife's name ("My wife Alesya is from Minsk"). A line that names no
+    role leaves a name free."""
+    asked = _owners_roles(question)
+    if not asked:
+        return []
+    lines = [line for line in support.replace(question, " ").splitlines() if line.strip()]
+    out = []
+    for group in name_stems(text):
+        holding = [line for line in lines if group & _support_stems(line)]
+        if holding and all(_others(line, asked) for line in holding):
+            out.append(min(group))
+    return out
+
+
+def _others(line: str, asked: set[str]) -> bool:
+    """The line names people by role, and none of them is one asked about."""
+    named = set(roles(line))
+    named |= {role for role, parts in _ROLE_COVERS.items() if named & parts}
+    return bool(named) and not named & asked
+
+
 def invents(text: str, support: str, question: str = "") -> bool:
     """A reply (its first sentence) to a question about the owner invents: it admits nothing
     and states an unsupported number or name, speaks of the owner's life as Eva's own, or
     answers about someone the ``question`` names by role whom nothing shown names
-    (:func:`missing_roles`)."""
+    (:func:`missing_roles`) or with a name the support gives someone else (:func:`misattributed`)."""
     if admits_not_knowing(text):
         return False
     return (
         speaks_as_owner(text)
         or bool(unsupported(text, support))
         or bool(question and missing_roles(question, support))
+        or bool(question and misattributed(text, support, question))
     )
 
 
@@ -417,7 +443,9 @@ class ReplyJudge:
         first = first_sentence(held)
         self.invented = invents(first, self.support, self._asked)
         self.claims = (
-            unsupported(first, self.support) + missing_roles(self._asked, self.support)
+            unsupported(first, self.support)
+            + missing_roles(self._asked, self.support)
+            + misattributed(first, self.support, self._asked)
             if self.invented
             else []
         )
