@@ -11,8 +11,7 @@ import pytest
 from core import OWNER_TRUSTED
 from core.chat.conversation import Conversation
 from core.chat.events import Token, TurnDone
-from core.chat.judge import (
-    ReplyJudge,
+from core.chat.invention import (
     admits_not_knowing,
     asks_about_owner,
     invents,
@@ -21,6 +20,7 @@ from core.chat.judge import (
     speaks_as_owner,
     unsupported,
 )
+from core.chat.judge import ReplyJudge
 from core.chat.prompt import user_prompt
 from core.chat.retry import DONT_KNOW, INVENT_NUDGE
 from core.instructions import ANSWER_FROM_MEMORY, NEVER_INVENT, NOTHING_RECALLED
@@ -202,7 +202,7 @@ def test_a_day_worked_out_from_a_dated_memory_is_not_an_invention():
     answers "When did I go?" with 7 May — measured on LoCoMo, that answer was refused as made up
     and the owner got "I don't know". A day with a month the turn was shown is not counted; an
     age nobody told still is, and so is a day of a month nothing shows."""
-    from core.chat.judge import unsupported
+    from core.chat.invention import unsupported
 
     shown = "1 | event | 1mo, 8 May 2023 | 3 | I went to the LGBTQ support group yesterday."
     assert unsupported("You went to the support group on May 7, 2023.", shown) == []

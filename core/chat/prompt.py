@@ -18,7 +18,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 from core import language
-from core.chat.judge import asks_about_owner
+from core.chat.invention import asks_about_owner
 from core.chat.memory_writer import STEP_RULE
 from core.chat.retry import CANNED_DONT_KNOW
 from core.chat.transcript import StoredMessage

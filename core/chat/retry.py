@@ -19,7 +19,8 @@ from dataclasses import dataclass
 from enum import Enum
 
 from core import language
-from core.chat.judge import Kind, Verdict, admits_not_knowing
+from core.chat.invention import admits_not_knowing
+from core.chat.judge import Kind, Verdict
 from core.llm import Message
 
 # ---------------------------------------------------------------------------- the notes
@@ -61,7 +62,7 @@ REFRAME = (
     "comment or question about what they told you."
 )
 # a reply to a question about the owner that stated what nothing the turn was shown holds, or
-# spoke of the owner's life as Eva's own (core.chat.judge.invents): asked once more, unseen
+# spoke of the owner's life as Eva's own (core.chat.invention.invents): asked once more, unseen
 INVENT_NUDGE = (
     "Your memory does not say that. Answer the owner only from the memory lines "
     'and the conversation, and speak of the owner as "you". If they do not '

@@ -1,0 +1,220 @@
+"""Never invent (SPEC §8.10, issue 26): is a reply to a question about the owner's life made of
+what the turn was shown? The signs need no word list of facts: a number or a name nothing shown
+holds, the owner's life told in Eva's own voice, or one of the owner's people asked about by
+role whom nothing shown names, or named with someone else's name. The judge
+(:class:`core.chat.judge.ReplyJudge`) holds a first sentence back until these say it is
+sound."""
+
+from __future__ import annotations
+
+import re
+
+from core.language import is_question
+from core.sleep.candidates import ROLES, roles
+from core.text import name_stems, numbers, stems, transliterate
+
+# SPEC §8.10, issue 26: what Eva says about the owner comes from memory, the summaries or the
+# live window. Measured on the default model, for questions nothing remembered answers: "Сколько
+# мне лет?" → "Мне 12 лет.", "Какой спорт у моего сына?" → "Спорт у моего сына - футбол.",
+# "Which language am I learning these days?" → "I am learning Russian.", "Какая у меня любимая
+# книга?" → "Я не люблю никаких книг." Two signs need no word list of facts: the reply names a
+# number or a name that nothing the turn was shown holds, or it speaks of the owner's life in
+# the first person (Eva's own voice) — the grammar of the answer, not its topic.
+_FIRST_TEXT = (
+    "я мне меня мной мною мой моя моё мое мои моего моей моему моим моих моею мою моём моем "
+    "моими "
+    "i i'm i've i'd i'll me my mine myself"
+)
+_SECOND_TEXT = (
+    "ты тебя тебе тобой тобою твой твоя твоё твое твои твоего твоей твоему твоим твоих твою "
+    "твоём твоем твоими вашу вашем вашими вы вас "
+    "вам вами ваш ваша ваше ваши вашего вашей вашему вашим ваших you you're you've you'd "
+    "you'll your yours yourself yourselves u"
+)
+_FIRST_PERSON = frozenset(_FIRST_TEXT.split())  # closed word classes, not a list of facts
+_SECOND_PERSON = frozenset(_SECOND_TEXT.split())
+# a reply that says it does not know, or that the owner has not told it (then a question back)
+_ADMITS = re.compile(
+    r"не знаю|не помню|не уверен|не говорил|не рассказыв|не упомина|нет (информации|данных|"
+    r"сведений)|не в курсе|понятия не имею|нет в (моей )?памяти|не сохран|"
+    r"don't know|do not know|not sure|no idea|don't remember|do not remember|don't recall|"
+    r"can't recall|can't remember|haven't (told|mentioned|shared|said)|"
+    r"didn't (tell|mention|share|say)|never (told|mentioned)|not in my memory|"
+    r"don't have (that|this|any (information|info|record))|no information",
+    re.IGNORECASE,
+)
+
+
+def _words(text: str) -> set[str]:
+    return set(re.findall(r"[\w']+", text.lower().replace("\u2019", "'")))
+
+
+def asks_about_owner(text: str, support: str = "") -> bool:
+    """A question about the owner's own life: "Сколько мне лет?", "Where does my sister
+    live?", "What do I do on weekends?" (a question holding the first person singular) — or
+    about someone of it the turn was shown by name: "How old is Isla?" when the memory holds
+    Isla, the owner's daughter (measured on an unseen scenario: "Isla is 6 years old", an age
+    nobody told). A name nothing shown holds (a public figure) leaves the question free."""
+    if not is_question(text):
+        return False
+    if _words(text) & _FIRST_PERSON:
+        return True
+    rest = support.replace(text, " ") if support else ""  # the question itself holds it
+    known = _support_stems(rest) if rest.strip() else set()
+    return any(group & known for group in name_stems(text))
+
+
+def admits_not_knowing(text: str) -> bool:
+    """The reply says it does not know, or asks back (it ends with a question mark)."""
+    return bool(_ADMITS.search(text.replace("\u2019", "'"))) or text.rstrip(" )»\"'").endswith("?")
+
+
+# Eva reporting her own memory before what it holds: "I remember that Anna is a doctor in
+# Moscow." is her voice about her memory, not the owner's life told as hers (measured on the
+# default model, bench.chat: that answer to "What do you remember about my sister?" was judged
+# invented, and the retry said "I don't know"). Only the clause goes; a first person after it
+# still counts ("I remember that I am learning Russian").
+_REPORTS = re.compile(
+    r"^\W*(?:as far as i (?:can )?(?:remember|recall|know)|if i (?:remember|recall) (?:correctly|"
+    r"right)|i (?:do )?(?:remember|recall|know)|from what i remember|"
+    r"насколько я (?:помню|знаю)|если я (?:правильно )?помню|я (?:помню|знаю)|помню)"
+    r"(?:,?\s*(?:that|что))?[\s,:]*",
+    re.IGNORECASE,
+)
+
+
+def speaks_as_owner(text: str) -> bool:
+    """Eva's own voice where the owner's belongs: the text is in the first person singular and
+    never addresses the owner ("Мне 12 лет.", "I am learning Russian."). An opening that
+    reports Eva's memory ("I remember that …", "Насколько я помню, …") is not counted."""
+    w = _words(_REPORTS.sub("", text.strip(), count=1))
+    return bool(w & _FIRST_PERSON) and not w & _SECOND_PERSON
+
+
+def _support_stems(support: str) -> set[str]:
+    other = " ".join(transliterate(w) for w in support.lower().split())
+    return set(stems(support)) | set(stems(other))
+
+
+_MONTH_WORDS = (
+    r"(january|february|march|april|may|june|july|august|september|october|"
+    r"november|december|январ\w*|феврал\w*|март\w*|апрел\w*|ма[йяе]\w*|июн\w*|"
+    r"июл\w*|август\w*|сентябр\w*|октябр\w*|ноябр\w*|декабр\w*)"
+)
+_DAY_OF = re.compile(
+    r"\b([0-3]?\d)(?:st|nd|rd|th|-?го|-?е)?\s+(?:of\s+)?"
+    + _MONTH_WORDS
+    + r"|"
+    + _MONTH_WORDS
+    + r"\s+([0-3]?\d)(?:st|nd|rd|th)?\b",
+    re.IGNORECASE,
+)
+
+
+def _days_of_shown_months(text: str, support: str) -> set[str]:
+    """Day numbers ``text`` gives with a month the support names ("on 7 May" when a line is
+    dated "8 May 2023" and says "yesterday"): a date worked out from a dated memory, not made
+    up (measured on LoCoMo: "When did Caroline go to the support group?" was refused)."""
+    low = support.lower()
+    out = set()
+    for m in _DAY_OF.finditer(text):
+        day, month = (m.group(1), m.group(2)) if m.group(1) else (m.group(4), m.group(3))
+        if month and month.lower()[:3] in low:
+            out.add(day)
+    return out
+
+
+# the number of a list item at the start of a line (measured on the default model: "В Грузию
+# вы можете взять следующие вещи:\n\n1." — a packing list for "Что мне взять с собой в
+# Грузию?" — was judged invented for its "1")
+_LIST_MARK = re.compile(r"(?m)^[ \t]*\d{1,2}[.)](?=\s|$)")
+
+
+def unsupported(text: str, support: str) -> list[str]:
+    """The numbers and names ``text`` states that ``support`` (what the turn was shown: memory,
+    summaries, the owner's messages) does not hold — a name in either script. A day of a month
+    the support names is not counted (:func:`_days_of_shown_months`)."""
+    text = _LIST_MARK.sub(" ", text)  # "1." opening a list item states nothing
+    days = _days_of_shown_months(text, support)
+    out = sorted(n for n in numbers(text) - numbers(support) if re.sub(r"\D", "", n) not in days)
+    known = _support_stems(support)
+    for group in name_stems(text):
+        if not group & known:
+            out.append(min(group))
+    return out
+
+
+# A role that covers others: a question about the owner's children is answered by a line about a
+# son or a daughter.
+_ROLE_COVERS = {"child": frozenset({"son", "daughter"})}
+# the owner's own: "my brother", "мою старшую сестру", "у меня дети" (closed word classes)
+_MINE = frozenset(w for w in _FIRST_PERSON if w.startswith("мо") or w in ("my", "mine"))
+
+
+def _owners_roles(question: str) -> set[str]:
+    """The roles a question names as the owner's own: a role word with "my" (or "у меня")
+    among the two words before it. Someone else's ("Melanie's son") is not the owner's: on
+    LoCoMo such a role is often missing from the very lines that answer the question."""
+    out = set()
+    for name, rx in ROLES:
+        for m in rx.finditer(question):
+            before = [w.strip(".,!?:;«»\"'") for w in question[: m.start()].lower().split()[-3:]]
+            pairs = list(zip(before, before[1:], strict=False))
+            if _MINE & set(before[-2:]) or ("у", "меня") in pairs:
+                out.add(name)
+    return out
+
+
+def missing_roles(question: str, support: str) -> list[str]:
+    """The owner's people a question asks about by role ("What is my brother's name?", "Как
+    зовут мою маму?") whom nothing else the turn was shown names by that role, in either
+    language. Measured on unseen scenarios: with no brother and no mother in memory, the default
+    model answered with the husband's and the wife's names — names the support holds, so
+    :func:`unsupported` let them pass. Roles and possessives are closed classes of words
+    (:data:`core.sleep.candidates.ROLES`), not a list of facts."""
+    asked = _owners_roles(question)
+    if not asked:
+        return []
+    shown = set(roles(support.replace(question, " ")))
+    shown |= {role for role, parts in _ROLE_COVERS.items() if shown & parts}
+    return sorted(asked - shown)
+
+
+def misattributed(text: str, support: str, question: str) -> list[str]:
+    """The names ``text`` gives for one of the owner's people the ``question`` asks about by
+    role that every line of the support holding them gives to someone else by role: asked "Как
+    зовут мою маму?" with the mother in memory but not her name, the default model answered
+    "Ваша мама Alesya." — the wife's name ("My wife Alesya is from Minsk"). A line that names no
+    role leaves a name free."""
+    asked = _owners_roles(question)
+    if not asked:
+        return []
+    lines = [line for line in support.replace(question, " ").splitlines() if line.strip()]
+    out = []
+    for group in name_stems(text):
+        holding = [line for line in lines if group & _support_stems(line)]
+        if holding and all(_others(line, asked) for line in holding):
+            out.append(min(group))
+    return out
+
+
+def _others(line: str, asked: set[str]) -> bool:
+    """The line names people by role, and none of them is one asked about."""
+    named = set(roles(line))
+    named |= {role for role, parts in _ROLE_COVERS.items() if named & parts}
+    return bool(named) and not named & asked
+
+
+def invents(text: str, support: str, question: str = "") -> bool:
+    """A reply (its first sentence) to a question about the owner invents: it admits nothing
+    and states an unsupported number or name, speaks of the owner's life as Eva's own, or
+    answers about someone the ``question`` names by role whom nothing shown names
+    (:func:`missing_roles`) or with a name the support gives someone else (:func:`misattributed`)."""
+    if admits_not_knowing(text):
+        return False
+    return (
+        speaks_as_owner(text)
+        or bool(unsupported(text, support))
+        or bool(question and missing_roles(question, support))
+        or bool(question and misattributed(text, support, question))
+    )
