@@ -307,3 +307,12 @@ def test_a_name_is_misattributed_only_when_every_line_holding_it_names_someone_e
     assert misattributed("Её зовут Alesya.", support.replace(q, "Мою маму?"), "Мою маму?") == [
         "alesya"
     ]
+
+
+def test_a_bare_number_answer_is_not_a_list_item():
+    """Issue 26: "Сколько мне лет?" got "25." on the default model (seen in make test under
+    load) and it was shown: the list-item rule took the reply's own number for a marker."""
+    support = "Меня зовут Тимур, я работаю ветеринаром в Самаре.\nСколько мне лет?"
+    assert unsupported("25.", support) == ["25"]
+    assert invents("25.", support, "Сколько мне лет?")
+    assert unsupported("Вот что взять:\n\n1.", support) == []

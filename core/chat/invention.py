@@ -126,8 +126,10 @@ def _days_of_shown_months(text: str, support: str) -> set[str]:
 
 # the number of a list item at the start of a line (measured on the default model: "В Грузию
 # вы можете взять следующие вещи:\n\n1." — a packing list for "Что мне взять с собой в
-# Грузию?" — was judged invented for its "1")
-_LIST_MARK = re.compile(r"(?m)^[ \t]*\d{1,2}[.)](?=\s|$)")
+# Грузию?" — was judged invented for its "1"); a line of its own after another line, never the
+# reply's start: "25." alone, the default model's answer to "Сколько мне лет?" when memory held no
+# age, is an age, and was shown as one
+_LIST_MARK = re.compile(r"(?<=\n)[ \t]*\d{1,2}[.)](?=\s|$)")
 
 
 def unsupported(text: str, support: str) -> list[str]:
