@@ -177,9 +177,7 @@ def missing_roles(question: str, support: str) -> list[str]:
     asked = _owners_roles(question)
     if not asked:
         return []
-    shown = set(roles(support.replace(question, " ")))
-    shown |= {role for role, parts in _ROLE_COVERS.items() if shown & parts}
-    return sorted(asked - shown)
+    return sorted(asked - _named_roles(support.replace(question, " ")))
 
 
 def misattributed(text: str, support: str, question: str) -> list[str]:
@@ -200,23 +198,32 @@ def misattributed(text: str, support: str, question: str) -> list[str]:
     return out
 
 
+def _named_roles(text: str) -> set[str]:
+    """The roles ``text`` names, with the roles they cover (a son names a child)."""
+    named = set(roles(text))
+    return named | {role for role, parts in _ROLE_COVERS.items() if named & parts}
+
+
 def _others(line: str, asked: set[str]) -> bool:
     """The line names people by role, and none of them is one asked about."""
-    named = set(roles(line))
-    named |= {role for role, parts in _ROLE_COVERS.items() if named & parts}
+    named = _named_roles(line)
     return bool(named) and not named & asked
 
 
-def invents(text: str, support: str, question: str = "") -> bool:
-    """A reply (its first sentence) to a question about the owner invents: it admits nothing
-    and states an unsupported number or name, speaks of the owner's life as Eva's own, or
-    answers about someone the ``question`` names by role whom nothing shown names
-    (:func:`missing_roles`) or with a name the support gives someone else (:func:`misattributed`)."""
+def made_up(text: str, support: str, question: str = "") -> list[str] | None:
+    """What a reply (its first sentence) to a question about the owner made up, or None when it
+    invents nothing: it admits nothing and states unsupported numbers or names, answers about
+    someone the ``question`` names by role whom nothing shown names (:func:`missing_roles`) or
+    with a name the support gives someone else (:func:`misattributed`) — those are listed — or
+    speaks of the owner's life as Eva's own (an empty list)."""
     if admits_not_knowing(text):
-        return False
-    return (
-        speaks_as_owner(text)
-        or bool(unsupported(text, support))
-        or bool(question and missing_roles(question, support))
-        or bool(question and misattributed(text, support, question))
-    )
+        return None
+    claims = unsupported(text, support)
+    if question:
+        claims += missing_roles(question, support) + misattributed(text, support, question)
+    return claims if claims or speaks_as_owner(text) else None
+
+
+def invents(text: str, support: str, question: str = "") -> bool:
+    """A reply (its first sentence) to a question about the owner invents (:func:`made_up`)."""
+    return made_up(text, support, question) is not None

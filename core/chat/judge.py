@@ -25,14 +25,7 @@ from difflib import SequenceMatcher
 from enum import Enum
 from typing import Protocol
 
-from core.chat.invention import (
-    admits_not_knowing,
-    asks_about_owner,
-    invents,
-    misattributed,
-    missing_roles,
-    unsupported,
-)
+from core.chat.invention import admits_not_knowing, asks_about_owner, made_up
 from core.language import RUSSIAN, detect, is_question, word_counts
 from core.text import stems
 
@@ -224,14 +217,9 @@ class ReplyJudge:
         if not final and len(held) < MAX_JUDGED and not _SENTENCE_END.search(held):
             return True
         first = first_sentence(held)
-        self.invented = invents(first, self.support, self._asked)
-        self.claims = (
-            unsupported(first, self.support)
-            + missing_roles(self._asked, self.support)
-            + misattributed(first, self.support, self._asked)
-            if self.invented
-            else []
-        )
+        found = made_up(first, self.support, self._asked)
+        self.invented = found is not None
+        self.claims = found or []
         return self.invented
 
     def _could_echo(self) -> bool:
