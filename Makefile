@@ -23,7 +23,7 @@ run: setup
 
 # The suite runs on TEST_WORKERS processes (pytest-xdist), a test file to a process so that a
 # module's model loads once: 2 (this project's CI machine has 2 cores) took the whole suite from
-# about 22 to 15 minutes there. Each process loads its own models: mind the memory before
+# about 22 to 15–17 minutes there. Each process loads its own models: mind the memory before
 # raising it. TEST_WORKERS=0 runs it in one process.
 TEST_WORKERS ?= 2
 
