@@ -56,6 +56,14 @@ def qwen():
     yield from module_model(packaged.TEST_CHAT_MODEL, n_ctx=2048)
 
 
+@pytest.fixture
+def qwen_default():
+    """The default chat model, for a behaviour the 0.5B model does not hold on every build: its
+    free-running memory_save left out kind and importance (SPEC §3.2 requires both) on a fresh
+    build of llama-cpp-python, where the default model fills them."""
+    yield from module_model(packaged.DEFAULT_CHAT_MODEL, n_ctx=2048)
+
+
 @pytest.fixture(scope="module")
 def smol():
     yield from module_model(packaged.TINY_CHAT_MODEL, n_ctx=1024)
@@ -123,14 +131,14 @@ def test_cancel_stops_mid_stream(qwen):
     assert not any(isinstance(e, ToolCall) for e in events)
 
 
-def test_free_running_tool_call_is_parsed_and_saves(qwen, mem):
+def test_free_running_tool_call_is_parsed_and_saves(qwen_default, mem):
     """SPEC §3.1/§3.2: with the tools in the prompt, the model's memory_save is recognised, never
     shown as text, and its arguments are accepted by the memory tools."""
     msgs = [
         {"role": "system", "content": SYSTEM},
         {"role": "user", "content": "Please remember: my sister Anna lives in Kazan."},
     ]
-    text, calls, done = run(qwen, msgs, tools=TOOLS, max_tokens=120, temperature=0.0)
+    text, calls, done = run(qwen_default, msgs, tools=TOOLS, max_tokens=120, temperature=0.0)
     assert calls, f"no tool call; text was {text!r}"
     assert "<tool_call>" not in text and '"arguments"' not in text
     call = calls[0]
