@@ -21,14 +21,16 @@ PACKAGED   := $(BIN)/python -m models.packaged
 run: setup
 	$(BIN)/eva
 
-# The suite runs on TEST_WORKERS processes (pytest-xdist), a test file to a process so that a
-# module's model loads once: 2 (this project's CI machine has 2 cores) took the whole suite from
-# about 22 to 15–17 minutes there. Each process loads its own models: mind the memory before
-# raising it. TEST_WORKERS=0 runs it in one process.
+# The suite runs on TEST_WORKERS processes (pytest-xdist). The real-model tests are one xdist
+# group (tests/conftest.py), so they run one after another in a single process and two models
+# never compute at once; the other tests are spread test by test. On this project's 2-core CI
+# machine: about 22 minutes in one process, 15-17 file by file (--dist loadfile: two models met),
+# 7 min 45 s so. Each process loads its own models: mind the memory before raising it.
+# TEST_WORKERS=0 runs it in one process.
 TEST_WORKERS ?= 2
 
 test: setup-dev lint
-	$(BIN)/python -m pytest -n $(TEST_WORKERS) --dist loadfile
+	$(BIN)/python -m pytest -n $(TEST_WORKERS) --dist loadgroup
 
 lint:
 	$(BIN)/ruff check .
