@@ -412,11 +412,16 @@ def test_the_vector_space_finds_rows_through_an_array_by_record_id():
     space.set(9, replaced)
     space.set(7, replaced)  # re-added: a new row
     assert len(space) == 20_000 and 7 in space and 0 not in space and 30_000 not in space
-    assert np.allclose(space.get(7), replaced / np.linalg.norm(replaced))
+    # int8 codes (issue 32: 100k records in 600 MB): a byte a dimension and a scale a row,
+    # the row back to within a code's half step
+    assert space._mat.nbytes + space._scale.nbytes <= (8 + 4) * len(space._keys)
+    assert np.allclose(space.get(7), replaced / np.linalg.norm(replaced), atol=0.01)
+    assert np.linalg.norm(space.get(7)) == pytest.approx(1.0, abs=1e-5)
     assert space.get(-1) is None and space.get(10**9) is None
     keys, cos = space.cosines(replaced)
     assert sorted(keys.tolist()) == list(range(1, 20_001))
-    assert cos[keys == 7][0] == pytest.approx(1.0) and cos[keys == 9][0] == pytest.approx(1.0)
+    assert cos[keys == 7][0] == pytest.approx(1.0, abs=1e-3)
+    assert cos[keys == 9][0] == pytest.approx(1.0, abs=1e-3)
     st = space.state()
     back = VectorSpace.restore(8, {k: v.copy() for k, v in st.items()})
     assert len(back) == len(space) and np.array_equal(back.get(7), space.get(7))
@@ -503,7 +508,7 @@ def test_clustering_and_calibration_see_the_multilingual_half_only(tmp_path, clo
     ids, rows, _b = mem.vector_rows()
     assert rows.shape[1] == emb.primary.dim
     expected = emb.primary.embed([mem.get(int(i)).content for i in ids])
-    assert np.allclose(rows, expected, atol=1e-5)
+    assert np.allclose(rows, expected, atol=0.01)  # int8 codes: within a half step
     result = calibrate(mem, apply=False)
     texts = [r.content for r in mem.list(OWNER_TRUSTED, order="id", limit=1000)]
     assert result.background == pytest.approx(

@@ -177,7 +177,8 @@ def test_the_default_embedder_is_use_with_minilm_for_english_pairs(
     cos_en = float(
         q_en @ load_embedder("minilm").embed(["I adopted a kitten from the shelter last spring"])[0]
     )
-    assert hits[en].semantic == pytest.approx((cos_en - 0.29) / (1 - 0.29), abs=1e-4)
+    # the index keeps int8 codes (issue 32): a cosine to within 0.002
+    assert hits[en].semantic == pytest.approx((cos_en - 0.29) / (1 - 0.29), abs=3e-3)
     ru = mem.save("Моя сестра Анна живёт в Казани", OWNER_TRUSTED).id
     sister = {h.id: h for h in mem.recall("Where does my sister live?", OWNER_TRUSTED)}
     cos_ru = float(
@@ -185,7 +186,7 @@ def test_the_default_embedder_is_use_with_minilm_for_english_pairs(
         @ use.embed(["Моя сестра Анна живёт в Казани"])[0]
     )
     b = use.background - use.cross_language_offset
-    assert sister[ru].semantic == pytest.approx((cos_ru - b) / (1 - b), abs=1e-4)
+    assert sister[ru].semantic == pytest.approx((cos_ru - b) / (1 - b), abs=3e-3)
     mem.close()
     assert hub_calls == []
 

@@ -30,9 +30,10 @@ from core.store import records
 
 log = logging.getLogger("eva.memory")
 
+# 4: the vector spaces' rows as int8 codes with a scale each (core.embedding.VectorSpace);
 # 3: the English-only model's rows in a space of their own, for English records only
 # (core.recall.vectors); 2 held one [multilingual ‖ English] row per record
-SNAPSHOT_FORMAT = 3
+SNAPSHOT_FORMAT = 4
 
 _MAGIC = b"EVA-RECALL-INDEX\n"
 

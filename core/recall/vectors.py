@@ -149,6 +149,7 @@ class Vectors:
                         "vec_keys": keys,
                         "vec_alive": get(prefix + "alive", 0),
                         "vec_mat": get(prefix + "mat", VectorSpace.room(len(keys))),
+                        "vec_scale": get(prefix + "scale", 0),
                     },
                 ),
             )
