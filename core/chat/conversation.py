@@ -55,7 +55,7 @@ from core.chat.summarizer import Progress as SummaryProgress
 from core.chat.summarizer import StepResult, Summarizer
 from core.chat.transcript import StoredMessage, Window
 from core.chat.turn import Turn, TurnStats
-from core.chat.window_saver import WindowSaver
+from core.chat.window_saver import STEP_FAILED, WindowSaver
 from core.llm import Message, ModelError, ToolCall
 from core.memory import tools as memory_tools
 from core.memory.prompt_section import PromptSection
@@ -99,9 +99,12 @@ class Conversation(ChatSession):
         """Summarise what has left the window of a chat (this one by default), until there is
         nothing left, a turn wants the model (it interrupts), or ``cancel``. Blocking: run it
         in a background worker, never on the send path."""
+        target = self.chat_id if chat_id is None else chat_id
+        if self.structured and self.config.learning:
+            # first the owner's words whose turn's memory step failed (issue 26: nothing lost)
+            self.summarizer.retry_failed(target, self._current.window_start_of(target), cancel)
         if not self.config.summaries:
             return []
-        target = self.chat_id if chat_id is None else chat_id
         results = self.summarizer.run(
             target, lambda: self._current.window_start_of(target), cancel, progress
         )
@@ -409,9 +412,14 @@ class Conversation(ChatSession):
                 if cap is not None:
                     yield Notice(capped_notice(cap))
             if outcome.error and not (cancel is not None and cancel.is_set()):
-                yield Notice(f"Eva could not update her memory for this message ({outcome.error}).")
-            if turn.ops:  # the step's notes join the answer's (shown again after a restart)
-                self._set_meta(msg_id, meta)
+                yield Notice(
+                    f"Eva could not update her memory for this message ({outcome.error}); "
+                    "she will read it again when she is free."
+                )
+            if outcome.error:  # tried again in the background (WindowSaver.retry_failed)
+                meta[STEP_FAILED] = outcome.error
+            if turn.ops or outcome.error:  # the step's notes join the answer's (shown again
+                self._set_meta(msg_id, meta)  # after a restart)
         yield TurnDone(
             turn.id,
             final,

@@ -188,6 +188,16 @@ class SummaryStore:
         )
         return [_source(r) for r in rows]
 
+    def in_window(self, chat_id: int, start: int | None) -> list[SourceMessage]:
+        """Messages of a chat's live window (id ≥ ``start``; every one for None), oldest first,
+        live only (not discarded, not archived, not empty)."""
+        rows = self._storage.query(
+            "SELECT * FROM messages WHERE chat_id = ? AND id >= ? AND status != 'discarded' "
+            "AND archived_at IS NULL AND content != '' ORDER BY id",
+            (chat_id, 0 if start is None else start),
+        )
+        return [_source(r) for r in rows]
+
     def unsummarised(self, chat_id: int, before: int | None) -> list[SourceMessage]:
         """Messages that left the window and no summary in use (or absorbed) covers."""
         if before is None:

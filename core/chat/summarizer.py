@@ -245,6 +245,20 @@ class Summarizer:
                 return StepResult("stale", seconds=time.monotonic() - t0, note=str(e))
             return StepResult("idle", seconds=time.monotonic() - t0)
 
+    def retry_failed(
+        self, chat_id: int, window_start: int | None, cancel: threading.Event | None = None
+    ) -> int:
+        """The memory step again over the messages of the chat's window whose turn's step
+        failed (:meth:`core.chat.window_saver.WindowSaver.retry_failed`), giving way to a turn as
+        a summary does. Returns how many memories it saved or updated."""
+        if self.writer is None:
+            return 0
+        with self.lock:
+            window = self.store.in_window(chat_id, window_start)
+            if cancel is None:
+                return self.writer.retry_failed(window, self.interrupt)
+            return self.writer.retry_failed(window, _Either(self.interrupt, cancel))
+
     def run(
         self,
         chat_id: int,
@@ -487,3 +501,14 @@ def _union(items: Iterable[str]) -> list[str]:
             seen.add(key)
             out.append(v)
     return out
+
+
+class _Either(threading.Event):
+    """Set when either event is (what the step's ``cancel`` reads: ``is_set``)."""
+
+    def __init__(self, a: threading.Event, b: threading.Event) -> None:
+        super().__init__()
+        self._a, self._b = a, b
+
+    def is_set(self) -> bool:
+        return self._a.is_set() or self._b.is_set()
