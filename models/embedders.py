@@ -390,7 +390,7 @@ class DualEmbedder:
         never compares them by it, and keeps no such half (core.recall.vectors)."""
         if not texts:
             return np.zeros((0, self.dim), dtype=np.float32)
-        return self._rows(texts, self._primary.embed, self._english.embed)
+        return self._rows(texts, self._primary.embed, self._english.embed, at_once=False)
 
     def embed_many(
         self, texts: list[str], batch_size: int | None = None, progress: Progress | None = None
@@ -408,24 +408,29 @@ class DualEmbedder:
 
         return _in_batches(both, texts, 256, progress, self.dim)
 
-    def _rows(self, texts: list[str], primary_rows: Any, english_rows: Any) -> np.ndarray:
+    def _rows(
+        self, texts: list[str], primary_rows: Any, english_rows: Any, *, at_once: bool = True
+    ) -> np.ndarray:
         """[USE ‖ MiniLM] / √2 rows of ``texts``: ``primary_rows`` embeds them all with USE,
         ``english_rows`` the English ones with MiniLM (the others' half stays zero).
 
-        The two models run at once: MiniLM on a thread of its own while USE runs here (both
-        leave the interpreter while they compute: onnxruntime, and USE's products on one
-        OpenBLAS thread). Measured on 2 cores with bench.scale's texts (44 % English): 2,000
-        texts in bulk 11.55 → 10.70 s, bench.scale's 10k backfill 62.3 → 58.2 s. One text gains
-        nothing there (English p50 12.0 ms in turn, 12.4 at once): MiniLM's two threads and
-        USE's one share two cores, so it is the bulk that runs faster."""
+        In bulk (``at_once``) the two models run at once: MiniLM on a thread of its own while
+        USE runs here (both leave the interpreter while they compute: onnxruntime, and USE's
+        products on one OpenBLAS thread). Measured on 2 cores with bench.scale's texts (44 %
+        English): 2,000 texts 11.55 → 10.70 s, bench.scale's 10k backfill 62.3 → 58.2 s. One
+        text (a query, a save) runs them in turn: at once it gained nothing (English p50 12.0
+        ms in turn, 12.4 at once; MiniLM's two threads and USE's one share two cores)."""
         english = [i for i, t in enumerate(texts) if language.detect(t) == language.ENGLISH]
+        english_texts = [texts[i] for i in english]
         pending = (
-            _english_worker().submit(english_rows, [texts[i] for i in english]) if english else None
+            _english_worker().submit(english_rows, english_texts) if english and at_once else None
         )
         try:
             a = normalise_rows(primary_rows(texts))
         finally:
             m = None if pending is None else pending.result()  # never left running
+        if english and not at_once:
+            m = english_rows(english_texts)
         b = np.zeros((len(texts), self._english.dim), dtype=np.float32)
         if m is not None:
             m = normalise_rows(m)
