@@ -34,6 +34,8 @@ class ChatHub:
     waiting: int = 0
     last_turn: float = field(default_factory=time.monotonic)
     conversations: dict[str, Conversation] = field(default_factory=dict)
+    # held while a conversation's background work after a turn runs (one at a time)
+    background: threading.Lock = field(default_factory=threading.Lock)
 
     def queue(self, delta: int) -> None:
         with self.count_lock:
@@ -52,6 +54,25 @@ class ChatHub:
                     log.warning("sleep did not run: %s", type(e).__name__)
 
         threading.Thread(target=night, name="eva-http-sleep", daemon=True).start()
+
+    def after_turn(self, conv: Conversation) -> None:
+        """What the chat screen starts after each turn (``screens.summary.start_summarising``):
+        the conversation's background work — the memory step again over a message whose
+        turn's step failed (issue 26), then the summaries of what left the window — in a
+        thread. The next turn interrupts its model call (``Conversation._wanting_model``); one
+        runs at a time, and a turn that ends meanwhile leaves its own to the next turn."""
+        if not self.background.acquire(blocking=False):
+            return
+
+        def work() -> None:
+            try:
+                conv.summarise()
+            except Exception as e:  # noqa: BLE001 - the next turn's work tries again
+                log.warning("background work after a turn failed: %s", type(e).__name__)
+            finally:
+                self.background.release()
+
+        threading.Thread(target=work, name="eva-http-after-turn", daemon=True).start()
 
     def tick(self) -> bool:
         """The schedule (SPEC §7) when ``eva serve`` is the only process: a night when one is
@@ -128,6 +149,7 @@ class ChatHub:
                                 break
                     finally:
                         self.last_turn = time.monotonic()
+                self.after_turn(conv)
             except Exception as e:  # noqa: BLE001 - reported calmly; the log gets the type
                 log.error("chat turn failed: %s", type(e).__name__)
                 put(e)

@@ -117,3 +117,25 @@ def test_learning_off_retries_nothing(mem):
     run(conv, "My sister is Lena")
     conv.summarise()
     assert llm.json_calls == [] and live(mem) == []
+
+
+def test_over_http_a_failed_step_is_read_again_after_the_turn(tmp_path):
+    """The HTTP server starts the same background work after a turn as the chat screen does
+    (eva_api.hub.ChatHub.after_turn), so a turn that came through the API is retried too."""
+    import time
+
+    from tests.serve_kit import running, sse_events
+    from tests.test_serve import make_services
+
+    s = make_services(tmp_path, replies=[["Nice!"]] * 4)
+    s.chat_model.plans = [ModelError("timed out"), *news(save_op("My sister Lena lives in Riga"))]
+    with running(s, tmp_path) as r, r.client(owner=True) as c:
+        events = sse_events(
+            c.post("/v1/chat", json={"message": "My sister Lena lives in Riga"}).text
+        )
+        assert any("timed out" in d for e, d in events if e == "notice"), events
+        deadline = time.monotonic() + 10
+        while not live(s.memory) and time.monotonic() < deadline:
+            time.sleep(0.05)
+    assert live(s.memory) == ["My sister Lena lives in Riga"]
+    s.close()
