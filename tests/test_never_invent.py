@@ -316,3 +316,38 @@ def test_a_bare_number_answer_is_not_a_list_item():
     assert unsupported("25.", support) == ["25"]
     assert invents("25.", support, "Сколько мне лет?")
     assert unsupported("Вот что взять:\n\n1.", support) == []
+
+
+@pytest.mark.parametrize(
+    "question",
+    [
+        "Что мы сейчас ремонтируем дома?",
+        "Как зовут нашу собаку?",
+        "When is our trip to Sochi?",
+        "Where are we moving, and when?",
+    ],
+)
+def test_the_first_person_plural_asks_about_the_owners_household(question):
+    """Issue 26, seen on an unseen scenario: "Что мы сейчас ремонтируем дома?" was not taken for
+    a question about the owner, and "Моя жена Alesya… переводит для судей здесь." — the owner's
+    life in Eva's voice — was shown. Eva has no household: "мы", "наш", "our" are the owner's."""
+    assert asks_about_owner(question)
+    support = f"My wife Alesya is from Minsk, she translates for the courts.\n{question}"
+    assert invents("Моя жена Alesya переводит для судей здесь.", support, question)
+
+
+def test_the_owners_people_asked_about_with_our_are_the_owners():
+    q = "How old is our son?"
+    support = f"My wife Alesya is from Minsk.\n{q}"
+    assert missing_roles(q, support) == ["son"]
+    assert missing_roles("Как зовут нашего сына?", "Нашему сыну Марку 7 лет.") == []
+    assert missing_roles("Где учится наша дочь?", "My wife Alesya is from Minsk.") == ["daughter"]
+
+
+def test_we_in_a_reply_to_a_question_about_a_shared_talk_is_not_the_owners_voice():
+    """The plural is the owner's household, not Eva's: a reply that speaks of "we" with "you"
+    is not judged as Eva's own voice."""
+    q = "What did we talk about yesterday?"
+    support = f"The owner is planning a trip to Sochi in May.\n{q}"
+    assert asks_about_owner(q)
+    assert not invents("We talked about your trip to Sochi in May.", support, q)

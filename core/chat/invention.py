@@ -33,6 +33,16 @@ _SECOND_TEXT = (
 )
 _FIRST_PERSON = frozenset(_FIRST_TEXT.split())  # closed word classes, not a list of facts
 _SECOND_PERSON = frozenset(_SECOND_TEXT.split())
+# The first person plural of the owner's message is the owner's household ("Как зовут нашу
+# собаку?", "When is our trip to Sochi?"): Eva has none. Seen on an unseen scenario: "Что мы
+# сейчас ремонтируем дома?" was not taken for a question about the owner, and "Моя жена Alesya…
+# переводит для судей здесь." (the owner's life in Eva's voice, and no answer) was shown. The
+# six such questions of the project's companion scenarios all ask about the owner's life.
+_OUR_TEXT = (
+    "мы нас нам нами наш наша наше наши нашего нашей нашему нашим наших нашу нашем нашими "
+    "we us our ours we're we've we'd we'll ourselves"
+)
+_OURS = frozenset(_OUR_TEXT.split())
 # a reply that says it does not know, or that the owner has not told it (then a question back)
 _ADMITS = re.compile(
     r"не знаю|не помню|не уверен|не говорил|не рассказыв|не упомина|нет (информации|данных|"
@@ -51,13 +61,14 @@ def _words(text: str) -> set[str]:
 
 def asks_about_owner(text: str, support: str = "") -> bool:
     """A question about the owner's own life: "Сколько мне лет?", "Where does my sister
-    live?", "What do I do on weekends?" (a question holding the first person singular) — or
+    live?", "What do I do on weekends?" (a question holding the first person singular, or the
+    plural: the owner's household, "Как зовут нашу собаку?") — or
     about someone of it the turn was shown by name: "How old is Isla?" when the memory holds
     Isla, the owner's daughter (measured on an unseen scenario: "Isla is 6 years old", an age
     nobody told). A name nothing shown holds (a public figure) leaves the question free."""
     if not is_question(text):
         return False
-    if _words(text) & _FIRST_PERSON:
+    if _words(text) & (_FIRST_PERSON | _OURS):
         return True
     rest = support.replace(text, " ") if support else ""  # the question itself holds it
     known = _support_stems(rest) if rest.strip() else set()
@@ -149,8 +160,11 @@ def unsupported(text: str, support: str) -> list[str]:
 # A role that covers others: a question about the owner's children is answered by a line about a
 # son or a daughter.
 _ROLE_COVERS = {"child": frozenset({"son", "daughter"})}
-# the owner's own: "my brother", "мою старшую сестру", "у меня дети" (closed word classes)
-_MINE = frozenset(w for w in _FIRST_PERSON if w.startswith("мо") or w in ("my", "mine"))
+# the owner's own: "my brother", "мою старшую сестру", "у меня дети", "our son", "нашего сына"
+# (closed word classes)
+_MINE = frozenset(w for w in _FIRST_PERSON if w.startswith("мо") or w in ("my", "mine")) | {
+    w for w in _OURS if w.startswith("наш") or w in ("our", "ours")
+}
 
 
 def _owners_roles(question: str) -> set[str]:
@@ -162,7 +176,7 @@ def _owners_roles(question: str) -> set[str]:
         for m in rx.finditer(question):
             before = [w.strip(".,!?:;«»\"'") for w in question[: m.start()].lower().split()[-3:]]
             pairs = list(zip(before, before[1:], strict=False))
-            if _MINE & set(before[-2:]) or ("у", "меня") in pairs:
+            if _MINE & set(before[-2:]) or ("у", "меня") in pairs or ("у", "нас") in pairs:
                 out.add(name)
     return out
 
