@@ -299,7 +299,7 @@ def test_a_name_memory_gives_someone_else_is_not_the_answer_about_the_owners_mot
     assert len(llm.calls) == 2
 
 
-def test_a_name_is_misattributed_only_when_every_line_holding_it_names_someone_else():
+def test_a_name_is_misattributed_when_a_line_gives_it_to_another_role_and_none_to_the_asked():
     q = "Как зовут мою жену?"
     support = f"- My wife Alesya is from Minsk.\n- Mum turns 70 in September.\n{q}"
     assert misattributed("Вашу жену зовут Alesya.", support, q) == []
@@ -307,6 +307,17 @@ def test_a_name_is_misattributed_only_when_every_line_holding_it_names_someone_e
     assert misattributed("Её зовут Alesya.", support.replace(q, "Мою маму?"), "Мою маму?") == [
         "alesya"
     ]
+    # a line that holds the name with no role says nothing either way (seen on companion_d:
+    # "Alesya translates for the courts here." let "Ваша мама зовут Alesya." through)
+    mum = "Как зовут мою маму?"
+    with_free_line = f"- My wife Alesya is from Minsk.\n- Alesya translates for the courts.\n{mum}"
+    assert misattributed("Ваша мама зовут Alesya.", with_free_line, mum) == ["alesya"]
+    assert invents("Ваша мама зовут Alesya.", with_free_line, mum)
+    # a line that gives the name to the role asked about frees it
+    colleague = "Who is my colleague?"
+    both = f"- My wife Anna is from Minsk.\n- Anna is also my colleague at the clinic.\n{colleague}"
+    assert missing_roles(colleague, "- My wife Anna is from Minsk.") == ["colleague"]  # read
+    assert misattributed("Anna.", both, colleague) == []
 
 
 def test_a_bare_number_answer_is_not_a_list_item():

@@ -196,10 +196,12 @@ def missing_roles(question: str, support: str) -> list[str]:
 
 def misattributed(text: str, support: str, question: str) -> list[str]:
     """The names ``text`` gives for one of the owner's people the ``question`` asks about by
-    role that every line of the support holding them gives to someone else by role: asked "Как
-    зовут мою маму?" with the mother in memory but not her name, the default model answered
-    "Ваша мама Alesya." — the wife's name ("My wife Alesya is from Minsk"). A line that names no
-    role leaves a name free."""
+    role that a line of the support gives to someone else by role, and no line to the role
+    asked about: asked "Как зовут мою маму?" with the mother in memory but not her name, the
+    default model answered "Ваша мама Alesya." — the wife's name ("My wife Alesya is from
+    Minsk"). A line that names the name with no role says nothing either way: seen on the same
+    scenario, "Alesya translates for the courts here." beside the wife's line had let "Ваша мама
+    зовут Alesya." through. A name only such lines hold stays free."""
     asked = _owners_roles(question)
     if not asked:
         return []
@@ -207,7 +209,9 @@ def misattributed(text: str, support: str, question: str) -> list[str]:
     out = []
     for group in name_stems(text):
         holding = [line for line in lines if group & _support_stems(line)]
-        if holding and all(_others(line, asked) for line in holding):
+        if any(_others(line, asked) for line in holding) and not any(
+            _named_roles(line) & asked for line in holding
+        ):
             out.append(min(group))
     return out
 
