@@ -15,6 +15,7 @@ from core.chat.invention import (
     admits_not_knowing,
     asks_about_owner,
     invents,
+    made_up,
     misattributed,
     missing_roles,
     speaks_as_owner,
@@ -362,3 +363,26 @@ def test_we_in_a_reply_to_a_question_about_a_shared_talk_is_not_the_owners_voice
     support = f"The owner is planning a trip to Sochi in May.\n{q}"
     assert asks_about_owner(q)
     assert not invents("We talked about your trip to Sochi in May.", support, q)
+
+
+def test_a_name_evas_earlier_reply_gave_another_role_is_not_the_answer():
+    """Issue 26, seen on companion_d: the wife's record was not recalled for "Как зовут мою
+    маму?", but Eva's own earlier "Ваша жена Alesya…" was in the window, and the model answered
+    "Ваша мама зовут Alesya.". Her earlier replies are no support for a claim, but a role they
+    gave a name says whose it is."""
+    q = "Как зовут мою маму?"
+    support = (
+        "- I've had asthma since I was a kid.\nWhen is Mum's 70th birthday party?\n"
+        f"What does Alesya do for a living?\n{q}"
+    )
+    said = "Ваша жена Alesya, которая родилась в Минске."
+    assert missing_roles(q, support) == []  # the owner named Mum earlier in the window
+    assert misattributed("Ваша мама зовут Alesya.", support, q) == []  # the support alone
+    assert misattributed("Ваша мама зовут Alesya.", support, q, said) == ["alesya"]
+    assert made_up("Ваша мама зовут Alesya.", support, q, said) == ["alesya"]
+    # what Eva said is never support: a name only her earlier reply holds is still unsupported
+    assert unsupported("Её зовут Alesya.", "- I've had asthma since I was a kid.") == ["alesya"]
+    judge = ReplyJudge(q, "ru", earlier=[said], support=support)
+    assert judge.feed("Ваша мама зовут Alesya.") == ""  # held, never shown
+    judge.finish()
+    assert judge.invented and judge.claims == ["alesya"]

@@ -194,18 +194,24 @@ def missing_roles(question: str, support: str) -> list[str]:
     return sorted(asked - _named_roles(support.replace(question, " ")))
 
 
-def misattributed(text: str, support: str, question: str) -> list[str]:
+def misattributed(text: str, support: str, question: str, said: str = "") -> list[str]:
     """The names ``text`` gives for one of the owner's people the ``question`` asks about by
     role that a line of the support gives to someone else by role, and no line to the role
     asked about: asked "Как зовут мою маму?" with the mother in memory but not her name, the
     default model answered "Ваша мама Alesya." — the wife's name ("My wife Alesya is from
     Minsk"). A line that names the name with no role says nothing either way: seen on the same
     scenario, "Alesya translates for the courts here." beside the wife's line had let "Ваша мама
-    зовут Alesya." through. A name only such lines hold stays free."""
+    зовут Alesya." through. A name only such lines hold stays free.
+
+    ``said``: Eva's own earlier replies in the chat. They are no support for a claim (they may
+    hold her own inventions), but a role they gave a name tells whose name it is: on the same
+    scenario the wife's record was not recalled for the mother's question, Eva's earlier "Ваша
+    жена Alesya…" was in the window, and the model took the name from there."""
     asked = _owners_roles(question)
     if not asked:
         return []
-    lines = [line for line in support.replace(question, " ").splitlines() if line.strip()]
+    shown = f"{support.replace(question, ' ')}\n{said}"
+    lines = [line for line in shown.splitlines() if line.strip()]
     out = []
     for group in name_stems(text):
         holding = [line for line in lines if group & _support_stems(line)]
@@ -228,17 +234,18 @@ def _others(line: str, asked: set[str]) -> bool:
     return bool(named) and not named & asked
 
 
-def made_up(text: str, support: str, question: str = "") -> list[str] | None:
+def made_up(text: str, support: str, question: str = "", said: str = "") -> list[str] | None:
     """What a reply (its first sentence) to a question about the owner made up, or None when it
     invents nothing: it admits nothing and states unsupported numbers or names, answers about
     someone the ``question`` names by role whom nothing shown names (:func:`missing_roles`) or
     with a name the support gives someone else (:func:`misattributed`) — those are listed — or
-    speaks of the owner's life as Eva's own (an empty list)."""
+    speaks of the owner's life as Eva's own (an empty list). ``said``: Eva's earlier replies in
+    the chat, read only for whose a name is (:func:`misattributed`)."""
     if admits_not_knowing(text):
         return None
     claims = unsupported(text, support)
     if question:
-        claims += missing_roles(question, support) + misattributed(text, support, question)
+        claims += missing_roles(question, support) + misattributed(text, support, question, said)
     return claims if claims or speaks_as_owner(text) else None
 
 

@@ -124,6 +124,7 @@ class ReplyJudge:
         self.admissions_only = admissions_only
         # Eva's own earlier replies in this chat: held while copied, and a copy is a repeat
         self.earlier = [e for e in (_norm(x) for x in earlier or ()) if e]
+        self._said_before = "\n".join(earlier or ())  # as written: whose a name is (invention)
         self.question = is_question(message)
         # texts that must never be read back either (the note of a retry), treated as the
         # owner's own words
@@ -217,7 +218,7 @@ class ReplyJudge:
         if not final and len(held) < MAX_JUDGED and not _SENTENCE_END.search(held):
             return True
         first = first_sentence(held)
-        found = made_up(first, self.support, self._asked)
+        found = made_up(first, self.support, self._asked, self._said_before)
         self.invented = found is not None
         self.claims = found or []
         return self.invented
