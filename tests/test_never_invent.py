@@ -308,8 +308,8 @@ def test_a_name_is_misattributed_when_a_line_gives_it_to_another_role_and_none_t
     assert misattributed("Её зовут Alesya.", support.replace(q, "Мою маму?"), "Мою маму?") == [
         "alesya"
     ]
-    # a line that holds the name with no role says nothing either way (seen on companion_d:
-    # "Alesya translates for the courts here." let "Ваша мама зовут Alesya." through)
+    # a line that holds the name with no role says nothing either way: it no longer frees a
+    # name another line gives someone else
     mum = "Как зовут мою маму?"
     with_free_line = f"- My wife Alesya is from Minsk.\n- Alesya translates for the courts.\n{mum}"
     assert misattributed("Ваша мама зовут Alesya.", with_free_line, mum) == ["alesya"]

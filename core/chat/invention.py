@@ -199,9 +199,9 @@ def misattributed(text: str, support: str, question: str, said: str = "") -> lis
     role that a line of the support gives to someone else by role, and no line to the role
     asked about: asked "Как зовут мою маму?" with the mother in memory but not her name, the
     default model answered "Ваша мама Alesya." — the wife's name ("My wife Alesya is from
-    Minsk"). A line that names the name with no role says nothing either way: seen on the same
-    scenario, "Alesya translates for the courts here." beside the wife's line had let "Ваша мама
-    зовут Alesya." through. A name only such lines hold stays free.
+    Minsk"). A line that holds the name with no role ("Alesya translates for the courts here.",
+    or the owner's own "What does Alesya do?") says nothing either way: it no longer frees a
+    name another line gives someone else. A name only such lines hold stays free.
 
     ``said``: Eva's own earlier replies in the chat. They are no support for a claim (they may
     hold her own inventions), but a role they gave a name tells whose name it is: on the same
