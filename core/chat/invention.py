@@ -211,13 +211,13 @@ def misattributed(text: str, support: str, question: str, said: str = "") -> lis
     if not asked:
         return []
     shown = f"{support.replace(question, ' ')}\n{said}"
-    lines = [line for line in shown.splitlines() if line.strip()]
+    # each line's stems and the roles it names, read once for every name of the reply
+    lines = [(_support_stems(line), _named_roles(line)) for line in shown.splitlines()]
     out = []
     for group in name_stems(text):
-        holding = [line for line in lines if group & _support_stems(line)]
-        if any(_others(line, asked) for line in holding) and not any(
-            _named_roles(line) & asked for line in holding
-        ):
+        held_with = [named for stems, named in lines if group & stems]
+        # some line gives it a role, and none the role asked about
+        if any(held_with) and not any(named & asked for named in held_with):
             out.append(min(group))
     return out
 
@@ -226,12 +226,6 @@ def _named_roles(text: str) -> set[str]:
     """The roles ``text`` names, with the roles they cover (a son names a child)."""
     named = set(roles(text))
     return named | {role for role, parts in _ROLE_COVERS.items() if named & parts}
-
-
-def _others(line: str, asked: set[str]) -> bool:
-    """The line names people by role, and none of them is one asked about."""
-    named = _named_roles(line)
-    return bool(named) and not named & asked
 
 
 def made_up(text: str, support: str, question: str = "", said: str = "") -> list[str] | None:
