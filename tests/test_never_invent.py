@@ -348,6 +348,13 @@ def test_the_first_person_plural_asks_about_the_owners_household(question):
     assert invents("Моя жена Alesya переводит для судей здесь.", support, question)
 
 
+def test_the_us_is_not_us():
+    """ "US" in capitals is the country: LoCoMo's four dev questions holding "us" all meant it."""
+    assert not asks_about_owner("Around which US holiday did Maria get into a car accident?")
+    assert asks_about_owner("Where did Maria take us last summer?")
+    assert asks_about_owner("We went to the US in May, didn't we?")
+
+
 def test_the_owners_people_asked_about_with_our_are_the_owners():
     q = "How old is our son?"
     support = f"My wife Alesya is from Minsk.\n{q}"
