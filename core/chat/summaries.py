@@ -181,20 +181,20 @@ class SummaryStore:
         live only (not discarded, not archived, not empty)."""
         if before is None:
             return []
-        rows = self._storage.query(
-            "SELECT * FROM messages WHERE chat_id = ? AND id < ? AND status != 'discarded' "
-            "AND archived_at IS NULL AND content != '' ORDER BY id",
-            (chat_id, before),
-        )
-        return [_source(r) for r in rows]
+        return self._live(chat_id, "id < ?", before)
 
     def in_window(self, chat_id: int, start: int | None) -> list[SourceMessage]:
         """Messages of a chat's live window (id ≥ ``start``; every one for None), oldest first,
         live only (not discarded, not archived, not empty)."""
+        return self._live(chat_id, "id >= ?", 0 if start is None else start)
+
+    def _live(self, chat_id: int, where: str, bound: int) -> list[SourceMessage]:
+        """A chat's live messages (not discarded, not archived, not empty) on one side of a
+        message id (``where``: "id < ?" or "id >= ?"), oldest first."""
         rows = self._storage.query(
-            "SELECT * FROM messages WHERE chat_id = ? AND id >= ? AND status != 'discarded' "
+            f"SELECT * FROM messages WHERE chat_id = ? AND {where} AND status != 'discarded' "
             "AND archived_at IS NULL AND content != '' ORDER BY id",
-            (chat_id, 0 if start is None else start),
+            (chat_id, bound),
         )
         return [_source(r) for r in rows]
 
