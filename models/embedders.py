@@ -390,47 +390,53 @@ class DualEmbedder:
         never compares them by it, and keeps no such half (core.recall.vectors)."""
         if not texts:
             return np.zeros((0, self.dim), dtype=np.float32)
-        return self._rows(texts, self._primary.embed, self._english.embed, at_once=False)
+        english = self._english_texts(texts)
+        a = self._primary.embed(texts)
+        m = self._english.embed([texts[i] for i in english]) if english else None
+        return self._rows(texts, a, english, m)
 
     def embed_many(
         self, texts: list[str], batch_size: int | None = None, progress: Progress | None = None
     ) -> np.ndarray:
         """Both models' own bulk embedding, 256 texts at a time (``progress`` after each);
-        MiniLM only for the English texts, as :meth:`embed`."""
+        MiniLM only for the English texts, as :meth:`embed`.
+
+        In bulk the two models run at once: MiniLM on a thread of its own while USE runs here
+        (both leave the interpreter while they compute: onnxruntime, and USE's products on one
+        OpenBLAS thread). Measured on 2 cores with bench.scale's texts (44 % English): 2,000
+        texts 11.55 → 10.70 s, bench.scale's 10k backfill 62.3 → 58.2 s. One text (a query, a
+        save: :meth:`embed`) runs them in turn: at once it gained nothing (English p50 12.0 ms
+        in turn, 12.4 at once; MiniLM's two threads and USE's one share two cores)."""
         texts = list(texts)
 
         def both(part: list[str]) -> np.ndarray:
-            return self._rows(
-                part,
-                lambda texts: embed_many(self._primary, texts, batch_size),
-                lambda english: embed_many(self._english, english, batch_size),
+            english = self._english_texts(part)
+            pending = (
+                _english_worker().submit(
+                    embed_many, self._english, [part[i] for i in english], batch_size
+                )
+                if english
+                else None
             )
+            try:
+                a = embed_many(self._primary, part, batch_size)
+            finally:
+                m = None if pending is None else pending.result()  # never left running
+            return self._rows(part, a, english, m)
 
         return _in_batches(both, texts, 256, progress, self.dim)
 
-    def _rows(
-        self, texts: list[str], primary_rows: Any, english_rows: Any, *, at_once: bool = True
-    ) -> np.ndarray:
-        """[USE ‖ MiniLM] / √2 rows of ``texts``: ``primary_rows`` embeds them all with USE,
-        ``english_rows`` the English ones with MiniLM (the others' half stays zero).
+    @staticmethod
+    def _english_texts(texts: list[str]) -> list[int]:
+        """Which of ``texts`` are in English (as recall tells a record's language)."""
+        return [i for i, t in enumerate(texts) if language.detect(t) == language.ENGLISH]
 
-        In bulk (``at_once``) the two models run at once: MiniLM on a thread of its own while
-        USE runs here (both leave the interpreter while they compute: onnxruntime, and USE's
-        products on one OpenBLAS thread). Measured on 2 cores with bench.scale's texts (44 %
-        English): 2,000 texts 11.55 → 10.70 s, bench.scale's 10k backfill 62.3 → 58.2 s. One
-        text (a query, a save) runs them in turn: at once it gained nothing (English p50 12.0
-        ms in turn, 12.4 at once; MiniLM's two threads and USE's one share two cores)."""
-        english = [i for i, t in enumerate(texts) if language.detect(t) == language.ENGLISH]
-        english_texts = [texts[i] for i in english]
-        pending = (
-            _english_worker().submit(english_rows, english_texts) if english and at_once else None
-        )
-        try:
-            a = normalise_rows(primary_rows(texts))
-        finally:
-            m = None if pending is None else pending.result()  # never left running
-        if english and not at_once:
-            m = english_rows(english_texts)
+    def _rows(
+        self, texts: list[str], a: np.ndarray, english: list[int], m: np.ndarray | None
+    ) -> np.ndarray:
+        """[USE ‖ MiniLM] / √2 rows of ``texts`` from USE's rows ``a`` and MiniLM's rows ``m``
+        of the English ones (``english``: their places); the others' half stays zero."""
+        a = normalise_rows(a)
         b = np.zeros((len(texts), self._english.dim), dtype=np.float32)
         if m is not None:
             m = normalise_rows(m)
@@ -444,8 +450,8 @@ class DualEmbedder:
 
 @functools.cache
 def _english_worker() -> ThreadPoolExecutor:
-    """The one thread DualEmbedder runs its English model on (made on first use; a daemon, as
-    the executor's threads are, so it never holds the process open)."""
+    """The one thread DualEmbedder's bulk embedding runs its English model on (made on first
+    use; idle, it does not hold up the process's exit)."""
     return ThreadPoolExecutor(max_workers=1, thread_name_prefix="eva-english-embedder")
 
 
