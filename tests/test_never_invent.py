@@ -348,6 +348,23 @@ def test_the_first_person_plural_asks_about_the_owners_household(question):
     assert invents("Моя жена Alesya переводит для судей здесь.", support, question)
 
 
+def test_an_acronym_the_memory_holds_may_be_spelled_out():
+    """Seen in an owner session: the owner's "We are planning a trip to the US in May." and
+    "Where are we going in May?" — the model's "the United States" was judged two names nothing
+    shown holds, and Eva said she did not know."""
+    q = "Where are we going in May?"
+    support = f"- We are planning a trip to the US in May.\n{q}"
+    assert unsupported("You are going to the United States in May.", support) == []
+    assert unsupported("The United States of America, in May.", f"- A trip to the USA.\n{q}") == []
+    assert not invents("You are going to the United States in May.", support, q)
+    # initials no acronym of the support spells stay names nothing shown holds
+    assert set(unsupported("You are going to United Kingdom.", support)) == {"kingdom", "unit"}
+    assert set(unsupported("You are going to the United States.", f"- A trip in May.\n{q}")) == {
+        "state",
+        "unit",
+    }
+
+
 def test_the_us_is_not_us():
     """ "US" in capitals is the country: LoCoMo's four dev questions holding "us" all meant it."""
     assert not asks_about_owner("Around which US holiday did Maria get into a car accident?")

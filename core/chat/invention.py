@@ -11,7 +11,7 @@ import re
 
 from core.language import is_question
 from core.sleep.candidates import ROLES, roles
-from core.text import name_stems, numbers, stems, transliterate
+from core.text import name_stems, numbers, stem_token, stems, transliterate
 
 # SPEC §8.10, issue 26: what Eva says about the owner comes from memory, the summaries or the
 # live window. Measured on the default model, for questions nothing remembered answers: "Сколько
@@ -153,14 +153,37 @@ def _days_of_shown_months(text: str, support: str) -> set[str]:
 _LIST_MARK = re.compile(r"(?<=\n)[ \t]*\d{1,2}[.)](?=\s|$)")
 
 
+# an acronym of the support ("US", "МГУ"), and a run of capitalised words in a reply that may spell
+# it out ("United States", "United States of America")
+_ACRONYM = re.compile(r"\b[A-ZА-ЯЁ]{2,6}\b")
+_CAPITALISED_RUN = re.compile(r"[A-ZА-ЯЁ][\w'’-]*(?:\s+(?:(?:of|and|the|и)\s+)?[A-ZА-ЯЁ][\w'’-]*)+")
+
+
+def _spelled_out(text: str, support: str) -> set[str]:
+    """The stems of the words of ``text`` that spell out an acronym the support holds: the
+    owner's "a trip to the US in May" answered "You are going to the United States in May." was
+    judged to name two places nothing shown holds (seen in an owner session: "Where are we going
+    in May?" got "I don't know")."""
+    acronyms = set(_ACRONYM.findall(support))
+    out: set[str] = set()
+    if not acronyms:
+        return out
+    for m in _CAPITALISED_RUN.finditer(text):
+        words = [w for w in m.group().split() if w[0].isupper() and w.lower() != "the"]
+        if "".join(w[0] for w in words) in acronyms:
+            out.update(stem_token(w.lower()) for w in words)
+    return out
+
+
 def unsupported(text: str, support: str) -> list[str]:
     """The numbers and names ``text`` states that ``support`` (what the turn was shown: memory,
     summaries, the owner's messages) does not hold — a name in either script. A day of a month
-    the support names is not counted (:func:`_days_of_shown_months`)."""
+    the support names is not counted (:func:`_days_of_shown_months`), nor the words that spell
+    out an acronym it holds (:func:`_spelled_out`)."""
     text = _LIST_MARK.sub(" ", text)  # "1." opening a list item states nothing
     days = _days_of_shown_months(text, support)
     out = sorted(n for n in numbers(text) - numbers(support) if re.sub(r"\D", "", n) not in days)
-    known = _support_stems(support)
+    known = _support_stems(support) | _spelled_out(text, support)
     for group in name_stems(text):
         if not group & known:
             out.append(min(group))
