@@ -456,6 +456,18 @@ def transliterate(word: str) -> str:
     return "".join(LAT2CYR.get(ch, ch) for ch in word)
 
 
+def roman(stem: str) -> str:
+    """A stem in Latin letters, "y" read as "i" ("итальянск" → "italiansk", as "italian")."""
+    latin = transliterate(stem) if _CYRILLIC.search(stem) else stem
+    return latin.replace("y", "i").replace("'", "")
+
+
+def script_keys(stems: Iterable[str]) -> frozenset[str]:
+    """Stems as both scripts can meet them: stems five letters long at least by their first
+    five Latin letters ("бариста" and "barista" meet as "baris"), shorter ones as they are."""
+    return frozenset(roman(s)[:5] if len(s) >= 5 else s for s in stems)
+
+
 def names(text: str) -> list[str]:
     """The proper names of ``text``, in order — the one detector that recall's name links
     (:func:`name_stems`) and a summary's salient terms (:mod:`core.chat.summary_fidelity`) share:

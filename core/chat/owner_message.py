@@ -192,12 +192,24 @@ class Exchange:
             says_secret(owner_text),
         )
 
-    def grounded(self, content: str) -> bool:
+    def grounded(self, content: str, updating: str = "") -> bool:
         """A memory the step writes must come from the owner's words: measured on the default
         model, it otherwise copied its own reply or an earlier message into the memory
-        ("Квартира уже куплена" for "коплю на квартиру")."""
+        ("Квартира уже куплена" for "коплю на квартиру"). An update may also keep words of the
+        record it rewrites (``updating``), as long as it brings some of the owner's new ones:
+        "Meeting with the landlord on Friday at 2pm." for "…is at 2, not 4." over "Meeting with
+        the landlord on Friday at 4pm." (measured on the labelled set's dev split: refused, and
+        the old time stayed live)."""
         mine = set(text.stems(content)) - _NEUTRAL
-        return bool(mine) and len(mine & self.stems) >= GROUNDED * len(mine)
+        if not mine:
+            return False
+        if not updating:
+            return len(mine & self.stems) >= GROUNDED * len(mine)
+        theirs = set(text.stems(updating))
+        digits = set(re.findall(r"\d+", content)) - set(re.findall(r"\d+", updating))
+        if not (mine & (self.stems - theirs) or digits & set(re.findall(r"\d+", self.text))):
+            return False  # nothing of the owner's new words
+        return len(mine & (self.stems | theirs)) >= GROUNDED * len(mine)
 
     def owner_words(self, content: str) -> str | None:
         """The owner's own words a save stands for: the fact sentence it shares most with,

@@ -6,7 +6,8 @@ changes a value of an older one or says something changed. That is cheap and blu
 asked "is OLD still true?" about a move and a board-game night, and the default model answered
 "yes" 8 times of 8 (its own yes/no probability ranks such pairs no better than the cosine:
 ROC AUC 0.75 on 30 labelled pairs). So before the model is asked, each proposed supersession is
-scored by the write-time correction model (:mod:`core.sleep.corrections`: a logistic regression over
+scored by the correction model (:mod:`core.sleep.corrections`, its gate copy
+``supersession_gate.json``, frozen with these thresholds: a logistic regression over
 the USE cosine of the two records, its margin over the other records of the cluster, change
 words, a changed value, the same someone, different people and word overlap, trained on the
 dev split of ``bench/data/correction_pairs.json``) — the older record is the memory, the newer
@@ -121,7 +122,7 @@ def for_vectors(
     """The gate over the store's vectors (``Memory.vector_rows``: the multilingual part of
     each record's vector, unit length) when they are USE vectors and the correction model
     loads; otherwise None. ``threshold`` defaults to :data:`THRESHOLD`."""
-    model = corrections.correction_model()
+    model = corrections.gate_model()
     if model is None or vectors is None or use_vectors(embedder) is None:
         return None
     ids, mat, _background = vectors
