@@ -190,3 +190,18 @@ def test_the_step_archives_what_the_learned_model_says_is_replaced(tmp_path, emb
         assert [a.record.id for a in archived] == [old] and "learned" in archived[0].why
     finally:
         mem.close()
+
+
+def test_the_confirmation_bench_counts_a_doubtful_pair_only_when_the_model_confirms_it():
+    """bench.train_corrections --confirm (issue 26 item 2): a message's best memory with a learned
+    p in [low, threshold) counts as replaced when the chat model's "no longer true" reaches the
+    bar and as kept otherwise; a sure pair and an unlikely one keep their learned p."""
+    import numpy as np
+
+    from bench.train_corrections import with_confirmation
+
+    probs = [np.array([0.2, 0.7]), np.array([0.7, 0.1]), np.array([0.9]), np.array([0.4])]
+    asked = [0.8, 0.5, None, None]
+    got = with_confirmation(probs, asked, threshold=0.84, low=0.5, at=0.6)
+    assert [p.tolist() for p in got] == [[0.2, 1.0], [0.0, 0.1], [0.9], [0.4]]
+    assert probs[0].tolist() == [0.2, 0.7]  # the learned probabilities are not changed
