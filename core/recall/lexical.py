@@ -56,6 +56,9 @@ class LexicalIndex:
         # delta part: inverted index over documents not (correctly) in the main
         self._delta_post: dict[str, dict[int, int]] = {}
         self._delta_docs: set[int] = set()
+        # each delta document's length (a query scores its postings with it: reading it from
+        # ``docs`` unpacked a persisted document's whole list of stems per posting)
+        self._delta_len: dict[int, int] = {}
         self.rebuilds = 0
 
     # ---- size and stats -------------------------------------------------------------------
@@ -92,6 +95,7 @@ class LexicalIndex:
         self.df.update(set(doc_stems))
         self.total_len += len(doc_stems)
         self._delta_docs.add(key)
+        self._delta_len[key] = len(doc_stems)
         for term, tf in Counter(doc_stems).items():
             self._delta_post.setdefault(term, {})[key] = tf
         self._maybe_merge()
@@ -107,6 +111,7 @@ class LexicalIndex:
         self.total_len -= len(old)
         if key in self._delta_docs:
             self._delta_docs.discard(key)
+            self._delta_len.pop(key, None)
             for term in set(old):
                 post = self._delta_post.get(term)
                 if post is not None:
@@ -129,6 +134,7 @@ class LexicalIndex:
         keys = list(self.docs)
         self._delta_post = {}
         self._delta_docs = set()
+        self._delta_len = {}
         self._main_keys = np.asarray(keys, dtype=np.int64)
         self._main_pos = _positions(self._main_keys)
         self._main_alive = np.ones(len(keys), dtype=bool)
@@ -285,9 +291,12 @@ class LexicalIndex:
             self._main = main
         self._delta_post = {}
         self._delta_docs = set()
+        self._delta_len = {}
         for key in np.setdiff1d(doc_keys, np.asarray(live_main, np.int64)).tolist():
             self._delta_docs.add(key)
-            for term, n in Counter(docs[key]).items():
+            doc = docs[key]
+            self._delta_len[key] = len(doc)
+            for term, n in Counter(doc).items():
                 self._delta_post.setdefault(term, {})[key] = n
 
     # ---- queries ----------------------------------------------------------------------------
@@ -373,7 +382,7 @@ class LexicalIndex:
                     out_keys.append(self._main_keys[hit])
                 out_scores.append(acc[hit].astype(np.float32))
         if self._delta_docs:
-            avgdl = self.avgdl
+            avgdl, lengths = self.avgdl, self._delta_len
             delta: dict[int, float] = {}
             for t in terms:
                 post = self._delta_post.get(t)
@@ -381,7 +390,7 @@ class LexicalIndex:
                     continue
                 idf = self.idf(t)
                 for key, n in post.items():
-                    norm = K1 * (1 - B + B * len(self.docs[key]) / avgdl)
+                    norm = K1 * (1 - B + B * lengths[key] / avgdl)
                     delta[key] = delta.get(key, 0.0) + idf * n / (norm + n)
             if delta:
                 out_keys.append(np.fromiter(delta.keys(), dtype=np.int64, count=len(delta)))
