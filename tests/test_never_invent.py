@@ -410,3 +410,60 @@ def test_a_name_evas_earlier_reply_gave_another_role_is_not_the_answer():
     assert judge.feed("Ваша мама зовут Alesya.") == ""  # held, never shown
     judge.finish()
     assert judge.invented and judge.claims == ["alesya"]
+
+
+def test_a_memory_copied_in_the_owners_voice_is_said_to_the_owner_not_asked_again(mem):
+    """§8.10, issue 26 owner_voice (seen on an unseen scenario, default model): "Which football
+    team do I support?" was answered with the memory itself, "Hibs are my team, I've had a season
+    ticket at Easter Road for fifteen years." Every fact was the memory's, only the voice Eva's:
+    it was held as invented, the retry said "I don't know", and the owner got "I don't know".
+    Now the owner gets the memory said to them, and no second call is made."""
+    mem.save(
+        "Hibs are my team, I've had a season ticket at Easter Road for fifteen years.",
+        OWNER_TRUSTED,
+    )
+    llm = ScriptedLLM(
+        [["Hibs are my team, I've had a season ticket at Easter Road for fifteen years."]],
+        plans=[],
+    )
+    shown = run(Conversation(mem, llm), "Which football team do I support?")
+    assert (
+        shown == "Hibs are your team, you've had a season ticket at Easter Road for fifteen years."
+    )
+    assert len(llm.calls) == 1
+
+
+def test_a_made_up_fact_in_the_owners_voice_is_still_asked_again(mem):
+    """The voice is turned only when that is the whole fault: "I am learning Russian." names a
+    language nothing shown holds, so it is asked again as before (and a Russian reply in the
+    owner's voice too: its verbs change with the person, it is not rewritten)."""
+    mem.save("My sister Anna lives in Yerevan.", OWNER_TRUSTED)
+    llm = ScriptedLLM([["I am learning Russian."], HONEST_EN], plans=[])
+    shown = run(Conversation(mem, llm), "Which language am I learning these days?")
+    assert shown == "".join(HONEST_EN) and len(llm.calls) == 2
+    mem.save("Я Марина, по профессии архитектор.", OWNER_TRUSTED, kind="core")
+    llm = ScriptedLLM([["Я архитектор, проектирую школы."], ["Ты архитектор."]], plans=[])
+    assert run(Conversation(mem, llm), "Кем я работаю?") == "Ты архитектор."
+    assert len(llm.calls) == 2
+
+
+@pytest.mark.parametrize(
+    "reply, said_to_owner",
+    [
+        (
+            "I am a tram driver. I was born in Leith.",
+            "You are a tram driver. You were born in Leith.",
+        ),
+        ("My wife Alesya is from Minsk.", "Your wife Alesya is from Minsk."),
+        ("I’m 44 and I drive trams.", "You’re 44 and you drive trams."),
+        ("I remember that I am learning Dutch.", "I remember that you are learning Dutch."),
+        ("Я работаю на радио.", None),
+        ("Your dog is Rocket.", None),
+    ],
+)
+def test_the_owners_voice_turned_to_the_owner(reply, said_to_owner):
+    """core.chat.invention.addressed: the first person singular's closed word class, in English
+    only; Eva's report of her memory stays hers."""
+    from core.chat.invention import addressed
+
+    assert addressed(reply) == said_to_owner

@@ -112,6 +112,67 @@ def speaks_as_owner(text: str) -> bool:
     return bool(w & _FIRST_PERSON) and not w & _SECOND_PERSON
 
 
+# The owner's own words given back to the owner (English): the first person singular's closed
+# word class in the second person, "am"/"was" after "I" agreeing. Seen on an unseen scenario
+# (default model): "Which football team do I support?" was answered with the memory itself,
+# "Hibs are my team, I've had a season ticket at Easter Road for fifteen years." — every fact
+# the memory's, only the voice Eva's — so it was held as invented, and the retry said "I don't
+# know". Russian is left alone: its verbs change with the person ("я ищу" / "ты ищешь").
+_TO_SECOND = {
+    "i": "you",
+    "me": "you",
+    "my": "your",
+    "mine": "yours",
+    "myself": "yourself",
+    "i'm": "you're",
+    "i've": "you've",
+    "i'd": "you'd",
+    "i'll": "you'll",
+}
+_AGREEING = {"am": "are", "was": "were"}
+_EN_WORD = re.compile(r"[A-Za-z]+(?:['\u2019][A-Za-z]+)?")
+_CYRILLIC = re.compile("[а-яёА-ЯЁ]")
+
+
+def addressed(text: str) -> str | None:
+    """An English ``text`` in the owner's voice (:func:`speaks_as_owner`) said to the owner:
+    "Hibs are my team, I've had a season ticket…" → "Hibs are your team, you've had a season
+    ticket…". An opening that reports Eva's memory stays hers ("I remember that I…" → "I remember
+    that you…"). None for any other text (Russian, or not in the first person)."""
+    if _CYRILLIC.search(text) or not speaks_as_owner(text):
+        return None
+    text = text.strip()
+    report = _REPORTS.match(text)
+    out: list[str] = []
+    at = report.end() if report else 0
+    out.append(text[:at])
+    prev = ""
+    for m in _EN_WORD.finditer(text, at):
+        word = m.group(0)
+        low = word.lower().replace("\u2019", "'")
+        new = _TO_SECOND.get(low) or (_AGREEING.get(low) if prev == "i" else None)
+        prev = low
+        if new is None:
+            continue
+        if "\u2019" in word:
+            new = new.replace("'", "\u2019")
+        before = text[: m.start()].rstrip()
+        if not before or before[-1] in '.!?"«“':
+            new = new[0].upper() + new[1:]  # the start of a sentence
+        out.append(text[at : m.start()] + new)
+        at = m.end()
+    out.append(text[at:])
+    return "".join(out)
+
+
+def only_shown_words(text: str, support: str) -> bool:
+    """Every meaningful word of ``text`` is one the turn was shown (in either script): the
+    owner's words given back, nothing of the model's own ("I don't have any children." holds
+    "children", which nothing shown did — in the owner's voice, an invention)."""
+    mine = set(stems(text))
+    return bool(mine) and mine <= _support_stems(support)
+
+
 def _support_stems(support: str) -> set[str]:
     other = " ".join(transliterate(w) for w in support.lower().split())
     return set(stems(support)) | set(stems(other))

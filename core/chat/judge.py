@@ -25,7 +25,13 @@ from difflib import SequenceMatcher
 from enum import Enum
 from typing import Protocol
 
-from core.chat.invention import admits_not_knowing, asks_about_owner, made_up
+from core.chat.invention import (
+    addressed,
+    admits_not_knowing,
+    asks_about_owner,
+    made_up,
+    only_shown_words,
+)
 from core.language import RUSSIAN, detect, is_question, word_counts
 from core.text import stems
 
@@ -294,6 +300,19 @@ class ReplyJudge:
         stripped)."""
         held = self.finish()
         echoed = bool(reply) and self.echoes(reply)
+        said_to_owner = ""
+        if self.invented and not self.claims and self.support is not None:
+            # only the voice was wrong, and the first sentence is made of the words the turn
+            # was shown: that sentence said to the owner (core.chat.invention.addressed), if
+            # that way it invents nothing
+            first = first_sentence(held or reply)
+            turned = addressed(first)
+            if (
+                turned
+                and only_shown_words(first, self.support)
+                and made_up(turned, self.support, self._asked, self._said_before) is None
+            ):
+                said_to_owner = turned
         repeated = bool(reply) and not echoed and self.repeats(reply)
         return Verdict(
             kind=_kind(
@@ -315,6 +334,7 @@ class ReplyJudge:
             refused=self.refused,
             invented=self.invented,
             claims=tuple(self.claims),
+            addressed=said_to_owner,
         )
 
 
@@ -348,6 +368,9 @@ class Verdict:
     refused: bool = False
     invented: bool = False
     claims: tuple[str, ...] = ()  # the numbers and names an invented reply made up
+    # an invented reply whose only fault was the voice, its first sentence said to the owner
+    # ("my team" → "your team"): what stands instead of a retry
+    addressed: str = ""
 
 
 def _kind(

@@ -239,6 +239,8 @@ def _settle(turn: Turn, verdict: Verdict) -> Iterator[TurnEvent]:
     elif outcome is Outcome.SHOW_HELD:
         turn.stats.shown()
         yield Token(verdict.held)
+    elif outcome is Outcome.ADDRESSED:
+        yield Token(turn.own_line(verdict.addressed))
     elif outcome is Outcome.NO_REPLY:
         turn.answer.clear()
         yield Notice(retry.NO_REPLY_NOTICE)

@@ -160,7 +160,7 @@ def decide(verdict: Verdict, attempt: int, text: str, lang: str | None) -> Retry
     The note answers the first failure of that order. A statement echoed or left unanswered is
     quoted back as the owner's (REFRAME); a question gets RETRY_NUDGE (empty) or
     QUESTION_ECHO_NUDGE (echoed); a made-up reply's note goes inside the owner's message."""
-    if verdict.shown or attempt > 1 or verdict.kind is Kind.OK:
+    if verdict.shown or attempt > 1 or verdict.kind is Kind.OK or verdict.addressed:
         return None
     kind = verdict.kind
     if kind in (Kind.ECHO, Kind.EMPTY) and not verdict.question:
@@ -187,6 +187,7 @@ class Outcome(Enum):
     """What the owner gets once no retry is left."""
 
     AS_IS = "as is"  # the reply, as it was shown
+    ADDRESSED = "addressed"  # the reply's first sentence said to the owner (Verdict.addressed)
     SHOW_HELD = "show held"  # what the judge still held is shown now
     DONT_KNOW = "don't know"  # Eva's own "I don't know" (DONT_KNOW) is the answer
     ACKNOWLEDGE = "acknowledge"  # Eva's own acknowledgement (ACKNOWLEDGE) is the answer
@@ -198,6 +199,9 @@ def settle(verdict: Verdict, retry: Retry | None) -> Outcome:
     """What stands of a reply :func:`decide` does not ask again (``retry``: the retry this reply
     answered, if it was one)."""
     v = verdict
+    if v.addressed and not v.shown:
+        # the memory's facts in the owner's own words: given back to the owner, not asked again
+        return Outcome.ADDRESSED
     if retry is not None and v.repeated and not v.shown:
         # asked again, it copied an earlier reply of the chat again (measured on an unseen
         # scenario: after "Ваша жена Alesya из Минска", the next Russian questions — the dog,
