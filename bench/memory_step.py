@@ -101,6 +101,7 @@ CATEGORIES = (
     "correction",
     "forget",
     "remember",
+    "routine",
     "small_talk",
     "question",
     "thanks",

@@ -1,7 +1,7 @@
 """Train the fact gate's classifier (issue 26 item 1) on the dev split of the labelled
 memory-step set, never on test:
 
-    python -m bench.train_fact_gate [--out core/fact_gate.json] [--recall 0.97] [--folds 5]
+    python -m bench.train_fact_gate [--out core/chat/fact_gate.json] [--recall 0.98] [--folds 5]
 
 The gate asks "may this owner message carry a fact?" before the memory step calls the model.
 Features: the message's USE multilingual vector (the embedder the app already runs; the first
@@ -28,7 +28,7 @@ import numpy as np
 from bench.memory_step import load_items
 from core.chat import owner_message
 
-OUT = Path(__file__).resolve().parents[1] / "core" / "fact_gate.json"
+OUT = owner_message.GATE_FILE  # core/chat/fact_gate.json
 
 
 def fit(

@@ -22,6 +22,10 @@ ISSUE_26 = [
     "Hey Jolene, sorry to tell you this but my dad passed away two days ago. It's been really "
     "tough on us all - his sudden death left us all kinda shell-shocked. I'm trying to channel "
     "my grief by spending more time with family and cherishing the memories.",
+    # an owner session on the default model (2026-12): a new way to work was gated out, and
+    # "Как я добираюсь до работы?" got "I don't know" (the set had no routines; dev has some now)
+    "Кстати, я теперь езжу на работу на велосипеде.",
+    "By the way, I now cycle to work.",
 ]
 SMALL_TALK = [
     "Как у тебя дела? У нас весь день дождь, серо и скучно.",
