@@ -246,6 +246,28 @@ def with_confirmation(
     return out
 
 
+def _asked_from(asked: list[float | None], probs: list[np.ndarray], low: float) -> int:
+    """How many messages a band starting at ``low`` asks the chat model about."""
+    return sum(1 for c, p in zip(asked, probs, strict=True) if c is not None and p.max() >= low)
+
+
+def _answers(
+    items: list[dict[str, Any]], probs: list[np.ndarray], asked: list[float | None]
+) -> list[dict[str, Any]]:
+    """Every question asked: the message, its best memory's learned p, the chat model's answer,
+    and whether that memory is the one the message replaces."""
+    return [
+        {
+            "id": it["id"],
+            "p": round(float(p.max()), 3),
+            "confirm": c,
+            "replaces": int(np.argmax(p)) in it["replaces"],
+        }
+        for it, p, c in zip(items, probs, asked, strict=True)
+        if c is not None
+    ]
+
+
 def confirm_report(
     dev: list[dict[str, Any]],
     oof: list[np.ndarray],
@@ -266,38 +288,22 @@ def confirm_report(
         for at in np.arange(0.3, 0.951, 0.05):
             at = round(float(at), 2)
             f = figures(dev, with_confirmation(oof, asked_dev, threshold, low, at), threshold)
-            n = sum(
-                1 for c, p in zip(asked_dev, oof, strict=True) if c is not None and p.max() >= low
-            )
-            grid.append((low, at, f, n))
+            grid.append((low, at, f, _asked_from(asked_dev, oof, low)))
     ok = [g for g in grid if g[2]["precision"] is not None and g[2]["precision"] >= precision]
     low, at, f_dev, _n = max(ok, key=lambda g: (g[2]["applied"] or 0.0, -g[3], g[1]))
     return {
         "confirm_from": low,
         "confirm_at": at,
-        "questions_dev": sum(1 for c, p in zip(asked_dev, oof, strict=True) if c is not None and p.max() >= low),
-        "questions_test": sum(
-            1 for c, p in zip(asked_test, p_test, strict=True) if c is not None and p.max() >= low
-        ),
+        "questions_dev": _asked_from(asked_dev, oof, low),
+        "questions_test": _asked_from(asked_test, p_test, low),
         "dev_out_of_fold": f_dev,
         "test": figures(test, with_confirmation(p_test, asked_test, threshold, low, at), threshold),
         "without": {
             "dev_out_of_fold": figures(dev, oof, threshold),
             "test": figures(test, p_test, threshold),
         },
-        "asked": {
-            "dev": [
-                {"id": it["id"], "p": round(float(p.max()), 3), "confirm": c,
-                 "replaces": int(np.argmax(p)) in it["replaces"]}
-                for it, p, c in zip(dev, oof, asked_dev, strict=True) if c is not None
-            ],
-            "test": [
-                {"id": it["id"], "p": round(float(p.max()), 3), "confirm": c,
-                 "replaces": int(np.argmax(p)) in it["replaces"]}
-                for it, p, c in zip(test, p_test, asked_test, strict=True) if c is not None
-            ],
-        },
-    }  # fmt: skip
+        "asked": {"dev": _answers(dev, oof, asked_dev), "test": _answers(test, p_test, asked_test)},
+    }
 
 
 def main(argv: list[str] | None = None) -> int:
