@@ -361,3 +361,66 @@ def test_a_forget_takes_the_record_of_the_person_it_names(tmp_path, request_, fo
     assert [a.record.id for a in mem.archived()] == [ids[forgotten]]
     assert len(live(mem)) == 1
     mem.close()
+
+
+def test_a_forget_names_what_its_own_clause_names_not_the_reason_given(tmp_path):
+    """§3.1 forget, dev split of bench.memory_step (en-188, default model): in "Actually forget
+    the bike thing, I returned it to the shop." the shop is why, not what — yet "My brother
+    Pete works in a bike shop." shared more of the message's words than the bike itself, so the
+    bike could not be forgotten and the brother's job was. The clause that asks names it."""
+    from core import Memory
+
+    mem = Memory.open(tmp_path / "m.db", embedder=_AlikeEmbedder())
+    bike = mem.save("I bought a new road bike, a Trek, for 900 pounds.", OWNER_TRUSTED).id
+    mem.save("My brother Pete works in a bike shop.", OWNER_TRUSTED)
+    conv = _showing_every_memory(mem, "Okay.", [bike])
+    fins = finished(run(conv, "Actually forget the bike thing, I returned it to the shop."))
+    assert [f.result.ok for f in fins] == [True]
+    assert live(mem) == ["My brother Pete works in a bike shop."]
+    mem.close()
+
+
+def test_a_forget_the_model_misaims_takes_the_one_memory_the_owner_named(tmp_path):
+    """§3.1 forget: when the owner's words name one shown memory alone and the model gives the
+    id of another, the named one is forgotten and the other stays (seen on bench.companion's
+    scenario d, default model, three runs of three: "Забудь про укулеле…" showed the ukulele
+    first, the model named the asthma record, and the ukulele stayed)."""
+    from core import Memory
+
+    mem = Memory.open(tmp_path / "m.db", embedder=_AlikeEmbedder())
+    pottery = mem.save("I signed up for pottery classes on Wednesdays.", OWNER_TRUSTED).id
+    tiles = mem.save("My husband works at a ceramic tile factory.", OWNER_TRUSTED).id
+    conv = _showing_every_memory(mem, "Okay.", [tiles])
+    fins = finished(run(conv, "Forget the pottery classes, I quit."))
+    assert [f.result.ok for f in fins] == [False, True]  # refused as aimed, done as asked
+    assert [a.record.id for a in mem.archived()] == [pottery]
+    assert live(mem) == ["My husband works at a ceramic tile factory."]
+    mem.close()
+
+
+@pytest.mark.parametrize(
+    "request_, named",
+    [
+        ("Actually forget the bike thing, I returned it to the shop.", "the bike thing"),
+        ("Забудь про велосипед, я его вернул в магазин.", "про велосипед"),
+        ("Please remove the thing about the loan from Tim.", "the thing about the loan from Tim"),
+        ("Забудь, что Анна живёт в Тбилиси.", ""),
+        ("I sold the piano, so forget about it.", "about it"),
+        ("Anna is my sister.", ""),
+    ],
+)
+def test_what_the_clause_asking_to_forget_names(request_, named):
+    from core.chat.owner_message import forget_object
+
+    assert forget_object(request_) == named
+
+
+def test_a_clause_asking_to_forget_goes_on_past_a_comma_and_and():
+    from core.chat.owner_message import forget_object
+
+    assert forget_object("Забудь про гончарные курсы, и про корги тоже не надо") == (
+        "про гончарные курсы, и про корги тоже не надо"
+    )
+    assert forget_object("Forget the bike, and the helmet too. Thanks!") == (
+        "the bike, and the helmet too"
+    )

@@ -52,6 +52,26 @@ def asks_to_forget(text: str) -> bool:
     return bool(_FORGET.search(text))
 
 
+# where the clause that asks ends: a stop, or a comma that does not go on with "and …"
+# ("Забудь про гончарные курсы, и про корги тоже" names both)
+_CLAUSE_END = re.compile(
+    r"[.;:!?()\n—–]| - |,(?!\s*(?:and|or|as well|и|или|а также|и ещё|и еще)\b)", re.IGNORECASE
+)
+
+
+def forget_object(text: str) -> str:
+    """What a request to forget names: its words from the asking word to the end of that
+    clause ("Actually forget the bike thing, I returned it to the shop." -> "the bike thing";
+    the shop is why, not what). Empty when the clause names nothing after the word ("Forget
+    it, …", "Забудь, что …") or nothing asks to forget."""
+    m = _FORGET.search(text)
+    if m is None:
+        return ""
+    rest = re.sub(r"^\w*", "", text[m.end() :])  # the rest of the asking word ("забуд|ь")
+    end = _CLAUSE_END.search(rest)
+    return (rest if end is None else rest[: end.start()]).strip()
+
+
 def corrects(text: str) -> bool:
     """The message changes something already known ("Lena moved to Yerevan", "теперь я…")."""
     return bool(_CORRECTION.search(text))
