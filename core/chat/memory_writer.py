@@ -183,7 +183,7 @@ class MemoryWriter:
     def named_in_other_script(self, owner_text: str) -> list[int]:
         """Live records holding a word of a request in the other script ("Забудь про укулеле"
         names "I've taken up the ukulele…"), by the first five Latin letters of stems five
-        letters long at least (as :meth:`named_by_request` matches them). Measured on an
+        letters long at least (as :meth:`named_by_words` matches them). Measured on an
         unseen scenario: that request recalled only the asthma memory, so the ukulele was never
         shown to the step and stayed. At most :data:`RELATED_SHOWN`, newest first; the caller
         applies what the turn may see."""
@@ -223,16 +223,6 @@ class MemoryWriter:
             forget=FORGET_LINE if allow_forget else "",
             related=("Related memories:" + lines) if lines else "",
         )
-
-    def named_by_request(self, ex: Exchange, ctx: TurnContext, shown: set[int]) -> set[int]:
-        """The shown records the owner's request to forget names, decided once, before any op
-        runs (an op's forget must not change what the next op is checked against: with the bike
-        forgotten, "Actually forget the bike thing…" recalled "Моя бабушка Зоя…" best, and the
-        cross-language rule let it go too — issue 26): those its words name
-        (:meth:`named_by_words`); when no record shares a word, a request in the other language
-        than a record may name its single best recall, and only by a clear margin over the
-        next one."""
-        return self.named_by_words(ex, ctx, shown) or self._named_by_recall(ex, ctx, shown)
 
     def named_by_words(self, ex: Exchange, ctx: TurnContext, shown: set[int]) -> set[int]:
         """The shown records a request to forget names by its words. A record is named when it
@@ -289,7 +279,10 @@ class MemoryWriter:
             return exact or named
         return set()
 
-    def _named_by_recall(self, ex: Exchange, ctx: TurnContext, shown: set[int]) -> set[int]:
+    def named_by_recall(self, ex: Exchange, ctx: TurnContext, shown: set[int]) -> set[int]:
+        """When no shown record shares a word of a request to forget (:meth:`named_by_words`), a
+        request in the other language than a record may name its single best recall, and only
+        by a clear margin over the next one."""
         hits = self.memory.recall(ex.text, ctx, top_k=2)  # pure: reinforces nothing
         if not hits or hits[0].id not in shown:
             return set()
@@ -396,9 +389,21 @@ class MemoryWriter:
             and not (op.get("private") and not ctx.sees_private)
         }
         kept_elsewhere = _fragments({i: c for i, c in contents.items() if c is not None})
-        named: set[int] | None = None  # what a request to forget names (computed before any op)
-        by_words: set[int] = set()  # …by the owner's words (named_by_words)
+        # What a request to forget names, decided once, before any op runs (an op's forget must
+        # not change what the next op is checked against: with the bike forgotten, "Actually
+        # forget the bike thing…" recalled "Моя бабушка Зоя…" best, and the cross-language rule
+        # let it go too — issue 26): by the owner's words, else by recall.
+        named: set[int] | None = None
+        by_words: set[int] = set()
         misaimed = forgot_any = False  # a forget named another memory; one named by the words
+
+        def forget(rid: int, why: str) -> bool:
+            forgot = memory_tools.call(self.memory, "memory_forget", {"id": rid, "why": why}, ctx)
+            out.append(forgot)
+            if forgot.ok:
+                touched.add(rid)
+            return forgot.ok
+
         for i, op in enumerate(ops):
             if i in kept_elsewhere:
                 out.append(
@@ -486,7 +491,7 @@ class MemoryWriter:
                     continue
                 if named is None:
                     by_words = self.named_by_words(ex, ctx, shown)
-                    named = by_words or self._named_by_recall(ex, ctx, shown)
+                    named = by_words or self.named_by_recall(ex, ctx, shown)
                 if rid not in named:
                     misaimed = True
                     out.append(
@@ -495,12 +500,7 @@ class MemoryWriter:
                         )
                     )
                     continue
-                args = {"id": rid, "why": op.get("why") or "the owner asked to forget it"}
-                forgot = memory_tools.call(self.memory, "memory_forget", args, ctx)
-                out.append(forgot)
-                if forgot.ok:
-                    touched.add(rid)
-                    forgot_any = True
+                forgot_any |= forget(rid, op.get("why") or "the owner asked to forget it")
             else:
                 out.append(_refused("memory_save", f"unknown op {kind!r}"))
         if misaimed and not forgot_any and len(by_words) == 1:
@@ -509,11 +509,7 @@ class MemoryWriter:
             # of three: "Забудь про укулеле…" showed the ukulele first, the model named the
             # asthma record, and the ukulele stayed)
             (rid,) = by_words
-            args = {"id": rid, "why": "the owner asked to forget it"}
-            forgot = memory_tools.call(self.memory, "memory_forget", args, ctx)
-            out.append(forgot)
-            if forgot.ok:
-                touched.add(rid)
+            forget(rid, "the owner asked to forget it")
         for new_id, content in saves:
             out.extend(self._supersede(new_id, content, ex, ctx, related, touched))
         return out

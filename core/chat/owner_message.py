@@ -55,7 +55,7 @@ def asks_to_forget(text: str) -> bool:
 # where the clause that asks ends: a stop, or a comma that does not go on with "and …"
 # ("Забудь про гончарные курсы, и про корги тоже" names both)
 _CLAUSE_END = re.compile(
-    r"[.;:!?()\n—–]| - |,(?!\s*(?:and|or|as well|и|или|а также|и ещё|и еще)\b)", re.IGNORECASE
+    r"[.;:!?()\n—–]| - |,(?!\s*(?:and|or|as well|и|или|а также)\b)", re.IGNORECASE
 )
 
 
