@@ -23,7 +23,10 @@ of being generated (75 generated turns cost hours on a loaded 2-core machine); t
 turn after the other talk (which slides the window) and the questions are real turns, and the
 summaries and the memory step over each chunk are made by the real model. After a replay the
 chat's window is read into the model's cache (untimed), as those turns would have left it.
-Each turn row lists the memories its prompt carried (``recalled``, ``core``), and
+In the other scenarios no summaries are made, but the worker's last step is: when the next turn's
+window will have slid (it overflowed), that prefix is read into the cache between the turns, timed
+apart (``warm_up_s`` on that turn's row; ``Conversation.warm_up_next``), as the app does while
+the owner types. Each turn row lists the memories its prompt carried (``recalled``, ``core``), and
 ``summary_blocks`` the summary block each chat's prompt carried at the end.
 
 The scenario file (default ``bench/data/companion.json``)::
@@ -526,6 +529,12 @@ def run(
                 }
                 for r in steps
             )
+        else:
+            # the same worker's last step without summaries: a window that slid is read again
+            # now, not in the next turn (Conversation.warm_up_next), timed apart as well
+            t0 = time.perf_counter()
+            if conv.warm_up_next(OWNER_TRUSTED):
+                row["warm_up_s"] = round(time.perf_counter() - t0, 3)
         return row
 
     def replay(chat: str, text: str, reply: str, mem: Memory) -> None:

@@ -71,6 +71,7 @@ class ChatSession:
         self._last_lang: str | None = None  # a message with no letters keeps the last language
         self._summarizer: Summarizer | None = None
         self._last_ctx: TurnContext | None = None  # whose prefix a new summary warms up
+        self._warmed_start: int | None = None  # the slid window's start warm_up_next read
         self._current = CurrentChat.open(
             self.chats, self.clock, self.config.persona_id, channel, self._busy, chat_id
         )
