@@ -180,14 +180,17 @@ class Conversation(ChatSession):
             (window or self.window(ctx)).messages,
         )
 
-    def warm_up(self, ctx: TurnContext) -> None:
+    def warm_up(self, ctx: TurnContext, window: Window | None = None) -> None:
         """Evaluate the known part of the next prompt now (at start-up, while the owner types),
-        so the first message pays only for itself. Best effort: never raises."""
+        so the first message pays only for itself (``window``: the next turn's, when the caller
+        has read it). Best effort: never raises."""
         section = None
         try:
             if self.config.learning:
                 section = self.memory.prompt_section("", ctx)
-            self.model.warm_up(self.prefix_messages(ctx, section), self.offered_tools(ctx) or None)
+            self.model.warm_up(
+                self.prefix_messages(ctx, section, window), self.offered_tools(ctx) or None
+            )
         except Exception:  # noqa: BLE001 - a warm-up is an optimisation, never a failure
             return
 
@@ -197,11 +200,11 @@ class Conversation(ChatSession):
         prefix now (:meth:`warm_up`) — else the next turn reads the whole window again before
         its first token: measured on bench.companion scenario e (default model, 2 threads),
         1164 tokens, 16 s, where 2-3 s is usual. Returns whether it warmed up."""
-        start = self.window(ctx).start
-        if start in (self._window_start, self._warmed_start):
+        window = self.window(ctx)
+        if window.start in (self._window_start, self._warmed_start):
             return False  # the same prefix, or read already: the cache (or a snapshot) has it
-        self.warm_up(ctx)
-        self._warmed_start = start
+        self.warm_up(ctx, window)  # the window read once, not again from the transcript
+        self._warmed_start = window.start
         return True
 
     def offered_tools(self, ctx: TurnContext) -> list[dict[str, Any]]:
