@@ -98,6 +98,47 @@ def test_a_short_reply_made_of_the_owners_words_is_an_echo():
     assert not ReplyJudge("What's my dog's name?").echoes("Your dog's name is Бублик.")
 
 
+INTRODUCTION = "Привет! Я Полина, мне 29, работаю логопедом в детском саду, живу в Калининграде."
+
+
+def test_a_reply_that_opens_by_reading_the_statement_back_is_an_echo_and_stopped():
+    """Issue 9, §8.10 (bench.companion, unseen scenario, default model): the owner's whole
+    introduction came back word for word with "Это интересный и полезный момент." after it —
+    longer than an echo, so it was shown, and Eva said "Я Полина" as her own. The judge holds
+    such a start for good and stops the reply (the turn asks again, unseen)."""
+    reply = INTRODUCTION + " Это интересный и полезный момент. Какой у вас интересный вопрос?"
+    h = ReplyJudge(INTRODUCTION, RUSSIAN)
+    shown = ""
+    for i in range(0, len(reply), 4):
+        shown += h.feed(reply[i : i + 4])
+        if h.stops:
+            break
+    assert shown == "" and h.stops
+    assert h.verdict(reply[: i + 4]).echoed
+    # a whole reply that ends on it, shorter than the hold: an echo too
+    assert ReplyJudge(INTRODUCTION, RUSSIAN).echoes(INTRODUCTION + " Здорово!")
+
+
+@pytest.mark.parametrize(
+    "message, reply",
+    [
+        (INTRODUCTION, "Приятно познакомиться, Полина! Логопед в детском саду — это здорово."),
+        # a reply that takes a few of the owner's words is not a recital
+        (
+            "Мой парень Матвей — курьер, целыми днями гоняет по городу на велосипеде.",
+            "Матвей целыми днями на велосипеде? Вот это выносливость!",
+        ),
+        # a question's answer may restate it
+        ("Куда я езжу каждый февраль?", "Куда ты ездишь каждый февраль? В Шерегеш, кататься."),
+    ],
+)
+def test_a_reply_that_answers_is_released_not_taken_for_a_recital(message, reply):
+    h = ReplyJudge(message)
+    shown = "".join(h.feed(reply[i : i + 4]) for i in range(0, len(reply), 4))
+    assert shown + h.finish() == reply and not h.stops
+    assert not h.echoes(reply)
+
+
 @pytest.mark.parametrize(
     "reply, refusal",
     [

@@ -93,6 +93,9 @@ def is_refusal(text: str) -> bool:
     return bool(_REFUSAL_START.match(first)) and bool(_REFUSAL.search(first))
 
 
+RECITED_WORDS = (
+    4  # a message this long read back at a reply's start is an echo (ReplyJudge.recites)
+)
 MAX_JUDGED = 200  # characters of a first sentence held for the check (then judged as is)
 
 
@@ -152,18 +155,23 @@ class ReplyJudge:
         self.invented = False
         # the numbers and names an invented reply made up, and the roles nothing shown names
         self.claims: list[str] = []
+        self.recited = False  # a statement's reply opened by reading it back (held for good)
 
     def feed(self, piece: str) -> str:
         if self.released:
             return piece
         self._held += piece
         if (
-            self._language_undecided()
+            self.recited
+            or self._language_undecided()
             or self.wrong_language
             or self._could_refuse()
             or self._could_echo()
             or self._could_invent()
         ):
+            return ""
+        if self.recites(self._held):
+            self.recited = True
             return ""
         self.released = True
         out, self._held = self._held, ""
@@ -229,6 +237,18 @@ class ReplyJudge:
         self.claims = found or []
         return self.invented
 
+    def recites(self, reply: str) -> bool:
+        """A statement's reply opens by reading the whole message back (nearly all its
+        characters, in order, within the reply's first 1.5 lengths of it), whatever follows:
+        the owner's life told as Eva's own. Seen in bench.companion on an unseen scenario
+        (default model): "Привет! Я Полина, мне 29, работаю логопедом…" came back word for word
+        with "Это интересный и полезный момент." after it — past the echo's length, so it was
+        shown. A question is not held for it: an answer may restate what it answers."""
+        if self.question or len(self.message.split()) < RECITED_WORDS:
+            return False
+        head = _norm(reply)[: int(1.5 * len(self.message)) + 4]
+        return _copied(self.message, head) >= COPIED
+
     def _could_echo(self) -> bool:
         """The start so far is mostly made of the owner's words (in any order of pieces)."""
         sofar = _norm(self._held)
@@ -244,7 +264,7 @@ class ReplyJudge:
     def echoes(self, reply: str) -> bool:
         """The reply echoes the owner's message: ≥ 0.8 similar, or a few words nearly all taken
         from it ("Какой сегодня погода?" for "Какая сегодня погода, как думаешь?")."""
-        if any(is_echo(reply, a) for a in self.also):
+        if any(is_echo(reply, a) for a in self.also) or self.recited or self.recites(reply):
             return True
         mine = _norm(reply)
         if (
@@ -291,9 +311,9 @@ class ReplyJudge:
 
     @property
     def stops(self) -> bool:
-        """The rest of the reply is not wanted: it is in the other language, a refusal or made
-        up, and will be asked again unseen."""
-        return self.wrong_language or self.refused or self.invented
+        """The rest of the reply is not wanted: it is in the other language, a refusal, made
+        up or a recital of the owner's message, and will be asked again unseen."""
+        return self.wrong_language or self.refused or self.invented or self.recited
 
     def verdict(self, reply: str) -> Verdict:
         """End the hold (:meth:`finish`) and judge the whole ``reply`` (the turn's text so far,
