@@ -25,6 +25,7 @@ from core.chat.judge import ReplyJudge
 from core.chat.prompt import user_prompt
 from core.chat.retry import DONT_KNOW, INVENT_NUDGE
 from core.instructions import ANSWER_FROM_MEMORY, NEVER_INVENT, NOTHING_RECALLED
+from core.sleep.candidates import roles
 from tests.fake_llm import ScriptedLLM
 
 HONEST_RU = ["Не знаю — ты мне об этом не говорил. ", "Расскажешь?"]
@@ -319,6 +320,26 @@ def test_a_name_is_misattributed_when_a_line_gives_it_to_another_role_and_none_t
     both = f"- My wife Anna is from Minsk.\n- Anna is also my colleague at the clinic.\n{colleague}"
     assert missing_roles(colleague, "- My wife Anna is from Minsk.") == ["colleague"]  # read
     assert misattributed("Anna.", both, colleague) == []
+
+
+def test_someone_elses_partner_is_not_the_owners_boyfriend():
+    """§8.10, issue 26 (bench.companion, unseen scenario e, default model): "What's Liza's
+    husband called?" with no husband in memory got "Liza's husband is Matvey." — the owner's
+    boyfriend. A partner is a role ("парень", "girlfriend", "fiancée"), and a role asked about
+    someone else's circle is read as well as the owner's."""
+    q = "What's Liza's husband called?"
+    support = (
+        "- Мой парень Матвей — курьер, целыми днями гоняет по городу на велосипеде.\n"
+        "- Liza had twins last night! She's been my best friend since school.\n"
+        "- Новость: Матвей ушёл из курьеров, теперь он сварщик на судоверфи."
+    )
+    assert roles("Мой парень Матвей — курьер") == {"partner"}
+    assert roles("My girlfriend Ann is a nurse.") == {"partner"}
+    assert misattributed("Liza's husband is Matvey.", support, q) == ["matvey"]
+    assert invents("Liza's husband is Matvey.", support, q)
+    # the owner's own partner, asked for by that role, is the answer
+    assert not invents("Your boyfriend is Matvey.", support, "Как зовут моего парня?")
+    assert not invents("Matvey is a welder now.", support, "What does Matvey do now?")
 
 
 def test_a_bare_number_answer_is_not_a_list_item():

@@ -289,9 +289,9 @@ def missing_roles(question: str, support: str) -> list[str]:
 
 
 def misattributed(text: str, support: str, question: str, said: str = "") -> list[str]:
-    """The names ``text`` gives for one of the owner's people the ``question`` asks about by
-    role that a line of the support gives to someone else by role, and no line to the role
-    asked about: asked "Как зовут мою маму?" with the mother in memory but not her name, the
+    """The names ``text`` gives for someone the ``question`` asks about by role (the owner's
+    or another's: "Liza's husband") that a line of the support gives to someone else by role,
+    and no line to the role asked about: asked "Как зовут мою маму?" with the mother in memory but not her name, the
     default model answered "Ваша мама Alesya." — the wife's name ("My wife Alesya is from
     Minsk"). A line that holds the name with no role ("Alesya translates for the courts here.",
     or the owner's own "What does Alesya do?") says nothing either way: it no longer frees a
@@ -300,8 +300,10 @@ def misattributed(text: str, support: str, question: str, said: str = "") -> lis
     ``said``: Eva's own earlier replies in the chat. They are no support for a claim (they may
     hold her own inventions), but a role they gave a name tells whose name it is: on the same
     scenario the wife's record was not recalled for the mother's question, Eva's earlier "Ваша
-    жена Alesya…" was in the window, and the model took the name from there."""
-    asked = _owners_roles(question)
+    жена Alesya…" was in the window, and the model took the name from there. Seen on another
+    unseen scenario: "What's Liza's husband called?" with no husband in memory got "Liza's
+    husband is Matvey." — the owner's boyfriend ("Мой парень Матвей — курьер")."""
+    asked = set(roles(question))
     if not asked:
         return []
     shown = f"{support.replace(question, ' ')}\n{said}"

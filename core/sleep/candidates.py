@@ -199,6 +199,13 @@ ROLES: tuple[tuple[str, re.Pattern[str]], ...] = tuple(
     for name, pattern in (
         ("wife", r"wife|wives|жен[аыеуо]"),
         ("husband", r"husband|муж[аеуо]?\b|мужем"),
+        # a partner outside marriage (issue 26: "Мой парень Матвей" had no role, so "Liza's
+        # husband" could be answered with the owner's boyfriend's name)
+        (
+            "partner",
+            r"boyfriends?\b|girlfriends?\b|partners?\b|fianc[eé]e?|парень|парн[яюе]|девушк|"
+            r"жених|невест",
+        ),
         ("son", r"sons?\b|сын"),
         ("daughter", r"daughters?|доч[ьке]|дочер"),
         ("sister", r"sisters?|сестр"),
