@@ -42,7 +42,9 @@ MADE_UP = [
     ),
     ("How many children do I have?", "I don't have any children.", "My husband is Igor."),
     ("Какая у меня любимая книга?", "Я не люблю никаких книг.", "Я люблю грибной суп."),
-    # someone asked about by role whom memory never names: the answer borrows a name it holds
+]
+# someone asked about by role whom memory never names: the answer borrowed a name it holds
+MISSING_ROLE = [
     ("What is my brother's name?", "Your brother's name is Igor.", "My husband Igor is a pilot."),
     ("Как зовут мою маму?", "Вашу маму зовут Алеся.", "Мою жену зовут Алеся, она из Минска."),
 ]
@@ -195,7 +197,7 @@ def test_a_reply_copied_from_earlier_twice_is_not_shown_as_an_answer(mem):
     llm = ScriptedLLM([[wife], [wife], ["Ваша жена — Алеся, из Минска."]], plans=[])
     conv = Conversation(mem, llm)
     assert run(conv, "Как зовут мою жену?") == wife
-    assert run(conv, "Как зовут мою маму?") == DONT_KNOW["ru"]
+    assert run(conv, "Как зовут мою собаку?") == DONT_KNOW["ru"]
     assert len(llm.calls) == 3  # the answer, the copy, the retry that copied again
 
 
@@ -294,7 +296,7 @@ def test_a_name_memory_gives_someone_else_is_not_the_answer_about_the_owners_mot
     """Issue 26, seen on an unseen scenario: the mother is in memory, her name is not, and the
     default model answered with the wife's. Asked once more, unseen; the honest reply shows."""
     mem.save("My wife Alesya is from Minsk, she translates for the courts.", OWNER_TRUSTED)
-    mem.save("We're throwing Mum a party for her 70th in September.", OWNER_TRUSTED)
+    mem.save("We're throwing Mum a party for her 70th in September.", OWNER_TRUSTED, kind="core")
     llm = ScriptedLLM([["Ваша мама ", "Alesya."], HONEST_RU], plans=[])
     shown = run(Conversation(mem, llm), "Как зовут мою маму?")
     assert shown == "".join(HONEST_RU)
@@ -340,6 +342,35 @@ def test_someone_elses_partner_is_not_the_owners_boyfriend():
     # the owner's own partner, asked for by that role, is the answer
     assert not invents("Your boyfriend is Matvey.", support, "Как зовут моего парня?")
     assert not invents("Matvey is a welder now.", support, "What does Matvey do now?")
+
+
+@pytest.mark.parametrize(("question", "made_up", "fact"), MISSING_ROLE)
+def test_a_question_about_someone_memory_never_names_gets_i_dont_know_without_a_call(
+    mem, question, made_up, fact
+):
+    """§8.10, issue 26: asked about one of the owner's people by a role nothing shown names,
+    any answer is made up (the default model borrowed a name memory gives someone else), and
+    the judge would hold it — so Eva says she does not know at once, with no reply asked for
+    (bench.companion: two calls, 3.4-4.4 s, before the same line)."""
+    mem.save(fact, OWNER_TRUSTED)
+    lang = "ru" if re.search("[а-яё]", question, re.IGNORECASE) else "en"
+    llm = ScriptedLLM([[made_up]], plans=[])
+    events = list(Conversation(mem, llm).turn(question, OWNER_TRUSTED))
+    shown = "".join(e.text for e in events if isinstance(e, Token))
+    assert shown == DONT_KNOW[lang]
+    assert llm.calls == [] and made_up not in shown
+    done = events[-1]
+    assert (
+        isinstance(done, TurnDone)
+        and done.first_token_seconds is not None
+        and done.model_calls == 0
+    )
+    # the memory names the role: the model answers
+    mem.save(
+        fact + (" My brother is Oleg." if lang == "en" else " Маму зовут Лида."), OWNER_TRUSTED
+    )
+    llm = ScriptedLLM([["Oleg." if lang == "en" else "Лида."]], plans=[])
+    assert run(Conversation(mem, llm), question) in ("Oleg.", "Лида.") and len(llm.calls) == 1
 
 
 def test_a_bare_number_answer_is_not_a_list_item():

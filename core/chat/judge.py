@@ -30,6 +30,7 @@ from core.chat.invention import (
     admits_not_knowing,
     asks_about_owner,
     made_up,
+    missing_roles,
     only_shown_words,
 )
 from core.language import RUSSIAN, detect, is_question, word_counts
@@ -156,6 +157,14 @@ class ReplyJudge:
         # the numbers and names an invented reply made up, and the roles nothing shown names
         self.claims: list[str] = []
         self.recited = False  # a statement's reply opened by reading it back (held for good)
+
+    @property
+    def unanswerable(self) -> bool:
+        """The question asks about one of the owner's people by a role that nothing the turn
+        was shown names (:func:`core.chat.invention.missing_roles`: "What's my dad's job?" with
+        no father in memory). Whatever a reply says of them is made up — the judge would hold
+        any answer that does not admit it — so no reply is asked for."""
+        return self.support is not None and bool(missing_roles(self._asked, self.support))
 
     def feed(self, piece: str) -> str:
         if self.released:
