@@ -50,7 +50,8 @@ Prints JSON: ``facts_saved``/``facts_total``/``facts_missing`` (live memory afte
 before the questions), ``trivia_saved``, ``forgotten_still_saved``, ``answered``/``questions``/
 ``answer_rate`` (every ``expect`` group matched, no ``forbid`` word), reply hygiene
 (``markup_replies``, ``echo_replies``, ``language_mismatches``, ``repeated_replies``: a
-reply ≥ 0.8 similar to an earlier one of its chat), first-token latency (the first
+reply ≥ 0.8 similar to an earlier one of its chat; ``masculine_self``: Russian replies in which
+Eva speaks of herself in the masculine, "я понял", "рад"), first-token latency (the first
 turn of the run on a fresh store, then p50/p95 of the later turns), ``seconds_per_turn``,
 ``model_calls_per_turn``, the live ``memories``, every turn, ``environment``, ``load_s`` and
 ``peak_rss_mb``.
@@ -86,7 +87,7 @@ from core import language
 from core.chat.conversation import Conversation
 from core.chat.conversation_config import ConversationConfig
 from core.chat.events import MemoryUsed, Notice, Token, ToolFinished, TurnDone, TurnError
-from core.chat.judge import is_echo
+from core.chat.judge import ReplyJudge, is_echo
 from core.clock import ManualClock
 from core.memory.facade import Memory
 from core.privacy import OWNER_TRUSTED
@@ -328,7 +329,24 @@ def has_markup(reply: str) -> bool:
     return any(m in reply for m in MARKUP)
 
 
-is_echo_reply = is_echo  # the reply guard's own rule (≥ 0.8 similar to the message)
+def is_echo_reply(reply: str, message: str) -> bool:
+    """The reply guard's own rules: ≥ 0.8 similar to the message, or a statement's message
+    read back at the reply's start, whatever follows (:meth:`ReplyJudge.recites`)."""
+    return is_echo(reply, message) or ReplyJudge(message).recites(reply)
+
+
+# masculine_self: a Russian reply in which Eva speaks of herself in the masculine ("Я очень
+# рад", "я понял", "Рад слышать!") — Eva is a woman; her own lines say "Поняла"
+_MASCULINE_SELF = re.compile(
+    r"(?:\bя\s+(?:\w+\s+)?|(?:^|[.!?]\s+))(понял|рад|готов|уверен|должен|сказал|узнал|запомнил|"
+    r"подумал|хотел|был|благодарен|счастлив|заинтересован)(?!\w)",
+    re.IGNORECASE | re.MULTILINE,
+)
+
+
+def masculine_self(reply: str) -> bool:
+    """Eva speaks of herself in the masculine (a Russian reply)."""
+    return bool(_MASCULINE_SELF.search(reply))
 
 
 def mark_repeats(turns: list[dict[str, Any]]) -> None:
@@ -614,6 +632,7 @@ def run(
         row["markup"] = has_markup(row["reply"])
         row["echo"] = is_echo_reply(row["reply"], row["text"])
         row["language_mismatch"] = language_mismatch(row["reply"], row["text"])
+        row["masculine_self"] = masculine_self(row["reply"])
     mark_repeats(turns)
     first_tokens = [t["first_token_s"] for t in turns[1:] if t["first_token_s"] is not None]
     summary = {}
@@ -651,6 +670,7 @@ def run(
         "echo_replies": sum(t["echo"] for t in turns),
         "language_mismatches": sum(t["language_mismatch"] for t in turns),
         "repeated_replies": sum(t["repeated"] for t in turns),
+        "masculine_self": sum(t["masculine_self"] for t in turns),
         "first_token_first_turn_s": turns[0]["first_token_s"] if turns else None,
         "first_token_later_p50_s": _round(percentile(first_tokens, 50)),
         "first_token_later_p95_s": _round(percentile(first_tokens, 95)),

@@ -88,6 +88,7 @@ PLANS = [
 ]
 
 REQUIRED_KEYS = {
+    "masculine_self",
     "model",
     "writes",
     "threads",
@@ -115,7 +116,17 @@ REQUIRED_KEYS = {
     "forgotten_still_saved",
     "repeated_replies",
 }
-TURN_KEYS = {"chat", "day", "text", "reply", "first_token_s", "seconds", "model_calls", "ops"}
+TURN_KEYS = {
+    "chat",
+    "day",
+    "text",
+    "reply",
+    "first_token_s",
+    "seconds",
+    "model_calls",
+    "ops",
+    "masculine_self",
+}
 
 
 @pytest.fixture(scope="module")
@@ -231,6 +242,30 @@ def test_a_reply_copied_from_an_earlier_one_of_its_chat_is_counted_as_repeated()
     ]
     companion.mark_repeats(turns)
     assert [t["repeated"] for t in turns] == [False, True, False, False, False]
+
+
+@pytest.mark.parametrize(
+    ("reply", "masculine"),
+    [
+        ("Я очень рад, что вы рассказали!", True),
+        ("Да, я понял. Как прошёл день?", True),
+        ("Рад слышать! Как ты?", True),
+        ("Я рада за тебя!", False),
+        ("Поняла, спасибо.", False),
+        ("Ты готов к экзамену?", False),  # the owner, not Eva
+        ("Это был хороший день.", False),
+    ],
+)
+def test_eva_speaking_of_herself_in_the_masculine_is_counted(reply, masculine):
+    assert companion.masculine_self(reply) is masculine
+
+
+def test_a_reply_that_reads_the_statement_back_first_is_an_echo():
+    """The bench counts what the judge holds (ReplyJudge.recites): the owner's message read
+    back at the reply's start with a comment after it."""
+    msg = "Привет! Я Полина, мне 29, работаю логопедом в детском саду, живу в Калининграде."
+    assert companion.is_echo_reply(msg + " Это интересный и полезный момент.", msg)
+    assert not companion.is_echo_reply("Приятно познакомиться, Полина!", msg)
 
 
 def test_empty_reply_is_a_language_mismatch():
