@@ -23,7 +23,7 @@ from core.chat.invention import (
 )
 from core.chat.judge import ReplyJudge
 from core.chat.prompt import user_prompt
-from core.chat.retry import DONT_KNOW, INVENT_NUDGE
+from core.chat.retry import DONT_KNOW, INVENT_NUDGE, QUESTION_ECHO_NUDGE
 from core.instructions import ANSWER_FROM_MEMORY, NEVER_INVENT, NOTHING_RECALLED
 from core.sleep.candidates import roles
 from tests.fake_llm import ScriptedLLM
@@ -371,6 +371,21 @@ def test_a_question_about_someone_memory_never_names_gets_i_dont_know_without_a_
     )
     llm = ScriptedLLM([["Oleg." if lang == "en" else "Лида."]], plans=[])
     assert run(Conversation(mem, llm), question) in ("Oleg.", "Лида.") and len(llm.calls) == 1
+
+
+def test_a_reply_that_reads_back_an_earlier_question_of_the_owner_is_asked_again(mem):
+    """§3.1 (issue 9, issue 26; bench.companion on an unseen scenario, default model): "Что мы
+    сейчас ремонтируем дома?" got "Как зовут мою жену и откуда она?" — the owner's question of
+    four turns before, shown as the answer. It is an echo: asked again, unseen."""
+    mem.save("Моя жена Алеся из Минска.", OWNER_TRUSTED, kind="core")
+    mem.save("Мы сейчас ремонтируем ванную, кладём плитку.", OWNER_TRUSTED, kind="core")
+    earlier = "Как зовут мою жену и откуда она?"
+    llm = ScriptedLLM([["Алеся, из Минска."], [earlier], ["Ванную: кладёте плитку."]], plans=[])
+    conv = Conversation(mem, llm)
+    assert run(conv, earlier) == "Алеся, из Минска."
+    assert run(conv, "Что мы сейчас ремонтируем дома?") == "Ванную: кладёте плитку."
+    assert len(llm.calls) == 3
+    assert QUESTION_ECHO_NUDGE in str(llm.calls[2]["messages"])
 
 
 def test_a_bare_number_answer_is_not_a_list_item():

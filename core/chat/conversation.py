@@ -46,7 +46,7 @@ from core.chat.events import (
     TurnEvent,
     capped_notice,
 )
-from core.chat.judge import ReplyJudge, earlier_replies
+from core.chat.judge import ReplyJudge, earlier_replies, questions_before
 from core.chat.memory_writer import STRUCTURED
 from core.chat.reminder import day_reminder, mentions, reminder_line
 from core.chat.reply import Reply
@@ -378,7 +378,13 @@ class Conversation(ChatSession):
             earlier=earlier,
             messages=messages,
             tools=self.offered_tools(ctx),
-            judge=ReplyJudge(text, lang, earlier=earlier, support=support),
+            judge=ReplyJudge(
+                text,
+                lang,
+                also=questions_before(window.messages, text),
+                earlier=earlier,
+                support=support,
+            ),
             stats=stats,
             user_id=user_id,
         )

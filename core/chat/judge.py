@@ -435,3 +435,16 @@ def earlier_replies(window: Sequence[_Said], text: str) -> list[str]:
     if any(is_echo(text, m) and not brings_news(text, m) for m in said):
         return []
     return [m.content for m in window if m.role == "assistant"][-MAX_EARLIER:]
+
+
+def questions_before(window: Sequence[_Said], text: str) -> list[str]:
+    """The owner's earlier questions in the live window (other than this message): a reply that
+    reads one back is an echo, never an answer — seen in bench.companion on an unseen scenario
+    (default model): "Что мы сейчас ремонтируем дома?" got "Как зовут мою жену и откуда она?",
+    the owner's question of four turns before, and it was shown. Statements are left out: an
+    answer may say again what the owner once told ("Я живу в Казани." → "Ты живёшь в Казани.")."""
+    return [
+        m.content
+        for m in window
+        if m.role == "user" and is_question(m.content) and not is_echo(text, m.content)
+    ][-MAX_EARLIER:]
