@@ -340,7 +340,10 @@ def backup_now(app: EvaApp) -> None:
 
 
 def offer_init(app: EvaApp) -> None:
-    """On first run (an empty store, never offered before), offer to initialize memories."""
+    """On first run (an empty store, never offered before), offer to initialize memories: the
+    welcome's own button when the chat shows one (``EvaApp.welcome_actions``), else a notice.
+    Not both: seen as the owner at 120x40, the 20-second notice covered the message box and
+    the owner's first exchange, and it said what the button under the welcome already offers."""
     memory = app.services.memory
     if memory is None or memory.count() or memory.count(archived=True):
         return
@@ -348,6 +351,8 @@ def offer_init(app: EvaApp) -> None:
         if not memory.first_time(INIT_OFFERED):
             return
     except (MemoryOpError, OSError):
+        return
+    if app.welcome_actions:
         return
     app.notify(
         "New here? Tell Eva about yourself and she drafts her first memories: Ctrl+P → "

@@ -408,6 +408,8 @@ async def test_the_first_run_welcome_button_opens_initialize(env_factory):
     assert [label for label, _ in app.welcome_actions] == [S.WELCOME_INIT]
     async with app.run_test(size=SIZE) as pilot:
         await settle(pilot)
+        # the button is the offer: no notice over the message box besides it (seen at 120x40)
+        assert not [n for n in pilot.app._notifications if n.title == "Welcome"]
         button = pilot.app.screen.query_one("#welcome-0", Button)
         assert str(button.label) == S.WELCOME_INIT
         button.press()
