@@ -365,6 +365,7 @@ class Conversation(ChatSession):
             )
         support = prompt.support(text, section, summary, reminder, window.messages)
         earlier = earlier_replies(window.messages, text)
+        asked = questions_before(window.messages, text)
         return Turn(
             id=turn_id,
             text=text,
@@ -376,12 +377,13 @@ class Conversation(ChatSession):
             summary=summary,
             support=support,
             earlier=earlier,
+            asked=asked,
             messages=messages,
             tools=self.offered_tools(ctx),
             judge=ReplyJudge(
                 text,
                 lang,
-                also=questions_before(window.messages, text),
+                also=asked,
                 earlier=earlier,
                 support=support,
             ),

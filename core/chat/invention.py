@@ -291,8 +291,8 @@ def missing_roles(question: str, support: str) -> list[str]:
 def misattributed(text: str, support: str, question: str, said: str = "") -> list[str]:
     """The names ``text`` gives for someone the ``question`` asks about by role (the owner's
     or another's: "Liza's husband") that a line of the support gives to someone else by role,
-    and no line to the role asked about: asked "Как зовут мою маму?" with the mother in memory but not her name, the
-    default model answered "Ваша мама Alesya." — the wife's name ("My wife Alesya is from
+    and no line to the role asked about: asked "Как зовут мою маму?" with the mother in memory
+    but not her name, the default model answered "Ваша мама Alesya." — the wife's name ("My wife Alesya is from
     Minsk"). A line that holds the name with no role ("Alesya translates for the courts here.",
     or the owner's own "What does Alesya do?") says nothing either way: it no longer frees a
     name another line gives someone else. A name only such lines hold stays free.

@@ -94,9 +94,8 @@ def is_refusal(text: str) -> bool:
     return bool(_REFUSAL_START.match(first)) and bool(_REFUSAL.search(first))
 
 
-RECITED_WORDS = (
-    4  # a message this long read back at a reply's start is an echo (ReplyJudge.recites)
-)
+# a message this long read back at a reply's start is an echo (ReplyJudge.recites)
+RECITED_WORDS = 4
 MAX_JUDGED = 200  # characters of a first sentence held for the check (then judged as is)
 
 

@@ -24,7 +24,7 @@ from core.chat.events import (
     capped_notice,
 )
 from core.chat.filters import ReplyFilters
-from core.chat.judge import ReplyJudge, Verdict, questions_before
+from core.chat.judge import ReplyJudge, Verdict
 from core.chat.retry import REPLY_NUDGE, Outcome, Retry
 from core.chat.turn import Turn
 from core.llm import ChatModel, Done, TextDelta, ToolCall
@@ -231,7 +231,7 @@ def _ask_again(turn: Turn, again: Retry) -> None:
     turn.judge = ReplyJudge(
         turn.text,
         turn.lang if again.watches_language or again.watches_admissions else None,
-        also=[again.note, *questions_before(turn.window.messages, turn.text)],
+        also=[again.note, *turn.asked],
         support=turn.support,
         earlier=turn.earlier,
         admissions_only=again.watches_admissions,

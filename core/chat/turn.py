@@ -66,6 +66,7 @@ class Turn:
     summary: str  # the summary block the prompt carries
     support: str  # never invent (§8.10): all the turn was shown about the owner
     earlier: list[str]  # Eva's earlier replies of the window, which the reply must not copy
+    asked: list[str]  # the owner's earlier questions of the window, never read back as a reply
     messages: list[Message]  # the prompt; tool rounds and a retry add to it
     tools: list[dict[str, Any]]  # offered every round (the prompt prefix stays the same)
     judge: ReplyJudge  # of the reply being written (a retry gets a new one)
