@@ -428,3 +428,31 @@ def test_memory_consolidate_is_offered_in_owner_turns_only_and_dispatched(mem):
         PUBLIC,
     )
     assert "memory_consolidate" not in {t["name"] for t in llm.calls[-1]["tools"]}
+
+
+def test_a_reply_cut_where_it_takes_the_owners_identity_is_stored_as_shown(mem):
+    """§8.10, issue 26 (owner's voice): a reply that turns to the owner's introduction as Eva's
+    own ("Я Дэн, работаю баристой") stops there; the owner sees, and the chat keeps, the
+    sentences before it — not the claim, and no second reply after them."""
+    said = "Привет, меня зовут Дэн, работаю бариста и заочно учусь на юриста."
+    llm = ScriptedLLM(
+        [
+            [
+                "Привет, Дэн! ",
+                "Спасибо за интересную ",
+                "информацию! ",
+                "Я ",
+                "Дэн, ",
+                "работаю ",
+                "баристой.",
+            ]
+        ]
+    )
+    conv = tools_conversation(mem, llm)
+    events = run(conv, said)
+    shown = "".join(e.text for e in events if isinstance(e, Token))
+    assert shown.strip() == "Привет, Дэн! Спасибо за интересную информацию!"
+    done = events[-1]
+    assert isinstance(done, TurnDone) and done.text == shown.strip()
+    assert conv.history()[-1].content == shown.strip()
+    assert len(llm.calls) == 1

@@ -119,6 +119,103 @@ def test_a_reply_that_opens_by_reading_the_statement_back_is_an_echo_and_stopped
     assert ReplyJudge(INTRODUCTION, RUSSIAN).echoes(INTRODUCTION + " Здорово!")
 
 
+CALLUM = "Hi Eva, I'm Callum, 44, I drive trams in Edinburgh. On my break at the depot right now."
+RUSTAM = "Привет, Ева! Я Рустам, у меня автосервис в Казани, двое детей — Амир и Лейла."
+
+
+@pytest.mark.parametrize(
+    "message, reply",
+    [
+        # seen on unseen scenarios with the default model, each shown to the owner
+        (CALLUM, "Hello! I'm Callum, and I'm 44 years old. I work as a tram driver in Edinburgh."),
+        (RUSTAM, "Привет! Меня зовут Рустам. У меня есть свой автосервис в Казани."),
+        (
+            "Добрый вечер. Я Геннадий Петрович, мне 67, живу с женой Людмилой в Ярославле.",
+            "Добрый вечер! Геннадий Петрович, мне 67 лет, живет с женой Людмилой в Ярославле.",
+        ),
+        (RUSTAM, "Здорово! Мои дети Амир и Лейла тоже любят машины."),
+    ],
+)
+def test_a_reply_that_takes_the_owners_identity_for_evas_is_a_recital(message, reply):
+    """§8.10, issue 26 (owner's voice): a reply to a statement that says the owner's name or age
+    as Eva's own ("I'm Callum", "мне 67 лет") or the owner's people as hers ("мои дети Амир и
+    Лейла") retells the owner's life in Eva's voice — paraphrased, so the recital's character
+    test let it through. Nothing of it is shown; the reply is stopped and asked again."""
+    h = ReplyJudge(message)
+    shown = ""
+    for i in range(0, len(reply), 3):
+        shown += h.feed(reply[i : i + 3])
+        if h.stops:
+            break
+    assert shown == "" and h.stops
+    assert h.verdict(reply[: i + 3]).echoed
+
+
+@pytest.mark.parametrize(
+    "message, reply, stands",
+    [
+        # seen on the memory-step set's introductions (default model), shown whole
+        (
+            "Привет, меня зовут Дэн, работаю бариста и заочно учусь на юриста.",
+            "Привет, Дэн! Спасибо за интересную информацию! Я Дэн, работаю баристой.",
+            "Привет, Дэн! Спасибо за интересную информацию!",
+        ),
+        (
+            "Hey, I'm Marcus, 38, a paramedic, married to Jess, and we have a dog named Biscuit.",
+            "What a lovely family you have, thank you for telling me! My golden retriever Biscuit "
+            "loves walks too.",
+            "What a lovely family you have, thank you for telling me!",
+        ),
+        (
+            "Hi! I'm Ingrid, a Swedish cellist living in Vienna, 48, with a grown son, Nils.",
+            "Hello! It's great to meet you, Ingrid. I'm a Swedish cellist living in Vienna, 48 "
+            "years old.",
+            "Hello! It's great to meet you, Ingrid.",
+        ),
+    ],
+)
+def test_a_later_sentence_that_takes_the_owners_identity_ends_the_reply(message, reply, stands):
+    """§8.10, issue 26: past its start, a reply that turns to the owner's life as Eva's own
+    ("Я Дэн, работаю баристой") ends where it stood: the owner sees the sentences before it,
+    and nothing of the claim."""
+    h = ReplyJudge(message)
+    shown = ""
+    for i in range(0, len(reply), 3):
+        shown += h.feed(reply[i : i + 3])
+        if h.stops:
+            break
+    assert h.cut and h.stops
+    assert (shown + h.flush()).rstrip() == stands
+
+
+@pytest.mark.parametrize(
+    "message, reply",
+    [
+        (CALLUM, "Nice to meet you, Callum! I'm Eva. How long have you driven trams in Edinburgh?"),
+        (CALLUM, "I'm glad you stopped by, Callum. My favourite thing about trams is the quiet."),
+        (RUSTAM, "Привет, Рустам! Я рада познакомиться. Как дела в автосервисе?"),
+        (RUSTAM, "Я рада за вас с Амиром и Лейлой! Сколько им лет?"),
+        # Eva's "I'm" about the two of them, the owner's names after it
+        (
+            "I'm Sigrid, studying marine biology at the University of Bergen.",
+            "I'm so glad you're in Bergen, marine biology sounds fascinating! What got you into it?",
+        ),
+        # a word that only ends in "я" is no "я" ("информация о Викторе")
+        (
+            "Меня зовут Виктор. Мне 45. Я дальнобойщик, дом у меня в Челябинске.",
+            "Я поняла, что у вас есть информация о Викторе. Он дальнобойщик из Челябинска.",
+        ),
+    ],
+)
+def test_a_reply_that_names_the_owner_as_the_owners_is_shown(message, reply):
+    """The owner's names said to the owner, and Eva's own first person about herself, are
+    replies: held at most to the words after "I'm"/"я", then shown whole."""
+    h = ReplyJudge(message)
+    shown = "".join(h.feed(reply[i : i + 3]) for i in range(0, len(reply), 3))
+    assert shown + h.flush() == reply and not h.stops
+    assert shown.startswith(reply[:40])
+
+
 @pytest.mark.parametrize(
     "message, reply",
     [

@@ -342,3 +342,86 @@ def made_up(text: str, support: str, question: str = "", said: str = "") -> list
 def invents(text: str, support: str, question: str = "") -> bool:
     """A reply (its first sentence) to a question about the owner invents (:func:`made_up`)."""
     return made_up(text, support, question) is not None
+
+
+# Eva taking the owner's identity for her own in a reply to a statement: the owner's name or
+# number right after "I'm" / "я" / "меня зовут" / "my name is", the owner's number after "мне",
+# or one of the owner's names within three words after a first person possessive ("my wife Alesya", "моя дочь
+# Лейла"). Seen on unseen scenarios with the default model, each shown to the owner: "Hello! I'm
+# Callum, and I'm 44 years old. I work as a tram driver in Edinburgh." (for "Hi Eva, I'm Callum,
+# 44, I drive trams in Edinburgh."), "Привет! Меня зовут Рустам. У меня есть свой автосервис в
+# Казани.", "Добрый вечер! Геннадий Петрович, мне 67 лет, живет с женой Людмилой…" — the owner's
+# words retold in Eva's voice, past the recital's character test (:meth:`ReplyJudge.recites`).
+# Closed word classes and the owner's own names and numbers, not a list of facts.
+_IDENTITY_BEFORE = frozenset({"i'm", "im", "я"})
+_POSSESSIVES = frozenset(w for w in _FIRST_PERSON if w.startswith("мо") or w == "my") - {"мне"}
+_CLAUSE = re.compile(r"[,.;:!?()\"«»“”]")
+
+
+def owners_marks(message: str) -> tuple[list[frozenset[str]], frozenset[str]]:
+    """The owner's names (stems in both scripts, a first word included) and numbers in
+    ``message``: what a reply may not claim as Eva's own (:func:`takes_owners_life`)."""
+    return name_stems("x " + message), numbers(message)
+
+
+def takes_owners_life(text: str, message: str) -> bool:
+    """``text`` (a reply's start) speaks of the owner's identity as Eva's own: "I'm Callum",
+    "мне 67 лет", "my wife Alesya" where the name or the number is one of ``message``'s."""
+    names, nums = owners_marks(message)
+    if not names and not nums:
+        return False
+
+    def owners(tok: str) -> bool:
+        return tok in nums or any(stem_token(tok) in g for g in names)
+
+    for clause in _CLAUSE.split(text.lower().replace("\u2019", "'")):
+        toks = re.findall(r"[\w']+", clause)
+        at = _identity_at(toks)
+        if at is not None and any(owners(w) for w in toks[at + 1 :]):
+            return True  # "I'm a Swedish cellist living in Vienna"
+        for i, t in enumerate(toks):
+            after = toks[i + 1 : i + 4]
+            if t in _IDENTITY_BEFORE or (t == "i" and after[:1] == ["am"]):
+                nxt = after[1:2] if t == "i" else after[:1]
+            elif (t == "зовут" and toks[i - 1 : i] == ["меня"]) or (
+                t == "is" and toks[max(i - 2, 0) : i] == ["my", "name"]
+            ):
+                nxt = after[:1]
+            elif t == "мне":
+                nxt = [w for w in after[:1] if w in nums]
+            elif t in _POSSESSIVES:
+                nxt = after
+            else:
+                continue
+            if any(owners(w) for w in nxt):
+                return True
+    return False
+
+
+_CLAIM_STARTS = _IDENTITY_BEFORE | _POSSESSIVES | {"i", "мне", "зовут", "name"}
+
+
+def _identity_at(toks: list[str]) -> int | None:
+    """Where a clause's words say who Eva is ("i'm", "i am", "я"), when nothing in it speaks
+    to the owner ("I'm glad you're here" is about the two of them)."""
+    if set(toks) & _SECOND_PERSON:
+        return None
+    for i, t in enumerate(toks):
+        if t in _IDENTITY_BEFORE or (t == "i" and toks[i + 1 : i + 2] == ["am"]):
+            return i
+    return None
+
+
+def claim_pending(text: str) -> bool:
+    """The end of ``text`` (a reply still streaming) could be the start of such a claim: one of
+    its words is among the last four of its last clause, and what it names is still to come; or
+    the last clause says who Eva is and has not ended."""
+    last = text[last_clause(text) :].lower().replace("\u2019", "'")
+    toks = [t.rstrip("'") for t in re.findall(r"[\w']+", last)]  # "I'" of an "I'm" to come
+    return bool(set(toks[-4:]) & _CLAIM_STARTS) or _identity_at(toks) is not None
+
+
+def last_clause(text: str) -> int:
+    """Where the last clause of ``text`` starts (after its last comma, stop or bracket)."""
+    ends = [m.end() for m in _CLAUSE.finditer(text)]
+    return ends[-1] if ends else 0

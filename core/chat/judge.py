@@ -29,9 +29,13 @@ from core.chat.invention import (
     addressed,
     admits_not_knowing,
     asks_about_owner,
+    claim_pending,
+    last_clause,
     made_up,
     missing_roles,
     only_shown_words,
+    owners_marks,
+    takes_owners_life,
 )
 from core.language import RUSSIAN, detect, is_question, word_counts
 from core.text import stems
@@ -156,6 +160,12 @@ class ReplyJudge:
         # the numbers and names an invented reply made up, and the roles nothing shown names
         self.claims: list[str] = []
         self.recited = False  # a statement's reply opened by reading it back (held for good)
+        # a later sentence took the owner's identity for Eva's: the reply ends before it
+        self.cut = False
+        self._tail = ""  # after the release, words held while a claim may be starting
+        self._shown = ""  # what was released of the reply
+        # a statement's own names and numbers, which a reply may not claim as Eva's
+        self._owners = message if not self.question and any(owners_marks(message)) else None
 
     @property
     def unanswerable(self) -> bool:
@@ -167,13 +177,14 @@ class ReplyJudge:
 
     def feed(self, piece: str) -> str:
         if self.released:
-            return piece
+            return piece if self._owners is None else self._after_release(piece)
         self._held += piece
         if (
             self.recited
             or self._language_undecided()
             or self.wrong_language
             or self._could_refuse()
+            or self._could_take_life()
             or self._could_echo()
             or self._could_invent()
         ):
@@ -183,6 +194,7 @@ class ReplyJudge:
             return ""
         self.released = True
         out, self._held = self._held, ""
+        self._shown = out
         return out
 
     def _language_undecided(self) -> bool:
@@ -257,6 +269,48 @@ class ReplyJudge:
         head = _norm(reply)[: int(1.5 * len(self.message)) + 4]
         return _copied(self.message, head) >= COPIED
 
+    def _could_take_life(self) -> bool:
+        """A statement's reply that takes the owner's identity for Eva's ("Hello! I'm Callum",
+        "мне 67 лет": :func:`core.chat.invention.takes_owners_life`) is a recital, held for
+        good; a start that could still become one ("Hello! I'm") waits for the next words."""
+        if self._owners is None:
+            return False
+        if takes_owners_life(self._held, self._owners):
+            self.recited = True
+            return True
+        return len(self._held) < MAX_JUDGED and claim_pending(self._held)
+
+    def _after_release(self, piece: str) -> str:
+        """Past the start, a statement's reply is shown as it comes, except the few words after
+        an "I'm"/"я"/"my" that may take the owner's identity for Eva's: held until they do not.
+        Seen on the memory-step set's introductions (default model): "Привет, Дэн! Спасибо за
+        интересную информацию! Я Дэн, работаю баристой…" and "I'm glad you're here, Marcus!
+        I'm happy to help you out. I'm a paramedic, 38, married to Jess…" — shown. When they
+        do, the reply ends where it stood (``cut``): the rest is not shown."""
+        if self.cut:
+            return ""
+        self._tail += piece
+        # read from the start of the clause the shown text ends in (a piece may end mid-word)
+        clause = self._shown[last_clause(self._shown) :] + self._tail
+        if takes_owners_life(clause, self._owners or ""):
+            self.cut = True
+            self._tail = ""
+            return ""
+        if len(self._tail) < MAX_JUDGED and claim_pending(clause):
+            # only the clause that may be one stays held
+            at = last_clause(self._tail)
+            out, self._tail = self._tail[:at], self._tail[at:]
+        else:
+            out, self._tail = self._tail, ""
+        self._shown += out
+        return out
+
+    def flush(self) -> str:
+        """At the end of a shown reply, the words still held after an "I'm" (nothing when the
+        reply was cut there)."""
+        out, self._tail = ("" if self.cut or not self.released else self._tail), ""
+        return out
+
     def _could_echo(self) -> bool:
         """The start so far is mostly made of the owner's words (in any order of pieces)."""
         sofar = _norm(self._held)
@@ -300,7 +354,9 @@ class ReplyJudge:
         """What is still held (the caller decides whether it is an echo). A reply that ended
         while held has its language checked too, however short: measured on the default model,
         "What's my dog's name?" got "Бублик", the memory's own word."""
-        if not self.released and self._held.strip():
+        if self.released:
+            return ""
+        if self._held.strip():
             self._could_invent(final=True)
         out, self._held = self._held, ""
         if not self.released and is_refusal(out):
@@ -321,7 +377,7 @@ class ReplyJudge:
     def stops(self) -> bool:
         """The rest of the reply is not wanted: it is in the other language, a refusal, made
         up or a recital of the owner's message, and will be asked again unseen."""
-        return self.wrong_language or self.refused or self.invented or self.recited
+        return self.wrong_language or self.refused or self.invented or self.recited or self.cut
 
     def verdict(self, reply: str) -> Verdict:
         """End the hold (:meth:`finish`) and judge the whole ``reply`` (the turn's text so far,

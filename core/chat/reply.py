@@ -115,6 +115,7 @@ class Reply:
         counted = len(st.per_call)
         filters = ReplyFilters()
         text: list[str] = []
+        seen: list[str] = []  # what the owner was shown
         calls: list[ToolCall] = []
 
         def show(piece: str) -> Iterator[TurnEvent]:
@@ -124,6 +125,7 @@ class Reply:
             out = turn.judge.feed(piece)
             if out:
                 st.shown()
+                seen.append(out)
                 yield Token(out)
 
         halt = _Halt(cancel)
@@ -153,7 +155,13 @@ class Reply:
         if len(st.per_call) == counted:  # cut off in flight: its figures never came
             st.per_call.append(CallFigures(purpose, None, None))
         yield from show(filters.finish())
-        return "".join(text), calls
+        rest = turn.judge.flush()
+        if rest:
+            st.shown()
+            seen.append(rest)
+            yield Token(rest)
+        # a reply cut short by the judge is what the owner saw of it
+        return "".join(seen if turn.judge.cut else text), calls
 
     def _temperature(self, turn: Turn) -> float:
         """A retry samples carefully; so does the answer to a question (measured on the default
