@@ -456,3 +456,32 @@ def test_a_reply_cut_where_it_takes_the_owners_identity_is_stored_as_shown(mem):
     assert isinstance(done, TurnDone) and done.text == shown.strip()
     assert conv.history()[-1].content == shown.strip()
     assert len(llm.calls) == 1
+
+
+@pytest.mark.parametrize(
+    "said, reply, greeting",
+    [
+        (
+            "Hi Eva, I'm Callum, 44, I drive trams in Edinburgh.",
+            ["Hello! ", "I'm ", "Callum, ", "and I'm 44 years old."],
+            "Nice to meet you, Callum! I'll remember that.",
+        ),
+        (
+            "Здравствуй, Ева. Я Тимур, мне 34, работаю ветеринаром в Самаре.",
+            ["Здравствуйте! ", "Я ", "Тимур, ", "мне 34."],
+            "Приятно познакомиться, Тимур! Я всё запомнила.",
+        ),
+    ],
+)
+def test_an_introduction_retold_in_evas_voice_gets_a_greeting_by_name_at_once(
+    mem, said, reply, greeting
+):
+    """§8.10, issue 26 (owner's voice, first token): when the reply to the owner's
+    introduction takes the owner's name for Eva's, nothing of it is shown and she greets the
+    owner by the name they gave — at once, with no second model call (measured: the retry
+    mostly gave "Привет! Как дела?" or the introduction again)."""
+    llm = ScriptedLLM([reply, ["should not be asked"]])
+    events = run(tools_conversation(mem, llm), said)
+    shown = "".join(e.text for e in events if isinstance(e, Token))
+    assert shown == greeting
+    assert len(llm.calls) == 1

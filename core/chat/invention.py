@@ -11,7 +11,7 @@ import re
 
 from core.language import is_question
 from core.sleep.candidates import ROLES, roles
-from core.text import name_stems, numbers, stem_token, stems, transliterate
+from core.text import name_stems, names, numbers, stem_token, stems, transliterate
 
 # SPEC §8.10, issue 26: what Eva says about the owner comes from memory, the summaries or the
 # live window. Measured on the default model, for questions nothing remembered answers: "Сколько
@@ -368,11 +368,14 @@ def takes_owners_life(text: str, message: str) -> bool:
     """``text`` (a reply's start) speaks of the owner's identity as Eva's own: "I'm Callum",
     "мне 67 лет", "my wife Alesya" where the name or the number is one of ``message``'s."""
     names, nums = owners_marks(message)
-    if not names and not nums:
-        return False
+    # an owner who writes in lower case ("name's priya, i'm a nurse") names no one; the reply's
+    # own names ("I'm Priya") that are words of the message are the owner's too
+    said = set(stems(message))
+    named = {v for g in name_stems(text) for v in g} & said
 
     def owners(tok: str) -> bool:
-        return tok in nums or any(stem_token(tok) in g for g in names)
+        s = stem_token(tok)
+        return tok in nums or s in named or any(s in g for g in names)
 
     for clause in _CLAUSE.split(text.lower().replace("\u2019", "'")):
         toks = re.findall(r"[\w']+", clause)
@@ -425,3 +428,20 @@ def last_clause(text: str) -> int:
     """Where the last clause of ``text`` starts (after its last comma, stop or bracket)."""
     ends = [m.end() for m in _CLAUSE.finditer(text)]
     return ends[-1] if ends else 0
+
+
+_SELF_NAMED = re.compile(
+    r"(?:\bменя\s+зовут|\bя\s*[—–-]?|\bi'?m|\bi\s+am|\bmy\s+name\s+is|\bname'?s|\bcall\s+me)\s+"
+    r"([A-ZА-ЯЁ][\w-]+)",
+    re.IGNORECASE,
+)
+
+
+def self_name(message: str) -> str | None:
+    """The name the owner gives themself in ``message`` ("Я Тимур", "меня зовут Оксана",
+    "I'm Callum", "my name is Priya"), when it is written as a name (capitalised)."""
+    found = set(names("x " + message))
+    for m in _SELF_NAMED.finditer(message.replace("\u2019", "'")):
+        if m.group(1) in found:
+            return m.group(1)
+    return None

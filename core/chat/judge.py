@@ -34,7 +34,7 @@ from core.chat.invention import (
     made_up,
     missing_roles,
     only_shown_words,
-    owners_marks,
+    self_name,
     takes_owners_life,
 )
 from core.language import RUSSIAN, detect, is_question, word_counts
@@ -165,7 +165,11 @@ class ReplyJudge:
         self._tail = ""  # after the release, words held while a claim may be starting
         self._shown = ""  # what was released of the reply
         # a statement's own names and numbers, which a reply may not claim as Eva's
-        self._owners = message if not self.question and any(owners_marks(message)) else None
+        self._owners = None if self.question else message
+        # the start took the owner's identity for Eva's (a recital too), and the name the owner
+        # gave themself, if any: Eva greets them by it instead (core.chat.retry)
+        self.claimed = False
+        self.name = None if self.question else self_name(message)
 
     @property
     def unanswerable(self) -> bool:
@@ -276,7 +280,7 @@ class ReplyJudge:
         if self._owners is None:
             return False
         if takes_owners_life(self._held, self._owners):
-            self.recited = True
+            self.recited = self.claimed = True
             return True
         return len(self._held) < MAX_JUDGED and claim_pending(self._held)
 
@@ -419,6 +423,8 @@ class ReplyJudge:
             invented=self.invented,
             claims=tuple(self.claims),
             addressed=said_to_owner,
+            claimed=self.claimed,
+            name=self.name or "",
         )
 
 
@@ -455,6 +461,10 @@ class Verdict:
     # an invented reply whose only fault was the voice, its first sentence said to the owner
     # ("my team" → "your team"): what stands instead of a retry
     addressed: str = ""
+    # a statement's reply that took the owner's identity for Eva's ("I'm Callum"), and the name
+    # the owner gave themself ("" when none)
+    claimed: bool = False
+    name: str = ""
 
 
 def _kind(

@@ -249,8 +249,8 @@ def _ask_again(turn: Turn, again: Retry) -> None:
 def _settle(turn: Turn, verdict: Verdict) -> Iterator[TurnEvent]:
     """What stands of the last reply (:func:`core.chat.retry.settle`)."""
     outcome = retry.settle(verdict, turn.retry)
-    if outcome in (Outcome.DONT_KNOW, Outcome.ACKNOWLEDGE):
-        yield Token(turn.own_line(retry.own_line(outcome, turn.lang)))
+    if outcome in (Outcome.DONT_KNOW, Outcome.ACKNOWLEDGE, Outcome.GREET):
+        yield Token(turn.own_line(retry.own_line(outcome, turn.lang, verdict.name)))
     elif outcome is Outcome.SHOW_HELD:
         turn.stats.shown()
         yield Token(verdict.held)
