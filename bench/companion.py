@@ -51,7 +51,10 @@ before the questions), ``trivia_saved``, ``forgotten_still_saved``, ``answered``
 ``answer_rate`` (every ``expect`` group matched, no ``forbid`` word), reply hygiene
 (``markup_replies``, ``echo_replies``, ``language_mismatches``, ``repeated_replies``: a
 reply ≥ 0.8 similar to an earlier one of its chat; ``masculine_self``: Russian replies in which
-Eva speaks of herself in the masculine, "я понял", "рад"), first-token latency (the first
+Eva speaks of herself in the masculine, "я понял", "рад"; ``statement_owner_voice``: replies to
+statements with a clause in the first person, speaking not to the owner, that holds a word of
+the owner's message — "Hello! I'm Callum, and I'm 44 years old." for "Hi Eva, I'm Callum, 44…",
+broad on purpose), first-token latency (the first
 turn of the run on a fresh store, then p50/p95 of the later turns), ``seconds_per_turn``,
 ``model_calls_per_turn``, the live ``memories``, every turn, ``environment``, ``load_s`` and
 ``peak_rss_mb``.
@@ -633,6 +636,8 @@ def run(
         row["echo"] = is_echo_reply(row["reply"], row["text"])
         row["language_mismatch"] = language_mismatch(row["reply"], row["text"])
         row["masculine_self"] = masculine_self(row["reply"])
+        if not row.get("question"):
+            row["owner_voice"] = owner_voice(row["reply"], "", [row["text"]])
     mark_repeats(turns)
     first_tokens = [t["first_token_s"] for t in turns[1:] if t["first_token_s"] is not None]
     summary = {}
@@ -671,6 +676,7 @@ def run(
         "language_mismatches": sum(t["language_mismatch"] for t in turns),
         "repeated_replies": sum(t["repeated"] for t in turns),
         "masculine_self": sum(t["masculine_self"] for t in turns),
+        "statement_owner_voice": sum(t["owner_voice"] for t in turns if not t.get("question")),
         "first_token_first_turn_s": turns[0]["first_token_s"] if turns else None,
         "first_token_later_p50_s": _round(percentile(first_tokens, 50)),
         "first_token_later_p95_s": _round(percentile(first_tokens, 95)),

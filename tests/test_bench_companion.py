@@ -89,6 +89,7 @@ PLANS = [
 
 REQUIRED_KEYS = {
     "masculine_self",
+    "statement_owner_voice",
     "model",
     "writes",
     "threads",
@@ -559,3 +560,34 @@ def test_the_openai_backend_needs_a_loopback_server_url():
                 "none",
             ]
         )
+
+
+def test_a_statement_retold_in_evas_voice_is_counted_as_statement_owner_voice():
+    """Issue 26 (owner's voice): a reply to a statement that tells the owner's words as Eva's
+    own is counted; a reply to the owner, or Eva's own feelings, is not."""
+    model = ScriptedLLM(
+        replies=[
+            ["That's great! I love driving trams in Edinburgh."],
+            ["Oh, you drive trams? That sounds like a fun job!"],
+            ["I'm so happy for her!"],
+        ],
+        plans=[{"ops": []}] * 3,
+    )
+    scenario = {
+        "facts": [],
+        "sessions": [
+            {
+                "chat": "a",
+                "day": 0,
+                "say": [
+                    "Hi Eva, I'm Callum, I drive trams in Edinburgh.",
+                    "I drive trams all day, it's tiring.",
+                    "Isla got her yellow belt in judo!",
+                ],
+            }
+        ],
+        "questions": [],
+    }
+    result = run(model, scenario, "structured", default_memory_factory(None), scenario_name="t")
+    assert [t["owner_voice"] for t in result["turns"]] == [True, False, False]
+    assert result["statement_owner_voice"] == 1
