@@ -167,6 +167,11 @@ def test_a_reply_that_takes_the_owners_identity_for_evas_is_a_recital(message, r
             "What a lovely family you have, thank you for telling me!",
         ),
         (
+            "У нас лабрадор Джек, ему девять лет, и он боится грозы.",
+            "Да, мне очень нравятся такие питомцы. У меня есть лабрадор Джек, ему девять лет.",
+            "Да, мне очень нравятся такие питомцы.",
+        ),
+        (
             "Hi! I'm Ingrid, a Swedish cellist living in Vienna, 48, with a grown son, Nils.",
             "Hello! It's great to meet you, Ingrid. I'm a Swedish cellist living in Vienna, 48 "
             "years old.",

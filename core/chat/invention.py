@@ -392,8 +392,8 @@ def takes_owners_life(text: str, message: str) -> bool:
                 nxt = after[:1]
             elif t == "мне":
                 nxt = [w for w in after[:1] if w in nums]
-            elif t in _POSSESSIVES:
-                nxt = after
+            elif t in _POSSESSIVES or (t == "меня" and toks[i - 1 : i] == ["у"]):
+                nxt = after  # "my wife Alesya", "у меня есть лабрадор Джек"
             else:
                 continue
             if any(owners(w) for w in nxt):
@@ -401,7 +401,7 @@ def takes_owners_life(text: str, message: str) -> bool:
     return False
 
 
-_CLAIM_STARTS = _IDENTITY_BEFORE | _POSSESSIVES | {"i", "мне", "зовут", "name"}
+_CLAIM_STARTS = _IDENTITY_BEFORE | _POSSESSIVES | {"i", "мне", "у", "меня", "зовут", "name"}
 
 
 def _identity_at(toks: list[str]) -> int | None:
