@@ -287,6 +287,7 @@ def test_what_reads_as_a_refusal(reply, refusal):
         ("Ответ", "Ответ"),
         # an announcement after a word of assent (seen as the owner on the default model)
         ("Конечно, вот ответ по-русски:\n\nЯ помню про кран.", "Я помню про кран."),
+        ("Вот ваш ответ по-русски:  Я помню про кран.", "Я помню про кран."),
         ("Sure, here is my answer: you are 34.", "you are 34."),
         ("Конечно, я помню!", "Конечно, я помню!"),
         ("Хорошо, договорились: в субботу.", "Хорошо, договорились: в субботу."),
@@ -397,3 +398,36 @@ def test_a_start_judged_in_the_other_language_stays_so_when_the_hold_ends():
     echo.feed(" and he is a corgi from Tbilisi")  # more Latin words: the whole would be English
     echo.finish()
     assert echo.wrong_language
+
+
+@pytest.mark.parametrize(
+    "message, reply, lang, echo",
+    [
+        # seen in bench.companion (unseen scenario, default model), shown as the whole reply
+        (
+            "У меня мигрени: стоит не выспаться — и весь день насмарку.",
+            "Вот ваш ответ по-русски.",
+            RUSSIAN,
+            True,
+        ),
+        (
+            "Соседи сверху сверлят с восьми утра!",
+            "Конечно, вот ваш ответ по-русски: соседи сверлят.",
+            RUSSIAN,
+            True,
+        ),
+        (
+            "Laser eye surgery is booked for August.",
+            "Sure, here is my reply in English.",
+            ENGLISH,
+            True,
+        ),
+        # a reply that says something of its own, or the owner's own word for the language
+        ("У меня мигрени.", "Ох, мигрени — это тяжело. Ответь, как ты спишь?", RUSSIAN, False),
+        ("I passed my English exam!", "Congrats on your English exam!", ENGLISH, False),
+    ],
+)
+def test_a_reply_that_only_reads_back_the_language_line_is_an_echo(message, reply, lang, echo):
+    """Issue 9, §3.1: the prompt ends with "(Ответь по-русски.)"; a reply that only announces
+    itself in those words ("Вот ваш ответ по-русски.") answers nothing and is asked again."""
+    assert ReplyJudge(message, lang).echoes(reply) is echo

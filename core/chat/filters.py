@@ -225,7 +225,7 @@ class ScriptFixer:
 # я слышал: …»" — the assent hid the announcement).
 _ASSENT = "?конечно|хорошо|ладно|sure|okay|ok|certainly|alright"
 _HEADS_BARE = (
-    ("вот", "?мой|наш|и", "ответ"),
+    ("вот", "?мой|наш|ваш|твой|и", "ответ"),
     ("мой", "ответ"),
     ("ответ",),
     ("here's|here’s", "?my|the|your", "answer|reply|response"),

@@ -37,7 +37,7 @@ from core.chat.invention import (
     self_name,
     takes_owners_life,
 )
-from core.language import RUSSIAN, detect, is_question, word_counts
+from core.language import RUSSIAN, detect, is_question, reply_instruction, word_counts
 from core.text import stems
 
 ECHO_SIMILARITY = 0.8  # a reply this similar to the owner's message is an echo
@@ -60,6 +60,15 @@ def similarity(a: str, b: str) -> float:
     if not a or not b:
         return 0.0
     return SequenceMatcher(None, a, b, autojunk=False).ratio()
+
+
+# the words a reply announces itself with ("Вот ваш ответ…", "Here is your reply…")
+_ANNOUNCING = frozenset(
+    stems(
+        "вот ваш твой мой наш ответ ответь конечно хорошо here is your my the answer reply "
+        "response sure okay certainly"
+    )
+)
 
 
 def brings_news(reply: str, message: str) -> bool:
@@ -327,10 +336,28 @@ class ReplyJudge:
                 return True
         return False
 
+    def reads_instruction(self, reply: str) -> bool:
+        """The reply only announces itself in the words of the prompt's language line ("Вот
+        ваш ответ по-русски." for "(Ответь по-русски.)"), with nothing of its own besides the
+        owner's words: seen twice in one run of bench.companion (unseen scenario, default
+        model), shown as the whole reply to "У меня мигрени…" and "Только между нами…"."""
+        if self.lang is None:
+            return False
+        mine = set(stems(_norm(reply)))
+        said = set(stems(self.message))
+        line = set(stems(reply_instruction(self.lang))) - said
+        return bool(line) and line <= mine and mine <= line | said | _ANNOUNCING
+
     def echoes(self, reply: str) -> bool:
         """The reply echoes the owner's message: ≥ 0.8 similar, or a few words nearly all taken
-        from it ("Какой сегодня погода?" for "Какая сегодня погода, как думаешь?")."""
-        if any(is_echo(reply, a) for a in self.also) or self.recited or self.recites(reply):
+        from it ("Какой сегодня погода?" for "Какая сегодня погода, как думаешь?"), or it reads
+        back the prompt's language line (:meth:`reads_instruction`)."""
+        if (
+            any(is_echo(reply, a) for a in self.also)
+            or self.recited
+            or self.recites(reply)
+            or self.reads_instruction(reply)
+        ):
             return True
         mine = _norm(reply)
         if (
