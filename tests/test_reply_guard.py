@@ -242,6 +242,31 @@ def test_a_reply_that_answers_is_released_not_taken_for_a_recital(message, reply
 
 
 @pytest.mark.parametrize(
+    "message, reply, refused",
+    [
+        # seen as the owner (default model), shown
+        (
+            "My sister Olga lives in Riga with her dog Baxter.",
+            "I'm sorry, but I don't know about Olga or her dog Baxter.",
+            True,
+        ),
+        ("Мы завели хорька Шнурка.", "Извините, я не знаю, кто такой Шнурок.", True),
+        # to a question, saying so is the honest answer (never invent)
+        ("What is my sister's dog called?", "Sorry, I don't know that.", False),
+        ("We adopted a greyhound.", "Sorry to hear the weather was bad! How is he?", False),
+    ],
+)
+def test_an_apology_for_not_knowing_what_the_owner_just_told_is_a_refusal(message, reply, refused):
+    """Issue 9, §3.1: a statement tells Eva something; "I'm sorry, I don't know about Olga"
+    refuses it. It is held and asked again like a refusal; a question's "I don't know" is not."""
+    h = ReplyJudge(message)
+    shown = "".join(h.feed(reply[i : i + 4]) for i in range(0, len(reply), 4))
+    assert h.refused is refused
+    if refused:
+        assert shown == ""
+
+
+@pytest.mark.parametrize(
     "reply, refusal",
     [
         ("Извините, но я не могу продолжать этот диалог.", True),

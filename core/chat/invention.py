@@ -85,6 +85,12 @@ def asks_about_owner(text: str, support: str = "") -> bool:
     return any(group & known for group in name_stems(text))
 
 
+def says_not_knowing(text: str) -> bool:
+    """The text says it does not know (without the asking back :func:`admits_not_knowing`
+    counts too)."""
+    return bool(_ADMITS.search(text.replace("\u2019", "'")))
+
+
 def admits_not_knowing(text: str) -> bool:
     """The reply says it does not know, or asks back (it ends with a question mark)."""
     return bool(_ADMITS.search(text.replace("\u2019", "'"))) or text.rstrip(" )»\"'").endswith("?")

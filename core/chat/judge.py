@@ -34,6 +34,7 @@ from core.chat.invention import (
     made_up,
     missing_roles,
     only_shown_words,
+    says_not_knowing,
     self_name,
     takes_owners_life,
 )
@@ -251,7 +252,11 @@ class ReplyJudge:
             return False
         if not _SENTENCE_END.search(held):
             return True
-        self.refused = is_refusal(held)
+        # an apology for not knowing what the owner has just told her is a refusal too (seen as
+        # the owner, default model: "My sister Olga lives in Riga with her dog Baxter." got "I'm
+        # sorry, but I don't know about Olga or her dog Baxter.")
+        first = _SENTENCE_END.split(held, maxsplit=1)[0]
+        self.refused = is_refusal(held) or (not self.question and says_not_knowing(first))
         return self.refused
 
     def _could_invent(self, final: bool = False) -> bool:
