@@ -117,3 +117,10 @@ def test_an_introduction_with_several_facts_is_kept_whole_on_the_default_model(t
     assert not any("could not update her memory" in n for n in notices), notices
     for word in ("тимур", "34", "ветеринар", "самар"):
         assert word in kept, (word, live)
+    # §8.10 (owner's voice): whatever the reply, Eva never says the owner's name or age as her
+    # own ("Я Тимур, мне 34…", measured on this model as its most common first reply)
+    from core.chat.invention import takes_owners_life
+
+    assert _shown.strip() and not takes_owners_life(
+        _shown, "Здравствуй, Ева. Я Тимур, мне 34, работаю ветеринаром в Самаре."
+    ), _shown

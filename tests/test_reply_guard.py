@@ -101,6 +101,17 @@ def test_a_short_reply_made_of_the_owners_words_is_an_echo():
 INTRODUCTION = "Привет! Я Полина, мне 29, работаю логопедом в детском саду, живу в Калининграде."
 
 
+def streamed_until_stopped(h: ReplyJudge, reply: str, step: int) -> tuple[str, str]:
+    """Feed ``reply`` to the judge ``step`` characters at a time, as a turn does, until the
+    judge stops it: what was shown, and what had come by then."""
+    shown = ""
+    for i in range(0, len(reply), step):
+        shown += h.feed(reply[i : i + step])
+        if h.stops:
+            return shown, reply[: i + step]
+    return shown, reply
+
+
 def test_a_reply_that_opens_by_reading_the_statement_back_is_an_echo_and_stopped():
     """Issue 9, §8.10 (bench.companion, unseen scenario, default model): the owner's whole
     introduction came back word for word with "Это интересный и полезный момент." after it —
@@ -108,13 +119,9 @@ def test_a_reply_that_opens_by_reading_the_statement_back_is_an_echo_and_stopped
     such a start for good and stops the reply (the turn asks again, unseen)."""
     reply = INTRODUCTION + " Это интересный и полезный момент. Какой у вас интересный вопрос?"
     h = ReplyJudge(INTRODUCTION, RUSSIAN)
-    shown = ""
-    for i in range(0, len(reply), 4):
-        shown += h.feed(reply[i : i + 4])
-        if h.stops:
-            break
+    shown, came = streamed_until_stopped(h, reply, 4)
     assert shown == "" and h.stops
-    assert h.verdict(reply[: i + 4]).echoed
+    assert h.verdict(came).echoed
     # a whole reply that ends on it, shorter than the hold: an echo too
     assert ReplyJudge(INTRODUCTION, RUSSIAN).echoes(INTRODUCTION + " Здорово!")
 
@@ -142,13 +149,9 @@ def test_a_reply_that_takes_the_owners_identity_for_evas_is_a_recital(message, r
     Лейла") retells the owner's life in Eva's voice — paraphrased, so the recital's character
     test let it through. Nothing of it is shown; the reply is stopped and asked again."""
     h = ReplyJudge(message)
-    shown = ""
-    for i in range(0, len(reply), 3):
-        shown += h.feed(reply[i : i + 3])
-        if h.stops:
-            break
+    shown, came = streamed_until_stopped(h, reply, 3)
     assert shown == "" and h.stops
-    assert h.verdict(reply[: i + 3]).echoed
+    assert h.verdict(came).echoed
 
 
 @pytest.mark.parametrize(
@@ -184,11 +187,7 @@ def test_a_later_sentence_that_takes_the_owners_identity_ends_the_reply(message,
     ("Я Дэн, работаю баристой") ends where it stood: the owner sees the sentences before it,
     and nothing of the claim."""
     h = ReplyJudge(message)
-    shown = ""
-    for i in range(0, len(reply), 3):
-        shown += h.feed(reply[i : i + 3])
-        if h.stops:
-            break
+    shown, _came = streamed_until_stopped(h, reply, 3)
     assert h.cut and h.stops
     assert (shown + h.flush()).rstrip() == stands
 
