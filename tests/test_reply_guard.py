@@ -141,6 +141,8 @@ RUSTAM = "Привет, Ева! Я Рустам, у меня автосерви�
             "Добрый вечер! Геннадий Петрович, мне 67 лет, живет с женой Людмилой в Ярославле.",
         ),
         (RUSTAM, "Здорово! Мои дети Амир и Лейла тоже любят машины."),
+        # the owner's own things too (bench.companion, scenario e, shown)
+        ("У меня мигрени: стоит не выспаться — и весь день насмарку.", "Да, у меня мигрени."),
     ],
 )
 def test_a_reply_that_takes_the_owners_identity_for_evas_is_a_recital(message, reply):

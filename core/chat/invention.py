@@ -11,7 +11,7 @@ import re
 
 from core.language import is_question
 from core.sleep.candidates import ROLES, roles
-from core.text import name_stems, names, numbers, stem_token, stems, transliterate
+from core.text import is_stopword, name_stems, names, numbers, stem_token, stems, transliterate
 
 # SPEC §8.10, issue 26: what Eva says about the owner comes from memory, the summaries or the
 # live window. Measured on the default model, for questions nothing remembered answers: "Сколько
@@ -399,7 +399,11 @@ def takes_owners_life(text: str, message: str) -> bool:
             elif t == "мне":
                 nxt = [w for w in after[:1] if w in nums]
             elif t in _POSSESSIVES or (t == "меня" and toks[i - 1 : i] == ["у"]):
-                nxt = after  # "my wife Alesya", "у меня есть лабрадор Джек"
+                # "my wife Alesya", "у меня есть лабрадор Джек"; the owner's own things too:
+                # "у меня мигрени", "my migraines"
+                if any(owners(w) or stem_token(w) in said for w in after if not is_stopword(w)):
+                    return True
+                continue
             else:
                 continue
             if any(owners(w) for w in nxt):
