@@ -8,6 +8,7 @@ sound."""
 from __future__ import annotations
 
 import re
+from typing import NamedTuple
 
 from core.language import is_question
 from core.sleep.candidates import ROLES, roles
@@ -93,7 +94,7 @@ def says_not_knowing(text: str) -> bool:
 
 def admits_not_knowing(text: str) -> bool:
     """The reply says it does not know, or asks back (it ends with a question mark)."""
-    return bool(_ADMITS.search(text.replace("\u2019", "'"))) or text.rstrip(" )»\"'").endswith("?")
+    return says_not_knowing(text) or text.rstrip(" )»\"'").endswith("?")
 
 
 # Eva reporting her own memory before what it holds: "I remember that Anna is a doctor in
@@ -364,19 +365,26 @@ _POSSESSIVES = frozenset(w for w in _FIRST_PERSON if w.startswith("мо") or w =
 _CLAUSE = re.compile(r"[,.;:!?()\"«»“”]")
 
 
-def owners_marks(message: str) -> tuple[list[frozenset[str]], frozenset[str]]:
-    """The owner's names (stems in both scripts, a first word included) and numbers in
-    ``message``: what a reply may not claim as Eva's own (:func:`takes_owners_life`)."""
-    return name_stems("x " + message), numbers(message)
+class OwnersMarks(NamedTuple):
+    """What of the owner's message a reply may not claim as Eva's own (:func:`takes_owners_life`):
+    its names (stems in both scripts, a first word included), numbers and stems."""
+
+    names: list[frozenset[str]]
+    numbers: frozenset[str]
+    said: frozenset[str]
 
 
-def takes_owners_life(text: str, message: str) -> bool:
+def owners_marks(message: str) -> OwnersMarks:
+    """The marks of ``message``, read once for every piece of a streamed reply."""
+    return OwnersMarks(name_stems("x " + message), numbers(message), frozenset(stems(message)))
+
+
+def takes_owners_life(text: str, message: str | OwnersMarks) -> bool:
     """``text`` (a reply's start) speaks of the owner's identity as Eva's own: "I'm Callum",
     "мне 67 лет", "my wife Alesya" where the name or the number is one of ``message``'s."""
-    names, nums = owners_marks(message)
+    names, nums, said = owners_marks(message) if isinstance(message, str) else message
     # an owner who writes in lower case ("name's priya, i'm a nurse") names no one; the reply's
     # own names ("I'm Priya") that are words of the message are the owner's too
-    said = set(stems(message))
     named = {v for g in name_stems(text) for v in g} & said
 
     def owners(tok: str) -> bool:
@@ -390,7 +398,7 @@ def takes_owners_life(text: str, message: str) -> bool:
             return True  # "I'm a Swedish cellist living in Vienna"
         for i, t in enumerate(toks):
             after = toks[i + 1 : i + 4]
-            if t in _IDENTITY_BEFORE or (t == "i" and after[:1] == ["am"]):
+            if _says_who(toks, i):
                 nxt = after[1:2] if t == "i" else after[:1]
             elif (t == "зовут" and toks[i - 1 : i] == ["меня"]) or (
                 t == "is" and toks[max(i - 2, 0) : i] == ["my", "name"]
@@ -419,10 +427,12 @@ def _identity_at(toks: list[str]) -> int | None:
     to the owner ("I'm glad you're here" is about the two of them)."""
     if set(toks) & _SECOND_PERSON:
         return None
-    for i, t in enumerate(toks):
-        if t in _IDENTITY_BEFORE or (t == "i" and toks[i + 1 : i + 2] == ["am"]):
-            return i
-    return None
+    return next((i for i in range(len(toks)) if _says_who(toks, i)), None)
+
+
+def _says_who(toks: list[str], i: int) -> bool:
+    """The word at ``i`` opens a saying of who Eva is: "i'm", "я", or "i" before "am"."""
+    return toks[i] in _IDENTITY_BEFORE or (toks[i] == "i" and toks[i + 1 : i + 2] == ["am"])
 
 
 def claim_pending(text: str) -> bool:

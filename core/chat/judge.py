@@ -34,6 +34,7 @@ from core.chat.invention import (
     made_up,
     missing_roles,
     only_shown_words,
+    owners_marks,
     says_not_knowing,
     self_name,
     takes_owners_life,
@@ -175,7 +176,7 @@ class ReplyJudge:
         self._tail = ""  # after the release, words held while a claim may be starting
         self._shown = ""  # what was released of the reply
         # a statement's own names and numbers, which a reply may not claim as Eva's
-        self._owners = None if self.question else message
+        self._owners = None if self.question else owners_marks(message)
         # the start took the owner's identity for Eva's (a recital too), and the name the owner
         # gave themself, if any: Eva greets them by it instead (core.chat.retry)
         self.claimed = False
@@ -310,7 +311,7 @@ class ReplyJudge:
         self._tail += piece
         # read from the start of the clause the shown text ends in (a piece may end mid-word)
         clause = self._shown[last_clause(self._shown) :] + self._tail
-        if takes_owners_life(clause, self._owners or ""):
+        if self._owners is not None and takes_owners_life(clause, self._owners):
             self.cut = True
             self._tail = ""
             return ""
@@ -395,11 +396,10 @@ class ReplyJudge:
         if self._held.strip():
             self._could_invent(final=True)
         out, self._held = self._held, ""
-        if not self.released and is_refusal(out):
+        if is_refusal(out):
             self.refused = True
         if (
-            not self.released
-            and self.lang is not None
+            self.lang is not None
             and out.strip()
             and (not self.wrong_language)
             and (not self.admissions_only or admits_not_knowing(out))
@@ -497,6 +497,11 @@ class Verdict:
     # the owner gave themself ("" when none)
     claimed: bool = False
     name: str = ""
+
+    @property
+    def greets(self) -> bool:
+        """An introduction retold in Eva's voice, unseen: she greets the owner by name."""
+        return self.claimed and bool(self.name) and not self.shown
 
 
 def _kind(

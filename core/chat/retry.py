@@ -171,7 +171,7 @@ def decide(verdict: Verdict, attempt: int, text: str, lang: str | None) -> Retry
     QUESTION_ECHO_NUDGE (echoed); a made-up reply's note goes inside the owner's message."""
     if verdict.shown or attempt > 1 or verdict.kind is Kind.OK or verdict.addressed:
         return None
-    if verdict.claimed and verdict.name:
+    if verdict.greets:
         return None  # she greets the owner by name (settle)
     kind = verdict.kind
     if kind in (Kind.ECHO, Kind.EMPTY) and not verdict.question:
@@ -211,8 +211,7 @@ def settle(verdict: Verdict, retry: Retry | None) -> Outcome:
     """What stands of a reply :func:`decide` does not ask again (``retry``: the retry this reply
     answered, if it was one)."""
     v = verdict
-    if v.claimed and v.name and not v.shown:
-        # an introduction retold in Eva's voice: she greets the owner by name
+    if v.greets:
         return Outcome.GREET
     if v.addressed and not v.shown:
         # the memory's facts in the owner's own words: given back to the owner, not asked again
