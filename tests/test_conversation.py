@@ -485,3 +485,14 @@ def test_an_introduction_retold_in_evas_voice_gets_a_greeting_by_name_at_once(
     shown = "".join(e.text for e in events if isinstance(e, Token))
     assert shown == greeting
     assert len(llm.calls) == 1
+
+
+def test_a_pets_name_is_never_taken_for_the_owners_in_a_greeting(mem):
+    """§8.10, issue 26: "Her name's Coco" names the owner's puppy (LoCoMo, the one such turn of
+    its 2760 dev turns), not the owner. A reply that claims the owner's life is asked again and
+    never answered "Nice to meet you, Coco!"."""
+    said = "Guess what - I got a puppy two weeks ago! Her name's Coco and she's adorable."
+    llm = ScriptedLLM([["Hello! I'm ", "Coco, ", "and I'm adorable."], ["Aww, congratulations!"]])
+    events = run(tools_conversation(mem, llm), said)
+    shown = "".join(e.text for e in events if isinstance(e, Token))
+    assert shown == "Aww, congratulations!"

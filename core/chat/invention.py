@@ -457,11 +457,19 @@ _SELF_NAMED = re.compile(
 )
 
 
+# a possessive before "name's" / "name is" that makes the name someone else's: "Her name's Coco"
+# (a puppy, the one hit over LoCoMo's 2760 dev turns before this rule)
+_OTHERS_NAME = re.compile(r"\b(?:her|his|its|their|your|our|[\w-]+'s)\s+$", re.IGNORECASE)
+
+
 def self_name(message: str) -> str | None:
     """The name the owner gives themself in ``message`` ("Я Тимур", "меня зовут Оксана",
-    "I'm Callum", "my name is Priya"), when it is written as a name (capitalised)."""
+    "I'm Callum", "my name is Priya"), when it is written as a name (capitalised). Measured on
+    the memory-step set: 40 of its 51 introductions, and 1 of its 564 other messages ("Please
+    call me Kate, not Katherine" — the owner's name all the same)."""
     found = set(names("x " + message))
-    for m in _SELF_NAMED.finditer(message.replace("\u2019", "'")):
-        if m.group(1) in found:
+    text = message.replace("\u2019", "'")
+    for m in _SELF_NAMED.finditer(text):
+        if m.group(1) in found and not _OTHERS_NAME.search(text[: m.start()]):
             return m.group(1)
     return None
