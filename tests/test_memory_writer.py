@@ -503,12 +503,63 @@ def test_a_memory_mixing_the_reply_into_the_owners_words_keeps_the_owners_senten
 
 
 def test_the_step_does_not_write_core(mem):
-    """Core sits in the cached system prompt; the step writes facts and events (sleep promotes)."""
-    llm = ScriptedLLM([["Hi Dima!"]], plans=news(save_op("Меня зовут Дима", kind="core")))
-    events = run(Conversation(mem, llm), "Меня зовут Дима")
+    """Core sits in the cached system prompt; the step writes facts and events (sleep
+    promotes): a "core" the model asks for on an ordinary fact is kept as a fact."""
+    llm = ScriptedLLM([["Cute!"]], plans=news(save_op("Моя кошка Муся любит сыр", kind="core")))
+    events = run(Conversation(mem, llm), "Моя кошка Муся любит сыр")
     assert mem.get(finished(events)[0].result.data["id"]).kind.value == "fact"
     schema_kinds = llm.json_calls[0]["schema"]["properties"]["ops"]["items"]
     assert "core" not in str(schema_kinds)
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "Hi Eva, I'm Callum, 44, I drive trams in Edinburgh.",
+        "Привет! Меня зовут Дима, работаю инженером в Казани.",
+    ],
+)
+def test_the_owners_introduction_is_kept_as_core_and_every_later_prompt_carries_it(mem, text):
+    """SPEC §2 (core: who the owner is, always in the prompt), issue 26: measured on
+    bench.companion scenario d, "What do I do for work?" shares no word with "I drive trams in
+    Edinburgh" and recall gave it another memory; Eva said she did not know. The introduction
+    is saved as core whatever kind the model chose, so a later question's prompt holds it
+    without recall. After the turn, the worker reads the new system prompt into the cache once
+    (the owner's next turn does not pay for it)."""
+    llm = ScriptedLLM([["Nice to meet you!"], ["ok"]], plans=news(save_op(text, kind="fact")))
+    conv = Conversation(mem, llm)
+    events = run(conv, text)
+    rec = mem.get(finished(events)[0].result.data["id"])
+    assert rec.kind.value == "core" and rec.content in text and len(rec.content) > 30
+    assert conv.warm_up_next(OWNER_TRUSTED) is True  # the core part moved: read it now
+    assert " ".join(rec.content.split()) in " ".join(llm.warmed[-1])
+    assert conv.warm_up_next(OWNER_TRUSTED) is False  # … once
+    run(conv, "What do I do for work?")
+    assert rec.content in llm.calls[-1]["messages"][0]["content"]  # the system prompt
+
+
+def test_someone_elses_name_is_no_introduction(mem):
+    """Issue 26: only the owner's own introduction becomes core; "Her name's Coco" (a puppy,
+    LoCoMo) and a friend introduced by name stay facts."""
+    for text in (
+        "I got a puppy! Her name's Coco and she is adorable.",
+        "My friend is Oleg, a pilot.",
+    ):
+        llm = ScriptedLLM([["Nice!"]], plans=news(save_op(text)))
+        events = run(Conversation(mem, llm), text)
+        assert mem.get(finished(events)[0].result.data["id"]).kind.value == "fact"
+
+
+def test_a_private_introduction_stays_out_of_a_public_prompt(mem):
+    """SPEC §6 with issue 26's core introduction: said as a secret it is private core, in the
+    owner's prompt and never in a public turn's."""
+    text = "Между нами: меня зовут Тимур, и я ищу работу в Норвегии."
+    llm = ScriptedLLM([["Понятно"]], plans=news(save_op(text, private=True)))
+    events = run(Conversation(mem, llm), text)
+    rec = mem.get(finished(events)[0].result.data["id"])
+    assert rec.kind.value == "core" and rec.private
+    assert "Тимур" in mem.prompt_section("", OWNER_TRUSTED).core_text
+    assert "Тимур" not in mem.prompt_section("кто такой Тимур", PUBLIC).text
 
 
 def test_a_memory_that_drops_most_of_the_sentence_keeps_the_owners_sentence(mem):

@@ -188,6 +188,7 @@ class Conversation(ChatSession):
         try:
             if self.config.learning:
                 section = self.memory.prompt_section("", ctx)
+                self._core_read = section.core_text
             self.model.warm_up(
                 self.prefix_messages(ctx, section, window), self.offered_tools(ctx) or None
             )
@@ -199,13 +200,26 @@ class Conversation(ChatSession):
         longer starts where this turn's did (it overflowed and slid, SPEC §8.2), read the new
         prefix now (:meth:`warm_up`) — else the next turn reads the whole window again before
         its first token: measured on bench.companion scenario e (default model, 2 threads),
-        1164 tokens, 16 s, where 2-3 s is usual. Returns whether it warmed up."""
+        1164 tokens, 16 s, where 2-3 s is usual. So too when the core part of the system prompt
+        changed (the owner's introduction saved as core). Returns whether it warmed up."""
         window = self.window(ctx)
-        if window.start in (self._window_start, self._warmed_start):
+        core = self._core_text(ctx)
+        if window.start in (self._window_start, self._warmed_start) and core == self._core_read:
             return False  # the same prefix, or read already: the cache (or a snapshot) has it
         self.warm_up(ctx, window)  # the window read once, not again from the transcript
         self._warmed_start = window.start
         return True
+
+    def _core_text(self, ctx: TurnContext) -> str:
+        """The core part of the system prompt the next turn will carry: a turn that saved the
+        owner's introduction as core changed it (:class:`core.chat.memory_writer.MemoryWriter`),
+        and the next turn would read the whole conversation again."""
+        if not self.config.learning:
+            return ""
+        try:
+            return self.memory.prompt_section("", ctx).core_text
+        except Exception:  # noqa: BLE001 - only decides whether to warm up
+            return self._core_read
 
     def offered_tools(self, ctx: TurnContext) -> list[dict[str, Any]]:
         if not self.config.learning or self.structured:
@@ -328,6 +342,7 @@ class Conversation(ChatSession):
                 exclude=window.recalled,
                 repeat_best=None if language.is_question(text) else 0,
             )
+            self._core_read = section.core_text
             yield MemoryUsed(section)
         reminder = (
             None

@@ -33,6 +33,7 @@ from typing import Any, TypeGuard
 
 from core import language, text
 from core.chat import supersession
+from core.chat.invention import self_name
 from core.chat.owner_message import Exchange, asks_to_forget, forget_object, may_carry_a_fact
 from core.chat.step_schema import MAX_OPS, ops_schema
 from core.importance import importance_model
@@ -389,6 +390,14 @@ class MemoryWriter:
             and not (op.get("private") and not ctx.sees_private)
         }
         kept_elsewhere = _fragments({i: c for i, c in contents.items() if c is not None})
+        # The owner's introduction of themself ("Hi Eva, I'm Callum, 44, I drive trams in
+        # Edinburgh.") is kept as core, in every prompt: it answers "What do I do for work?",
+        # "How old am I?", which share no word with it. Measured on bench.companion scenario d
+        # (default model and embedder): recall gave that question the private job hunt, never
+        # the introduction (USE cosine 0.10), and Eva said she did not know. The write moves
+        # the cached system prompt once; the conversation reads the new one while the owner
+        # types (Conversation.warm_up_next).
+        introduces = self_name(ex.text)
         # What a request to forget names, decided once, before any op runs (an op's forget must
         # not change what the next op is checked against: with the bike forgotten, "Actually
         # forget the bike thing…" recalled "Моя бабушка Зоя…" best, and the cross-language rule
@@ -438,6 +447,8 @@ class MemoryWriter:
                     out.append(_refused("memory_save", "not from the owner's words"))
                     continue
                 args["content"] = mine[: self.memory.config.max_chars]
+                if introduces and introduces in args["content"]:
+                    args["kind"] = "core"  # who the owner is: always in the prompt (§2)
                 weight = self._importance(args["content"])
                 if weight is not None:
                     args["importance"] = weight  # the model's own is the fallback

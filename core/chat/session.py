@@ -72,6 +72,7 @@ class ChatSession:
         self._summarizer: Summarizer | None = None
         self._last_ctx: TurnContext | None = None  # whose prefix a new summary warms up
         self._warmed_start: int | None = None  # the slid window's start warm_up_next read
+        self._core_read = ""  # the core part of the system prompt the model last read
         self._current = CurrentChat.open(
             self.chats, self.clock, self.config.persona_id, channel, self._busy, chat_id
         )
