@@ -471,6 +471,11 @@ def test_a_reply_cut_where_it_takes_the_owners_identity_is_stored_as_shown(mem):
             ["Здравствуйте! ", "Я ", "Тимур, ", "мне 34."],
             "Приятно познакомиться, Тимур! Я всё запомнила.",
         ),
+        (  # a name written in lower case is greeted capitalised
+            "привет ева меня зовут кирилл работаю в мчс спасателем мне 33",
+            ["Привет! ", "Меня зовут ", "Кирилл, ", "мне 33."],
+            "Приятно познакомиться, Кирилл! Я всё запомнила.",
+        ),
     ],
 )
 def test_an_introduction_retold_in_evas_voice_gets_a_greeting_by_name_at_once(

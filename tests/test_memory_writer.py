@@ -517,6 +517,8 @@ def test_the_step_does_not_write_core(mem):
     [
         "Hi Eva, I'm Callum, 44, I drive trams in Edinburgh.",
         "Привет! Меня зовут Дима, работаю инженером в Казани.",
+        "привет ева меня зовут кирилл работаю в мчс спасателем в нижнем новгороде",
+        "Hi Eva, Marcus here. I'm a paramedic, 38, married to Jess.",
     ],
 )
 def test_the_owners_introduction_is_kept_as_core_and_every_later_prompt_carries_it(mem, text):

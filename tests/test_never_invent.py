@@ -534,3 +534,30 @@ def test_the_owners_voice_turned_to_the_owner(reply, said_to_owner):
     from core.chat.invention import addressed
 
     assert addressed(reply) == said_to_owner
+
+
+def test_the_owners_own_name_is_found_in_the_labelled_introductions_and_nowhere_else():
+    """Issue 26 (the introduction kept as core, the greeting by name): over the memory-step
+    set, both splits, self_name finds the owner's name in at least 45 of the 51 introductions
+    and in at most 2 of the 565 other messages; someone else's name ("Her name's Coco") is
+    never the owner's."""
+    import json
+    from pathlib import Path
+
+    from core.chat.invention import self_name
+
+    data = Path(__file__).resolve().parent.parent / "bench" / "data"
+    items = [
+        it
+        for f in ("memory_step_en.json", "memory_step_ru.json")
+        for it in json.loads((data / f).read_text(encoding="utf-8"))["items"]
+    ]
+    intros = [it["say"] for it in items if it["category"] == "introduction"]
+    rest = [it["say"] for it in items if it["category"] != "introduction"]
+    assert len(intros) == 51 and len(rest) == 565
+    assert sum(self_name(t) is not None for t in intros) >= 45
+    assert sum(self_name(t) is not None for t in rest) <= 2
+    assert self_name("меня Катя зовут, я фармацевт") == "Катя"
+    assert self_name("name's priya, i'm a nurse") == "Priya"
+    assert self_name("I got a puppy! Her name's Coco.") is None
+    assert self_name("My dog's name is Rex.") is None

@@ -447,7 +447,7 @@ class MemoryWriter:
                     out.append(_refused("memory_save", "not from the owner's words"))
                     continue
                 args["content"] = mine[: self.memory.config.max_chars]
-                if introduces and introduces in args["content"]:
+                if introduces and introduces.casefold() in args["content"].casefold():
                     args["kind"] = "core"  # who the owner is: always in the prompt (§2)
                 weight = self._importance(args["content"])
                 if weight is not None:
