@@ -269,3 +269,16 @@ def test_faults_bench_reports_the_campaign_keys(capsys):
     assert out["faults"] > 0 and out["inputs"] >= 5 * 5 and out["kills"] == 0
     assert out["reinforcements_lost_at_kill"] == 0  # issue 32: reported beside lost (no kills)
     assert out["soak"]["turns"] == 60 and out["soak"]["end"]["messages"] == 120
+
+
+def test_owner_profile_counts_the_introductions_recall_misses():
+    """bench.owner_profile (issue 26), recall only, lexical: every named introduction of the
+    dev split is asked four questions, and recall misses it for "What do I do for work?" (no
+    word in common) while it finds most for "Где я живу?" — the gap core closes."""
+    from bench.owner_profile import run
+
+    out = run("dev", fill=5, recall_only=True, embedder=None)
+    assert out["introductions"] == 24 and out["recall"]["questions"] == 96
+    by_q = out["recall"]["by_question"]
+    assert by_q["What do I do for work?"] < 0.2 and by_q["Где я живу?"] > 0.5
+    assert "answers" not in out

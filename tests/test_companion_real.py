@@ -110,6 +110,8 @@ def test_an_introduction_with_several_facts_is_kept_whole_on_the_default_model(t
         _done, _shown, notices, live = exchange(
             mem, model, "Здравствуй, Ева. Я Тимур, мне 34, работаю ветеринаром в Самаре."
         )
+        # … as core: in every later prompt, where "Сколько мне лет?" finds it without recall
+        core = mem.prompt_section("", OWNER_TRUSTED).core_text
     finally:
         model.close()
         mem.close()
@@ -117,6 +119,7 @@ def test_an_introduction_with_several_facts_is_kept_whole_on_the_default_model(t
     assert not any("could not update her memory" in n for n in notices), notices
     for word in ("тимур", "34", "ветеринар", "самар"):
         assert word in kept, (word, live)
+    assert "Тимур" in core, core
     # §8.10 (owner's voice): whatever the reply, Eva never says the owner's name or age as her
     # own ("Я Тимур, мне 34…", measured on this model as its most common first reply)
     from core.chat.invention import takes_owners_life
