@@ -36,6 +36,7 @@ from typing import Any
 
 from bench.common import chat_model
 from bench.companion import EMBEDDERS, load_embedder
+from bench.memory_step import found, load_items
 from core import OWNER_TRUSTED
 from core.chat.conversation import Conversation
 from core.chat.events import Token
@@ -44,7 +45,6 @@ from core.clock import ManualClock
 from core.memory.facade import Memory
 from models.packaged import DEFAULT_CHAT_MODEL  # light: no model library is imported
 
-DATA = Path(__file__).resolve().parent / "data"
 FILLERS = ("family_friend_pet", "preference", "health", "plan_date", "promise")
 ASKED = {
     "en": ["How old am I?", "What do I do for work?", "Where do I live?"],
@@ -52,14 +52,6 @@ ASKED = {
 }
 NAME_ASKED = {"en": "What's my name?", "ru": "Как меня зовут?"}
 START = 1.7e9
-
-
-def load_items() -> list[dict[str, Any]]:
-    return [
-        it
-        for f in ("memory_step_en.json", "memory_step_ru.json")
-        for it in json.loads((DATA / f).read_text(encoding="utf-8"))["items"]
-    ]
 
 
 def _store(path: Path, embedder: Any, intro: str, kind: str, fill: list[str]) -> Memory:
@@ -124,7 +116,6 @@ def run(
     rows = []
     with tempfile.TemporaryDirectory() as tmp:
         for i, it in enumerate(picked[:n]):
-            keep = [a.lower() for alt in it["keep"] for a in alt]
             for kind in ("core", "fact"):
                 mem = _store(
                     Path(tmp) / f"a{i}{kind}.db", embedder, it["say"], kind, fills[it["id"]]
@@ -135,7 +126,7 @@ def run(
                     reply = "".join(e.text for e in events if isinstance(e, Token)).strip()
                     if admits_not_knowing(reply):
                         got = "dont_know"
-                    elif any(a in reply.lower() for a in keep):
+                    elif any(found([reply], group) for group in it["keep"]):
                         got = "answered"
                     else:
                         got = "wrong"
@@ -144,9 +135,10 @@ def run(
                         {"id": it["id"], "kind": kind, "ask": q, "reply": reply, "got": got}
                     )
                 mem.close()
-    asked = max(1, min(n, len(picked)) * 3)
+    asked = sum(counts["core"].values())  # each question once per kind
     out["answers"] = {
-        k: {**v, "answered_rate": round(v["answered"] / asked, 3)} for k, v in counts.items()
+        k: {**v, "answered_rate": round(v["answered"] / asked, 3) if asked else None}
+        for k, v in counts.items()
     }
     out["questions_asked"] = asked
     out["model"] = str(model)

@@ -541,17 +541,10 @@ def test_the_owners_own_name_is_found_in_the_labelled_introductions_and_nowhere_
     set, both splits, self_name finds the owner's name in at least 45 of the 51 introductions
     and in at most 2 of the 565 other messages; someone else's name ("Her name's Coco") is
     never the owner's."""
-    import json
-    from pathlib import Path
-
+    from bench.memory_step import load_items
     from core.chat.invention import self_name
 
-    data = Path(__file__).resolve().parent.parent / "bench" / "data"
-    items = [
-        it
-        for f in ("memory_step_en.json", "memory_step_ru.json")
-        for it in json.loads((data / f).read_text(encoding="utf-8"))["items"]
-    ]
+    items = load_items()
     intros = [it["say"] for it in items if it["category"] == "introduction"]
     rest = [it["say"] for it in items if it["category"] != "introduction"]
     assert len(intros) == 51 and len(rest) == 565

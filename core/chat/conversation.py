@@ -180,14 +180,17 @@ class Conversation(ChatSession):
             (window or self.window(ctx)).messages,
         )
 
-    def warm_up(self, ctx: TurnContext, window: Window | None = None) -> None:
+    def warm_up(
+        self, ctx: TurnContext, window: Window | None = None, section: PromptSection | None = None
+    ) -> None:
         """Evaluate the known part of the next prompt now (at start-up, while the owner types),
-        so the first message pays only for itself (``window``: the next turn's, when the caller
-        has read it). Best effort: never raises."""
-        section = None
+        so the first message pays only for itself (``window``: the next turn's, and
+        ``section``: its core part, when the caller has read them). Best effort: never
+        raises."""
         try:
-            if self.config.learning:
+            if section is None and self.config.learning:
                 section = self.memory.prompt_section("", ctx)
+            if section is not None:
                 self._core_read = section.core_text
             self.model.warm_up(
                 self.prefix_messages(ctx, section, window), self.offered_tools(ctx) or None
@@ -203,23 +206,20 @@ class Conversation(ChatSession):
         1164 tokens, 16 s, where 2-3 s is usual. So too when the core part of the system prompt
         changed (the owner's introduction saved as core). Returns whether it warmed up."""
         window = self.window(ctx)
-        core = self._core_text(ctx)
+        # the core part the next turn's system prompt carries, read once for both the test
+        # and the warm-up (a turn that saved the owner's introduction as core changed it)
+        section = None
+        if self.config.learning:
+            try:
+                section = self.memory.prompt_section("", ctx)
+            except Exception:  # noqa: BLE001 - a warm-up is an optimisation, never a failure
+                return False
+        core = section.core_text if section is not None else ""
         if window.start in (self._window_start, self._warmed_start) and core == self._core_read:
             return False  # the same prefix, or read already: the cache (or a snapshot) has it
-        self.warm_up(ctx, window)  # the window read once, not again from the transcript
+        self.warm_up(ctx, window, section)  # read once, not again from the transcript or store
         self._warmed_start = window.start
         return True
-
-    def _core_text(self, ctx: TurnContext) -> str:
-        """The core part of the system prompt the next turn will carry: a turn that saved the
-        owner's introduction as core changed it (:class:`core.chat.memory_writer.MemoryWriter`),
-        and the next turn would read the whole conversation again."""
-        if not self.config.learning:
-            return ""
-        try:
-            return self.memory.prompt_section("", ctx).core_text
-        except Exception:  # noqa: BLE001 - only decides whether to warm up
-            return self._core_read
 
     def offered_tools(self, ctx: TurnContext) -> list[dict[str, Any]]:
         if not self.config.learning or self.structured:

@@ -392,11 +392,11 @@ class MemoryWriter:
         kept_elsewhere = _fragments({i: c for i, c in contents.items() if c is not None})
         # The owner's introduction of themself ("Hi Eva, I'm Callum, 44, I drive trams in
         # Edinburgh.") is kept as core, in every prompt: it answers "What do I do for work?",
-        # "How old am I?", which share no word with it. Measured on bench.companion scenario d
-        # (default model and embedder): recall gave that question the private job hunt, never
-        # the introduction (USE cosine 0.10), and Eva said she did not know. The write moves
-        # the cached system prompt once; the conversation reads the new one while the owner
-        # types (Conversation.warm_up_next).
+        # "How old am I?", which share no word with it. Measured with bench.owner_profile
+        # (default model and embedder, test split): recall brings the introduction to 0.35 of
+        # such questions; 10 introductions x 3 questions were answered 19 of 30 times with it
+        # as core, 8 as a fact. The write moves the cached system prompt once; the
+        # conversation reads the new one while the owner types (Conversation.warm_up_next).
         introduces = self_name(ex.text)
         # What a request to forget names, decided once, before any op runs (an op's forget must
         # not change what the next op is checked against: with the bike forgotten, "Actually
