@@ -417,7 +417,7 @@ _APOSTROPHE = re.compile(r"['’]")
 # "my sister — Vika", "a beagle (Fantik)" and "Дети: Соня и Марк" name someone.
 _SENTENCE_ENDS = frozenset(".!?…\n")
 _OPENING_MARKS = frozenset(" \t\"'«“„‘([-–—*•")
-_NOT_NAMES = frozenset(
+NOT_NAMES = frozenset(
     {
         "eva",
         "ева",
@@ -484,7 +484,7 @@ def names(text: str) -> list[str]:
             rest = rest[:-1]  # a plural's s: "DVDs" is no name
         if (
             not any(ch.islower() for ch in rest)
-            or word.lower() in _NOT_NAMES
+            or word.lower() in NOT_NAMES
             or is_stopword(word.lower())
         ):
             continue  # one letter, an acronym, or a word anyone may capitalise
@@ -502,13 +502,18 @@ def name_stems(content: str) -> list[frozenset[str]]:
     for "Lena"."""
     out: list[frozenset[str]] = []
     for word in names(nfc(content).strip()):
-        low = word.lower().replace("ё", "е")
-        other = transliterate(low)
-        if _CYRILLIC.search(low):  # "Казани": its stem "казан" is "kazan" in Latin letters
-            variants = {low, other, transliterate(stem_token(low))}
-        else:  # "Kazan": a Russian name wears endings ("Казани", "Лены") that its stem drops
-            variants = {low, other, other + "а", other + "ь"}
-        group = frozenset(stem_token(v) for v in variants)
+        group = name_group(word)
         if group not in out:
             out.append(group)
     return out
+
+
+def name_group(word: str) -> frozenset[str]:
+    """A name's stem in both scripts (see :func:`name_stems`)."""
+    low = word.lower().replace("ё", "е")
+    other = transliterate(low)
+    if _CYRILLIC.search(low):  # "Казани": its stem "казан" is "kazan" in Latin letters
+        variants = {low, other, transliterate(stem_token(low))}
+    else:  # "Kazan": a Russian name wears endings ("Казани", "Лены") that its stem drops
+        variants = {low, other, other + "а", other + "ь"}
+    return frozenset(stem_token(v) for v in variants)

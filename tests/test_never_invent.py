@@ -554,3 +554,82 @@ def test_the_owners_own_name_is_found_in_the_labelled_introductions_and_nowhere_
     assert self_name("name's priya, i'm a nurse") == "Priya"
     assert self_name("I got a puppy! Her name's Coco.") is None
     assert self_name("My dog's name is Rex.") is None
+
+
+def test_a_number_of_the_owners_line_is_not_someone_elses_age():
+    """§8.10, issue 26 (bench.companion, unseen scenario e, default model, the introduction core
+    and in every prompt): "Сколько лет Матвею?" with no age of Matvey's in memory got "Матвей 29
+    лет." — 29 is the owner's age. A number given about someone the question names must come
+    from a line about them (their name, a longer form of it, their role)."""
+    from core.chat.invention import misnumbered
+
+    q = "Сколько лет Матвею?"
+    support = f"Я Полина, мне 29, работаю логопедом.\n- Мой парень Матвей — курьер.\n{q}"
+    assert misnumbered("Матвей 29 лет.", support, q) == ["29"]
+    assert made_up("Матвей 29 лет.", support, q) == ["29"]
+    told = support.replace("курьер.", "курьер, ему 31.")
+    assert made_up("Матвею 31 год.", told, q) is None
+    # by role: the son's line, or a line giving the son's name
+    son = "- Марк — мой сын.\n- У сына день рождения 12 мая.\n- Мне 41 год."
+    assert misnumbered("Марку 41 год.", son, "Сколько лет Марку?") == ["41"]
+    assert misnumbered("Your son is 41.", son, "How old is my son?") == ["41"]
+    assert misnumbered("У Марка день рождения 12 мая.", son, "Когда день рождения у Марка?") == []
+    # LoCoMo (dev): "Mel" is Melanie; a day worked out from a dated line is no one's number
+    mel = "How long have Mel and her husband been married?"
+    lines = "- Melanie: 5 years already! Time flies.\n- Caroline: I ran 5 km and 10 more."
+    assert misnumbered("For 5 years.", f"{lines}\n{mel}", mel) == []
+    jon = "When did Jon go to the networking event?"
+    dated = (
+        "- 1 | fact | 21 June 2023 | 3 | Jon: went to a networking event yesterday\n- Gina: 20 bags"
+    )
+    assert misnumbered("On 20 June 2023.", dated, jon) == []
+
+
+def test_numbers_of_the_owners_introduction_are_not_given_to_the_people_of_the_labelled_set():
+    """Issue 26, over the memory-step set (both splits): each introduction holding a number
+    (the owner's age), six other messages of its language that name someone, then "How old is
+    <name>?" answered with the owner's number. At least 95 of the 105 such replies are judged
+    made up (101 measured; the misses name the person in the introduction itself)."""
+    import random
+
+    from bench.memory_step import load_items
+    from core.text import names, numbers
+
+    items = load_items()
+    rng = random.Random(1)
+    intros = [i for i in items if i["category"] == "introduction" and numbers(i["say"])]
+    named = [i for i in items if i["category"] != "introduction" and names(i["say"])]
+    named = [i for i in named if not numbers(i["say"])]
+    caught = total = 0
+    for it in intros:
+        facts = rng.sample([o for o in named if o["lang"] == it["lang"]], 6)
+        support = "\n".join([it["say"]] + [f["say"] for f in facts])
+        age = sorted(numbers(it["say"]))[0]
+        for f in facts[:3]:
+            name = names(f["say"])[0]
+            ru = it["lang"] == "ru"
+            q = f"Сколько лет {name}?" if ru else f"How old is {name}?"
+            reply = f"{name} {age} лет." if ru else f"{name} is {age}."
+            total += 1
+            caught += made_up(reply, f"{support}\n{q}", q) is not None
+    assert total == 105 and caught >= 95
+
+
+def test_a_bare_name_nothing_shown_holds_is_made_up():
+    """§8.10, issue 26 (bench.companion, unseen scenario d, default model): "Как зовут мою жену
+    и откуда она?" with no wife in memory got "Алексей" — a one-word reply, whose only word opens
+    the sentence and so was never read as a name. Over 46 replies of earlier runs to questions
+    asking a name, that was the one such reply naming what nothing shown held."""
+    q = "Как зовут мою жену и откуда она?"
+    support = f"- У меня сын Марк.\n- Наш хорёк Шнурок.\n{q}"
+    assert made_up("Алексей", support, q) is not None
+    assert "alek" in (made_up("Алексей.", support, q) or [])
+    dog = "Как зовут нашего хорька?"
+    assert made_up("Шнурок.", f"- Наш хорёк Шнурок.\n{dog}", dog) is None
+    assert made_up("Shnurok.", f"- Наш хорёк Шнурок.\n{dog}", dog) is None
+    # a question that asks no name: a capitalised first word is any word
+    assert made_up("Минск.", "- Моя жена из Минска.\nОткуда моя жена?", "Откуда моя жена?") is None
+    # the question's own word given back names no one (scenario d: "Как зовут мою маму?" with
+    # "Mum turns 70" in memory got "Мама")
+    mum = "Как зовут мою маму?"
+    assert made_up("Мама", f"- Mum turns 70 in September.\n{mum}", mum) is not None

@@ -12,7 +12,17 @@ from typing import NamedTuple
 
 from core.language import is_question
 from core.sleep.candidates import ROLES, roles
-from core.text import is_stopword, name_stems, names, numbers, stem_token, stems, transliterate
+from core.text import (
+    NOT_NAMES,
+    is_stopword,
+    name_group,
+    name_stems,
+    names,
+    numbers,
+    stem_token,
+    stems,
+    transliterate,
+)
 
 # SPEC §8.10, issue 26: what Eva says about the owner comes from memory, the summaries or the
 # live window. Measured on the default model, for questions nothing remembered answers: "Сколько
@@ -325,6 +335,72 @@ def misattributed(text: str, support: str, question: str, said: str = "") -> lis
     return out
 
 
+def misnumbered(text: str, support: str, question: str) -> list[str]:
+    """The numbers ``text`` gives about someone the ``question`` names (by name, or by role:
+    "How old is Matvey?", "Сколько лет моему сыну?") that only lines about others hold. Seen on
+    an unseen scenario once the owner's introduction was core, in every prompt: "Сколько лет
+    Матвею?" (nobody said) got "Матвей 29 лет." — 29 is the owner's age, from "Я Полина, мне 29".
+    :func:`unsupported` lets such a number pass: the support holds it, on someone else's line.
+
+    A line about the person holds their name or a longer form of it ("Melanie" for "Mel"), the
+    role asked about, a name a line of that role gives (the son's "Марк" for "my son"), or a role
+    a line gives their name. A day of a month the support names is a date worked out, not a
+    number of theirs (:func:`_days_of_shown_months`). A question that names nobody the support
+    holds is left to the other signs. Measured on LoCoMo's 760 dev questions with evidence, the
+    gold answer as the reply and the evidence plus 15 other turns of the conversation as the
+    support: 0 flagged."""
+    rest = support.replace(question, " ")
+    lines = [line for line in rest.splitlines() if line.strip()]
+    line_stems = [_support_stems(line) for line in lines]
+
+    def holds(i: int, group: frozenset[str]) -> bool:
+        return bool(group & line_stems[i]) or any(
+            len(g) >= 3 and w.startswith(g) for g in group for w in line_stems[i]
+        )
+
+    people = [g for g in name_stems(question) if any(holds(i, g) for i in range(len(lines)))]
+    asked = _named_roles(question)
+    if asked:  # the names the lines of that role give
+        for line in lines:
+            if _named_roles(line) & asked:
+                people += name_stems(line)
+    if not people and not asked:
+        return []
+    mentions = [i for i in range(len(lines)) if any(holds(i, g) for g in people)]
+    # the roles the named person's lines give them: "Марк — мой сын" makes the son's lines theirs
+    asked |= {r for i in mentions for r in _named_roles(lines[i])}
+    about = set(mentions) | {i for i, line in enumerate(lines) if _named_roles(line) & asked}
+    if not about:
+        return []  # nothing shown is about them: missing_roles and unsupported speak
+    theirs = set().union(*(numbers(lines[i]) for i in about))
+    days = _days_of_shown_months(text, rest)
+    return sorted(
+        n
+        for n in numbers(text) & numbers(rest)
+        if n not in theirs and re.sub(r"\D", "", n) not in days
+    )
+
+
+# a question asking what someone or something is called (closed words of both languages)
+_ASKS_NAME = re.compile(r"\bnamed?\b|\bcalled\b|зовут|\bимя\b|\bимени\b|кличк|называ", re.I)
+_BARE = re.compile(r"^[\W_]*((?:[A-ZА-ЯЁ][\w'’-]*\s*){1,3})[.!…]*\s*$")
+
+
+def bare_names(text: str, question: str) -> list[frozenset[str]]:
+    """The name a bare answer to "what is … called?" gives: a first sentence of one to three
+    capitalised words ("Алексей.", "Anna Petrova."), which :func:`core.text.names` never reads
+    (a sentence's first word may be any word). Seen on an unseen scenario (default model):
+    "Как зовут мою жену и откуда она?" with no wife in memory got "Алексей" — passed as naming
+    nothing."""
+    if not _ASKS_NAME.search(question):
+        return []
+    m = _BARE.match(text)
+    if not m:
+        return []
+    words = [w for w in m.group(1).split() if not is_stopword(w.lower())]
+    return [name_group(w) for w in words if w.lower() not in NOT_NAMES]
+
+
 def _named_roles(text: str) -> set[str]:
     """The roles ``text`` names, with the roles they cover (a son names a child)."""
     named = set(roles(text))
@@ -342,7 +418,11 @@ def made_up(text: str, support: str, question: str = "", said: str = "") -> list
         return None
     claims = unsupported(text, support)
     if question:
+        # the question's own word given back names no one ("Как зовут мою маму?" → "Мама")
+        known = _support_stems(support.replace(question, " "))
+        claims += [min(g) for g in bare_names(text, question) if not g & known]
         claims += missing_roles(question, support) + misattributed(text, support, question, said)
+        claims += misnumbered(text, support, question)
     return claims if claims or speaks_as_owner(text) else None
 
 
