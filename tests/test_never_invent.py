@@ -633,3 +633,6 @@ def test_a_bare_name_nothing_shown_holds_is_made_up():
     # "Mum turns 70" in memory got "Мама")
     mum = "Как зовут мою маму?"
     assert made_up("Мама", f"- Mum turns 70 in September.\n{mum}", mum) is not None
+    ferret = "Как зовут нашего хорька?"
+    shown = f"- We have a ferret called Shnurok.\n{ferret}"
+    assert made_up("Хорька Shnurok.", shown, ferret) is None

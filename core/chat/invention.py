@@ -401,6 +401,19 @@ def bare_names(text: str, question: str) -> list[frozenset[str]]:
     return [name_group(w) for w in words if w.lower() not in NOT_NAMES]
 
 
+def _bare_claims(text: str, support: str, question: str) -> list[str]:
+    """The names of a bare answer (:func:`bare_names`) nothing shown holds. The question's own
+    words are no name ("Как зовут нашего хорька?" → "Хорька Shnurok." names Shnurok), unless they
+    are all the answer has: "Как зовут мою маму?" → "Мама" (scenario d) names no one."""
+    groups = bare_names(text, question)
+    asked = _support_stems(question)
+    given = [g for g in groups if not g & asked]
+    if not given:
+        return [min(g) for g in groups]
+    known = _support_stems(support)
+    return [min(g) for g in given if not g & known]
+
+
 def _named_roles(text: str) -> set[str]:
     """The roles ``text`` names, with the roles they cover (a son names a child)."""
     named = set(roles(text))
@@ -418,9 +431,7 @@ def made_up(text: str, support: str, question: str = "", said: str = "") -> list
         return None
     claims = unsupported(text, support)
     if question:
-        # the question's own word given back names no one ("Как зовут мою маму?" → "Мама")
-        known = _support_stems(support.replace(question, " "))
-        claims += [min(g) for g in bare_names(text, question) if not g & known]
+        claims += _bare_claims(text, support, question)
         claims += missing_roles(question, support) + misattributed(text, support, question, said)
         claims += misnumbered(text, support, question)
     return claims if claims or speaks_as_owner(text) else None
