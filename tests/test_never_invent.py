@@ -144,10 +144,11 @@ def test_the_guard_helpers():
 
 def test_asked_again_a_reply_only_in_the_wrong_voice_is_shown_not_thrown_away(mem):
     """An answer whose facts are the memory's is not replaced by "I don't know" for its voice
-    alone ("Я архитектор." to "Кем я работаю?" twice: shown, not lost)."""
+    alone ("Я архитектор." to "Кем я работаю?" after an invented first try: said to the owner,
+    not lost)."""
     mem.save("Я Марина, по профессии архитектор.", OWNER_TRUSTED, kind="core")
     llm = ScriptedLLM([["Я архитектор, проектирую школы."], ["Я архитектор."]], plans=[])
-    assert run(Conversation(mem, llm), "Кем я работаю?") == "Я архитектор."
+    assert run(Conversation(mem, llm), "Кем я работаю?") == "Ты архитектор."
     assert len(llm.calls) == 2
 
 
@@ -524,7 +525,21 @@ def test_a_made_up_fact_in_the_owners_voice_is_still_asked_again(mem):
         ("My wife Alesya is from Minsk.", "Your wife Alesya is from Minsk."),
         ("I’m 44 and I drive trams.", "You’re 44 and you drive trams."),
         ("I remember that I am learning Dutch.", "I remember that you are learning Dutch."),
-        ("Я работаю на радио.", None),
+        # Russian: pronouns, and a regular present tense verb right after "я" (scenario e,
+        # default model: "Кем я работаю?" got "Я работаю логопедом в детском саду.")
+        ("Я работаю логопедом в детском саду.", "Ты работаешь логопедом в детском саду."),
+        ("Мне 29 лет, у меня аллергия на арахис.", "Тебе 29 лет, у тебя аллергия на арахис."),
+        (
+            "Я занимаюсь дзюдо, моя жена Alesya тоже.",
+            "Ты занимаешься дзюдо, твоя жена Alesya тоже.",
+        ),
+        ("Я работала в банке.", "Ты работала в банке."),
+        # a verb whose form would be a guess leaves the text unturned
+        ("Я живу в Калининграде.", None),
+        ("Я очень люблю маму.", None),
+        ("Я новую машину купила.", None),
+        ("Я не ем свинину.", None),
+        ("Я учитель, живу в Туле.", None),
         ("Your dog is Rocket.", None),
     ],
 )

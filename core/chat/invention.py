@@ -134,7 +134,7 @@ def speaks_as_owner(text: str) -> bool:
 # (default model): "Which football team do I support?" was answered with the memory itself,
 # "Hibs are my team, I've had a season ticket at Easter Road for fifteen years." — every fact
 # the memory's, only the voice Eva's — so it was held as invented, and the retry said "I don't
-# know". Russian is left alone: its verbs change with the person ("я ищу" / "ты ищешь").
+# know". Russian verbs change with the person ("я ищу" / "ты ищешь"): see _TO_SECOND_RU.
 _TO_SECOND = {
     "i": "you",
     "me": "you",
@@ -151,13 +151,95 @@ _EN_WORD = re.compile(r"[A-Za-z]+(?:['\u2019][A-Za-z]+)?")
 _CYRILLIC = re.compile("[а-яёА-ЯЁ]")
 
 
+# Russian: the first person singular's closed word class in the second ("ты": Eva's own "Расскажешь?"),
+# and a present tense verb right after "я" only where its ending tells its conjugation (the
+# regular first conjugation: "работаю" → "работаешь", "рисую" → "рисуешь", "занимаюсь" →
+# "занимаешься"). Any other such verb ("живу", "люблю", "хожу") leaves the text unturned: it
+# would be guessed. The past tense and a noun need nothing ("я работала", "я учитель").
+_TO_SECOND_RU = {
+    "я": "ты",
+    "меня": "тебя",
+    "мне": "тебе",
+    "мной": "тобой",
+    "мною": "тобою",
+    "мой": "твой",
+    "моя": "твоя",
+    "моё": "твоё",
+    "мое": "твое",
+    "мои": "твои",
+    "моего": "твоего",
+    "моей": "твоей",
+    "моему": "твоему",
+    "моим": "твоим",
+    "моих": "твоих",
+    "мою": "твою",
+    "моём": "твоём",
+    "моем": "твоем",
+    "моими": "твоими",
+}
+_RU_WORD = re.compile(r"[а-яёА-ЯЁ]+(?:-[а-яёА-ЯЁ]+)?")
+# "-ую" is left out: "рисую" is a verb, "новую" an adjective
+_RU_PRESENT = re.compile(r"(?<=[а-яё]{2})(аю|яю|ею)(сь)?$")
+_RU_IRREGULAR = re.compile(r"(ем|дам)$")  # "я не ем", "я продам": есть, дать
+_RU_FIRST_PRESENT = re.compile(r"[а-яё]{2}(у|ю)(сь)?$")
+# before a noun in -у/-ю ("в детском саду", "на работу"): a preposition, or an adjective's ending
+_RU_PREPOSITIONS = frozenset(
+    ("в", "во", "на", "по", "за", "про", "через", "под", "к", "ко", "у", "о", "об", "при", "с")
+    + ("со", "из", "от", "до")
+)
+_RU_ADJECTIVE = re.compile(r"(ом|ем|ую|юю|ого|его|ому|ему)$")  # "-ой" is a noun's too: "зимой"
+
+
+def _addressed_ru(text: str) -> str | None:
+    """A Russian ``text`` in the owner's voice said to the owner ("Я работаю логопедом в детском
+    саду." → "Ты работаешь логопедом в детском саду."), or None when a verb's form would be a
+    guess: a word that may be a first person verb ("-у", "-ю", "-усь") that is not a regular
+    verb right after "я" (or one word later: "я тоже играю"), and not a noun after a
+    preposition or an adjective ("живу в Химках", "лечусь", "Я очень люблю")."""
+    out: list[str] = []
+    at = 0
+    since_ya = -1  # words since "я" (-1: none yet)
+    prev = ""
+    for m in _RU_WORD.finditer(text):
+        word = m.group(0)
+        low = word.lower()
+        new = _TO_SECOND_RU.get(low)
+        if new is None and _RU_FIRST_PRESENT.search(low):
+            verb = _RU_PRESENT.search(low)
+            if verb and since_ya in (0, 1):
+                new = (
+                    low[: verb.start()] + verb.group(1)[0] + "ешь" + ("ся" if verb.group(2) else "")
+                )
+            elif not (prev in _RU_PREPOSITIONS or _RU_ADJECTIVE.search(prev)):
+                return None
+        elif since_ya in (0, 1) and _RU_IRREGULAR.search(low):
+            return None
+        since_ya = 0 if low == "я" else since_ya + 1 if since_ya >= 0 else -1
+        prev = low
+        if new is None:
+            continue
+        if word[0].isupper():
+            new = new[0].upper() + new[1:]
+        out.append(text[at : m.start()] + new)
+        at = m.end()
+    out.append(text[at:])
+    return "".join(out)
+
+
 def addressed(text: str) -> str | None:
-    """An English ``text`` in the owner's voice (:func:`speaks_as_owner`) said to the owner:
-    "Hibs are my team, I've had a season ticket…" → "Hibs are your team, you've had a season
-    ticket…". An opening that reports Eva's memory stays hers ("I remember that I…" → "I remember
-    that you…"). None for any other text (Russian, or not in the first person)."""
-    if _CYRILLIC.search(text) or not speaks_as_owner(text):
+    """A ``text`` in the owner's voice (:func:`speaks_as_owner`) said to the owner: "Hibs are my
+    team, I've had a season ticket…" → "Hibs are your team, you've had a season ticket…", "Я
+    работаю логопедом в детском саду." → "Ты работаешь логопедом в детском саду.". An opening
+    that reports Eva's memory stays hers ("I remember that I…" → "I remember that you…"). None
+    for any other text (not in the first person, or a Russian verb whose form would be a guess:
+    :func:`_addressed_ru`)."""
+    if not speaks_as_owner(text):
         return None
+    if _CYRILLIC.search(text):
+        report = _REPORTS.match(text.strip())
+        head = report.group(0) if report else ""
+        turned = _addressed_ru(text.strip()[len(head) :])
+        return None if turned is None else head + turned
     text = text.strip()
     report = _REPORTS.match(text)
     out: list[str] = []
