@@ -651,3 +651,15 @@ def test_a_bare_name_nothing_shown_holds_is_made_up():
     ferret = "Как зовут нашего хорька?"
     shown = f"- We have a ferret called Shnurok.\n{ferret}"
     assert made_up("Хорька Shnurok.", shown, ferret) is None
+
+
+def test_a_place_the_memory_holds_in_the_other_script_is_no_invention():
+    """SPEC §8.10 (issue 26): a name the memory holds in the other script is no invention, even
+    where its stems do not meet letter by letter ("Норвегии" and "Norway"); a place it does not
+    hold still is."""
+    shown = "Я живу в Норвегии с 2019 года. Сестра Анна живёт в Чикаго."
+    assert unsupported("You have lived in Norway since 2019.", shown) == []
+    assert unsupported("Your sister Anna lives in Chicago.", shown) == []
+    assert unsupported("You have lived in Sweden since 2019.", shown) == ["sweden"]
+    assert unsupported("Ты живёшь в Осло.", "I live in Oslo.") == []
+    assert unsupported("Ты живёшь в Берлине.", "I live in Oslo.") == ["berlin"]

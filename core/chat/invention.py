@@ -18,7 +18,9 @@ from core.text import (
     name_group,
     name_stems,
     names,
+    nfc,
     numbers,
+    sound_key,
     stem_token,
     stems,
     transliterate,
@@ -344,9 +346,41 @@ def unsupported(text: str, support: str) -> list[str]:
     days = _days_of_shown_months(text, support)
     out = sorted(n for n in numbers(text) - numbers(support) if re.sub(r"\D", "", n) not in days)
     known = _support_stems(support) | _spelled_out(text, support)
-    for group in name_stems(text):
-        if not group & known:
+    sounds: dict[bool, set[str]] | None = None
+    for word, group in _name_words(text):
+        if group & known:
+            continue
+        if sounds is None:  # read once, and only when a name is not found by its stem
+            sounds = _sound_keys(support)
+        # a name the support holds in the other script, spelled as it sounds ("Norway" for
+        # "Норвегии", whose stems do not meet letter by letter)
+        if sound_key(word) not in sounds[not _is_cyrillic(word)]:
             out.append(min(group))
+    return out
+
+
+def _is_cyrillic(word: str) -> bool:
+    return any("а" <= ch <= "я" or ch == "ё" for ch in word.lower())
+
+
+def _sound_keys(support: str) -> dict[bool, set[str]]:
+    """The :func:`~core.text.sound_key` of every word of four letters or more the support
+    holds, by script (True: Cyrillic)."""
+    out: dict[bool, set[str]] = {True: set(), False: set()}
+    for w in re.findall(r"[^\W\d_]{4,}", support):
+        out[_is_cyrillic(w)].add(sound_key(w))
+    return out
+
+
+def _name_words(text: str) -> list[tuple[str, frozenset[str]]]:
+    """Each name of ``text`` (:func:`~core.text.names`) once, with its stem group."""
+    out: list[tuple[str, frozenset[str]]] = []
+    seen: set[frozenset[str]] = set()
+    for word in names(nfc(text).strip()):
+        group = name_group(word)
+        if group not in seen:
+            seen.add(group)
+            out.append((word, group))
     return out
 
 
