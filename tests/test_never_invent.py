@@ -663,3 +663,14 @@ def test_a_place_the_memory_holds_in_the_other_script_is_no_invention():
     assert unsupported("You have lived in Sweden since 2019.", shown) == ["sweden"]
     assert unsupported("Ты живёшь в Осло.", "I live in Oslo.") == []
     assert unsupported("Ты живёшь в Берлине.", "I live in Oslo.") == ["berlin"]
+
+
+def test_a_memory_lines_age_and_id_are_no_fact_about_the_owner(mem, clock):
+    """§8.10: what the memory section says about its records (id, kind, how long ago, importance)
+    is no support for a number about the owner. Measured on the default model: "How old am I?"
+    with no age in memory got "You are 3 days old." from a line said 3 days before, and it was
+    shown. The day a line was said stays a support (a date worked out from it)."""
+    mem.save("I moved to Kazan and work as a vet.", OWNER_TRUSTED, kind="core", importance=3)
+    clock.advance(3 * 86_400 + 60)
+    llm = ScriptedLLM([["You are 3 days old."], ["You are 3 years old."]], plans=[])
+    assert run(Conversation(mem, llm), "How old am I?") == DONT_KNOW["en"]

@@ -135,10 +135,11 @@ def support(
 ) -> str:
     """Never invent (§8.10): everything this turn was shown about the owner, which is what Eva
     may say about the owner — the memory section, the summaries, the reminder, the owner's
-    messages in the window and this one."""
+    messages in the window and this one. Of the memory section, only what its lines say
+    (:func:`~core.memory.prompt_section.said_text`)."""
     return "\n".join(
         [
-            section.text if section else "",
+            ps.said_text(section.text) if section else "",
             summary,
             reminder.content if reminder is not None else "",
             *(m.content for m in window if m.role == "user"),

@@ -14,6 +14,7 @@ withheld-private footnote) goes close to the end of the prompt, next to the user
 
 from __future__ import annotations
 
+import re
 import time
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -87,6 +88,27 @@ def line(r: Record, now: float, coarse: bool = False, mark: str = "", dated: boo
     ``dated``: the age carries the day (:func:`dated_age`), for the recalled part."""
     age = dated_age(r.updated_at, now) if dated else human_age(now - r.updated_at, coarse)
     return f"{mark}{r.id} | {r.kind.value} | {age} | {r.importance} | {escaped(r.content)}"
+
+
+# a record line's columns before the content: id, kind, age (with its day when dated), importance
+_LINE_COLUMNS = re.compile(r"^#?\d+ \| [a-z_]+ \| ([^|]*) \| \d+ \| ", re.MULTILINE)
+
+
+def said_text(text: str) -> str:
+    """What the memory section says about the owner, without what the section says about its
+    records: each line's content, after the day it was said when the line carries one ("29 Nov
+    2026 Я живу в Казани"); the id, kind, relative age and importance columns, the column line and
+    the notice of records left out go. Never invent (§8.10) takes a number of the reply from
+    what was shown about the owner, and "How old am I?" answered "You are 3 days old." passed on
+    the age column "3d" of a record said three days before."""
+
+    def keep(m: re.Match[str]) -> str:
+        _, _, day = m.group(1).partition(", ")
+        return f"{day} " if day else ""
+
+    out = _LINE_COLUMNS.sub(keep, text)
+    drop = (COLUMNS, "Note: ")
+    return "\n".join(ln for ln in out.splitlines() if not ln.startswith(drop))
 
 
 def core_priority(r: Record) -> tuple:
