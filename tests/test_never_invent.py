@@ -674,3 +674,43 @@ def test_a_memory_lines_age_and_id_are_no_fact_about_the_owner(mem, clock):
     clock.advance(3 * 86_400 + 60)
     llm = ScriptedLLM([["You are 3 days old."], ["You are 3 years old."]], plans=[])
     assert run(Conversation(mem, llm), "How old am I?") == DONT_KNOW["en"]
+
+
+def test_a_line_about_the_owners_husband_is_not_the_owners_own_life(mem):
+    """§8.10, measured on bench.owner_profile dev with the default model: "Кем я работаю?" with
+    the owner's job nowhere in memory got "Ты работаешь на севере вахтами…" — the husband's
+    line, "Муж у меня работает на севере вахтами…", told as the owner's. It is not shown, and
+    she asks again."""
+    mem.save(
+        "Муж у меня работает на севере вахтами, месяц там месяц дома.", OWNER_TRUSTED, kind="core"
+    )
+    llm = ScriptedLLM(
+        [["Ты работаешь на севере вахтами, месяц там месяц дома."], HONEST_RU], plans=[]
+    )
+    assert run(Conversation(mem, llm), "Кем я работаю?") == "".join(HONEST_RU)
+    assert len(llm.calls) == 2
+
+
+@pytest.mark.parametrize(
+    ("reply", "support", "question"),
+    [
+        # the husband's line told of the husband is no claim about the owner
+        ("Муж у тебя работает на севере.", "Муж у меня работает на севере.", "Кем я работаю?"),
+        # a line about the owner as well as someone else
+        ("You study at uni.", "My son studies at school, and I study at uni.", "What do I study?"),
+        # a question about the husband himself
+        ("Он работает на севере.", "Муж у меня работает на севере.", "Где работает мой муж?"),
+        # a line that opens on a role with another verb
+        ("Тебе подарили машину.", "Мама с папой подарили мне машину.", "Что мне подарили?"),
+        ("You live in Riga.", "I live in Riga. My sister works in Oslo.", "Where do I live?"),
+    ],
+)
+def test_the_owners_own_life_and_others_lines_told_of_them_stand(reply, support, question):
+    """§8.10: only a line whose subject is someone else, retold with "you" and its own verb,
+    is someone else's life told as the owner's."""
+    from core.chat.invention import someone_elses_life
+
+    assert someone_elses_life(reply, support, question) == []
+    assert someone_elses_life(
+        "You work in Oslo.", support + "\nMy sister works in Oslo.", "What do I do?"
+    ) == ["sister"]

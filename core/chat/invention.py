@@ -536,6 +536,54 @@ def _named_roles(text: str) -> set[str]:
     return named | {role for role, parts in _ROLE_COVERS.items() if named & parts}
 
 
+# a reply that opens on "you" and a verb ("Ты работаешь на севере вахтами…"), and a line of the
+# support whose subject is someone of the owner's by role, with the same verb right after ("Муж у
+# меня работает на севере вахтами…"); the line may open with its day, a possessive and "у меня"
+_YOU_VERB = re.compile(r"^\W*(?:ты|вы|you)\s+([^\W\d_]+)", re.IGNORECASE)
+_LINE_DAY = re.compile(r"^\d{1,2} [A-Z][a-z]{2} \d{4} ")
+_LINE_OPENING = re.compile(
+    r"^(?:(?:my|our|мой|моя|моё|мое|мои|наш|наша|наше|наши)\s+)?(\w+)"
+    r"(?:\s+(?:у меня|у нас|of mine))?\s+([^\W\d_]+)",
+    re.IGNORECASE,
+)
+
+
+_OWNER_TOO = frozenset({"i", "i'm", "me", "я", "мне", "меня", "мной"})
+
+
+def _same_verb(a: str, b: str) -> bool:
+    sa, sb = stem_token(a.lower().replace("ё", "е")), stem_token(b.lower().replace("ё", "е"))
+    n = 0
+    while n < min(len(sa), len(sb)) and sa[n] == sb[n]:
+        n += 1
+    return n >= 3 and n >= min(4, len(sa), len(sb))
+
+
+def someone_elses_life(text: str, support: str, question: str) -> list[str]:
+    """The roles whose line a reply to a question about the owner alone retells as the owner's:
+    asked "Кем я работаю?", the default model answered "Ты работаешь на севере вахтами…" from
+    "Муж у меня работает на севере вахтами…" (bench.owner_profile dev: 3 of 60 answers). The
+    reply opens on "you" and a verb and names no role; a line of the support opens on a role
+    (:data:`~core.sleep.candidates.ROLES`) followed by the same verb. Closed word classes, not
+    a list of facts."""
+    if roles(question) or _ours_in(question) or not _words(question) & _FIRST_PERSON:
+        return []
+    m = _YOU_VERB.match(text)
+    if m is None or roles(text):
+        return []
+    verb = m.group(1)
+    out = []
+    for line in support.splitlines():
+        said = _LINE_DAY.sub("", line.strip())
+        opening = _LINE_OPENING.match(said)
+        if opening is None or not _same_verb(verb, opening.group(2)):
+            continue
+        if _words(said[opening.end() :]) & _OWNER_TOO:
+            continue  # the owner is in the line too ("My son studies at school, I study at uni")
+        out += [name for name, rx in ROLES if rx.fullmatch(opening.group(1))]
+    return sorted(set(out))
+
+
 def made_up(text: str, support: str, question: str = "", said: str = "") -> list[str] | None:
     """What a reply (its first sentence) to a question about the owner made up, or None when it
     invents nothing: it admits nothing and states unsupported numbers or names, answers about
@@ -550,6 +598,7 @@ def made_up(text: str, support: str, question: str = "", said: str = "") -> list
         claims += _bare_claims(text, support, question)
         claims += missing_roles(question, support) + misattributed(text, support, question, said)
         claims += misnumbered(text, support, question)
+        claims += someone_elses_life(text, support, question)
     return claims if claims or speaks_as_owner(text) else None
 
 
