@@ -340,6 +340,8 @@ def test_someone_elses_partner_is_not_the_owners_boyfriend():
     assert roles("My girlfriend Ann is a nurse.") == {"partner"}
     assert misattributed("Liza's husband is Matvey.", support, q) == ["matvey"]
     assert invents("Liza's husband is Matvey.", support, q)
+    # spelled as it sounds, not as it transliterates (the same scenario, a later run)
+    assert misattributed("Liza's husband is Matvay.", support, q) == ["matvay"]
     # the owner's own partner, asked for by that role, is the answer
     assert not invents("Your boyfriend is Matvey.", support, "Как зовут моего парня?")
     assert not invents("Matvey is a welder now.", support, "What does Matvey do now?")
@@ -714,3 +716,17 @@ def test_the_owners_own_life_and_others_lines_told_of_them_stand(reply, support,
     assert someone_elses_life(
         "You work in Oslo.", support + "\nMy sister works in Oslo.", "What do I do?"
     ) == ["sister"]
+
+
+def test_a_question_given_back_with_the_person_turned_is_asked_again(mem):
+    """§8.10, measured on an unseen scenario (d) with the default model: "Как зовут мою маму?"
+    (memory holds the mother's party, not her name) got "Ваша мама." — the question given back,
+    which names no one — and it was shown. It is an echo: not shown, and asked again."""
+    mem.save("Mum's 70th birthday party is on the 5th of September.", OWNER_TRUSTED, kind="core")
+    llm = ScriptedLLM([["Ваша мама."], HONEST_RU], plans=[])
+    assert run(Conversation(mem, llm), "Как зовут мою маму?") == "".join(HONEST_RU)
+    assert len(llm.calls) == 2
+    # an answer names something; an admission, and a choice the question offered, stand
+    judge = ReplyJudge("Как зовут мою маму?", "ru")
+    assert not judge.echoes("Твою маму зовут Анна.") and not judge.echoes("Я не знаю.")
+    assert not ReplyJudge("Who is older, Anna or Maria?", "en").echoes("Anna.")

@@ -46,6 +46,8 @@ _SECOND_TEXT = (
 )
 _FIRST_PERSON = frozenset(_FIRST_TEXT.split())  # closed word classes, not a list of facts
 _SECOND_PERSON = frozenset(_SECOND_TEXT.split())
+# "my" and "your": whose, never what (the contracted forms aside: "ill" and "id" are words)
+PERSONAL = frozenset(w for w in _FIRST_PERSON | _SECOND_PERSON if "'" not in w)
 # The first person plural of the owner's message is the owner's household ("Как зовут нашу
 # собаку?", "When is our trip to Sochi?"): Eva has none. Seen on an unseen scenario: "Что мы
 # сейчас ремонтируем дома?" was not taken for a question about the owner, and "Моя жена Alesya…
@@ -441,10 +443,18 @@ def misattributed(text: str, support: str, question: str, said: str = "") -> lis
         return []
     shown = f"{support.replace(question, ' ')}\n{said}"
     # each line's stems and the roles it names, read once for every name of the reply
-    lines = [(_support_stems(line), _named_roles(line)) for line in shown.splitlines()]
+    lines = [
+        (_support_stems(line), _sound_keys(line), _named_roles(line)) for line in shown.splitlines()
+    ]
     out = []
-    for group in name_stems(text):
-        held_with = [named for stems, named in lines if group & stems]
+    for word, group in _name_words(text):
+        # a line holds the name by its stem, or in the other script as it sounds ("Matvay" for
+        # "Матвей", as :func:`unsupported` reads it: seen on scenario e, "Liza's husband is
+        # Matvay." — the owner's boyfriend)
+        key, cyrillic = sound_key(word), _is_cyrillic(word)
+        held_with = [
+            named for stems, keys, named in lines if group & stems or key in keys[not cyrillic]
+        ]
         # some line gives it a role, and none the role asked about
         if any(held_with) and not any(named & asked for named in held_with):
             out.append(min(group))
