@@ -342,6 +342,9 @@ def test_someone_elses_partner_is_not_the_owners_boyfriend():
     assert invents("Liza's husband is Matvey.", support, q)
     # spelled as it sounds, not as it transliterates (the same scenario, a later run)
     assert misattributed("Liza's husband is Matvay.", support, q) == ["matvay"]
+    # a bare answer names him too (scenario e, a later run: "Matvey.")
+    assert misattributed("Matvey.", support, q) == ["matvey"]
+    assert misattributed("Liza's husband is Anna Matvey.", support, q) == ["matvey"]
     # the owner's own partner, asked for by that role, is the answer
     assert not invents("Your boyfriend is Matvey.", support, "Как зовут моего парня?")
     assert not invents("Matvey is a welder now.", support, "What does Matvey do now?")

@@ -447,7 +447,11 @@ def misattributed(text: str, support: str, question: str, said: str = "") -> lis
         (_support_stems(line), _sound_keys(line), _named_roles(line)) for line in shown.splitlines()
     ]
     out = []
-    for word, group in _name_words(text):
+    given = _name_words(text)
+    # a bare answer's name too ("Matvey." for "What's Liza's husband called?", scenario e)
+    groups = {g for _, g in given}
+    given += [(w, g) for w in _bare_words(text, question) if (g := name_group(w)) not in groups]
+    for word, group in given:
         # a line holds the name by its stem, or in the other script as it sounds ("Matvay" for
         # "Матвей", as :func:`unsupported` reads it: seen on scenario e, "Liza's husband is
         # Matvay." — the owner's boyfriend)
@@ -518,13 +522,18 @@ def bare_names(text: str, question: str) -> list[frozenset[str]]:
     (a sentence's first word may be any word). Seen on an unseen scenario (default model):
     "Как зовут мою жену и откуда она?" with no wife in memory got "Алексей" — passed as naming
     nothing."""
+    return [name_group(w) for w in _bare_words(text, question)]
+
+
+def _bare_words(text: str, question: str) -> list[str]:
+    """The words of a bare answer to a name question (:func:`bare_names`)."""
     if not _ASKS_NAME.search(question):
         return []
     m = _BARE.match(text)
     if not m:
         return []
     words = [w for w in m.group(1).split() if not is_stopword(w.lower())]
-    return [name_group(w) for w in words if w.lower() not in NOT_NAMES]
+    return [w for w in words if w.lower() not in NOT_NAMES]
 
 
 def _bare_claims(text: str, support: str, question: str) -> list[str]:
