@@ -733,3 +733,21 @@ def test_a_question_given_back_with_the_person_turned_is_asked_again(mem):
     judge = ReplyJudge("Как зовут мою маму?", "ru")
     assert not judge.echoes("Твою маму зовут Анна.") and not judge.echoes("Я не знаю.")
     assert not ReplyJudge("Who is older, Anna or Maria?", "en").echoes("Anna.")
+
+
+def test_an_age_said_in_words_that_nobody_told_is_made_up(mem):
+    """§8.10, measured on an unseen scenario (e) with the default model: "Сколько лет Матвею?"
+    (nobody said) got "Два года." and it was shown — the number checks read digits only. An
+    age said in words is read as a number; one the memory holds, in words or digits, stands."""
+    from core.chat.invention import worded_numbers
+
+    mem.save("Мой парень Матвей — курьер, целыми днями на велосипеде.", OWNER_TRUSTED, kind="core")
+    llm = ScriptedLLM([["Два года."], HONEST_RU], plans=[])
+    assert run(Conversation(mem, llm), "Сколько лет Матвею?") == "".join(HONEST_RU)
+    assert worded_numbers("Тебе двадцать девять.", "Я Полина, мне 29.", "Сколько мне лет?") == []
+    assert worded_numbers("Isla is six.", "Isla turned six in May.", "How old is Isla?") == []
+    assert worded_numbers("Isla is six.", "Isla got a yellow belt.", "How old is Isla?") == ["6"]
+    # a count worked out over several lines is not judged by its words (LoCoMo: "Four" hikes)
+    assert (
+        worded_numbers("Four.", "Joanna went hiking.", "How many hikes has Joanna been on?") == []
+    )

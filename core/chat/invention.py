@@ -511,6 +511,80 @@ def misnumbered(text: str, support: str, question: str) -> list[str]:
     )
 
 
+# A number said in words, in an answer to a question asking how old someone is
+# (scenario e, default model: "Сколько лет Матвею?", nobody said, got "Два года." and it passed:
+# the number checks read digits). Closed word classes: the numbers from two to twenty and the
+# tens, in both languages and the Russian cases; "one" is left out ("one of my friends").
+_ASKS_AGE = re.compile(
+    r"\bhow old\b|\bwhat age\b|\bскольк\w*\s+(\w+\s+)?(лет|годик)|\bвозраст", re.I
+)
+_NUMBER_WORDS = {
+    v: n
+    for n, forms in (
+        (2, "two два две двух двум двумя"),
+        (3, "three три трёх трех трём трем тремя"),
+        (4, "four четыре четырёх четырех четырём четырем четырьмя"),
+        (5, "five пять пяти пятью"),
+        (6, "six шесть шести шестью"),
+        (7, "seven семь семи семью"),
+        (8, "eight восемь восьми восемью"),
+        (9, "nine девять девяти девятью"),
+        (10, "ten десять десяти десятью"),
+        (11, "eleven одиннадцать одиннадцати"),
+        (12, "twelve двенадцать двенадцати"),
+        (13, "thirteen тринадцать тринадцати"),
+        (14, "fourteen четырнадцать четырнадцати"),
+        (15, "fifteen пятнадцать пятнадцати"),
+        (16, "sixteen шестнадцать шестнадцати"),
+        (17, "seventeen семнадцать семнадцати"),
+        (18, "eighteen восемнадцать восемнадцати"),
+        (19, "nineteen девятнадцать девятнадцати"),
+        (20, "twenty двадцать двадцати"),
+        (30, "thirty тридцать тридцати"),
+        (40, "forty сорок сорока"),
+        (50, "fifty пятьдесят пятидесяти"),
+        (60, "sixty шестьдесят шестидесяти"),
+        (70, "seventy семьдесят семидесяти"),
+        (80, "eighty восемьдесят восьмидесяти"),
+        (90, "ninety девяносто девяноста"),
+    )
+    for v in forms.split()
+}
+
+
+def _said_numbers(text: str) -> set[str]:
+    """The numbers of ``text``, in digits or in words (:data:`_NUMBER_WORDS`), as digits."""
+    out = {re.sub(r"\D", "", n) for n in numbers(text)}
+    return (out | _worded(text)) - {""}
+
+
+def _worded(text: str) -> set[str]:
+    """The numbers ``text`` says in words, a ten and a unit read as one ("двадцать девять")."""
+    words = re.findall(r"[^\W\d_]+", text.lower().replace("ё", "е"))
+    values = [_NUMBER_WORDS.get(w) for w in words]
+    out: set[str] = set()
+    i = 0
+    while i < len(values):
+        v = values[i]
+        if v is not None:
+            nxt = values[i + 1] if i + 1 < len(values) else None
+            if v >= 20 and nxt is not None and nxt < 10:
+                v, i = v + nxt, i + 1
+            out.add(str(v))
+        i += 1
+    return out
+
+
+def worded_numbers(text: str, support: str, question: str) -> list[str]:
+    """The numbers a reply to a "how old" question says in words that nothing shown holds, in
+    digits or in words. Only ages: on LoCoMo dev, 12 of 34 gold answers to "how many / how
+    long" questions are counted or worked out over several turns ("How many hikes has Joanna
+    been on?" → "Four"), no line states them."""
+    if not _ASKS_AGE.search(question):
+        return []
+    return sorted(_worded(text) - _said_numbers(support))
+
+
 # a question asking what someone or something is called (closed words of both languages)
 _ASKS_NAME = re.compile(r"\bnamed?\b|\bcalled\b|зовут|\bимя\b|\bимени\b|кличк|называ", re.I)
 _BARE = re.compile(r"^[\W_]*((?:[A-ZА-ЯЁ][\w'’-]*\s*){1,3})[.!…]*\s*$")
@@ -618,6 +692,7 @@ def made_up(text: str, support: str, question: str = "", said: str = "") -> list
         claims += missing_roles(question, support) + misattributed(text, support, question, said)
         claims += misnumbered(text, support, question)
         claims += someone_elses_life(text, support, question)
+        claims += worded_numbers(text, support, question)
     return claims if claims or speaks_as_owner(text) else None
 
 
