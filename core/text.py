@@ -511,11 +511,19 @@ def names(text: str) -> list[str]:
 def name_stems(content: str) -> list[frozenset[str]]:
     """For each name in ``content`` (:func:`names`), its stem in both scripts: {"lena", "лен"}
     for "Lena"."""
-    out: list[frozenset[str]] = []
+    return [group for _, group in name_words(content)]
+
+
+def name_words(content: str) -> list[tuple[str, frozenset[str]]]:
+    """Each name of ``content`` (:func:`names`) once, as written, with its stem group
+    (:func:`name_group`)."""
+    out: list[tuple[str, frozenset[str]]] = []
+    seen: set[frozenset[str]] = set()
     for word in names(nfc(content).strip()):
         group = name_group(word)
-        if group not in out:
-            out.append(group)
+        if group not in seen:
+            seen.add(group)
+            out.append((word, group))
     return out
 
 

@@ -7,6 +7,7 @@ sound."""
 
 from __future__ import annotations
 
+import os
 import re
 from typing import NamedTuple
 
@@ -17,8 +18,8 @@ from core.text import (
     is_stopword,
     name_group,
     name_stems,
+    name_words,
     names,
-    nfc,
     numbers,
     sound_key,
     stem_token,
@@ -349,20 +350,16 @@ def unsupported(text: str, support: str) -> list[str]:
     out = sorted(n for n in numbers(text) - numbers(support) if re.sub(r"\D", "", n) not in days)
     known = _support_stems(support) | _spelled_out(text, support)
     sounds: dict[bool, set[str]] | None = None
-    for word, group in _name_words(text):
+    for word, group in name_words(text):
         if group & known:
             continue
         if sounds is None:  # read once, and only when a name is not found by its stem
             sounds = _sound_keys(support)
         # a name the support holds in the other script, spelled as it sounds ("Norway" for
         # "Норвегии", whose stems do not meet letter by letter)
-        if sound_key(word) not in sounds[not _is_cyrillic(word)]:
+        if sound_key(word) not in sounds[not _CYRILLIC.search(word)]:
             out.append(min(group))
     return out
-
-
-def _is_cyrillic(word: str) -> bool:
-    return any("а" <= ch <= "я" or ch == "ё" for ch in word.lower())
 
 
 def _sound_keys(support: str) -> dict[bool, set[str]]:
@@ -370,19 +367,7 @@ def _sound_keys(support: str) -> dict[bool, set[str]]:
     holds, by script (True: Cyrillic)."""
     out: dict[bool, set[str]] = {True: set(), False: set()}
     for w in re.findall(r"[^\W\d_]{4,}", support):
-        out[_is_cyrillic(w)].add(sound_key(w))
-    return out
-
-
-def _name_words(text: str) -> list[tuple[str, frozenset[str]]]:
-    """Each name of ``text`` (:func:`~core.text.names`) once, with its stem group."""
-    out: list[tuple[str, frozenset[str]]] = []
-    seen: set[frozenset[str]] = set()
-    for word in names(nfc(text).strip()):
-        group = name_group(word)
-        if group not in seen:
-            seen.add(group)
-            out.append((word, group))
+        out[bool(_CYRILLIC.search(w))].add(sound_key(w))
     return out
 
 
@@ -447,7 +432,7 @@ def misattributed(text: str, support: str, question: str, said: str = "") -> lis
         (_support_stems(line), _sound_keys(line), _named_roles(line)) for line in shown.splitlines()
     ]
     out = []
-    given = _name_words(text)
+    given = name_words(text)
     # a bare answer's name too ("Matvey." for "What's Liza's husband called?", scenario e)
     groups = {g for _, g in given}
     given += [(w, g) for w in _bare_words(text, question) if (g := name_group(w)) not in groups]
@@ -455,7 +440,7 @@ def misattributed(text: str, support: str, question: str, said: str = "") -> lis
         # a line holds the name by its stem, or in the other script as it sounds ("Matvay" for
         # "Матвей", as :func:`unsupported` reads it: seen on scenario e, "Liza's husband is
         # Matvay." — the owner's boyfriend)
-        key, cyrillic = sound_key(word), _is_cyrillic(word)
+        key, cyrillic = sound_key(word), bool(_CYRILLIC.search(word))
         held_with = [
             named for stems, keys, named in lines if group & stems or key in keys[not cyrillic]
         ]
@@ -646,9 +631,7 @@ _OWNER_TOO = frozenset({"i", "i'm", "me", "я", "мне", "меня", "мной"
 
 def _same_verb(a: str, b: str) -> bool:
     sa, sb = stem_token(a.lower().replace("ё", "е")), stem_token(b.lower().replace("ё", "е"))
-    n = 0
-    while n < min(len(sa), len(sb)) and sa[n] == sb[n]:
-        n += 1
+    n = len(os.path.commonprefix([sa, sb]))
     return n >= 3 and n >= min(4, len(sa), len(sb))
 
 
