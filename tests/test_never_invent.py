@@ -751,3 +751,27 @@ def test_an_age_said_in_words_that_nobody_told_is_made_up(mem):
     assert (
         worded_numbers("Four.", "Joanna went hiking.", "How many hikes has Joanna been on?") == []
     )
+
+
+def test_what_a_memory_says_is_support_even_when_it_reads_like_the_sections_notice():
+    """§8.10: the judge reads each memory line's content (prompt_section.said_text); only the
+    section's own column line and its notice of records left out go. A record that opens with
+    "Note:" is the owner's words, and its number supports an answer."""
+    from core.memory.prompt_section import COLUMNS, dropped_notice, said_text
+
+    section = "\n".join(
+        [
+            "# Memory",
+            COLUMNS,
+            "12 | core | today | 5 | Note: my passport number ends in 4471.",
+            dropped_notice(2),
+            "7 | fact | 3d, 29 Nov 2026 | 3 | Anna lives in Kazan.",
+        ]
+    )
+    shown = said_text(section)
+    assert shown.splitlines() == [
+        "# Memory",
+        "Note: my passport number ends in 4471.",
+        "29 Nov 2026 Anna lives in Kazan.",
+    ]
+    assert unsupported("It ends in 4471.", shown) == []

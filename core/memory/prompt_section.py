@@ -106,15 +106,21 @@ def said_text(text: str) -> str:
         _, _, day = m.group(1).partition(", ")
         return f"{day} " if day else ""
 
-    out = _LINE_COLUMNS.sub(keep, text)
-    drop = (COLUMNS, "Note: ")
-    return "\n".join(ln for ln in out.splitlines() if not ln.startswith(drop))
+    kept = []
+    for ln in text.splitlines():
+        if ln == COLUMNS or _DROPPED_NOTICE.fullmatch(ln):
+            continue  # checked before the columns go: a record may say "Note: …" itself
+        kept.append(_LINE_COLUMNS.sub(keep, ln))
+    return "\n".join(kept)
 
 
 def core_priority(r: Record) -> tuple:
     """Order of the core part and of what survives the share: pinned first, then the more
     important, then the older (the youngest of equal importance is dropped first)."""
     return (not r.pinned, -r.importance, r.created_at, r.id)
+
+
+_DROPPED_NOTICE = re.compile(r"Note: \d+ core records? did not fit the memory budget .*")
 
 
 def dropped_notice(n: int) -> str:
