@@ -205,3 +205,33 @@ def test_the_confirmation_bench_counts_a_doubtful_pair_only_when_the_model_confi
     got = with_confirmation(probs, asked, threshold=0.84, low=0.5, at=0.6)
     assert [p.tolist() for p in got] == [[0.2, 1.0], [0.0, 0.1], [0.9], [0.4]]
     assert probs[0].tolist() == [0.2, 0.7]  # the learned probabilities are not changed
+
+
+def test_the_second_bar_needs_a_stopped_or_denied_value(embed):
+    """The second bar (CorrectionModel.sure, issue 26 item 2): "Матвей ушёл из курьеров…"
+    (an unseen scenario) is under the threshold and retires its memory only because it says he
+    left what the memory says; news about him that stops nothing, at the same probability,
+    retires nothing, and neither does a message that stops something the memory does not say."""
+    model = correction_model()
+    said = "Новость: Матвей ушёл из курьеров, теперь он сварщик на судоверфи."
+    old = "Мой парень Матвей — курьер, целыми днями гоняет по городу на велосипеде."
+    [p] = model.scores(said, [old], embed)
+    assert model.stop is not None and model.stop <= p < model.threshold, p
+    assert model.sure(said, old, p)
+    assert not model.sure("Новость: Матвей теперь сварщик на судоверфи.", old, p)
+    assert not model.sure("Tilly's quit teaching!", "Freya and Tilly share a house in Exeter.", p)
+
+
+def test_the_second_bar_on_the_labelled_test_splits(embed):
+    """Over the test splits of both pair sets and the memory-step set (244 messages, 142
+    corrections; the bar was chosen on dev): with the second bar the model retired 0.352 of the
+    corrections at precision 0.926 and wrongly retired 4 messages; without it 0.296 at 0.913,
+    and the same 4 — the floor fails without the bar, and a bar that retires wrongly fails it."""
+    from bench.train_corrections import figures, load_pairs, rows
+
+    model = correction_model()
+    test = [it for it in load_pairs(more=True) if it["split"] == "test"]
+    r = rows(test, embed)
+    probs = [model.probabilities(x) for x in r]
+    f = figures(test, probs, model.threshold, r, model.stop)
+    assert f["applied"] >= 0.34 and f["precision"] >= 0.92 and f["wrongly_retired"] <= 4, f

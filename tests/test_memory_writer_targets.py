@@ -424,3 +424,22 @@ def test_a_clause_asking_to_forget_goes_on_past_a_comma_and_and():
     assert forget_object("Forget the bike, and the helmet too. Thanks!") == (
         "the bike, and the helmet too"
     )
+
+
+@pytest.mark.parametrize("best, retired", [(True, True), (False, False)])
+def test_a_correction_that_stops_the_old_value_retires_it_below_the_threshold(mem, best, retired):
+    """Issue 26 item 2, the second bar (core.sleep.corrections.CorrectionModel.sure): an
+    unseen scenario's "Матвей ушёл из курьеров, теперь он сварщик на судоверфи." scored 0.80
+    against "Мой парень Матвей — курьер…", under the 0.84 threshold, so both stayed live and
+    "What does Matvey do now?" got "courier". The message says he left the thing the memory
+    says, so the most probable memory is retired at 0.77 — and only the most probable."""
+    old = "Мой парень Матвей — курьер, целыми днями гоняет по городу на велосипеде."
+    rid = mem.save(old, OWNER_TRUSTED).id
+    said = "Новость: Матвей ушёл из курьеров, теперь он сварщик на судоверфи."
+    conv = Conversation(mem, ScriptedLLM([["Ого!"]], plans=news(save_op(said))))
+    conv.writer.related = lambda _t, _c: [
+        Related(rid, "fact", "1d", old, "learned, p=0.80", 0.80, best)
+    ]
+    run(conv, said)
+    assert said in live(mem)
+    assert (old in live(mem)) is not retired

@@ -105,6 +105,8 @@ class Related:
     content: str
     outdated: str | None = None  # why this message seems to change it (the step's hint)
     replaced: float | None = None  # the learned probability that it does (core.sleep.corrections)
+    best: bool = False  # the most probable of the shown memories (the only one a bar below the
+    # threshold may retire)
 
 
 def _among(rid: Any, shown: set[int]) -> TypeGuard[int]:
@@ -170,14 +172,27 @@ class MemoryWriter:
         for i, r in enumerate(records):
             hint = supersession.outdated_by(owner_text, r.content)
             p = scores[i] if scores is not None else None
-            if p is not None and model is not None and p == best and p >= model.hint:
+            if (
+                p is not None
+                and model is not None
+                and p == best
+                and (p >= model.hint or model.sure(owner_text, r.content, p))
+            ):
                 # (the hint invites the model's update op: at a recall-first threshold, 0.59,
                 # its precision was 0.53 on dev, and on an unseen scenario the model overwrote
                 # the wife's record with a secret about a job — so the hint is set where an
                 # archive would be, corrections.json hint_threshold)
                 hint = f"learned, p={p:.2f}"
             out.append(
-                Related(r.id, r.kind.value, human_age(now - r.updated_at), r.content, hint, p)
+                Related(
+                    r.id,
+                    r.kind.value,
+                    human_age(now - r.updated_at),
+                    r.content,
+                    hint,
+                    p,
+                    p is not None and p == best,
+                )
             )
         return out
 
@@ -545,7 +560,14 @@ class MemoryWriter:
             if r.id == new_id or r.id in touched or not r.outdated:
                 continue
             change: str | None
-            if r.replaced is not None and model is not None and r.replaced >= model.threshold:
+            if (
+                r.replaced is not None
+                and model is not None
+                and (
+                    r.replaced >= model.threshold
+                    or (r.best and model.sure(ex.text, r.content, r.replaced))
+                )
+            ):
                 change = f"learned, p={r.replaced:.2f}"
             else:
                 change = supersession.supersedes(new, r.content, ex.text)

@@ -23,7 +23,10 @@ what they do not replace). The sleep's gate keeps the ten-feature model its thre
 chosen with (:data:`GATE_MODEL`).
 
 Archiving a true memory is the harm Eva promises never to do, so the threshold is chosen on
-dev for precision first (``bench.train_corrections --precision``).
+dev for precision first (``bench.train_corrections --precision``). A second, lower bar
+(``stop_threshold``, :meth:`CorrectionModel.sure`) holds for the most probable memory when the
+message stops or denies something it says, chosen on dev as the lowest bar that wrongly
+retires nothing more (``bench.train_corrections --stop-only --more``).
 """
 
 from __future__ import annotations
@@ -132,6 +135,12 @@ def ends(message: str, old: str) -> bool:
     return bool(common - _keyed(names, across))
 
 
+def stopped_or_denied(message: str, old: str) -> bool:
+    """The message denies a word or number of the memory (:func:`negates`) or says the owner
+    stopped something it speaks of (:func:`ends`)."""
+    return negates(message, old) or ends(message, old)
+
+
 FEATURES = (
     "cosine",
     "margin",
@@ -208,6 +217,23 @@ class CorrectionModel:
         self.columns = [FEATURES.index(f) for f in linear.data["features"]]
         self.threshold = float(linear.data["threshold"])  # archive: precision first
         self.hint = float(linear.data.get("hint_threshold", self.threshold))  # offer update
+        # the second bar, for a memory the message stops or denies (:meth:`sure`); None: none
+        stop = linear.data.get("stop_threshold")
+        self.stop = float(stop) if isinstance(stop, int | float) else None
+
+    def sure(self, message: str, old: str, p: float) -> bool:
+        """Whether ``message`` replaces ``old`` (its most probable memory, at ``p``): ``p``
+        reaches the threshold, or the second bar when the message stops or denies something
+        the memory says (:func:`stopped_or_denied`). The bar is chosen by
+        ``bench.train_corrections --stop-only --more`` on the dev splits, out of fold: 0.77
+        retired 0.34 of the dev corrections instead of 0.29, and wrongly retired no more
+        messages (7 of 249); on test, 0.35 instead of 0.30, and 4 wrongly retired, as before.
+        Seen on an unseen scenario: "Матвей ушёл из курьеров, теперь он сварщик…" (p 0.80)
+        stood beside "Мой парень Матвей — курьер…", and "What does Matvey do now?" got
+        "courier"."""
+        if p >= self.threshold:
+            return True
+        return self.stop is not None and p >= self.stop and stopped_or_denied(message, old)
 
     def probabilities(self, rows: np.ndarray) -> np.ndarray:
         x = rows[:, self.columns]
