@@ -40,7 +40,7 @@ SCENARIO = {
             "day": 5,
             "ask": "Where does Lena live?",
             "expect": [["lena"]],
-            "forbid": ["station"],
+            "forbid": ["nurse"],
         },
         {"chat": "new", "day": 5, "ask": "Как зовут мою сестру?", "expect": [["lena", "лена"]]},
         {
@@ -61,9 +61,9 @@ REPLIES = [
     ["Bublik sounds like a wonderful friend!"],  # … the reply the owner sees
     ["Have fun with the clay!"],  # pottery
     ["Your sister ", "is Lena."],  # Q1: answered
-    # Q2: a forbidden word (a word the memory holds, so the never-invent guard lets it pass: a
-    # made-up city for Lena, whom the memory names, is now asked again)
-    ["Lena lives ", "near the station."],
+    # Q2: a forbidden word (a word the shown memory holds, so the never-invent guard lets it
+    # pass: a made-up city for Lena, or a place nothing shown holds, is asked again)
+    ["Lena lives ", "with a nurse."],
     ["Her name is Lena."],  # Q3: English, stopped unseen …
     ["Her name is Lena."],  # … and English again: a mismatch
     ["Sure <tool_result>ok</tool_result> ", "Lena is a nurse."],  # Q4: markup the guard misses

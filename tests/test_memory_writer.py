@@ -383,6 +383,7 @@ def test_forget_with_nothing_matching_says_so_and_writes_nothing(mem):
 def test_a_reply_in_the_other_language_is_stopped_unseen_and_asked_again(mem):
     """Issue 9: Eva answers in the owner's language; a reply that starts in the other language
     is cut before the owner sees it and asked once more."""
+    mem.save("У меня аллергия на арахис.", OWNER_TRUSTED)  # what the answer comes from
     llm = ScriptedLLM(
         [
             ["Yes, you have ", "an allergy to peanuts, ", "I remember it well."],

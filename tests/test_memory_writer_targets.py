@@ -320,6 +320,8 @@ def test_a_reply_the_judge_stops_in_flight_still_reports_its_figures(mem):
     judge's stop is not the owner's (the turn goes on to its retry, not to "stopped")."""
     from core.chat.events import TurnDone
 
+    mem.save("У меня аллергия на арахис.", OWNER_TRUSTED)  # what the answer comes from
+
     llm = ScriptedLLM(
         [
             ["Yes, you have ", "an allergy to peanuts, ", "I remember it well."],

@@ -775,3 +775,32 @@ def test_what_a_memory_says_is_support_even_when_it_reads_like_the_sections_noti
         "29 Nov 2026 Anna lives in Kazan.",
     ]
     assert unsupported("It ends in 4471.", shown) == []
+
+
+def test_a_common_word_nothing_shown_holds_is_made_up(mem):
+    """§8.10, measured on an unseen scenario (d) with the default model: "What instrument am I
+    learning?" (the ukulele was forgotten) got "piano", and "Какой спорт у моего сына?" got
+    "футбол" — common words, past the checks of names and numbers. A what / which / who / where
+    answer that names nothing the turn was shown is made up, and asked again."""
+    from core.chat.invention import nothing_shown
+
+    mem.save("Hi Eva, I'm Callum, 44, I drive trams in Edinburgh.", OWNER_TRUSTED, kind="core")
+    llm = ScriptedLLM([["You are learning the piano."], HONEST_EN], plans=[])
+    assert run(Conversation(mem, llm), "What instrument am I learning?") == "".join(HONEST_EN)
+    assert len(llm.calls) == 2
+    q = "Какой спорт у моего сына?"
+    assert nothing_shown("Спорт у моего сына - футбол.", "У меня сын Марк.", q) == ["футбол"]
+    # a sentence that says nothing of what was asked, or only of the talk itself, is not judged
+    assert nothing_shown("Hello there", "Anna plays chess.", "What does Anna play?") == []
+    assert (
+        nothing_shown("Noted, I keep your diagnosis in mind.", "Asthma.", "What's my diagnosis?")
+        == []
+    )
+    # one word of the memory in the answer, and it stands
+    support = "I've taken up the ukulele, Fraser gives me lessons."
+    assert nothing_shown("You're learning the ukulele.", support, "What am I learning?") == []
+    # where the words cannot be compared, nothing is judged: a Russian memory in English words,
+    # a date (unsupported's), a choice the question offered
+    assert nothing_shown("He is a welder.", "Матвей теперь сварщик.", "What does Matvey do?") == []
+    assert nothing_shown("Next Sunday.", "Ski trip soon.", "When do I go skiing?") == []
+    assert nothing_shown("Tea.", "Likes warm drinks.", "What do I drink, tea or coffee?") == []

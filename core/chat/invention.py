@@ -660,6 +660,79 @@ def someone_elses_life(text: str, support: str, question: str) -> list[str]:
     return sorted(set(out))
 
 
+# A what / which / who / where question (its first three words): what the answer names should
+# be found in what the turn was shown. When, how many and how long are numbers and dates
+# (:func:`unsupported`); yes / no questions and questions offering a choice ("or") answer with
+# the question's own words.
+_WHAT = re.compile(
+    r"^[\W_]*(?:[\w'’-]+[\W_]+){0,2}?"
+    r"(what|which|who|whom|whose|where|что|чем|чём|кто|кого|кем|кому|где|куда|откуда|"
+    r"как\w+|кака\w+|каки\w+|како\w+)\b",
+    re.IGNORECASE,
+)
+_CHOICE = re.compile(r"\b(or|или|либо)\b", re.IGNORECASE)
+# the stems of days, months and spans of time: a date worked out from dated lines ("the Sunday
+# before 25 May") is not a thing named
+_CALENDAR = re.compile(
+    r"^(januar|februar|march|april|may|june|juli|august|septemb|octob|novemb|decemb|monday|"
+    r"tuesday|wednesday|thursday|friday|saturday|sunday|year|month|week|day|today|tomorrow|"
+    r"yesterday|ago|befor|after|last|next|январ|феврал|март|апрел|ма[йяе]|июн|июл|август|"
+    r"сентябр|октябр|ноябр|декабр|понедельник|вторник|сред|четверг|пятниц|суббот|воскресен|"
+    r"год|лет|месяц|недел|ден|дня|сегодн|завтр|вчер|назад|после|прошл|следующ)"
+)
+_PERSONAL_STEMS = frozenset(s for w in PERSONAL for s in stems(w))
+# words about the talk itself, not about the owner's life ("Noted, I'll keep it in mind", "не
+# помню", "you told me"): a closed class of saying, knowing and remembering
+_TALK = re.compile(
+    r"^(note|noted|keep|mind|rememb|memori|memory|know|knew|tell|told|say|said|ask|question|"
+    r"answer|sure|okay|ok|hello|hi|hey|thank|помн|помин|памят|запомн|зна|сказ|говор|спрос|"
+    r"вопрос|ответ|конечн|хорош|ладн|привет|здравств|спасиб)"
+)
+
+
+def _mostly_cyrillic(text: str) -> bool:
+    letters = re.findall(r"[^\W\d_]", text)
+    return sum(1 for ch in letters if _CYRILLIC.match(ch)) * 2 > len(letters)
+
+
+def nothing_shown(text: str, support: str, question: str) -> list[str]:
+    """The words a reply to a what / which / who / where question about the owner answers with,
+    when not one of them is anything the turn was shown: the words beyond the question's own,
+    personal pronouns, numbers and the calendar (those are :func:`unsupported`'s). Seen on
+    unseen scenarios with the default model, for questions nothing remembered answers: "What
+    instrument am I learning?" → "piano", "Какой спорт у моего сына?" → "футбол" — common
+    words, which the checks of names and numbers let through.
+
+    Only where the words can be compared: the reply, the question and every line of the support
+    in one script (a Russian memory answered in English is said in other words: "сварщик" is
+    "welder"). Measured on LoCoMo dev, the gold answers to 759 questions with evidence as the
+    reply, the evidence turns (with their photo captions) and 15 other turns as the support: 24
+    flagged (3.2 %), 10 of them inferences the conversation never states ("Liberal", "Florida",
+    "asthma" for "What would …'s political leaning likely be?")."""
+    if not _WHAT.match(question) or _CHOICE.search(question):
+        return []
+    rest = support.replace(question, " ")
+    cyrillic = _mostly_cyrillic(text)
+    if _mostly_cyrillic(question) != cyrillic or any(
+        _mostly_cyrillic(line) != cyrillic
+        for line in rest.splitlines()
+        if re.search(r"[^\W\d_]{3}", line)
+    ):
+        return []
+    asked = set(stems(question))
+    said = set(stems(text))
+    if not said & (asked | _PERSONAL_STEMS):
+        return []  # not an answer about what was asked ("Hello there"): the other checks' own
+    new = {
+        s
+        for s in said - asked - _PERSONAL_STEMS
+        if not any(ch.isdigit() for ch in s) and not _CALENDAR.match(s) and not _TALK.match(s)
+    }
+    if not new or new & (_support_stems(rest) | _spelled_out(text, rest)):
+        return []
+    return sorted(new)
+
+
 def made_up(text: str, support: str, question: str = "", said: str = "") -> list[str] | None:
     """What a reply (its first sentence) to a question about the owner made up, or None when it
     invents nothing: it admits nothing and states unsupported numbers or names, answers about
@@ -676,6 +749,7 @@ def made_up(text: str, support: str, question: str = "", said: str = "") -> list
         claims += misnumbered(text, support, question)
         claims += someone_elses_life(text, support, question)
         claims += worded_numbers(text, support, question)
+        claims += nothing_shown(text, support, question)
     return claims if claims or speaks_as_owner(text) else None
 
 
