@@ -706,9 +706,10 @@ def nothing_shown(text: str, support: str, question: str) -> list[str]:
     Only where the words can be compared: the reply, the question and every line of the support
     in one script (a Russian memory answered in English is said in other words: "сварщик" is
     "welder"). Measured on LoCoMo dev, the gold answers to 759 questions with evidence as the
-    reply, the evidence turns (with their photo captions) and 15 other turns as the support: 24
-    flagged (3.2 %), 10 of them inferences the conversation never states ("Liberal", "Florida",
-    "asthma" for "What would …'s political leaning likely be?")."""
+    reply, the evidence turns (with their photo captions) and 15 other turns as the support:
+    read as sentences about what was asked, 24 flagged (3.2 %), 10 of them inferences the
+    conversation never states ("Liberal", "Florida", "asthma" for "What would …'s political
+    leaning likely be?"); as the bare words they are, 6."""
     if not _WHAT.match(question) or _CHOICE.search(question):
         return []
     rest = support.replace(question, " ")
