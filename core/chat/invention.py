@@ -12,7 +12,7 @@ import re
 from typing import NamedTuple
 
 from core.language import is_question
-from core.sleep.candidates import ROLES, roles
+from core.sleep.candidates import ROLES, roles, script
 from core.text import (
     NOT_NAMES,
     is_stopword,
@@ -690,11 +690,6 @@ _TALK = re.compile(
 )
 
 
-def _mostly_cyrillic(text: str) -> bool:
-    letters = re.findall(r"[^\W\d_]", text)
-    return sum(1 for ch in letters if _CYRILLIC.match(ch)) * 2 > len(letters)
-
-
 def nothing_shown(text: str, support: str, question: str) -> list[str]:
     """The words a reply to a what / which / who / where question about the owner answers with,
     when not one of them is anything the turn was shown: the words beyond the question's own,
@@ -712,14 +707,6 @@ def nothing_shown(text: str, support: str, question: str) -> list[str]:
     leaning likely be?"); as the bare words they are, 6."""
     if not _WHAT.match(question) or _CHOICE.search(question):
         return []
-    rest = support.replace(question, " ")
-    cyrillic = _mostly_cyrillic(text)
-    if _mostly_cyrillic(question) != cyrillic or any(
-        _mostly_cyrillic(line) != cyrillic
-        for line in rest.splitlines()
-        if re.search(r"[^\W\d_]{3}", line)
-    ):
-        return []
     asked = set(stems(question))
     said = set(stems(text))
     if not said & (asked | _PERSONAL_STEMS):
@@ -729,7 +716,15 @@ def nothing_shown(text: str, support: str, question: str) -> list[str]:
         for s in said - asked - _PERSONAL_STEMS
         if not any(ch.isdigit() for ch in s) and not _CALENDAR.match(s) and not _TALK.match(s)
     }
-    if not new or new & (_support_stems(rest) | _spelled_out(text, rest)):
+    if not new:
+        return []
+    rest = support.replace(question, " ")
+    lang = script(text)
+    if script(question) != lang or any(
+        script(line) != lang for line in rest.splitlines() if re.search(r"[^\W\d_]{3}", line)
+    ):
+        return []
+    if new & (_support_stems(rest) | _spelled_out(text, rest)):
         return []
     return sorted(new)
 
