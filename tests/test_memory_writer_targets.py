@@ -8,6 +8,7 @@ from __future__ import annotations
 import pytest
 
 from core import OWNER_TRUSTED, PUBLIC, text
+from core.chat import supersession
 from core.chat.conversation import Conversation
 from core.chat.events import Notice, Token
 from core.chat.memory_writer import Related
@@ -158,7 +159,8 @@ def test_a_correction_saved_as_new_replaces_the_old_value(mem):
     """Issue 26 item 2: "Update: Anna moved again, she now lives in Yerevan." was saved beside
     "My sister Anna moved to Tbilisi last month.", and "Where does my sister live now?" got
     "Tbilisi". The model saves it as new; the step archives the record it replaces (the old
-    value stays in the archive with a why), so one live record says Yerevan."""
+    value stays in the archive with a why), so one live record says Yerevan. Who Anna is stays
+    live: the retired record was the only one that said she is the owner's sister."""
     old = mem.save("My sister Anna moved to Tbilisi last month.", OWNER_TRUSTED).id
     llm = ScriptedLLM(
         [["Yerevan, wow!"]],
@@ -166,14 +168,21 @@ def test_a_correction_saved_as_new_replaces_the_old_value(mem):
     )
     events = run(Conversation(mem, llm), "Update: Anna moved again, she now lives in Yerevan.")
     fins = finished(events)
-    assert [(f.name, f.result.ok) for f in fins] == [("memory_save", True), ("memory_forget", True)]
-    assert live(mem) == ["Update: Anna moved again, she now lives in Yerevan."]
+    assert [(f.name, f.result.ok) for f in fins] == [
+        ("memory_save", True),
+        ("memory_forget", True),
+        ("memory_save", True),
+    ]
+    assert sorted(live(mem)) == [
+        "Anna is my sister.",
+        "Update: Anna moved again, she now lives in Yerevan.",
+    ]
     archived = mem.archived()
     assert [a.record.id for a in archived] == [old]
     assert f"replaced by #{fins[0].result.data['id']}" in archived[0].why
-    # regenerating the turn takes the correction back whole
+    # regenerating the turn takes the correction back whole, the kept relation with it
     mem.rollback_turn(events[-1].turn_id)
-    assert "My sister Anna moved to Tbilisi last month." in live(mem)
+    assert live(mem) == ["My sister Anna moved to Tbilisi last month."]
 
 
 def test_a_new_fact_about_the_same_person_replaces_nothing(mem):
@@ -445,3 +454,75 @@ def test_a_correction_that_stops_the_old_value_retires_it_below_the_threshold(me
     run(conv, said)
     assert said in live(mem)
     assert (old in live(mem)) is not retired
+    # who Matvey is was said only by the retired record: it stays live (kept_relations)
+    assert ("Матвей — мой парень." in live(mem)) is retired
+
+
+@pytest.mark.parametrize(
+    "old, message, kept",
+    [
+        # kin stay kin whatever the message changes
+        (
+            "My brother Oleg works at a bank.",
+            "Oleg quit, he bakes bread now.",
+            ["Oleg is my brother."],
+        ),
+        (
+            "Наш сын Тимофей ходит на плавание.",
+            "Тимофей бросил плавание, теперь ходит на карате.",
+            ["Тимофей — наш сын."],
+        ),
+        (
+            "Tilly, my little sister, lives in Leeds.",
+            "She moved to York.",
+            ["Tilly is my little sister."],
+        ),
+        # a role that can end is kept when the change is about something else the record says
+        (
+            "Мой парень Матвей — курьер, целыми днями гоняет по городу на велосипеде.",
+            "Новость: Матвей ушёл из курьеров, теперь он сварщик на судоверфи.",
+            ["Матвей — мой парень."],
+        ),
+        # … and not when the message may end the relation itself
+        ("Моя девушка Катя живёт в Туле.", "Мы с Катей расстались.", []),
+        ("My husband Igor is a pilot.", "Igor is not my husband any more.", []),
+        # the new text says it itself, or there is nobody by role
+        ("My sister Anna lives in Tbilisi.", "My sister Anna lives in Yerevan now.", []),
+        ("I work at school No. 3.", "Now I work at school No. 5.", []),
+    ],
+)
+def test_a_correction_keeps_who_someone_is(old, message, kept):
+    """Issue 26 item 2, nothing lost (SPEC §3.1): a record a correction retires may be the only
+    one saying who someone is. Retiring "Мой парень Матвей — курьер…" for "Матвей ушёл из
+    курьеров…" (unseen scenario e) left nothing saying Matvey is the owner's boyfriend."""
+    assert [r.sentence() for r in supersession.kept_relations(old, message, message)] == kept
+
+
+def test_a_relation_another_live_record_says_is_not_saved_twice(mem):
+    """The kept relation is saved only when no other live record says it."""
+    mem.save("My sister Anna moved to Tbilisi last month.", OWNER_TRUSTED)
+    mem.save("Anna is my big sister, she is two years older.", OWNER_TRUSTED)
+    llm = ScriptedLLM(
+        [["Yerevan, wow!"]],
+        plans=news(save_op("Anna moved again, she now lives in Yerevan", kind="event")),
+    )
+    fins = finished(
+        run(Conversation(mem, llm), "Update: Anna moved again, she now lives in Yerevan.")
+    )
+    assert [(f.name, f.result.ok) for f in fins] == [("memory_save", True), ("memory_forget", True)]
+    assert sorted(live(mem)) == [
+        "Anna is my big sister, she is two years older.",
+        "Update: Anna moved again, she now lives in Yerevan.",
+    ]
+
+
+def test_a_kept_relation_is_as_private_as_the_record_it_came_from(mem):
+    """Privacy (SPEC §5): who someone is, kept from a private record, is private too."""
+    mem.save("My sister Anna moved to Tbilisi last month.", OWNER_TRUSTED, private=True)
+    llm = ScriptedLLM(
+        [["Yerevan, wow!"]],
+        plans=news(save_op("Anna moved again, she now lives in Yerevan", kind="event")),
+    )
+    run(Conversation(mem, llm), "Update: Anna moved again, she now lives in Yerevan.")
+    kept = [r for r in mem.list(OWNER_TRUSTED) if r.content == "Anna is my sister."]
+    assert len(kept) == 1 and kept[0].private

@@ -8,7 +8,7 @@ import re
 
 import pytest
 
-from core import OWNER_TRUSTED
+from core import OWNER_TRUSTED, PUBLIC
 from core.chat.conversation import Conversation
 from core.chat.events import Token, TurnDone
 from core.chat.invention import (
@@ -348,6 +348,34 @@ def test_someone_elses_partner_is_not_the_owners_boyfriend():
     # the owner's own partner, asked for by that role, is the answer
     assert not invents("Your boyfriend is Matvey.", support, "Как зовут моего парня?")
     assert not invents("Matvey is a welder now.", support, "What does Matvey do now?")
+
+
+def test_who_someone_is_is_read_from_memory_though_not_recalled(mem):
+    """§8.10, issue 26 (unseen scenario e, default model): with the courier record retired by
+    the correction, no recalled line said who Matvey is ("Никто не знает, даже Матвей."), and
+    "Liza's husband is Matvey." was shown. The turn reads the live records that say who the
+    support's people are ("Матвей — мой парень."), for whose a name is, never as support."""
+    mem.save("Матвей — мой парень.", OWNER_TRUSTED)
+    mem.save("Liza had twins last night! She's been my best friend since school.", OWNER_TRUSTED)
+    mem.save("My sister Olga is a nurse in Omsk.", OWNER_TRUSTED, private=True)
+    q = "What's Liza's husband called?"
+    support = (
+        "- Только между нами: я пишу роман. Никто не знает, даже Матвей, и даже Olga.\n"
+        "- Liza had twins last night! She's been my best friend since school.\n" + q
+    )
+    conv = Conversation(mem, ScriptedLLM([]))
+    whose = conv._whose(q, support, OWNER_TRUSTED)
+    assert "Матвей — мой парень." in whose.splitlines()
+    assert "My sister Olga is a nurse in Omsk." in whose.splitlines()
+    # a private record is read only where private memory may be seen (SPEC §5)
+    assert "Olga" not in conv._whose(q, support, PUBLIC)
+    assert misattributed("Liza's husband is Matvey.", support, q) == []  # the support alone
+    judge = ReplyJudge(q, "en", support=support, whose=whose)
+    assert judge.feed("Liza's husband is Matvey.") == ""  # held, never shown
+    judge.finish()
+    assert judge.invented and judge.claims == ["matvey"]
+    # a statement is not judged: nothing is looked up
+    assert conv._whose("Матвей сегодня дома.", support, OWNER_TRUSTED) == ""
 
 
 @pytest.mark.parametrize(("question", "made_up", "fact"), MISSING_ROLE)

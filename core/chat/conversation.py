@@ -46,6 +46,7 @@ from core.chat.events import (
     TurnEvent,
     capped_notice,
 )
+from core.chat.invention import asks_about_owner
 from core.chat.judge import ReplyJudge, earlier_replies, questions_before
 from core.chat.memory_writer import STRUCTURED
 from core.chat.reminder import day_reminder, mentions, reminder_line
@@ -61,6 +62,11 @@ from core.memory import tools as memory_tools
 from core.memory.prompt_section import PromptSection
 from core.privacy import TurnContext
 from core.reminders.schedule import Reminder
+from core.sleep.candidates import relations
+from core.text import name_words
+
+# the people of the support whose roles a question's judge looks up in memory (at most)
+_WHOSE_NAMES = 12
 
 __all__ = ["Conversation", "StoredMessage"]  # StoredMessage is re-exported for the chat screen
 
@@ -381,6 +387,7 @@ class Conversation(ChatSession):
         support = prompt.support(text, section, summary, reminder, window.messages)
         earlier = earlier_replies(window.messages, text)
         asked = questions_before(window.messages, text)
+        whose = self._whose(text, support, ctx)
         return Turn(
             id=turn_id,
             text=text,
@@ -393,6 +400,7 @@ class Conversation(ChatSession):
             support=support,
             earlier=earlier,
             asked=asked,
+            whose=whose,
             messages=messages,
             tools=self.offered_tools(ctx),
             judge=ReplyJudge(
@@ -401,10 +409,26 @@ class Conversation(ChatSession):
                 also=asked,
                 earlier=earlier,
                 support=support,
+                whose=whose,
             ),
             stats=stats,
             user_id=user_id,
         )
+
+    def _whose(self, text: str, support: str, ctx: TurnContext) -> str:
+        """For a question about the owner, the live records this turn may read that say who the
+        people the support names are ("Матвей — мой парень."), though they were not recalled:
+        the judge reads them only for whose a name is (:func:`core.chat.invention.misattributed`).
+        Seen on an unseen scenario: "What's Liza's husband called?" got "Liza's husband is
+        Matvey." — the owner's boyfriend, whose role no recalled line gave."""
+        if not asks_about_owner(text, support):
+            return ""
+        people = [w for w, _ in name_words(support)][:_WHOSE_NAMES]
+        if not people:
+            return ""
+        hits = self.memory.recall(" ".join(people), ctx, top_k=_WHOSE_NAMES, use_vectors=False)
+        records = self.memory.visible([h.id for h in hits], ctx)
+        return "\n".join(r.content for r in records if relations(r.content))
 
     def _run_tool(self, c: ToolCall, turn: Turn) -> memory_tools.ToolResult:
         """Run one tool call of the reply: only a tool this turn was offered."""

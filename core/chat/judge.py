@@ -154,6 +154,7 @@ class ReplyJudge:
         earlier: list[str] | None = None,
         support: str | None = None,
         admissions_only: bool = False,
+        whose: str = "",
     ) -> None:
         self.message = _norm(message)
         # the other language counts only in a start that says it does not know (a retry: its
@@ -161,7 +162,9 @@ class ReplyJudge:
         self.admissions_only = admissions_only
         # Eva's own earlier replies in this chat: held while copied, and a copy is a repeat
         self.earlier = [e for e in (_norm(x) for x in earlier or ()) if e]
-        self._said_before = "\n".join(earlier or ())  # as written: whose a name is (invention)
+        # as written, with the live records that say who the support's people are: read only
+        # for whose a name is (:func:`core.chat.invention.misattributed`)
+        self._said_before = "\n".join([*(earlier or ()), whose])
         self.question = is_question(message)
         # texts that must never be read back either (the note of a retry), treated as the
         # owner's own words

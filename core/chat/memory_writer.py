@@ -45,6 +45,7 @@ from core.memory.prompt_section import human_age, quoted
 from core.privacy import TurnContext
 from core.sleep import candidates as sleep_candidates
 from core.sleep.corrections import correction_model
+from core.store.records import Record
 
 STRUCTURED = "structured"
 TOOLS = "tools"
@@ -500,6 +501,8 @@ class MemoryWriter:
                 out.append(updated)
                 if updated.ok:
                     touched.add(rid)
+                    if was and isinstance(content, str):
+                        out.extend(self._keep_relations(was[0], content, ex, ctx))
             elif kind == "forget":
                 rid = op.get("id")
                 if not ex.forget:
@@ -577,11 +580,43 @@ class MemoryWriter:
             if not target or target[0].pinned:
                 continue  # the owner's pinned memory is theirs to change
             why = f"replaced by #{new_id}, the owner's correction ({change})"
-            out.append(
-                memory_tools.call(self.memory, "memory_forget", {"id": r.id, "why": why}, ctx)
-            )
+            retired = memory_tools.call(self.memory, "memory_forget", {"id": r.id, "why": why}, ctx)
+            out.append(retired)
             touched.add(r.id)
+            if retired.ok:
+                out.extend(self._keep_relations(target[0], new, ex, ctx))
         return out
+
+    def _keep_relations(
+        self, old: Record, new: str, ex: Exchange, ctx: TurnContext
+    ) -> list[memory_tools.ToolResult]:
+        """Save who someone is when the record that said it is retired or rewritten by a
+        correction (:func:`core.chat.supersession.kept_relations`) and no other live record
+        says it: "Tilly is my younger sister." for a retired "My younger sister Tilly is a
+        teacher.". The owner's own words, private if the old record was."""
+        out: list[memory_tools.ToolResult] = []
+        for rel in supersession.kept_relations(old.content, new, ex.text):
+            if self._says_relation(rel, old.id, ctx):
+                continue
+            content = rel.sentence()
+            args: dict[str, Any] = {"content": content, "kind": "fact", "private": old.private}
+            weight = self._importance(content)
+            args["importance"] = weight if weight is not None else old.importance
+            out.append(memory_tools.call(self.memory, "memory_save", args, ctx))
+        return out
+
+    def _says_relation(self, rel: sleep_candidates.Relation, but: int, ctx: TurnContext) -> bool:
+        """Whether a live record other than ``but`` names ``rel``'s person with one of its
+        roles."""
+        group = text.name_group(rel.name)
+        for hit in self.memory.recall(rel.name, ctx, top_k=8, use_vectors=False):
+            if hit.id == but:
+                continue
+            for c in self.memory.visible([hit.id], ctx):
+                for other in sleep_candidates.relations(c.content):
+                    if other.roles & rel.roles and group & text.name_group(other.name):
+                        return True
+        return False
 
 
 def _fragments(contents: dict[int, str]) -> set[int]:

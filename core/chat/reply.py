@@ -243,6 +243,7 @@ def _ask_again(turn: Turn, again: Retry) -> None:
         support=turn.support,
         earlier=turn.earlier,
         admissions_only=again.watches_admissions,
+        whose=turn.whose,
     )
 
 

@@ -67,6 +67,7 @@ class Turn:
     support: str  # never invent (§8.10): all the turn was shown about the owner
     earlier: list[str]  # Eva's earlier replies of the window, which the reply must not copy
     asked: list[str]  # the owner's earlier questions of the window, never read back as a reply
+    whose: str  # live records saying who the support's people are (never invent: whose a name is)
     messages: list[Message]  # the prompt; tool rounds and a retry add to it
     tools: list[dict[str, Any]]  # offered every round (the prompt prefix stays the same)
     judge: ReplyJudge  # of the reply being written (a retry gets a new one)

@@ -39,6 +39,7 @@ import re
 from collections import Counter
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
+from typing import NamedTuple
 
 import numpy as np
 
@@ -229,6 +230,63 @@ _MONTHS = re.compile(
 def roles(content: str) -> frozenset[str]:
     """The roles a text names ("wife", "son", "manager", …); empty: a fact about the owner."""
     return frozenset(name for name, rx in ROLES if rx.search(content))
+
+
+# Who someone of the owner's is, said in the nominative: "My younger sister Tilly", "our son
+# Theo", "Мой парень Матвей", "Tilly, my sister", "Матвей — мой парень", "Сестра хозяина Аня".
+# A possessive, up to two words of description, a role word (:data:`ROLES`) and a capitalised
+# name, either way round.
+# Closed word classes (possessives, the role words), not a list of facts.
+_ROLE_WORD = "|".join(
+    rx.pattern[3:-1].replace("(mother|father|ma|pa)", "(?:mother|father|ma|pa)") for _, rx in ROLES
+)
+_WHO_NAME = r"(?P<name>[A-ZА-ЯЁ][a-zа-яё'’-]+)"
+_WHO_PHRASE = (
+    r"(?P<phrase>(?:(?i:my|our|the owner['’]s|мой|моя|моё|мое|мои|наш|наша|наше|наши)\s+"
+    r"(?:[a-zа-яё-]+\s+){0,2}(?:(?i:" + _ROLE_WORD + r"))[a-zа-яё]*)"
+    # the sleep's own wording: "Сестра хозяина Аня"
+    r"|(?:(?i:" + _ROLE_WORD + r")[а-яё]*\s+(?i:хозяина|хозяйки)))"
+)
+_RELATIONS = (
+    re.compile(r"(?<!\w)" + _WHO_PHRASE + r",?\s+" + _WHO_NAME + r"(?!\w)"),
+    re.compile(_WHO_NAME + r"(?:\s*[,—–-]\s*|\s+is\s+|['’]s\s+)" + _WHO_PHRASE + r"(?!\w)"),
+)
+# the roles a person keeps whatever else changes: kin (a partner, a spouse, a friend, a boss may
+# stop being one)
+LASTING_ROLES = frozenset(
+    {"son", "daughter", "sister", "brother", "mother", "father", "grandparent", "child"}
+)
+
+
+class Relation(NamedTuple):
+    """Someone of the owner's, named with their role: ``name`` as written, ``phrase`` the
+    possessive and role words ("My younger sister"), ``roles`` what :func:`roles` reads in it."""
+
+    name: str
+    phrase: str
+    roles: frozenset[str]
+
+    def sentence(self) -> str:
+        """The relation as a record of its own, in the owner's words and language: "Tilly is
+        my younger sister.", "Матвей — мой парень."."""
+        phrase = self.phrase[0].lower() + self.phrase[1:]
+        return f"{self.name} — {phrase}." if script(phrase) == "ru" else f"{self.name} is {phrase}."
+
+
+def relations(content: str) -> list[Relation]:
+    """The people ``content`` names with their role (see :data:`_RELATIONS`), each name once."""
+    out: list[Relation] = []
+    seen: set[frozenset[str]] = set()
+    for rx in _RELATIONS:
+        for m in rx.finditer(content):
+            name, phrase = m.group("name"), m.group("phrase")
+            group = text.name_group(name)
+            found = roles(phrase)
+            if not found or roles(name) or group in seen or name.lower() in text.NOT_NAMES:
+                continue
+            seen.add(group)
+            out.append(Relation(name, " ".join(phrase.split()), found))
+    return out
 
 
 def different_people(a: str, b: str) -> bool:
