@@ -791,7 +791,7 @@ def test_what_a_memory_says_is_support_even_when_it_reads_like_the_sections_noti
         [
             "# Memory",
             COLUMNS,
-            "12 | core | today | 5 | Note: my passport number ends in 4471.",
+            "12 | core | 27 Nov 2026 | 5 | Note: my passport number ends in 4471.",
             dropped_notice(2),
             "7 | fact | 3d, 29 Nov 2026 | 3 | Anna lives in Kazan.",
         ]
@@ -799,7 +799,7 @@ def test_what_a_memory_says_is_support_even_when_it_reads_like_the_sections_noti
     shown = said_text(section)
     assert shown.splitlines() == [
         "# Memory",
-        "Note: my passport number ends in 4471.",
+        "27 Nov 2026 Note: my passport number ends in 4471.",
         "29 Nov 2026 Anna lives in Kazan.",
     ]
     assert unsupported("It ends in 4471.", shown) == []

@@ -25,8 +25,8 @@ from core.privacy import WITHHELD_FOOTNOTE
 
 NOW = 1_780_000_000.0
 LINE = re.compile(
-    r"^(\d+) \| (core|fact|event) \| (now|\d+(?:m|h|d|mo|y))(?:, \d{1,2} [A-Z][a-z]{2} "
-    r"\d{4})? \| ([1-5]) \| (.+)$"
+    r"^(\d+) \| (core|fact|event) \| (now|\d+(?:m|h|d|mo|y)|\d{1,2} [A-Z][a-z]{2} \d{4})"
+    r"(?:, \d{1,2} [A-Z][a-z]{2} \d{4})? \| ([1-5]) \| (.+)$"
 )
 NOTICE = re.compile(r"(\d+) core records? did not fit")
 
@@ -127,14 +127,22 @@ def test_line_format_is_id_kind_age_importance_content():
 
 def test_section_lines_carry_kind_age_and_importance(mem, clock):
     """SPEC §5: through Memory — core lines and recalled lines in the same format, ages from
-    the records' last change."""
-    core = mem.save("The owner is Lena; answer briefly", kind="core", importance=5).id
+    the records' last change; a core line carries the day of its record's last change instead
+    (the cached prefix, :func:`core.memory.prompt_section.line`)."""
+    saved = mem.save("The owner is Lena; answer briefly", kind="core", importance=5)
+    core = saved.id
     clock.advance(150 * DAY)
     fact = mem.save("Lena's cat is called Murka", kind="fact", importance=4).id
     clock.advance(3 * DAY)
     s = mem.prompt_section("Murka", OWNER_TRUSTED)
     assert lines_of(s.core_text) == [
-        (str(core), "core", "5mo", "5", "The owner is Lena; answer briefly")
+        (
+            str(core),
+            "core",
+            ps.said_on(mem.get(core).updated_at),
+            "5",
+            "The owner is Lena; answer briefly",
+        )
     ]
     assert lines_of(s.recalled_text) == [
         (str(fact), "fact", "3d", "4", "Lena's cat is called Murka")
@@ -216,7 +224,7 @@ def test_core_past_its_share_loses_least_important_then_youngest():
     """SPEC §5: past its share, core loses the least important first, and among equal
     importance the youngest."""
     cfg = MemoryConfig(prompt_budget=1200, core_share=0.5)  # 600 characters for core
-    size = 80
+    size = 72  # a core line's day ("22 Nov 2026") is 8 characters longer than an age
     core = [
         rec(1, "a" * size, "core", 5, created_days=10),
         rec(2, "b" * size, "core", 1, created_days=90),  # least important: first to go
@@ -377,18 +385,21 @@ def test_empty_memory_gives_an_empty_section(mem):
     assert s.text == "" and s.core_ids == () and s.recalled_ids == ()
 
 
-def test_core_part_is_stable_within_a_day_for_the_kv_cache(mem, clock):
-    """§5 + issue 4 (stable prefix): the core part's ages are whole days, so the cached system
-    prefix does not change from one turn to the next within a day."""
+def test_core_part_is_stable_across_days_for_the_kv_cache(mem, clock):
+    """§5 + issue 4 (stable prefix), issue 26 (first token ≤ 3 s): the core part's lines carry
+    the day each record was said, never an age, so the cached system prefix stays the same from
+    one turn to the next and from one day to the next — an age ("today", "2d") changed it on
+    the first turn of every day, and that turn read the whole prompt again."""
     from core import OWNER_TRUSTED
+    from core.memory.prompt_section import said_on
 
-    mem.save("Owner's name is Ivan", OWNER_TRUSTED, kind="core", importance=5)
+    rec = mem.save("Owner's name is Ivan", OWNER_TRUSTED, kind="core", importance=5)
     first = mem.prompt_section("hello", OWNER_TRUSTED).core_text
+    assert f"| core | {said_on(mem.get(rec.id).updated_at)} | 5 |" in first
     clock.advance(3 * 3600)
     assert mem.prompt_section("other", OWNER_TRUSTED).core_text == first
-    assert "| today |" in first
-    clock.advance(2 * 86_400)
-    assert "| 2d |" in mem.prompt_section("x", OWNER_TRUSTED).core_text
+    clock.advance(40 * 86_400)
+    assert mem.prompt_section("x", OWNER_TRUSTED).core_text == first
 
 
 def test_a_turn_also_sees_the_newest_records_naming_whom_its_recall_names(mem, clock):

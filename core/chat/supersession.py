@@ -74,7 +74,7 @@ def kept_relations(old: str, new: str, message: str) -> list[sleep_candidates.Re
     """Who someone is (:func:`core.sleep.candidates.relations`) that ``old`` says and the text
     replacing it (``new``, saved from the owner's ``message``) does not: retiring "My younger
     sister Tilly is a teacher." for "Tilly's quit teaching!" must not forget that Tilly is the
-    owner's younger sister. Of the dev correction pairs, 8 retire a record that holds such a
+    owner's younger sister. Of the dev correction pairs, 7 retire a record that holds such a
     relation, and in none does the message say it. Seen on an unseen scenario: "Мой парень
     Матвей — курьер…" retired for "Матвей ушёл из курьеров, теперь он сварщик…", and nothing
     left said who Matvey is.

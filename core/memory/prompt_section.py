@@ -49,13 +49,9 @@ def quoted(content: str) -> str:
     return '"' + escaped(content).replace('"', '\\"') + '"'
 
 
-def human_age(seconds: float, coarse: bool = False) -> str:
-    """ "now", "5m", "3h", "3d", "5mo", "2y". ``coarse``: whole days at least ("today"), so
-    a line changes at most once a day — the core part sits in the cached prompt prefix, and a
-    minute-by-minute age would break the model's KV cache on every turn."""
+def human_age(seconds: float) -> str:
+    """ "now", "5m", "3h", "3d", "5mo", "2y"."""
     s = max(0.0, seconds)
-    if coarse and s < 86_400:
-        return "today"
     if s < 60:
         return "now"
     if s < 3600:
@@ -70,28 +66,41 @@ def human_age(seconds: float, coarse: bool = False) -> str:
     return f"{int(days // 365)}y"
 
 
+def said_on(at: float) -> str:
+    """The day a record was said, "29 Nov 2026"."""
+    return time.strftime("%d %b %Y", time.localtime(at)).lstrip("0")
+
+
 def dated_age(at: float, now: float) -> str:
     """The age column of a recalled line: the age, and from a day old the day it was said
     ("3d, 29 Nov 2026"). Without the day, "When did I go to the support group?" could only be
     answered "3d" (bench.locomo_qa: the temporal questions failed); the recalled part is
-    rebuilt every turn, so the date costs the KV cache nothing (the cached core part keeps
-    ``coarse`` ages)."""
+    rebuilt every turn, so the date costs the KV cache nothing."""
     age = human_age(now - at)
     if now - at < 86_400:
         return age
-    return f"{age}, {time.strftime('%d %b %Y', time.localtime(at)).lstrip('0')}"
+    return f"{age}, {said_on(at)}"
 
 
-def line(r: Record, now: float, coarse: bool = False, mark: str = "", dated: bool = False) -> str:
+def line(r: Record, now: float, mark: str = "", dated: bool = False, since: bool = False) -> str:
     """The one record line, ``id | kind | age | importance | "content"`` (the content quoted,
     on one line): the prompt section's, and with ``mark="#"`` the memory tools' results.
-    ``dated``: the age carries the day (:func:`dated_age`), for the recalled part."""
-    age = dated_age(r.updated_at, now) if dated else human_age(now - r.updated_at, coarse)
+    ``dated``: the age carries the day (:func:`dated_age`), for the recalled part. ``since``:
+    the day alone, for the core part: it sits in the cached prompt prefix, and an age there
+    changes every day — measured on bench.companion (default model, 2 threads), the first turn
+    of each new day read 390-820 tokens again, 7.7-17 s to its first token where 2-3 s is
+    usual. A day never changes."""
+    if since:
+        age = said_on(r.updated_at)
+    else:
+        age = dated_age(r.updated_at, now) if dated else human_age(now - r.updated_at)
     return f"{mark}{r.id} | {r.kind.value} | {age} | {r.importance} | {escaped(r.content)}"
 
 
-# a record line's columns before the content: id, kind, age (with its day when dated), importance
+# a record line's columns before the content: id, kind, age (with its day when dated, or the
+# day alone), importance
 _LINE_COLUMNS = re.compile(r"^#?\d+ \| [a-z_]+ \| ([^|]*) \| \d+ \| ", re.MULTILINE)
+_DAY = re.compile(r"\d{1,2} [A-Z][a-z]{2} \d{4}")
 
 
 def said_text(text: str) -> str:
@@ -104,6 +113,7 @@ def said_text(text: str) -> str:
 
     def keep(m: re.Match[str]) -> str:
         _, _, day = m.group(1).partition(", ")
+        day = day or (m.group(1) if _DAY.fullmatch(m.group(1)) else "")
         return f"{day} " if day else ""
 
     kept = []
@@ -162,7 +172,7 @@ def build(
     # order, so what is lost is always the least important (and, among equals, the youngest).
     cap = min(int(budget * config.core_share), budget - reserve)
     ordered = sorted(core, key=core_priority)
-    all_lines = [line(r, now, coarse=True) for r in ordered]
+    all_lines = [line(r, now, since=True) for r in ordered]
     n = len(all_lines)
     kept, used = 0, len(CORE_HEADER)
     for ln in all_lines:
