@@ -429,6 +429,9 @@ def _one_turn(conv: Conversation, text: str) -> dict[str, Any]:
         # the turn's prompt and how much of it was evaluated (the rest came from the KV cache)
         "prompt_tokens": done.prompt_tokens if done is not None else None,
         "evaluated_tokens": done.evaluated_tokens if done is not None else None,
+        # what each of the reply's model calls was asked for ("reply", "retry:echo:…"): which
+        # verdict cost a second call before the first token
+        "calls": [c.purpose for c in done.calls] if done is not None else [],
         "ops": ops,
         # the memories the prompt carried: recalled for this message, and core memory
         "recalled": recalled,

@@ -6,6 +6,7 @@ with no letters (a number, an emoji) has no language of its own and keeps the pr
 
 from __future__ import annotations
 
+import re
 from functools import lru_cache
 
 RUSSIAN = "ru"
@@ -66,3 +67,29 @@ def is_question(text: str) -> bool:
     words = next((s.split() for s in reversed(last) if s.strip()), [])
     first = words[0].lower().strip(",:;\"'«»").split("'")[0] if words else ""
     return first in _QUESTION_WORDS
+
+
+# a question that only new words can answer: "what / who / where / how…", and no choice offered
+# ("Anna or Maria?"); read in lower case
+WH = re.compile(
+    r"\b(what|which|who|whom|whose|where|when|how|why|как\w*|что|чем|чего|кто|кого|кем|где|когда|"
+    r"куда|откуда|почему|зачем|сколько|чей|чья|чьё|чьи)\b"
+)
+CHOICE = re.compile(r"\b(or|или|либо)\b")
+_SENTENCE_BREAK = re.compile(r"[.!?…]\s")
+
+
+def only_asks(text: str) -> bool:
+    """The message is one question that asks for what it names and states nothing: one
+    sentence, ending with "?", with a question word and no choice ("В каком городе я живу?",
+    "What's my dad's job?"). Never invent (§8.10): such a message of the owner's is no support
+    for an answer — on an unseen scenario (e, default model) "Какой у меня любимый фильм?" got
+    «Город», a word only the owner's earlier "В каком городе я живу?" held."""
+    t = text.strip()
+    low = t.lower()
+    return (
+        t.endswith("?")
+        and not _SENTENCE_BREAK.search(t[:-1])
+        and bool(WH.search(low))
+        and not CHOICE.search(low)
+    )

@@ -38,7 +38,9 @@ SCENARIO = {
         {
             "chat": "new",
             "day": 5,
-            "ask": "Where does Lena live?",
+            # told, then asked: the owner's words support an answer (a question that only
+            # asks would not: core.language.only_asks)
+            "ask": "Lena has a new flat. Where does Lena live?",
             "expect": [["lena"]],
             "forbid": ["nurse"],
         },
@@ -153,8 +155,9 @@ def test_json_keys_and_shape(result_and_model):
     assert result["first_token_later_p50_s"] is not None
     assert result["first_token_later_p95_s"] >= result["first_token_later_p50_s"]
     assert result["seconds_per_turn"] > 0
-    # calls: 6 sessions with 5 memory steps and one echo retry, 4 questions with one retry
-    assert result["model_calls_per_turn"] == pytest.approx((6 + 5 + 1 + 4 + 1) / 10)
+    # calls: 6 sessions with 5 memory steps and one echo retry, 4 questions with one retry and
+    # one memory step (the question that tells something first)
+    assert result["model_calls_per_turn"] == pytest.approx((6 + 5 + 1 + 4 + 1 + 1) / 10)
     assert [t["model_calls"] for t in result["turns"]][:3] == [2, 1, 2]
     assert result["environment"]["cpus"] >= 1
     assert result["peak_rss_mb"] > 0

@@ -25,6 +25,7 @@ from core.chat.judge import ReplyJudge
 from core.chat.prompt import user_prompt
 from core.chat.retry import DONT_KNOW, INVENT_NUDGE, QUESTION_ECHO_NUDGE
 from core.instructions import ANSWER_FROM_MEMORY, NEVER_INVENT, NOTHING_RECALLED
+from core.language import only_asks
 from core.sleep.candidates import roles
 from tests.fake_llm import ScriptedLLM
 
@@ -832,3 +833,43 @@ def test_a_common_word_nothing_shown_holds_is_made_up(mem):
     assert nothing_shown("He is a welder.", "Матвей теперь сварщик.", "What does Matvey do?") == []
     assert nothing_shown("Next Sunday.", "Ski trip soon.", "When do I go skiing?") == []
     assert nothing_shown("Tea.", "Likes warm drinks.", "What do I drink, tea or coffee?") == []
+
+
+def test_the_owners_earlier_question_supports_no_answer(mem):
+    """§8.10 (unseen scenario e, default model): "Какой у меня любимый фильм?" got «Город», a
+    word only the owner's earlier "В каком городе я живу?" held — the window's questions were
+    support. A question that only asks states nothing; a message that tells something and then
+    asks stays support."""
+    from core.chat.prompt import support
+
+    mem.save("Я Полина, работаю логопедом.", OWNER_TRUSTED)
+    llm = ScriptedLLM(
+        [HONEST_RU, ["У тебя любимый фильм — «Город»."], ["Твой любимый фильм — «Город»."]],
+        plans=[],
+    )
+    conv = Conversation(mem, llm)
+    run(conv, "В каком городе я живу?")
+    assert run(conv, "Какой у меня любимый фильм?") == DONT_KNOW["ru"]
+    window = conv.window(OWNER_TRUSTED).messages
+    assert "В каком городе я живу?" in [m.content for m in window]
+    assert "городе" not in support("Какой у меня любимый фильм?", None, "", None, window)
+    # told, then asked: what it tells is support
+    told = "Я переехала в Казань. Где тут лучше жить?"
+    assert only_asks("В каком городе я живу?") and not only_asks(told)
+    assert not only_asks("Anna or Maria, who is older?")
+
+
+def test_whom_an_earlier_question_names_by_role_exists_though_it_supports_nothing():
+    """§8.10: the owner's earlier question that only asks is no support, but whom it names by
+    role exists — "When is Mum's 70th birthday party?" before "Как зовут мою маму?" — so the
+    question is not answered "I don't know" before the model is asked (missing_roles); the name
+    the answer gives must still be shown elsewhere."""
+    q = "Как зовут мою маму?"
+    earlier = "When is Mum's 70th birthday party?"
+    judge = ReplyJudge(q, "ru", also=[earlier], support=f"- I've had asthma.\n{q}")
+    assert not judge.unanswerable
+    assert ReplyJudge(q, "ru", support=f"- I've had asthma.\n{q}").unanswerable
+    shown = f"- I've had asthma.\n{q}"
+    assert missing_roles(q, shown) == ["mother"]
+    assert "mother" not in made_up("Твою маму зовут Мария.", shown, q, asked=earlier)
+    assert made_up("Твою маму зовут Мария.", shown, q, asked=earlier)  # the name: made up

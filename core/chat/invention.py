@@ -729,19 +729,24 @@ def nothing_shown(text: str, support: str, question: str) -> list[str]:
     return sorted(new)
 
 
-def made_up(text: str, support: str, question: str = "", said: str = "") -> list[str] | None:
+def made_up(
+    text: str, support: str, question: str = "", said: str = "", asked: str = ""
+) -> list[str] | None:
     """What a reply (its first sentence) to a question about the owner made up, or None when it
     invents nothing: it admits nothing and states unsupported numbers or names, answers about
     someone the ``question`` names by role whom nothing shown names (:func:`missing_roles`) or
     with a name the support gives someone else (:func:`misattributed`) — those are listed — or
     speaks of the owner's life as Eva's own (an empty list). ``said``: Eva's earlier replies in
-    the chat, read only for whose a name is (:func:`misattributed`)."""
+    the chat, read only for whose a name is (:func:`misattributed`). ``asked``: the owner's
+    earlier questions that only ask (:func:`core.language.only_asks`): no support, but whom they
+    name by role exists ("When is Mum's party?" before "Как зовут мою маму?")."""
     if admits_not_knowing(text):
         return None
     claims = unsupported(text, support)
     if question:
         claims += _bare_claims(text, support, question)
-        claims += missing_roles(question, support) + misattributed(text, support, question, said)
+        claims += missing_roles(question, f"{support}\n{asked}" if asked else support)
+        claims += misattributed(text, support, question, said)
         claims += misnumbered(text, support, question)
         claims += someone_elses_life(text, support, question)
         claims += worded_numbers(text, support, question)

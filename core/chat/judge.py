@@ -40,14 +40,18 @@ from core.chat.invention import (
     self_name,
     takes_owners_life,
 )
-from core.language import RUSSIAN, detect, is_question, reply_instruction, word_counts
+from core.language import (
+    CHOICE,
+    RUSSIAN,
+    WH,
+    detect,
+    is_question,
+    only_asks,
+    reply_instruction,
+    word_counts,
+)
 from core.text import stems
 
-_WH = re.compile(
-    r"\b(what|which|who|whom|whose|where|when|how|why|как\w*|что|чем|чего|кто|кого|кем|где|когда|"
-    r"куда|откуда|почему|зачем|сколько|чей|чья|чьё|чьи)\b"
-)
-_CHOICE = re.compile(r"\b(or|или|либо)\b")
 ECHO_SIMILARITY = 0.8  # a reply this similar to the owner's message is an echo
 COPIED = 0.85  # … and so is one whose characters nearly all come from the message
 
@@ -169,13 +173,16 @@ class ReplyJudge:
         # texts that must never be read back either (the note of a retry), treated as the
         # owner's own words
         self.also = [_norm(a) for a in also or () if _norm(a)]
+        # the owner's earlier questions that only ask: no support (core.chat.prompt.support),
+        # but whom they name by role exists (invention.missing_roles)
+        self._presupposed = "\n".join(a for a in also or () if only_asks(a))
         # a note read back with the owner's words after it (or before it), pieced together
         self._pieced = [f"{a} {self.message}" for a in self.also]
         self._said = " ".join([self.message, *self.also])  # every word a reply may repeat
         # a question only new words can answer: one that asks "what / who / where / how…"
         # and offers no choice ("Anna or Maria?")
         self._asks_what = (
-            self.question and bool(_WH.search(self.message)) and not _CHOICE.search(self.message)
+            self.question and bool(WH.search(self.message)) and not CHOICE.search(self.message)
         )
         self.lang = lang
         self._held = ""
@@ -209,7 +216,9 @@ class ReplyJudge:
         was shown names (:func:`core.chat.invention.missing_roles`: "What's my dad's job?" with
         no father in memory). Whatever a reply says of them is made up — the judge would hold
         any answer that does not admit it — so no reply is asked for."""
-        return self.support is not None and bool(missing_roles(self._asked, self.support))
+        return self.support is not None and bool(
+            missing_roles(self._asked, f"{self.support}\n{self._presupposed}")
+        )
 
     def feed(self, piece: str) -> str:
         if self.released:
@@ -292,7 +301,7 @@ class ReplyJudge:
         if not final and len(held) < MAX_JUDGED and not _SENTENCE_END.search(held):
             return True
         first = first_sentence(held)
-        found = made_up(first, self.support, self._asked, self._said_before)
+        found = made_up(first, self.support, self._asked, self._said_before, self._presupposed)
         self.invented = found is not None
         self.claims = found or []
         return self.invented
@@ -462,7 +471,8 @@ class ReplyJudge:
             if (
                 turned
                 and only_shown_words(first, self.support)
-                and made_up(turned, self.support, self._asked, self._said_before) is None
+                and made_up(turned, self.support, self._asked, self._said_before, self._presupposed)
+                is None
             ):
                 said_to_owner = turned
         repeated = bool(reply) and not echoed and self.repeats(reply)

@@ -20,7 +20,7 @@ from collections.abc import Sequence
 from core import language
 from core.chat.invention import asks_about_owner
 from core.chat.memory_writer import STEP_RULE
-from core.chat.retry import CANNED_DONT_KNOW
+from core.chat.retry import CANNED_ACKNOWLEDGE, CANNED_DONT_KNOW
 from core.chat.transcript import StoredMessage
 from core.instructions import (
     ANSWER_FROM_MEMORY,
@@ -74,8 +74,22 @@ def prefix_messages(system: str, summary: str, window: Sequence[StoredMessage]) 
             if messages[-1]["role"] == "user":
                 messages.pop()
             continue
-        messages.append({"role": m.role, "content": m.meta.get("prompt", m.content)})
+        content = m.meta.get("prompt", m.content)
+        if m.role == "assistant" and content.startswith(CANNED_ACKNOWLEDGE):
+            # nor her fixed acknowledgement of a statement (the statement stays): the model
+            # copied it as its reply to the next statements, each copy held as a repeat and
+            # asked again (bench.companion, unseen scenario e, default model: after the first
+            # one, 3 of the chat's next 4 statements)
+            content = content.removeprefix(_acknowledgement(content)).strip()
+            if not content:
+                continue
+        messages.append({"role": m.role, "content": content})
     return messages
+
+
+def _acknowledgement(content: str) -> str:
+    """The fixed acknowledgement ``content`` opens with."""
+    return next(a for a in CANNED_ACKNOWLEDGE if content.startswith(a))
 
 
 def user_prompt(user_text: str, section: PromptSection | None, lang: str | None = None) -> str:
@@ -135,14 +149,15 @@ def support(
 ) -> str:
     """Never invent (§8.10): everything this turn was shown about the owner, which is what Eva
     may say about the owner — the memory section, the summaries, the reminder, the owner's
-    messages in the window and this one. Of the memory section, only what its lines say
+    messages in the window (but the questions that only ask) and this one. Of the memory section, only what its lines say
     (:func:`~core.memory.prompt_section.said_text`)."""
     return "\n".join(
         [
             ps.said_text(section.text) if section else "",
             summary,
             reminder.content if reminder is not None else "",
-            *(m.content for m in window if m.role == "user"),
+            # the owner's earlier questions that only ask state nothing (language.only_asks)
+            *(m.content for m in window if m.role == "user" and not language.only_asks(m.content)),
             user_text,
         ]
     )

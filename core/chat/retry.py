@@ -90,6 +90,7 @@ ACKNOWLEDGE = {
     language.RUSSIAN: "Поняла, спасибо, что рассказываешь мне.",
     language.ENGLISH: "Got it, thank you for telling me.",
 }
+CANNED_ACKNOWLEDGE = tuple(ACKNOWLEDGE.values())
 # … and to an introduction whose reply took the owner's name for Eva's ("Hello! I'm Callum, and
 # I'm 44 years old." for "Hi Eva, I'm Callum, 44…"), a greeting by that name at once, not a
 # retry. Measured on the memory-step set's test introductions (default model): of 11 first
