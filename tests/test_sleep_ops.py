@@ -174,3 +174,49 @@ def test_derive_a_fact_from_a_run_of_events(mem, clock):
     fact = mem.get(op.detail["id"])
     assert fact.kind is Kind.FACT and fact.source.value == "sleep"
     assert all(mem.get(e).content for e in events)  # still there
+
+
+def test_resolve_keeps_who_someone_is(mem, clock):
+    """§7 + nothing lost (issue 26): a night that resolves a contradiction archives the older
+    record — and with it the only line saying who Anna is. Who she is stays live as a record of
+    its own, derived from the dropped one (private if it was), and the journal says so."""
+    ids = load(
+        mem,
+        {
+            "old": {
+                "content": "The owner's sister Anna lives in Tbilisi, in a flat near the river",
+                "created_at": OLD - 30 * DAY,
+                "private": True,
+            },
+            "new": {"content": "Anna lives in Yerevan now, in a flat near the river"},
+        },
+    )
+    planner = PlannerLLM(review=[plan(resolve(ids["new"], [ids["old"]], "Anna moved"))])
+    run = sleeper(mem, planner, clock).run()
+    op = phase(run, "review").ops[0]
+    assert op.applied and [k["content"] for k in op.detail["kept"]] == [
+        "Anna is the owner's sister."
+    ]
+    kept = [r for r in mem.list(OWNER_TRUSTED) if r.content == "Anna is the owner's sister."]
+    assert len(kept) == 1 and kept[0].private and kept[0].kind is Kind.FACT
+    assert ids["old"] not in {r.id for r in mem.list(OWNER_TRUSTED)}
+
+
+def test_resolve_keeps_nothing_another_record_says(mem, clock):
+    """The relation is derived only when no other live record (as public as the dropped one)
+    says it."""
+    ids = load(
+        mem,
+        {
+            "old": {
+                "content": "The owner's sister Anna lives in Tbilisi, in a flat near the river",
+                "created_at": OLD - 30 * DAY,
+            },
+            "new": {"content": "Anna lives in Yerevan now, in a flat near the river"},
+            "who": {"content": "Anna is the owner's sister, two years older"},
+        },
+    )
+    planner = PlannerLLM(review=[plan(resolve(ids["new"], [ids["old"]], "Anna moved"))])
+    op = phase(sleeper(mem, planner, clock).run(), "review").ops[0]
+    assert op.applied and "kept" not in op.detail
+    assert len(mem.list(OWNER_TRUSTED)) == 2

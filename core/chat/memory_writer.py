@@ -596,7 +596,7 @@ class MemoryWriter:
         teacher.". The owner's own words, private if the old record was."""
         out: list[memory_tools.ToolResult] = []
         for rel in supersession.kept_relations(old.content, new, ex.text):
-            if self._says_relation(rel, old.id, ctx):
+            if self._says_relation(rel, old, ctx):
                 continue
             content = rel.sentence()
             args: dict[str, Any] = {"content": content, "kind": "fact", "private": old.private}
@@ -605,14 +605,16 @@ class MemoryWriter:
             out.append(memory_tools.call(self.memory, "memory_save", args, ctx))
         return out
 
-    def _says_relation(self, rel: sleep_candidates.Relation, but: int, ctx: TurnContext) -> bool:
-        """Whether a live record other than ``but`` names ``rel``'s person with one of its
-        roles."""
+    def _says_relation(self, rel: sleep_candidates.Relation, old: Record, ctx: TurnContext) -> bool:
+        """Whether a live record other than ``old``, seen wherever ``old`` is (public for a
+        public one), names ``rel``'s person with one of its roles."""
         group = text.name_group(rel.name)
         for hit in self.memory.recall(rel.name, ctx, top_k=8, use_vectors=False):
-            if hit.id == but:
+            if hit.id == old.id:
                 continue
             for c in self.memory.visible([hit.id], ctx):
+                if c.private and not old.private:
+                    continue
                 for other in sleep_candidates.relations(c.content):
                     if other.roles & rel.roles and group & text.name_group(other.name):
                         return True

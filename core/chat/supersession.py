@@ -71,37 +71,6 @@ def supersedes(new: str, old: str, message: str) -> str | None:
 
 
 def kept_relations(old: str, new: str, message: str) -> list[sleep_candidates.Relation]:
-    """Who someone is (:func:`core.sleep.candidates.relations`) that ``old`` says and the text
-    replacing it (``new``, saved from the owner's ``message``) does not: retiring "My younger
-    sister Tilly is a teacher." for "Tilly's quit teaching!" must not forget that Tilly is the
-    owner's younger sister. Of the dev correction pairs, 7 retire a record that holds such a
-    relation, and in none does the message say it. Seen on an unseen scenario: "Мой парень
-    Матвей — курьер…" retired for "Матвей ушёл из курьеров, теперь он сварщик…", and nothing
-    left said who Matvey is.
-
-    A relation the message speaks of itself (a role word of the same kind) is left to it: "he's
-    not my boyfriend any more". A role that can end (a partner, a spouse, a friend, a boss) is
-    kept only when the message speaks of something else the old text says (a word in common
-    beyond the name and the role: "курьер"): "Мы с Викой расстались" shares nothing with "Моя
-    девушка Вика живёт в Самаре" but her name, and may end the relation itself."""
-    said = sleep_candidates.roles(message) | sleep_candidates.roles(new)
-    across = sleep_candidates.script(message) != sleep_candidates.script(old)
-
-    def keyed(words: frozenset[str]) -> frozenset[str]:
-        return text.script_keys(words) if across else words
-
-    out = []
-    new_stems = text.stem_set(new)
-    for rel in sleep_candidates.relations(old):
-        if rel.roles & said:
-            continue
-        group = text.name_group(rel.name)
-        if any(group & text.name_group(r.name) for r in sleep_candidates.relations(new)):
-            continue  # the new text says it too
-        if not rel.roles <= sleep_candidates.LASTING_ROLES:
-            aside = text.stem_set(rel.phrase) | group | {w for w in new_stems if w.isdigit()}
-            common = keyed(text.stem_set(message) - aside) & keyed(text.stem_set(old) - aside)
-            if not common:
-                continue
-        out.append(rel)
-    return out
+    """Who someone is that a correction would retire with ``old``
+    (:func:`core.sleep.candidates.kept_relations`)."""
+    return sleep_candidates.kept_relations(old, new, message)

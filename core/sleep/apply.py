@@ -304,6 +304,8 @@ class Safeguards:
             reason = self._policy(op, p.allowed)
             forgets = {"forget": 1, "resolve": len(op.get("drop", []))}.get(op["op"], 0)
             texts = [op["content"]] if "content" in op else list(op.get("parts", []))
+            if op["op"] == "resolve" and reason is None:
+                texts += [r.sentence() for _, r in self._kept_relations(op)]
             out.append(Screened(p, op, reason, ids, forgets, texts))
         return out
 
@@ -348,9 +350,26 @@ class Safeguards:
             return {"survivor": r.id, "content": r.content, "private": r.private}
         if name == "resolve":
             ops.check(tx, [op["keep"]], dict(v), touch=False)
+            kept = []
+            for rid, rel in self._kept_relations(op):
+                if self._says_relation(tx, rel, set(op["drop"]), self.records[rid]):
+                    continue
+                sentence = rel.sentence()
+                r = ops.derive(
+                    tx,
+                    [rid],
+                    sentence,
+                    f"who someone is, said only by #{rid}",
+                    dict(v),
+                    importance=self.records[rid].importance,
+                    vec=vectors.get(sentence),
+                )
+                kept.append({"id": r.id, "content": r.content})
             for rid in op["drop"]:
                 ops.forget(tx, rid, f"contradicted by #{op['keep']}: {why}", dict(v))
-            return {"keep": op["keep"], "dropped": list(op["drop"])}
+            return {"keep": op["keep"], "dropped": list(op["drop"])} | (
+                {"kept": kept} if kept else {}
+            )
         if name == "rewrite":
             before = self.records[op["id"]].content
             r = ops.rewrite(tx, op["id"], op["content"], why, dict(v), vec)
@@ -382,6 +401,48 @@ class Safeguards:
         old_importance = self.records[op["id"]].importance
         ops.set_fields(tx, op["id"], dict(v), importance=op["importance"])
         return {"from": old_importance, "to": op["importance"]}
+
+    def _kept_relations(self, op: Mapping[str, Any]) -> list[tuple[int, candidates.Relation]]:
+        """Who someone is that a resolve's dropped records say and the record it keeps does not
+        (:func:`core.sleep.candidates.kept_relations`): nothing lost, as at write time."""
+        keep = self.records.get(op["keep"])
+        if keep is None:
+            return []
+        return [
+            (rid, rel)
+            for rid in op["drop"]
+            if rid in self.records
+            for rel in candidates.kept_relations(
+                self.records[rid].content, keep.content, keep.content
+            )
+        ]
+
+    @staticmethod
+    def _says_relation(
+        tx: SleepTxn, rel: candidates.Relation, but: set[int], source: Record
+    ) -> bool:
+        """Whether a live record outside ``but``, in ``source``'s scope and seen wherever
+        ``source`` is (public for a public one), names ``rel``'s person with one of its
+        roles."""
+        group = text.name_group(rel.name)
+        found = records.listing(
+            tx.conn,
+            kind=None,
+            private=None if source.private else False,
+            pinned=None,
+            scope=source.scope,
+            scopes=None,
+            contains=rel.name[: max(3, len(rel.name) - 2)],
+            order="updated",
+            limit=200,
+            offset=0,
+        )
+        return any(
+            other.roles & rel.roles and group & text.name_group(other.name)
+            for r in found
+            if r.id not in but
+            for other in candidates.relations(r.content)
+        )
 
     def apply(
         self,

@@ -289,6 +289,44 @@ def relations(content: str) -> list[Relation]:
     return out
 
 
+def kept_relations(old: str, new: str, message: str) -> list[Relation]:
+    """Who someone is (:func:`core.sleep.candidates.relations`) that ``old`` says and the text
+    replacing it (``new``, saved from the owner's ``message``) does not: retiring "My younger
+    sister Tilly is a teacher." for "Tilly's quit teaching!" must not forget that Tilly is the
+    owner's younger sister (:class:`core.chat.memory_writer.MemoryWriter` at write time, the
+    night's resolve in :mod:`core.sleep.apply`). Of the dev correction pairs, 7 retire a record
+    that holds such a relation, and in none does the message say it. Seen on an unseen scenario: "Мой парень
+    Матвей — курьер…" retired for "Матвей ушёл из курьеров, теперь он сварщик…", and nothing
+    left said who Matvey is.
+
+    A relation the message speaks of itself (a role word of the same kind) is left to it: "he's
+    not my boyfriend any more". A role that can end (a partner, a spouse, a friend, a boss) is
+    kept only when the message speaks of something else the old text says (a word in common
+    beyond the name and the role: "курьер"): "Мы с Катей расстались" shares nothing with "Моя
+    девушка Катя живёт в Туле" but her name, and may end the relation itself."""
+    said = roles(message) | roles(new)
+    across = script(message) != script(old)
+
+    def keyed(words: frozenset[str]) -> frozenset[str]:
+        return text.script_keys(words) if across else words
+
+    out = []
+    new_stems = text.stem_set(new)
+    for rel in relations(old):
+        if rel.roles & said:
+            continue
+        group = text.name_group(rel.name)
+        if any(group & text.name_group(r.name) for r in relations(new)):
+            continue  # the new text says it too
+        if not rel.roles <= LASTING_ROLES:
+            aside = text.stem_set(rel.phrase) | group | {w for w in new_stems if w.isdigit()}
+            common = keyed(text.stem_set(message) - aside) & keyed(text.stem_set(old) - aside)
+            if not common:
+                continue
+        out.append(rel)
+    return out
+
+
 def different_people(a: str, b: str) -> bool:
     """Two texts that state facts about different people, by arithmetic: each names a role and
     the roles differ ("Anna is the owner's sister" / "Anna is the owner's manager"), or one
