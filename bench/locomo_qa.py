@@ -570,7 +570,11 @@ def _ask(
             oracle.current = q
         row = companion._one_turn(conv, q.question)
         rows.append(
-            {k: row[k] for k in ("reply", "seconds", "model_calls", "recalled") if k in row}
+            {
+                k: row[k]
+                for k in ("reply", "seconds", "model_calls", "calls", "recalled")
+                if k in row
+            }
             | ({"error": row["error"]} if "error" in row else {})
         )
     return rows
@@ -855,7 +859,15 @@ def run(
                 **{
                     cond: {
                         k: r[cond][k]
-                        for k in ("reply", "f1", "contains", "recalled", "seconds", "error")
+                        for k in (
+                            "reply",
+                            "f1",
+                            "contains",
+                            "recalled",
+                            "calls",
+                            "seconds",
+                            "error",
+                        )
                         if k in r[cond]
                     }
                     for cond in CONDITIONS
