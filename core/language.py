@@ -75,7 +75,7 @@ WH = re.compile(
     r"\b(what|which|who|whom|whose|where|when|how|why|как\w*|что|чем|чего|кто|кого|кем|где|когда|"
     r"куда|откуда|почему|зачем|сколько|чей|чья|чьё|чьи)\b"
 )
-CHOICE = re.compile(r"\b(or|или|либо)\b")
+CHOICE = re.compile(r"\b(or|или|либо)\b", re.IGNORECASE)
 _SENTENCE_BREAK = re.compile(r"[.!?…]\s")
 
 

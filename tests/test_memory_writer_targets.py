@@ -8,11 +8,11 @@ from __future__ import annotations
 import pytest
 
 from core import OWNER_TRUSTED, PUBLIC, text
-from core.chat import supersession
 from core.chat.conversation import Conversation
 from core.chat.events import Notice, Token
 from core.chat.memory_writer import Related
 from core.chat.retry import DONT_KNOW
+from core.sleep.candidates import kept_relations
 from tests.fake_llm import ScriptedLLM
 from tests.test_memory_writer import SMALL_TALK, finished, live, news, run, save_op
 
@@ -514,7 +514,7 @@ def test_a_correction_keeps_who_someone_is(old, message, kept):
     """Issue 26 item 2, nothing lost (SPEC §3.1): a record a correction retires may be the only
     one saying who someone is. Retiring "Мой парень Матвей — курьер…" for "Матвей ушёл из
     курьеров…" (unseen scenario e) left nothing saying Matvey is the owner's boyfriend."""
-    assert [r.sentence() for r in supersession.kept_relations(old, message, message)] == kept
+    assert [r.sentence() for r in kept_relations(old, message, message)] == kept
 
 
 def test_a_relation_another_live_record_says_is_not_saved_twice(mem):

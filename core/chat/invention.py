@@ -11,7 +11,7 @@ import os
 import re
 from typing import NamedTuple
 
-from core.language import is_question
+from core.language import CHOICE, is_question
 from core.sleep.candidates import ROLES, roles, script
 from core.text import (
     NOT_NAMES,
@@ -670,7 +670,6 @@ _WHAT = re.compile(
     r"как\w+|кака\w+|каки\w+|како\w+)\b",
     re.IGNORECASE,
 )
-_CHOICE = re.compile(r"\b(or|или|либо)\b", re.IGNORECASE)
 # the stems of days, months and spans of time: a date worked out from dated lines ("the Sunday
 # before 25 May") is not a thing named
 _CALENDAR = re.compile(
@@ -705,7 +704,7 @@ def nothing_shown(text: str, support: str, question: str) -> list[str]:
     read as sentences about what was asked, 24 flagged (3.2 %), 10 of them inferences the
     conversation never states ("Liberal", "Florida", "asthma" for "What would …'s political
     leaning likely be?"); as the bare words they are, 6."""
-    if not _WHAT.match(question) or _CHOICE.search(question):
+    if not _WHAT.match(question) or CHOICE.search(question):
         return []
     asked = set(stems(question))
     said = set(stems(text))

@@ -591,11 +591,11 @@ class MemoryWriter:
         self, old: Record, new: str, ex: Exchange, ctx: TurnContext
     ) -> list[memory_tools.ToolResult]:
         """Save who someone is when the record that said it is retired or rewritten by a
-        correction (:func:`core.chat.supersession.kept_relations`) and no other live record
+        correction (:func:`core.sleep.candidates.kept_relations`) and no other live record
         says it: "Tilly is my younger sister." for a retired "My younger sister Tilly is a
         teacher.". The owner's own words, private if the old record was."""
         out: list[memory_tools.ToolResult] = []
-        for rel in supersession.kept_relations(old.content, new, ex.text):
+        for rel in sleep_candidates.kept_relations(old.content, new, ex.text):
             if self._says_relation(rel, old, ctx):
                 continue
             content = rel.sentence()
@@ -608,17 +608,12 @@ class MemoryWriter:
     def _says_relation(self, rel: sleep_candidates.Relation, old: Record, ctx: TurnContext) -> bool:
         """Whether a live record other than ``old``, seen wherever ``old`` is (public for a
         public one), names ``rel``'s person with one of its roles."""
-        group = text.name_group(rel.name)
-        for hit in self.memory.recall(rel.name, ctx, top_k=8, use_vectors=False):
-            if hit.id == old.id:
-                continue
-            for c in self.memory.visible([hit.id], ctx):
-                if c.private and not old.private:
-                    continue
-                for other in sleep_candidates.relations(c.content):
-                    if other.roles & rel.roles and group & text.name_group(other.name):
-                        return True
-        return False
+        hits = self.memory.recall(rel.name, ctx, top_k=8, use_vectors=False)
+        return any(
+            rel.said_by(c.content)
+            for c in self.memory.visible([h.id for h in hits if h.id != old.id], ctx)
+            if old.private or not c.private
+        )
 
 
 def _fragments(contents: dict[int, str]) -> set[int]:

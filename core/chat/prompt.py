@@ -75,21 +75,17 @@ def prefix_messages(system: str, summary: str, window: Sequence[StoredMessage]) 
                 messages.pop()
             continue
         content = m.meta.get("prompt", m.content)
-        if m.role == "assistant" and content.startswith(CANNED_ACKNOWLEDGE):
-            # nor her fixed acknowledgement of a statement (the statement stays): the model
-            # copied it as its reply to the next statements, each copy held as a repeat and
-            # asked again (bench.companion, unseen scenario e, default model: after the first
-            # one, 3 of the chat's next 4 statements)
-            content = content.removeprefix(_acknowledgement(content)).strip()
+        # nor her fixed acknowledgement of a statement (the statement stays): the model copied
+        # it as its reply to the next statements, each copy held as a repeat and asked again
+        # (bench.companion, unseen scenario e, default model: after the first one, 3 of the
+        # chat's next 4 statements)
+        ack = next((a for a in CANNED_ACKNOWLEDGE if content.startswith(a)), None)
+        if m.role == "assistant" and ack is not None:
+            content = content[len(ack) :].strip()
             if not content:
                 continue
         messages.append({"role": m.role, "content": content})
     return messages
-
-
-def _acknowledgement(content: str) -> str:
-    """The fixed acknowledgement ``content`` opens with."""
-    return next(a for a in CANNED_ACKNOWLEDGE if content.startswith(a))
 
 
 def user_prompt(user_text: str, section: PromptSection | None, lang: str | None = None) -> str:
@@ -149,8 +145,8 @@ def support(
 ) -> str:
     """Never invent (§8.10): everything this turn was shown about the owner, which is what Eva
     may say about the owner — the memory section, the summaries, the reminder, the owner's
-    messages in the window (but the questions that only ask) and this one. Of the memory section, only what its lines say
-    (:func:`~core.memory.prompt_section.said_text`)."""
+    messages in the window (but the questions that only ask) and this one. Of the memory
+    section, only what its lines say (:func:`~core.memory.prompt_section.said_text`)."""
     return "\n".join(
         [
             ps.said_text(section.text) if section else "",

@@ -68,9 +68,3 @@ def supersedes(new: str, old: str, message: str) -> str | None:
         if w not in subject and not any(ch.isdigit() for ch in w) and not sleep_candidates.roles(w)
     }
     return change if words else None
-
-
-def kept_relations(old: str, new: str, message: str) -> list[sleep_candidates.Relation]:
-    """Who someone is that a correction would retire with ``old``
-    (:func:`core.sleep.candidates.kept_relations`)."""
-    return sleep_candidates.kept_relations(old, new, message)

@@ -424,7 +424,6 @@ class Safeguards:
         """Whether a live record outside ``but``, in ``source``'s scope and seen wherever
         ``source`` is (public for a public one), names ``rel``'s person with one of its
         roles."""
-        group = text.name_group(rel.name)
         found = records.listing(
             tx.conn,
             kind=None,
@@ -437,12 +436,7 @@ class Safeguards:
             limit=200,
             offset=0,
         )
-        return any(
-            other.roles & rel.roles and group & text.name_group(other.name)
-            for r in found
-            if r.id not in but
-            for other in candidates.relations(r.content)
-        )
+        return any(rel.said_by(r.content) for r in found if r.id not in but)
 
     def apply(
         self,

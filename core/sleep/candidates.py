@@ -266,6 +266,14 @@ class Relation(NamedTuple):
     phrase: str
     roles: frozenset[str]
 
+    def said_by(self, content: str) -> bool:
+        """Whether ``content`` names this person with one of these roles."""
+        group = text.name_group(self.name)
+        return any(
+            other.roles & self.roles and group & text.name_group(other.name)
+            for other in relations(content)
+        )
+
     def sentence(self) -> str:
         """The relation as a record of its own, in the owner's words and language: "Tilly is
         my younger sister.", "Матвей — мой парень."."""
