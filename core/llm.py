@@ -46,7 +46,13 @@ ChatEvent = TextDelta | ToolCall | Done
 
 
 class ModelError(RuntimeError):
-    """The model could not run (not loaded, crashed, timed out). Safe to show the owner."""
+    """The model could not run (not loaded, crashed, timed out). Safe to show the owner.
+    ``partial`` is what a structured call wrote before it was cut at its token budget (the
+    caller may keep the whole items in it: :func:`core.chat.step_schema.whole_ops`)."""
+
+    def __init__(self, message: str = "", *, partial: str = "") -> None:
+        super().__init__(message)
+        self.partial = partial
 
 
 @runtime_checkable

@@ -563,12 +563,11 @@ class LlamaChatModel:
         try:
             value = json.loads(text, strict=False)  # a raw newline inside a string is harmless
         except ValueError as e:
-            why = (
-                "output cut at max_tokens"
-                if (self.last_done and self.last_done.extra.get("truncated"))
-                else str(e)
-            )
-            raise ModelError(f"the model's JSON does not parse ({why})") from e
+            cut = bool(self.last_done and self.last_done.extra.get("truncated"))
+            why = "output cut at max_tokens" if cut else str(e)
+            raise ModelError(
+                f"the model's JSON does not parse ({why})", partial=text if cut else ""
+            ) from e
         if not isinstance(value, dict):
             raise ModelError("the model's JSON is not an object")
         return value

@@ -537,6 +537,7 @@ class OpenAICompatModel:
         A misfit is asked once more; a second misfit is refused (:class:`SchemaRefused`)."""
         deadline = None if timeout is None else time.monotonic() + timeout
         why = ""
+        partial = ""  # the last answer cut at max_tokens (ModelError.partial)
         for attempt in range(2):
             if attempt:
                 self.retries += 1
@@ -548,6 +549,7 @@ class OpenAICompatModel:
             except ValueError as e:
                 cut = self.last_done is not None and self.last_done.extra.get("truncated")
                 why = "output cut at max_tokens" if cut else f"not JSON: {e}"
+                partial = _strip_fence(text) if cut else partial
                 continue
             if not isinstance(value, dict):
                 why = "not a JSON object"
@@ -558,7 +560,8 @@ class OpenAICompatModel:
             why = misfit
         raise SchemaRefused(
             f"the model server's answer did not fit the step's schema twice "
-            f"({why}); nothing was written"
+            f"({why}); nothing was written",
+            partial=partial,
         )
 
     def _structured_text(

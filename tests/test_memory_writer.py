@@ -4,6 +4,8 @@ op goes through the memory API with its rules (dedup, privacy, pinned, turn ids)
 
 from __future__ import annotations
 
+import json
+
 import pytest
 
 from core import OWNER_IN_GROUP, OWNER_TRUSTED, PUBLIC, language
@@ -240,6 +242,45 @@ def test_a_failed_step_is_a_calm_notice_and_keeps_the_reply(mem):
     notes = [e.text for e in events if isinstance(e, Notice)]
     assert notes and "timed out" in notes[0]
     assert events[-1].text == "Sure." and conv.history()[-1].content == "Sure."
+
+
+def test_a_plan_cut_at_its_budget_keeps_the_ops_it_wrote_whole(mem):
+    """SPEC §3.1 / §11: a plan cut at the step's token budget (the 0.5B test model ran on in
+    CI, and the whole message was deferred) keeps each op it finished; the op it was writing
+    is lost, never half-kept, and no notice says the step failed."""
+    from core.llm import ModelError
+
+    cut = (
+        '{"ops": [{"op": "save", "content": "My sister Lena lives in Kazan.", "kind": "fact", '
+        '"importance": 4, "private": false}, {"op": "save", "content": "The owner\'s corgi'
+    )
+    llm = ScriptedLLM(
+        [["Noted."]],
+        plans=[ModelError("the model's JSON does not parse (output cut)", partial=cut)],
+    )
+    events = run(Conversation(mem, llm), "My sister Lena lives in Kazan. My corgi is Bublik.")
+    notes = [e.text for e in events if isinstance(e, Notice)]
+    assert not any("could not update her memory" in n for n in notes), notes
+    assert [r.content for r in mem.list(OWNER_TRUSTED)] == ["My sister Lena lives in Kazan."]
+
+
+def test_the_step_grammar_bounds_a_content_and_a_cut_plan_keeps_no_run_on():
+    """SPEC §3.1: the step's schema (the grammar the model decodes under) closes a content at
+    MAX_CONTENT_CHARS, so one op cannot eat the budget; of a cut plan, an op whose content
+    reached the cap is not kept, the whole ops before and after it are."""
+    from core.chat.step_schema import MAX_CONTENT_CHARS, whole_ops
+    from models.schema_check import problem as schema_problem
+
+    schema = ops_schema([7], allow_private=True, allow_forget=False)
+    loop = "I have a corgi. " * 40
+    op = {"op": "save", "content": loop, "kind": "fact", "importance": 3, "private": False}
+    assert schema_problem({"ops": [op]}, schema) is not None
+    at_cap = {**op, "content": loop[:MAX_CONTENT_CHARS]}
+    assert schema_problem({"ops": [at_cap]}, schema) is None
+    capped = json.dumps(at_cap)
+    kept = json.dumps(save_op("My corgi is Bublik."))
+    cut = '{"ops": [' + kept + ", " + capped + ", " + kept + ', {"op": "save", "cont'
+    assert [o["content"] for o in whole_ops(cut)] == ["My corgi is Bublik."] * 2
 
 
 def test_a_stopped_reply_runs_no_step(mem):

@@ -35,7 +35,7 @@ from core import language, text
 from core.chat import supersession
 from core.chat.invention import self_name
 from core.chat.owner_message import Exchange, asks_to_forget, forget_object, may_carry_a_fact
-from core.chat.step_schema import MAX_OPS, ops_schema
+from core.chat.step_schema import MAX_OPS, ops_schema, ran_on, whole_ops
 from core.importance import importance_model
 from core.learned import use_vectors
 from core.llm import ChatModel, Message, ModelError
@@ -369,11 +369,16 @@ class MemoryWriter:
                 prompt, schema, timeout=self.timeout, max_tokens=self.max_tokens, cancel=cancel
             )
         except ModelError as e:
-            return WriteOutcome((), str(e), 1)
+            # a plan cut at the budget keeps the ops it wrote whole; with none, nothing is
+            # written and the message is read again later (the caller defers it)
+            plan = {"ops": whole_ops(e.partial)} if e.partial else {}
+            if not plan.get("ops"):
+                return WriteOutcome((), str(e), 1)
         ops = plan.get("ops") if isinstance(plan, dict) else None
         if not isinstance(ops, list):
             return WriteOutcome((), "the model's plan has no list of ops", 1)
-        return WriteOutcome(tuple(self.apply(ops[:MAX_OPS], ex, ctx, set(ids), related)), None, 1)
+        ops = [op for op in ops[:MAX_OPS] if not ran_on(op)]
+        return WriteOutcome(tuple(self.apply(ops, ex, ctx, set(ids), related)), None, 1)
 
     def apply(
         self,

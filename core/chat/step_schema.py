@@ -4,9 +4,15 @@ exchange so the grammar itself keeps the model inside the rules
 
 from __future__ import annotations
 
+import json
 from typing import Any
 
 MAX_OPS = 4
+# One memory is a sentence or two: the longest owner message of the labelled set (616
+# messages) is 203 characters. The grammar closes a content at this length, so a small model
+# that runs on inside a string (the 0.5B test model did, in CI: its plan was cut at the
+# step's token budget and the whole message was deferred) cannot spend the budget on one op.
+MAX_CONTENT_CHARS = 300
 
 
 def _op(name: str, **fields: Any) -> dict[str, Any]:
@@ -29,7 +35,7 @@ def ops_schema(
     """The JSON schema of this exchange's ops; the grammar made from it is the first guard.
     When the owner asked to forget, forgetting is the only op; ``update`` is offered only for a
     correction (the default model, offered it always, overwrote unrelated memories)."""
-    text_field = {"type": "string", "minLength": 3}
+    text_field = {"type": "string", "minLength": 3, "maxLength": MAX_CONTENT_CHARS}
     save = _op(
         "save",
         content=text_field,
@@ -40,7 +46,9 @@ def ops_schema(
         private={"type": "boolean"} if allow_private else {"const": False},
     )
     update = _op("update", id={"enum": list(ids)}, content=text_field)
-    forget = _op("forget", id={"enum": list(ids)}, why={"type": "string", "minLength": 1})
+    forget = _op(
+        "forget", id={"enum": list(ids)}, why={"type": "string", "minLength": 1, "maxLength": 200}
+    )
     if allow_forget and ids:
         variants: list[dict[str, Any]] = [forget]
     else:
@@ -51,3 +59,34 @@ def ops_schema(
         "properties": {"ops": {"type": "array", "items": item, "minItems": 1, "maxItems": max_ops}},
         "required": ["ops"],
     }
+
+
+def whole_ops(partial: str) -> list[dict[str, Any]]:
+    """The ops a plan cut at its token budget wrote whole (``{"ops": [{…}, {…}, {"op": "sa``
+    gives the first two): what the model finished is as good as an uncut plan's; the op it
+    was writing when the budget ran out is lost, never half-kept. A content the grammar
+    closed at :data:`MAX_CONTENT_CHARS` ran on, and is not whole either."""
+    start = partial.find("[", partial.find('"ops"') + 1) if '"ops"' in partial else -1
+    if start < 0:
+        return []
+    decoder = json.JSONDecoder(strict=False)
+    out: list[dict[str, Any]] = []
+    at = start + 1
+    while True:
+        while at < len(partial) and partial[at] in " \t\r\n,":
+            at += 1
+        if at >= len(partial) or partial[at] != "{":
+            return out
+        try:
+            value, at = decoder.raw_decode(partial, at)
+        except ValueError:
+            return out
+        if isinstance(value, dict) and not ran_on(value):
+            out.append(value)
+
+
+def ran_on(op: Any) -> bool:
+    """An op whose content the grammar closed at :data:`MAX_CONTENT_CHARS`: the model was
+    repeating itself, not writing a memory."""
+    content = op.get("content") if isinstance(op, dict) else None
+    return isinstance(content, str) and len(content) >= MAX_CONTENT_CHARS
