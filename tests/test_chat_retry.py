@@ -94,15 +94,27 @@ DECISIONS = [
         (Form.AFTER, f"{REFUSAL_NUDGE} {SAY_RU}", False, False),
     ),
     (
-        "§8.10 a made-up answer: the note inside the owner's message",
+        "§8.10 a made-up answer to a question is not asked again (she does not know)",
         v(Kind.INVENTED, "Тебе 12 лет.", question=True, about_owner=True, claims=("12",)),
         True,
+        None,
+    ),
+    (
+        "§8.10 made up and in the other language: not asked again either",
+        v(Kind.WRONG_LANGUAGE, "You are 12.", question=True, invented=True),
+        True,
+        None,
+    ),
+    (
+        "§8.10 a made-up fact in a statement's reply: the note inside the owner's message",
+        v(Kind.INVENTED, "Ты учитель физики с 2010 года.", claims=("2010",)),
+        False,
         (Form.INSIDE, f"{INVENT_NUDGE} {SAY_RU}", False, False),
     ),
     (
-        "§8.10 made up and in the other language: the language note, inside the message",
-        v(Kind.WRONG_LANGUAGE, "You are 12.", question=True, invented=True),
-        True,
+        "§8.10 a statement's reply made up and in the other language: the language note, inside",
+        v(Kind.WRONG_LANGUAGE, "You teach since 2010.", invented=True),
+        False,
         (Form.INSIDE, f"{LANGUAGE_NUDGE.format(language='Russian')} {SAY_RU}", False, True),
     ),
     (
@@ -156,9 +168,9 @@ def test_the_note_is_where_its_form_says():
     assert again.messages(prompt, STATEMENT) == reframed(prompt, STATEMENT)
     assert REFRAME.format(text=STATEMENT) in again.messages(prompt, STATEMENT)[-1]["content"]
     again = decide(
-        v(Kind.INVENTED, "Тебе 12 лет.", question=True, claims=("12",)), 1, QUESTION, "ru"
+        v(Kind.INVENTED, "Ты учитель с 2010 года.", claims=("2010",)), 1, STATEMENT, "ru"
     )
-    assert again.messages(prompt, QUESTION) == noted(prompt, again.note)
+    assert again.messages(prompt, STATEMENT) == noted(prompt, again.note)
     again = decide(v(Kind.ECHO, QUESTION, question=True), 1, QUESTION, "ru")
     assert again.messages(prompt, QUESTION) == [
         *prompt,
@@ -232,7 +244,7 @@ SETTLED = [
         Outcome.DONT_KNOW,
     ),
     (
-        "§8.10 made up again after the retry: she does not know",
+        "§8.10 a made-up answer to a question: she does not know at once",
         v(
             Kind.INVENTED,
             "Тебе 40 лет.",
@@ -241,19 +253,30 @@ SETTLED = [
             about_owner=True,
             claims=("40",),
         ),
-        retry_after(Kind.INVENTED, reply="Тебе 12 лет.", question=True, claims=("12",)),
+        None,
         Outcome.DONT_KNOW,
     ),
     (
-        "§8.10 made up, then nothing: she does not know",
-        v(Kind.EMPTY, question=True, about_owner=True),
-        retry_after(Kind.INVENTED, reply="Тебе 12 лет.", question=True, claims=("12",)),
+        "§8.10 a question answered with a word nothing shown holds: she does not know at once",
+        v(Kind.INVENTED, "Футбол.", held="Футбол.", question=True, about_owner=True),
+        None,
         Outcome.DONT_KNOW,
     ),
     (
-        "§8.10 after the retry, only the voice is wrong (no made-up fact): the answer is shown",
-        v(Kind.INVENTED, "Я архитектор.", held="Я архитектор.", question=True, about_owner=True),
-        retry_after(Kind.INVENTED, reply="Я архитектор, проектирую школы.", question=True),
+        "§8.10 a statement's reply made up again after the retry: she does not know",
+        v(
+            Kind.INVENTED,
+            "Ты учитель с 2011 года.",
+            held="Ты учитель с 2011 года.",
+            claims=("2011",),
+        ),
+        retry_after(Kind.INVENTED, reply="Ты учитель с 2010 года.", claims=("2010",)),
+        Outcome.DONT_KNOW,
+    ),
+    (
+        "§8.10 a statement's retry with only the voice wrong (no made-up fact): it is shown",
+        v(Kind.INVENTED, "Я архитектор.", held="Я архитектор."),
+        retry_after(Kind.INVENTED, reply="Я архитектор, проектирую школы."),
         Outcome.SHOW_HELD,
     ),
     (

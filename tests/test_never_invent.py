@@ -23,7 +23,7 @@ from core.chat.invention import (
 )
 from core.chat.judge import ReplyJudge
 from core.chat.prompt import user_prompt
-from core.chat.retry import DONT_KNOW, INVENT_NUDGE, QUESTION_ECHO_NUDGE
+from core.chat.retry import DONT_KNOW, QUESTION_ECHO_NUDGE
 from core.instructions import ANSWER_FROM_MEMORY, NEVER_INVENT, NOTHING_RECALLED
 from core.language import only_asks
 from core.sleep.candidates import roles
@@ -58,19 +58,18 @@ def run(conv, text):
 
 
 @pytest.mark.parametrize(("question", "made_up", "fact"), MADE_UP)
-def test_a_made_up_answer_about_the_owner_is_never_shown_and_asked_again(
+def test_a_made_up_answer_about_the_owner_is_never_shown_and_she_does_not_know_at_once(
     mem, question, made_up, fact
 ):
+    """§8.10: a made-up answer is not shown, and it is not asked again: with the default model
+    36 of 36 such retries (LoCoMo conversations 0 and 1, scenarios d and e) ended in her "I
+    don't know" anyway, a second generation later."""
     mem.save(fact, OWNER_TRUSTED)
-    honest = HONEST_RU if re.search("[а-яё]", question, re.IGNORECASE) else HONEST_EN
-    llm = ScriptedLLM([[made_up[:6], made_up[6:]], honest], plans=[])
+    lang = "ru" if re.search("[а-яё]", question, re.IGNORECASE) else "en"
+    llm = ScriptedLLM([[made_up[:6], made_up[6:]], HONEST_EN], plans=[])
     shown = run(Conversation(mem, llm), question)
-    assert shown == "".join(honest)
-    assert len(llm.calls) == 2
-    retry = llm.calls[1]["messages"]
-    assert retry[-1]["role"] == "user" and INVENT_NUDGE in retry[-1]["content"]
-    assert retry[-1]["content"].startswith(llm.calls[0]["messages"][-1]["content"])
-    assert made_up not in str(retry)  # the invention is not shown back
+    assert shown == DONT_KNOW[lang]
+    assert len(llm.calls) == 1
 
 
 def test_made_up_twice_she_says_she_does_not_know(mem):
@@ -145,12 +144,11 @@ def test_the_guard_helpers():
 
 def test_asked_again_a_reply_only_in_the_wrong_voice_is_shown_not_thrown_away(mem):
     """An answer whose facts are the memory's is not replaced by "I don't know" for its voice
-    alone ("Я архитектор." to "Кем я работаю?" after an invented first try: said to the owner,
-    not lost)."""
+    alone ("Я архитектор." to "Кем я работаю?": said to the owner, not lost)."""
     mem.save("Я Марина, по профессии архитектор.", OWNER_TRUSTED, kind="core")
-    llm = ScriptedLLM([["Я архитектор, проектирую школы."], ["Я архитектор."]], plans=[])
+    llm = ScriptedLLM([["Я архитектор."]], plans=[])
     assert run(Conversation(mem, llm), "Кем я работаю?") == "Ты архитектор."
-    assert len(llm.calls) == 2
+    assert len(llm.calls) == 1
 
 
 def test_asked_again_after_an_invention_and_silent_she_says_she_does_not_know(mem):
@@ -169,13 +167,13 @@ def test_her_fixed_i_dont_know_is_not_shown_to_the_model_again(mem):
     chat, but the next prompts carry neither it nor the question it answered."""
     mem.save("My corgi is called Bublik, he is 3 years old.", OWNER_TRUSTED, kind="core")
     llm = ScriptedLLM(
-        [["I am learning Russian."], ["You are learning Russian."], ["Your corgi is Bublik."]],
+        [["I am learning Russian."], ["Your corgi is Bublik."]],
         plans=[],
     )
     conv = Conversation(mem, llm)
     assert run(conv, "Which language am I learning these days?") == DONT_KNOW["en"]
     assert run(conv, "What's my dog's name?") == "Your corgi is Bublik."
-    later = str(llm.calls[2]["messages"])
+    later = str(llm.calls[1]["messages"])
     assert DONT_KNOW["en"] not in later and "Which language am I learning" not in later
     assert [m.content for m in conv.history()][-3] == DONT_KNOW["en"]  # the chat keeps it
 
@@ -258,13 +256,6 @@ def test_after_a_made_up_answer_i_dont_know_in_the_other_language_is_said_in_the
     assert run(Conversation(mem, llm), "Какой у меня любимый фильм?") == DONT_KNOW["ru"]
 
 
-def test_after_a_made_up_answer_a_true_answer_in_the_other_language_still_stands(mem):
-    """… while an answer the memory holds is not thrown away for its language."""
-    mem.save("Мне 34 года, я ветеринар.", OWNER_TRUSTED, kind="core")
-    llm = ScriptedLLM([["Тебе 40 лет."], ["You are ", "34 years old."]], plans=[])
-    assert run(Conversation(mem, llm), "Сколько мне лет?") == "You are 34 years old."
-
-
 @pytest.mark.parametrize(
     ("question", "fact", "answer"),
     [
@@ -296,13 +287,13 @@ def test_the_role_asked_about_is_read_from_the_question_not_from_its_copy_in_the
 
 def test_a_name_memory_gives_someone_else_is_not_the_answer_about_the_owners_mother(mem):
     """Issue 26, seen on an unseen scenario: the mother is in memory, her name is not, and the
-    default model answered with the wife's. Asked once more, unseen; the honest reply shows."""
+    default model answered with the wife's. It is not shown: she does not know."""
     mem.save("My wife Alesya is from Minsk, she translates for the courts.", OWNER_TRUSTED)
     mem.save("We're throwing Mum a party for her 70th in September.", OWNER_TRUSTED, kind="core")
     llm = ScriptedLLM([["Ваша мама ", "Alesya."], HONEST_RU], plans=[])
     shown = run(Conversation(mem, llm), "Как зовут мою маму?")
-    assert shown == "".join(HONEST_RU)
-    assert len(llm.calls) == 2
+    assert shown == DONT_KNOW["ru"]
+    assert len(llm.calls) == 1
 
 
 def test_a_name_is_misattributed_when_a_line_gives_it_to_another_role_and_none_to_the_asked():
@@ -535,18 +526,18 @@ def test_a_memory_copied_in_the_owners_voice_is_said_to_the_owner_not_asked_agai
     assert len(llm.calls) == 1
 
 
-def test_a_made_up_fact_in_the_owners_voice_is_still_asked_again(mem):
+def test_a_made_up_fact_in_the_owners_voice_is_not_turned_to_the_owner(mem):
     """The voice is turned only when that is the whole fault: "I am learning Russian." names a
-    language nothing shown holds, so it is asked again as before (and a Russian reply in the
-    owner's voice too: its verbs change with the person, it is not rewritten)."""
+    language nothing shown holds, so it is made up (and a Russian reply in the owner's voice
+    too: its verbs change with the person, it is not rewritten)."""
     mem.save("My sister Anna lives in Yerevan.", OWNER_TRUSTED)
     llm = ScriptedLLM([["I am learning Russian."], HONEST_EN], plans=[])
     shown = run(Conversation(mem, llm), "Which language am I learning these days?")
-    assert shown == "".join(HONEST_EN) and len(llm.calls) == 2
+    assert shown == DONT_KNOW["en"] and len(llm.calls) == 1
     mem.save("Я Марина, по профессии архитектор.", OWNER_TRUSTED, kind="core")
     llm = ScriptedLLM([["Я архитектор, проектирую школы."], ["Ты архитектор."]], plans=[])
-    assert run(Conversation(mem, llm), "Кем я работаю?") == "Ты архитектор."
-    assert len(llm.calls) == 2
+    assert run(Conversation(mem, llm), "Кем я работаю?") == DONT_KNOW["ru"]
+    assert len(llm.calls) == 1
 
 
 @pytest.mark.parametrize(
@@ -713,16 +704,15 @@ def test_a_memory_lines_age_and_id_are_no_fact_about_the_owner(mem, clock):
 def test_a_line_about_the_owners_husband_is_not_the_owners_own_life(mem):
     """§8.10, measured on bench.owner_profile dev with the default model: "Кем я работаю?" with
     the owner's job nowhere in memory got "Ты работаешь на севере вахтами…" — the husband's
-    line, "Муж у меня работает на севере вахтами…", told as the owner's. It is not shown, and
-    she asks again."""
+    line, "Муж у меня работает на севере вахтами…", told as the owner's. It is not shown."""
     mem.save(
         "Муж у меня работает на севере вахтами, месяц там месяц дома.", OWNER_TRUSTED, kind="core"
     )
     llm = ScriptedLLM(
         [["Ты работаешь на севере вахтами, месяц там месяц дома."], HONEST_RU], plans=[]
     )
-    assert run(Conversation(mem, llm), "Кем я работаю?") == "".join(HONEST_RU)
-    assert len(llm.calls) == 2
+    assert run(Conversation(mem, llm), "Кем я работаю?") == DONT_KNOW["ru"]
+    assert len(llm.calls) == 1
 
 
 @pytest.mark.parametrize(
@@ -772,7 +762,7 @@ def test_an_age_said_in_words_that_nobody_told_is_made_up(mem):
 
     mem.save("Мой парень Матвей — курьер, целыми днями на велосипеде.", OWNER_TRUSTED, kind="core")
     llm = ScriptedLLM([["Два года."], HONEST_RU], plans=[])
-    assert run(Conversation(mem, llm), "Сколько лет Матвею?") == "".join(HONEST_RU)
+    assert run(Conversation(mem, llm), "Сколько лет Матвею?") == DONT_KNOW["ru"]
     assert worded_numbers("Тебе двадцать девять.", "Я Полина, мне 29.", "Сколько мне лет?") == []
     assert worded_numbers("Isla is six.", "Isla turned six in May.", "How old is Isla?") == []
     assert worded_numbers("Isla is six.", "Isla got a yellow belt.", "How old is Isla?") == ["6"]
@@ -810,13 +800,13 @@ def test_a_common_word_nothing_shown_holds_is_made_up(mem):
     """§8.10, measured on an unseen scenario (d) with the default model: "What instrument am I
     learning?" (the ukulele was forgotten) got "piano", and "Какой спорт у моего сына?" got
     "футбол" — common words, past the checks of names and numbers. A what / which / who / where
-    answer that names nothing the turn was shown is made up, and asked again."""
+    answer that names nothing the turn was shown is made up, and not shown."""
     from core.chat.invention import nothing_shown
 
     mem.save("Hi Eva, I'm Callum, 44, I drive trams in Edinburgh.", OWNER_TRUSTED, kind="core")
     llm = ScriptedLLM([["You are learning the piano."], HONEST_EN], plans=[])
-    assert run(Conversation(mem, llm), "What instrument am I learning?") == "".join(HONEST_EN)
-    assert len(llm.calls) == 2
+    assert run(Conversation(mem, llm), "What instrument am I learning?") == DONT_KNOW["en"]
+    assert len(llm.calls) == 1
     q = "Какой спорт у моего сына?"
     assert nothing_shown("Спорт у моего сына - футбол.", "У меня сын Марк.", q) == ["футбол"]
     # a sentence that says nothing of what was asked, or only of the talk itself, is not judged
