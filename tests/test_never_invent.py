@@ -625,6 +625,53 @@ def test_a_number_of_the_owners_line_is_not_someone_elses_age():
     assert misnumbered("On 20 June 2023.", dated, jon) == []
 
 
+def test_the_owners_own_lines_are_about_the_owner_asked_by_name():
+    """§8.10, issue 26 (bench.locomo_qa, conversation 0, default model): the owner is named in
+    the third person ("How long ago was Caroline's 18th birthday?"), the memory holds the
+    owner's own words in the first person and a core line says who the owner is. "Caroline's
+    18th birthday was ten years ago." was held as made up — its "18th" is on no line naming
+    Caroline — and she said she did not know. The owner's first-person lines are about the
+    owner; someone else's first person is not (LoCoMo dev, gold answers as replies: 8 numbers
+    held so, 3 after)."""
+    from core.chat.invention import misnumbered
+
+    q = "How long ago was Caroline's 18th birthday?"
+    own = "A friend made my bowl for my 18th birthday ten years ago."
+    support = f"The owner's name is Caroline.\n{own}\n{q}"
+    assert made_up("Caroline's 18th birthday was ten years ago.", support, q) is None
+    # the owner's own introduction says who the owner is as well
+    intro = "Я Полина, работаю логопедом.\n- Мне 29.\nСколько лет Полине?"
+    assert misnumbered("Полине 29 лет.", intro, "Сколько лет Полине?") == []
+    # a line that only mentions the owner does not make every first person the person's
+    friend = "Я Полина, мне 29.\n- Хозяйка дружит с Матвеем.\nСколько лет Матвею?"
+    assert misnumbered("Матвей 29 лет.", friend, "Сколько лет Матвею?") == ["29"]
+    # someone else's words in the first person, under their name, stay theirs
+    other = (
+        "The owner's name is Melanie.\nCaroline: I am 32 and I love concerts.\nHow old is Melanie?"
+    )
+    assert misnumbered("Melanie is 32.", other, "How old is Melanie?") == ["32"]
+
+
+def test_a_month_written_in_full_from_a_dated_line_is_not_made_up():
+    """§8.10, issue 26: a recalled line carries the day it was said, short ("27 Aug 2023",
+    prompt_section.said_on); "When did Melanie go to the park?" answered "on 27 August 2023"
+    was held as made up for its "August" (LoCoMo dev, gold answers as replies: 33 of 760 held
+    so). A month nothing shown names is still a made-up name."""
+    q = "When did Melanie go to the park?"
+    support = f"The owner's name is Melanie.\n27 Aug 2023 I went to the park with the kids.\n{q}"
+    assert made_up("Melanie went to the park on 27 August 2023.", support, q) is None
+    assert made_up("Melanie went to the park in September.", support, q) == ["septemb"]
+
+
+def test_a_hyphenated_word_holding_me_is_not_evas_own_voice():
+    """§8.10, issue 26 (LoCoMo dev, a gold answer as the reply): "by carving out some me-time
+    each day" was read as Eva speaking of herself ("me"), and held as made up."""
+    assert not speaks_as_owner(
+        "Melanie prioritizes self-care by carving out some me-time each day."
+    )
+    assert speaks_as_owner("I carve out some me-time each day.")
+
+
 def test_numbers_of_the_owners_introduction_are_not_given_to_the_people_of_the_labelled_set():
     """Issue 26, over the memory-step set (both splits): each introduction holding a number
     (the owner's age), six other messages of its language that name someone, then "How old is

@@ -82,7 +82,10 @@ _ADMITS = re.compile(
 
 
 def _words(text: str) -> set[str]:
-    return set(re.findall(r"[\w']+", text.lower().replace("\u2019", "'")))
+    """The words of ``text``, lowercased; a hyphenated compound is one word: "me-time" holds no
+    "me" (LoCoMo dev: "by carving out some me-time each day…", a gold answer, read as Eva's own
+    voice)."""
+    return set(re.findall(r"[\w']+(?:-[\w']+)*", text.lower().replace("\u2019", "'")))
 
 
 def asks_about_owner(text: str, support: str = "") -> bool:
@@ -349,9 +352,10 @@ def unsupported(text: str, support: str) -> list[str]:
     days = _days_of_shown_months(text, support)
     out = sorted(n for n in numbers(text) - numbers(support) if re.sub(r"\D", "", n) not in days)
     known = _support_stems(support) | _spelled_out(text, support)
+    months = _shown_months(support)
     sounds: dict[bool, set[str]] | None = None
     for word, group in name_words(text):
-        if group & known:
+        if group & known or word.lower() in months:
             continue
         if sounds is None:  # read once, and only when a name is not found by its stem
             sounds = _sound_keys(support)
@@ -359,6 +363,36 @@ def unsupported(text: str, support: str) -> list[str]:
         # "Норвегии", whose stems do not meet letter by letter)
         if sound_key(word) not in sounds[not _CYRILLIC.search(word)]:
             out.append(min(group))
+    return out
+
+
+_MONTHS = [
+    "january",
+    "february",
+    "march",
+    "april",
+    "may",
+    "june",
+    "july",
+    "august",
+    "september",
+    "october",
+    "november",
+    "december",
+]
+_MONTH_SHORT = re.compile(r"\b(jan|feb|mar|apr|may|jun|jul|aug|sep|sept|oct|nov|dec)\b\.?", re.I)
+
+
+def _shown_months(support: str) -> set[str]:
+    """The months the support names, as their full English names: a memory line's day is written
+    short ("27 Aug 2023", :func:`core.memory.prompt_section.said_on`), and "on 27 August" worked
+    out from it is no name made up (LoCoMo dev, the 760 gold answers with evidence as replies,
+    dated evidence lines and 15 other turns as the support: 33 were held as made up for such a
+    month)."""
+    out: set[str] = set()
+    for m in _MONTH_SHORT.finditer(support):
+        key = m.group(1).lower()[:3]
+        out.update(full for full in _MONTHS if full.startswith(key))
     return out
 
 
@@ -450,6 +484,36 @@ def misattributed(text: str, support: str, question: str, said: str = "") -> lis
     return out
 
 
+# a line that says who the owner is ("The owner's name is Caroline.", "Хозяйку зовут Полина.")
+_OWNER_NAMED = re.compile(
+    r"\bowner(?:'s|’s)?\s+(?:name\s+)?is\b|\bowner\s+is\s+called\b|\bis\s+the\s+owner\b"
+    r"|\bхозя\w*\s+зовут\b|\bзовут\s+хозя|\bхозя\w*\s+[—–-]\s",
+    re.I,
+)
+
+
+def _names_the_owner(line: str, people: list[frozenset[str]]) -> bool:
+    """``line`` says that one of ``people`` is the owner: "The owner's name is Caroline.", or
+    the owner's own introduction ("Я Полина, мне 29")."""
+    if _OWNER_NAMED.search(line):
+        return True
+    own = self_name(line)
+    return own is not None and any(set(stems(own)) & g for g in people)
+
+
+# a line that opens on a speaker's name: "Melanie: I went camping…" is Melanie's first person
+_SPEAKER = re.compile(r"^(?:\d{1,2} [A-Z][a-z]{2} \d{4} )?([^\W\d_][\w'’ -]{0,40}):\s")
+
+
+def _owners_own(line: str, owner: list[frozenset[str]]) -> bool:
+    """A memory line in the owner's own first person: it holds the first person singular, and
+    no speaker label naming someone else opens it."""
+    if not _words(line) & _FIRST_PERSON:
+        return False
+    label = _SPEAKER.match(line)
+    return label is None or any(set(stems(label.group(1))) & g for g in owner)
+
+
 def misnumbered(text: str, support: str, question: str) -> list[str]:
     """The numbers ``text`` gives about someone the ``question`` names (by name, or by role:
     "How old is Matvey?", "Сколько лет моему сыну?") that only lines about others hold. Seen on
@@ -482,6 +546,13 @@ def misnumbered(text: str, support: str, question: str) -> list[str]:
     if not people and not asked:
         return []
     mentions = [i for i in range(len(lines)) if any(holds(i, g) for g in people)]
+    if any(_names_the_owner(lines[i], people) for i in mentions):
+        # the person asked about is the owner ("The owner's name is Caroline."): the owner's
+        # own lines, in the first person, are about them ("How long ago was Caroline's 18th
+        # birthday?" — "A friend made it for my 18th birthday ten years ago.")
+        mentions += [
+            i for i, line in enumerate(lines) if i not in mentions and _owners_own(line, people)
+        ]
     # the roles the named person's lines give them: "Марк — мой сын" makes the son's lines theirs
     asked |= {r for i in mentions for r in _named_roles(lines[i])}
     about = set(mentions) | {i for i, line in enumerate(lines) if _named_roles(line) & asked}
