@@ -663,6 +663,22 @@ def test_a_month_written_in_full_from_a_dated_line_is_not_made_up():
     assert made_up("Melanie went to the park in September.", support, q) == ["septemb"]
 
 
+def test_a_number_the_memory_says_in_words_or_as_last_year_is_not_made_up():
+    """§8.10, issue 26 (bench.never_invent, LoCoMo dev's true answers as replies): "10 years ago"
+    for a line saying "ten years ago", and "2022" for a line of 2023 saying "last year", were
+    held as made up (148 -> 132 of 1520 held with the two). A number nothing shown says, in
+    digits or words, is still held."""
+    q = "How long ago was Caroline's 18th birthday?"
+    support = f"The owner's name is Caroline.\nMy 18th birthday was ten years ago.\n{q}"
+    assert made_up("10 years ago.", support, q) is None
+    assert made_up("12 years ago.", support, q) == ["12"]
+    painted = "When did Melanie paint a sunrise?"
+    dated = f"Melanie: 15 May 2023 I painted that lake sunrise last year!\n{painted}"
+    assert made_up("In 2022.", dated, painted) is None
+    assert made_up("In 2021.", dated, painted) == ["2021"]
+    assert made_up("In 2024.", dated, painted) == ["2024"]
+
+
 def test_a_hyphenated_word_holding_me_is_not_evas_own_voice():
     """§8.10, issue 26 (LoCoMo dev, a gold answer as the reply): "by carving out some me-time
     each day" was read as Eva speaking of herself ("me"), and held as made up."""
