@@ -380,6 +380,24 @@ def test_a_retry_note_pieced_with_the_owners_question_is_an_echo():
     )
 
 
+def test_an_answer_whose_word_an_earlier_question_held_is_not_an_echo():
+    """Issue 26 (bench.locomo_qa, conversation 0, default model): "Grandma's gift to Caroline was
+    a necklace." to "What was grandma's gift to Caroline?" was held as an echo — "necklace" was
+    in an earlier question of the chat ("What does Caroline's necklace symbolize?"), pieced
+    with this one as if it were a retry's note — and she said she did not know, in two
+    conditions of two runs. The owner's earlier questions are no note; a note still is."""
+    earlier = [
+        "What country is Caroline's grandma from?",
+        "What does Caroline's necklace symbolize?",
+    ]
+    h = ReplyJudge("What was grandma's gift to Caroline?", "en", also=earlier)
+    assert not h.echoes("Grandma's gift to Caroline was a necklace.")
+    assert h.echoes("What was grandma's gift to Caroline?")
+    note = "Your reply must be in English. (Reply in English.)"
+    noted = ReplyJudge("What's my dog's name?", None, also=[*earlier, note])
+    assert noted.echoes("Your reply must be in English: \"What's my dog's name?\"")
+
+
 @pytest.mark.parametrize(
     "lang, message, pieces, shown",
     [

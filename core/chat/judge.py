@@ -176,8 +176,13 @@ class ReplyJudge:
         # the owner's earlier questions that only ask: no support (core.chat.prompt.support),
         # but whom they name by role exists (invention.missing_roles)
         self._presupposed = "\n".join(a for a in also or () if only_asks(a))
-        # a note read back with the owner's words after it (or before it), pieced together
-        self._pieced = [f"{a} {self.message}" for a in self.also]
+        # a note read back with the owner's words after it (or before it), pieced together; the
+        # owner's earlier questions are no note: pieced with this one, they made an answer an
+        # echo when its one new word was in an earlier question (bench.locomo_qa, default model:
+        # "Grandma's gift to Caroline was a necklace." after "What does Caroline's necklace
+        # symbolize?", held in two conditions of two runs, then "I don't know")
+        self._notes = [_norm(a) for a in also or () if _norm(a) and not only_asks(a)]
+        self._pieced = [f"{a} {self.message}" for a in self._notes]
         self._said = " ".join([self.message, *self.also])  # every word a reply may repeat
         # a question only new words can answer: one that asks "what / who / where / how…"
         # and offers no choice ("Anna or Maria?")
@@ -401,7 +406,7 @@ class ReplyJudge:
             and not brings_news(reply, self._said)
             and any(
                 _copied(mine, p) >= COPIED
-                for p in (*self._pieced, *(f"{self.message} {a}" for a in self.also))
+                for p in (*self._pieced, *(f"{self.message} {a}" for a in self._notes))
             )
         ):
             return True  # the note and the owner's words pieced together (measured: 'The
