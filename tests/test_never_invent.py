@@ -72,6 +72,21 @@ def test_a_made_up_answer_about_the_owner_is_never_shown_and_she_does_not_know_a
     assert len(llm.calls) == 1
 
 
+def test_the_memorys_own_fact_in_evas_voice_is_asked_again_and_said_to_the_owner(mem):
+    """§8.10, issue 26 (bench.companion, unseen scenario e, default model): "В каком городе я
+    живу?" got "Я живу в Калининграде." — the memory's own city in Eva's voice, whose verb the
+    judge cannot turn ("живу" → "живёшь" would be a guess) — and she said she did not know at
+    once. A reply whose only fault is the voice, every word of it shown, is asked again; a
+    made-up city is not."""
+    mem.save("Я Полина, живу в Калининграде.", OWNER_TRUSTED, kind="core")
+    llm = ScriptedLLM([["Я живу в Калининграде."], ["Ты живёшь в Калининграде."]], plans=[])
+    assert run(Conversation(mem, llm), "В каком городе я живу?") == "Ты живёшь в Калининграде."
+    assert len(llm.calls) == 2
+    llm = ScriptedLLM([["Я живу в Самаре."], ["Ты живёшь в Самаре."]], plans=[])
+    assert run(Conversation(mem, llm, channel="b"), "В каком городе я живу?") == DONT_KNOW["ru"]
+    assert len(llm.calls) == 1
+
+
 def test_made_up_twice_she_says_she_does_not_know(mem):
     mem.save("My sister Anna lives in Yerevan.", OWNER_TRUSTED)
     llm = ScriptedLLM([["I am learning Russian."], ["You are learning Russian."]], plans=[])

@@ -467,15 +467,17 @@ class ReplyJudge:
         held = self.finish()
         echoed = bool(reply) and self.echoes(reply)
         said_to_owner = ""
+        own_voice_only = False
         if self.invented and not self.claims and self.support is not None:
             # only the voice was wrong, and the first sentence is made of the words the turn
             # was shown: that sentence said to the owner (core.chat.invention.addressed), if
             # that way it invents nothing
             first = first_sentence(held or reply)
+            own_voice_only = only_shown_words(first, self.support)
             turned = addressed(first)
             if (
                 turned
-                and only_shown_words(first, self.support)
+                and own_voice_only
                 and made_up(turned, self.support, self._asked, self._said_before, self._presupposed)
                 is None
             ):
@@ -502,6 +504,7 @@ class ReplyJudge:
             invented=self.invented,
             claims=tuple(self.claims),
             addressed=said_to_owner,
+            voice_only=own_voice_only and not said_to_owner,
             claimed=self.claimed,
             name=self.name or "",
         )
@@ -540,6 +543,9 @@ class Verdict:
     # an invented reply whose only fault was the voice, its first sentence said to the owner
     # ("my team" → "your team"): what stands instead of a retry
     addressed: str = ""
+    # … and one that could not be said to the owner that way ("Я живу в Калининграде." — the
+    # verb's second person would be a guess): the memory's fact in Eva's voice, asked again
+    voice_only: bool = False
     # a statement's reply that took the owner's identity for Eva's ("I'm Callum"), and the name
     # the owner gave themself ("" when none)
     claimed: bool = False

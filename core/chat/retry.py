@@ -170,16 +170,19 @@ def decide(verdict: Verdict, attempt: int, text: str, lang: str | None) -> Retry
     The note answers the first failure of that order. A statement echoed or left unanswered is
     quoted back as the owner's (REFRAME); a question gets RETRY_NUDGE (empty) or
     QUESTION_ECHO_NUDGE (echoed); a made-up reply to a statement is asked again with its note
-    inside the owner's message, one to a question is not asked again (settle: she does not know)."""
+    inside the owner's message, one to a question is not asked again (settle: she does not know)
+    unless its only fault is the voice (:attr:`Verdict.voice_only`)."""
     if verdict.shown or attempt > 1 or verdict.kind is Kind.OK or verdict.addressed:
         return None
     if verdict.greets:
         return None  # she greets the owner by name (settle)
-    if verdict.invented and verdict.question:
+    if verdict.invented and verdict.question and not verdict.voice_only:
         # a question answered with a made-up fact: she says she does not know at once (settle).
         # Asked again, the default model never found the answer: 36 of 36 such retries ended
         # in her "I don't know" (LoCoMo conversations 0 and 1, 4 sessions each, and the unseen
-        # scenarios d and e), each a second generation before the owner saw a word
+        # scenarios d and e), each a second generation before the owner saw a word. The memory's
+        # own fact in Eva's voice is asked again (scenario e: "В каком городе я живу?" got "Я
+        # живу в Калининграде." — the right city, and then "I don't know")
         return None
     kind = verdict.kind
     if kind in (Kind.ECHO, Kind.EMPTY) and not verdict.question:
