@@ -354,6 +354,23 @@ def test_a_question_is_told_from_a_statement(text, asks):
     assert is_question(text) is asks
 
 
+def test_a_statement_read_back_after_a_preamble_is_held_and_never_shown():
+    """Issue 26 (bench.companion, unseen scenario d, default model): "Вот что мне предложено:
+    «Забудь про укулеле, я бросил после двух уроков." — a preamble, then the owner's message in
+    quotes — was past the echo's hold and shown whole. It is held while it copies the message,
+    and is an echo; a reply that quotes a few of the owner's words in its own is shown."""
+    message = "Забудь про укулеле, я бросил после двух уроков."
+    h = ReplyJudge(message, "ru")
+    read_back = "Вот что мне предложено: «Забудь про укулеле, я бросил после двух уроков.»"
+    shown = "".join(h.feed(p) for p in re.findall(r"\S+\s*", read_back))
+    assert shown == ""
+    assert h.verdict(read_back).echoed
+    own = "Поздравляю! «Красная Мазда» — звучит отлично. Как тебе на ней ездится?"
+    h = ReplyJudge("Я купил новую машину, красную Мазду.", "ru")
+    assert "".join(h.feed(p) for p in re.findall(r"\S+\s*", own)) + h.finish() == own
+    assert not h.verdict(own).echoed
+
+
 def test_an_answer_that_repeats_the_question_words_is_not_an_echo():
     """Issue 9 (measured on the default model): "Я собираюсь поехать осенью в Japan." to "Куда я
     собираюсь поехать осенью?" is 0.8 similar but brings the answer — it was dropped as an echo

@@ -74,6 +74,9 @@ def similarity(a: str, b: str) -> float:
     return SequenceMatcher(None, a, b, autojunk=False).ratio()
 
 
+# a start that announces a quote: a colon or an opening quotation mark
+_QUOTE_OPENED = re.compile(r"[:«“„\"]")
+
 # the words a reply announces itself with ("Вот ваш ответ…", "Here is your reply…")
 _ANNOUNCING = frozenset(
     stems(
@@ -236,6 +239,7 @@ class ReplyJudge:
             or self._could_refuse()
             or self._could_take_life()
             or self._could_echo()
+            or self._could_recite()
             or self._could_invent()
         ):
             return ""
@@ -322,6 +326,26 @@ class ReplyJudge:
             return False
         head = _norm(reply)[: int(1.5 * len(self.message)) + 4]
         return _copied(self.message, head) >= COPIED
+
+    def _could_recite(self) -> bool:
+        """A statement's reply whose start, after a few words of its own, goes on copying the
+        message from its first words: held while it could still be a recital (:meth:`recites`).
+        Seen in bench.companion (unseen scenario d, default model): "Вот что мне предложено:
+        «Забудь про укулеле, я бросил после двух уроков." — a preamble of 24 characters, then the
+        message read back — was past the echo's hold and shown whole."""
+        if self.question or len(self.message.split()) < RECITED_WORDS:
+            return False
+        sofar = _norm(self._held)
+        if len(sofar) > 1.5 * len(self.message) + 4:
+            return False
+        opening = " ".join(self.message.split()[:3])
+        at = sofar.find(opening)
+        if at < 0:
+            # a start that opened a quote may bring the message next
+            return len(sofar) < self.MIN_HELD + 10 + len(opening) and bool(
+                _QUOTE_OPENED.search(self._held[: self.MIN_HELD + 10])
+            )
+        return at <= self.MIN_HELD + 10 and _copied(sofar[at:], self.message) >= COPIED
 
     def _could_take_life(self) -> bool:
         """A statement's reply that takes the owner's identity for Eva's ("Hello! I'm Callum",
