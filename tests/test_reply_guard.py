@@ -371,6 +371,23 @@ def test_a_statement_read_back_after_a_preamble_is_held_and_never_shown():
     assert not h.verdict(own).echoed
 
 
+def test_an_answer_like_an_earlier_one_about_someone_else_is_no_repeat():
+    """Issue 26 (bench.locomo_qa, conversation 1, default model): "What is Jon's favorite style
+    of dance?" got "Jon's favorite style of dance is contemporary." — the true answer — and it
+    was held as a repeat of the answer about Gina just before, then "I don't know". A reply
+    that differs from an earlier one by a word of this question is no copy; a generic reply
+    given again still is."""
+    earlier = [
+        "Gina's favorite style of dance is contemporary.",
+        "That's great news! How did you find the spot?",
+    ]
+    h = ReplyJudge("What is Jon's favorite style of dance?", "en", earlier=earlier)
+    assert not h.repeats("Jon's favorite style of dance is contemporary.")
+    assert h.repeats("Gina's favorite style of dance is contemporary.")
+    h = ReplyJudge("What did Jon say about Gina's progress with her store?", "en", earlier=earlier)
+    assert h.repeats("That's great news! How did you find the spot?")
+
+
 def test_an_answer_that_repeats_the_question_words_is_not_an_echo():
     """Issue 9 (measured on the default model): "Я собираюсь поехать осенью в Japan." to "Куда я
     собираюсь поехать осенью?" is 0.8 similar but brings the answer — it was dropped as an echo

@@ -454,8 +454,16 @@ class ReplyJudge:
         return len(mine.split()) >= 3 and _copied(mine, self.message) >= COPIED
 
     def repeats(self, reply: str) -> bool:
-        """The reply is one Eva already gave in this chat (≥ 0.8 similar to an earlier one)."""
-        return any(is_echo(reply, e) for e in self.earlier)
+        """The reply is one Eva already gave in this chat (≥ 0.8 similar to an earlier one). An
+        answer to a question that differs from the earlier reply by a word of this question is
+        no copy: "Jon's favorite style of dance is contemporary." after "Gina's favorite style
+        of dance is contemporary." (bench.locomo_qa, conversation 1, default model: held as a
+        repeat, then "I don't know", though memory held it)."""
+        asked = set(stems(self.message)) if self.question else set()
+        return any(
+            is_echo(reply, e) and not (set(stems(_norm(reply))) - set(stems(e))) & asked
+            for e in self.earlier
+        )
 
     def finish(self) -> str:
         """What is still held (the caller decides whether it is an echo). A reply that ended
