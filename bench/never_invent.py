@@ -23,7 +23,6 @@ import argparse
 import json
 import random
 import sys
-import time
 from collections import Counter
 from collections.abc import Sequence
 from pathlib import Path
@@ -32,6 +31,7 @@ from typing import Any
 from bench.locomo_qa import Turn, default_data, load_dialogue
 from core.chat import invention
 from core.chat.judge import Kind, ReplyJudge
+from core.memory.prompt_section import said_on
 
 # made_up's checks, in its order; a held reply none of them names spoke as the owner
 CHECKS = (
@@ -46,13 +46,9 @@ CHECKS = (
 )
 
 
-def _day(at: float) -> str:
-    return time.strftime("%d %b %Y", time.gmtime(at)).lstrip("0")
-
-
 def support_line(t: Turn, owner: str, form: str) -> str:
     words = t.text if form == "memory" and t.speaker == owner else t.line
-    return f"{_day(t.at)} {words}"
+    return f"{said_on(t.at)} {words}"
 
 
 def checks_fired(reply: str, support: str, question: str) -> list[str]:

@@ -285,9 +285,11 @@ def _support_stems(support: str) -> set[str]:
     return set(stems(support)) | set(stems(other))
 
 
+_ENGLISH_MONTHS = (
+    r"january|february|march|april|may|june|july|august|september|october|november|december"
+)
 _MONTH_WORDS = (
-    r"(january|february|march|april|may|june|july|august|september|october|"
-    r"november|december|январ\w*|феврал\w*|март\w*|апрел\w*|ма[йяе]\w*|июн\w*|"
+    rf"({_ENGLISH_MONTHS}|январ\w*|феврал\w*|март\w*|апрел\w*|ма[йяе]\w*|июн\w*|"
     r"июл\w*|август\w*|сентябр\w*|октябр\w*|ноябр\w*|декабр\w*)"
 )
 _DAY_OF = re.compile(
@@ -358,7 +360,7 @@ def unsupported(text: str, support: str) -> list[str]:
     months = _shown_months(support)
     sounds: dict[bool, set[str]] | None = None
     for word, group in name_words(text):
-        if group & known or word.lower() in months:
+        if group & known or (_ENGLISH_MONTH.fullmatch(word) and word.lower()[:3] in months):
             continue
         if sounds is None:  # read once, and only when a name is not found by its stem
             sounds = _sound_keys(support)
@@ -388,34 +390,19 @@ def _years_around(support: str) -> set[str]:
     return out
 
 
-_MONTHS = [
-    "january",
-    "february",
-    "march",
-    "april",
-    "may",
-    "june",
-    "july",
-    "august",
-    "september",
-    "october",
-    "november",
-    "december",
-]
 _MONTH_SHORT = re.compile(r"\b(jan|feb|mar|apr|may|jun|jul|aug|sep|sept|oct|nov|dec)\b\.?", re.I)
 
 
+_ENGLISH_MONTH = re.compile(_ENGLISH_MONTHS, re.I)
+
+
 def _shown_months(support: str) -> set[str]:
-    """The months the support names, as their full English names: a memory line's day is written
-    short ("27 Aug 2023", :func:`core.memory.prompt_section.said_on`), and "on 27 August" worked
-    out from it is no name made up (LoCoMo dev, the 760 gold answers with evidence as replies,
-    dated evidence lines and 15 other turns as the support: 33 were held as made up for such a
-    month)."""
-    out: set[str] = set()
-    for m in _MONTH_SHORT.finditer(support):
-        key = m.group(1).lower()[:3]
-        out.update(full for full in _MONTHS if full.startswith(key))
-    return out
+    """The months the support names, by their first three letters: a memory line's day is
+    written short ("27 Aug 2023", :func:`core.memory.prompt_section.said_on`), and "on 27
+    August" worked out from it is no name made up (LoCoMo dev, the 760 gold answers with
+    evidence as replies, dated evidence lines and 15 other turns as the support: 33 were held
+    as made up for such a month)."""
+    return {m.group(1).lower()[:3] for m in _MONTH_SHORT.finditer(support)}
 
 
 def _sound_keys(support: str) -> dict[bool, set[str]]:
