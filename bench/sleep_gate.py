@@ -60,18 +60,15 @@ def same_rows(
                 continue
             done.add(c.ids)
             a, b = (corpus[i] for i in c.ids)
-            msgs, _ = questions.same_question(a, b, now)
-            probs = ask.choice_probabilities(msgs, "same", list(questions.SAME_OPTIONS))
             ka, kb = name[a.id], name[b.id]
-            rows.append(
-                {
-                    "corpus": path.name,
-                    "keys": [ka, kb],
-                    "kind": c.kind,
-                    "p_same": round(probs[questions.IS_SAME], 3),
-                    "label": "duplicate" if find(ka) == find(kb) else "other",
-                }
-            )
+            row = {"corpus": path.name, "keys": [ka, kb], "kind": c.kind}
+            # in both orders: A the older, then A the newer
+            for field, (x, y) in (("p_same", (a, b)), ("p_same_swapped", (b, a))):
+                msgs, _ = questions.same_question(x, y, now)
+                probs = ask.choice_probabilities(msgs, "same", list(questions.SAME_OPTIONS))
+                row[field] = round(probs[questions.IS_SAME], 3)
+            row["label"] = "duplicate" if find(ka) == find(kb) else "other"
+            rows.append(row)
     return rows
 
 

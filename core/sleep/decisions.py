@@ -58,6 +58,7 @@ from core.store.records import Kind, Record
 
 Ask = Callable[[list[Message], dict[str, Any]], tuple[dict[str, Any] | None, str | None, float]]
 Similar = Callable[[str, Record], bool]
+Closeness = Callable[[int, int], float | None]
 
 DATED_IMPORTANCE = 4  # an outdated record this important (or core) is kept as dated history
 # The model's probability of "no longer true" below which a supersession does nothing (issue 27
@@ -133,6 +134,12 @@ def _no_longer(u: _Unit) -> float | None:
     return float(value) if isinstance(value, int | float) else None
 
 
+def _near(closeness: Closeness | None, c: Candidate) -> dict[str, Any]:
+    """The pair's calibrated closeness, journaled with its "same fact?" (and read by it)."""
+    near = None if closeness is None else closeness(*c.ids[:2])
+    return {} if near is None else {"closeness": round(near, 3)}
+
+
 def covers(content: str, r: Record, similar: Similar | None) -> bool:
     """Whether a text keeps what ``r`` says: its numbers, and its words (or, across languages,
     its meaning: ``similar``)."""
@@ -196,6 +203,7 @@ def decide_units(
     max_chars: int,
     similar: Similar | None = None,
     progress: Callable[[str, int, int], None] | None = None,
+    closeness: Closeness | None = None,
 ) -> list[ClusterDecisions]:
     """Ask about the clusters' candidates and turn the answers into ops, one list per
     cluster. Questions go kind by kind over all clusters (runs of events, then "same fact?"
@@ -290,7 +298,15 @@ def decide_units(
         if not c.same_first or u.groups.find(a) == u.groups.find(b):
             continue
         if (
-            one(u, DUPLICATE, *same_question(corpus[a], corpus[b], now), "same", c.ids, first=True)
+            one(
+                u,
+                DUPLICATE,
+                *same_question(corpus[a], corpus[b], now),
+                "same",
+                c.ids,
+                first=True,
+                **_near(closeness, c),
+            )
             == "yes"
         ):
             u.same(a, b)
@@ -369,7 +385,15 @@ def decide_units(
         a, b = c.ids
         if u.groups.find(a) == u.groups.find(b) or a in u.replaced or b in u.replaced:
             continue
-        if one(u, DUPLICATE, *same_question(corpus[a], corpus[b], now), "same", c.ids) == "yes":
+        same = one(
+            u,
+            DUPLICATE,
+            *same_question(corpus[a], corpus[b], now),
+            "same",
+            c.ids,
+            **_near(closeness, c),
+        )
+        if same == "yes":
             u.same(a, b)
     # 5. the merged text of each group of duplicates
     report("merging")
@@ -415,6 +439,12 @@ def decide_units(
                 if content:
                     u.log[-1]["refused"] = "the merged text loses what a member said"
                 content = best.content
+                # only what the richest member's text keeps joins it: a member it does not
+                # cover stays a record of its own (a wrong "same fact" loses nothing)
+                ids = [r.id for r in recs if r is best or covers(content, r, similar)]
+                if len(ids) < 2:
+                    u.log[-1]["kept_apart"] = [r.id for r in recs]
+                    continue
             u.ops.append(
                 {
                     "op": "merge",

@@ -143,6 +143,25 @@ def similar_fn(ctx: StageContext, state: ClusterState) -> decisions.Similar | No
     return similar
 
 
+def closeness_fn(state: ClusterState) -> decisions.Closeness | None:
+    """How close two records' vectors are: their calibrated cosine (0 at the store's
+    background, 1 the same text), clipped to [0, 1]; None without vectors or for a record
+    without a row."""
+    if state.vectors is None:
+        return None
+    ids, mat, background = state.vectors
+    row = {int(i): k for k, i in enumerate(ids)}
+
+    def closeness(a: int, b: int) -> float | None:
+        ka, kb = row.get(a), row.get(b)
+        if ka is None or kb is None:
+            return None
+        cos = float(mat[ka] @ mat[kb])
+        return min(1.0, max(0.0, (cos - background) / (1.0 - background)))
+
+    return closeness
+
+
 def _refused_young(
     c: candidates.Candidate, corpus: dict[int, Record], now: float, keep_recent: float
 ) -> bool:
@@ -246,6 +265,7 @@ def review_decide(ctx: StageContext, state: ClusterState) -> None:
             mem.config.max_chars,
             similar,
             prog,
+            closeness_fn(state),
         )
         for (unit, ids, cands), got in zip(chosen, results, strict=True):
             plans.append(
