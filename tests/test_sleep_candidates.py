@@ -86,6 +86,42 @@ def test_ordinals_are_numbers_and_equal_numbers_do_not_make_a_change():
     assert candidates.numbers("the 15th, 3rd and 2-го") == frozenset({"15", "3", "2"})
 
 
+def test_thousands_written_differently_are_one_number():
+    """Issue 27 (bench.same_fact dev: "pays 42,000 rubles" / "is 42k rubles" was proposed as a
+    changed number, so the two were never merged): a number in thousands is one number however
+    it is written; another number is still a change."""
+    assert candidates.numbers("42,000 rubles, 42 000 ₽, 42k, 42 тыс.") == frozenset({"42000"})
+    assert candidates.numbers("at 3,5 km in 2019, 2020") == frozenset({"3", "5", "2019", "2020"})
+    corpus = {
+        1: rec(1, "The owner pays 42,000 rubles a month for his mortgage", days_ago=200),
+        2: rec(2, "Monthly mortgage payment for the owner is 42k rubles", days_ago=20),
+    }
+    assert kinds(propose([1, 2], corpus, edges((1, 2, 0.7)))) == [(DUPLICATE, (1, 2))]
+    corpus[2] = rec(2, "Monthly mortgage payment for the owner is 45k rubles", days_ago=20)
+    assert kinds(propose([1, 2], corpus, edges((1, 2, 0.7)))) == [(SUPERSEDE, (1, 2))]
+
+
+def test_a_name_in_the_other_script_transliterated_another_way_is_the_same_name():
+    """Issue 27 (bench.same_fact dev: "Artyom" / "Артём", "Skoda Octavia" / "«Шкоде
+    Октавии»", "Liverpool" / "«Ливерпуль»" were read as a changed name, so these duplicates
+    were proposed as changes and never merged). Names with other consonants stay apart."""
+    alike = [
+        ("The owner's son Artyom goes to school No. 57", "Сын хозяина Артём учится в 57-й школе"),
+        ("The owner drives a Skoda Octavia", "Хозяин ездит на белой «Шкоде Октавии»"),
+        ("Хозяин болеет за «Ливерпуль»", "The owner supports Liverpool"),
+    ]
+    for old, new in alike:
+        assert candidates.value_change(rec(1, old), rec(2, new)) is None, (old, new)
+        assert candidates.shares_name(old, new)
+    apart = [
+        ("The owner's daughter Masha plays the violin", "Дочь хозяина Миша играет на скрипке"),
+        ("The owner's manager is Pavel", "Менеджер хозяина — Павлина Орлова"),
+        ("The owner's friend Boris lives in Kazan", "Друг хозяина Денис живёт в Казани"),
+    ]
+    for old, new in apart:
+        assert candidates.value_change(rec(1, old), rec(2, new)) == "a name changed", (old, new)
+
+
 def test_three_events_make_one_run_question_and_no_pairwise_questions():
     corpus = {
         i: rec(

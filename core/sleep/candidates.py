@@ -154,8 +154,10 @@ def text_change(a: str, b: str, anywhere: bool = False) -> str | None:
     na, nb = name_groups(a), name_groups(b)
     if na and nb:
         sa, sb = (text.stem_set(a), text.stem_set(b)) if anywhere else (frozenset(), frozenset())
-        fresh = [g for g in nb if not any(g & h for h in na) and not g & sa]
-        gone = [g for g in na if not any(g & h for h in nb) and not g & sb]
+        # the trained features (not ``anywhere``) keep the stems they were trained with
+        one = alike if anywhere else _share
+        fresh = [g for g in nb if not any(one(g, h) for h in na) and not g & sa]
+        gone = [g for g in na if not any(one(g, h) for h in nb) and not g & sb]
         if fresh and gone:
             return "a name changed"
     return None
@@ -171,7 +173,9 @@ def adds(older: str, newer: str) -> bool:
     if len(NEGATION.findall(newer)) > len(NEGATION.findall(older)):
         return True
     old_names, old_stems = name_groups(older), text.stem_set(older)
-    return any(not any(g & h for h in old_names) and not g & old_stems for g in name_groups(newer))
+    return any(
+        not any(alike(g, h) for h in old_names) and not g & old_stems for g in name_groups(newer)
+    )
 
 
 def holds_words(a: str, b: str) -> bool:
@@ -188,8 +192,16 @@ def holds_words(a: str, b: str) -> bool:
 _ORDINAL = re.compile(r"(?<=\d)(st|nd|rd|th|-?го|-?е|-?й|-?я)$")
 
 
+# a number written in thousands: "42,000", "42 000", "42k", "42 тыс." are all 42000
+_GROUPED = re.compile(r"(?<![\d.,])(\d{1,3})((?:[,\u00a0\u202f ]\d{3})+)(?![\d,.]\d)")
+_THOUSANDS = re.compile(r"(?<![\d.,])(\d+)\s?(?:k|к|тыс\.?)(?!\w)", re.IGNORECASE)
+
+
 def numbers(content: str) -> frozenset[str]:
-    """The numbers of a text, ordinal endings dropped ("15th" and "15-го" are 15)."""
+    """The numbers of a text, ordinal endings dropped ("15th" and "15-го" are 15), thousands
+    written out ("42,000", "42 000", "42k", "42 тыс." are 42000)."""
+    content = _GROUPED.sub(lambda m: m.group(1) + re.sub(r"\D", "", m.group(2)), content)
+    content = _THOUSANDS.sub(lambda m: m.group(1) + "000", content)
     return frozenset(_ORDINAL.sub("", n) for n in text.numbers(content))
 
 
@@ -350,7 +362,7 @@ def different_people(a: str, b: str) -> bool:
     if ra and rb:
         return False  # a role in common ("the owner's wife Olga" / "Olga and her sister")
     na, nb = _people(a), _people(b)
-    return not any(g & h for g in na for h in nb)
+    return not any(alike(g, h) for g in na for h in nb)
 
 
 _OWNER = re.compile(r"^(owner|хозя)", re.IGNORECASE)
@@ -406,7 +418,36 @@ def still_matters(content: str) -> str | None:
 
 def shares_name(a: str, b: str) -> bool:
     """Whether two texts name someone or something in common, in either script."""
-    return any(g & h for g in name_groups(a) for h in name_groups(b))
+    return any(alike(g, h) for g in name_groups(a) for h in name_groups(b))
+
+
+def _share(g: frozenset[str], h: frozenset[str]) -> bool:
+    return bool(g & h)
+
+
+_VOWELS = re.compile(r"[aeiouy]+")
+_AFTER = re.compile(r"(?<=[skcz])h")  # "sh", "kh", "ch", "zh": one sound, one letter here
+
+
+def _skeleton(stem: str) -> str | None:
+    """A Latin name stem's consonants in order, doubled letters once ("liverpool" and
+    "liverpul" are "lvrpl", "artyom" and "artem" "rtm"), or None when it is not Latin."""
+    if not stem.isascii() or not stem.isalpha():
+        return None
+    s = _VOWELS.sub("", _AFTER.sub("", stem.replace("c", "k").replace("q", "k")))
+    return re.sub(r"(.)\1+", r"\1", s)
+
+
+def alike(g: frozenset[str], h: frozenset[str]) -> bool:
+    """Whether two name groups (:func:`name_groups`) are one name: a stem in common, or — a
+    name written in the other script and transliterated another way ("Artyom" / "Артём",
+    "Liverpool" / "Ливерпуль", "Octavia" / "Октавии") — the same consonants, at least three
+    of them, in the same order, the same first letter."""
+    if g & h:
+        return True
+    sg = {k: v for v in g if (k := _skeleton(v)) and len(k) >= 3}
+    sh = {k: v for v in h if (k := _skeleton(v)) and len(k) >= 3}
+    return any(k in sh and sh[k][0] == v[0] for k, v in sg.items())
 
 
 def _time(r: Record) -> tuple[float, int]:
