@@ -230,6 +230,31 @@ def test_facts_about_different_people_are_told_apart_by_arithmetic():
     )
 
 
+def test_every_kinship_word_is_a_role():
+    """Issue 27 (decoys kept apart; bench.same_fact: the night asked "same fact?" about an aunt
+    and a godmother, a son and a nephew): the kinship words beyond the nuclear family are roles
+    too — cousins, nephews and nieces, uncles and aunts, grandchildren, in-laws, step-parents,
+    godparents, neighbours — in both languages; "mother-in-law" is not a mother, and "соседний
+    дом" names no neighbour."""
+    from core.sleep.candidates import different_people, roles
+
+    assert roles("Тётя хозяина работает завучем") == {"aunt"}
+    assert roles("The owner's mother-in-law Galina") == roles("Тёща хозяина Галина") == {"in-law"}
+    assert roles("Спортзал хозяина находится в соседнем доме") == frozenset()
+    assert roles("The owner's cousin Vera") <= roles("Двоюродная сестра хозяина Вера")
+    for a, b in [
+        ("Тётя хозяина работает в школе завучем", "Крёстная хозяина работает завучем в школе"),
+        ("The owner's son Gleb plays water polo", "Племянник хозяина Глеб играет в водное поло"),
+        ("The owner's mother lives in Samara", "The owner's mother-in-law lives in Samara"),
+        ("Дядя хозяина разводит пчёл", "The owner's aunt keeps bees"),
+        ("The owner's granddaughter Lisa dances", "Дочь хозяина Лиза танцует"),
+    ]:
+        assert different_people(a, b), (a, b)
+    assert not different_people(
+        "The owner's cousin Vera is a nurse", "Двоюродная сестра Вера — медсестра"
+    )
+
+
 def test_a_loose_link_with_only_a_change_word_raises_no_supersession():
     """Issue 27 item 3 ("a supersession needs the same subject and the same attribute with a
     different value, found by arithmetic, before the model is asked"): two records linked only
