@@ -92,6 +92,7 @@ def test_thousands_written_differently_are_one_number():
     it is written; another number is still a change."""
     assert candidates.numbers("42,000 rubles, 42 000 ₽, 42k, 42 тыс.") == frozenset({"42000"})
     assert candidates.numbers("at 3,5 km in 2019, 2020") == frozenset({"3", "5", "2019", "2020"})
+    assert candidates.numbers("1 2019, 1,000,000") == frozenset({"1", "2019", "1000000"})
     corpus = {
         1: rec(1, "The owner pays 42,000 rubles a month for his mortgage", days_ago=200),
         2: rec(2, "Monthly mortgage payment for the owner is 42k rubles", days_ago=20),

@@ -193,7 +193,7 @@ _ORDINAL = re.compile(r"(?<=\d)(st|nd|rd|th|-?го|-?е|-?й|-?я)$")
 
 
 # a number written in thousands: "42,000", "42 000", "42k", "42 тыс." are all 42000
-_GROUPED = re.compile(r"(?<![\d.,])(\d{1,3})((?:[,\u00a0\u202f ]\d{3})+)(?![\d,.]\d)")
+_GROUPED = re.compile(r"(?<![\d.,])(\d{1,3})((?:[,\u00a0\u202f ]\d{3})+)(?!\d)(?![.,]\d)")
 _THOUSANDS = re.compile(r"(?<![\d.,])(\d+)\s?(?:k|к|тыс\.?)(?!\w)", re.IGNORECASE)
 
 
