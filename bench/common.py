@@ -16,6 +16,7 @@ from pathlib import Path
 from typing import Any
 
 from core.llm import ToolCall
+from core.store.records import GLOBAL_SCOPE, Kind, Record, Source
 
 
 def percentile(values: Sequence[float], q: float) -> float | None:
@@ -224,3 +225,12 @@ def chat_model(model: Any, threads: int | None) -> tuple[Any, float, int | None]
     t0 = time.perf_counter()
     loaded = load_chat_model(str(model), n_ctx=8192, n_threads=threads)
     return loaded, time.perf_counter() - t0, loaded.threads
+
+
+def fact_record(rid: int, content: str, at: float) -> Record:
+    """A fact the owner said at ``at``, as a record outside any store: what a bench shows one
+    of the model's questions (sleep's "same fact?", "is OLD still true?") about."""
+    return Record(
+        rid, content, Kind.FACT, 3, False, False, GLOBAL_SCOPE, at, at, None, 0, None,
+        Source.TOOL, None,
+    )  # fmt: skip

@@ -38,12 +38,12 @@ from typing import Any
 import numpy as np
 
 from bench import sleep_quality
-from bench.common import environment
+from bench.common import environment, fact_record
 from core.embedding import calibrated, primary_rows
 from core.recall.calibration import background_cosine
 from core.sleep import candidates as arith
 from core.sleep import decisions, questions
-from core.store.records import Kind, Record, Source
+from core.store.records import Record
 
 DATA = Path(__file__).resolve().parent / "data" / "same_fact_pairs.json"
 NOW = 1_780_000_000.0  # 2026-05-28
@@ -51,23 +51,7 @@ DAY = 86_400.0
 
 
 def record(rid: int, content: str, days_ago: float) -> Record:
-    t = NOW - days_ago * DAY
-    return Record(
-        id=rid,
-        content=content,
-        kind=Kind.FACT,
-        importance=3,
-        private=False,
-        pinned=False,
-        scope="owner",
-        created_at=t,
-        updated_at=t,
-        last_access_at=None,
-        access_count=0,
-        consolidated_at=None,
-        source=Source.DIALOGUE,
-        source_turn=None,
-    )
+    return fact_record(rid, content, NOW - days_ago * DAY)
 
 
 def closeness_of(embedder: Any, pairs: list[dict[str, Any]]) -> list[float]:

@@ -63,12 +63,12 @@ from typing import Any
 
 import numpy as np
 
-from bench.common import chat_model
+from bench.common import chat_model, fact_record
 from bench.memory_step import load_items
 from bench.train_fact_gate import fit
 from core.llm import ModelError
 from core.sleep import corrections, questions
-from core.store.records import GLOBAL_SCOPE, Kind, Record, Source
+from core.store.records import Record
 from models.packaged import DEFAULT_CHAT_MODEL
 
 DATA = Path(__file__).resolve().parent / "data" / "correction_pairs.json"
@@ -250,13 +250,6 @@ def out_of_fold(
     return oof
 
 
-def _record(rid: int, content: str, at: float) -> Record:
-    return Record(
-        rid, content, Kind.FACT, 3, False, False, GLOBAL_SCOPE, at, at, None, 0, None,
-        Source.TOOL, None,
-    )  # fmt: skip
-
-
 def confirmation(chooser: Any, old: Record, new: Record, now: float) -> float | None:
     """The chat model's probability that ``new`` makes ``old`` no longer true: the sleep's
     question (core.sleep.questions.replace_question) asked with its two lines in both orders,
@@ -293,8 +286,8 @@ def ask_doubtful(
         if best < 0 or not low <= p[best] < threshold:
             out.append(None)
             continue
-        old = _record(1, it["memories"][best], now - 10 * 86_400)
-        new = _record(2, it["say"], now)
+        old = fact_record(1, it["memories"][best], now - 10 * 86_400)
+        new = fact_record(2, it["say"], now)
         out.append(confirmation(chooser, old, new, now))
         print(f"  asked {n + 1}/{len(items)}: p={p[best]:.2f} → {out[-1]}", file=sys.stderr)
     return out

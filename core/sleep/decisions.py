@@ -146,7 +146,8 @@ def _no_longer(u: _Unit) -> float | None:
 
 
 def _near(closeness: Closeness | None, c: Candidate) -> dict[str, Any]:
-    """The pair's calibrated closeness, journaled with its "same fact?" (and read by it)."""
+    """The pair's calibrated closeness, journaled with its "same fact?" (the decision does not
+    read it: bench.same_fact found it no help)."""
     near = None if closeness is None else closeness(*c.ids[:2])
     return {} if near is None else {"closeness": round(near, 3)}
 

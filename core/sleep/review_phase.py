@@ -16,7 +16,7 @@ from typing import Any
 
 import numpy as np
 
-from core.embedding import primary_rows
+from core.embedding import calibrated, primary_rows
 from core.sleep import candidates, clustering, decisions, gate, journal, ops
 from core.sleep.apply import Applied, Proposal, Safeguards, is_young, op_ids
 from core.sleep.ops import SleepTxn
@@ -137,8 +137,7 @@ def similar_fn(ctx: StageContext, state: ClusterState) -> decisions.Similar | No
         v = cache[content]
         if v is None:
             return False
-        cos = float(mat[k] @ v)
-        return (cos - background) / (1.0 - background) >= limit
+        return float(calibrated(mat[k] @ v, background)) >= limit
 
     return similar
 
@@ -156,8 +155,7 @@ def closeness_fn(state: ClusterState) -> decisions.Closeness | None:
         ka, kb = row.get(a), row.get(b)
         if ka is None or kb is None:
             return None
-        cos = float(mat[ka] @ mat[kb])
-        return min(1.0, max(0.0, (cos - background) / (1.0 - background)))
+        return float(calibrated(mat[ka] @ mat[kb], background))
 
     return closeness
 
