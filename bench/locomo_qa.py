@@ -547,6 +547,7 @@ class Oracle:
             tuple(i for i, _ in lines),
             base.dropped_core,
             base.withheld_footnote,
+            tuple(" ".join(t.line.split()) for _, t in lines),
         )
 
 

@@ -264,8 +264,8 @@ def test_a_statement_echoed_twice_gets_an_acknowledgement_not_nothing(mem):
     llm = ScriptedLLM([[ru], [ru]], plans=SMALL_TALK)
     events = run(Conversation(mem, llm), ru)
     assert "".join(e.text for e in events if isinstance(e, Token)) == ACKNOWLEDGE["ru"]
-    # a question about the owner's life echoed twice: she does not know; any other question
-    # keeps the notice
+    # a question about the owner's life echoed twice: she does not know (the echo drew on no
+    # record: nothing to quote); any other question keeps the notice
 
     asked = "Where does Anna live now?"
     llm = ScriptedLLM([[asked], [asked]], plans=SMALL_TALK)

@@ -8,7 +8,7 @@ import re
 
 import pytest
 
-from core import OWNER_TRUSTED, PUBLIC
+from core import OWNER_TRUSTED, PUBLIC, Memory, MemoryConfig
 from core.chat.conversation import Conversation
 from core.chat.events import Token, TurnDone
 from core.chat.invention import (
@@ -23,7 +23,7 @@ from core.chat.invention import (
 )
 from core.chat.judge import ReplyJudge
 from core.chat.prompt import user_prompt
-from core.chat.retry import DONT_KNOW, QUESTION_ECHO_NUDGE
+from core.chat.retry import DONT_KNOW, QUESTION_ECHO_NUDGE, RECALLED_QUOTE
 from core.instructions import ANSWER_FROM_MEMORY, NEVER_INVENT, NOTHING_RECALLED
 from core.language import only_asks
 from core.sleep.candidates import roles
@@ -68,8 +68,40 @@ def test_a_made_up_answer_about_the_owner_is_never_shown_and_she_does_not_know_a
     lang = "ru" if re.search("[а-яё]", question, re.IGNORECASE) else "en"
     llm = ScriptedLLM([[made_up[:6], made_up[6:]], HONEST_EN], plans=[])
     shown = run(Conversation(mem, llm), question)
-    assert shown == DONT_KNOW[lang]
+    # she is not sure, and says what she does remember (the one record, recalled) word for word
+    assert shown in (DONT_KNOW[lang], RECALLED_QUOTE[lang].format(quote=fact))
+    assert made_up not in shown
     assert len(llm.calls) == 1
+
+
+def test_not_sure_she_quotes_the_record_recall_found_and_nothing_made_up(mem, tmp_path, clock):
+    """§8.10, issue 26 (owner session, default model): "What is my aunt's name and where does
+    she live?" got "Your aunt's name is Olga, and she lives in Tver." — the memory said "Моя
+    тётя Люба живёт в Твери", the name was made up — and the owner was told there was nothing
+    in her memory. The made-up answer is still never shown; she says she is not sure and quotes
+    the record recall ranked first, as kept. With nothing recalled she says she does not know,
+    and her quote is not shown to the model again (nor the question it answered)."""
+    aunt = "Моя тётя Люба живёт в Твери, а её сосед Гена чинит мне велосипед."
+    mem.save(aunt, OWNER_TRUSTED)
+    llm = ScriptedLLM([["Твою тётю зовут Ольга, она живёт в Твери."]], plans=[])
+    conv = Conversation(mem, llm)
+    shown = run(conv, "Как зовут мою тётю и где она живёт?")
+    assert shown == RECALLED_QUOTE["ru"].format(quote=aunt)
+    assert "Ольга" not in shown and len(llm.calls) == 1
+    llm.replies.append(["Велосипед тебе чинит Гена."])
+    assert run(conv, "Кто чинит мне велосипед?") == "Велосипед тебе чинит Гена."
+    later = llm.calls[-1]["messages"]
+    assert not any("Ольга" in m["content"] or "Точно не знаю" in m["content"] for m in later)
+    assert not any("Как зовут мою тётю" in m["content"] for m in later)
+    # nothing recalled (the owner's name is all the store holds, as core): "I don't know"
+    empty = Memory.open(tmp_path / "other.db", MemoryConfig(), clock)
+    try:
+        empty.save("Меня зовут Олег.", OWNER_TRUSTED, kind="core")
+        llm = ScriptedLLM([["Your aunt's name is Olga, and she lives in Tver."]], plans=[])
+        shown = run(Conversation(empty, llm), "Where does my aunt Olga live?")
+        assert shown == DONT_KNOW["en"]
+    finally:
+        empty.close()
 
 
 def test_the_memorys_own_fact_in_evas_voice_is_asked_again_and_said_to_the_owner(mem):

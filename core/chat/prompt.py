@@ -20,7 +20,7 @@ from collections.abc import Sequence
 from core import language
 from core.chat.invention import asks_about_owner
 from core.chat.memory_writer import STEP_RULE
-from core.chat.retry import CANNED_ACKNOWLEDGE, CANNED_DONT_KNOW
+from core.chat.retry import CANNED_ACKNOWLEDGE, is_dont_know
 from core.chat.transcript import StoredMessage
 from core.instructions import (
     ANSWER_FROM_MEMORY,
@@ -66,8 +66,9 @@ def prefix_messages(system: str, summary: str, window: Sequence[StoredMessage]) 
     if summary:
         messages.append({"role": "system", "content": summary, "summary": True})
     for m in window:
-        if m.role == "assistant" and m.content.strip() in CANNED_DONT_KNOW:
-            # Eva's fixed "I don't know" is not shown to the model again, nor the question
+        if m.role == "assistant" and is_dont_know(m.content):
+            # Eva's fixed "I don't know" (plain or quoting a record) is not shown to the model
+            # again, nor the question
             # it answered (measured on an unseen scenario: after one, the default model
             # copied it word for word as the answer to every later question, 0 of 10
             # known questions answered in that run)

@@ -14,7 +14,7 @@ The judge is :mod:`core.chat.judge`; the turn that asks again is
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from enum import Enum
 
@@ -22,6 +22,7 @@ from core import language
 from core.chat.invention import admits_not_knowing
 from core.chat.judge import Kind, Verdict
 from core.llm import Message
+from core.text import roman, stems
 
 # ---------------------------------------------------------------------------- the notes
 
@@ -82,6 +83,61 @@ DONT_KNOW = {
     "tell me?",
 }
 CANNED_DONT_KNOW = frozenset(DONT_KNOW.values())
+# … unless memory was recalled for the question: then she says she is not sure and quotes the
+# record recall ranked first, as it is kept — the owner's own words, nothing made up. Measured
+# (issue 26, default model): a question whose answer the memory held got a made-up name beside
+# the right city ("Your aunt's name is Olga, and she lives in Tver." for "Моя тётя Люба живёт в
+# Твери…"), or an echo, and the owner was told there was nothing in her memory.
+RECALLED_QUOTE = {
+    language.RUSSIAN: "Точно не знаю. Вот что я помню: «{quote}»",
+    language.ENGLISH: "I'm not sure. Here is what I remember: “{quote}”",
+}
+QUOTE_CHARS = 300  # a longer record is quoted up to its last word before this many characters
+_QUOTE_LEADS = tuple(line.split("{quote}")[0] for line in RECALLED_QUOTE.values())
+
+
+def is_dont_know(content: str) -> bool:
+    """``content`` is Eva's own "I don't know", plain or with a quoted record."""
+    text = content.strip()
+    return text in CANNED_DONT_KNOW or text.startswith(_QUOTE_LEADS)
+
+
+def _keys(text: str) -> set[str]:
+    """The words of ``text`` as both scripts meet them: stems of four letters or more, by
+    their first five Latin letters ("Tver" and "Твери" both give "tver", "Kaliningrad" and
+    "Калининграде" "kalin"); numbers and short words left out."""
+    return {roman(s)[:5] for s in stems(text) if len(s) >= 4 and not any(ch.isdigit() for ch in s)}
+
+
+def grounding_record(
+    held: str, claims: Sequence[str], question: str, records: Sequence[str]
+) -> str:
+    """The record a held answer to ``question`` drew on: the one sharing most of the words the
+    answer added to the question — the made-up ``claims`` left out — or "" when it added none
+    that a record holds. Among equals the first (``records`` in recall's order, core last).
+    "Your aunt's name is Olga, and she lives in Tver." for "What is my aunt's name and where
+    does she live?" added "Olga" (made up) and "Tver": "Моя тётя Люба живёт в Твери…" holds
+    Tver. An answer that only restates the question, or adds only what it made up ("Liza's
+    husband is Matvay."), drew on nothing: she quotes nothing."""
+    added = _keys(held) - _keys(question) - set().union(*(_keys(c) for c in claims))
+    best, shared = "", 0
+    for record in records:
+        n = len(added & _keys(record))
+        if n > shared:
+            best, shared = record, n
+    return best
+
+
+def quote_line(record: str, lang: str | None) -> str:
+    """Eva's "not sure, here is what I remember" with ``record``'s text quoted (one line, cut
+    at a word before :data:`QUOTE_CHARS`)."""
+    text = " ".join(record.split())
+    if len(text) > QUOTE_CHARS:
+        text = text[:QUOTE_CHARS].rsplit(" ", 1)[0].rstrip(" ,;:—–-") + "…"
+    form = RECALLED_QUOTE.get(lang or "", RECALLED_QUOTE[language.ENGLISH])
+    return form.format(quote=text)
+
+
 # … and when a statement's reply only echoed the owner twice, a short acknowledgement in Eva's
 # voice instead of nothing (measured, issue 26: the default model echoed a correction twice on 7
 # of 54 labelled statements — "Update: Anna moved again, she now lives in Yerevan." came back
@@ -272,11 +328,13 @@ def on_stop(verdict: Verdict) -> Outcome:
     return Outcome.DROP if verdict.held else Outcome.AS_IS
 
 
-def own_line(outcome: Outcome, lang: str | None, name: str = "") -> str:
+def own_line(outcome: Outcome, lang: str | None, name: str = "", recalled: str = "") -> str:
     """Eva's fixed line for ``outcome`` (DONT_KNOW, ACKNOWLEDGE or GREET, by ``name``) in the
-    owner's language."""
+    owner's language; DONT_KNOW with the ``recalled`` record quoted when there is one."""
     if outcome is Outcome.GREET and name:
         return GREETING.get(lang or "", GREETING[language.ENGLISH]).format(name=name)
+    if outcome is Outcome.DONT_KNOW and recalled.strip():
+        return quote_line(recalled, lang)
     lines = DONT_KNOW if outcome is Outcome.DONT_KNOW else ACKNOWLEDGE
     return lines.get(lang or "", lines[language.ENGLISH])
 

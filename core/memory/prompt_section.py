@@ -149,6 +149,10 @@ class PromptSection:
     recalled_ids: tuple[int, ...]
     dropped_core: int
     withheld_footnote: bool
+    # the recalled records' contents, one line each, in recall's order (most relevant first):
+    # what Eva may quote when she cannot answer from them in her own words
+    recalled_contents: tuple[str, ...] = ()
+    core_contents: tuple[str, ...] = ()  # the core records' contents, one line each, as shown
 
     @property
     def text(self) -> str:
@@ -191,11 +195,15 @@ def build(
     if len(core_text) > cap:  # not even the header and the notice fit the share
         core_text = ""
     core_ids = [r.id for r in ordered[:kept]]
+    core_contents: tuple[str, ...] = ()
+    if core_text:
+        core_contents = tuple(" ".join(r.content.split()) for r in ordered[:kept])
 
     # what core left unused goes to the recalled records; "\n\n" joins the parts
     remaining = budget - reserve - (len(core_text) + 2 if core_text else 0)
     rec_lines: list[str] = []
     rec_ids: list[int] = []
+    rec_contents: list[str] = []
     used = len(RECALLED_HEADER)
     shown = set(core_ids)
     for r in recalled:
@@ -206,6 +214,7 @@ def build(
             break
         rec_lines.append(ln)
         rec_ids.append(r.id)
+        rec_contents.append(" ".join(r.content.split()))
         used += 1 + len(ln)
     parts = []
     if rec_lines:
@@ -219,6 +228,8 @@ def build(
         recalled_ids=tuple(rec_ids),
         dropped_core=dropped,
         withheld_footnote=bool(foot),
+        recalled_contents=tuple(rec_contents),
+        core_contents=core_contents,
     )
 
 
