@@ -104,6 +104,26 @@ def test_not_sure_she_quotes_the_record_recall_found_and_nothing_made_up(mem, tm
         empty.close()
 
 
+def test_her_quote_never_shows_a_private_record_to_another_audience(mem):
+    """§2 privacy with §8.10's quote: what she quotes when she is not sure comes from the memory
+    section the turn's audience was given, so a private record — which a public turn is never
+    shown — is never quoted to it, even when the held answer names its words. The owner, in a
+    trusted turn, gets the quote."""
+    aunt = "Моя тётя Люба живёт в Твери, а её сосед Гена чинит мне велосипед."
+    mem.save(aunt, OWNER_TRUSTED, private=True)
+    made_up = "Твою тётю зовут Ольга, она живёт в Твери."
+    asked = "Как зовут мою тётю и где она живёт?"
+    llm = ScriptedLLM([[made_up]], plans=[])
+    shown = "".join(
+        e.text
+        for e in Conversation(mem, llm, channel="pub").turn(asked, PUBLIC)
+        if isinstance(e, Token)
+    )
+    assert "Люба" not in shown and "Гена" not in shown and "Ольга" not in shown
+    llm = ScriptedLLM([[made_up]], plans=[])
+    assert run(Conversation(mem, llm), asked) == RECALLED_QUOTE["ru"].format(quote=aunt)
+
+
 def test_the_memorys_own_fact_in_evas_voice_is_asked_again_and_said_to_the_owner(mem):
     """§8.10, issue 26 (bench.companion, unseen scenario e, default model): "В каком городе я
     живу?" got "Я живу в Калининграде." — the memory's own city in Eva's voice, whose verb the
