@@ -375,3 +375,31 @@ def test_the_judge_names_what_a_reply_was(message, lang, support, earlier, piece
             break
     reply = "".join(pieces).strip()
     assert judge.verdict(reply).kind is kind
+
+
+def test_the_record_a_held_answer_drew_on_is_the_one_holding_what_it_added():
+    """§8.10 (issue 26): her "not sure" quotes the record whose words the held answer added to
+    the question — across scripts, the made-up claim left out — and none when the answer added
+    nothing a record holds, when its claim is a role (someone else's line told as the owner's),
+    or when nothing was made up (an echo, a copy)."""
+    from core.chat.retry import drawn_on
+
+    aunt = "Моя тётя Люба живёт в Твери, а её сосед Гена чинит мне велосипед."
+    bike = "My bike is a red Merida, bought in Kazan."
+    asked = "What is my aunt's name and where does she live?"
+
+    def held(reply, claims):
+        return Verdict(
+            Kind.INVENTED, reply, held=reply, question=True, invented=True, claims=claims
+        )
+
+    olga = held("Your aunt's name is Olga, and she lives in Tver.", ("olga",))
+    assert drawn_on(olga, None, asked, [bike, aunt]) == aunt
+    only_made_up = held("Your aunt's name is Olga.", ("olga",))
+    assert drawn_on(only_made_up, None, asked, [bike, aunt]) == ""
+    husband = held("Your aunt lives in Tver with her husband.", ("husband",))
+    assert drawn_on(husband, None, asked, [bike, aunt]) == ""
+    echo = Verdict(Kind.ECHO, asked, held=asked, question=True, echoed=True)
+    assert drawn_on(echo, None, asked, [aunt]) == ""
+    statement = Verdict(Kind.INVENTED, olga.reply, question=False, invented=True, claims=("olga",))
+    assert drawn_on(statement, None, "My aunt lives in Tver.", [aunt]) == ""

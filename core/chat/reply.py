@@ -29,7 +29,6 @@ from core.chat.retry import REPLY_NUDGE, Outcome, Retry
 from core.chat.turn import Turn
 from core.llm import ChatModel, Done, TextDelta, ToolCall
 from core.memory import tools as memory_tools
-from core.sleep.candidates import roles
 
 # Small models tend to read a tool result as the owner's words and answer it (or echo it):
 # every result says whom it is for.
@@ -253,21 +252,9 @@ def _settle(turn: Turn, verdict: Verdict) -> Iterator[TurnEvent]:
     outcome = retry.settle(verdict, turn.retry)
     if outcome in (Outcome.DONT_KNOW, Outcome.ACKNOWLEDGE, Outcome.GREET):
         drew = ""
-        # only an answer that made a name or number up beside what a record holds, or the
-        # memory's fact in Eva's voice asked again, drew on a record; a copy of an earlier reply,
-        # an echo, or someone else's line told as the owner's (its claim is a role: "husband")
-        # drew on none she should quote
-        made_up = bool(verdict.claims) and not roles(" ".join(verdict.claims))
-        drew_on = made_up or (turn.retry is not None and turn.retry.verdict.voice_only)
-        if (
-            outcome is Outcome.DONT_KNOW
-            and drew_on
-            and verdict.question
-            and turn.section is not None
-        ):
+        if outcome is Outcome.DONT_KNOW and turn.section is not None:
             records = (*turn.section.recalled_contents, *turn.section.core_contents)
-            held = verdict.reply or verdict.held
-            drew = retry.grounding_record(held, verdict.claims, turn.text, records)
+            drew = retry.drawn_on(verdict, turn.retry, turn.text, records)
         yield Token(turn.own_line(retry.own_line(outcome, turn.lang, verdict.name, drew)))
     elif outcome is Outcome.SHOW_HELD:
         turn.stats.shown()

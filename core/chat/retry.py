@@ -22,6 +22,7 @@ from core import language
 from core.chat.invention import admits_not_knowing
 from core.chat.judge import Kind, Verdict
 from core.llm import Message
+from core.sleep.candidates import roles
 from core.text import roman, stems
 
 # ---------------------------------------------------------------------------- the notes
@@ -126,6 +127,18 @@ def grounding_record(
         if n > shared:
             best, shared = record, n
     return best
+
+
+def drawn_on(verdict: Verdict, asked: Retry | None, question: str, records: Sequence[str]) -> str:
+    """The record to quote with her "not sure" (:func:`grounding_record`), or "". Only an answer
+    to a question that made a name or number up beside what a record holds, or the memory's fact
+    in Eva's voice asked again (``asked``: the retry this reply answered), drew on a record; a
+    copy of an earlier reply, an echo, or someone else's line told as the owner's (its claim is
+    a role: "husband") drew on none she should quote."""
+    made_up = bool(verdict.claims) and not roles(" ".join(verdict.claims))
+    if not verdict.question or not (made_up or (asked is not None and asked.verdict.voice_only)):
+        return ""
+    return grounding_record(verdict.reply or verdict.held, verdict.claims, question, records)
 
 
 def quote_line(record: str, lang: str | None) -> str:
