@@ -601,10 +601,30 @@ def test_a_made_up_fact_in_the_owners_voice_is_not_turned_to_the_owner(mem):
     llm = ScriptedLLM([["I am learning Russian."], HONEST_EN], plans=[])
     shown = run(Conversation(mem, llm), "Which language am I learning these days?")
     assert shown == DONT_KNOW["en"] and len(llm.calls) == 1
-    mem.save("Я Марина, по профессии архитектор.", OWNER_TRUSTED, kind="core")
+    marina = "Я Марина, по профессии архитектор."
+    mem.save(marina, OWNER_TRUSTED, kind="core")
     llm = ScriptedLLM([["Я архитектор, проектирую школы."], ["Ты архитектор."]], plans=[])
-    assert run(Conversation(mem, llm), "Кем я работаю?") == DONT_KNOW["ru"]
+    # the made-up schools are never shown: she is not sure, and quotes the record it drew on
+    assert run(Conversation(mem, llm), "Кем я работаю?") == RECALLED_QUOTE["ru"].format(
+        quote=marina
+    )
     assert len(llm.calls) == 1
+
+
+def test_a_true_answer_in_evas_voice_in_other_words_is_quoted_from_the_record(mem):
+    """§8.10, issue 26 (bench.companion scenario b, default model): "Which band do I love?" got
+    "Radiohead is my favorite band." — true, in Eva's voice, and "favorite" is not the memory's
+    "favourite", so it could not be said to the owner — and she said there was nothing in her
+    memory. She now quotes the record the answer drew on; a made-up band adds nothing a record
+    holds, and she does not know."""
+    band = "Radiohead is my favourite band, I've seen them live twice."
+    mem.save(band, OWNER_TRUSTED)
+    llm = ScriptedLLM([["Radiohead is my favorite band."]], plans=[])
+    assert run(Conversation(mem, llm), "Which band do I love?") == RECALLED_QUOTE["en"].format(
+        quote=band
+    )
+    llm = ScriptedLLM([["I love the Beatles."]], plans=[])
+    assert run(Conversation(mem, llm, channel="b"), "Which band do I love?") == DONT_KNOW["en"]
 
 
 @pytest.mark.parametrize(

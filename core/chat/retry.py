@@ -131,11 +131,13 @@ def grounding_record(
 
 def drawn_on(verdict: Verdict, asked: Retry | None, question: str, records: Sequence[str]) -> str:
     """The record to quote with her "not sure" (:func:`grounding_record`), or "". Only an answer
-    to a question that made a name or number up beside what a record holds, or the memory's fact
-    in Eva's voice asked again (``asked``: the retry this reply answered), drew on a record; a
-    copy of an earlier reply, an echo, or someone else's line told as the owner's (its claim is
-    a role: "husband") drew on none she should quote."""
-    made_up = bool(verdict.claims) and not roles(" ".join(verdict.claims))
+    to a question held as made up — a name or number nothing shown holds, or the owner's life in
+    Eva's voice ("Radiohead is my favorite band.", "I work as an aviation dispatcher at the
+    airport in Kazan.": true, but in her voice and not in the memory's words) — or the memory's
+    fact in her voice asked again (``asked``: the retry this reply answered), drew on a record.
+    A copy of an earlier reply, an echo, or someone else's line told as the owner's (its claim
+    is a role: "husband") drew on none she should quote."""
+    made_up = verdict.invented and not roles(" ".join(verdict.claims))
     if not verdict.question or not (made_up or (asked is not None and asked.verdict.voice_only)):
         return ""
     return grounding_record(verdict.reply or verdict.held, verdict.claims, question, records)
