@@ -68,10 +68,9 @@ def prefix_messages(system: str, summary: str, window: Sequence[StoredMessage]) 
     for m in window:
         if m.role == "assistant" and is_dont_know(m.content):
             # Eva's fixed "I don't know" (plain or quoting a record) is not shown to the model
-            # again, nor the question
-            # it answered (measured on an unseen scenario: after one, the default model
-            # copied it word for word as the answer to every later question, 0 of 10
-            # known questions answered in that run)
+            # again, nor the question it answered (measured on an unseen scenario: after one,
+            # the default model copied it word for word as the answer to every later question,
+            # 0 of 10 known questions answered in that run)
             if messages[-1]["role"] == "user":
                 messages.pop()
             continue

@@ -84,11 +84,11 @@ DONT_KNOW = {
     "tell me?",
 }
 CANNED_DONT_KNOW = frozenset(DONT_KNOW.values())
-# … unless memory was recalled for the question: then she says she is not sure and quotes the
-# record recall ranked first, as it is kept — the owner's own words, nothing made up. Measured
-# (issue 26, default model): a question whose answer the memory held got a made-up name beside
-# the right city ("Your aunt's name is Olga, and she lives in Tver." for "Моя тётя Люба живёт в
-# Твери…"), or an echo, and the owner was told there was nothing in her memory.
+# … unless the held answer drew on a record of the section (:func:`drawn_on`): then she says she
+# is not sure and quotes that record as it is kept — the owner's own words, nothing made up.
+# Measured (issue 26, default model): a question whose answer the memory held got a made-up name
+# beside the right city ("Your aunt's name is Olga, and she lives in Tver." for "Моя тётя Люба
+# живёт в Твери…"), and the owner was told there was nothing in her memory.
 RECALLED_QUOTE = {
     language.RUSSIAN: "Точно не знаю. Вот что я помню: «{quote}»",
     language.ENGLISH: "I'm not sure. Here is what I remember: “{quote}”",
@@ -343,13 +343,13 @@ def on_stop(verdict: Verdict) -> Outcome:
     return Outcome.DROP if verdict.held else Outcome.AS_IS
 
 
-def own_line(outcome: Outcome, lang: str | None, name: str = "", recalled: str = "") -> str:
+def own_line(outcome: Outcome, lang: str | None, name: str = "", quote: str = "") -> str:
     """Eva's fixed line for ``outcome`` (DONT_KNOW, ACKNOWLEDGE or GREET, by ``name``) in the
-    owner's language; DONT_KNOW with the ``recalled`` record quoted when there is one."""
+    owner's language; DONT_KNOW with the record ``quote`` (:func:`drawn_on`) when there is one."""
     if outcome is Outcome.GREET and name:
         return GREETING.get(lang or "", GREETING[language.ENGLISH]).format(name=name)
-    if outcome is Outcome.DONT_KNOW and recalled.strip():
-        return quote_line(recalled, lang)
+    if outcome is Outcome.DONT_KNOW and quote.strip():
+        return quote_line(quote, lang)
     lines = DONT_KNOW if outcome is Outcome.DONT_KNOW else ACKNOWLEDGE
     return lines.get(lang or "", lines[language.ENGLISH])
 
