@@ -58,6 +58,9 @@ Metrics (per split, overall, by category and by language):
   some keep group is in live memory, and the old record does not stay live unchanged beside it;
 - ``forgets_applied``: named befores archived; ``wrong_updates``: befores rewritten that the item
   neither corrects nor forgets;
+- ``private_marked``: items labelled ``private`` that kept something, every record saved or
+  updated from them private (one public record is a leak); ``private_over``: items labelled not
+  private that saved something private (only hidden from other audiences: the cheap mistake);
 - ``seconds_per_message`` (the whole turn), ``step_seconds_per_message`` (the memory step
   alone), ``model_calls`` (per message: reply rounds + step), ``step_calls``;
 - ``gate``: ``gate_recall`` (keep ≠ [] items the gate lets through), ``gate_small_talk_pass``
@@ -178,6 +181,8 @@ def check_item(item: dict[str, Any]) -> list[str]:
         bad.append(f"importance {imp!r} for a fact")
     if not item["keep"] and imp is not None:
         bad.append("importance without a fact")
+    if "private" in item and not isinstance(item["private"], bool):
+        bad.append(f"private {item['private']!r} is not true/false")
     n = len(item["before"])
     c = item.get("corrects")
     if c is not None and not (isinstance(c, int) and 0 <= c < n):
@@ -542,9 +547,22 @@ def run_item(
     archived = [i for i, rid in enumerate(before_ids) if rid not in live]
     row: dict[str, Any] = {
         "saved": [
-            {"content": r.content, "importance": r.importance, "kind": r.kind.value} for r in new
+            {
+                "content": r.content,
+                "importance": r.importance,
+                "kind": r.kind.value,
+                "private": r.private,
+            }
+            for r in new
         ],
-        "updated": [{"before": i, "content": live[before_ids[i]].content} for i in updated],
+        "updated": [
+            {
+                "before": i,
+                "content": live[before_ids[i]].content,
+                "private": live[before_ids[i]].private,
+            }
+            for i in updated
+        ],
         "archived": archived,
         "live": [r.content for r in live.values()],
         "before_live_unchanged": [
@@ -589,6 +607,12 @@ def judge(item: dict[str, Any], row: dict[str, Any]) -> dict[str, Any]:
         out["importance_pairs"] = [(s["importance"], label) for s in row["saved"]]
     else:
         out["importance_pairs"] = []
+    private = item.get("private")
+    kept = [*row["saved"], *row["updated"]]
+    if item["keep"] and isinstance(private, bool) and kept:
+        # a leak: a record kept from a private message that any other audience could see
+        out["private_ok"] = all(k.get("private") for k in kept) if private else None
+        out["private_over"] = any(k.get("private") for k in row["saved"]) if not private else None
     if corrects is not None:
         changed = corrects in row["archived"] or any(
             u["before"] == corrects for u in row["updated"]
@@ -605,6 +629,8 @@ def step_metrics(rows: Sequence[dict[str, Any]]) -> dict[str, Any]:
     talk = [r for r in rows if not r["judge"]["fact"]]
     pairs = [p for r in rows for p in r["judge"]["importance_pairs"]]
     corr = [r for r in rows if "correction_applied" in r["judge"]]
+    priv = [r for r in rows if r["judge"].get("private_ok") is not None]
+    public = [r for r in rows if r["judge"].get("private_over") is not None]
     n = len(rows)
     return {
         "n": n,
@@ -623,6 +649,8 @@ def step_metrics(rows: Sequence[dict[str, Any]]) -> dict[str, Any]:
             sum(r["judge"]["forgets_asked"] for r in rows),
         ),
         "wrong_updates": sum(r["judge"]["wrong_updates"] for r in rows),
+        "private_marked": _share(sum(r["judge"]["private_ok"] for r in priv), len(priv)),
+        "private_over": _share(sum(r["judge"]["private_over"] for r in public), len(public)),
         "seconds_per_message": round(sum(r["seconds"] for r in rows) / n, 3) if n else None,
         "step_seconds_per_message": round(sum(r["step_seconds"] for r in rows) / n, 3)
         if n
@@ -791,6 +819,7 @@ def _item_detail(it: dict[str, Any], r: dict[str, Any]) -> dict[str, Any]:
         "say": _short(it["say"]),
         "gate": r["gate"],
         "saved": [[_short(s["content"], 100), s["importance"]] for s in r["saved"]],
+        "saved_private": [bool(s.get("private")) for s in r["saved"]],
         "keep": f"{j['groups_found']}/{j['groups']}",
         "label_importance": it.get("importance"),
         "seconds": round(r["seconds"], 2),

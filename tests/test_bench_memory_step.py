@@ -259,3 +259,35 @@ def test_judge_counts_wrong_forgets_and_parallel_corrections():
     }
     j = ms.judge(corr, parallel)
     assert j["recalled"] is True and j["correction_applied"] is False
+
+
+def test_judge_counts_a_private_message_kept_public_as_a_leak():
+    """SPEC §2 (private: health, money, a secret …): a private item is marked only when every
+    record kept from it is private; a public item saved private is counted as over-marking."""
+    item = {**ITEMS[0], "keep": [["nurse"]], "private": True}
+    leak = {"saved": [{"content": "I'm a nurse.", "importance": 4, "private": False}]}
+    row = {"updated": [], "archived": [], "live": [], "before_live_unchanged": [], **leak}
+    assert ms.judge(item, row)["private_ok"] is False
+    kept = {**row, "saved": [{"content": "I'm a nurse.", "importance": 4, "private": True}]}
+    assert ms.judge(item, kept)["private_ok"] is True
+    public = {**item, "private": False}
+    assert ms.judge(public, kept)["private_over"] is True
+    assert ms.judge(public, row)["private_over"] is False
+    rows = [
+        {
+            "judge": ms.judge(item, row),
+            "seconds": 1,
+            "step_seconds": 1,
+            "model_calls": 1,
+            "step_calls": 1,
+        },
+        {
+            "judge": ms.judge(item, kept),
+            "seconds": 1,
+            "step_seconds": 1,
+            "model_calls": 1,
+            "step_calls": 1,
+        },
+    ]
+    assert ms.step_metrics(rows)["private_marked"] == 0.5
+    assert ms.check_item({**item, "private": "yes"}) == ["private 'yes' is not true/false"]
