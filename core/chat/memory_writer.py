@@ -453,7 +453,7 @@ class MemoryWriter:
                     out.append(
                         _refused(
                             "memory_save",
-                            "a private memory is not written where private memory cannot be seen",
+                            memory_tools.PRIVATE_HERE,
                         )
                     )
                     continue

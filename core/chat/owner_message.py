@@ -42,8 +42,8 @@ _REMEMBER = re.compile(
     re.IGNORECASE,
 )
 _SECRET = re.compile(
-    r"\b(secret|private|between us|don'?t tell|секрет|тайн|между нами|никому не|приватн|"
-    r"личное)",
+    r"\b(secret|private|between us|between you and me|just between|keep (?:it|this) to yourself|"
+    r"don'?t tell|секрет|тайн|между нами|никому не|приватн|личное|только тебе)",
     re.IGNORECASE,
 )
 

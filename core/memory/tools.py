@@ -14,9 +14,11 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from core.errors import MemoryOpError
+from core.learned import use_vectors
 from core.memory.facade import Memory, SaveResult, Similar
 from core.memory.prompt_section import COLUMNS, line, quoted
 from core.privacy import AccessDenied, TurnContext
+from core.sensitivity import sensitive
 from core.store.records import Record
 
 KIND_HELP = (
@@ -113,6 +115,7 @@ SCHEMAS: dict[str, dict[str, Any]] = {
     },
 }
 
+PRIVATE_HERE = "a private memory is not written where private memory cannot be seen"
 MUTATING = frozenset({"memory_save", "memory_update", "memory_forget", "memory_consolidate"})
 # the model's changes of what is already kept, at most ``model_changes_per_turn`` per turn
 CAPPED = frozenset({"memory_update", "memory_forget"})
@@ -222,6 +225,23 @@ def call(memory: Memory, name: str, raw_args: Any, ctx: TurnContext) -> ToolResu
                     "change: they can do it on the memories screen.",
                     {"error": "per-turn limit", "capped": cap},
                 )
+        if (
+            name in ("memory_save", "memory_update")
+            and isinstance(args.get("content"), str)
+            and not args.get("private")
+            and sensitive(args["content"], use_vectors(memory.embedder))
+        ):
+            # the model left it public, but its words are private (SPEC §2: health, money, a
+            # secret …; core.sensitivity): it is kept private, or not here at all
+            if not ctx.sees_private:
+                return ToolResult(
+                    name,
+                    False,
+                    f"Error: {PRIVATE_HERE}, and this one is private (health, money, a "
+                    "secret …). Nothing was changed.",
+                    {"error": "private here"},
+                )
+            args["private"] = True
         if name == "memory_save":
             res = memory.save(
                 args["content"],
