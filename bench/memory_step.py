@@ -61,6 +61,8 @@ Metrics (per split, overall, by category and by language):
 - ``private_marked``: items labelled ``private`` that kept something, every record saved or
   updated from them private (one public record is a leak); ``private_over``: items labelled not
   private that saved something private (only hidden from other audiences: the cheap mistake);
+  ``private_marked_model``: the same as ``private_marked`` with only the model's flag and the
+  owner's words (the records the classifier of ``core.sensitivity`` turned private left out);
 - ``seconds_per_message`` (the whole turn), ``step_seconds_per_message`` (the memory step
   alone), ``model_calls`` (per message: reply rounds + step), ``step_calls``;
 - ``gate``: ``gate_recall`` (keep ≠ [] items the gate lets through), ``gate_small_talk_pass``
@@ -482,6 +484,35 @@ def run_item(
     max_answer_tokens: int = GENERATED_TOKENS,
 ) -> dict[str, Any]:
     """One item on a fresh store: the befores saved, ``say`` as one owner turn, the diff."""
+    from core.memory import tools as memory_tools
+
+    # the texts the private-flag classifier turned private (the model had left them public):
+    # private_marked_model counts without them
+    flipped: list[str] = []
+    classify = memory_tools.sensitive
+
+    def recording(content: str, embed: Any) -> bool:
+        out = classify(content, embed)
+        if out:
+            flipped.append(content)
+        return out
+
+    memory_tools.sensitive = recording
+    try:
+        return _run_item(item, model, embedder, gate, reply, max_answer_tokens, flipped)
+    finally:
+        memory_tools.sensitive = classify
+
+
+def _run_item(
+    item: dict[str, Any],
+    model: CountingModel,
+    embedder: Any,
+    gate: Gate | None,
+    reply: str | None,
+    max_answer_tokens: int,
+    flipped: list[str],
+) -> dict[str, Any]:
     from core.chat.conversation import Conversation
     from core.chat.conversation_config import ConversationConfig
     from core.chat.events import Notice, Remembering, Token, TurnDone, TurnError
@@ -552,6 +583,7 @@ def run_item(
                 "importance": r.importance,
                 "kind": r.kind.value,
                 "private": r.private,
+                "by_classifier": r.content in flipped,
             }
             for r in new
         ],
@@ -560,6 +592,7 @@ def run_item(
                 "before": i,
                 "content": live[before_ids[i]].content,
                 "private": live[before_ids[i]].private,
+                "by_classifier": live[before_ids[i]].content in flipped,
             }
             for i in updated
         ],
@@ -612,6 +645,9 @@ def judge(item: dict[str, Any], row: dict[str, Any]) -> dict[str, Any]:
     if item["keep"] and isinstance(private, bool) and kept:
         # a leak: a record kept from a private message that any other audience could see
         out["private_ok"] = all(k.get("private") for k in kept) if private else None
+        out["private_ok_model"] = (
+            all(k.get("private") and not k.get("by_classifier") for k in kept) if private else None
+        )
         out["private_over"] = any(k.get("private") for k in row["saved"]) if not private else None
     if corrects is not None:
         changed = corrects in row["archived"] or any(
@@ -651,6 +687,9 @@ def step_metrics(rows: Sequence[dict[str, Any]]) -> dict[str, Any]:
         "wrong_updates": sum(r["judge"]["wrong_updates"] for r in rows),
         "private_marked": _share(sum(r["judge"]["private_ok"] for r in priv), len(priv)),
         "private_over": _share(sum(r["judge"]["private_over"] for r in public), len(public)),
+        "private_marked_model": _share(
+            sum(r["judge"]["private_ok_model"] for r in priv), len(priv)
+        ),
         "seconds_per_message": round(sum(r["seconds"] for r in rows) / n, 3) if n else None,
         "step_seconds_per_message": round(sum(r["step_seconds"] for r in rows) / n, 3)
         if n
