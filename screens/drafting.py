@@ -27,6 +27,7 @@ from textual.widgets.selection_list import Selection
 from core.chat import drafts as dr
 from core.chat.conversation import StoredMessage
 from core.errors import MemoryOpError
+from core.learned import use_vectors
 from core.llm import ModelError
 from core.memory.facade import Memory, SaveResult
 from core.store.records import Actor, Source
@@ -236,8 +237,9 @@ class SaveFromDialogue(_DraftingDialog):
             self._error("The model is not loaded yet; you can keep the selection verbatim.")
             return
         pairs = [(m.role, m.content) for m in self.selected()]
-        max_chars = _memory(self).config.max_chars
-        self._start_drafting(lambda: dr.draft_from_dialogue(model, pairs, max_chars))
+        memory = _memory(self)
+        max_chars, embed = memory.config.max_chars, use_vectors(memory.embedder)
+        self._start_drafting(lambda: dr.draft_from_dialogue(model, pairs, max_chars, embed=embed))
 
     async def on_drafted(self, event: Drafted) -> None:
         self._drafting_done()
@@ -384,8 +386,9 @@ class InitFromDescription(_DraftingDialog):
         if model is None:
             self._error("The model is not loaded yet; try again in a moment.")
             return
-        max_chars = _memory(self).config.max_chars
-        self._start_drafting(lambda: dr.draft_from_description(model, text, max_chars))
+        memory = _memory(self)
+        max_chars, embed = memory.config.max_chars, use_vectors(memory.embedder)
+        self._start_drafting(lambda: dr.draft_from_description(model, text, max_chars, embed=embed))
 
     async def on_drafted(self, event: Drafted) -> None:
         self._drafting_done()

@@ -100,3 +100,20 @@ def test_a_broken_weights_file_is_no_model(tmp_path):
     bad.write_text("{not json")
     assert SensitivityModel.load(bad) is None
     assert SensitivityModel.load(tmp_path / "missing.json") is None
+
+
+def test_a_draft_whose_words_are_private_comes_marked_private(embed):
+    """§8.5 with §2: the model drafts memories from a dialogue for the owner to keep; a draft of
+    a debt comes marked private though the model said false (the owner may unmark it), and a
+    harmless one stays as the model said."""
+    from core.chat.drafts import clean
+
+    answer = {
+        "memories": [
+            {"content": DEBT, "kind": "fact", "importance": 3, "private": False},
+            {"content": "I like jazz.", "kind": "fact", "importance": 3, "private": False},
+        ]
+    }
+    debt, jazz = clean(answer, 500, 5, embed)
+    assert debt.private and not jazz.private
+    assert not clean(answer, 500, 5)[0].private  # without vectors, the model's flag

@@ -17,8 +17,10 @@ from dataclasses import dataclass
 from typing import Any
 
 from core.errors import MemoryOpError
+from core.learned import Embed
 from core.llm import ChatModel, Message
 from core.memory import validation as valid
+from core.sensitivity import sensitive
 
 MAX_MESSAGES = 20  # save from dialogue: at most this many selected messages
 MAX_DRAFTS = 5  # … and at most this many drafts
@@ -100,8 +102,12 @@ def description_messages(description: str, max_drafts: int = MAX_INIT_DRAFTS) ->
     ]
 
 
-def clean(answer: object, max_chars: int, max_drafts: int) -> list[Draft]:
-    """The drafts of a model's answer that pass the memory checks, without repeats."""
+def clean(
+    answer: object, max_chars: int, max_drafts: int, embed: Embed | None = None
+) -> list[Draft]:
+    """The drafts of a model's answer that pass the memory checks, without repeats. A draft
+    whose words are private (:mod:`core.sensitivity`, given ``embed``: the USE vectors) comes
+    marked private whatever the model said; the owner may unmark it before keeping it."""
     items = answer.get("memories") if isinstance(answer, dict) else None
     if not isinstance(items, list):
         return []
@@ -124,6 +130,7 @@ def clean(answer: object, max_chars: int, max_drafts: int) -> list[Draft]:
         # the owner confirms each draft as worth keeping: never below "normal" (measured: the
         # default 1.5B model gave every draft of a description importance 1, which sleep's
         # forgetting would take as trivia)
+        private = private or sensitive(content, embed)
         out.append(Draft(content, kind.value, max(imp, MIN_IMPORTANCE), private))
         if len(out) >= max_drafts:
             break
@@ -138,6 +145,7 @@ def draft_from_dialogue(
     timeout: float | None = 180.0,
     max_tokens: int = 600,
     cancel: threading.Event | None = None,
+    embed: Embed | None = None,
 ) -> list[Draft]:
     """Up to 5 drafts from up to 20 selected messages (raises MemoryOpError on a bad
     selection, ModelError when the model fails)."""
@@ -147,7 +155,14 @@ def draft_from_dialogue(
     if len(selected) > MAX_MESSAGES:
         raise MemoryOpError(f"{len(selected)} messages are selected; the limit is {MAX_MESSAGES}")
     return _drafts(
-        model, dialogue_messages(selected), MAX_DRAFTS, max_chars, timeout, max_tokens, cancel
+        model,
+        dialogue_messages(selected),
+        MAX_DRAFTS,
+        max_chars,
+        timeout,
+        max_tokens,
+        cancel,
+        embed,
     )
 
 
@@ -170,6 +185,7 @@ def draft_from_description(
     timeout: float | None = 180.0,
     max_tokens: int = 800,
     cancel: threading.Event | None = None,
+    embed: Embed | None = None,
 ) -> list[Draft]:
     """Drafts from the owner's description of themselves (at most 1,000 characters)."""
     description = check_description(description)
@@ -181,6 +197,7 @@ def draft_from_description(
         timeout,
         max_tokens,
         cancel,
+        embed,
     )
 
 
@@ -192,10 +209,11 @@ def _drafts(
     timeout: float | None,
     max_tokens: int,
     cancel: threading.Event | None,
+    embed: Embed | None = None,
 ) -> list[Draft]:
     """Up to ``most`` drafts the model writes from ``messages``, cleaned: one way of asking
     whatever the drafts are drawn from (a dialogue, a description)."""
     answer = model.generate_json(
         messages, drafts_schema(most), timeout=timeout, max_tokens=max_tokens, cancel=cancel
     )
-    return clean(answer, max_chars, most)
+    return clean(answer, max_chars, most, embed)
