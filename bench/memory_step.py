@@ -314,7 +314,7 @@ def keyword_sentences(text: str) -> list[str]:
     moment, and speaking of the owner (first person), naming someone (a capital letter inside
     the sentence) or holding a number."""
     out = []
-    for sentence in owner_message._SENTENCES.split(text.strip()):
+    for sentence in owner_message.sentences_of(text):
         s = sentence.strip()
         if not s or s.endswith("?") or _MOMENT.search(s):
             continue

@@ -54,6 +54,20 @@ def score(w: np.ndarray, b: float, vectors: list[np.ndarray]) -> np.ndarray:
     return np.array([float(np.max(v @ w + b)) for v in vectors])
 
 
+def recall_threshold(oof: np.ndarray, y: np.ndarray, recall: float) -> float:
+    """The highest threshold whose share of positives scored at it or over reaches ``recall``."""
+    order = np.sort(oof[y > 0])
+    k = int(np.floor((1.0 - recall) * len(order)))
+    return float(order[k]) - 1e-6
+
+
+def write_model(path: str | Path, out: dict[str, Any]) -> None:
+    """The trained model as JSON at ``path``; its report (all but the weights) on stdout."""
+    Path(path).write_text(json.dumps(out, ensure_ascii=False) + "\n", encoding="utf-8")
+    json.dump({k: v for k, v in out.items() if k != "weights"}, sys.stdout, indent=1)
+    print()
+
+
 def rows_of(embed: Any, texts: list[str]) -> list[np.ndarray]:
     pieces = [[t, *owner_message.sentences_of(t)] for t in texts]
     flat = [p for ps in pieces for p in ps]
@@ -85,9 +99,7 @@ def main(argv: list[str] | None = None) -> int:
         test = np.arange(len(items)) % a.folds == f
         w, b = fit(whole[~test], y[~test], a.l2)
         oof[test] = score(w, b, [v for v, t in zip(vecs, test, strict=True) if t])
-    order = np.sort(oof[y > 0])
-    k = int(np.floor((1.0 - a.recall) * len(order)))
-    threshold = float(order[k]) - 1e-6
+    threshold = recall_threshold(oof, y, a.recall)
     passed = oof >= threshold
     cv = {
         "dev_cv_recall": round(float(passed[y > 0].mean()), 4),
@@ -120,9 +132,7 @@ def main(argv: list[str] | None = None) -> int:
         "bias": float(b),
         "weights": [round(float(v), 6) for v in w],
     }
-    Path(a.out).write_text(json.dumps(out, ensure_ascii=False) + "\n", encoding="utf-8")
-    json.dump({k: v for k, v in out.items() if k != "weights"}, sys.stdout, indent=1)
-    print()
+    write_model(a.out, out)
     return 0
 
 

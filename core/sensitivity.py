@@ -21,53 +21,23 @@ model and the owner's words decide.
 from __future__ import annotations
 
 import functools
-import re
 from pathlib import Path
 
-import numpy as np
-
-from core.learned import Embed, Linear
+from core.learned import Embed, Thresholded
 
 MODEL_FILE = Path(__file__).with_name("sensitivity.json")
-_SENTENCES = re.compile(r"(?<=[.!?…])\s+|\n+")
 
 
-class SensitivityModel:
-    def __init__(self, linear: Linear) -> None:
-        self.linear = linear
-        self.threshold = float(linear.data["threshold"])
-
-    @classmethod
-    def load(cls, path: Path = MODEL_FILE) -> SensitivityModel | None:
-        """The trained weights, or None when the file is missing or broken."""
-        linear = Linear.load(path, "threshold")
-        return None if linear is None else cls(linear)
-
-    def score(self, content: str, embed: Embed) -> float | None:
-        """The highest score of ``content`` and its sentences, or None without USE vectors."""
-        pieces = [content, *rows(content)]
-        m = embed(pieces)
-        scores = self.linear.scores(m)
-        if m is None or scores is None or not np.any(m[:, : len(self.linear.weights)]):
-            return None
-        return float(np.max(scores))
-
+class SensitivityModel(Thresholded):
     def private(self, content: str, embed: Embed) -> bool | None:
         """Whether ``content`` must be private, or None when no USE vector can be had."""
-        s = self.score(content, embed)
-        return None if s is None else s >= self.threshold
-
-
-def rows(content: str) -> list[str]:
-    """The sentences of ``content`` scored beside it (a secret in one sentence of several)."""
-    parts = [s.strip() for s in _SENTENCES.split(content.strip()) if s.strip()]
-    return parts if len(parts) > 1 else []
+        return self.above(content, embed)
 
 
 @functools.cache
 def sensitivity_model() -> SensitivityModel | None:
     """The trained model, loaded once."""
-    return SensitivityModel.load()
+    return SensitivityModel.load(MODEL_FILE)
 
 
 def sensitive(content: str, embed: Embed | None) -> bool:

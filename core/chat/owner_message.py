@@ -18,10 +18,8 @@ import re
 from dataclasses import dataclass
 from pathlib import Path
 
-import numpy as np
-
 from core import text
-from core.learned import Embed, Linear
+from core.learned import Embed, Thresholded, sentences
 
 # The owner corrects something, asks to forget or to remember, says it is a secret. Stems,
 # matched at word starts.
@@ -96,7 +94,6 @@ def says_secret(text: str) -> bool:
 # set's numbers instead (bench.memory_step --gate-only, bench/train_fact_gate.py): a sentence
 # that is not a question, greeting or thanks (says_something), and a classifier over the
 # message's USE vector (FactGate). The model then decides what to keep.
-_SENTENCES = re.compile(r"(?<=[.!?…])\s+|\n+")
 _WORD = re.compile(r"[\w'’-]+", re.UNICODE)
 # words that only greet, thank or laugh (a sentence of these and stop words says nothing)
 _CHATTER = re.compile(
@@ -138,13 +135,13 @@ def may_carry_a_fact(message: str, embed: Embed | None = None) -> bool:
 
 def sentences_of(message: str) -> list[str]:
     """A message's sentences, as the gate reads them."""
-    return [s.strip() for s in _SENTENCES.split(message.strip()) if s.strip()]
+    return sentences(message)
 
 
 GATE_FILE = Path(__file__).with_name("fact_gate.json")
 
 
-class FactGate:
+class FactGate(Thresholded):
     """ "May this message carry a fact?" — a logistic regression over the message's USE vector,
     whole and sentence by sentence (the highest score counts), trained on the dev split of the
     labelled set (bench/train_fact_gate.py; issue 26: chosen by its numbers, the keyword gate
@@ -152,27 +149,15 @@ class FactGate:
     message the gate drops is lost for good, so its threshold is set for recall; small talk
     that passes costs one model call, and the model may still keep nothing."""
 
-    def __init__(self, linear: Linear) -> None:
-        self.linear = linear
-        self.threshold = float(linear.data["threshold"])
-
-    @classmethod
-    def load(cls, path: Path = GATE_FILE) -> FactGate | None:
-        linear = Linear.load(path, "threshold")
-        return None if linear is None else cls(linear)
-
     def passes(self, message: str, embed: Embed) -> bool | None:
         """The gate's answer, or None when no USE vectors can be had (the caller falls back)."""
-        scores = self.linear.scores(embed([message, *sentences_of(message)]))
-        if scores is None:
-            return None
-        return bool(float(np.max(scores)) >= self.threshold)
+        return self.above(message, embed)
 
 
 @functools.cache
 def fact_gate() -> FactGate | None:
     """The trained gate, loaded once (None when its file is missing or broken)."""
-    return FactGate.load()
+    return FactGate.load(GATE_FILE)
 
 
 GROUNDED = 0.7  # share of an update's stems that must come from the owner's message (saves keep
