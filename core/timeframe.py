@@ -458,3 +458,86 @@ def spans(query: str, now: float) -> list[tuple[float, float]]:
         slack = max(1.0, days / 4)  # "three weeks ago" is not to the day
         out.append((t0 - (days + slack) * DAY, t0 - (days - slack - 1) * DAY))
     return sorted(set(out))
+
+
+# ------------------------------------------------------------------ a memory's relative times
+# A memory keeps the owner's words, "I lost my job yesterday"; read months later, "yesterday" is
+# no longer that day. The prompt line shows the day each relative time of the words meant,
+# counted from the day the memory was said (its ``updated_at``): "yesterday (19 January 2023)". The
+# stored words never change.
+_SAID_DAYS = (
+    (r"\bthe day before yesterday\b|(?<![а-яё])позавчера(?![а-яё])", -2),
+    (r"\byesterday\b|\blast night\b|(?<![а-яё])вчера(?![а-яё])", -1),
+    (r"\btoday\b|\btonight\b|\bthis morning\b|(?<![а-яё])сегодня(?![а-яё])", 0),
+    (r"\bthe day after tomorrow\b|(?<![а-яё])послезавтра(?![а-яё])", 2),
+    (r"\btomorrow\b|(?<![а-яё])завтра(?![а-яё])", 1),
+)
+_SAID_DAY = tuple((re.compile(p, re.IGNORECASE), d) for p, d in _SAID_DAYS)
+_NEXT_WEEK = re.compile(r"\bnext week\b|(?<![а-яё])на\s+следующей\s+неделе", re.IGNORECASE)
+_NEXT_MONTH = re.compile(r"\bnext month\b|(?<![а-яё])в\s+следующем\s+месяце", re.IGNORECASE)
+_NEXT_YEAR = re.compile(r"\bnext year\b|(?<![а-яё])в\s+следующем\s+году", re.IGNORECASE)
+_IN_UNITS = re.compile(r"(?:\bin|(?<![а-яё])через)\s+" + _COUNT + r"\s+" + _UNIT + r"(?![\wа-яё])")
+_AGO = re.compile(_PATTERN_AGO.pattern, re.IGNORECASE)
+_FLAGS = re.IGNORECASE
+_VAGUE = frozenset({"few", "couple", "несколько", "пару"})  # "a few days ago": about
+
+
+def _day_text(d: date) -> str:
+    return f"{d.day} {d.strftime('%B %Y')}"
+
+
+def _shift_months(d: date, months: int) -> date:
+    k = d.year * 12 + d.month - 1 + months
+    return date(k // 12, k % 12 + 1, 1)
+
+
+def dated(content: str, said_at: float) -> str:
+    """``content`` with the day each relative time in it meant when it was said at
+    ``said_at``, in brackets after it: "I lost my job yesterday (19 January 2023)", "в прошлом
+    месяце (December 2022)", "two weeks ago (about 6 January 2023)", "next week (the week after 20
+    January 2023)". Unchanged when it names none."""
+    low = content.lower().replace("ё", "е")
+    if len(low) != len(content) or not _ANY_TIME.search(low):
+        return content
+    said = datetime.fromtimestamp(said_at).date()
+    notes: list[tuple[int, int, str]] = []
+
+    def add(m: re.Match, text: str) -> None:
+        if not any(a < m.end() and m.start() < b for a, b, _ in notes):
+            notes.append((m.start(), m.end(), text))
+
+    for pattern, offset in _SAID_DAY:
+        for m in pattern.finditer(low):
+            add(m, _day_text(date.fromordinal(said.toordinal() + offset)))
+    weekly = (
+        (_LAST_WEEK, "the week before"),
+        (_THIS_WEEK, "the week of"),
+        (_NEXT_WEEK, "the week after"),
+        (_LAST_WEEKEND, "the weekend before"),
+    )
+    for pattern, words in weekly:
+        for m in re.compile(pattern.pattern, _FLAGS).finditer(low):
+            add(m, f"{words} {_day_text(said)}")
+    monthly = ((_LAST_MONTH, -1), (_THIS_MONTH, 0), (_NEXT_MONTH, 1))
+    for pattern, months in monthly:
+        for m in re.compile(pattern.pattern, _FLAGS).finditer(low):
+            add(m, _shift_months(said, months).strftime("%B %Y"))
+    for pattern, years in ((_LAST_YEAR, -1), (_NEXT_YEAR, 1)):
+        for m in re.compile(pattern.pattern, _FLAGS).finditer(low):
+            add(m, str(said.year + years))
+    for pattern, sign in ((_AGO, -1), (_IN_UNITS, 1)):
+        for m in pattern.finditer(low):
+            days = _count(m) * _unit_days(m["u"]) * sign
+            when = date.fromordinal(said.toordinal() + days)
+            vague = m["n"] in _VAGUE or abs(days) >= 7
+            if abs(days) >= 365:
+                text = f"about {when.year}"
+            elif abs(days) >= 30:
+                text = f"about {when.strftime('%B %Y')}"
+            else:
+                text = f"about {_day_text(when)}" if vague else _day_text(when)
+            add(m, text)
+    out = content
+    for _, end, text in sorted(notes, reverse=True):
+        out = f"{out[:end]} ({text}){out[end:]}"
+    return out

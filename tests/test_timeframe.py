@@ -146,3 +146,62 @@ def test_timeframe_boost_zero_turns_it_off_and_bad_values_are_refused(tmp_path):
     mem.close()
     with pytest.raises(ValueError, match="timeframe_boost"):
         MemoryConfig(timeframe_boost=-1)
+
+
+# ------------------------------------------------------------------ a memory's relative times
+
+
+@pytest.mark.parametrize(
+    "said, shown",
+    [
+        (
+            "I lost my job as a banker yesterday, so I'm starting a studio.",
+            "I lost my job as a banker yesterday (30 November 2026), so I'm starting a studio.",
+        ),
+        (
+            "Вчера ходила к врачу, а завтра едем в Сочи.",
+            "Вчера (30 November 2026) ходила к врачу, а завтра (2 December 2026) едем в Сочи.",
+        ),
+        (
+            "Two weeks ago I went to Paris. Last month I started pottery.",
+            "Two weeks ago (about 17 November 2026) I went to Paris. Last month (November 2026)"
+            " I started pottery.",
+        ),
+        (
+            "I gave a talk at a school last week.",
+            "I gave a talk at a school last week (the week before 1 December 2026).",
+        ),
+        ("Через 3 дня экзамен.", "Через 3 дня (4 December 2026) экзамен."),
+        ("We moved last year.", "We moved last year (2025)."),
+        ("A few days ago I met Ann.", "A few days ago (about 28 November 2026) I met Ann."),
+        # no relative time: the words as they are
+        ("I'm training for the Leeds half marathon in May.", None),
+        ("Hi Eva, I'm Callum, 44, I drive trams in Edinburgh.", None),
+    ],
+)
+def test_a_memory_s_relative_times_show_the_day_they_meant(said, shown):
+    """Issue 26 item 6 (LoCoMo, "When did …?"): a memory keeps the owner's words, and months
+    later "yesterday" is no longer that day — the replies said "Jon lost his job yesterday" of
+    a job lost three months before. The day each relative time meant, counted from the day the
+    words were said, is shown after it."""
+    from core.timeframe import dated
+
+    assert dated(said, NOW) == (said if shown is None else shown)
+
+
+def test_the_prompt_shows_the_day_and_keeps_the_words():
+    """§5 with §8.10: the recalled line and the core line carry the day; the stored record, the
+    memory tools' lines and the record Eva may quote keep the owner's words."""
+    from core.memory import prompt_section as ps
+
+    clock = ManualClock(NOW)
+    with Memory.open(":memory:", MemoryConfig(), clock) as mem:
+        r = mem.save("I lost my job as a banker yesterday.", OWNER_TRUSTED, kind="event")
+        c = mem.save("I'm Jon, I moved to Paris last year.", OWNER_TRUSTED, kind="core")
+        clock.advance(90 * DAY)
+        section = mem.prompt_section("When did I lose my job as a banker?", OWNER_TRUSTED)
+        assert "yesterday (30 November 2026)" in section.recalled_text
+        assert "last year (2025)" in section.core_text
+        assert section.recalled_contents == ("I lost my job as a banker yesterday.",)
+        assert mem.get(r.id).content == "I lost my job as a banker yesterday."
+        assert "(" not in ps.line(mem.get(c.id), clock.now(), mark="#")
