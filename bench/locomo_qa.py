@@ -103,6 +103,7 @@ from bench.locomo import (
     dia_ids,
     turn_text,
 )
+from core import timeframe
 from core.chat.conversation import Conversation
 from core.chat.conversation_config import ConversationConfig
 from core.chat.events import Notice, ToolFinished, TurnDone
@@ -519,8 +520,12 @@ def owner_name_record(mem: Memory, owner: str) -> None:
 
 def oracle_text(lines: Sequence[tuple[int, Turn]], now: float) -> str:
     """The evidence turns as the recalled part of the memory section, in prompt_section's line
-    format (``id | kind | age | importance | content``, the content escaped)."""
-    body = [f"{i} | fact | {ps.dated_age(t.at, now)} | 3 | {ps.escaped(t.line)}" for i, t in lines]
+    format (``id | kind | age | importance | content``, the content escaped, its relative times
+    with the day they meant)."""
+    body = [
+        f"{i} | fact | {ps.dated_age(t.at, now)} | 3 | {ps.escaped(timeframe.dated(t.line, t.at))}"
+        for i, t in lines
+    ]
     return "\n".join([ps.RECALLED_HEADER, *body])
 
 
