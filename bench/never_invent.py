@@ -7,7 +7,8 @@ reply to a question about the owner (:class:`core.chat.judge.ReplyJudge`, SPEC �
 answer is the reply, given bare ("Sweden") and as a sentence ("Sweden."); the support is what a
 turn would be shown — the owner's name as a core line ("The owner's name is Caroline."), the
 evidence turns and ``--others`` random other turns of the conversation, each after the day it
-was said as a recalled line gives it ("8 May 2023 …"), then the question. ``--form memory``
+was said as a recalled line gives it ("8 May 2023 …", its relative times with the day they meant:
+"yesterday (7 May 2023)"), then the question. ``--form memory``
 writes the owner's turns in their own words, as the memory step keeps them, and the other
 speaker's under their name; ``--form oracle`` writes every turn under its speaker's name, as
 bench.locomo_qa's oracle does.
@@ -29,6 +30,7 @@ from pathlib import Path
 from typing import Any
 
 from bench.locomo_qa import Turn, default_data, load_dialogue
+from core import timeframe
 from core.chat import invention
 from core.chat.judge import Kind, ReplyJudge
 from core.memory.prompt_section import said_on
@@ -48,7 +50,7 @@ CHECKS = (
 
 def support_line(t: Turn, owner: str, form: str) -> str:
     words = t.text if form == "memory" and t.speaker == owner else t.line
-    return f"{said_on(t.at)} {words}"
+    return f"{said_on(t.at)} {timeframe.dated(words, t.at)}"
 
 
 def checks_fired(reply: str, support: str, question: str) -> list[str]:
