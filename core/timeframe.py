@@ -480,6 +480,23 @@ _IN_UNITS = re.compile(r"(?:\bin|(?<![а-яё])через)\s+" + _COUNT + r"\s+"
 _AGO = re.compile(_PATTERN_AGO.pattern, re.IGNORECASE)
 _FLAGS = re.IGNORECASE
 _VAGUE = frozenset({"few", "couple", "несколько", "пару"})  # "a few days ago": about
+# a unit said without a count that still means one of it ("неделю назад", "a week ago" has "a")
+_ONE_UNIT = frozenset(
+    [
+        "day",
+        "week",
+        "weekend",
+        "fortnight",
+        "month",
+        "year",
+        "день",
+        "сутки",
+        "неделю",
+        "неделя",
+        "месяц",
+        "год",
+    ]
+)
 
 
 def _day_text(d: date) -> str:
@@ -527,6 +544,8 @@ def dated(content: str, said_at: float) -> str:
             add(m, str(said.year + years))
     for pattern, sign in ((_AGO, -1), (_IN_UNITS, 1)):
         for m in pattern.finditer(low):
+            if not m["n"] and m["u"] not in _ONE_UNIT:
+                continue  # "years ago", "недели назад": how many is not said
             days = _count(m) * _unit_days(m["u"]) * sign
             when = date.fromordinal(said.toordinal() + days)
             vague = m["n"] in _VAGUE or abs(days) >= 7

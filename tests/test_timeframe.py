@@ -174,8 +174,10 @@ def test_timeframe_boost_zero_turns_it_off_and_bad_values_are_refused(tmp_path):
         ("Через 3 дня экзамен.", "Через 3 дня (4 December 2026) экзамен."),
         ("We moved last year.", "We moved last year (2025)."),
         ("A few days ago I met Ann.", "A few days ago (about 28 November 2026) I met Ann."),
-        # no relative time: the words as they are
+        ("Неделю назад был в Москве.", "Неделю назад (about 24 November 2026) был в Москве."),
+        # no relative time, or no count to count from: the words as they are
         ("I'm training for the Leeds half marathon in May.", None),
+        ("Years ago I lived in Paris, weeks ago I was back.", None),
         ("Hi Eva, I'm Callum, 44, I drive trams in Edinburgh.", None),
     ],
 )
