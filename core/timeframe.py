@@ -499,6 +499,11 @@ _ONE_UNIT = frozenset(
 )
 
 
+_LAST_WEEKDAY = re.compile(
+    r"(?:\b(?:last|this past|past)|(?<![а-яё])в\s+прошл(?:ый|ую|ое))\s+" + WEEKDAY + r"(?![\wа-яё])"
+)
+
+
 def _day_text(d: date) -> str:
     return f"{d.day} {d.strftime('%B %Y')}"
 
@@ -512,9 +517,9 @@ def dated(content: str, said_at: float) -> str:
     """``content`` with the day each relative time in it meant when it was said at
     ``said_at``, in brackets after it: "I lost my job yesterday (19 January 2023)", "в прошлом
     месяце (December 2022)", "two weeks ago (about 6 January 2023)", "next week (the week after 20
-    January 2023)". Unchanged when it names none."""
+    January 2023)", "last Friday (Friday 14 July 2023)". Unchanged when it names none."""
     low = content.lower().replace("ё", "е")
-    if len(low) != len(content) or not _ANY_TIME.search(low):
+    if len(low) != len(content) or not (_ANY_TIME.search(low) or _LAST_WEEKDAY.search(low)):
         return content
     said = datetime.fromtimestamp(said_at).date()
     notes: list[tuple[int, int, str]] = []
@@ -556,6 +561,12 @@ def dated(content: str, said_at: float) -> str:
             else:
                 text = f"about {_day_text(when)}" if vague else _day_text(when)
             add(m, text)
+    for m in _LAST_WEEKDAY.finditer(low):
+        wd = weekday_number(m["wd"])
+        if wd is not None:
+            back = (said.weekday() - wd - 1) % 7 + 1  # the latest one before the day it was said
+            when = date.fromordinal(said.toordinal() - back)
+            add(m, f"{when.strftime('%A')} {_day_text(when)}")
     out = content
     for _, end, text in sorted(notes, reverse=True):
         out = f"{out[:end]} ({text}){out[end:]}"

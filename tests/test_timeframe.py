@@ -175,6 +175,11 @@ def test_timeframe_boost_zero_turns_it_off_and_bad_values_are_refused(tmp_path):
         ("We moved last year.", "We moved last year (2025)."),
         ("A few days ago I met Ann.", "A few days ago (about 28 November 2026) I met Ann."),
         ("Неделю назад был в Москве.", "Неделю назад (about 24 November 2026) был в Москве."),
+        (
+            "I went to a pottery workshop last Friday.",
+            "I went to a pottery workshop last Friday (Friday 27 November 2026).",
+        ),
+        ("В прошлую субботу гуляли.", "В прошлую субботу (Saturday 28 November 2026) гуляли."),
         # no relative time, or no count to count from: the words as they are
         ("I'm training for the Leeds half marathon in May.", None),
         ("Years ago I lived in Paris, weeks ago I was back.", None),
