@@ -61,6 +61,45 @@ def recall_threshold(oof: np.ndarray, y: np.ndarray, recall: float) -> float:
     return float(order[k]) - 1e-6
 
 
+def out_of_fold(vecs: list[np.ndarray], y: np.ndarray, folds: int, l2: float) -> np.ndarray:
+    """Each message's score by a model fitted on the other folds (every ``folds``-th message
+    is one fold)."""
+    whole = np.stack([v[0] for v in vecs])
+    oof = np.zeros(len(vecs))
+    for f in range(folds):
+        test = np.arange(len(vecs)) % folds == f
+        w, b = fit(whole[~test], y[~test], l2)
+        oof[test] = score(w, b, [v for v, t in zip(vecs, test, strict=True) if t])
+    return oof
+
+
+def fitted(
+    about: str,
+    embedder: str,
+    vecs: list[np.ndarray],
+    y: np.ndarray,
+    threshold: float,
+    l2: float,
+    recall: float,
+    measured: dict[str, Any],
+) -> dict[str, Any]:
+    """The model file's contents: weights fitted on every message (whole), with the threshold
+    and the figures chosen out of fold."""
+    whole = np.stack([v[0] for v in vecs])
+    w, b = fit(whole, y, l2)
+    return {
+        "about": about,
+        "embedder": embedder,
+        "dim": int(whole.shape[1]),
+        "threshold": round(threshold, 6),
+        "l2": l2,
+        "target_recall": recall,
+        "measured": measured,
+        "bias": float(b),
+        "weights": [round(float(v), 6) for v in w],
+    }
+
+
 def write_model(path: str | Path, out: dict[str, Any]) -> None:
     """The trained model as JSON at ``path``; its report (all but the weights) on stdout."""
     Path(path).write_text(json.dumps(out, ensure_ascii=False) + "\n", encoding="utf-8")
@@ -93,12 +132,7 @@ def main(argv: list[str] | None = None) -> int:
     texts = [it["say"] for it in items]
     y = np.array([1.0 if it["keep"] else 0.0 for it in items])
     vecs = rows_of(use.embed, texts)
-    whole = np.stack([v[0] for v in vecs])
-    oof = np.zeros(len(items))
-    for f in range(a.folds):
-        test = np.arange(len(items)) % a.folds == f
-        w, b = fit(whole[~test], y[~test], a.l2)
-        oof[test] = score(w, b, [v for v, t in zip(vecs, test, strict=True) if t])
+    oof = out_of_fold(vecs, y, a.folds, a.l2)
     threshold = recall_threshold(oof, y, a.recall)
     passed = oof >= threshold
     cv = {
@@ -119,20 +153,20 @@ def main(argv: list[str] | None = None) -> int:
         mixed = passed | r if name.startswith("or") else passed & r
         cv[f"mix_{name}_recall"] = round(float(mixed[y > 0].mean()), 4)
         cv[f"mix_{name}_small_talk_pass"] = round(float(mixed[y == 0].mean()), 4)
-    w, b = fit(whole, y, a.l2)
-    out = {
-        "about": "fact gate: logistic regression over USE multilingual v3 vectors "
-        "(bench/train_fact_gate.py, dev split only)",
-        "embedder": use.name,
-        "dim": int(whole.shape[1]),
-        "threshold": round(threshold, 6),
-        "l2": a.l2,
-        "target_recall": a.recall,
-        "measured": cv,
-        "bias": float(b),
-        "weights": [round(float(v), 6) for v in w],
-    }
-    write_model(a.out, out)
+    about = "fact gate: logistic regression over USE multilingual v3 vectors"
+    write_model(
+        a.out,
+        fitted(
+            f"{about} (bench/train_fact_gate.py, dev split only)",
+            use.name,
+            vecs,
+            y,
+            threshold,
+            a.l2,
+            a.recall,
+            cv,
+        ),
+    )
     return 0
 
 

@@ -28,7 +28,7 @@ from typing import Any
 import numpy as np
 
 from bench.memory_step import load_items
-from bench.train_fact_gate import fit, recall_threshold, rows_of, score, write_model
+from bench.train_fact_gate import fitted, out_of_fold, recall_threshold, rows_of, write_model
 from core import sensitivity
 
 
@@ -87,29 +87,13 @@ def main(argv: list[str] | None = None) -> int:
     items = labelled("dev")
     y = np.array([1.0 if it["private"] else 0.0 for it in items])
     vecs = rows_of(use.embed, [it["say"] for it in items])
-    whole = np.stack([v[0] for v in vecs])
-    oof = np.zeros(len(items))
-    for f in range(a.folds):
-        test = np.arange(len(items)) % a.folds == f
-        w, b = fit(whole[~test], y[~test], a.l2)
-        oof[test] = score(w, b, [v for v, t in zip(vecs, test, strict=True) if t])
+    oof = out_of_fold(vecs, y, a.folds, a.l2)
     threshold = recall_threshold(oof, y, a.recall)
     cv = {f"dev_cv_{k}": v for k, v in figures(oof >= threshold, y).items()}
     cv["folds"] = a.folds
-    w, b = fit(whole, y, a.l2)
-    out = {
-        "about": "private flag (SPEC §2): logistic regression over USE multilingual v3 vectors "
-        "(bench/train_sensitivity.py, dev split only)",
-        "embedder": use.name,
-        "dim": int(whole.shape[1]),
-        "threshold": round(threshold, 6),
-        "l2": a.l2,
-        "target_recall": a.recall,
-        "measured": cv,
-        "bias": float(b),
-        "weights": [round(float(v), 6) for v in w],
-    }
-    write_model(a.out, out)
+    about = "private flag (SPEC §2): logistic regression over USE multilingual v3 vectors "
+    about += "(bench/train_sensitivity.py, dev split only)"
+    write_model(a.out, fitted(about, use.name, vecs, y, threshold, a.l2, a.recall, cv))
     return 0
 
 
