@@ -465,20 +465,16 @@ def spans(query: str, now: float) -> list[tuple[float, float]]:
 # no longer that day. The prompt line shows the day each relative time of the words meant,
 # counted from the day the memory was said (its ``updated_at``): "yesterday (19 January 2023)". The
 # stored words never change.
-_SAID_DAYS = (
-    (r"\bthe day before yesterday\b|(?<![а-яё])позавчера(?![а-яё])", -2),
-    (r"\byesterday\b|\blast night\b|(?<![а-яё])вчера(?![а-яё])", -1),
-    (r"\btoday\b|\btonight\b|\bthis morning\b|(?<![а-яё])сегодня(?![а-яё])", 0),
-    (r"\bthe day after tomorrow\b|(?<![а-яё])послезавтра(?![а-яё])", 2),
-    (r"\btomorrow\b|(?<![а-яё])завтра(?![а-яё])", 1),
+# the text is read in lower case, as spans reads a question: the patterns above are lower case
+_SAID_DAY = (
+    *((pattern, offset) for pattern, (offset, _) in _RELATIVE),
+    (re.compile(r"\bthe day after tomorrow\b|(?<![а-яё])послезавтра(?![а-яё])"), 2),
+    (re.compile(r"\btomorrow\b|(?<![а-яё])завтра(?![а-яё])"), 1),
 )
-_SAID_DAY = tuple((re.compile(p, re.IGNORECASE), d) for p, d in _SAID_DAYS)
-_NEXT_WEEK = re.compile(r"\bnext week\b|(?<![а-яё])на\s+следующей\s+неделе", re.IGNORECASE)
-_NEXT_MONTH = re.compile(r"\bnext month\b|(?<![а-яё])в\s+следующем\s+месяце", re.IGNORECASE)
-_NEXT_YEAR = re.compile(r"\bnext year\b|(?<![а-яё])в\s+следующем\s+году", re.IGNORECASE)
+_NEXT_WEEK = re.compile(r"\bnext week\b|(?<![а-яё])на\s+следующей\s+неделе")
+_NEXT_MONTH = re.compile(r"\bnext month\b|(?<![а-яё])в\s+следующем\s+месяце")
+_NEXT_YEAR = re.compile(r"\bnext year\b|(?<![а-яё])в\s+следующем\s+году")
 _IN_UNITS = re.compile(r"(?:\bin|(?<![а-яё])через)\s+" + _COUNT + r"\s+" + _UNIT + r"(?![\wа-яё])")
-_AGO = re.compile(_PATTERN_AGO.pattern, re.IGNORECASE)
-_FLAGS = re.IGNORECASE
 _VAGUE = frozenset({"few", "couple", "несколько", "пару"})  # "a few days ago": about
 # a unit said without a count that still means one of it ("неделю назад", "a week ago" has "a")
 _ONE_UNIT = frozenset(
@@ -497,8 +493,6 @@ _ONE_UNIT = frozenset(
         "год",
     ]
 )
-
-
 _LAST_WEEKDAY = re.compile(
     r"(?:\b(?:last|this past|past)|(?<![а-яё])в\s+прошл(?:ый|ую|ое))\s+" + WEEKDAY + r"(?![\wа-яё])"
 )
@@ -538,16 +532,16 @@ def dated(content: str, said_at: float) -> str:
         (_LAST_WEEKEND, "the weekend before"),
     )
     for pattern, words in weekly:
-        for m in re.compile(pattern.pattern, _FLAGS).finditer(low):
+        for m in pattern.finditer(low):
             add(m, f"{words} {_day_text(said)}")
     monthly = ((_LAST_MONTH, -1), (_THIS_MONTH, 0), (_NEXT_MONTH, 1))
     for pattern, months in monthly:
-        for m in re.compile(pattern.pattern, _FLAGS).finditer(low):
+        for m in pattern.finditer(low):
             add(m, _shift_months(said, months).strftime("%B %Y"))
     for pattern, years in ((_LAST_YEAR, -1), (_NEXT_YEAR, 1)):
-        for m in re.compile(pattern.pattern, _FLAGS).finditer(low):
+        for m in pattern.finditer(low):
             add(m, str(said.year + years))
-    for pattern, sign in ((_AGO, -1), (_IN_UNITS, 1)):
+    for pattern, sign in ((_PATTERN_AGO, -1), (_IN_UNITS, 1)):
         for m in pattern.finditer(low):
             if not m["n"] and m["u"] not in _ONE_UNIT:
                 continue  # "years ago", "недели назад": how many is not said
