@@ -314,9 +314,8 @@ def keyword_sentences(text: str) -> list[str]:
     moment, and speaking of the owner (first person), naming someone (a capital letter inside
     the sentence) or holding a number."""
     out = []
-    for sentence in owner_message.sentences_of(text):
-        s = sentence.strip()
-        if not s or s.endswith("?") or _MOMENT.search(s):
+    for s in owner_message.sentences_of(text):  # stripped, none empty
+        if s.endswith("?") or _MOMENT.search(s):
             continue
         words = owner_message._WORD.findall(s)
         if not words:
