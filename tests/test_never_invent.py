@@ -750,6 +750,23 @@ def test_a_month_written_in_full_from_a_dated_line_is_not_made_up():
     assert made_up("Melanie went to the park in September.", support, q) == ["septemb"]
 
 
+def test_a_month_or_weekday_the_memory_names_in_the_other_language_is_not_made_up():
+    """§8.10, issue 26: the owner told Eva in Russian "Свадьбу перенесли: теперь она в октябре",
+    and "When is my wedding?" answered "Your wedding is in October." was held as made up for
+    "October" — the owner heard there was nothing in her memory (bench.companion, unseen
+    scenario c). A month or weekday the memory names in either language is one it holds; one it
+    names in neither is still made up."""
+    q = "When is my wedding?"
+    support = "10 | event | 3d | 4 | Свадьбу перенесли: теперь она в октябре.\n" + q
+    assert made_up("Your wedding is in October.", support, q) is None
+    assert made_up("Your wedding is in November.", support, q) == ["novemb"]
+    party = "When is Mum's party?"
+    told = "12 | event | 2d | 4 | Вечеринка у мамы в пятницу, 5 сентября.\n" + party
+    assert made_up("It is on Friday, the 5th of September.", told, party) is None
+    assert made_up("It is on Saturday, the 5th of September.", told, party) == ["saturday"]
+    assert made_up("It is on Friday, the 5th of October.", told, party) == ["5th", "octob"]
+
+
 def test_a_number_the_memory_says_in_words_or_as_last_year_is_not_made_up():
     """§8.10, issue 26 (bench.never_invent, LoCoMo dev's true answers as replies): "10 years ago"
     for a line saying "ten years ago", and "2022" for a line of 2023 saying "last year", were
