@@ -475,6 +475,10 @@ def sound_key(word: str) -> str:
     "Чикаго" give "kika". Measured on the memory-step set's names: of 43,939 pairs of different
     names in the two scripts 15 share a key, and 5 of those are one name ("Макс", "Max")."""
     latin = roman(word.lower().replace("ё", "е"))
+    # an opening "Е" is written "Ye" in English ("Ереван" and "Yerevan", "Егор" and "Yegor":
+    # "ierev" against "erev" had kept them apart — an answer naming the owner's city in English
+    # was held as made up)
+    latin = re.sub(r"^ie", "e", latin)
     latin = latin.replace("w", "v").replace("x", "ks").replace("c", "k").replace("h", "")
     return re.sub(r"[^a-z]", "", latin)[:4]
 

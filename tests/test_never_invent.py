@@ -855,6 +855,10 @@ def test_a_place_the_memory_holds_in_the_other_script_is_no_invention():
     assert unsupported("You have lived in Sweden since 2019.", shown) == ["sweden"]
     assert unsupported("Ты живёшь в Осло.", "I live in Oslo.") == []
     assert unsupported("Ты живёшь в Берлине.", "I live in Oslo.") == ["berlin"]
+    # an opening "Е" is "Ye" in English
+    moved = "Сестра Аня переехала в Ереван, а Егор остался в Екатеринбурге."
+    assert unsupported("Your sister lives in Yerevan, Yegor stayed in Yekaterinburg.", moved) == []
+    assert unsupported("Your sister lives in Yalta.", moved) == ["yalta"]
 
 
 def test_a_memory_lines_age_and_id_are_no_fact_about_the_owner(mem, clock):
