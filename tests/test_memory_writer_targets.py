@@ -545,3 +545,18 @@ def test_a_kept_relation_is_as_private_as_the_record_it_came_from(mem):
     run(Conversation(mem, llm), "Update: Anna moved again, she now lives in Yerevan.")
     kept = [r for r in mem.list(OWNER_TRUSTED) if r.content == "Anna is my sister."]
     assert len(kept) == 1 and kept[0].private
+
+
+def test_a_save_of_one_word_keeps_the_sentence_that_tells_what_it_is(mem):
+    """§3.1, issue 26: "Привет. Ильдар. Работаю авиадиспетчером в аэропорту, Казань." was kept
+    as "Ильдар." when the model's save named only him (bench.companion, unseen scenario c), and
+    "Where do I work?" had nothing to answer from. A word alone is no memory: the sentence after
+    it goes with it. A save of a whole sentence keeps that sentence alone."""
+    intro = "Привет. Ильдар. Работаю авиадиспетчером в аэропорту, Казань."
+    llm = ScriptedLLM([["Приятно познакомиться!"]], plans=news(save_op("Ильдар")))
+    run(Conversation(mem, llm), intro)
+    assert live(mem) == ["Ильдар. Работаю авиадиспетчером в аэропорту, Казань."]
+    told = "Мне 45. Я дальнобойщик. Люблю борщ."
+    llm = ScriptedLLM([["Здорово!"]], plans=news(save_op("Я дальнобойщик")))
+    run(Conversation(mem, llm), told)
+    assert "Я дальнобойщик." in live(mem)
