@@ -403,3 +403,21 @@ def test_the_record_a_held_answer_drew_on_is_the_one_holding_what_it_added():
     assert drawn_on(echo, None, asked, [aunt]) == ""
     statement = Verdict(Kind.INVENTED, olga.reply, question=False, invented=True, claims=("olga",))
     assert drawn_on(statement, None, "My aunt lives in Tver.", [aunt]) == ""
+
+
+def test_an_answer_draws_on_the_record_holding_its_number_or_short_name():
+    """§8.10 (issue 26, bench.owner_questions dev): right answers made of a number or a short
+    name ("9 лет.", "£2,700.", "Your Nan raised you.") drew on no record — numbers and words
+    under four letters were no keys — and a "how old" answer drew on the wrong one. A number
+    meets its digits however it is written; a name of three letters meets itself."""
+    from core.chat.retry import grounding_record
+
+    daughter = "Жена — Гульнара. Дочке Алсу 9 лет, ходит на гимнастику"
+    me = "мне 41, живу в Казани, работаю сварщиком"
+    assert grounding_record("9 лет.", (), "Сколько лет моей дочке?", [me, daughter]) == daughter
+    card = "Between us, there's £2,700 on my credit card and it scares me."
+    rent = "Rent is 1,400 a month, which is mad for a one-bed."
+    assert grounding_record("£2,700.", (), "How much is on my card?", [rent, card]) == card
+    nan = "My Nan raised me, mum wasn't around much."
+    assert grounding_record("Your Nan raised you.", (), "Who raised me?", [rent, nan]) == nan
+    assert grounding_record("Your aunt raised you.", (), "Who raised me?", [rent]) == ""

@@ -14,6 +14,7 @@ The judge is :mod:`core.chat.judge`; the turn that asks again is
 
 from __future__ import annotations
 
+import re
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from enum import Enum
@@ -103,11 +104,20 @@ def is_dont_know(content: str) -> bool:
     return text in CANNED_DONT_KNOW or text.startswith(_QUOTE_LEADS)
 
 
+_NUMBER = re.compile(r"\d+(?:[,.\s]\d{3})*(?!\d)")
+_NAME = re.compile(r"\b[A-ZА-ЯЁ][a-zа-яё]{2}\b")
+
+
 def _keys(text: str) -> set[str]:
     """The words of ``text`` as both scripts meet them: stems of four letters or more, by
     their first five Latin letters ("Tver" and "Твери" both give "tver", "Kaliningrad" and
-    "Калининграде" "kalin"); numbers and short words left out."""
-    return {roman(s)[:5] for s in stems(text) if len(s) >= 4 and not any(ch.isdigit() for ch in s)}
+    "Калининграде" "kalin"); names of three letters ("Nan", "Кот"); numbers by their digits
+    ("£1,400" and "1400", "20th" and "20 July" meet). Measured on bench.owner_questions (dev,
+    default model): 13 of 85 right answers drew on no record without the numbers and short
+    names ("9 лет.", "£2,700.", "Your Nan raised you.")."""
+    words = {roman(s)[:5] for s in stems(text) if len(s) >= 4 and not any(c.isdigit() for c in s)}
+    words |= {roman(w.lower()) for w in _NAME.findall(text)}
+    return words | {re.sub(r"\D", "", n) for n in _NUMBER.findall(text)}
 
 
 def grounding_record(
