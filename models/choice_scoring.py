@@ -62,6 +62,7 @@ def choice_probabilities(
 
     with model._model():
         llm = model._llm
+        model.keep_stopped_reply()
         keep = model._reuse_cache(tokens)
         model._abort = abort
         logps: list[float] = []

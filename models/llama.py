@@ -153,6 +153,9 @@ class LlamaChatModel:
         self._hook: AbortHook | None = None
         self._wrap_eval()
         self.snapshots = KVSnapshots()
+        # a reply stopped in flight left the cache unsaved: a choice asked next (the answer
+        # check, core.chat.answerable) saves it first (:meth:`keep_stopped_reply`)
+        self._stopped_unsaved = False
         self._scripts = ScriptGuard(lambda i: self._llm.detokenize([i]), self._llm.n_vocab())
 
         model = self._llm._model
@@ -296,6 +299,15 @@ class LlamaChatModel:
             self.snapshots.restore(self._llm, tokens)
         except Exception:  # a snapshot is only a shortcut: evaluate from scratch
             self._llm.n_tokens = 0
+
+    def keep_stopped_reply(self) -> None:
+        """Save the cache of a reply stopped in flight before another prompt replaces it. The
+        answer check stops a reply after its first sentence and asks its own short question;
+        without this the chat's next turn read its whole prompt again (the stopped reply's
+        prefix was in no snapshot). Must hold ``self._lock``."""
+        if self._stopped_unsaved:
+            self._stopped_unsaved = False
+            self._snapshot()
 
     def _snapshot(self) -> None:
         with contextlib.suppress(Exception):  # memory pressure: go on without one
@@ -490,6 +502,7 @@ class LlamaChatModel:
             self.last_done = done
             if not done.stopped:
                 self._snapshot()
+            self._stopped_unsaved = done.stopped
         yield from calls
         yield done
 

@@ -228,6 +228,31 @@ def test_a_chats_next_turn_replaces_its_snapshot_and_another_chat_keeps_its_own(
         qwen.snapshots = kept
 
 
+def test_a_reply_stopped_for_its_check_is_kept_for_the_next_turn(qwen):
+    """Issue 32 item 5 (KV reuse through the answer check, core.chat.answerable): the judge
+    stops an answer about the owner after its first sentence and the check asks its own short
+    question; the stopped reply's cache was in no snapshot, so the chat's next turn read its
+    whole prompt again. A choice asked after a stopped reply saves it first."""
+    import threading
+
+    chat = [
+        {"role": "system", "content": SYSTEM},
+        {"role": "user", "content": "My cat Murka sleeps on the radiator all winter. " * 8},
+    ]
+    stop = threading.Event()
+    events = []
+    for ev in qwen.stream_chat(chat, cancel=stop, max_tokens=12, temperature=0.0):
+        events.append(ev)
+        if isinstance(ev, TextDelta):
+            stop.set()
+    assert isinstance(events[-1], Done) and events[-1].stopped
+    check = [{"role": "user", "content": "Does the line «Murka is 7» say her age? yes or no"}]
+    qwen.choice_probabilities(check, "answer", ["yes", "no"])
+    restored = qwen.snapshots.restored
+    _, _, done = run(qwen, chat, max_tokens=4, temperature=0.0)
+    assert qwen.snapshots.restored == restored + 1 and done.evaluated_tokens <= 1
+
+
 def test_forced_tool_call_is_schema_valid_and_saves(qwen, mem):
     """SPEC §7: a forced call's arguments are grammar-constrained to the tool's JSON schema."""
     msgs = [
