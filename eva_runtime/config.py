@@ -12,7 +12,7 @@ them::
     [llm.model]         # general, smartest (packaged names or .gguf paths; with the openai
                         # backend, the server's model names)
     [chat]              # detail_level, learning, memory_writes, persona_file, keep_days,
-                        # summaries, max_message_chars
+                        # summaries, max_message_chars, answer_check
     [sleep]             # every, idle_for, dry_run, … (handed to core.sleep as they are)
     [sleep.memory]      # model
     [ui]                # theme (the one chosen in the app is saved here)
@@ -151,6 +151,9 @@ class ChatSettings:
     summaries: bool = True
     # issue 28: the longest message the chat box sends (a longer one stays in the box)
     max_message_chars: int = 8000
+    # SPEC §8.10: an answer about the owner stands only when the memory line it drew on
+    # answers the question (core.chat.answerable)
+    answer_check: bool = True
 
     def __post_init__(self) -> None:
         if not 100 <= self.max_message_chars <= 100_000:

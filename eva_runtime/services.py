@@ -440,6 +440,7 @@ class Services:
             learning=chat.learning,
             memory_writes=chat.memory_writes,
             summaries=chat.summaries,
+            answer_check=chat.answer_check,
             reminder_days=self.config.reminders.days,
         )
 
@@ -457,6 +458,7 @@ class Services:
                 learning=chat.learning,
                 memory_writes=chat.memory_writes,
                 summaries=chat.summaries,
+                answer_check=chat.answer_check,
             )
             self._use_persona(self.active_persona())
 

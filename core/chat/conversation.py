@@ -57,7 +57,7 @@ from core.chat.summarizer import StepResult, Summarizer
 from core.chat.transcript import StoredMessage, Window
 from core.chat.turn import Turn, TurnStats
 from core.chat.window_saver import STEP_FAILED, WindowSaver
-from core.llm import Message, ModelError, ToolCall
+from core.llm import ChoiceModel, Message, ModelError, ToolCall
 from core.memory import tools as memory_tools
 from core.memory.prompt_section import PromptSection
 from core.privacy import TurnContext
@@ -410,6 +410,7 @@ class Conversation(ChatSession):
                 earlier=earlier,
                 support=support,
                 whose=whose,
+                checks_answer=self.config.answer_check and isinstance(self.model, ChoiceModel),
             ),
             stats=stats,
             user_id=user_id,

@@ -43,6 +43,9 @@ class ConversationConfig:
     summaries: bool = True  # §8.3: what leaves the window is summarised (in the background)
     # §8.11: the day's first owner turn carries the most urgent reminder (0 days: off)
     reminder_days: int = 3
+    # §8.10 never invent: an answer about the owner stands only when the memory line it drew on
+    # answers the question (core.chat.answerable; off: the judge's other checks alone)
+    answer_check: bool = True
 
     def __post_init__(self) -> None:
         if self.memory_writes not in MEMORY_WRITES:

@@ -141,6 +141,25 @@ def first_sentence(text: str) -> str:
     return t[: m.end()].strip() if m else t
 
 
+SHORT_ANSWER = 3  # words: a first sentence shorter than this ("Yes.", "Да.") says little alone
+
+
+def answer_part(text: str) -> tuple[str, bool]:
+    """The part of an answer about the owner that its check reads and shows: the first
+    sentence, or the first two when the first is shorter than :data:`SHORT_ANSWER` words ("Yes.
+    You are allergic to penicillin."); and whether that part has ended."""
+    t = text.strip()
+    ends = list(_SENTENCE_END.finditer(t))
+    if not ends:
+        return t, False
+    first = t[: ends[0].end()].strip()
+    if len(first.split()) >= SHORT_ANSWER:
+        return first, True
+    if len(ends) < 2:
+        return t, False
+    return t[: ends[1].end()].strip(), True
+
+
 class ReplyJudge:
     """Judges one reply as it streams. Holds its start back while it reads like the owner's own
     message (or an earlier reply of Eva's); releases it the moment it diverges. A reply that
@@ -162,6 +181,7 @@ class ReplyJudge:
         support: str | None = None,
         admissions_only: bool = False,
         whose: str = "",
+        checks_answer: bool = False,
     ) -> None:
         self.message = _norm(message)
         # the other language counts only in a start that says it does not know (a retry: its
@@ -189,7 +209,7 @@ class ReplyJudge:
         self._said = " ".join([self.message, *self.also])  # every word a reply may repeat
         # a question only new words can answer: one that asks "what / who / where / how…"
         # and offers no choice ("Anna or Maria?")
-        self._asks_what = (
+        self.asks_what = (
             self.question and bool(WH.search(self.message)) and not CHOICE.search(self.message)
         )
         self.lang = lang
@@ -204,6 +224,10 @@ class ReplyJudge:
         )
         self._asked = message  # the question as the owner wrote it (roles are read from it)
         self.invented = False
+        # never invent: the first sentence of an answer about the owner that made up nothing
+        # is held until the record it drew on is checked (core.chat.answerable)
+        self.checks_answer = checks_answer and self.support is not None and self.question
+        self.to_check = False
         # the numbers and names an invented reply made up, and the roles nothing shown names
         self.claims: list[str] = []
         self.recited = False  # a statement's reply opened by reading it back (held for good)
@@ -304,7 +328,7 @@ class ReplyJudge:
         and it invents (``invented``: held for good)."""
         if self.support is None:
             return False
-        if self.invented:
+        if self.invented or self.to_check:
             return True
         held = self._held.strip()
         if not final and len(held) < MAX_JUDGED and not _SENTENCE_END.search(held):
@@ -313,7 +337,14 @@ class ReplyJudge:
         found = made_up(first, self.support, self._asked, self._said_before, self._presupposed)
         self.invented = found is not None
         self.claims = found or []
-        return self.invented
+        # an answer that made up nothing waits for the check of the record it drew on (a short
+        # first sentence, with the next one); an admission of not knowing needs none
+        if self.checks_answer and not self.invented and not admits_not_knowing(first):
+            ended = answer_part(held)[1]
+            if not final and not ended and len(held) < MAX_JUDGED:
+                return True
+            self.to_check = True
+        return self.invented or self.to_check
 
     def recites(self, reply: str) -> bool:
         """A statement's reply opens by reading the whole message back (nearly all its
@@ -436,7 +467,7 @@ class ReplyJudge:
             return True  # the note and the owner's words pieced together (measured: 'The
             # owner wrote in English: "What's my dog's name?"')
         if (
-            self._asks_what
+            self.asks_what
             and self.support is not None  # about the owner's life: "Как ты?" → "Привет!" stands
             and stems(mine)
             and not brings_news(
@@ -490,8 +521,16 @@ class ReplyJudge:
     @property
     def stops(self) -> bool:
         """The rest of the reply is not wanted: it is in the other language, a refusal, made
-        up or a recital of the owner's message, and will be asked again unseen."""
-        return self.wrong_language or self.refused or self.invented or self.recited or self.cut
+        up or a recital of the owner's message, and will be asked again unseen — or it is an
+        answer about the owner whose first sentence waits for its check."""
+        return (
+            self.wrong_language
+            or self.refused
+            or self.invented
+            or self.recited
+            or self.cut
+            or self.to_check
+        )
 
     def verdict(self, reply: str) -> Verdict:
         """End the hold (:meth:`finish`) and judge the whole ``reply`` (the turn's text so far,
@@ -539,6 +578,7 @@ class ReplyJudge:
             voice_only=own_voice_only and not said_to_owner,
             claimed=self.claimed,
             name=self.name or "",
+            to_check=self.to_check,
         )
 
 
@@ -582,6 +622,9 @@ class Verdict:
     # the owner gave themself ("" when none)
     claimed: bool = False
     name: str = ""
+    # an answer about the owner held until the record it drew on is checked
+    # (core.chat.answerable): ``held`` is shown only if the check lets it stand
+    to_check: bool = False
 
     @property
     def greets(self) -> bool:

@@ -13,7 +13,8 @@ from collections.abc import Callable, Generator, Iterator
 from dataclasses import replace
 from typing import Protocol
 
-from core.chat import retry
+from core import language
+from core.chat import answerable, retry
 from core.chat.events import (
     CallFigures,
     Notice,
@@ -24,7 +25,7 @@ from core.chat.events import (
     capped_notice,
 )
 from core.chat.filters import ReplyFilters
-from core.chat.judge import ReplyJudge, Verdict
+from core.chat.judge import ReplyJudge, Verdict, answer_part
 from core.chat.retry import REPLY_NUDGE, Outcome, Retry
 from core.chat.turn import Turn
 from core.llm import ChatModel, Done, TextDelta, ToolCall
@@ -100,9 +101,20 @@ class Reply:
             verdict = turn.judge.verdict(turn.reply)
             again = retry.decide(verdict, turn.attempt, turn.text, turn.lang)
             if again is None:
-                yield from _settle(turn, verdict)
+                yield from _settle(turn, verdict, lambda text: self._stands(turn, text, cancel))
                 return
             _ask_again(turn, again)
+
+    def _stands(self, turn: Turn, answer: str, cancel: threading.Event | None) -> bool:
+        """Whether an answer about the owner that made up nothing may be shown: the record it
+        drew on answers the question (:func:`core.chat.answerable.check`)."""
+        found = answerable.check(
+            self.model, answer, turn.text, _records(turn), turn.judge.asks_what, cancel
+        )
+        if found.p_yes is not None:
+            turn.stats.calls += 1
+            turn.stats.per_call.append(CallFigures("check", None, None))
+        return found.stands
 
     def _round(
         self, turn: Turn, cancel: threading.Event | None
@@ -229,6 +241,20 @@ def _purpose(turn: Turn) -> str:
     return "reply"
 
 
+def _records(turn: Turn) -> list[str]:
+    """What an answer about the owner may draw on: the memory section's records (recalled
+    first) and the owner's statements in the live window."""
+    out: list[str] = []
+    if turn.section is not None:
+        out += [*turn.section.recalled_contents, *turn.section.core_contents]
+    out += [
+        m.content
+        for m in turn.window.messages
+        if m.role == "user" and not language.only_asks(m.content)
+    ]
+    return out
+
+
 def _ask_again(turn: Turn, again: Retry) -> None:
     """The reply is asked once more, unseen: the note in the prompt, a new judge. A small model
     may read the note back as its answer: that is an echo too. After a reply in the other
@@ -244,12 +270,30 @@ def _ask_again(turn: Turn, again: Retry) -> None:
         earlier=turn.earlier,
         admissions_only=again.watches_admissions,
         whose=turn.whose,
+        checks_answer=turn.judge.checks_answer,
     )
 
 
-def _settle(turn: Turn, verdict: Verdict) -> Iterator[TurnEvent]:
-    """What stands of the last reply (:func:`core.chat.retry.settle`)."""
+def _settle(turn: Turn, verdict: Verdict, stands: Callable[[str], bool]) -> Iterator[TurnEvent]:
+    """What stands of the last reply (:func:`core.chat.retry.settle`). An answer to a question
+    about the owner that was held, not shown, is shown only when ``stands`` says the record it
+    drew on answers the question (its first sentence, when the judge stopped the reply there
+    for the check); else Eva says she does not know."""
     outcome = retry.settle(verdict, turn.retry)
+    if (
+        outcome in (Outcome.SHOW_HELD, Outcome.ADDRESSED)
+        and turn.judge.checks_answer
+        and not verdict.shown
+    ):
+        if outcome is Outcome.ADDRESSED:
+            answer = verdict.addressed
+        else:
+            answer = answer_part(verdict.held)[0] if verdict.to_check else verdict.held.strip()
+        if not stands(answer):
+            yield Token(turn.own_line(retry.own_line(Outcome.DONT_KNOW, turn.lang)))
+            return
+        yield Token(turn.own_line(answer))
+        return
     if outcome in (Outcome.DONT_KNOW, Outcome.ACKNOWLEDGE, Outcome.GREET):
         drew = ""
         if outcome is Outcome.DONT_KNOW and turn.section is not None:

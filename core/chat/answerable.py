@@ -1,0 +1,97 @@
+"""Does the memory line an answer drew on answer the question? (SPEC §8.10: never invent)
+
+The judge holds the first sentence of a reply to a question about the owner until it can be
+judged, and holds it for good when it names a name or a number nothing shown holds
+(:mod:`core.chat.invention`). An answer can make up nothing and still answer from a line that
+does not say it: measured on the default model, "What car do I drive?" got "You drive trams in
+Edinburgh." from "I drive trams in Edinburgh", "Where did I study?" got "You studied at a
+climbing gym." from "we met at a climbing gym", "What instrument am I learning?" got "the
+piano" (bench.companion, unseen scenarios c and d).
+
+So the first sentence of such an answer is checked before the owner sees it: the record it drew
+on (:func:`core.chat.retry.grounding_record`: the one holding most of the words the answer added
+to the question) is put to the model with the question, and the model's probability of "yes"
+to "Does the memory line state the answer to this question?" is read from its logits
+(:class:`core.llm.ChoiceModel`). Below :data:`THRESHOLD` the answer does not stand: Eva says she
+does not know. An answer to a "what / who / where…" question that drew on no record at all ("You
+drive a car." for "What car do I drive?") does not stand either.
+
+Pure: no store. The caller gives the model and the records the turn was shown.
+"""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+from core.chat.retry import grounding_record
+from core.llm import ChoiceModel, Message, ModelError
+
+KEY = "answer"
+OPTIONS = ["yes", "no"]
+# chosen on the dev half of bench/data/owner_questions.json (the default model's answers, the
+# check scored offline): the highest answered share minus invented share — at 0.6 answered
+# 0.612 -> 0.537 and invented 0.424 -> 0.118 of the unknown questions (0.3: 0.585 / 0.247)
+THRESHOLD = 0.6
+TIMEOUT = 20.0  # seconds: the check is one short prompt; a stuck model lets the answer stand
+
+
+SYSTEM = (
+    "You check whether a memory line answers a question. Say yes only when the line itself "
+    "states the answer; a line about the same person or topic that does not state the asked "
+    "thing means no."
+)
+
+
+def messages(line: str, question: str) -> list[Message]:
+    """The check's prompt: the record and the question, asked in English whatever their
+    language (the closed answer is scored, not written). Chosen on the dev half of
+    bench/data/owner_questions.json, the default model's answers with the check scored
+    offline: with this system line, right answers against made-up ones AUC 0.89 (0.86 without
+    it; 0.73 with the answer itself shown too)."""
+    return [
+        {"role": "system", "content": SYSTEM},
+        {
+            "role": "user",
+            "content": f"Memory line: \u00ab{line}\u00bb\nQuestion: \u00ab{question}\u00bb\n"
+            "Does the memory line state the answer to this question? Answer yes or no.",
+        },
+    ]
+
+
+@dataclass(frozen=True)
+class Check:
+    """What the check found: the record the answer drew on ("" when none), the model's
+    probability that it answers the question (None when not asked), and whether the answer
+    stands."""
+
+    record: str
+    p_yes: float | None
+    stands: bool
+
+
+def check(
+    model: object,
+    answer: str,
+    question: str,
+    records: Sequence[str],
+    asks_what: bool,
+    cancel: threading.Event | None = None,
+) -> Check:
+    """Whether ``answer`` (the first sentence of a reply to ``question``, about the owner) may
+    stand, given the ``records`` the turn was shown. A model that cannot score a choice, or
+    fails, lets it stand (the judge's other checks still ran)."""
+    record = grounding_record(answer, (), question, records)
+    if not record:
+        return Check("", None, not asks_what)
+    if not isinstance(model, ChoiceModel):
+        return Check(record, None, True)
+    try:
+        p = model.choice_probabilities(
+            messages(record, question), KEY, OPTIONS, timeout=TIMEOUT, cancel=cancel
+        )
+    except ModelError:
+        return Check(record, None, True)
+    yes = float(p.get("yes", 0.0))
+    return Check(record, yes, yes >= THRESHOLD)

@@ -1,0 +1,105 @@
+"""Never invent (SPEC §8.10, issue 26): an answer about the owner stands only when the memory
+line it drew on answers the question (core.chat.answerable). The scripted replies are the ones
+the default model gave on unseen scenarios; the check's probability is scripted too (its real
+model path: tests/test_companion_real.py)."""
+
+from __future__ import annotations
+
+from core import OWNER_TRUSTED
+from core.chat import answerable
+from core.chat.conversation import Conversation
+from core.chat.conversation_config import ConversationConfig
+from core.chat.events import Token, TurnDone
+from core.chat.retry import DONT_KNOW
+from tests.fake_llm import ScriptedLLM
+
+
+class CheckingLLM(ScriptedLLM):
+    """A scripted model that can score a closed choice: ``yes`` is its probability of "yes" for
+    a line holding the key's text, ``no_yes`` for any other line."""
+
+    def __init__(self, replies, yes_for: str, yes: float = 0.9, other: float = 0.1) -> None:
+        super().__init__(replies, plans=[])
+        self.yes_for, self.yes, self.other = yes_for, yes, other
+        self.checked: list[str] = []
+
+    def choice_probabilities(self, messages, key, options, timeout=None, cancel=None):
+        text = messages[-1]["content"]
+        self.checked.append(text)
+        line = text.split("\u00bb")[0]  # "Memory line: «…»"
+        p = self.yes if self.yes_for in line else self.other
+        return {"yes": p, "no": 1 - p}
+
+
+def ask(conv, text):
+    events = list(conv.turn(text, OWNER_TRUSTED))
+    assert isinstance(events[-1], TurnDone), events
+    return "".join(e.text for e in events if isinstance(e, Token)), events[-1]
+
+
+def test_an_answer_from_a_line_that_does_not_say_it_is_not_shown(mem):
+    """Issue 26 (unseen scenario d): "What car do I drive?" got "You drive trams in Edinburgh."
+    from "I drive trams in Edinburgh." — nothing made up, and nothing that answers. The line it
+    drew on is put to the model; below the threshold Eva says she does not know. The owner
+    never sees the made-up answer, not even its first word."""
+    mem.save("Hi Eva, I'm Callum, 44, I drive trams in Edinburgh.", OWNER_TRUSTED)
+    llm = CheckingLLM([["You drive trams in Edinburgh. ", "Nice job!"]], yes_for="car")
+    reply, done = ask(Conversation(mem, llm), "What car do I drive?")
+    assert reply == DONT_KNOW["en"]
+    assert "trams in Edinburgh" in llm.checked[0] and "What car do I drive?" in llm.checked[0]
+    assert [c.purpose for c in done.calls] == ["reply", "check"]
+
+
+def test_an_answer_from_the_line_that_says_it_stands(mem):
+    """The same check lets a right answer through: its first sentence, as the model wrote it."""
+    mem.save("Hi Eva, I'm Callum, 44, I drive trams in Edinburgh.", OWNER_TRUSTED, kind="core")
+    llm = CheckingLLM([["You drive trams in Edinburgh. ", "Long shifts!"]], yes_for="trams")
+    reply, _ = ask(Conversation(mem, llm), "What do I do for work?")
+    assert reply == "You drive trams in Edinburgh."
+
+
+def test_a_what_question_answered_from_no_line_does_not_stand():
+    """An answer adding words no line holds drew on nothing: to a "what / who / where"
+    question it is no answer, and no check is asked; to a yes/no question ("No, you don't.")
+    it may stand."""
+    llm = CheckingLLM([], yes_for="never")
+    records = ["My wife Alesya is from Minsk."]
+    what = answerable.check(llm, "You drive a hatchback.", "What car do I drive?", records, True)
+    assert (what.record, what.p_yes, what.stands) == ("", None, False)
+    yes_no = answerable.check(llm, "No, you don't.", "Do I have a drone?", records, False)
+    assert yes_no.stands and llm.checked == []
+
+
+def test_an_admission_and_a_statement_are_not_checked(mem):
+    """Only an answer about the owner is checked: "I don't know" is shown as it is, and a
+    statement's reply is never held for a check."""
+    mem.save("My wife Alesya is from Minsk.", OWNER_TRUSTED)
+    llm = CheckingLLM(
+        [["I don't know, you haven't told me. ", "Will you tell me?"], ["Minsk is lovely!"]],
+        yes_for="never",
+    )
+    conv = Conversation(mem, llm)
+    assert (
+        ask(conv, "What car do I drive?")[0]
+        == "I don't know, you haven't told me. Will you tell me?"
+    )
+    assert ask(conv, "We went to Minsk last summer.")[0] == "Minsk is lovely!"
+    assert llm.checked == []
+
+
+def test_the_check_is_off_when_the_owner_turns_it_off(mem):
+    """``answer_check = false``: the judge's other checks alone, the whole reply shown."""
+    mem.save("Hi Eva, I'm Callum, 44, I drive trams in Edinburgh.", OWNER_TRUSTED)
+    llm = CheckingLLM([["You drive trams in Edinburgh. ", "Nice job!"]], yes_for="never")
+    conv = Conversation(mem, llm, config=ConversationConfig(answer_check=False))
+    assert ask(conv, "What car do I drive?")[0] == "You drive trams in Edinburgh. Nice job!"
+    assert llm.checked == []
+
+
+def test_the_check_reads_the_record_the_answer_drew_on():
+    """The record put to the model is the one holding most of the words the answer added."""
+    records = ["My wife Alesya is from Minsk.", "I drive trams in Edinburgh."]
+    llm = CheckingLLM([], yes_for="trams")
+    found = answerable.check(llm, "You drive trams.", "What do I do?", records, True)
+    assert found.record == "I drive trams in Edinburgh." and found.stands
+    assert found.p_yes == 0.9
