@@ -103,3 +103,15 @@ def test_the_check_reads_the_record_the_answer_drew_on():
     found = answerable.check(llm, "You drive trams.", "What do I do?", records, True)
     assert found.record == "I drive trams in Edinburgh." and found.stands
     assert found.p_yes == 0.9
+
+
+def test_a_question_about_someone_by_name_is_not_checked(mem):
+    """Only the owner's questions about themself, in the first person, are checked: on LoCoMo
+    (questions about a speaker by name over narrative lines: "When did Jon lose his job?") the
+    check turned right answers into "I don't know" (conversation 1, memory F1 0.222 -> 0.095).
+    None of LoCoMo dev's 999 questions is in the first person."""
+    mem.save("Jonno lost his job at the bank yesterday.", OWNER_TRUSTED)
+    llm = CheckingLLM([["Jonno lost his job at the bank. ", "Poor him."]], yes_for="never")
+    reply, done = ask(Conversation(mem, llm), "When did Jonno lose his job?")
+    assert reply == "Jonno lost his job at the bank. Poor him."
+    assert llm.checked == [] and [c.purpose for c in done.calls] == ["reply"]

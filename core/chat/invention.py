@@ -89,6 +89,12 @@ def _words(text: str) -> set[str]:
     return set(re.findall(r"[\w']+(?:-[\w']+)*", text.lower().replace("\u2019", "'")))
 
 
+def in_first_person(text: str) -> bool:
+    """``text`` speaks in the first person, singular or plural ("my", "I", "мне", "our",
+    "нашу")."""
+    return bool(_words(text) & _FIRST_PERSON or _ours_in(text))
+
+
 def asks_about_owner(text: str, support: str = "") -> bool:
     """A question about the owner's own life: "Сколько мне лет?", "Where does my sister
     live?", "What do I do on weekends?" (a question holding the first person singular, or the
@@ -98,7 +104,7 @@ def asks_about_owner(text: str, support: str = "") -> bool:
     nobody told). A name nothing shown holds (a public figure) leaves the question free."""
     if not is_question(text):
         return False
-    if _words(text) & _FIRST_PERSON or _ours_in(text):
+    if in_first_person(text):
         return True
     rest = support.replace(text, " ") if support else ""  # the question itself holds it
     known = _support_stems(rest) if rest.strip() else set()
