@@ -7,6 +7,7 @@ sound."""
 
 from __future__ import annotations
 
+import functools
 import os
 import re
 from typing import NamedTuple
@@ -309,11 +310,14 @@ _DAY_OF = re.compile(
 )
 
 
-def _days_of_shown_months(text: str, support: str) -> set[str]:
+def _days_of_shown_months(
+    text: str, support: str, months: frozenset[int] | None = None
+) -> set[str]:
     """Day numbers ``text`` gives with a month the support names ("on 7 May" when a line is
     dated "8 May 2023" and says "yesterday"): a date worked out from a dated memory, not made
     up (measured on LoCoMo: "When did Caroline go to the support group?" was refused)."""
-    months = shown_calendar(support).months
+    if months is None:
+        months = shown_calendar(support).months
     out = set()
     for m in _DAY_OF.finditer(text):
         day, month = (m.group(1), m.group(2)) if m.group(1) else (m.group(4), m.group(3))
@@ -358,13 +362,13 @@ def unsupported(text: str, support: str) -> list[str]:
     the support names is not counted (:func:`_days_of_shown_months`), nor the words that spell
     out an acronym it holds (:func:`_spelled_out`)."""
     text = _LIST_MARK.sub(" ", text)  # "1." opening a list item states nothing
-    days = _days_of_shown_months(text, support)
+    calendar = shown_calendar(support)
+    days = _days_of_shown_months(text, support, calendar.months)
     worked_out = days | _worded(support) | _years_around(support)
     out = sorted(
         n for n in numbers(text) - numbers(support) if re.sub(r"\D", "", n) not in worked_out
     )
     known = _support_stems(support) | _spelled_out(text, support)
-    calendar = shown_calendar(support)
     sounds: dict[bool, set[str]] | None = None
     for word, group in name_words(text):
         if group & known or calendar.holds(word):
@@ -425,14 +429,20 @@ def shown_calendar(support: str) -> Calendar:
     the owner was told there was nothing in her memory (bench.companion, unseen scenario c)."""
     months: set[int] = set()
     weekdays: set[int] = set()
-    for word in _LETTERS.findall(support.lower()):
-        month = timeframe.month_number(word)
+    for word in set(_LETTERS.findall(support.lower())):
+        month, day = _calendar_word(word)
         if month is not None:
             months.add(month)
-        day = timeframe.weekday_number(word)
         if day is not None:
             weekdays.add(day)
     return Calendar(frozenset(months), frozenset(weekdays))
+
+
+@functools.lru_cache(maxsize=8192)
+def _calendar_word(word: str) -> tuple[int | None, int | None]:
+    """The month and the weekday a lower-case word names (either may be None), read once per
+    word: the support of a turn is read again for every sentence judged."""
+    return timeframe.month_number(word), timeframe.weekday_number(word)
 
 
 def _sound_keys(support: str) -> dict[bool, set[str]]:
