@@ -152,11 +152,16 @@ def support(
             ps.said_text(section.text) if section else "",
             summary,
             reminder.content if reminder is not None else "",
-            # the owner's earlier questions that only ask state nothing (language.only_asks)
-            *(m.content for m in window if m.role == "user" and not language.only_asks(m.content)),
+            *owner_statements(window),
             user_text,
         ]
     )
+
+
+def owner_statements(window: Sequence[StoredMessage]) -> list[str]:
+    """The owner's messages in the live window that state something: the questions that only
+    ask state nothing (language.only_asks)."""
+    return [m.content for m in window if m.role == "user" and not language.only_asks(m.content)]
 
 
 def drop_current_user(messages: list[Message]) -> list[Message]:

@@ -13,8 +13,7 @@ from collections.abc import Callable, Generator, Iterator
 from dataclasses import replace
 from typing import Protocol
 
-from core import language
-from core.chat import answerable, retry
+from core.chat import answerable, prompt, retry
 from core.chat.events import (
     CallFigures,
     Notice,
@@ -247,12 +246,7 @@ def _records(turn: Turn) -> list[str]:
     out: list[str] = []
     if turn.section is not None:
         out += [*turn.section.recalled_contents, *turn.section.core_contents]
-    out += [
-        m.content
-        for m in turn.window.messages
-        if m.role == "user" and not language.only_asks(m.content)
-    ]
-    return out
+    return out + prompt.owner_statements(turn.window.messages)
 
 
 def _ask_again(turn: Turn, again: Retry) -> None:
