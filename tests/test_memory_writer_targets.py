@@ -247,8 +247,9 @@ def test_a_statement_echoed_twice_gets_an_acknowledgement_not_nothing(mem):
     "Update: Anna moved again, she now lives in Yerevan." — were echoed on the first try and on
     the retry, and the owner saw only "Eva could not find an answer"): a statement whose reply
     only repeats the owner twice is acknowledged in Eva's voice and the owner's language; the
-    memory step still runs. A question echoed twice still gets the notice."""
-    from core.chat.retry import ACKNOWLEDGE, NO_REPLY_NOTICE
+    memory step still runs. A question echoed twice gets the line holding its words, or her
+    "I don't know" (about the owner's people), or the notice."""
+    from core.chat.retry import ACKNOWLEDGE, NO_REPLY_NOTICE, RECALLED_QUOTE
 
     said = "Update: Anna moved again, she now lives in Yerevan."
     llm = ScriptedLLM(
@@ -264,10 +265,28 @@ def test_a_statement_echoed_twice_gets_an_acknowledgement_not_nothing(mem):
     llm = ScriptedLLM([[ru], [ru]], plans=SMALL_TALK)
     events = run(Conversation(mem, llm), ru)
     assert "".join(e.text for e in events if isinstance(e, Token)) == ACKNOWLEDGE["ru"]
-    # a question about the owner's life echoed twice: she does not know (the echo drew on no
-    # record: nothing to quote); any other question keeps the notice
-
+    # a question echoed twice: she is not sure and quotes the line holding its words (the
+    # answer is there: "Когда соревнования?" got only the notice before); a question whose
+    # words no line holds keeps the notice
     asked = "Where does Anna live now?"
+    llm = ScriptedLLM([[asked], [asked]], plans=SMALL_TALK)
+    events = run(Conversation(mem, llm), asked)
+    said = "".join(e.text for e in events if isinstance(e, Token))
+    assert said.startswith(RECALLED_QUOTE["en"].split("{quote}")[0]) and "Yerevan" in said
+    assert not [e for e in events if isinstance(e, Notice)]
+    asked = "Where does Boris live now?"  # the line holds "live", not Boris: nothing to quote
+    llm = ScriptedLLM([[asked], [asked]], plans=SMALL_TALK)
+    events = run(Conversation(mem, llm), asked)
+    assert [e.text for e in events if isinstance(e, Notice)] == [NO_REPLY_NOTICE]
+    # a question that names no one (not about the owner by its words), echoed twice, whose
+    # answer a line holds (bench.owner_questions, dev: the notice, with the date shown)
+    mem.save("соревнования в Казани 20 апреля, если пройдём отбор", OWNER_TRUSTED)
+    asked = "Когда соревнования?"
+    llm = ScriptedLLM([[asked], [""]], plans=SMALL_TALK)
+    events = run(Conversation(mem, llm), asked)
+    said = "".join(e.text for e in events if isinstance(e, Token))
+    assert said.startswith(RECALLED_QUOTE["ru"].split("{quote}")[0]) and "20 апреля" in said
+    asked = "Where does my brother live now?"  # about the owner: her plain "I don't know"
     llm = ScriptedLLM([[asked], [asked]], plans=SMALL_TALK)
     events = run(Conversation(mem, llm), asked)
     assert "".join(e.text for e in events if isinstance(e, Token)) == DONT_KNOW["en"]

@@ -288,10 +288,20 @@ def _settle(turn: Turn, verdict: Verdict, stands: Callable[[str], bool]) -> Iter
             return
         yield Token(turn.own_line(answer))
         return
+    records = (
+        (*turn.section.recalled_contents, *turn.section.core_contents)
+        if turn.section is not None
+        else ()
+    )
+    if outcome in (Outcome.DONT_KNOW, Outcome.NO_REPLY):
+        # a question left unanswered twice: the line holding its words, when one does
+        asked = retry.asked_about(verdict, turn.text, records)
+        if asked:
+            yield Token(turn.own_line(retry.own_line(Outcome.DONT_KNOW, turn.lang, quote=asked)))
+            return
     if outcome in (Outcome.DONT_KNOW, Outcome.ACKNOWLEDGE, Outcome.GREET):
         drew = ""
-        if outcome is Outcome.DONT_KNOW and turn.section is not None:
-            records = (*turn.section.recalled_contents, *turn.section.core_contents)
+        if outcome is Outcome.DONT_KNOW:
             drew = retry.drawn_on(verdict, turn.retry, turn.text, records)
         yield Token(turn.own_line(retry.own_line(outcome, turn.lang, verdict.name, drew)))
     elif outcome is Outcome.SHOW_HELD:

@@ -153,6 +153,23 @@ def drawn_on(verdict: Verdict, asked: Retry | None, question: str, records: Sequ
     return grounding_record(verdict.reply or verdict.held, verdict.claims, question, records)
 
 
+def asked_about(verdict: Verdict, question: str, records: Sequence[str]) -> str:
+    """The record to quote when a question got no answer at all (its last reply an echo or
+    empty, none of it shown): one holding every word of the question (:func:`_keys`: stems,
+    names and numbers in either script), or "". Measured on bench.owner_questions (dev, default model):
+    "Когда соревнования?" and "Когда выпускной?" were echoed, then echoed or left empty again,
+    and the owner got only a notice, while a shown line said "соревнования в Казани 20 апреля".
+    A question whose words no shown line holds ("What is the capital of France?") keeps the
+    notice (or her plain "I don't know", for one about the owner), and so does one whose words
+    a line holds only in part ("Where does Boris live now?" beside "Anna now lives in
+    Yerevan."). Among such lines the first (``records`` in recall's order)."""
+    v = verdict
+    asked = _keys(question)
+    if not asked or not v.question or v.shown or not (v.echoed or not v.reply):
+        return ""
+    return next((r for r in records if asked <= _keys(r)), "")
+
+
 def quote_line(record: str, lang: str | None) -> str:
     """Eva's "not sure, here is what I remember" with ``record``'s text quoted (one line, cut
     at a word before :data:`QUOTE_CHARS`)."""
