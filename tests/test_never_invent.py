@@ -5,6 +5,7 @@ as Eva's own. The scripted replies are the ones the default model gave (issue 26
 from __future__ import annotations
 
 import re
+import time
 
 import pytest
 
@@ -280,6 +281,29 @@ def test_a_day_worked_out_from_a_dated_memory_is_not_an_invention():
     assert unsupported("On the 7th of May.", shown) == []
     assert unsupported("Isla is 6 years old.", shown) == ["6"]
     assert "7" in unsupported("It was on 7 June.", shown)
+
+
+def test_the_day_a_line_was_said_is_no_age(mem, clock):
+    """§8.10, measured on bench.owner_questions (default model): "How old is Sunita?" — the
+    owner's wife, her age never said — got "Sunita is 30 years old." and it was shown, because a
+    recalled line said on 30 May reads "30 May 2026 Wife is Sunita…" to the judge. That day
+    supports a date ("on 30 May"), not any number."""
+    from core.chat.invention import unsupported
+
+    shown = "30 May 2026 Wife is Sunita, kids are Arjun (16) and Meera (12).\n"
+    assert unsupported("Sunita is 30 years old.", shown) == ["30"]
+    assert unsupported("You told me on 30 May 2026.", shown) == []
+    assert unsupported("Arjun is 16.", shown) == []
+    # end to end: a line said on the 30th of a month, then the question
+    clock.set(1_780_000_000.0)  # 28 May 2026 (UTC)
+    clock.advance(2 * 86_400)
+    said = mem.save("Wife is Sunita, kids are Arjun (16) and Meera who is 12.", OWNER_TRUSTED)
+    clock.advance(3 * 86_400)
+    day = time.strftime("%d", time.localtime(mem.get(said.id, OWNER_TRUSTED).updated_at)).lstrip(
+        "0"
+    )
+    llm = ScriptedLLM([[f"Sunita is {day} years old."], [f"She is {day}."]], plans=[])
+    assert run(Conversation(mem, llm), "How old is Sunita?") == DONT_KNOW["en"]
 
 
 @pytest.mark.parametrize(

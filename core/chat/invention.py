@@ -365,9 +365,12 @@ def unsupported(text: str, support: str) -> list[str]:
     calendar = shown_calendar(support)
     days = _days_of_shown_months(text, support, calendar.months)
     worked_out = days | _worded(support) | _years_around(support)
-    out = sorted(
-        n for n in numbers(text) - numbers(support) if re.sub(r"\D", "", n) not in worked_out
-    )
+    # the day a line was said ("30 May 2026 Wife is Sunita…") is a day, not any number: it
+    # stands for "on 30 May" (days of shown months, above), never for "Sunita is 30 years old."
+    # (measured on bench.owner_questions, dev and test, default model: 9 ages nobody told —
+    # "How old is Tyler?" → "Tyler is 29 years old." — were shown on a line's day)
+    stated = numbers(_LINE_DAY_NUMBER.sub("", support))
+    out = sorted(n for n in numbers(text) - stated if re.sub(r"\D", "", n) not in worked_out)
     known = _support_stems(support) | _spelled_out(text, support)
     sounds: dict[bool, set[str]] | None = None
     for word, group in name_words(text):
@@ -382,6 +385,8 @@ def unsupported(text: str, support: str) -> list[str]:
     return out
 
 
+# the day number of a line's "said on" day (core.memory.prompt_section.said_text)
+_LINE_DAY_NUMBER = re.compile(r"^\d{1,2}(?= [A-Z][a-z]{2} \d{4} )", re.MULTILINE)
 _YEAR = re.compile(r"\b(?:19|20)\d\d\b")
 _LAST_YEAR = re.compile(r"\blast year\b|\bв прошлом году\b|\bпрошлого года\b", re.I)
 _NEXT_YEAR = re.compile(r"\bnext year\b|\bв следующем году\b|\bследующего года\b", re.I)
