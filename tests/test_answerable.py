@@ -115,3 +115,48 @@ def test_a_question_about_someone_by_name_is_not_checked(mem):
     reply, done = ask(Conversation(mem, llm), "When did Jonno lose his job?")
     assert reply == "Jonno lost his job at the bank. Poor him."
     assert llm.checked == [] and [c.purpose for c in done.calls] == ["reply"]
+
+
+def test_her_i_dont_know_gives_way_to_the_recalled_line_that_answers(mem):
+    """Issue 26, measured on bench.owner_questions (dev, default model): "Сколько лет моей
+    дочке?" got "Этого я не знаю…" with "Дочке Алсу 9 лет" recalled first, and 37 more known
+    questions got "I don't know". When the line recall put first answers the question (the
+    check's yes at answerable.RESCUE_THRESHOLD) she is not sure and quotes it; when it does
+    not, her admission is shown whole."""
+    mem.save("Жена — Гульнара, бухгалтер. Дочке Алсу 9 лет, ходит на гимнастику.", OWNER_TRUSTED)
+    llm = CheckingLLM([["Этого я не знаю. ", "Расскажешь?"]], yes_for="Алсу")
+    reply, done = ask(Conversation(mem, llm), "Сколько лет моей дочке?")
+    assert reply.startswith("Точно не знаю") and "Дочке Алсу 9 лет" in reply
+    assert [c.purpose for c in done.calls] == ["reply", "check"]
+    # the line does not answer: her own admission, whole
+    llm = CheckingLLM([["Этого я не знаю. ", "Расскажешь?"]], yes_for="never")
+    reply, done = ask(Conversation(mem, llm, channel="b"), "Сколько лет моей дочке?")
+    assert reply == "Этого я не знаю. Расскажешь?"
+    assert [c.purpose for c in done.calls] == ["reply", "check"]
+    # … and a line the check puts just under the bar is not quoted
+    llm = CheckingLLM(
+        [["Этого я не знаю."]], yes_for="Алсу", yes=answerable.RESCUE_THRESHOLD - 0.01
+    )
+    reply, _ = ask(Conversation(mem, llm, channel="c"), "Сколько лет моей дочке?")
+    assert reply == "Этого я не знаю."
+
+
+def test_an_answer_that_did_not_stand_gives_way_to_the_recalled_line_that_answers(mem):
+    """An answer drawn on a line that does not say it (here a core line) does not stand; when
+    the line recall put first is another one, and it answers, she quotes that one. The same
+    line is never asked twice."""
+    mem.save("My partner Jonno runs a lot, five marathons.", OWNER_TRUSTED, kind="core")
+    mem.save("I stopped running after my knee op in January, switched to swimming.", OWNER_TRUSTED)
+    question = "Do I still go running?"
+    recalled = mem.prompt_section(question, OWNER_TRUSTED).recalled_contents
+    assert recalled[0].startswith("I stopped running")  # Jonno's line is core
+    llm = CheckingLLM([["You run marathons with Jonno. ", "Great!"]], yes_for="knee")
+    reply, done = ask(Conversation(mem, llm), question)
+    assert reply.startswith("I'm not sure") and "knee op" in reply
+    assert [c.purpose for c in done.calls] == ["reply", "check", "check"]
+    assert "Jonno" in llm.checked[0] and "knee" in llm.checked[1]
+    # the answer drew on the first recalled line itself: it is not asked again
+    llm = CheckingLLM([["You stopped running in January. ", "Swim!"]], yes_for="never")
+    reply, done = ask(Conversation(mem, llm, channel="b"), question)
+    assert reply == DONT_KNOW["en"]
+    assert [c.purpose for c in done.calls] == ["reply", "check"]

@@ -60,6 +60,15 @@ def messages(line: str, question: str) -> list[Message]:
     ]
 
 
+# the bar for quoting the line recall put first when the answer was "I don't know": chosen on
+# the dev half of bench/data/owner_questions.json (the default model's replies that admitted not
+# knowing, every shown line scored offline with :func:`messages`): at 0.75 the first recalled
+# line answered 10 of 38 known questions and 1 of 44 unknown ones got a quote (which still says
+# she is not sure); at 0.7 11 and 2, at 0.8 7 and 0. The second recalled line and the core lines
+# added nothing at any bar (a core line never scored above 0.35 on a question it answered).
+RESCUE_THRESHOLD = 0.75
+
+
 @dataclass(frozen=True)
 class Check:
     """What the check found: the record the answer drew on ("" when none), the model's
@@ -95,3 +104,29 @@ def check(
         return Check(record, None, True)
     yes = float(p.get("yes", 0.0))
     return Check(record, yes, yes >= THRESHOLD)
+
+
+def rescue(
+    model: object,
+    question: str,
+    recalled: Sequence[str],
+    tried: str = "",
+    cancel: threading.Event | None = None,
+) -> Check:
+    """Whether the line recall put first (``recalled[0]``) answers ``question`` though the
+    reply said it does not know, or its answer did not stand: asked as :func:`check` asks, it
+    stands at :data:`RESCUE_THRESHOLD` and Eva quotes it, saying she is not sure. Measured on
+    bench.owner_questions (default model): "Сколько лет моей дочке?" got "Этого я не знаю…"
+    with "Жена — Гульнара… Дочке Алсу 9 лет" recalled first. ``tried``: the record the check
+    already asked about (it did not stand: not asked again)."""
+    record = recalled[0] if recalled else ""
+    if not record or record == tried or not isinstance(model, ChoiceModel):
+        return Check(record, None, False)
+    try:
+        p = model.choice_probabilities(
+            messages(record, question), KEY, OPTIONS, timeout=TIMEOUT, cancel=cancel
+        )
+    except ModelError:
+        return Check(record, None, False)
+    yes = float(p.get("yes", 0.0))
+    return Check(record, yes, yes >= RESCUE_THRESHOLD)

@@ -237,6 +237,7 @@ class ReplyJudge:
             and in_first_person(message)
         )
         self.to_check = False
+        self.admitted = False  # … or said it does not know: held to its end for the same reason
         # the numbers and names an invented reply made up, and the roles nothing shown names
         self.claims: list[str] = []
         self.recited = False  # a statement's reply opened by reading it back (held for good)
@@ -337,7 +338,7 @@ class ReplyJudge:
         and it invents (``invented``: held for good)."""
         if self.support is None:
             return False
-        if self.invented or self.to_check:
+        if self.invented or self.to_check or self.admitted:
             return True
         held = self._held.strip()
         if not final and len(held) < MAX_JUDGED and not _SENTENCE_END.search(held):
@@ -346,9 +347,15 @@ class ReplyJudge:
         found = made_up(first, self.support, self._asked, self._said_before, self._presupposed)
         self.invented = found is not None
         self.claims = found or []
+        # an admission of not knowing is held whole, to its end (it is short): the line recall
+        # put first may answer the question, and then Eva quotes it instead
+        # (core.chat.answerable.rescue)
+        if self.checks_answer and not self.invented and admits_not_knowing(first):
+            self.admitted = True
+            return True
         # an answer that made up nothing waits for the check of the record it drew on (a short
-        # first sentence, with the next one); an admission of not knowing needs none
-        if self.checks_answer and not self.invented and not admits_not_knowing(first):
+        # first sentence, with the next one)
+        if self.checks_answer and not self.invented:
             ended = answer_part(held)[1]
             if not final and not ended and len(held) < MAX_JUDGED:
                 return True

@@ -24,6 +24,7 @@ from core.chat.events import (
     capped_notice,
 )
 from core.chat.filters import ReplyFilters
+from core.chat.invention import admits_not_knowing
 from core.chat.judge import ReplyJudge, Verdict, answer_part
 from core.chat.retry import REPLY_NUDGE, Outcome, Retry
 from core.chat.turn import Turn
@@ -100,20 +101,29 @@ class Reply:
             verdict = turn.judge.verdict(turn.reply)
             again = retry.decide(verdict, turn.attempt, turn.text, turn.lang)
             if again is None:
-                yield from _settle(turn, verdict, lambda text: self._stands(turn, text, cancel))
+                yield from _settle(turn, verdict, _Checks(self, turn, cancel))
                 return
             _ask_again(turn, again)
 
-    def _stands(self, turn: Turn, answer: str, cancel: threading.Event | None) -> bool:
+    def _stands(self, turn: Turn, answer: str, cancel: threading.Event | None) -> answerable.Check:
         """Whether an answer about the owner that made up nothing may be shown: the record it
         drew on answers the question (:func:`core.chat.answerable.check`)."""
         found = answerable.check(
             self.model, answer, turn.text, _records(turn), turn.judge.asks_what, cancel
         )
-        if found.p_yes is not None:
-            turn.stats.calls += 1
-            turn.stats.per_call.append(CallFigures("check", None, None))
-        return found.stands
+        _count_check(turn, found)
+        return found
+
+    def _rescued(self, turn: Turn, tried: str, cancel: threading.Event | None) -> str:
+        """The line recall put first, when it answers the owner's question that got "I don't
+        know" or an answer that did not stand (:func:`core.chat.answerable.rescue`), or ""."""
+        if turn.section is None or not turn.judge.checks_answer:
+            return ""
+        found = answerable.rescue(
+            self.model, turn.text, turn.section.recalled_contents, tried, cancel
+        )
+        _count_check(turn, found)
+        return found.record if found.stands else ""
 
     def _round(
         self, turn: Turn, cancel: threading.Event | None
@@ -268,11 +278,33 @@ def _ask_again(turn: Turn, again: Retry) -> None:
     )
 
 
-def _settle(turn: Turn, verdict: Verdict, stands: Callable[[str], bool]) -> Iterator[TurnEvent]:
+def _count_check(turn: Turn, found: answerable.Check) -> None:
+    if found.p_yes is not None:
+        turn.stats.calls += 1
+        turn.stats.per_call.append(CallFigures("check", None, None))
+
+
+class _Checks:
+    """The answer check of one turn's settling (:mod:`core.chat.answerable`), on the reply's
+    model."""
+
+    def __init__(self, reply: Reply, turn: Turn, cancel: threading.Event | None) -> None:
+        self.reply, self.turn, self.cancel = reply, turn, cancel
+
+    def stands(self, answer: str) -> answerable.Check:
+        return self.reply._stands(self.turn, answer, self.cancel)
+
+    def rescued(self, tried: str = "") -> str:
+        return self.reply._rescued(self.turn, tried, self.cancel)
+
+
+def _settle(turn: Turn, verdict: Verdict, checks: _Checks) -> Iterator[TurnEvent]:
     """What stands of the last reply (:func:`core.chat.retry.settle`). An answer to a question
-    about the owner that was held, not shown, is shown only when ``stands`` says the record it
+    about the owner that was held, not shown, is shown only when its check says the record it
     drew on answers the question (its first sentence, when the judge stopped the reply there
-    for the check); else Eva says she does not know."""
+    for the check); else Eva says she does not know — or, when the line recall put first
+    answers the question (``checks.rescued``), she is not sure and quotes it. So too when the
+    reply itself said it does not know."""
     outcome = retry.settle(verdict, turn.retry)
     if (
         outcome in (Outcome.SHOW_HELD, Outcome.ADDRESSED)
@@ -283,8 +315,14 @@ def _settle(turn: Turn, verdict: Verdict, stands: Callable[[str], bool]) -> Iter
             answer = verdict.addressed
         else:
             answer = answer_part(verdict.held)[0] if verdict.to_check else verdict.held.strip()
-        if not stands(answer):
-            yield Token(turn.own_line(retry.own_line(Outcome.DONT_KNOW, turn.lang)))
+        if admits_not_knowing(answer):
+            quote = checks.rescued()
+            yield Token(turn.own_line(_quoted(turn, quote) if quote else answer))
+            return
+        found = checks.stands(answer)
+        if not found.stands:
+            quote = checks.rescued(found.record)
+            yield Token(turn.own_line(_quoted(turn, quote)))
             return
         yield Token(turn.own_line(answer))
         return
@@ -302,7 +340,7 @@ def _settle(turn: Turn, verdict: Verdict, stands: Callable[[str], bool]) -> Iter
     if outcome in (Outcome.DONT_KNOW, Outcome.ACKNOWLEDGE, Outcome.GREET):
         drew = ""
         if outcome is Outcome.DONT_KNOW:
-            drew = retry.drawn_on(verdict, turn.retry, turn.text, records)
+            drew = retry.drawn_on(verdict, turn.retry, turn.text, records) or checks.rescued()
         yield Token(turn.own_line(retry.own_line(outcome, turn.lang, verdict.name, drew)))
     elif outcome is Outcome.SHOW_HELD:
         turn.stats.shown()
@@ -312,6 +350,12 @@ def _settle(turn: Turn, verdict: Verdict, stands: Callable[[str], bool]) -> Iter
     elif outcome is Outcome.NO_REPLY:
         turn.answer.clear()
         yield Notice(retry.NO_REPLY_NOTICE)
+
+
+def _quoted(turn: Turn, quote: str) -> str:
+    """Her "not sure, here is what I remember" with ``quote``, or her "I don't know" when there
+    is none."""
+    return retry.own_line(Outcome.DONT_KNOW, turn.lang, quote=quote)
 
 
 def _stopped(turn: Turn) -> Iterator[TurnEvent]:
