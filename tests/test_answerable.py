@@ -106,15 +106,52 @@ def test_the_check_reads_the_record_the_answer_drew_on():
 
 
 def test_a_question_about_someone_by_name_is_not_checked(mem):
-    """Only the owner's questions about themself, in the first person, are checked: on LoCoMo
-    (questions about a speaker by name over narrative lines: "When did Jon lose his job?") the
-    check turned right answers into "I don't know" (conversation 1, memory F1 0.222 -> 0.095).
-    None of LoCoMo dev's 999 questions is in the first person."""
+    """Only the owner's questions about themself, in the first person, or about one of their
+    people (below) are checked: on LoCoMo (questions about a speaker by name over narrative
+    lines: "When did Jon lose his job?") the check turned right answers into "I don't know"
+    (conversation 1, memory F1 0.222 -> 0.095). None of LoCoMo dev's 999 questions is in the
+    first person."""
     mem.save("Jonno lost his job at the bank yesterday.", OWNER_TRUSTED)
     llm = CheckingLLM([["Jonno lost his job at the bank. ", "Poor him."]], yes_for="never")
     reply, done = ask(Conversation(mem, llm), "When did Jonno lose his job?")
     assert reply == "Jonno lost his job at the bank. Poor him."
     assert llm.checked == [] and [c.purpose for c in done.calls] == ["reply"]
+
+
+def test_a_question_about_one_of_the_owners_people_by_name_is_checked(mem):
+    """Issue 26, measured on bench.owner_questions (test split, default model): 11 of the 15
+    answers made up for unknown questions were about the owner's people by name, unchecked —
+    "How old is Tyler?" → "Tyler is 29 years old." beside "Our daughter Kelly lives in Reading
+    with her boyfriend Tyler". A name a shown line gives a role is one of the owner's people:
+    the answer is checked as one about the owner is."""
+    mem.save("Our daughter Kelly lives in Reading with her boyfriend Tyler.", OWNER_TRUSTED)
+    llm = CheckingLLM([["Tyler works in Reading. ", "Nice lad."]], yes_for="never")
+    reply, done = ask(Conversation(mem, llm), "What does Tyler do?")
+    assert reply == DONT_KNOW["en"]
+    assert [c.purpose for c in done.calls] == ["reply", "check"]
+
+
+def test_whose_people_a_name_is_read_from_the_lines_that_give_it_a_role():
+    """A role word within two words of the name, in its sentence, makes them the owner's
+    ("Wife is Sunita", "сын Олег", "her boyfriend Tyler"); not a line naming them the owner, a
+    name said to someone ("Yeah Maria! Friends like you…", "It isn't, Maria. My kids…" —
+    LoCoMo's owner lines talk to the other speaker by name), a role another person has ("Mel,
+    your kids…") or a word that only starts like one ("moments"). Measured on LoCoMo dev: 5 of
+    762 questions with evidence, the owner's every turn as the support."""
+    from core.chat.invention import asks_about_owners_people as owners
+
+    assert owners("How old is Sunita?", "30 May 2026 Wife is Sunita, kids are Arjun (16).")
+    assert owners("Сколько лет Олегу?", "Сын Олег в Норильске, на комбинате.")
+    assert owners("How old is Tyler?", "Kelly lives in Reading with her boyfriend Tyler.")
+    assert owners("Who is Jonno?", "My partner Jonno is a sous chef.")
+    assert not owners(
+        "What did Caroline research?", "The owner's name is Caroline.\nCaroline, my friend."
+    )
+    assert not owners("When did Maria donate her car?", "Yeah Maria! Friends like you matter.")
+    assert not owners("Who did Maria meet?", "It isn't, Maria. My kids have so much.")
+    assert not owners("What did Mel paint?", "Mel, your kids are lovely.")
+    assert not owners("What did John say?", "Wow, John! Moments like that make us love sports.")
+    assert not owners("How old is Zoe?", "My sister Anna lives in Tbilisi.")
 
 
 def test_her_i_dont_know_gives_way_to_the_recalled_line_that_answers(mem):

@@ -30,6 +30,7 @@ from core.chat.invention import (
     addressed,
     admits_not_knowing,
     asks_about_owner,
+    asks_about_owners_people,
     claim_pending,
     in_first_person,
     last_clause,
@@ -227,14 +228,16 @@ class ReplyJudge:
         self.invented = False
         # never invent: the first sentence of an answer about the owner that made up nothing
         # is held until the record it drew on is checked (core.chat.answerable)
-        # — only the owner's questions about themself, in the first person: on LoCoMo (questions
-        # about a speaker by name, over narrative lines) the check turned right answers into "I
-        # don't know" (conversation 1: memory F1 0.222 -> 0.095, oracle 0.311 -> 0.219)
+        # — only the owner's questions about themself, in the first person, or about one of their
+        # people by a name a shown line gives a role (invention.asks_about_owners_people): on
+        # LoCoMo (questions about a speaker by name, over narrative lines) the check turned right
+        # answers into "I don't know" (conversation 1: memory F1 0.222 -> 0.095, oracle 0.311 ->
+        # 0.219)
         self.checks_answer = (
             checks_answer
             and self.support is not None
             and self.question
-            and in_first_person(message)
+            and (in_first_person(message) or asks_about_owners_people(message, self.support))
         )
         self.to_check = False
         self.admitted = False  # … or said it does not know: held to its end for the same reason
