@@ -94,16 +94,24 @@ def check(
     record = grounding_record(answer, (), question, records)
     if not record:
         return Check("", None, not asks_what)
+    yes = _p_yes(model, record, question, cancel)
+    return Check(record, yes, True if yes is None else yes >= THRESHOLD)
+
+
+def _p_yes(
+    model: object, record: str, question: str, cancel: threading.Event | None
+) -> float | None:
+    """The model's probability that ``record`` states the answer to ``question``; None for a
+    model that cannot score a choice, or fails."""
     if not isinstance(model, ChoiceModel):
-        return Check(record, None, True)
+        return None
     try:
         p = model.choice_probabilities(
             messages(record, question), KEY, OPTIONS, timeout=TIMEOUT, cancel=cancel
         )
     except ModelError:
-        return Check(record, None, True)
-    yes = float(p.get("yes", 0.0))
-    return Check(record, yes, yes >= THRESHOLD)
+        return None
+    return float(p.get("yes", 0.0))
 
 
 def rescue(
@@ -120,13 +128,7 @@ def rescue(
     with "Жена — Гульнара… Дочке Алсу 9 лет" recalled first. ``tried``: the record the check
     already asked about (it did not stand: not asked again)."""
     record = recalled[0] if recalled else ""
-    if not record or record == tried or not isinstance(model, ChoiceModel):
+    if not record or record == tried:
         return Check(record, None, False)
-    try:
-        p = model.choice_probabilities(
-            messages(record, question), KEY, OPTIONS, timeout=TIMEOUT, cancel=cancel
-        )
-    except ModelError:
-        return Check(record, None, False)
-    yes = float(p.get("yes", 0.0))
-    return Check(record, yes, yes >= RESCUE_THRESHOLD)
+    yes = _p_yes(model, record, question, cancel)
+    return Check(record, yes, yes is not None and yes >= RESCUE_THRESHOLD)
