@@ -197,14 +197,3 @@ def test_an_answer_that_did_not_stand_gives_way_to_the_recalled_line_that_answer
     reply, done = ask(Conversation(mem, llm, channel="b"), question)
     assert reply == DONT_KNOW["en"]
     assert [c.purpose for c in done.calls] == ["reply", "check"]
-
-
-def test_a_recalled_line_sharing_no_word_with_the_question_is_not_asked():
-    """Each rescue delays her "I don't know" by one scored call (1-2 s on the default model):
-    a first recalled line that shares no word with the question (in either script, stems of
-    three letters and more) is not asked (on dev: half the calls, 8 of the 11 rescues kept)."""
-    llm = CheckingLLM([], yes_for="nurse")
-    found = answerable.rescue(llm, "What does my wife do?", ["married to Aoife, a nurse."])
-    assert (found.p_yes, found.stands) == (None, False) and llm.checked == []
-    found = answerable.rescue(llm, "Do I still run?", ["I stopped running, I'm a nurse now."])
-    assert found.stands and len(llm.checked) == 1

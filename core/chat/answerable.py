@@ -25,7 +25,7 @@ import threading
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from core.chat.retry import grounding_record, shares_words
+from core.chat.retry import grounding_record
 from core.llm import ChoiceModel, Message, ModelError
 
 KEY = "answer"
@@ -126,12 +126,9 @@ def rescue(
     stands at :data:`RESCUE_THRESHOLD` and Eva quotes it, saying she is not sure. Measured on
     bench.owner_questions (default model): "Сколько лет моей дочке?" got "Этого я не знаю…"
     with "Жена — Гульнара… Дочке Алсу 9 лет" recalled first. ``tried``: the record the check
-    already asked about (it did not stand: not asked again). A line that shares no word with
-    the question (:func:`~core.chat.retry.shares_words`) is not asked: on dev that left 34 of
-    the 67 calls and 8 of the 11 rescues (each call delays her "I don't know" by 1-2 s: scenario
-    c, default model, six honest "I don't know" answers came 1.3-2.2 s later, none rescued)."""
+    already asked about (it did not stand: not asked again)."""
     record = recalled[0] if recalled else ""
-    if not record or record == tried or not shares_words(record, question):
+    if not record or record == tried:
         return Check(record, None, False)
     yes = _p_yes(model, record, question, cancel)
     return Check(record, yes, yes is not None and yes >= RESCUE_THRESHOLD)

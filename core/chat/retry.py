@@ -120,17 +120,6 @@ def _keys(text: str) -> set[str]:
     return words | {re.sub(r"\D", "", n) for n in _NUMBER.findall(text)}
 
 
-def shares_words(a: str, b: str) -> bool:
-    """``a`` and ``b`` share a word as both scripts meet them (:func:`_keys`, and stems of
-    three letters: "run" in "Do I still go running?" and "I stopped running")."""
-
-    def keys(text: str) -> set[str]:
-        short = {roman(s) for s in stems(text) if len(s) == 3 and not any(c.isdigit() for c in s)}
-        return _keys(text) | short
-
-    return bool(keys(a) & keys(b))
-
-
 def grounding_record(
     held: str, claims: Sequence[str], question: str, records: Sequence[str]
 ) -> str:
