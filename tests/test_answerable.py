@@ -192,8 +192,34 @@ def test_an_answer_that_did_not_stand_gives_way_to_the_recalled_line_that_answer
     assert reply.startswith("I'm not sure") and "knee op" in reply
     assert [c.purpose for c in done.calls] == ["reply", "check", "check"]
     assert "Jonno" in llm.checked[0] and "knee" in llm.checked[1]
-    # the answer drew on the first recalled line itself: it is not asked again
+    # the answer drew on the first recalled line itself: it is not asked again (the core line
+    # is, and does not answer)
     llm = CheckingLLM([["You stopped running in January. ", "Swim!"]], yes_for="never")
     reply, done = ask(Conversation(mem, llm, channel="b"), question)
     assert reply == DONT_KNOW["en"]
+    assert [c.purpose for c in done.calls] == ["reply", "check", "check"]
+    assert "knee" in llm.checked[0] and "Jonno" in llm.checked[1]
+
+
+def test_her_i_dont_know_gives_way_to_the_core_line_that_answers(mem):
+    """Owner session (default model): "What's my job?" got "I don't know that: there is
+    nothing about it in my memory" while her introduction, kept as core, said "Я Марина,
+    работаю фармацевтом в Туле." Recall never brings a core line, so the rescue asks the core
+    lines too, after the line recall put first; a core line under the bar is not quoted."""
+    mem.save("Я Марина, работаю фармацевтом в Туле.", OWNER_TRUSTED, kind="core")
+    mem.save("My daughter Sasha is 7 and does ballet on Saturdays.", OWNER_TRUSTED)
+    question = "What's my job?"
+    assert mem.prompt_section(question, OWNER_TRUSTED).recalled_contents == ()
+    llm = CheckingLLM([["I don't know. ", "Will you tell me?"]], yes_for="фармацевтом")
+    reply, done = ask(Conversation(mem, llm), question)
+    assert reply.startswith("I'm not sure") and "фармацевтом в Туле" in reply
+    assert [c.purpose for c in done.calls] == ["reply", "check"]
+    assert "фармацевтом" in llm.checked[0]
+    llm = CheckingLLM(
+        [["I don't know. ", "Will you tell me?"]],
+        yes_for="фармацевтом",
+        yes=answerable.RESCUE_THRESHOLD - 0.01,
+    )
+    reply, done = ask(Conversation(mem, llm, channel="b"), question)
+    assert reply == "I don't know. Will you tell me?"
     assert [c.purpose for c in done.calls] == ["reply", "check"]

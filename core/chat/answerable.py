@@ -64,9 +64,16 @@ def messages(line: str, question: str) -> list[Message]:
 # the dev half of bench/data/owner_questions.json (the default model's replies that admitted not
 # knowing, every shown line scored offline with :func:`messages`): at 0.75 the first recalled
 # line answered 10 of 38 known questions and 1 of 44 unknown ones got a quote (which still says
-# she is not sure); at 0.7 11 and 2, at 0.8 7 and 0. The second recalled line and the core lines
-# added nothing at any bar (a core line never scored above 0.35 on a question it answered).
+# she is not sure); at 0.7 11 and 2, at 0.8 7 and 0. The second recalled line added nothing at
+# any bar.
 RESCUE_THRESHOLD = 0.75
+# The core lines asked after it, most important first. Recall never brings a core line, and the
+# owner's introduction is core in the app: "What's my job?" got "I don't know" over the core line
+# "Я Марина, работаю фармацевтом в Туле." (owner session, default model), whose yes is 0.91.
+# Dev half of the set, every question against its owner's core line (9 owners), at
+# RESCUE_THRESHOLD: 3 of the 6 questions a core line answers pass, none of 40 unknown and none
+# of 58 other known questions.
+RESCUE_CORE_LINES = 2
 
 
 @dataclass(frozen=True)
@@ -78,6 +85,7 @@ class Check:
     record: str
     p_yes: float | None
     stands: bool
+    asked: int = 1  # the model calls it took when p_yes is not None
 
 
 def check(
@@ -120,15 +128,26 @@ def rescue(
     recalled: Sequence[str],
     tried: str = "",
     cancel: threading.Event | None = None,
+    core: Sequence[str] = (),
 ) -> Check:
-    """Whether the line recall put first (``recalled[0]``) answers ``question`` though the
-    reply said it does not know, or its answer did not stand: asked as :func:`check` asks, it
-    stands at :data:`RESCUE_THRESHOLD` and Eva quotes it, saying she is not sure. Measured on
+    """Whether the line recall put first (``recalled[0]``), or else one of the first
+    :data:`RESCUE_CORE_LINES` ``core`` lines, answers ``question`` though the reply said it does
+    not know, or its answer did not stand: asked as :func:`check` asks, a line stands at
+    :data:`RESCUE_THRESHOLD` and Eva quotes it, saying she is not sure. Measured on
     bench.owner_questions (default model): "Сколько лет моей дочке?" got "Этого я не знаю…"
     with "Жена — Гульнара… Дочке Алсу 9 лет" recalled first. ``tried``: the record the check
-    already asked about (it did not stand: not asked again)."""
-    record = recalled[0] if recalled else ""
-    if not record or record == tried:
-        return Check(record, None, False)
-    yes = _p_yes(model, record, question, cancel)
-    return Check(record, yes, yes is not None and yes >= RESCUE_THRESHOLD)
+    already asked about (it did not stand: not asked again). The lines are asked in turn until
+    one stands."""
+    lines: list[str] = []
+    for line in (*recalled[:1], *core[:RESCUE_CORE_LINES]):
+        if line and line != tried and line not in lines:
+            lines.append(line)
+    found = Check(lines[0] if lines else "", None, False)
+    for n, line in enumerate(lines, start=1):
+        yes = _p_yes(model, line, question, cancel)
+        if yes is None:
+            return found if n > 1 else Check(line, None, False)
+        found = Check(line, yes, yes >= RESCUE_THRESHOLD, asked=n)
+        if found.stands:
+            break
+    return found

@@ -120,7 +120,12 @@ class Reply:
         if turn.section is None or not turn.judge.checks_answer:
             return ""
         found = answerable.rescue(
-            self.model, turn.text, turn.section.recalled_contents, tried, cancel
+            self.model,
+            turn.text,
+            turn.section.recalled_contents,
+            tried,
+            cancel,
+            turn.section.core_contents,
         )
         _count_check(turn, found)
         return found.record if found.stands else ""
@@ -280,8 +285,8 @@ def _ask_again(turn: Turn, again: Retry) -> None:
 
 def _count_check(turn: Turn, found: answerable.Check) -> None:
     if found.p_yes is not None:
-        turn.stats.calls += 1
-        turn.stats.per_call.append(CallFigures("check", None, None))
+        turn.stats.calls += found.asked
+        turn.stats.per_call.extend(CallFigures("check", None, None) for _ in range(found.asked))
 
 
 class _Checks:
