@@ -146,7 +146,7 @@ def rescue(
     for n, line in enumerate(lines, start=1):
         yes = _p_yes(model, line, question, cancel)
         if yes is None:
-            return found if n > 1 else Check(line, None, False)
+            return found  # a model that cannot score: what the lines before it found
         found = Check(line, yes, yes >= RESCUE_THRESHOLD, asked=n)
         if found.stands:
             break
