@@ -5,7 +5,7 @@ model path: tests/test_companion_real.py)."""
 
 from __future__ import annotations
 
-from core import OWNER_TRUSTED
+from core import OWNER_TRUSTED, PUBLIC
 from core.chat import answerable
 from core.chat.conversation import Conversation
 from core.chat.conversation_config import ConversationConfig
@@ -223,3 +223,19 @@ def test_her_i_dont_know_gives_way_to_the_core_line_that_answers(mem):
     reply, done = ask(Conversation(mem, llm, channel="b"), question)
     assert reply == "I don't know. Will you tell me?"
     assert [c.purpose for c in done.calls] == ["reply", "check"]
+
+
+def test_the_core_line_she_quotes_is_never_a_private_one_to_another_audience(mem):
+    """§2 privacy with the rescue's core lines: they come from the memory section the turn's
+    audience was given, so a private core line is never asked about or quoted in a public turn,
+    while the owner, in a trusted turn, gets it."""
+    mem.save("Я Марина, работаю фармацевтом в Туле.", OWNER_TRUSTED, kind="core", private=True)
+    question = "What's my job?"
+    llm = CheckingLLM([["I don't know. ", "Will you tell me?"]], yes_for="фармацевтом")
+    events = list(Conversation(mem, llm, channel="pub").turn(question, PUBLIC))
+    shown = "".join(e.text for e in events if isinstance(e, Token))
+    assert "фармацевт" not in shown and "Марина" not in shown
+    assert not any("фармацевтом" in c for c in llm.checked)
+    llm = CheckingLLM([["I don't know. ", "Will you tell me?"]], yes_for="фармацевтом")
+    reply, _ = ask(Conversation(mem, llm), question)
+    assert "фармацевтом в Туле" in reply
