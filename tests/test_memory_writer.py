@@ -331,6 +331,10 @@ def test_warm_up_puts_the_known_prefix_in_the_cache(mem):
         ("Good morning!", False),
         ("Hi Eva! How are you?", False),
         ("hello, I'm Oleg", True),
+        ("Hey Gina!", False),  # a greeting to someone by name tells nothing (LoCoMo kept it)
+        ("Спасибо, Лена!", False),
+        ("Hi, Oleg here.", True),
+        ("Ильдар.", True),  # a name alone, not greeted: an introduction's first sentence
     ],
 )
 def test_what_may_carry_a_fact_without_vectors(text, keep):
@@ -784,3 +788,26 @@ def test_the_same_answer_to_the_same_question_is_not_a_repeat(mem):
     events = run(conv, "What's my dog's name?")
     assert "".join(e.text for e in events if isinstance(e, Token)) == "Your dog is Bublik."
     assert len(llm.calls) == 2
+
+
+def test_an_update_in_the_model_s_words_keeps_the_owner_s_sentence_instead(mem):
+    """SPEC §3.1 (memories are the owner's words) with issue 26 (nothing the owner tells is
+    lost): on LoCoMo the default model answered "I've known these friends for 4 years, since I
+    moved from my home country" with an update of another memory in its own words; refused, it
+    had kept nothing, and "Where did Caroline move from?" found no memory. The update becomes a
+    save of the owner's sentence; the memory it named stays as it was."""
+    old = mem.save("My friends, family and mentors are my rocks.", OWNER_TRUSTED).id
+    say = (
+        "Yeah, I'm really lucky to have them. I've known these friends for 4 years, since I "
+        "moved from my home country. Who supports you, Mel?"
+    )
+    plan = {"ops": [{"op": "update", "id": old, "content": "Friends support the owner a lot."}]}
+    conv = Conversation(mem, ScriptedLLM([["That's lovely."]], plans=[plan]))
+    events = run(conv, say)
+    assert sorted(live(mem)) == sorted(
+        [
+            "My friends, family and mentors are my rocks.",
+            "I've known these friends for 4 years, since I moved from my home country.",
+        ]
+    )
+    assert [(f.name, f.result.ok) for f in finished(events)] == [("memory_save", True)]

@@ -400,6 +400,7 @@ class MemoryWriter:
         # refused, and both stayed live)
         touched: set[int] = set()
         saves: list[tuple[int, str]] = []
+        ops = self._ungrounded_updates_saved(ops, ex, ctx, shown)
         # the owner's words each save stands for; a save refused for privacy below stands for
         # nothing, so it cannot make another save of the same words look already kept
         contents = {
@@ -546,6 +547,33 @@ class MemoryWriter:
             forget(rid, "the owner asked to forget it")
         for new_id, content in saves:
             out.extend(self._supersede(new_id, content, ex, ctx, related, touched))
+        return out
+
+    def _ungrounded_updates_saved(
+        self, ops: list[Any], ex: Exchange, ctx: TurnContext, shown: set[int]
+    ) -> list[Any]:
+        """An update of a shown memory whose new content is not the owner's words becomes a save
+        of the owner's sentence it stands for. Refused outright, it had kept nothing of a
+        message that tells a fact: on LoCoMo (conversation 0, four sessions) three of the
+        owner's sixteen evidence turns were lost so ("I've known these friends for 4 years,
+        since I moved from my home country" → the model's rewrite of another memory, refused).
+        The save is a save like any other: the owner's words it stands for
+        (:meth:`Exchange.owner_words`, none when it shares no word with a message that tells no
+        fact), dedup, and the old memory stays as it was unless the save replaces it (the
+        correction rule of :meth:`_supersede`)."""
+        out: list[Any] = []
+        for op in ops:
+            if (
+                isinstance(op, dict)
+                and op.get("op") == "update"
+                and _among(op.get("id"), shown)
+                and isinstance(op.get("content"), str)
+            ):
+                was = self.memory.visible([op["id"]], ctx)
+                if not ex.grounded(op["content"], was[0].content if was else ""):
+                    # importance: the trained model's, where it runs (the save path); else 3
+                    op = {"op": "save", "content": op["content"], "kind": "fact", "importance": 3}
+            out.append(op)
         return out
 
     def _supersede(
