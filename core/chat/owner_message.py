@@ -120,9 +120,18 @@ def fact_sentences(message: str) -> list[str]:
     for s in sentences_of(message):
         if s.endswith("?"):
             continue
-        if any(not text.is_stopword(w.lower()) for w in _said_words(s)):
+        said = _said_words(s)
+        if any(not text.is_stopword(w.lower()) for w in said) and not _addresses(s, said):
             out.append(s)
     return out
+
+
+def _addresses(sentence: str, said: list[str]) -> bool:
+    """A greeting or a thanks to someone by name ("Hey Gina!", "Thanks, Gina!", "Привет,
+    Маша!"): every word but one is chatter, and that one is a name. Counted as a fact sentence,
+    it was what a save fell back to when the model's words matched no sentence: LoCoMo
+    (conversation 1) kept "Hey Gina!" as a memory. "Hello, I'm Oleg" says more than a name."""
+    return len(said) == 1 and said[0][:1].isupper() and len(_WORD.findall(sentence)) > 1
 
 
 def may_carry_a_fact(message: str, embed: Embed | None = None) -> bool:
