@@ -94,7 +94,7 @@ from core.chat.judge import ReplyJudge, is_echo
 from core.clock import ManualClock
 from core.memory.facade import Memory
 from core.privacy import OWNER_TRUSTED
-from core.text import stems, transliterate
+from core.text import roman, stems, transliterate
 from models.packaged import DEFAULT_CHAT_MODEL  # light: no model library is imported
 
 DAY = 86_400.0
@@ -121,8 +121,14 @@ CANNED = (
 
 
 def _has(text: str, alternatives: Sequence[str]) -> bool:
+    """Some alternative is in ``text`` (case-insensitive), as written or both in Latin letters:
+    a name told in one script and answered in the other is the same name ("Пиксель" answered
+    "Your pet's name is Piksel.")."""
     low = text.lower()
-    return any(a.lower() in low for a in alternatives)
+    if any(a.lower() in low for a in alternatives):
+        return True
+    latin = roman(low)
+    return any(roman(a.lower()) in latin for a in alternatives)
 
 
 def saved(contents: Sequence[str], alternatives: Sequence[str]) -> bool:
