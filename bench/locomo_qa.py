@@ -699,6 +699,8 @@ def run(
                 for e in exchanges
             }
             produced = {e["dia"] for e in exchanges if e["memory_ids"]}
+            # why a memory saved from a turn is gone (a correction's supersession, sleep, a forget)
+            gone_why = {a.record.id: a.why for a in mem.archived(OWNER_TRUSTED, limit=10_000)}
             # ---- questions
             t0 = time.perf_counter()
             answers = {
@@ -761,6 +763,9 @@ def run(
                 "model_calls": e.get("model_calls"),
                 "notices": e.get("notices", []),
                 "saved_then_lost": d in produced,  # its memory is gone (sleep, a forget)
+                "lost_why": [
+                    gone_why[i] for i in dict.fromkeys(e.get("memory_ids", [])) if i in gone_why
+                ],
                 "results": [
                     {k: v for k, v in r.items() if k in ("tool", "ok", "status", "error")}
                     for r in e.get("results", [])
