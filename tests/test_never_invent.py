@@ -15,6 +15,7 @@ from core.chat.events import Token, TurnDone
 from core.chat.invention import (
     admits_not_knowing,
     asks_about_owner,
+    bare_kin,
     invents,
     made_up,
     misattributed,
@@ -1058,3 +1059,55 @@ def test_whom_an_earlier_question_names_by_role_exists_though_it_supports_nothin
     assert missing_roles(q, shown) == ["mother"]
     assert "mother" not in made_up("Твою маму зовут Мария.", shown, q, asked=earlier)
     assert made_up("Твою маму зовут Мария.", shown, q, asked=earlier)  # the name: made up
+
+
+@pytest.mark.parametrize(
+    "question, role",
+    [
+        ("Сколько лет сыну?", "son"),
+        ("Где живёт сестра?", "sister"),
+        ("Какая машина у папы?", "father"),
+        ("Как зовут хомяка брата?", "brother"),
+        ("Кем работает мать?", "mother"),
+        ("Сколько лет исполняется бабушке?", "grandparent"),
+    ],
+)
+def test_a_russian_question_about_family_without_my_asks_about_the_owners(question, role):
+    """Issue 26 (never invent, §8.10): Russian names one's own family without "мой" — "Сколько
+    лет сыну?" is the owner's son. Such questions were outside the answer check: nothing stood
+    between the model and an age nobody told. With no son in memory it is a role nothing shown
+    names, so no answer is asked for; with him named, the question is the owner's to check."""
+    assert bare_kin(question) == {role}
+    assert asks_about_owner(question)
+    assert missing_roles(question, f"Моя жена Алеся из Минска.\n{question}") == [role]
+
+
+@pytest.mark.parametrize(
+    "question",
+    [
+        "Как зовут жену Андрея?",  # Andrey's wife
+        "Как зовут твою маму?",  # Eva's, asked of her
+        "Что подарить маме?",  # advice: what to do, not a fact of memory
+        "Как помочь сестре?",
+        "Что подарить другу?",  # friends and children in general are no family of hers
+        "Почему дети любят сладкое?",
+        "Что сказал Пушкин о жене?",  # someone named may be whose
+        "How old is the son?",  # English says "my"
+        "Сын вчера пришёл поздно.",  # no question
+    ],
+)
+def test_a_question_naming_family_that_is_not_the_owners_is_left_free(question):
+    assert bare_kin(question) == set()
+    assert missing_roles(question, "Моя жена Алеся из Минска.") == []
+
+
+def test_asked_about_a_son_memory_never_names_she_does_not_know_without_a_call(mem):
+    """The whole turn: "Сколько лет сыну?" with a wife and no son in memory gets "I don't know"
+    at once, no reply asked for; with the son named the model answers."""
+    mem.save("Моя жена Алеся из Минска, переводчица.", OWNER_TRUSTED)
+    llm = ScriptedLLM([["Сыну 12 лет."]], plans=[])
+    assert run(Conversation(mem, llm), "Сколько лет сыну?") == DONT_KNOW["ru"]
+    assert llm.calls == []
+    mem.save("Сыну Марку 7 лет, он ходит во второй класс.", OWNER_TRUSTED)
+    llm = ScriptedLLM([["Марку 7 лет."]], plans=[])
+    assert run(Conversation(mem, llm), "Сколько лет сыну?") == "Марку 7 лет."

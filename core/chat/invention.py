@@ -96,6 +96,65 @@ def in_first_person(text: str) -> bool:
     return bool(_words(text) & _FIRST_PERSON or _ours_in(text))
 
 
+# Kinship roles (core.sleep.candidates.ROLES): in Russian one's own family goes without "my"
+# ("Сколько лет сыну?", "Где живёт сестра?", "Какая машина у папы?" — the grammar of the
+# language, not a list of facts). Friends, colleagues and children in general are left out:
+# "Что подарить другу?", "Почему дети любят сладкое?" ask about no one of the owner's.
+_KIN_TEXT = (
+    "wife husband partner son daughter sister brother mother father grandparent cousin nephew "
+    "niece uncle aunt grandchild in-law step-parent godparent"
+)
+_KIN = frozenset(_KIN_TEXT.split())
+_EVA_NAMES = frozenset({"ева", "евочка", "eva"})  # said to her, not of someone
+# whose, when not the owner's: "твою маму", "его жену", "свою сестру"
+_THEIRS_TEXT = (
+    "его её ее их свой своя своё свое свои своего своей своему своим своих свою своём своем"
+)
+_OTHERS = _SECOND_PERSON | frozenset(_THEIRS_TEXT.split())
+
+
+def bare_kin(question: str) -> set[str]:
+    """The kinship roles a Russian question names with no one's possessive, none of another
+    person's ("жену Андрея"): the owner's own family, as Russian says it. Empty for English (it
+    says "my"), a sentence that is no question, or a question in the first person (the owner's
+    by :func:`in_first_person` anyway)."""
+    if script(question) != "ru" or not is_question(question) or in_first_person(question):
+        return set()
+    words = _WORD.findall(question)
+    if any(w[:1].isupper() and w.lower() not in _EVA_NAMES for w in words[1:]):
+        return set()  # "Что сказал Пушкин о жене?": someone named may be whose
+    out: set[str] = set()
+    for i, word in enumerate(words):
+        low = word.lower()
+        kin = _kin_of(low)
+        if kin is None:
+            if _INFINITIVE.search(low):
+                # advice, not a fact: "Что подарить маме?", "Как помочь сестре?" ask what to
+                # do, and memory need not hold a mother for an answer
+                return set()
+            continue
+        if i > 0 and words[i - 1].lower() in _OTHERS:
+            continue
+        if i + 1 < len(words) and words[i + 1][:1].isupper():
+            continue  # "жену Андрея": Andrey's wife
+        out.add(kin)
+    return out
+
+
+# a Russian infinitive, the verb of a question asking what to do ("подарить", "помочь",
+# "объяснить", "научиться"); four letters at least before it, so "путь" or "сеть" are none
+_INFINITIVE = re.compile(r"^[а-яё]{3,}(?:ть|ти|чь|ться|тись)$")
+
+
+def _kin_of(word: str) -> str | None:
+    """The kinship role ``word`` names (with at most a two-letter ending), or None."""
+    for name, rx in ROLES:
+        m = rx.match(word)
+        if m and len(word) - m.end() <= 2:
+            return name if name in _KIN else None
+    return None
+
+
 def asks_about_owner(text: str, support: str = "") -> bool:
     """A question about the owner's own life: "Сколько мне лет?", "Where does my sister
     live?", "What do I do on weekends?" (a question holding the first person singular, or the
@@ -105,7 +164,7 @@ def asks_about_owner(text: str, support: str = "") -> bool:
     nobody told). A name nothing shown holds (a public figure) leaves the question free."""
     if not is_question(text):
         return False
-    if in_first_person(text):
+    if in_first_person(text) or bare_kin(text):
         return True
     rest = support.replace(text, " ") if support else ""  # the question itself holds it
     known = _support_stems(rest) if rest.strip() else set()
@@ -545,7 +604,7 @@ def _owners_roles(question: str) -> set[str]:
             pairs = list(zip(before, before[1:], strict=False))
             if _MINE & set(before[-2:]) or ("у", "меня") in pairs or ("у", "нас") in pairs:
                 out.add(name)
-    return out
+    return out | bare_kin(question)
 
 
 def missing_roles(question: str, support: str) -> list[str]:

@@ -31,6 +31,7 @@ from core.chat.invention import (
     admits_not_knowing,
     asks_about_owner,
     asks_about_owners_people,
+    bare_kin,
     claim_pending,
     in_first_person,
     last_clause,
@@ -237,7 +238,11 @@ class ReplyJudge:
             checks_answer
             and self.support is not None
             and self.question
-            and (in_first_person(message) or asks_about_owners_people(message, self.support))
+            and (
+                in_first_person(message)
+                or bool(bare_kin(message))
+                or asks_about_owners_people(message, self.support)
+            )
         )
         self.to_check = False
         self.admitted = False  # … or said it does not know: held to its end for the same reason
