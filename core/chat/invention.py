@@ -13,6 +13,7 @@ import re
 from typing import NamedTuple
 
 from core import timeframe
+from core.chat.owner_message import EVA_NAMES
 from core.language import CHOICE, is_question
 from core.sleep.candidates import ROLES, roles, script
 from core.text import (
@@ -105,7 +106,6 @@ _KIN_TEXT = (
     "niece uncle aunt grandchild in-law step-parent godparent"
 )
 _KIN = frozenset(_KIN_TEXT.split())
-_EVA_NAMES = frozenset({"ева", "евочка", "eva"})  # said to her, not of someone
 # whose, when not the owner's: "твою маму", "его жену", "свою сестру"
 _THEIRS_TEXT = (
     "его её ее их свой своя своё свое свои своего своей своему своим своих свою своём своем"
@@ -121,7 +121,7 @@ def bare_kin(question: str) -> set[str]:
     if script(question) != "ru" or not is_question(question) or in_first_person(question):
         return set()
     words = _WORD.findall(question)
-    if any(w[:1].isupper() and w.lower() not in _EVA_NAMES for w in words[1:]):
+    if any(w[:1].isupper() and w.lower() not in EVA_NAMES for w in words[1:]):
         return set()  # "Что сказал Пушкин о жене?": someone named may be whose
     out: set[str] = set()
     for i, word in enumerate(words):
@@ -147,12 +147,9 @@ _INFINITIVE = re.compile(r"^[а-яё]{3,}(?:ть|ти|чь|ться|тись)$")
 
 
 def _kin_of(word: str) -> str | None:
-    """The kinship role ``word`` names (with at most a two-letter ending), or None."""
-    for name, rx in ROLES:
-        m = rx.match(word)
-        if m and len(word) - m.end() <= 2:
-            return name if name in _KIN else None
-    return None
+    """The kinship role ``word`` names (:func:`_role_of`), or None."""
+    role = _role_of(word)
+    return role if role in _KIN else None
 
 
 def asks_about_owner(text: str, support: str = "") -> bool:
@@ -207,14 +204,18 @@ def _second_before(words: list[str], j: int) -> bool:
     return j > 0 and words[j - 1].lower() in _SECOND_PERSON
 
 
-def _is_role_word(word: str) -> bool:
-    """``word`` is a role word (:data:`~core.sleep.candidates.ROLES`) with at most a two-letter
-    ending ("wife", "сына", "friends", "мамой"); "moments" and "friendship" are none."""
-    for _, rx in ROLES:
+def _role_of(word: str) -> str | None:
+    """The role ``word`` names (:data:`~core.sleep.candidates.ROLES`) with at most a two-letter
+    ending ("wife", "сына", "friends", "мамой"), or None; "moments" and "friendship" name none."""
+    for name, rx in ROLES:
         m = rx.match(word)
         if m and len(word) - m.end() <= 2:
-            return True
-    return False
+            return name
+    return None
+
+
+def _is_role_word(word: str) -> bool:
+    return _role_of(word) is not None
 
 
 def asks_about_owners_people(question: str, support: str) -> bool:

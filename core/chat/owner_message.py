@@ -102,13 +102,15 @@ _CHATTER = re.compile(
     r"cool|nice|wow)",
     re.IGNORECASE,
 )
-_EVA = frozenset({"ева", "eva", "евочка"})
+EVA_NAMES = frozenset({"ева", "eva", "евочка"})  # her own name, said to her
 
 
 def _said_words(sentence: str) -> list[str]:
     """The words of ``sentence`` beyond greetings, thanks, laughter and Eva's name."""
     return [
-        w for w in _WORD.findall(sentence) if not _CHATTER.fullmatch(w) and w.lower() not in _EVA
+        w
+        for w in _WORD.findall(sentence)
+        if not _CHATTER.fullmatch(w) and w.lower() not in EVA_NAMES
     ]
 
 
