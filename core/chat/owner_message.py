@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import functools
 import re
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -242,12 +243,24 @@ class Exchange:
         model, its rewrites cut "Моя жена Ольга — пианистка" to "Ольга — пианистка", a name to
         "Дима", "On weekends I play chess" to "I play chess", and copied its own reply
         ("Конечно, спешу купить квартиру")."""
-        mine = set(text.stems(content)) - _NEUTRAL
-        theirs = [set(text.stems(s)) for s in self.sentences]
-        if not any(mine & t for t in theirs):
+        found = self.span(content)
+        if found is None:
             # the model wrote something else (its own reply, "Everything is fine"), but the
             # message does tell a fact: keep the owner's first fact sentence
             return self.sentences[0] if self.carries_fact else None
+        return self.words(range(found[0], found[1] + 1))
+
+    def words(self, indices: Iterable[int]) -> str:
+        """The fact sentences at ``indices``, in the message's order."""
+        return " ".join(self.sentences[k] for k in sorted(set(indices)))
+
+    def span(self, content: str) -> tuple[int, int] | None:
+        """The first and the last fact sentence a save's ``content`` stands for (see
+        :meth:`owner_words`), or None when it shares no word with any of them."""
+        mine = set(text.stems(content)) - _NEUTRAL
+        theirs = [set(text.stems(s)) for s in self.sentences]
+        if not any(mine & t for t in theirs):
+            return None
         best = max(range(len(theirs)), key=lambda k: len(mine & theirs[k]))
         lo = hi = best
         left = mine - theirs[best]
@@ -270,4 +283,48 @@ class Exchange:
             # from); the sentence after it tells what the word is about ("Беременна! 12
             # недель, пока никому не говорим.")
             hi += 1
-        return " ".join(self.sentences[lo : hi + 1])
+        return lo, hi
+
+
+def whole_statement(
+    spans: dict[int, tuple[int, int] | None], count: int, says: Callable[[int], bool]
+) -> dict[int, list[int]]:
+    """The fact sentences each save of one plan keeps, by the save's position: its own span
+    (:meth:`Exchange.span`), and the sentences of the message no save covers that still say
+    something (``says``: the fact gate's score of the sentence alone), each joined to the
+    nearest save (the one before it on a tie). A save that shares no word with the message
+    (the model's own wording, an earlier memory copied) keeps those uncovered sentences, or the
+    first uncovered one when none says anything.
+
+    The model picks which of the owner's sentences to keep, and on long messages it picked a
+    fragment: LoCoMo (conversation 0, dev, never tuned on) kept "Seeing how passionate these
+    pros were…" of a four-sentence message and lost "Last Friday, I went to an LGBTQ+
+    counseling workshop…" (2 of the 35 questions asked it), and a plan that copied an earlier
+    memory kept only the first sentence of "Yeah, I'm really lucky to have them. They've been
+    there through everything, I've known these friends for 4 years…". Once the model keeps
+    something of a message, the owner's other statements in it are not lost; its greetings,
+    thanks and reactions ("It was awesome!", "Sounds great, Mel.") stay out by their score."""
+    out = {i: list(range(s[0], s[1] + 1)) for i, s in spans.items() if s is not None}
+    covered = {k for ks in out.values() for k in ks}
+    free = [k for k in range(count) if k not in covered and says(k)]
+    unmatched = [i for i, s in spans.items() if s is None]
+    if unmatched:
+        rest = [k for k in range(count) if k not in covered]
+        taken = free or rest[:1] or [0]
+        for i in unmatched:
+            out[i] = list(taken)
+        free = [k for k in free if k not in taken]
+    matched = {i: s for i, s in spans.items() if s is not None}
+    for k in free:
+        if not matched:
+            break
+        near = min(
+            matched,
+            key=lambda i: (
+                matched[i][0] - k if k < matched[i][0] else k - matched[i][1],
+                k < matched[i][0],  # a tie goes to the save before the sentence
+                i,
+            ),
+        )
+        out[near].append(k)
+    return {i: sorted(ks) for i, ks in out.items()}
