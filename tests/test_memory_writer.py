@@ -818,3 +818,31 @@ def test_an_update_in_the_model_s_words_keeps_the_owner_s_sentence_instead(mem):
         ]
     )
     assert [(f.name, f.result.ok) for f in finished(events)] == [("memory_save", True)]
+
+
+def test_a_long_message_copied_into_a_save_is_kept_and_a_loop_is_not(mem):
+    """SPEC §3.1 with issue 26 (nothing lost): the step's grammar closes a content at
+    MAX_CONTENT_CHARS, and a content that reached it was dropped as the model repeating
+    itself. LoCoMo's owners write messages of 400 characters; the default model copied such a
+    message whole into its save, the copy was cut at the cap, and the message was lost (two of
+    conversation 0's evidence turns). A copy of the owner's words is kept — as the owner's
+    sentences, never cut; a loop at the cap is still dropped."""
+    from core.chat.step_schema import MAX_CONTENT_CHARS, ran_on
+
+    say = (
+        "Thanks, Sam. It really meant a lot to me. My grandfather taught me to fix old radios "
+        "when I was nine, and I still spend most Sunday evenings in the garage with a soldering "
+        "iron. Last month I restored a 1958 Telefunken set for my neighbour Ruth, and she cried "
+        "when it played her late husband's favourite station. Now I'm thinking of opening a "
+        "small repair shop in Whitby next spring."
+    )
+    assert len(say) > MAX_CONTENT_CHARS
+    copy = save_op(say[:MAX_CONTENT_CHARS])
+    loop = save_op(("I fix radios. " * 40)[:MAX_CONTENT_CHARS])
+    assert not ran_on(copy, say) and ran_on(loop, say) and ran_on(copy)
+    conv = Conversation(mem, ScriptedLLM([["Lovely."]], plans=[{"ops": [loop, copy]}]))
+    run(conv, say)
+    (kept,) = live(mem)
+    assert "1958 Telefunken set for my neighbour Ruth" in kept
+    assert kept.endswith("in Whitby next spring.")  # whole sentences, not the cut copy
+    assert "I fix radios. I fix" not in kept

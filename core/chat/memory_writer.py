@@ -378,13 +378,13 @@ class MemoryWriter:
         except ModelError as e:
             # a plan cut at the budget keeps the ops it wrote whole; with none, nothing is
             # written and the message is read again later (the caller defers it)
-            plan = {"ops": whole_ops(e.partial)} if e.partial else {}
+            plan = {"ops": whole_ops(e.partial, owner_text)} if e.partial else {}
             if not plan.get("ops"):
                 return WriteOutcome((), str(e), 1)
         ops = plan.get("ops") if isinstance(plan, dict) else None
         if not isinstance(ops, list):
             return WriteOutcome((), "the model's plan has no list of ops", 1)
-        ops = [op for op in ops[:MAX_OPS] if not ran_on(op)]
+        ops = [op for op in ops[:MAX_OPS] if not ran_on(op, owner_text)]
         return WriteOutcome(tuple(self.apply(ops, ex, ctx, set(ids), related)), None, 1)
 
     def apply(

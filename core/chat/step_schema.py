@@ -5,6 +5,7 @@ exchange so the grammar itself keeps the model inside the rules
 from __future__ import annotations
 
 import json
+import re
 from typing import Any
 
 MAX_OPS = 4
@@ -61,7 +62,7 @@ def ops_schema(
     }
 
 
-def whole_ops(partial: str) -> list[dict[str, Any]]:
+def whole_ops(partial: str, source: str = "") -> list[dict[str, Any]]:
     """The ops a plan cut at its token budget wrote whole (``{"ops": [{…}, {…}, {"op": "sa``
     gives the first two): what the model finished is as good as an uncut plan's; the op it
     was writing when the budget ran out is lost, never half-kept. A content the grammar
@@ -81,12 +82,34 @@ def whole_ops(partial: str) -> list[dict[str, Any]]:
             value, at = decoder.raw_decode(partial, at)
         except ValueError:
             return out
-        if isinstance(value, dict) and not ran_on(value):
+        if isinstance(value, dict) and not ran_on(value, source):
             out.append(value)
 
 
-def ran_on(op: Any) -> bool:
+def ran_on(op: Any, source: str = "") -> bool:
     """An op whose content the grammar closed at :data:`MAX_CONTENT_CHARS`: the model was
-    repeating itself, not writing a memory."""
+    repeating itself, not writing a memory — unless that content is the owner's message
+    (``source``) copied, word after word without repeating itself. The cap was set when the
+    labelled set's longest message had 203 characters; LoCoMo's owners write up to 400, the
+    default model copies such a message whole into one save, and two of conversation 0's
+    evidence turns (dev, four sessions) were dropped as run-ons and lost. The step keeps the
+    owner's sentences such a save stands for, never the cut copy itself."""
     content = op.get("content") if isinstance(op, dict) else None
-    return isinstance(content, str) and len(content) >= MAX_CONTENT_CHARS
+    if not (isinstance(content, str) and len(content) >= MAX_CONTENT_CHARS):
+        return False
+    grams = _trigrams(content)[:-1]  # the last word may be cut
+    if not source or len(grams) < 5:
+        return True
+    theirs = set(_trigrams(source))
+    distinct = len(set(grams)) / len(grams)
+    copied = sum(g in theirs for g in grams) / len(grams)
+    return not (distinct >= COPY_DISTINCT and copied >= COPY_SHARE)
+
+
+COPY_DISTINCT = 0.9  # a copy repeats few word triples (a loop "I have a corgi. I have…": 0.03)
+COPY_SHARE = 0.8  # … and most of its word triples are the message's
+
+
+def _trigrams(s: str) -> list[tuple[str, ...]]:
+    words = re.findall(r"\w+", s.casefold())
+    return [tuple(words[i : i + 3]) for i in range(len(words) - 2)]
