@@ -610,7 +610,7 @@ class MemoryWriter:
         owner's sixteen evidence turns were lost so ("I've known these friends for 4 years,
         since I moved from my home country" → the model's rewrite of another memory, refused).
         The save is a save like any other: the owner's words it stands for
-        (:meth:`Exchange.owner_words`, none when it shares no word with a message that tells no
+        (:meth:`_owner_statements`, none when it shares no word with a message that tells no
         fact), dedup against the plan's other saves and the store.
 
         Also returns, by position, the memory each such save's update named. When the save is

@@ -6,7 +6,7 @@
   thanks (:func:`fact_sentences`), and a trained classifier over the message's USE vectors
   (:class:`FactGate`, ``fact_gate.json``) — :func:`may_carry_a_fact`.
 - :class:`Exchange`: all of it computed once per message, and the owner's own words a memory
-  must keep (:meth:`Exchange.grounded`, :meth:`Exchange.owner_words`).
+  must keep (:meth:`Exchange.grounded`, :meth:`Exchange.span`, :func:`whole_statement`).
 
 Pure: no store, no model. The step itself is :mod:`core.chat.memory_writer`.
 """
@@ -234,29 +234,19 @@ class Exchange:
             return False  # nothing of the owner's new words
         return len(mine & (self.stems | theirs)) >= GROUNDED * len(mine)
 
-    def owner_words(self, content: str) -> str | None:
-        """The owner's own words a save stands for: the fact sentence it shares most with,
-        widened to the neighbouring sentences that hold what else it says ("У меня есть пёс.
-        Его зовут Бублик."), and a one-word span to the sentence after it; when it shares
-        nothing with them, the first fact sentence (None if the message tells no fact). A
-        memory is kept in the owner's words, never in the model's: measured on the default
-        model, its rewrites cut "Моя жена Ольга — пианистка" to "Ольга — пианистка", a name to
-        "Дима", "On weekends I play chess" to "I play chess", and copied its own reply
-        ("Конечно, спешу купить квартиру")."""
-        found = self.span(content)
-        if found is None:
-            # the model wrote something else (its own reply, "Everything is fine"), but the
-            # message does tell a fact: keep the owner's first fact sentence
-            return self.sentences[0] if self.carries_fact else None
-        return self.words(range(found[0], found[1] + 1))
-
     def words(self, indices: Iterable[int]) -> str:
         """The fact sentences at ``indices``, in the message's order."""
         return " ".join(self.sentences[k] for k in sorted(set(indices)))
 
     def span(self, content: str) -> tuple[int, int] | None:
-        """The first and the last fact sentence a save's ``content`` stands for (see
-        :meth:`owner_words`), or None when it shares no word with any of them."""
+        """The first and the last fact sentence a save's ``content`` stands for, or None when
+        it shares no word with any of them: the sentence it shares most with, widened to the
+        neighbouring sentences that hold what else it says ("У меня есть пёс. Его зовут
+        Бублик."), and a one-word span to the sentence after it. A memory is kept in the
+        owner's words (:meth:`words`), never in the model's: measured on the default model, its
+        rewrites cut "Моя жена Ольга — пианистка" to "Ольга — пианистка", a name to "Дима", "On
+        weekends I play chess" to "I play chess", and copied its own reply ("Конечно, спешу
+        купить квартиру"). What else of the message a save keeps: :func:`whole_statement`."""
         mine = set(text.stems(content)) - _NEUTRAL
         theirs = [set(text.stems(s)) for s in self.sentences]
         if not any(mine & t for t in theirs):
