@@ -75,14 +75,25 @@ class Thresholded:
         linear = Linear.load(path, "threshold")
         return None if linear is None else cls(linear)
 
-    def score(self, text: str, embed: Embed) -> float | None:
-        """The highest score of ``text`` and its sentences, or None without USE vectors."""
-        parts = sentences(text)
-        m = embed([text, *parts] if len(parts) > 1 else [text])
+    def _scores(self, texts: list[str], embed: Embed) -> np.ndarray | None:
+        """One score per text, or None without USE vectors (none, or all zero)."""
+        m = embed(texts)
         scores = self.linear.scores(m)
         if m is None or scores is None or not np.any(m[:, : len(self.linear.weights)]):
             return None
-        return float(np.max(scores))
+        return scores
+
+    def score(self, text: str, embed: Embed) -> float | None:
+        """The highest score of ``text`` and its sentences, or None without USE vectors."""
+        parts = sentences(text)
+        scores = self._scores([text, *parts] if len(parts) > 1 else [text], embed)
+        return None if scores is None else float(np.max(scores))
+
+    def each_above(self, texts: list[str], embed: Embed) -> list[bool] | None:
+        """Whether each of ``texts``, alone, scores at the threshold or over it, or None
+        without USE vectors."""
+        scores = self._scores(texts, embed)
+        return None if scores is None else [bool(v >= self.threshold) for v in scores]
 
     def above(self, text: str, embed: Embed) -> bool | None:
         """Whether ``text`` scores at the threshold or over it, or None without USE vectors."""

@@ -588,17 +588,12 @@ class MemoryWriter:
                 i: (ex.words([0]) if ex.span(c) is not None else None) for i, c in saves.items()
             }
         spans = {i: ex.span(c) for i, c in saves.items()}
-        scores: list[float] | None = None
+        passes: list[bool] | None = None
         gate = fact_gate()
         embed = use_vectors(self.memory.embedder)
         if saves and len(ex.sentences) > 1 and gate is not None and embed is not None:
-            found = gate.linear.scores(embed(list(ex.sentences)))
-            scores = None if found is None else [float(v) for v in found]
-
-        def says(k: int) -> bool:
-            return scores is None or scores[k] >= gate.threshold  # type: ignore[union-attr]
-
-        chosen = whole_statement(spans, len(ex.sentences), says)
+            passes = gate.each_above(list(ex.sentences), embed)
+        chosen = whole_statement(spans, len(ex.sentences), lambda k: passes is None or passes[k])
         return {i: ex.words(chosen[i]) for i in saves}
 
     def _ungrounded_updates_saved(
